@@ -1,0 +1,142 @@
+// Package checks runs one-request probes (TCP, TLS, HTTP) against a target,
+// times them phase by phase with net/http/httptrace, evaluates the assertion
+// vocabulary and reports why a probe failed as one Cause from a closed set.
+//
+// Checks never schedule themselves: package canary owns every goroutine that
+// runs them. A Check is compiled once at config load and Run many times.
+package checks
+
+import (
+	"context"
+	"time"
+)
+
+// Check is one compiled probe. Run must honour ctx (the canary gives every run
+// a deadline) and must always return a Result, never panic on bad input.
+type Check interface {
+	Run(ctx context.Context, t Target) Result
+}
+
+// Target is one origin a check runs against.
+type Target struct {
+	// Name is the target's name from the config (`targets[].name`), or the
+	// check's URL when the check names a URL directly.
+	Name string
+	// URL is the origin's base URL: http://host:port, https://host:port,
+	// tcp://host:port or tls://host:port.
+	URL string
+}
+
+// Cause names why a run did not pass. The set is closed and documented in the
+// README; "" means the run passed.
+type Cause string
+
+// The closed set of failure causes. Assertion causes (status … duration) mean
+// the origin answered and an assertion said no ("failed"); connection causes
+// and CauseInternal/CauseBrowserUnavailable mean the check could not complete
+// ("could not run").
+const (
+	CauseNone               Cause = ""
+	CauseDNS                Cause = "dns"
+	CauseConnectRefused     Cause = "connect_refused"
+	CauseConnectTimeout     Cause = "connect_timeout"
+	CauseConnect            Cause = "connect"
+	CauseTLS                Cause = "tls"
+	CauseCert               Cause = "cert"
+	CauseTimeout            Cause = "timeout"
+	CauseReset              Cause = "reset"
+	CauseStatus             Cause = "status"
+	CauseHeader             Cause = "header"
+	CauseBody               Cause = "body"
+	CauseJSON               Cause = "json"
+	CauseChecksum           Cause = "checksum"
+	CauseSize               Cause = "size"
+	CauseTTFB               Cause = "ttfb"
+	CauseDuration           Cause = "duration"
+	CauseScript             Cause = "script"
+	CauseBrowser            Cause = "browser"
+	CauseBrowserUnavailable Cause = "browser_unavailable"
+	CauseInternal           Cause = "internal"
+)
+
+// AllCauses lists every Cause in documentation order.
+var AllCauses = []Cause{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseConnect,
+	CauseTLS, CauseCert, CauseTimeout, CauseReset, CauseStatus, CauseHeader, CauseBody,
+	CauseJSON, CauseChecksum, CauseSize, CauseTTFB, CauseDuration, CauseScript, CauseBrowser,
+	CauseBrowserUnavailable, CauseInternal}
+
+// SLO reports whether the cause is a service-level assertion (ttfb, duration):
+// the request succeeded but was too slow. The canary turns such failures into
+// the `degraded` state rather than `unhealthy`.
+func (c Cause) SLO() bool { return c == CauseTTFB || c == CauseDuration }
+
+// Phases are the timing phases of one request, from httptrace. A phase that
+// did not happen (no DNS for an IP literal, no TLS for plain HTTP, a reused
+// connection) is zero.
+type Phases struct {
+	DNS      time.Duration // name resolution
+	Connect  time.Duration // TCP connect
+	TLS      time.Duration // TLS handshake
+	TTFB     time.Duration // request written start → first response byte (from the start of the run)
+	Transfer time.Duration // first byte → body fully read
+	Total    time.Duration // whole run
+}
+
+// AssertionResult is the outcome of one assertion: its name (e.g.
+// `status`, `header Content-Type`, `json $.ok`), whether it held, what the
+// origin gave and what the config wanted, both as display strings.
+type AssertionResult struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	Got  string `json:"got"`
+	Want string `json:"want"`
+}
+
+// StepResult is the outcome of one script step (package scripts).
+type StepResult struct {
+	Name       string
+	OK         bool
+	Skipped    bool // not run because an earlier step failed
+	Cause      Cause
+	Err        string
+	StatusCode int
+	URL        string
+	Duration   time.Duration
+	TTFB       time.Duration
+	Assertions []AssertionResult
+	// Metrics holds step-specific figures by name, e.g. for browser
+	// navigations dom_content_loaded_ms, load_ms, lcp_ms, cls.
+	Metrics map[string]float64
+}
+
+// Result is the outcome of one run of a check against one target.
+type Result struct {
+	OK    bool
+	Cause Cause  // CauseNone when OK
+	Err   string // human-readable reason when not OK
+
+	StatusCode int
+	Phases     Phases
+	Assertions []AssertionResult
+	Steps      []StepResult // scripts only
+
+	// CertExpiry is the leaf certificate's NotAfter for TLS/HTTPS runs.
+	CertExpiry time.Time
+	// Artifacts are files written by the run (e.g. a failure screenshot),
+	// as paths under agent.data_dir.
+	Artifacts []string
+	// Start is when the run began.
+	Start time.Time
+}
+
+// CouldNotRun reports whether the run failed because the check itself could
+// not complete (network, TLS, timeout, browser or internal trouble) rather
+// than because an assertion about the origin's answer said no.
+func (r Result) CouldNotRun() bool {
+	switch r.Cause {
+	case CauseNone, CauseStatus, CauseHeader, CauseBody, CauseJSON, CauseChecksum,
+		CauseSize, CauseTTFB, CauseDuration, CauseCert, CauseScript:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,100 @@
+package reporting
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// verdictJSON is the wire form of a Verdict: snake_case keys, durations in
+// milliseconds (float), times in RFC 3339.
+type verdictJSON struct {
+	Check      string    `json:"check"`
+	Target     string    `json:"target"`
+	Tier       string    `json:"tier"`
+	Region     string    `json:"region"`
+	Vantage    string    `json:"vantage"`
+	State      State     `json:"state"`
+	OK         bool      `json:"ok"`
+	Cause      string    `json:"cause"`
+	Err        string    `json:"error,omitempty"`
+	StatusCode int       `json:"status_code"`
+	TTFBMs     float64   `json:"ttfb_ms"`
+	DurationMs float64   `json:"duration_ms"`
+	DNSMs      float64   `json:"dns_ms"`
+	ConnectMs  float64   `json:"connect_ms"`
+	TLSMs      float64   `json:"tls_ms"`
+	TransferMs float64   `json:"transfer_ms"`
+	Streak     int       `json:"streak"`
+	IntervalMs float64   `json:"interval_ms"`
+	At         time.Time `json:"at"`
+	Expires    time.Time `json:"expires"`
+	Artifact   string    `json:"artifact,omitempty"`
+	URL        string    `json:"url,omitempty"`
+}
+
+// Ms converts a duration to float milliseconds.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// FromMs converts float milliseconds to a duration.
+func FromMs(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// MarshalJSON writes the snake_case wire form.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	return json.Marshal(verdictJSON{
+		Check: v.Check, Target: v.Target, Tier: v.Tier, Region: v.Region, Vantage: v.Vantage,
+		State: v.State, OK: v.OK, Cause: v.Cause, Err: v.Err, StatusCode: v.StatusCode,
+		TTFBMs: Ms(v.TTFB), DurationMs: Ms(v.Duration), DNSMs: Ms(v.DNS), ConnectMs: Ms(v.Connect),
+		TLSMs: Ms(v.TLS), TransferMs: Ms(v.Transfer), Streak: v.Streak, IntervalMs: Ms(v.Interval),
+		At: v.At, Expires: v.Expires, Artifact: v.Artifact, URL: v.URL,
+	})
+}
+
+// UnmarshalJSON reads the snake_case wire form.
+func (v *Verdict) UnmarshalJSON(b []byte) error {
+	var w verdictJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*v = Verdict{
+		Check: w.Check, Target: w.Target, Tier: w.Tier, Region: w.Region, Vantage: w.Vantage,
+		State: w.State, OK: w.OK, Cause: w.Cause, Err: w.Err, StatusCode: w.StatusCode,
+		TTFB: FromMs(w.TTFBMs), Duration: FromMs(w.DurationMs), DNS: FromMs(w.DNSMs),
+		Connect: FromMs(w.ConnectMs), TLS: FromMs(w.TLSMs), Transfer: FromMs(w.TransferMs),
+		Streak: w.Streak, Interval: FromMs(w.IntervalMs), At: w.At, Expires: w.Expires,
+		Artifact: w.Artifact, URL: w.URL,
+	}
+	return nil
+}
+
+type signalJSON struct {
+	Pool       string    `json:"pool"`
+	Origin     string    `json:"origin"`
+	Region     string    `json:"region"`
+	Vantage    string    `json:"vantage"`
+	At         time.Time `json:"at"`
+	WindowMs   float64   `json:"window_ms"`
+	Requests   int       `json:"requests"`
+	Status5xx  int       `json:"status_5xx"`
+	ConnErrors int       `json:"conn_errors"`
+	Timeouts   int       `json:"timeouts"`
+	P95Ms      float64   `json:"p95_ms"`
+	Ejected    bool      `json:"ejected"`
+	Reason     string    `json:"reason,omitempty"`
+}
+
+// MarshalJSON writes the snake_case wire form.
+func (s Signal) MarshalJSON() ([]byte, error) {
+	return json.Marshal(signalJSON{s.Pool, s.Origin, s.Region, s.Vantage, s.At, Ms(s.Window),
+		s.Requests, s.Status5xx, s.ConnErrors, s.Timeouts, Ms(s.P95), s.Ejected, s.Reason})
+}
+
+// UnmarshalJSON reads the snake_case wire form.
+func (s *Signal) UnmarshalJSON(b []byte) error {
+	var w signalJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = Signal{w.Pool, w.Origin, w.Region, w.Vantage, w.At, FromMs(w.WindowMs), w.Requests,
+		w.Status5xx, w.ConnErrors, w.Timeouts, FromMs(w.P95Ms), w.Ejected, w.Reason}
+	return nil
+}

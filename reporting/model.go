@@ -1,0 +1,158 @@
+// Package reporting holds vigil's data model — the Verdict a canary publishes
+// for every run and the Signal the proxy publishes from live traffic — and the
+// small interfaces that move them: Sink (write), Source (read latest),
+// HistorySource (read history for SLOs) and their Signal twins.
+//
+// Sub-packages implement them: the embedded SQLite store, InfluxDB, the
+// Prometheus metrics, alerting, the status page and the Grafana dashboards.
+// reporting never imports canary, proxy or scripts.
+package reporting
+
+import (
+	"context"
+	"time"
+)
+
+// State is a verdict's judgement of one check × target.
+type State string
+
+// Verdict states. A stale verdict (past Expires) is StateUnknown, never healthy.
+const (
+	StateUnknown   State = "unknown"
+	StateHealthy   State = "healthy"
+	StateDegraded  State = "degraded"
+	StateUnhealthy State = "unhealthy"
+)
+
+// Tiers a check can belong to. Tier is metadata consumers filter on.
+const (
+	TierShallow   = "shallow"
+	TierDeep      = "deep"
+	TierSynthetic = "synthetic"
+)
+
+// Verdict is published after every run of a check against a target: the
+// state-machine state plus the run's figures. JSON field names are snake_case
+// with durations in milliseconds (see MarshalJSON).
+type Verdict struct {
+	Check   string
+	Target  string
+	Tier    string
+	Region  string
+	Vantage string
+
+	State      State
+	OK         bool   // this run passed
+	Cause      string // this run's failure cause, "" when OK
+	Err        string // this run's failure reason, human-readable
+	StatusCode int
+
+	TTFB     time.Duration
+	Duration time.Duration
+	DNS      time.Duration
+	Connect  time.Duration
+	TLS      time.Duration
+	Transfer time.Duration
+
+	// Streak counts consecutive runs with the same OK value, this one included.
+	Streak int
+	// Interval is the check's scheduled interval (for dead-man rules).
+	Interval time.Duration
+	// At is when the run finished; Expires is when the verdict turns unknown.
+	At, Expires time.Time
+	// Artifact is a failure artifact (screenshot path) relative to the data dir, if any.
+	Artifact string
+	// URL is the page URL at failure for browser scripts, or the probed URL.
+	URL string
+}
+
+// Key identifies a verdict's series: check × target × region (× vantage).
+func (v Verdict) Key() string {
+	return v.Check + "\x00" + v.Target + "\x00" + v.Region + "\x00" + v.Vantage
+}
+
+// Current returns the verdict's state at now: StateUnknown once it expired.
+func (v Verdict) Current(now time.Time) State {
+	if v.State == "" || (!v.Expires.IsZero() && !now.Before(v.Expires)) {
+		return StateUnknown
+	}
+	return v.State
+}
+
+// Signal is one passive observation window of one origin, published by the
+// proxy from live traffic.
+type Signal struct {
+	Pool    string
+	Origin  string // target name
+	Region  string
+	Vantage string // proxy instance
+	At      time.Time
+	Window  time.Duration
+
+	Requests   int
+	Status5xx  int
+	ConnErrors int
+	Timeouts   int
+	P95        time.Duration
+	// Ejected reports whether the passive detector had the origin ejected at At.
+	Ejected bool
+	Reason  string
+}
+
+// FailureRate is the share of requests in the window that failed (5xx,
+// connection errors, timeouts), 0..1; 0 when there were no requests.
+func (s Signal) FailureRate() float64 {
+	if s.Requests == 0 {
+		return 0
+	}
+	return float64(s.Status5xx+s.ConnErrors+s.Timeouts) / float64(s.Requests)
+}
+
+// Sink receives verdicts. Publish must not block its caller for long: slow
+// sinks sit behind a Fanout, which queues and counts drops.
+type Sink interface {
+	Publish(ctx context.Context, v []Verdict) error
+}
+
+// Source returns the latest verdict per check × target × region × vantage
+// whose At is within maxAge of now (maxAge 0: no limit).
+type Source interface {
+	Verdicts(ctx context.Context, maxAge time.Duration) ([]Verdict, error)
+}
+
+// HistoryQuery selects verdict history. Empty strings match everything.
+type HistoryQuery struct {
+	Check, Target, Region string
+	From, To              time.Time // To zero: now
+	Limit                 int       // 0: no limit
+}
+
+// Rollup is one minute of one check × target × region.
+type Rollup struct {
+	Check, Target, Region string
+	Minute                time.Time // start of the minute, UTC
+	Total                 int       // runs
+	Failed                int       // runs with OK false
+	Unhealthy             int       // runs whose verdict state was unhealthy
+	TTFBSum               time.Duration
+	TTFBMax               time.Duration
+	TTFBP95               time.Duration // p95 of this minute's runs
+}
+
+// HistorySource reads verdict history and per-minute rollups (for SLOs,
+// alerting and the status page).
+type HistorySource interface {
+	Source
+	History(ctx context.Context, q HistoryQuery) ([]Verdict, error)
+	Rollups(ctx context.Context, q HistoryQuery) ([]Rollup, error)
+}
+
+// SignalSink receives the proxy's passive observations.
+type SignalSink interface {
+	PublishSignals(ctx context.Context, s []Signal) error
+}
+
+// SignalSource returns signals with At after since.
+type SignalSource interface {
+	Signals(ctx context.Context, since time.Time) ([]Signal, error)
+}
