@@ -1,0 +1,123 @@
+package canary
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/scripts"
+)
+
+// Pair is one compiled check × target: the unit the canary schedules, judges
+// and publishes a verdict for.
+type Pair struct {
+	Check  *CheckConfig
+	Target checks.Target
+	Probe  checks.Check
+}
+
+// Key identifies the pair across reloads: check name × target name × what
+// the check does. A pair whose key survives a reload keeps its state.
+func (p Pair) Key() string { return p.Check.Name + "\x00" + p.Target.Name + "\x00" + p.Target.URL }
+
+// CompileOptions carries what compiled checks need from the process.
+type CompileOptions struct {
+	// Version goes into the synthetic User-Agent (vigil/<version>).
+	Version string
+	// DataDir is where scripts write artifacts (default: agent.data_dir).
+	DataDir string
+	// Browser is the shared browser for browser script steps; nil: browser
+	// steps fail with cause browser_unavailable.
+	Browser *scripts.Browser
+	// Check keeps only the named check (empty: all).
+	Check string
+	// Shard, when Of > 1, keeps only the pairs whose key hashes to Index (0-based).
+	Shard Shard
+	// IncludeDisabled keeps checks marked disabled (for `vigil check`).
+	IncludeDisabled bool
+}
+
+// Shard selects a slice of the pairs: `--shard i/n` keeps pairs whose key hashes to i (1-based on the command line).
+type Shard struct{ Index, Of int }
+
+// Owns reports whether the shard runs the pair with this key.
+func (s Shard) Owns(key string) bool {
+	if s.Of <= 1 {
+		return true
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32()%uint32(s.Of)) == s.Index
+}
+
+// Compile turns a validated config into pairs. Call ValidateAndSetDefaults first.
+func (c *Config) Compile(o CompileOptions) ([]Pair, error) {
+	if o.DataDir == "" {
+		o.DataDir = c.Agent.DataDir
+	}
+	targets := map[string]string{}
+	for _, t := range c.Targets {
+		targets[t.Name] = t.URL
+	}
+	var pairs []Pair
+	for i := range c.Checks {
+		ch := &c.Checks[i]
+		if o.Check != "" && ch.Name != o.Check {
+			continue
+		}
+		if ch.Disabled && !o.IncludeDisabled {
+			continue
+		}
+		probe, err := ch.compile(o)
+		if err != nil {
+			return nil, fmt.Errorf("checks[%d] (%s): %w", i, ch.Name, err)
+		}
+		var ts []checks.Target
+		if ch.URL != "" {
+			ts = append(ts, checks.Target{Name: targetNameForURL(ch.URL), URL: ch.URL})
+		}
+		for _, name := range ch.Targets {
+			ts = append(ts, checks.Target{Name: name, URL: targets[name]})
+		}
+		for _, t := range ts {
+			p := Pair{Check: ch, Target: t, Probe: probe}
+			if o.Shard.Owns(p.Key()) {
+				pairs = append(pairs, p)
+			}
+		}
+	}
+	if o.Check != "" && len(pairs) == 0 {
+		return nil, fmt.Errorf("no check named %q", o.Check)
+	}
+	return pairs, nil
+}
+
+// targetNameForURL names the implicit target of a check that sets url:
+// the URL's host:port.
+func targetNameForURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if i := strings.IndexAny(u, "/?#"); i >= 0 {
+		u = u[:i]
+	}
+	if i := strings.LastIndex(u, "@"); i >= 0 {
+		u = u[i+1:]
+	}
+	return u
+}
+
+func (ch *CheckConfig) compile(o CompileOptions) (checks.Check, error) {
+	opts := checks.Options{Check: ch.Name, Version: o.Version, Timeout: ch.Timeout}
+	switch ch.Kind() {
+	case "script":
+		return scripts.New(ch.Script, scripts.Options{Check: ch.Name, Version: o.Version,
+			Timeout: ch.Timeout, DataDir: o.DataDir, Browser: o.Browser})
+	case "tcp":
+		return checks.NewTCP(*ch.TCP, *ch.Expect, opts)
+	case "tls":
+		return checks.NewTLS(*ch.TLS, *ch.Expect, opts)
+	}
+	return checks.NewHTTP(*ch.HTTP, *ch.Expect, opts)
+}

@@ -1,0 +1,461 @@
+package canary
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+	"github.com/vigil-synthetics/vigil/scripts"
+)
+
+// Config errors that tests compare with errors.Is.
+var (
+	ErrUnknownTarget   = errors.New("unknown target")
+	ErrTimeoutInterval = errors.New("timeout must be shorter than the interval")
+	ErrNoProbe         = errors.New("a check needs exactly one of http, tcp, tls or script")
+	ErrDuplicate       = errors.New("duplicate name")
+	ErrBadCron         = errors.New("bad cron schedule")
+)
+
+// Config is the canary's part of the config file: the agent, the defaults,
+// the targets and the checks.
+type Config struct {
+	Agent    AgentConfig    `mapstructure:"agent"`
+	Defaults Defaults       `mapstructure:"defaults"`
+	Targets  []TargetConfig `mapstructure:"targets"`
+	Checks   []CheckConfig  `mapstructure:"checks"`
+}
+
+// AgentConfig is the `agent:` section.
+type AgentConfig struct {
+	// Region labels every verdict (default "local"; env VIGIL_AGENT_REGION).
+	Region string `mapstructure:"region"`
+	// Vantage labels every verdict within a region (default: the hostname).
+	Vantage string `mapstructure:"vantage"`
+	// Listen is the address of the status page, /metrics and /api/v1/*
+	// (default 127.0.0.1:9470).
+	Listen string `mapstructure:"listen"`
+	// DataDir holds the embedded store, the InfluxDB outbox and artifacts
+	// (default ./vigil-data).
+	DataDir string `mapstructure:"data_dir"`
+	// AdminToken guards the write endpoints (trigger, drain). Empty: they are
+	// refused with 401. Use ${VIGIL_ADMIN_TOKEN}.
+	AdminToken string `mapstructure:"admin_token"`
+	// Concurrency caps checks running at once in this process (default 256).
+	Concurrency int `mapstructure:"concurrency"`
+	// Browser configures the shared Chromium for browser script steps.
+	Browser BrowserConfig `mapstructure:"browser"`
+}
+
+// BrowserConfig is `agent.browser`.
+type BrowserConfig struct {
+	// ExecPath is the Chromium binary (default: auto-detect chromium,
+	// chromium-browser, google-chrome on PATH).
+	ExecPath string `mapstructure:"exec_path"`
+	// MaxConcurrent caps browser checks running at once (default 2).
+	MaxConcurrent int `mapstructure:"max_concurrent"`
+}
+
+// Defaults is the `defaults:` section, inherited by every check.
+type Defaults struct {
+	// Interval between runs (default 30s).
+	Interval time.Duration `mapstructure:"interval"`
+	// Timeout of one run (default min(10s, 80% of the interval)); an inherited
+	// timeout is capped at 80% of each check's interval.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// Jitter spreads runs by up to this share of the interval (default 10%).
+	Jitter *units.Percent `mapstructure:"jitter"`
+	// Rise passes turn a verdict healthy (default 2).
+	Rise int `mapstructure:"rise"`
+	// Fall failures turn a verdict unhealthy (default 3).
+	Fall int `mapstructure:"fall"`
+	// Flap configures flap damping.
+	Flap FlapConfig `mapstructure:"flap"`
+	// ExpireAfter is how long a verdict stays valid (default 3 × interval).
+	ExpireAfter time.Duration `mapstructure:"expire_after"`
+	// Adaptive slows long-stable checks (default false).
+	Adaptive bool `mapstructure:"adaptive"`
+}
+
+// FlapConfig is flap damping: more than MaxChanges state changes within
+// Window hold the verdict unhealthy for HoldDown; it then needs ExtraPasses
+// passes on top of rise to recover.
+type FlapConfig struct {
+	MaxChanges  int           `mapstructure:"max_changes"`  // default 4
+	Window      time.Duration `mapstructure:"window"`       // default 10m
+	HoldDown    time.Duration `mapstructure:"hold_down"`    // default 5m
+	ExtraPasses int           `mapstructure:"extra_passes"` // default 2
+}
+
+// TargetConfig is one entry of `targets:`.
+type TargetConfig struct {
+	// Name identifies the target in checks, verdicts and the proxy.
+	Name string `mapstructure:"name"`
+	// URL is the origin base URL: http(s)://host:port, tcp://host:port or tls://host:port.
+	URL string `mapstructure:"url"`
+}
+
+// CheckConfig is one entry of `checks:`. Exactly one of HTTP, TCP, TLS or
+// Script says what the check does. Zero-valued scheduling fields inherit
+// from Defaults.
+type CheckConfig struct {
+	Name string `mapstructure:"name"`
+	// Tier is shallow, deep or synthetic (default: shallow for tcp/tls,
+	// deep for http, synthetic for scripts).
+	Tier string `mapstructure:"tier"`
+	// Targets names entries of `targets:`; alternatively URL names one origin directly.
+	Targets []string `mapstructure:"targets"`
+	URL     string   `mapstructure:"url"`
+
+	Interval    time.Duration  `mapstructure:"interval"`
+	Cron        string         `mapstructure:"cron"`
+	Timeout     time.Duration  `mapstructure:"timeout"`
+	Jitter      *units.Percent `mapstructure:"jitter"`
+	Rise        int            `mapstructure:"rise"`
+	Fall        int            `mapstructure:"fall"`
+	Flap        *FlapConfig    `mapstructure:"flap"`
+	ExpireAfter time.Duration  `mapstructure:"expire_after"`
+	Adaptive    *bool          `mapstructure:"adaptive"`
+	Disabled    bool           `mapstructure:"disabled"`
+
+	HTTP   *checks.HTTPSpec `mapstructure:"http"`
+	TCP    *checks.TCPSpec  `mapstructure:"tcp"`
+	TLS    *checks.TLSSpec  `mapstructure:"tls"`
+	Expect *checks.Expect   `mapstructure:"expect"`
+	Script scripts.Script   `mapstructure:"script"`
+
+	schedule cron.Schedule
+	// timeoutExplicit is true when the check set its own timeout.
+	timeoutExplicit bool
+}
+
+// Schedule returns the compiled cron schedule, or nil for interval checks.
+func (c *CheckConfig) Schedule() cron.Schedule { return c.schedule }
+
+// Kind names what the check does: http, tcp, tls or script.
+func (c *CheckConfig) Kind() string {
+	switch {
+	case c.Script != nil:
+		return "script"
+	case c.TCP != nil:
+		return "tcp"
+	case c.TLS != nil:
+		return "tls"
+	}
+	return "http"
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ValidateAndSetDefaults fills defaults and validates the whole canary
+// config, returning every error with its key path.
+func (c *Config) ValidateAndSetDefaults() error {
+	var errs []error
+	errs = append(errs, units.Prefix("agent", c.Agent.ValidateAndSetDefaults()))
+	errs = append(errs, units.Prefix("defaults", c.Defaults.ValidateAndSetDefaults()))
+	targets := map[string]bool{}
+	for i := range c.Targets {
+		t := &c.Targets[i]
+		p := fmt.Sprintf("targets[%d]", i)
+		if err := t.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix(p, err))
+			continue
+		}
+		if targets[t.Name] {
+			errs = append(errs, fmt.Errorf("%s.name: %q: %w", p, t.Name, ErrDuplicate))
+		}
+		targets[t.Name] = true
+	}
+	names := map[string]bool{}
+	for i := range c.Checks {
+		ch := &c.Checks[i]
+		p := fmt.Sprintf("checks[%d]", i)
+		errs = append(errs, units.Prefix(p, ch.validate(c.Defaults, targets)))
+		if ch.Name != "" && names[ch.Name] {
+			errs = append(errs, fmt.Errorf("%s.name: %q: %w", p, ch.Name, ErrDuplicate))
+		}
+		names[ch.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAndSetDefaults fills the agent defaults.
+func (a *AgentConfig) ValidateAndSetDefaults() error {
+	var errs []error
+	if a.Region == "" {
+		a.Region = "local"
+	}
+	if a.Vantage == "" {
+		a.Vantage, _ = os.Hostname()
+		if a.Vantage == "" {
+			a.Vantage = "local"
+		}
+	}
+	if a.Listen == "" {
+		a.Listen = "127.0.0.1:9470"
+	}
+	if a.DataDir == "" {
+		a.DataDir = "./vigil-data"
+	}
+	if a.Concurrency == 0 {
+		a.Concurrency = 256
+	}
+	if a.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("concurrency: must be positive, got %d", a.Concurrency))
+	}
+	if a.Browser.MaxConcurrent == 0 {
+		a.Browser.MaxConcurrent = 2
+	}
+	if a.Browser.MaxConcurrent < 0 {
+		errs = append(errs, fmt.Errorf("browser.max_concurrent: must be positive, got %d", a.Browser.MaxConcurrent))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAndSetDefaults fills the global defaults.
+func (d *Defaults) ValidateAndSetDefaults() error {
+	var errs []error
+	if d.Interval == 0 {
+		d.Interval = 30 * time.Second
+	}
+	if d.Interval < 0 {
+		errs = append(errs, fmt.Errorf("interval: must be positive, got %s", d.Interval))
+	}
+	if d.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout: must be positive, got %s", d.Timeout))
+	}
+	if d.Jitter == nil {
+		p := units.Percent(10)
+		d.Jitter = &p
+	}
+	if d.Rise == 0 {
+		d.Rise = 2
+	}
+	if d.Fall == 0 {
+		d.Fall = 3
+	}
+	if d.Rise < 0 || d.Fall < 0 {
+		errs = append(errs, fmt.Errorf("rise/fall: must be positive"))
+	}
+	errs = append(errs, units.Prefix("flap", d.Flap.ValidateAndSetDefaults()))
+	if d.ExpireAfter < 0 {
+		errs = append(errs, fmt.Errorf("expire_after: must be positive, got %s", d.ExpireAfter))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAndSetDefaults fills flap damping defaults.
+func (f *FlapConfig) ValidateAndSetDefaults() error {
+	if f.MaxChanges == 0 {
+		f.MaxChanges = 4
+	}
+	if f.Window == 0 {
+		f.Window = 10 * time.Minute
+	}
+	if f.HoldDown == 0 {
+		f.HoldDown = 5 * time.Minute
+	}
+	if f.ExtraPasses == 0 {
+		f.ExtraPasses = 2
+	}
+	if f.MaxChanges < 0 || f.Window < 0 || f.HoldDown < 0 || f.ExtraPasses < 0 {
+		return errors.New("max_changes, window, hold_down and extra_passes must be positive")
+	}
+	return nil
+}
+
+// ValidateAndSetDefaults checks a target's name and URL.
+func (t *TargetConfig) ValidateAndSetDefaults() error {
+	var errs []error
+	if t.Name == "" {
+		errs = append(errs, errors.New("name: required"))
+	} else if !nameRE.MatchString(t.Name) {
+		errs = append(errs, fmt.Errorf("name: %q: use letters, digits and _ . : -", t.Name))
+	}
+	if err := validateURL(t.URL); err != nil {
+		errs = append(errs, fmt.Errorf("url: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func validateURL(raw string) error {
+	if raw == "" {
+		return errors.New("required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q: %v", redactURL(raw), err)
+	}
+	switch u.Scheme {
+	case "http", "https", "tcp", "tls":
+	default:
+		return fmt.Errorf("%q: scheme must be http, https, tcp or tls", redactURL(raw))
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q: no host", redactURL(raw))
+	}
+	return nil
+}
+
+// redactURL hides userinfo so a password in a URL is never printed.
+func redactURL(raw string) string {
+	if i := strings.Index(raw, "@"); i > 0 {
+		if j := strings.Index(raw, "://"); j > 0 && j < i {
+			return raw[:j+3] + "***@" + raw[i+1:]
+		}
+	}
+	return raw
+}
+
+func (c *CheckConfig) validate(d Defaults, targets map[string]bool) error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("name: required"))
+	} else if !nameRE.MatchString(c.Name) {
+		errs = append(errs, fmt.Errorf("name: %q: use letters, digits and _ . : -", c.Name))
+	}
+	n := 0
+	for _, set := range []bool{c.HTTP != nil, c.TCP != nil, c.TLS != nil, c.Script != nil} {
+		if set {
+			n++
+		}
+	}
+	if n == 0 && strings.HasPrefix(c.URL, "tcp://") {
+		c.TCP, n = &checks.TCPSpec{}, 1
+	} else if n == 0 && strings.HasPrefix(c.URL, "tls://") {
+		c.TLS, n = &checks.TLSSpec{}, 1
+	} else if n == 0 {
+		c.HTTP, n = &checks.HTTPSpec{}, 1
+	}
+	if n != 1 {
+		errs = append(errs, ErrNoProbe)
+	}
+	switch c.Tier {
+	case "":
+		switch c.Kind() {
+		case "tcp", "tls":
+			c.Tier = reporting.TierShallow
+		case "script":
+			c.Tier = reporting.TierSynthetic
+		default:
+			c.Tier = reporting.TierDeep
+		}
+	case reporting.TierShallow, reporting.TierDeep, reporting.TierSynthetic:
+	default:
+		errs = append(errs, fmt.Errorf("tier: %q: want shallow, deep or synthetic", c.Tier))
+	}
+
+	// Targets.
+	if len(c.Targets) == 0 && c.URL == "" {
+		errs = append(errs, errors.New("targets: name at least one target, or set url"))
+	}
+	if len(c.Targets) > 0 && c.URL != "" {
+		errs = append(errs, errors.New("url: set either targets or url, not both"))
+	}
+	if c.URL != "" {
+		if err := validateURL(c.URL); err != nil {
+			errs = append(errs, fmt.Errorf("url: %w", err))
+		}
+	}
+	for i, t := range c.Targets {
+		if !targets[t] {
+			errs = append(errs, fmt.Errorf("targets[%d]: %q: %w (define it under targets:)", i, t, ErrUnknownTarget))
+		}
+	}
+
+	// Schedule.
+	if c.Cron != "" && c.Interval != 0 {
+		errs = append(errs, errors.New("cron: set either interval or cron, not both"))
+	}
+	if c.Cron != "" {
+		s, err := cronParser.Parse(c.Cron)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cron: %q: %w: %v", c.Cron, ErrBadCron, err))
+		} else {
+			c.schedule = s
+			now := time.Now()
+			next := s.Next(now)
+			c.Interval = s.Next(next).Sub(next)
+		}
+	}
+	if c.Interval < 0 {
+		errs = append(errs, fmt.Errorf("interval: must be positive, got %s", c.Interval))
+	}
+	if c.Interval == 0 {
+		c.Interval = d.Interval
+	}
+	switch {
+	case c.Timeout < 0:
+		errs = append(errs, fmt.Errorf("timeout: must be positive, got %s", c.Timeout))
+	case c.Timeout > 0:
+		c.timeoutExplicit = true
+		if c.Interval > 0 && c.Timeout >= c.Interval {
+			errs = append(errs, fmt.Errorf("timeout: %s ≥ interval %s: %w", c.Timeout, c.Interval, ErrTimeoutInterval))
+		}
+	default:
+		capped := c.Interval * 8 / 10
+		c.Timeout = d.Timeout
+		if c.Timeout == 0 {
+			c.Timeout = min(10*time.Second, capped)
+		}
+		c.Timeout = min(c.Timeout, capped)
+	}
+	if c.Jitter == nil {
+		c.Jitter = d.Jitter
+	}
+	if c.Rise == 0 {
+		c.Rise = d.Rise
+	}
+	if c.Fall == 0 {
+		c.Fall = d.Fall
+	}
+	if c.Rise < 0 || c.Fall < 0 {
+		errs = append(errs, errors.New("rise/fall: must be positive"))
+	}
+	if c.Flap == nil {
+		f := d.Flap
+		c.Flap = &f
+	} else {
+		errs = append(errs, units.Prefix("flap", c.Flap.ValidateAndSetDefaults()))
+	}
+	if c.ExpireAfter == 0 {
+		c.ExpireAfter = d.ExpireAfter
+	}
+	if c.ExpireAfter == 0 {
+		c.ExpireAfter = 3 * c.Interval
+	}
+	if c.Adaptive == nil {
+		a := d.Adaptive
+		c.Adaptive = &a
+	}
+
+	// Probe specs.
+	if c.Expect == nil {
+		c.Expect = &checks.Expect{}
+	}
+	if c.HTTP != nil {
+		errs = append(errs, units.Prefix("http", c.HTTP.ValidateAndSetDefaults()))
+	}
+	if c.TCP != nil {
+		errs = append(errs, units.Prefix("tcp", c.TCP.ValidateAndSetDefaults()))
+	}
+	if c.TLS != nil {
+		errs = append(errs, units.Prefix("tls", c.TLS.ValidateAndSetDefaults()))
+	}
+	errs = append(errs, units.Prefix("expect", c.Expect.ValidateAndSetDefaults()))
+	if c.Script != nil {
+		errs = append(errs, units.Prefix("script", c.Script.ValidateAndSetDefaults(c.Timeout)))
+	}
+	return errors.Join(errs...)
+}

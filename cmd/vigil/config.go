@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/vigil-synthetics/vigil/canary"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// ErrUnknownKey marks a config key that vigil does not know.
+var ErrUnknownKey = errors.New("unknown key")
+
+// File is the whole config file. Each section is owned by the package that
+// uses it; File only composes them.
+type File struct {
+	canary.Config `mapstructure:",squash"`
+	Store         map[string]any `mapstructure:"store"`
+	SLOs          []any          `mapstructure:"slos"`
+	Alerting      map[string]any `mapstructure:"alerting"`
+	Proxy         map[string]any `mapstructure:"proxy"`
+
+	path     string
+	redactor *redactor
+}
+
+// ValidateAndSetDefaults validates every section.
+func (f *File) ValidateAndSetDefaults() error {
+	return f.Config.ValidateAndSetDefaults()
+}
+
+// LoadError is every problem found in a config file, one per line, each
+// naming its key path. Secrets interpolated from the environment are redacted.
+type LoadError struct {
+	File   string
+	Errors []error
+	red    *redactor
+}
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	for i, err := range e.Errors {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.File + ": " + e.red.redact(err.Error()))
+	}
+	return b.String()
+}
+
+// Unwrap exposes the individual errors to errors.Is.
+func (e *LoadError) Unwrap() []error { return e.Errors }
+
+// loadConfig reads, interpolates, decodes and validates a config file.
+// env is the environment lookup (os.LookupEnv in production).
+func loadConfig(path string, env func(string) (string, bool)) (*File, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parseConfig(path, raw, env)
+}
+
+func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*File, error) {
+	red := &redactor{}
+	fail := func(errs ...error) error { return &LoadError{File: path, Errors: errs, red: red} }
+
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
+		return nil, fail(fmt.Errorf("not valid YAML: %v", unwrapViper(err)))
+	}
+	settings := v.AllSettings()
+
+	// Environment overrides: VIGIL_<SECTION>_<KEY> for every scalar key outside lists.
+	for _, key := range scalarKeys(reflect.TypeOf(File{}), "") {
+		name := "VIGIL_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(key))
+		if val, ok := env(name); ok {
+			setPath(settings, strings.Split(key, "."), val)
+			if secretKey.MatchString(key) {
+				red.add(key, val)
+			}
+		}
+	}
+
+	// ${NAME} interpolation (not inside check scripts, which resolve their own
+	// ${var} at run time and read secrets with ${env:NAME}).
+	var errs []error
+	interpolated := interpolate(settings, "", env, red, &errs)
+	if len(errs) > 0 {
+		return nil, fail(errs...)
+	}
+	settings = interpolated.(map[string]any)
+
+	var f File
+	var md mapstructure.Metadata
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:           &f,
+		Metadata:         &md,
+		WeaklyTypedInput: true,
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			durationHook,
+			mapstructure.TextUnmarshallerHookFunc(),
+		),
+	})
+	if err != nil {
+		return nil, fail(err)
+	}
+	if err := dec.Decode(settings); err != nil {
+		errs = append(errs, decodeErrors(err)...)
+	}
+	unused := md.Unused
+	sort.Strings(unused)
+	for _, k := range unused {
+		errs = append(errs, fmt.Errorf("%s: %w", k, ErrUnknownKey))
+	}
+	if len(errs) > 0 {
+		return nil, fail(errs...)
+	}
+	if err := f.ValidateAndSetDefaults(); err != nil {
+		return nil, fail(units.Errors(err)...)
+	}
+	f.path = path
+	f.redactor = red
+	return &f, nil
+}
+
+func unwrapViper(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "While parsing config: ")
+	return s
+}
+
+// decodeErrors splits mapstructure's aggregated error into one error per key,
+// rewriting "'checks[0].interval' expected …" into "checks[0].interval: …".
+func decodeErrors(err error) []error {
+	var out []error
+	for _, e := range units.Errors(err) {
+		msg := e.Error()
+		msg = strings.TrimPrefix(msg, "decoding failed due to the following error(s):\n\n")
+		for _, line := range strings.Split(msg, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			if m := quotedKey.FindStringSubmatch(line); m != nil {
+				line = m[1] + ": " + strings.TrimSpace(m[2])
+			}
+			out = append(out, errors.New(line))
+		}
+	}
+	return out
+}
+
+var quotedKey = regexp.MustCompile(`^'([^']*)'\s*(.*)$`)
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// durationHook parses durations with a unit ("5s", "600ms", "30d", "1d12h")
+// and rejects bare numbers other than 0, so `interval: 5` is an error rather
+// than five nanoseconds.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != durationType {
+		return data, nil
+	}
+	switch d := data.(type) {
+	case string:
+		return parseDuration(d)
+	case int, int64, float64, uint64:
+		if reflect.ValueOf(d).Convert(reflect.TypeOf(float64(0))).Float() == 0 {
+			return time.Duration(0), nil
+		}
+		return nil, fmt.Errorf("%v: a duration needs a unit, e.g. \"%vs\" or \"%vms\"", d, d, d)
+	}
+	return data, nil
+}
+
+var daysRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)d(.*)$`)
+
+// parseDuration is time.ParseDuration plus a leading "<n>d" for days.
+func parseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, nil
+	}
+	var days time.Duration
+	if m := daysRE.FindStringSubmatch(t); m != nil {
+		n, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q: not a duration", s)
+		}
+		days = time.Duration(n * float64(24*time.Hour))
+		t = m[2]
+		if t == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(t, 64); nerr == nil && t != "0" {
+			return 0, fmt.Errorf("%q: a duration needs a unit, e.g. \"%ss\"", s, t)
+		}
+		return 0, fmt.Errorf("%q: not a duration (use ms, s, m, h or d)", s)
+	}
+	return days + d, nil
+}
+
+// scalarKeys lists the dotted keys of scalar fields reachable from t without
+// crossing a slice or map: those can be overridden from the environment.
+func scalarKeys(t reflect.Type, prefix string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("mapstructure")
+		name, opts, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if opts == "squash" {
+			out = append(out, scalarKeys(ft, prefix)...)
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		key := prefix + name
+		switch {
+		case ft.Kind() == reflect.Struct && ft != durationType:
+			out = append(out, scalarKeys(ft, key+".")...)
+		case ft.Kind() == reflect.Slice, ft.Kind() == reflect.Map, ft.Kind() == reflect.Interface:
+		default:
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+func setPath(m map[string]any, path []string, val string) {
+	for i, p := range path {
+		if i == len(path)-1 {
+			m[p] = val
+			return
+		}
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+}
+
+// secretKey matches keys whose values are secrets.
+var secretKey = regexp.MustCompile(`(?i)(token|password|secret|key|auth)`)
+
+var interpRE = regexp.MustCompile(`\$\$\{|\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// interpolate replaces ${NAME}, ${env:NAME} and ${NAME:-default} in every
+// string value with the environment's value. "$${" is a literal "${". An
+// unset variable without a default is an error naming the key. Inside check
+// scripts only ${env:NAME} is left for the script (resolved at run time) and
+// ${name} is a script variable.
+func interpolate(v any, path string, env func(string) (string, bool), red *redactor, errs *[]error) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if k == "script" && strings.HasPrefix(path, "checks[") {
+				out[k] = val
+				continue
+			}
+			out[k] = interpolate(val, p, env, red, errs)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = interpolate(val, fmt.Sprintf("%s[%d]", path, i), env, red, errs)
+		}
+		return out
+	case string:
+		if !strings.Contains(x, "${") {
+			return x
+		}
+		return interpRE.ReplaceAllStringFunc(x, func(m string) string {
+			if m == "$${" {
+				return "${"
+			}
+			sm := interpRE.FindStringSubmatch(m)
+			name, hasDefault, def := sm[2], sm[3] != "", sm[4]
+			if val, ok := env(name); ok && val != "" {
+				red.add(path, val)
+				return val
+			}
+			if hasDefault {
+				return def
+			}
+			*errs = append(*errs, fmt.Errorf("%s: ${%s} is not set in the environment (use ${%s:-default} for an optional value)", path, name, name))
+			return ""
+		})
+	}
+	return v
+}
+
+// redactor remembers values taken from the environment so that no printed
+// error or output shows them.
+type redactor struct{ secrets []string }
+
+func (r *redactor) add(key, val string) {
+	if r == nil || len(val) < 3 {
+		return
+	}
+	// Region names and the like are not secrets; anything from ${…} or a
+	// token/password/key field is treated as one.
+	r.secrets = append(r.secrets, val)
+}
+
+func (r *redactor) redact(s string) string {
+	if r == nil {
+		return s
+	}
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, "***")
+	}
+	return s
+}

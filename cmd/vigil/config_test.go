@@ -1,0 +1,211 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/canary"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// TestInvalidConfigs pairs each testdata/invalid-*.yaml with the exact error
+// `vigil validate` prints for it.
+func TestInvalidConfigs(t *testing.T) {
+	want := map[string]string{
+		"invalid-unknown-key.yaml":       "checks[2].expect.statuss: unknown key",
+		"invalid-timeout-interval.yaml":  "checks[0].timeout: 5s ≥ interval 5s: timeout must be shorter than the interval",
+		"invalid-unknown-target.yaml":    `checks[0].targets[1]: "origin-z": unknown target (define it under targets:)`,
+		"invalid-duration-unit.yaml":     `checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
+		"invalid-missing-env.yaml":       "agent.admin_token: ${VIGIL_TEST_UNSET_TOKEN} is not set in the environment (use ${VIGIL_TEST_UNSET_TOKEN:-default} for an optional value)",
+		"invalid-status-range.yaml":      wantStatusRange,
+		"invalid-regex.yaml":             wantRegex,
+		"invalid-checksum.yaml":          wantChecksum,
+	}
+	files, _ := filepath.Glob("testdata/invalid-*.yaml")
+	if len(files) != len(want) {
+		t.Errorf("%d invalid-*.yaml files, %d expectations: pair every file with its error", len(files), len(want))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			exp, ok := want[name]
+			if !ok {
+				t.Fatalf("no expected error for %s", name)
+			}
+			_, err := loadConfig(f, noEnv)
+			if err == nil {
+				t.Fatalf("loaded without error; want %q", exp)
+			}
+			got := err.Error()
+			if got != f+": "+exp {
+				t.Errorf("error:\n got %s\nwant %s", got, f+": "+exp)
+			}
+		})
+	}
+}
+
+func TestUnknownKeyIsSentinel(t *testing.T) {
+	_, err := loadConfig("testdata/invalid-unknown-key.yaml", noEnv)
+	if !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("want ErrUnknownKey, got %v", err)
+	}
+	_, err = loadConfig("testdata/invalid-unknown-target.yaml", noEnv)
+	if !errors.Is(err, canary.ErrUnknownTarget) {
+		t.Fatalf("want ErrUnknownTarget, got %v", err)
+	}
+	_, err = loadConfig("testdata/invalid-timeout-interval.yaml", noEnv)
+	if !errors.Is(err, canary.ErrTimeoutInterval) {
+		t.Fatalf("want ErrTimeoutInterval, got %v", err)
+	}
+}
+
+func TestEveryErrorReported(t *testing.T) {
+	raw := `
+targets:
+  - {name: a, url: http://127.0.0.1:1}
+checks:
+  - {name: one, targets: [nope], http: {path: /}, interval: 1s, timeout: 2s}
+  - {name: two, targets: [a], http: {path: /}, bogus: 1}
+`
+	_, err := parseConfig("x.yaml", []byte(raw), noEnv)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) < 1 || !strings.Contains(err.Error(), "checks[1].bogus: unknown key") {
+		t.Fatalf("want the unknown key reported, got:\n%s", err)
+	}
+}
+
+func TestExampleConfigsValidate(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	more, _ := filepath.Glob("../../examples/*/*.yaml")
+	files = append(files, more...)
+	n := 0
+	for _, f := range files {
+		if strings.Contains(f, "docker-compose") || strings.Contains(f, "/grafana/") || strings.Contains(f, "/prometheus/") {
+			continue
+		}
+		n++
+		t.Run(f, func(t *testing.T) {
+			if _, err := loadConfig(f, envOf(map[string]string{"VIGIL_ADMIN_TOKEN": "example-token"})); err != nil {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no example configs found")
+	}
+}
+
+func TestDefaultsAndEnv(t *testing.T) {
+	raw := `
+agent: {region: eu-west, admin_token: "${TOKEN}"}
+defaults: {interval: 30s, timeout: 5s, rise: 2, fall: 3}
+targets:
+  - {name: origin-a, url: http://127.0.0.1:9201}
+checks:
+  - {name: healthz, targets: [origin-a], interval: 5s, http: {path: /healthz}}
+  - {name: slow, targets: [origin-a], interval: 1m, http: {path: /}}
+  - {name: daily, targets: [origin-a], cron: "CRON_TZ=UTC 0 3 * * *", http: {path: /}}
+  - {name: port, url: "tcp://127.0.0.1:9201"}
+`
+	f, err := parseConfig("x.yaml", []byte(raw), envOf(map[string]string{
+		"TOKEN": "s3cr3t-token", "VIGIL_AGENT_REGION": "us-east",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Agent.Region != "us-east" {
+		t.Errorf("VIGIL_AGENT_REGION override: region = %q", f.Agent.Region)
+	}
+	if f.Agent.AdminToken != "s3cr3t-token" {
+		t.Errorf("interpolation: admin_token = %q", f.Agent.AdminToken)
+	}
+	hz := f.Checks[0]
+	if hz.Timeout != 4*time.Second { // inherited 5s capped at 80% of 5s
+		t.Errorf("healthz timeout = %s, want 4s", hz.Timeout)
+	}
+	if hz.Rise != 2 || hz.Fall != 3 || hz.ExpireAfter != 15*time.Second || hz.Tier != "deep" {
+		t.Errorf("healthz defaults: rise %d fall %d expire %s tier %s", hz.Rise, hz.Fall, hz.ExpireAfter, hz.Tier)
+	}
+	if f.Checks[1].Timeout != 5*time.Second {
+		t.Errorf("slow timeout = %s, want 5s", f.Checks[1].Timeout)
+	}
+	if f.Checks[2].Schedule() == nil || f.Checks[2].Interval != 24*time.Hour {
+		t.Errorf("cron check: schedule %v interval %s", f.Checks[2].Schedule(), f.Checks[2].Interval)
+	}
+	if f.Checks[3].Kind() != "tcp" || f.Checks[3].Tier != "shallow" {
+		t.Errorf("url tcp:// check: kind %s tier %s", f.Checks[3].Kind(), f.Checks[3].Tier)
+	}
+	pairs, err := f.Compile(canary.CompileOptions{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pairs) != 4 || pairs[3].Target.Name != "127.0.0.1:9201" {
+		t.Errorf("pairs: %d, last target %q", len(pairs), pairs[len(pairs)-1].Target.Name)
+	}
+}
+
+func TestSecretsNeverPrinted(t *testing.T) {
+	raw := `
+store:
+  influxdb: {url: "http://127.0.0.1:8086", token: "${INFLUX_TOKEN}"}
+agent: {admin_token: "${ADMIN}"}
+targets:
+  - {name: a, url: "${ORIGIN}"}
+checks:
+  - {name: c, targets: [a], http: {path: /}, expect: {status: "nope"}}
+`
+	secrets := map[string]string{"INFLUX_TOKEN": "influx-secret-42", "ADMIN": "admin-secret-43", "ORIGIN": "http://user:origin-secret-44@127.0.0.1:1"}
+	_, err := parseConfig("x.yaml", []byte(raw), envOf(secrets))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, s := range []string{"influx-secret-42", "admin-secret-43", "origin-secret-44"} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error output contains secret %q:\n%s", s, err)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"5s": 5 * time.Second, "600ms": 600 * time.Millisecond, "30d": 30 * 24 * time.Hour,
+		"1d12h": 36 * time.Hour, "0": 0, "1.5h": 90 * time.Minute,
+	} {
+		got, err := parseDuration(in)
+		if err != nil || got != want {
+			t.Errorf("parseDuration(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"5", "abc", "5x", "d"} {
+		if _, err := parseDuration(bad); err == nil {
+			t.Errorf("parseDuration(%q): want an error", bad)
+		}
+	}
+}
+
+// FuzzConfig feeds arbitrary bytes to the loader: it must return a config or
+// an error, never panic.
+func FuzzConfig(f *testing.F) {
+	for _, p := range []string{"testdata/invalid-unknown-key.yaml", "../../examples/quickstart.yaml"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("checks: [{name: x, url: 'http://127.0.0.1:1', expect: {status: '1-2,3'}}]"))
+	f.Add([]byte("defaults: {interval: 5}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = parseConfig("fuzz.yaml", b, noEnv)
+	})
+}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newValidateCmd) }
+
+func newValidateCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "validate -c FILE",
+		Short: "Check a config file: prints ok, or every error with its key path (exit 2)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := loadConfig(file, os.LookupEnv); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			cmd.Println("ok")
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "vigil.yaml", "config file")
+	return cmd
+}
