@@ -1,0 +1,332 @@
+package checks
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// Defaults for HTTPSpec and TCPSpec.
+const (
+	// DefaultBodyLimit is http.body_limit when unset: 10 MiB.
+	DefaultBodyLimit = 10 << 20
+	// DefaultReadLimit is tcp.read_limit when unset: 64 KiB.
+	DefaultReadLimit = 64 << 10
+	// DefaultStatus is expect.status for http checks when unset.
+	DefaultStatus = "200-399"
+	// DefaultVersion is Options.Version when unset.
+	DefaultVersion = "dev"
+	// CacheBustParam is the query parameter http.cache_bust adds.
+	CacheBustParam = "vigil_cb"
+	// CheckHeader names the check on every synthetic request.
+	CheckHeader = "X-Vigil-Check"
+)
+
+// Options are the per-check settings the canary passes in.
+type Options struct {
+	// Check is the check's name, sent as X-Vigil-Check.
+	Check string
+	// Version is vigil's version for the User-Agent "vigil/<version>".
+	// Default "dev".
+	Version string
+	// Timeout caps one run in addition to the run's ctx. 0 = ctx only.
+	Timeout time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+}
+
+// TLSOptions configure the TLS client of an http check (key `http.tls`).
+type TLSOptions struct {
+	// InsecureSkipVerify skips chain and hostname verification. Default
+	// false. cert_min_days is still checked.
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+	// CAFile is a PEM file of CA certificates to trust instead of the
+	// system pool. Default: the system pool.
+	CAFile string `mapstructure:"ca_file"`
+	// ServerName is the SNI name and the name verified against the
+	// certificate. Default: the host of the request URL.
+	ServerName string `mapstructure:"server_name"`
+	// MinVersion is the lowest TLS version accepted: "1.0", "1.1", "1.2"
+	// or "1.3". Default "1.2".
+	MinVersion string `mapstructure:"min_version"`
+
+	minVersion uint16
+	roots      *x509.CertPool
+}
+
+// ValidateAndSetDefaults parses min_version and loads ca_file.
+func (o *TLSOptions) ValidateAndSetDefaults() error {
+	var errs []error
+	switch strings.TrimSpace(o.MinVersion) {
+	case "", "1.2":
+		o.minVersion = tls.VersionTLS12
+	case "1.0":
+		o.minVersion = tls.VersionTLS10
+	case "1.1":
+		o.minVersion = tls.VersionTLS11
+	case "1.3":
+		o.minVersion = tls.VersionTLS13
+	default:
+		errs = append(errs, errorf(ErrBadValue, "min_version: %q: want \"1.0\", \"1.1\", \"1.2\" or \"1.3\"", o.MinVersion))
+	}
+	if o.MinVersion == "" {
+		o.MinVersion = "1.2"
+	}
+	o.roots = nil
+	if o.CAFile != "" {
+		pool, err := loadCAFile(o.CAFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ca_file: %w", err))
+		}
+		o.roots = pool
+	}
+	return errors.Join(errs...)
+}
+
+func loadCAFile(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errorf(ErrCAFile, "%w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, errorf(ErrCAFile, "%s: no PEM certificate found", path)
+	}
+	return pool, nil
+}
+
+// config returns a fresh client config for one connection.
+func (o *TLSOptions) config(serverName string) *tls.Config {
+	c := &tls.Config{
+		MinVersion:         o.minVersion,
+		RootCAs:            o.roots,
+		InsecureSkipVerify: o.InsecureSkipVerify,
+		ServerName:         serverName,
+	}
+	if o.ServerName != "" {
+		c.ServerName = o.ServerName
+	}
+	if c.MinVersion == 0 {
+		c.MinVersion = tls.VersionTLS12
+	}
+	return c
+}
+
+// HTTPSpec is one HTTP request (config key `http:`).
+type HTTPSpec struct {
+	// Method is the request method. Default "GET".
+	Method string `mapstructure:"method"`
+	// URL is an absolute http(s) URL requested instead of target + path.
+	// Default: unset (target URL + Path).
+	URL string `mapstructure:"url"`
+	// Path is joined to the target's base URL; it may carry a query string.
+	// Default "/". Cannot be combined with URL.
+	Path string `mapstructure:"path"`
+	// Headers are request headers; names arrive lower-cased from YAML and
+	// are canonicalised. A "host" header sets the Host sent. They override
+	// the default User-Agent and X-Vigil-Check.
+	Headers map[string]string `mapstructure:"headers"`
+	// Body is the request body as text. Default: none.
+	Body string `mapstructure:"body"`
+	// JSON is any value sent JSON-encoded with Content-Type
+	// application/json (unless headers set one). Excludes Body.
+	JSON any `mapstructure:"json"`
+	// FollowRedirects follows up to 10 redirects. Default false: a 3xx is
+	// the answer asserted on.
+	FollowRedirects bool `mapstructure:"follow_redirects"`
+	// CacheBust adds a unique query parameter vigil_cb=<random> to every
+	// run so caches (CDNs) are bypassed. Default false.
+	CacheBust bool `mapstructure:"cache_bust"`
+	// ReuseConnections keeps connections alive between runs of this check.
+	// Default false: every run opens a fresh connection, so DNS, connect
+	// and TLS are measured every time.
+	ReuseConnections bool `mapstructure:"reuse_connections"`
+	// BodyLimit is how much of the body is read, in bytes with a unit.
+	// Reading stops there: body, json and checksum assertions see only the
+	// first body_limit bytes (a checksum over a longer body fails), and
+	// expect.size reports the size as "over body_limit". Default "10MiB".
+	BodyLimit units.ByteSize `mapstructure:"body_limit"`
+	// UserAgent is the User-Agent sent. Default "vigil/<version>".
+	UserAgent string `mapstructure:"user_agent"`
+	// TLS configures the TLS client for https URLs.
+	TLS TLSOptions `mapstructure:"tls"`
+
+	compiled bool
+	jsonBody []byte      // encoded JSON body
+	headers  http.Header // canonical request headers (without defaults)
+	host     string      // Host override
+}
+
+// ValidateAndSetDefaults sets defaults, canonicalises headers, encodes the
+// JSON body, loads tls.ca_file and checks that body/json and url/path are
+// not both set. Errors start with the key relative to `http`.
+func (s *HTTPSpec) ValidateAndSetDefaults() error {
+	var errs []error
+	s.Method = strings.ToUpper(strings.TrimSpace(s.Method))
+	if s.Method == "" {
+		s.Method = http.MethodGet
+	}
+	if !validToken(s.Method) {
+		errs = append(errs, errorf(ErrBadMethod, "method: %q is not an HTTP method", s.Method))
+	}
+	if s.URL != "" {
+		if s.Path != "" {
+			errs = append(errs, errorf(ErrConflict, "url: set either url or path, not both"))
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, errorf(ErrBadURL, "url: %q: want an absolute http:// or https:// URL", s.URL))
+		}
+	} else if s.Path == "" {
+		s.Path = "/"
+	} else if !strings.HasPrefix(s.Path, "/") {
+		errs = append(errs, errorf(ErrBadURL, "path: %q: must start with \"/\"", s.Path))
+	}
+	if s.Body != "" && s.JSON != nil {
+		errs = append(errs, errorf(ErrConflict, "json: set either body or json, not both"))
+	}
+	s.jsonBody = nil
+	if s.JSON != nil {
+		b, err := json.Marshal(s.JSON)
+		if err != nil {
+			errs = append(errs, errorf(ErrBadValue, "json: cannot encode: %v", err))
+		}
+		s.jsonBody = b
+	}
+	if s.BodyLimit < 0 {
+		errs = append(errs, errorf(ErrBadValue, "body_limit: must not be negative"))
+	}
+	if s.BodyLimit == 0 {
+		s.BodyLimit = DefaultBodyLimit
+	}
+	s.headers = http.Header{}
+	s.host = ""
+	names := make([]string, 0, len(s.Headers))
+	for k := range s.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := s.Headers[k]
+		if !validHeaderName(k) {
+			errs = append(errs, errorf(ErrBadValue, "headers.%s: not a header name", k))
+			continue
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			errs = append(errs, errorf(ErrBadValue, "headers.%s: value contains a line break", k))
+			continue
+		}
+		ck := http.CanonicalHeaderKey(k)
+		if ck == "Host" {
+			s.host = v
+			continue
+		}
+		s.headers.Set(ck, v)
+	}
+	if s.JSON != nil && s.headers.Get("Content-Type") == "" {
+		s.headers.Set("Content-Type", "application/json")
+	}
+	if err := s.TLS.ValidateAndSetDefaults(); err != nil {
+		errs = append(errs, units.Prefix("tls", err))
+	}
+	err := errors.Join(errs...)
+	s.compiled = err == nil
+	return err
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TCPSpec is a TCP connect check (config key `tcp:`): connect, optionally
+// send a line, optionally expect text back.
+type TCPSpec struct {
+	// Send is written after connecting, as is (add "\r\n" yourself).
+	// Default: nothing.
+	Send string `mapstructure:"send"`
+	// Expect is a substring, or "~regex", that must appear in what the
+	// server sends back within read_limit bytes. Default: nothing is read.
+	Expect string `mapstructure:"expect"`
+	// ReadLimit is how much is read while waiting for Expect, in bytes
+	// with a unit. Default "64KiB".
+	ReadLimit units.ByteSize `mapstructure:"read_limit"`
+
+	compiled bool
+	re       *regexp.Regexp
+}
+
+// ValidateAndSetDefaults compiles expect and sets read_limit.
+func (s *TCPSpec) ValidateAndSetDefaults() error {
+	var errs []error
+	s.re = nil
+	if strings.HasPrefix(s.Expect, "~") {
+		re, err := compileRegex(s.Expect[1:])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("expect: %w", err))
+		}
+		s.re = re
+	}
+	if s.ReadLimit < 0 {
+		errs = append(errs, errorf(ErrBadValue, "read_limit: must not be negative"))
+	}
+	if s.ReadLimit == 0 {
+		s.ReadLimit = DefaultReadLimit
+	}
+	err := errors.Join(errs...)
+	s.compiled = err == nil
+	return err
+}
+
+// TLSSpec is a TLS handshake check (config key `tls:`): connect, handshake,
+// verify the chain and hostname, report the leaf certificate's expiry.
+type TLSSpec struct {
+	// ServerName is the SNI name and the name verified. Default: the
+	// target's host.
+	ServerName string `mapstructure:"server_name"`
+	// CAFile is a PEM file of trusted CAs. Default: the system pool.
+	CAFile string `mapstructure:"ca_file"`
+	// InsecureSkipVerify skips chain and hostname verification (expiry is
+	// still reported and cert_min_days still checked). Default false.
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+
+	compiled bool
+	roots    *x509.CertPool
+}
+
+// ValidateAndSetDefaults loads ca_file.
+func (s *TLSSpec) ValidateAndSetDefaults() error {
+	s.roots = nil
+	if s.CAFile != "" {
+		pool, err := loadCAFile(s.CAFile)
+		if err != nil {
+			return fmt.Errorf("ca_file: %w", err)
+		}
+		s.roots = pool
+	}
+	s.compiled = true
+	return nil
+}

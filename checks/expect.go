@@ -1,0 +1,334 @@
+package checks
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// Expect is the assertion vocabulary (config key `expect:`). Every field is
+// optional; an unset field asserts nothing, except Status, which defaults to
+// "200-399" for http checks. Which keys a check kind accepts: http — all;
+// tcp — ttfb, duration; tls — cert_min_days, duration.
+//
+// When several assertions fail, Result.Cause is the first failing one in this
+// fixed order: status, header (headers and content_type), body, json,
+// checksum, size, cert (cert_min_days), ttfb, duration. The service-level
+// causes ttfb and duration come last so that a hard failure is never hidden
+// behind a slow one. All assertions are evaluated and listed in
+// Result.Assertions whenever a response arrived.
+type Expect struct {
+	// Status lists the accepted status codes: codes, ranges and classes,
+	// comma-separated ("200-299,304", "2xx"). A YAML int (200) arrives as
+	// "200". Default for http checks: "200-399".
+	Status string `mapstructure:"status"`
+	// Headers maps a response header name (any case) to a matcher: an exact
+	// value, "~regex", "present" or "absent" ("=text" forces an exact match).
+	Headers map[string]string `mapstructure:"headers"`
+	// Body holds substring and regex assertions on the response body (the
+	// first http.body_limit bytes).
+	Body BodyExpect `mapstructure:"body"`
+	// JSON holds assertions on the response body parsed as JSON.
+	JSON []JSONExpect `mapstructure:"json"`
+	// Checksum is the expected digest of the whole body, computed while
+	// streaming: "sha256:<64 hex>", "sha1:<40 hex>", "md5:<32 hex>" or
+	// "crc32:<8 hex>" (IEEE). A body longer than http.body_limit fails it.
+	Checksum string `mapstructure:"checksum"`
+	// Size bounds the body length in bytes.
+	Size SizeExpect `mapstructure:"size"`
+	// TTFB is the maximum time from the start of the run to the first
+	// response byte (tcp: first byte read). 0 = no limit.
+	TTFB time.Duration `mapstructure:"ttfb"`
+	// Duration is the maximum total run time. 0 = no limit.
+	Duration time.Duration `mapstructure:"duration"`
+	// CertMinDays is the minimum number of whole days left before the leaf
+	// certificate's NotAfter (https and tls checks). 0 = not checked.
+	CertMinDays int `mapstructure:"cert_min_days"`
+	// ContentType is the expected media type of the Content-Type header,
+	// compared case-insensitively with parameters ignored
+	// ("application/json" matches "application/json; charset=utf-8");
+	// "text/*" matches any subtype. Its failure cause is `header`.
+	ContentType string `mapstructure:"content_type"`
+
+	compiled    bool
+	status      StatusRanges
+	headers     []headerExpect
+	bodyRegex   []*regexp.Regexp
+	json        []jsonExpect
+	sum         *checksum
+	contentType string
+}
+
+// BodyExpect asserts on the response body text (config key `expect.body`).
+type BodyExpect struct {
+	// Contains lists substrings that must all occur in the body.
+	Contains []string `mapstructure:"contains"`
+	// NotContains lists substrings that must not occur in the body.
+	NotContains []string `mapstructure:"not_contains"`
+	// Regex lists Go regular expressions that must all match the body.
+	Regex []string `mapstructure:"regex"`
+}
+
+// JSONExpect is one assertion on a JSON body (config key `expect.json[]`).
+// With none of Equals, Exists and Regex set it asserts that Path exists.
+type JSONExpect struct {
+	// Path selects a value with gjson syntax ("ok", "items.0.id",
+	// "items.#"); a leading "$." is accepted and ignored.
+	Path string `mapstructure:"path"`
+	// Equals is the expected value, compared as JSON: 1 equals 1.0, "1" does
+	// not equal 1. Objects and arrays compare by content.
+	Equals any `mapstructure:"equals"`
+	// Exists asserts that the path exists (true) or does not (false).
+	Exists *bool `mapstructure:"exists"`
+	// Regex must match the selected value's text (a string's contents, or
+	// the raw JSON of any other value).
+	Regex string `mapstructure:"regex"`
+}
+
+// SizeExpect bounds the body size (config key `expect.size`), in bytes with
+// a unit ("1KiB"). 0 = no bound.
+type SizeExpect struct {
+	Min units.ByteSize `mapstructure:"min"`
+	Max units.ByteSize `mapstructure:"max"`
+}
+
+type headerExpect struct {
+	name string // canonical
+	m    HeaderMatcher
+}
+
+type jsonExpect struct {
+	path   string // gjson path
+	name   string // as written
+	equals []byte // canonical JSON, nil when unset
+	exists *bool
+	re     *regexp.Regexp
+}
+
+// ValidateAndSetDefaults validates every key and compiles status ranges,
+// header matchers, regexes, JSON assertions and the checksum. Errors start
+// with the key relative to `expect`, are joined with errors.Join and wrap a
+// sentinel (ErrBadStatus, ErrBadRegex, ErrBadChecksum, ErrBadValue).
+func (e *Expect) ValidateAndSetDefaults() error {
+	var errs []error
+	e.status = nil
+	if e.Status != "" {
+		rs, err := ParseStatusRanges(e.Status)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("status: %w", err))
+		}
+		e.status = rs
+	}
+
+	e.headers = e.headers[:0]
+	names := make([]string, 0, len(e.Headers))
+	for k := range e.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !validHeaderName(k) {
+			errs = append(errs, errorf(ErrBadValue, "headers.%s: not a header name", k))
+			continue
+		}
+		m, err := ParseHeaderMatcher(e.Headers[k])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("headers.%s: %w", k, err))
+			continue
+		}
+		e.headers = append(e.headers, headerExpect{name: http.CanonicalHeaderKey(k), m: m})
+	}
+
+	e.bodyRegex = e.bodyRegex[:0]
+	for i, src := range e.Body.Regex {
+		re, err := compileRegex(src)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("body.regex[%d]: %w", i, err))
+			continue
+		}
+		e.bodyRegex = append(e.bodyRegex, re)
+	}
+
+	e.json = e.json[:0]
+	for i, j := range e.JSON {
+		c, err := j.compile()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("json[%d].%w", i, err))
+			continue
+		}
+		e.json = append(e.json, c)
+	}
+
+	e.sum = nil
+	if e.Checksum != "" {
+		c, err := parseChecksum(e.Checksum)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("checksum: %w", err))
+		}
+		e.sum = c
+	}
+
+	if e.Size.Min < 0 || e.Size.Max < 0 {
+		errs = append(errs, errorf(ErrBadValue, "size: sizes must not be negative"))
+	} else if e.Size.Max > 0 && e.Size.Min > e.Size.Max {
+		errs = append(errs, errorf(ErrBadValue, "size: min %s is above max %s", e.Size.Min, e.Size.Max))
+	}
+	if e.TTFB < 0 {
+		errs = append(errs, errorf(ErrBadValue, "ttfb: must not be negative"))
+	}
+	if e.Duration < 0 {
+		errs = append(errs, errorf(ErrBadValue, "duration: must not be negative"))
+	}
+	if e.CertMinDays < 0 {
+		errs = append(errs, errorf(ErrBadValue, "cert_min_days: must not be negative"))
+	}
+
+	e.contentType = ""
+	if e.ContentType != "" {
+		mt, _, err := mime.ParseMediaType(e.ContentType)
+		if err != nil || !strings.Contains(mt, "/") {
+			errs = append(errs, errorf(ErrBadValue, "content_type: %q is not a media type", e.ContentType))
+		}
+		e.contentType = mt
+	}
+	err := errors.Join(errs...)
+	e.compiled = err == nil
+	return err
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// onlyKeys returns an ErrUnsupported error for each set key not in allowed.
+func (e *Expect) onlyKeys(kind string, allowed ...string) error {
+	set := map[string]bool{
+		"status":        e.Status != "",
+		"headers":       len(e.Headers) > 0,
+		"body":          len(e.Body.Contains)+len(e.Body.NotContains)+len(e.Body.Regex) > 0,
+		"json":          len(e.JSON) > 0,
+		"checksum":      e.Checksum != "",
+		"size":          e.Size != (SizeExpect{}),
+		"ttfb":          e.TTFB != 0,
+		"duration":      e.Duration != 0,
+		"cert_min_days": e.CertMinDays != 0,
+		"content_type":  e.ContentType != "",
+	}
+	for _, a := range allowed {
+		delete(set, a)
+	}
+	keys := make([]string, 0, len(set))
+	for k, v := range set {
+		if v {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, errorf(ErrUnsupported, "%s: %s checks do not use it", k, kind))
+	}
+	return errors.Join(errs...)
+}
+
+func (j JSONExpect) compile() (jsonExpect, error) {
+	c := jsonExpect{name: j.Path, exists: j.Exists}
+	p := strings.TrimSpace(j.Path)
+	switch {
+	case p == "$":
+		p = "@this"
+	case strings.HasPrefix(p, "$."):
+		p = p[2:]
+	}
+	if p == "" {
+		return c, errorf(ErrBadValue, "path: empty JSON path")
+	}
+	c.path = p
+	if j.Equals != nil {
+		b, err := json.Marshal(j.Equals)
+		if err != nil {
+			return c, errorf(ErrBadValue, "equals: %v", err)
+		}
+		c.equals = canonicalJSON(b)
+	}
+	if j.Regex != "" {
+		re, err := compileRegex(j.Regex)
+		if err != nil {
+			return c, fmt.Errorf("regex: %w", err)
+		}
+		c.re = re
+	}
+	if j.Exists != nil && !*j.Exists && (c.equals != nil || c.re != nil) {
+		return c, errorf(ErrConflict, "exists: false cannot be combined with equals or regex")
+	}
+	if c.equals == nil && c.re == nil && c.exists == nil {
+		t := true
+		c.exists = &t
+	}
+	return c, nil
+}
+
+// canonicalJSON re-encodes a JSON document so that equal values compare
+// byte-equal: object keys sorted, numbers normalised through float64
+// (1 and 1.0 compare equal), no insignificant space.
+func canonicalJSON(b []byte) []byte {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&v); err != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// expectedLen maps an algorithm to its digest length in bytes.
+var checksumLen = map[string]int{"sha256": 32, "sha1": 20, "md5": 16, "crc32": 4}
+
+type checksum struct {
+	algo string
+	want []byte
+}
+
+func parseChecksum(s string) (*checksum, error) {
+	algo, hx, ok := strings.Cut(strings.TrimSpace(s), ":")
+	algo = strings.ToLower(algo)
+	n, known := checksumLen[algo]
+	if !ok || !known {
+		return nil, errorf(ErrBadChecksum, "want \"sha256:<64 hex>\" (or sha1, md5, crc32), got %q", abbrev(s, 7))
+	}
+	b, err := hex.DecodeString(hx)
+	if err != nil || len(b) != n {
+		return nil, errorf(ErrBadChecksum, "want \"%s:<%d hex>\", got %q", algo, 2*n, abbrev(s, len(algo)+1+8))
+	}
+	return &checksum{algo: algo, want: b}, nil
+}
+
+// abbrev shortens s to n bytes plus "…".
+func abbrev(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,334 @@
+package checks
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// HTTP is a compiled HTTP check. It is safe for concurrent Run.
+type HTTP struct {
+	spec   HTTPSpec
+	expect Expect
+	opts   Options
+	tr     *http.Transport
+	ua     string
+}
+
+var _ Check = (*HTTP)(nil)
+
+// RunOptions adjust one run of an HTTP check (used by multi-step scripts).
+type RunOptions struct {
+	// Jar stores and sends cookies across runs. Default: no cookies.
+	Jar http.CookieJar
+	// Expand rewrites the URL, path, header values and body (text, or each
+	// string inside http.json) before sending. nil = identity.
+	Expand func(string) string
+	// KeepBody returns the body (up to body_limit) in Response.Body.
+	KeepBody bool
+}
+
+// Response is what the origin answered, returned by RunWith whenever a
+// response arrived.
+type Response struct {
+	StatusCode int
+	Header     http.Header
+	// Body is the first body_limit bytes, only with RunOptions.KeepBody.
+	Body []byte
+	// URL is the final URL (after redirects, when followed).
+	URL string
+}
+
+// NewHTTP compiles an HTTP check. It validates spec and expect (errors are
+// prefixed "http." and "expect.") unless they already were, and checks that
+// expect.size fits within http.body_limit.
+func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
+	var errs []error
+	if !spec.compiled {
+		if err := spec.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix("http", err))
+		}
+	}
+	if !expect.compiled {
+		if err := expect.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix("expect", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if expect.Size.Max > spec.BodyLimit {
+		return nil, errorf(ErrBadValue, "expect.size.max: %s is above http.body_limit %s", expect.Size.Max, spec.BodyLimit)
+	}
+	if expect.Size.Min > spec.BodyLimit {
+		return nil, errorf(ErrBadValue, "expect.size.min: %s is above http.body_limit %s", expect.Size.Min, spec.BodyLimit)
+	}
+	o.setDefaults()
+	h := &HTTP{spec: spec, expect: expect, opts: o, ua: spec.UserAgent}
+	if h.ua == "" {
+		h.ua = "vigil/" + o.Version
+	}
+	d := &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}
+	h.tr = &http.Transport{
+		Proxy:              nil, // probes go straight to the origin, never via $HTTP_PROXY
+		DialContext:        d.DialContext,
+		TLSClientConfig:    spec.TLS.config(""),
+		DisableKeepAlives:  !spec.ReuseConnections,
+		DisableCompression: true, // checksums and sizes are of the bytes served
+		MaxIdleConnsPerHost: func() int {
+			if spec.ReuseConnections {
+				return 4
+			}
+			return 0
+		}(),
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	return h, nil
+}
+
+// Close releases idle kept-alive connections (reuse_connections: true).
+func (h *HTTP) Close() error {
+	h.tr.CloseIdleConnections()
+	return nil
+}
+
+// Run performs one request against t and evaluates every assertion.
+func (h *HTTP) Run(ctx context.Context, t Target) Result {
+	r, _ := h.RunWith(ctx, t, RunOptions{})
+	return r
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// RunWith is Run with per-run options; the Response is nil when no response
+// arrived.
+func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Response) {
+	start := time.Now()
+	res := Result{Start: start}
+	if h.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.opts.Timeout)
+		defer cancel()
+	}
+	expand := o.Expand
+	if expand == nil {
+		expand = func(s string) string { return s }
+	}
+	target, err := h.requestURL(t, expand)
+	if err != nil {
+		res.Cause, res.Err = CauseInternal, err.Error()
+		res.Phases.Total = time.Since(start)
+		return res, nil
+	}
+	var body io.Reader
+	switch {
+	case h.spec.JSON != nil && o.Expand != nil:
+		b, err := json.Marshal(expandJSON(h.spec.JSON, expand))
+		if err != nil {
+			res.Cause, res.Err = CauseInternal, "http.json: "+err.Error()
+			return res, nil
+		}
+		body = bytes.NewReader(b)
+	case h.spec.jsonBody != nil:
+		body = bytes.NewReader(h.spec.jsonBody)
+	case h.spec.Body != "":
+		body = strings.NewReader(expand(h.spec.Body))
+	}
+	tr := &runTrace{start: start}
+	rctx := tr.withTrace(ctx)
+	req, err := http.NewRequestWithContext(rctx, h.spec.Method, target, body)
+	if err != nil {
+		res.Cause, res.Err = CauseInternal, "http: "+rootMsg(err)
+		return res, nil
+	}
+	req.Header.Set("User-Agent", h.ua)
+	req.Header.Set(CheckHeader, h.opts.Check)
+	for k, vs := range h.spec.headers {
+		for i, v := range vs {
+			v = expand(v)
+			if i == 0 {
+				req.Header.Set(k, v)
+			} else {
+				req.Header.Add(k, v)
+			}
+		}
+	}
+	if h.spec.host != "" {
+		req.Host = expand(h.spec.host)
+	}
+	client := http.Client{Transport: h.tr, Jar: o.Jar}
+	if !h.spec.FollowRedirects {
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	}
+
+	resp, err := client.Do(req)
+	if err != nil {
+		end := time.Now()
+		res.Phases = tr.phases(end)
+		res.Phases.Transfer = 0
+		res.Cause, res.Err = classify(err, tr, end.Sub(start))
+		if leaf := certFromErr(err); leaf != nil {
+			res.CertExpiry = leaf.NotAfter
+		}
+		return res, nil
+	}
+	res.StatusCode = resp.StatusCode
+
+	obs := observation{status: resp.StatusCode, header: resp.Header, limit: int64(h.spec.BodyLimit), now: start}
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		obs.leaf = resp.TLS.PeerCertificates[0]
+		res.CertExpiry = obs.leaf.NotAfter
+	}
+	keep := o.KeepBody || len(h.expect.Body.Contains)+len(h.expect.Body.NotContains)+len(h.expect.bodyRegex)+len(h.expect.json) > 0
+	var sum hash.Hash
+	if h.expect.sum != nil {
+		sum = newHash(h.expect.sum.algo)
+	}
+	readErr := readBody(resp.Body, obs.limit, sum, keep, &obs)
+	resp.Body.Close()
+	end := time.Now()
+	res.Phases = tr.phases(end)
+	if res.Phases.TTFB == 0 { // defensive: a response always has a first byte
+		res.Phases.TTFB = res.Phases.Total
+	}
+	obs.ttfb, obs.total = res.Phases.TTFB, res.Phases.Total
+	if sum != nil {
+		obs.digest = sum.Sum(nil)
+	}
+
+	out := &Response{StatusCode: resp.StatusCode, Header: resp.Header, URL: resp.Request.URL.String()}
+	if o.KeepBody {
+		out.Body = obs.body
+	}
+	var v verdict
+	h.expect.evalHTTP(&obs, &v)
+	res.Assertions = v.list
+	if readErr != nil {
+		res.Cause, res.Err = classify(readErr, tr, end.Sub(start))
+		res.Err = "reading body: " + res.Err
+		return res, out
+	}
+	if v.cause != "" {
+		res.Cause, res.Err = v.cause, v.err
+		return res, out
+	}
+	res.OK = true
+	return res, out
+}
+
+// readBody streams up to limit bytes through sum (when set) and, when keep,
+// into obs.body; it notes whether the body was longer than limit.
+func readBody(r io.Reader, limit int64, sum hash.Hash, keep bool, obs *observation) error {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	p := *bp
+	var kept []byte
+	var n int64
+	lr := io.LimitReader(r, limit+1)
+	for {
+		k, err := lr.Read(p)
+		if k > 0 {
+			chunk := p[:k]
+			if n+int64(k) > limit {
+				chunk = chunk[:limit-n]
+				obs.truncated = true
+			}
+			n += int64(len(chunk))
+			if sum != nil {
+				sum.Write(chunk)
+			}
+			if keep {
+				kept = append(kept, chunk...)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			obs.size, obs.body = n, kept
+			return err
+		}
+	}
+	obs.size, obs.body = n, kept
+	return nil
+}
+
+func newHash(algo string) hash.Hash {
+	switch algo {
+	case "sha1":
+		return sha1.New()
+	case "md5":
+		return md5.New()
+	case "crc32":
+		return crc32.NewIEEE()
+	}
+	return sha256.New()
+}
+
+// requestURL builds the URL of one run: http.url, or the target base plus
+// http.path, expanded, with the cache-busting parameter.
+func (h *HTTP) requestURL(t Target, expand func(string) string) (string, error) {
+	var raw string
+	if h.spec.URL != "" {
+		raw = expand(h.spec.URL)
+	} else {
+		base := strings.TrimRight(t.URL, "/")
+		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+			return "", fmt.Errorf("target %q: %w: want an http:// or https:// URL", t.URL, ErrBadURL)
+		}
+		raw = base + expand(h.spec.Path)
+	}
+	if !h.spec.CacheBust {
+		return raw, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("url %q: %w", raw, err)
+	}
+	q := u.RawQuery
+	if q != "" {
+		q += "&"
+	}
+	u.RawQuery = q + CacheBustParam + "=" + strconv.FormatUint(rand.Uint64(), 36)
+	return u.String(), nil
+}
+
+// expandJSON applies expand to every string in a decoded JSON/YAML value.
+func expandJSON(v any, expand func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return expand(x)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = expandJSON(e, expand)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = expandJSON(e, expand)
+		}
+		return s
+	}
+	return v
+}

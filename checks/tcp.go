@@ -1,0 +1,204 @@
+package checks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// TCP is a compiled TCP check: connect, optionally send, optionally read
+// until tcp.expect is seen. Expect keys accepted: ttfb (first byte read;
+// setting it makes the check wait for a first byte), duration. Safe for
+// concurrent Run.
+type TCP struct {
+	spec   TCPSpec
+	expect Expect
+	opts   Options
+	d      *dialer
+}
+
+var _ Check = (*TCP)(nil)
+
+// NewTCP compiles a TCP check. Errors are prefixed "tcp." and "expect.".
+func NewTCP(spec TCPSpec, expect Expect, o Options) (*TCP, error) {
+	var errs []error
+	if !spec.compiled {
+		if err := spec.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix("tcp", err))
+		}
+	}
+	if !expect.compiled {
+		if err := expect.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix("expect", err))
+		}
+	}
+	errs = append(errs, units.Prefix("expect", expect.onlyKeys("tcp", "ttfb", "duration")))
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	o.setDefaults()
+	return &TCP{spec: spec, expect: expect, opts: o, d: &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}}, nil
+}
+
+// Run connects to t (tcp://host:port; http(s):// and tls:// URLs use their
+// host and port) and evaluates tcp.expect, ttfb and duration.
+func (c *TCP) Run(ctx context.Context, t Target) Result {
+	start := time.Now()
+	res := Result{Start: start}
+	if c.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+	}
+	addr, err := hostPort(t.URL, "")
+	if err != nil {
+		res.Cause, res.Err = CauseInternal, err.Error()
+		return res
+	}
+	tr := &runTrace{start: start}
+	conn, err := c.d.DialContext(tr.withTrace(ctx), "tcp", addr)
+	if err != nil {
+		end := time.Now()
+		res.Phases = tr.phases(end)
+		res.Cause, res.Err = classify(err, tr, end.Sub(start))
+		return res
+	}
+	defer conn.Close()
+	stop := watchCtx(ctx, conn)
+	defer stop()
+
+	var got []byte
+	var ioErr error
+	matched := false
+	if c.spec.Send != "" {
+		if _, err := io.WriteString(conn, c.spec.Send); err != nil {
+			ioErr = err
+		}
+	}
+	wantRead := c.spec.Expect != "" || c.expect.TTFB > 0
+	if ioErr == nil && wantRead {
+		got, matched, ioErr = c.read(conn, tr)
+	}
+	end := time.Now()
+	res.Phases = tr.phases(end)
+	if tr.firstByte.IsZero() {
+		res.Phases.Transfer = 0
+	}
+
+	var v verdict
+	if c.spec.Expect != "" {
+		shown := strconv.Quote(abbrev(string(got), 100))
+		if len(got) == 0 {
+			shown = "(nothing)"
+		}
+		msg := fmt.Sprintf("tcp expect: %s not received (got %d bytes)", c.spec.Expect, len(got))
+		v.add(CauseBody, "tcp expect", matched, shown, c.spec.Expect, msg)
+	}
+	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start}
+	c.expect.evalCommon(&obs, &v)
+	res.Assertions = v.list
+
+	if ioErr != nil && !matched {
+		// The server did not send what we waited for. With nothing received
+		// the I/O error is the cause (timeout, reset); after a partial
+		// answer a close or a deadline is the expect assertion failing.
+		cause, msg := classify(ioErr, tr, end.Sub(start))
+		switch {
+		case len(got) == 0 && errors.Is(ioErr, io.EOF):
+			res.Cause, res.Err = CauseReset, "connection closed by the server before sending anything"
+			return res
+		case len(got) == 0 || (cause != CauseTimeout && !errors.Is(ioErr, io.EOF)):
+			res.Cause, res.Err = cause, msg
+			return res
+		}
+	}
+	if v.cause != "" {
+		res.Cause, res.Err = v.cause, v.err
+		return res
+	}
+	res.OK = true
+	return res
+}
+
+// read reads until tcp.expect matches (or, without expect, the first byte),
+// read_limit bytes arrive, the server closes, or ctx ends.
+func (c *TCP) read(conn net.Conn, tr *runTrace) ([]byte, bool, error) {
+	limit := int(c.spec.ReadLimit)
+	buf := make([]byte, 0, min(limit, 4096))
+	p := make([]byte, min(limit, 4096))
+	for len(buf) < limit {
+		n, err := conn.Read(p[:min(len(p), limit-len(buf))])
+		if n > 0 {
+			if len(buf) == 0 {
+				tr.mark(&tr.firstByte, false)
+			}
+			buf = append(buf, p[:n]...)
+			if c.spec.Expect == "" {
+				return buf, true, nil
+			}
+			if c.match(buf) {
+				return buf, true, nil
+			}
+		}
+		if err != nil {
+			return buf, false, err
+		}
+	}
+	return buf, false, nil
+}
+
+func (c *TCP) match(b []byte) bool {
+	if c.spec.re != nil {
+		return c.spec.re.Match(b)
+	}
+	return bytes.Contains(b, []byte(c.spec.Expect))
+}
+
+// watchCtx makes blocked reads and writes on conn return when ctx ends.
+func watchCtx(ctx context.Context, conn net.Conn) (stop func() bool) {
+	if d, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(d)
+	}
+	return context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+}
+
+// hostPort extracts host:port from a target URL: tcp://h:p, tls://h:p
+// (default port 443), https://h[:p] (443), http://h[:p] (80), or a bare
+// h:p. defPort is used for a URL without a port when its scheme has no
+// default.
+func hostPort(raw, defPort string) (string, error) {
+	if !strings.Contains(raw, "://") {
+		if _, _, err := net.SplitHostPort(raw); err == nil {
+			return raw, nil
+		}
+		return "", fmt.Errorf("target %q: %w: want tcp://host:port", raw, ErrBadURL)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("target %q: %w: want scheme://host:port", raw, ErrBadURL)
+	}
+	port := u.Port()
+	if port == "" {
+		switch u.Scheme {
+		case "https", "tls":
+			port = "443"
+		case "http":
+			port = "80"
+		default:
+			port = defPort
+		}
+	}
+	if port == "" {
+		return "", fmt.Errorf("target %q: %w: a port is required", raw, ErrBadURL)
+	}
+	return net.JoinHostPort(u.Hostname(), port), nil
+}

@@ -1,0 +1,292 @@
+package checks
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// runTrace records the timing and connection events of one run. The
+// httptrace hooks can fire on the transport's dial goroutine, even after
+// the request returned, so every field is guarded by mu.
+type runTrace struct {
+	mu    sync.Mutex
+	start time.Time
+
+	dnsStart, dnsDone   time.Time
+	connStart, connDone time.Time
+	tlsStart, tlsDone   time.Time
+	firstByte           time.Time
+
+	connected bool // a TCP connection was established
+	dialErr   error
+	tlsErr    error
+	tlsState  *tls.ConnectionState
+}
+
+type traceKey struct{}
+
+func traceFrom(ctx context.Context) *runTrace {
+	t, _ := ctx.Value(traceKey{}).(*runTrace)
+	return t
+}
+
+// withTrace installs the trace into ctx for httptrace-aware code (net.Dialer,
+// http.Transport) and for vigil's dialer.
+func (t *runTrace) withTrace(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, traceKey{}, t)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) { t.mark(&t.dnsStart, false) },
+		DNSDone:  func(httptrace.DNSDoneInfo) { t.mark(&t.dnsDone, true) },
+		ConnectStart: func(string, string) {
+			t.mark(&t.connStart, false)
+		},
+		ConnectDone: func(_, _ string, err error) {
+			t.mu.Lock()
+			t.connDone = time.Now()
+			if err == nil {
+				t.connected = true
+			}
+			t.mu.Unlock()
+		},
+		TLSHandshakeStart: func() { t.mark(&t.tlsStart, true) },
+		TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
+			t.mu.Lock()
+			t.tlsDone = time.Now()
+			t.tlsErr = err
+			if err == nil {
+				t.tlsState = &cs
+			}
+			t.mu.Unlock()
+		},
+		GotFirstResponseByte: func() { t.mark(&t.firstByte, true) },
+	})
+}
+
+// mark sets *f to now; with overwrite false only the first call counts
+// (happy-eyeballs dials fire ConnectStart per address).
+func (t *runTrace) mark(f *time.Time, overwrite bool) {
+	now := time.Now()
+	t.mu.Lock()
+	if overwrite || f.IsZero() {
+		*f = now
+	}
+	t.mu.Unlock()
+}
+
+func (t *runTrace) setDialErr(err error) {
+	t.mu.Lock()
+	t.dialErr = err
+	t.mu.Unlock()
+}
+
+// phases fills the timing phases; end is when the run finished.
+func (t *runTrace) phases(end time.Time) Phases {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var p Phases
+	span := func(a, b time.Time) time.Duration {
+		if a.IsZero() || b.IsZero() || b.Before(a) {
+			return 0
+		}
+		return b.Sub(a)
+	}
+	p.DNS = span(t.dnsStart, t.dnsDone)
+	p.Connect = span(t.connStart, t.connDone)
+	p.TLS = span(t.tlsStart, t.tlsDone)
+	p.TTFB = span(t.start, t.firstByte)
+	p.Transfer = span(t.firstByte, end)
+	p.Total = end.Sub(t.start)
+	return p
+}
+
+// dialer is the dialer every check uses: it answers names under the
+// reserved TLD .invalid (RFC 6761 §6.4) with NXDOMAIN without asking a
+// resolver, and records the dial error for cause classification.
+type dialer struct{ net.Dialer }
+
+func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err == nil && isInvalidHost(host) {
+		err := &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		if t := traceFrom(ctx); t != nil {
+			t.setDialErr(err)
+		}
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	c, err := d.Dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		if t := traceFrom(ctx); t != nil {
+			t.setDialErr(err)
+		}
+	}
+	return c, err
+}
+
+func isInvalidHost(h string) bool {
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	return h == "invalid" || strings.HasSuffix(h, ".invalid")
+}
+
+// classify maps a run error to its Cause and a sentence for Result.Err.
+// Order matters: a recorded dial error wins (it says which phase broke),
+// then certificate and TLS errors, then deadlines by how far the run got,
+// then resets.
+func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	t.mu.Lock()
+	dialErr, tlsErr := t.dialErr, t.tlsErr
+	connected := t.connected
+	inDNS := !t.dnsStart.IsZero() && t.dnsDone.IsZero()
+	inConnect := !t.connStart.IsZero() && !connected
+	inTLS := !t.tlsStart.IsZero() && t.tlsDone.IsZero()
+	t.mu.Unlock()
+
+	deadline := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err)
+	after := elapsed.Round(time.Millisecond)
+
+	if dialErr != nil && !connected {
+		return classifyDial(dialErr)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return CauseDNS, "dns: " + dnsErr.Error()
+	}
+	if c, msg, ok := certCause(err); ok {
+		return c, msg
+	}
+	if c, msg, ok := certCause(tlsErr); ok {
+		return c, msg
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return CauseConnectRefused, "connection refused: " + rootMsg(err)
+	}
+	if deadline {
+		switch {
+		case inDNS:
+			return CauseDNS, fmt.Sprintf("dns: no answer within %s", after)
+		case inConnect || (!connected && !inTLS):
+			return CauseConnectTimeout, fmt.Sprintf("connect: no connection within %s", after)
+		case inTLS:
+			return CauseTLS, fmt.Sprintf("tls: handshake not finished within %s", after)
+		}
+		return CauseTimeout, fmt.Sprintf("timeout: no complete response within %s", after)
+	}
+	if errors.Is(err, context.Canceled) {
+		return CauseInternal, "run canceled"
+	}
+	if tlsErr != nil || isTLSError(err) {
+		e := tlsErr
+		if e == nil {
+			e = err
+		}
+		return CauseTLS, "tls: " + rootMsg(e)
+	}
+	if !connected {
+		return CauseConnect, "connect: " + rootMsg(err)
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return CauseReset, "connection reset: " + rootMsg(err)
+	}
+	return CauseInternal, rootMsg(err)
+}
+
+// classifyDial maps an error from dialing (DNS + TCP connect).
+func classifyDial(err error) (Cause, string) {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		return CauseDNS, "dns: " + dnsErr.Error()
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return CauseConnectRefused, "connection refused: " + rootMsg(err)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || isTimeout(err):
+		return CauseConnectTimeout, "connect: " + rootMsg(err)
+	}
+	return CauseConnect, "connect: " + rootMsg(err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func isTLSError(err error) bool {
+	var rh tls.RecordHeaderError
+	var ae tls.AlertError
+	var ce *tls.CertificateVerificationError
+	return errors.As(err, &rh) || errors.As(err, &ae) || errors.As(err, &ce) ||
+		strings.Contains(errString(err), "tls: ")
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// certCause recognises certificate verification failures: unknown
+// authority, hostname mismatch, expired or not yet valid.
+func certCause(err error) (Cause, string, bool) {
+	if err == nil {
+		return "", "", false
+	}
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &ua):
+		return CauseCert, "cert: signed by an unknown authority", true
+	case errors.As(err, &he):
+		return CauseCert, "cert: " + he.Error(), true
+	case errors.As(err, &ci):
+		return CauseCert, "cert: " + ci.Error(), true
+	}
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		return CauseCert, "cert: " + rootMsg(cv.Err), true
+	}
+	return "", "", false
+}
+
+// certFromErr returns the leaf certificate from a verification error, so a
+// run with a bad certificate still reports its expiry.
+func certFromErr(err error) *x509.Certificate {
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) && len(cv.UnverifiedCertificates) > 0 {
+		return cv.UnverifiedCertificates[0]
+	}
+	return nil
+}
+
+// rootMsg is the innermost useful message: a net.OpError's message without
+// the local address noise.
+func rootMsg(err error) string {
+	if err == nil {
+		return ""
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		msg := op.Err.Error()
+		if op.Addr != nil {
+			return op.Op + " " + op.Addr.String() + ": " + msg
+		}
+		return op.Op + ": " + msg
+	}
+	return err.Error()
+}
