@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// OriginStatus is one origin in GET /api/v1/origins.
+type OriginStatus struct {
+	Pool      string `json:"pool"`
+	Name      string `json:"name"`
+	Target    string `json:"target,omitempty"`
+	URL       string `json:"url"`
+	Weight    int    `json:"weight"`
+	Available bool   `json:"available"`
+	// Flags: each source that currently takes the origin out.
+	Drained        bool `json:"drained"`
+	VerdictDown    bool `json:"verdict_down"`
+	PassiveEjected bool `json:"passive_ejected"`
+	// Why per flag, and since when (RFC 3339) it is set.
+	Why   map[string]string    `json:"why,omitempty"`
+	Since map[string]time.Time `json:"since,omitempty"`
+	// EjectedUntil is the end of the current passive ejection.
+	EjectedUntil *time.Time `json:"ejected_until,omitempty"`
+	// Ejections is the passive ejection count (grows per ejection, decays
+	// while healthy); the next ejection lasts (Ejections+1) × ejection.
+	Ejections int   `json:"ejections"`
+	InFlight  int64 `json:"in_flight"`
+}
+
+// Origins returns the state of every origin of every pool.
+func (p *Proxy) Origins() []OriginStatus {
+	var out []OriginStatus
+	for _, pl := range p.state.Load().pools {
+		for _, o := range pl.origins {
+			f := o.flags.Load()
+			s := OriginStatus{Pool: pl.name, Name: o.name, Target: o.target, URL: o.url.String(),
+				Weight: o.weight, Available: f == 0, Drained: f&flagDrained != 0,
+				VerdictDown: f&flagVerdict != 0, PassiveEjected: f&flagPassive != 0,
+				InFlight: o.inflight.Load()}
+			o.mu.Lock()
+			for i, name := range [3]string{"drained", "verdict", "passive"} {
+				if f&(1<<i) == 0 {
+					continue
+				}
+				if s.Why == nil {
+					s.Why, s.Since = map[string]string{}, map[string]time.Time{}
+				}
+				s.Why[name], s.Since[name] = o.why[i], o.since[i]
+			}
+			if f&flagPassive != 0 {
+				t := o.ejectUntil
+				s.EjectedUntil = &t
+			}
+			s.Ejections = o.ejections
+			o.mu.Unlock()
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Drain takes every origin named name (target name or host:port, in every
+// pool) out of service; new requests stop going to it, requests in flight
+// finish. It reports whether any origin matched.
+func (p *Proxy) Drain(name, why string) bool { return p.setDrain(name, why, true) }
+
+// Undrain returns drained origins named name to service (with slow start if
+// configured, once no other flag holds them out).
+func (p *Proxy) Undrain(name string) bool { return p.setDrain(name, "", false) }
+
+func (p *Proxy) setDrain(name, why string, on bool) bool {
+	found := false
+	now := time.Now()
+	for _, pl := range p.state.Load().pools {
+		for _, o := range pl.origins {
+			if o.name != name {
+				continue
+			}
+			found = true
+			var changed bool
+			if on {
+				changed = o.set(flagDrained, why, now)
+			} else {
+				changed = o.clear(flagDrained, now)
+			}
+			if changed {
+				o.m.available.Set(b2f(o.Available()))
+				pl.log.Info("proxy: origin drain changed", "pool", pl.name, "origin", o.name, "drained", on, "why", why)
+			}
+		}
+	}
+	return found
+}
+
+// AdminHandler serves the admin API; mount it on the agent listener for the
+// paths /api/v1/origins and /api/v1/origins/ (it matches full paths):
+//
+//	GET  /api/v1/origins                → []OriginStatus (no token needed)
+//	POST /api/v1/origins/{name}/drain   → drain; optional ?why=… is recorded
+//	POST /api/v1/origins/{name}/undrain → undrain
+//
+// Writes need "Authorization: Bearer <admin_token>": 401 without or with a
+// wrong token, 403 when no admin_token is configured (writes are then
+// refused entirely), 404 for an unknown origin.
+func (p *Proxy) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/origins", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, p.Origins())
+	})
+	write := func(on bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !p.authorized(w, r) {
+				return
+			}
+			name := r.PathValue("name")
+			why := r.URL.Query().Get("why")
+			if why == "" {
+				why = "drained by admin"
+			}
+			if !p.setDrain(name, why, on) {
+				writeJSON(w, http.StatusNotFound, map[string]string{"error": "no origin named " + name})
+				return
+			}
+			var out []OriginStatus
+			for _, s := range p.Origins() {
+				if s.Name == name {
+					out = append(out, s)
+				}
+			}
+			writeJSON(w, http.StatusOK, out)
+		}
+	}
+	mux.HandleFunc("POST /api/v1/origins/{name}/drain", write(true))
+	mux.HandleFunc("POST /api/v1/origins/{name}/undrain", write(false))
+	return mux
+}
+
+// authorized checks the bearer token in constant time (over SHA-256 digests,
+// so the token's length does not leak either).
+func (p *Proxy) authorized(w http.ResponseWriter, r *http.Request) bool {
+	token := p.state.Load().cfg.AdminToken
+	if token == "" {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin writes are disabled: no admin_token is configured"})
+		return false
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(token))
+	if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

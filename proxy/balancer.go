@@ -1,0 +1,284 @@
+package proxy
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Balancer picks the origin for one try of a request. The pool passes the
+// set of eligible origins as a bit mask over the pool's origin list (bit i =
+// origin i): the available origins not tried yet, or, as a last resort, the
+// unavailable ones not tried yet. Pick returns the chosen index, or -1 when
+// eligible is 0. Implementations are safe for concurrent use.
+type Balancer interface {
+	Pick(r *http.Request, eligible uint64) int
+}
+
+var (
+	_ Balancer = (*roundRobin)(nil)
+	_ Balancer = (*leastConn)(nil)
+	_ Balancer = (*ringHash)(nil)
+	_ Balancer = (*ipHash)(nil)
+	_ Balancer = (*first)(nil)
+)
+
+func newBalancer(cfg *PoolConfig, origins []*origin) Balancer {
+	switch cfg.Policy {
+	case PolicyLeastConn:
+		return &leastConn{origins: origins, slowStart: cfg.SlowStart}
+	case PolicyHash:
+		return newRingHash(origins, cfg.hashKey, cfg.Hash.BoundedLoad)
+	case PolicyIPHash:
+		return &ipHash{origins: origins, seeds: originSeeds(origins)}
+	case PolicyFirst:
+		return first{}
+	}
+	return &roundRobin{origins: origins, cur: make([]int64, len(origins)), slowStart: cfg.SlowStart}
+}
+
+// roundRobin is nginx's smooth weighted round robin: every pick adds each
+// eligible origin's effective weight to its current weight, takes the
+// largest and subtracts the total from it. Slow start lowers the effective
+// weight of a returning origin.
+type roundRobin struct {
+	origins   []*origin
+	slowStart time.Duration
+	mu        sync.Mutex
+	cur       []int64
+}
+
+func (b *roundRobin) Pick(_ *http.Request, eligible uint64) int {
+	if eligible == 0 {
+		return -1
+	}
+	if eligible&(eligible-1) == 0 {
+		return bits.TrailingZeros64(eligible)
+	}
+	now := time.Now().UnixNano()
+	b.mu.Lock()
+	best, total := -1, int64(0)
+	for m := eligible; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		w := b.origins[i].weightAt(now, b.slowStart)
+		b.cur[i] += w
+		total += w
+		if best < 0 || b.cur[i] > b.cur[best] {
+			best = i
+		}
+	}
+	b.cur[best] -= total
+	b.mu.Unlock()
+	return best
+}
+
+// leastConn is power of two choices: two random eligible origins, the one
+// with fewer in-flight requests per unit of effective weight wins.
+type leastConn struct {
+	origins   []*origin
+	slowStart time.Duration
+}
+
+func (b *leastConn) Pick(_ *http.Request, eligible uint64) int {
+	n := bits.OnesCount64(eligible)
+	switch n {
+	case 0:
+		return -1
+	case 1:
+		return bits.TrailingZeros64(eligible)
+	}
+	x := rand.IntN(n)
+	y := rand.IntN(n - 1)
+	if y >= x {
+		y++
+	}
+	i, j := nthBit(eligible, x), nthBit(eligible, y)
+	now := time.Now().UnixNano()
+	oi, oj := b.origins[i], b.origins[j]
+	// Compare inflight_i/w_i with inflight_j/w_j without division.
+	li := (oi.inflight.Load() + 1) * oj.weightAt(now, b.slowStart)
+	lj := (oj.inflight.Load() + 1) * oi.weightAt(now, b.slowStart)
+	if lj < li {
+		return j
+	}
+	return i
+}
+
+// nthBit returns the index of the n-th (0-based) set bit of m.
+func nthBit(m uint64, n int) int {
+	for ; n > 0; n-- {
+		m &= m - 1
+	}
+	return bits.TrailingZeros64(m)
+}
+
+// first picks the first eligible origin in configuration order (priority).
+type first struct{}
+
+func (first) Pick(_ *http.Request, eligible uint64) int {
+	if eligible == 0 {
+		return -1
+	}
+	return bits.TrailingZeros64(eligible)
+}
+
+// ringHash is a consistent hash ring (FNV-1a 64, 160 points per unit of
+// weight up to 16 000 per origin) with bounded load: a key walks the ring
+// from its point and takes the first eligible origin whose in-flight count
+// is below BoundedLoad × the average in-flight count (+1). The same key maps
+// to the same origin on every vigil instance with the same origin list.
+type ringHash struct {
+	origins []*origin
+	key     hashKey
+	bound   float64
+	points  []uint64
+	owner   []uint8
+}
+
+func newRingHash(origins []*origin, key hashKey, bound float64) *ringHash {
+	type pt struct {
+		h uint64
+		o uint8
+	}
+	var pts []pt
+	for i, o := range origins {
+		n := min(160*o.weight, 16000)
+		for k := 0; k < n; k++ {
+			pts = append(pts, pt{hash64(o.url.Host + "-" + strconv.Itoa(k)), uint8(i)})
+		}
+	}
+	sort.Slice(pts, func(a, b int) bool { return pts[a].h < pts[b].h })
+	r := &ringHash{origins: origins, key: key, bound: bound}
+	r.points = make([]uint64, len(pts))
+	r.owner = make([]uint8, len(pts))
+	for i, p := range pts {
+		r.points[i], r.owner[i] = p.h, p.o
+	}
+	return r
+}
+
+func (b *ringHash) Pick(r *http.Request, eligible uint64) int {
+	n := bits.OnesCount64(eligible)
+	switch n {
+	case 0:
+		return -1
+	case 1:
+		return bits.TrailingZeros64(eligible)
+	}
+	k, ok := requestKey(r, b.key)
+	if !ok {
+		// No key on this request: spread it randomly.
+		return nthBit(eligible, rand.IntN(n))
+	}
+	var total int64
+	for m := eligible; m != 0; m &= m - 1 {
+		total += b.origins[bits.TrailingZeros64(m)].inflight.Load()
+	}
+	limit := int64(math.Ceil(b.bound * float64(total+1) / float64(n)))
+	h := hash64(k)
+	start := sort.Search(len(b.points), func(i int) bool { return b.points[i] >= h })
+	fallback := -1
+	for step := 0; step < len(b.points); step++ {
+		i := int(b.owner[(start+step)%len(b.points)])
+		if eligible&(1<<i) == 0 {
+			continue
+		}
+		if fallback < 0 {
+			fallback = i
+		}
+		if b.origins[i].inflight.Load() < limit {
+			return i
+		}
+	}
+	return fallback
+}
+
+// ipHash is weighted rendezvous hashing on the client IP: every origin scores
+// the IP and the best eligible score wins, so a client keeps its origin while
+// that origin stays eligible and only its clients move when it leaves.
+type ipHash struct {
+	origins []*origin
+	seeds   []uint64
+}
+
+func originSeeds(origins []*origin) []uint64 {
+	s := make([]uint64, len(origins))
+	for i, o := range origins {
+		s[i] = hash64(o.url.Host)
+	}
+	return s
+}
+
+func (b *ipHash) Pick(r *http.Request, eligible uint64) int {
+	if eligible == 0 {
+		return -1
+	}
+	if eligible&(eligible-1) == 0 {
+		return bits.TrailingZeros64(eligible)
+	}
+	h := hash64(clientIP(r))
+	best, bestScore := -1, math.Inf(-1)
+	for m := eligible; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		x := mix64(h ^ b.seeds[i])
+		u := (float64(x>>11) + 0.5) / (1 << 53) // (0,1)
+		score := -float64(b.origins[i].weight) / math.Log(u)
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+func requestKey(r *http.Request, k hashKey) (string, bool) {
+	switch k.kind {
+	case 1:
+		v := r.Header.Get(k.name)
+		return v, v != ""
+	case 2:
+		c, err := r.Cookie(k.name)
+		if err != nil || c.Value == "" {
+			return "", false
+		}
+		return c.Value, true
+	case 3:
+		return r.URL.Path, true
+	}
+	return clientIP(r), true
+}
+
+// clientIP is the peer address of the client connection without its port.
+// X-Forwarded-For is not trusted.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// hash64 is FNV-1a 64 followed by mix64.
+func hash64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return mix64(h)
+}
+
+// mix64 is the splitmix64 finalizer (spreads FNV's low-entropy high bits).
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

@@ -1,0 +1,582 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// Config errors that tests and callers compare with errors.Is.
+var (
+	ErrNoPools        = errors.New("at least one pool is required")
+	ErrNoOrigins      = errors.New("at least one origin is required")
+	ErrTooManyOrigins = errors.New("at most 64 origins per pool")
+	ErrUnknownPolicy  = errors.New("unknown policy")
+	ErrBadHashKey     = errors.New("want header:NAME, cookie:NAME, path or client_ip")
+	ErrDuplicate      = errors.New("duplicate")
+	ErrNoURL          = errors.New("url is required (or a target the loader resolves to a url)")
+)
+
+// Policy names accepted in PoolConfig.Policy.
+const (
+	PolicyRoundRobin = "round_robin" // smooth weighted round robin (nginx)
+	PolicyLeastConn  = "least_conn"  // power of two choices on in-flight requests / weight
+	PolicyHash       = "hash"        // consistent hash ring on Hash.Key with bounded load
+	PolicyIPHash     = "ip_hash"     // weighted rendezvous hash on the client IP
+	PolicyFirst      = "first"       // first available origin in configuration order
+)
+
+// Config is the `proxy:` section.
+type Config struct {
+	// Listen is the plain HTTP listen address. Default "127.0.0.1:8080".
+	Listen string `mapstructure:"listen"`
+	// TLSListen is an optional HTTPS listen address; it needs CertFile and KeyFile. Default "" (off).
+	TLSListen string `mapstructure:"tls_listen"`
+	// CertFile and KeyFile are PEM files for TLSListen.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// AdminToken guards drain/undrain (Authorization: Bearer …). The loader
+	// copies agent.admin_token here when it is empty. Empty: every admin write
+	// is refused.
+	AdminToken string `mapstructure:"admin_token"`
+	// MaxHeaderBytes bounds the request header block. Default 64KiB.
+	MaxHeaderBytes units.ByteSize `mapstructure:"max_header_bytes"`
+	// MaxBody bounds the request body; larger bodies get 413. Default 10MiB.
+	MaxBody units.ByteSize `mapstructure:"max_body"`
+	// ReadHeaderTimeout bounds reading a request's headers (slow clients). Default 10s.
+	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
+	// IdleTimeout closes idle client keep-alive connections. Default 60s.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// ReadTimeout bounds reading a whole request, WriteTimeout writing a whole
+	// response. Default 0 (none) so long uploads and streams work.
+	ReadTimeout  time.Duration `mapstructure:"read_timeout"`
+	WriteTimeout time.Duration `mapstructure:"write_timeout"`
+	// VerdictPoll is how often the verdict source is read. Default 2s.
+	VerdictPoll time.Duration `mapstructure:"verdict_poll"`
+	// SignalWindow is the passive observation window published as
+	// reporting.Signal per origin. Default 10s.
+	SignalWindow time.Duration `mapstructure:"signal_window"`
+	// Region and Vantage label published signals (this proxy's location and
+	// instance name). Default "".
+	Region  string `mapstructure:"region"`
+	Vantage string `mapstructure:"vantage"`
+	// Pools route requests by Host and path prefix.
+	Pools []PoolConfig `mapstructure:"pools"`
+}
+
+// PoolConfig is one entry of `proxy.pools`.
+type PoolConfig struct {
+	// Name labels metrics and logs. Required, unique.
+	Name string `mapstructure:"name"`
+	// Hosts matched against the request Host (port ignored, case-insensitive):
+	// exact "www.example.com", suffix wildcard "*.example.com", or "*" for any
+	// host. Default ["*"].
+	Hosts []string `mapstructure:"hosts"`
+	// PathPrefix routes by path; the longest matching prefix wins. Default "/".
+	PathPrefix string `mapstructure:"path_prefix"`
+	// Policy is the balancer: round_robin (default), least_conn, hash, ip_hash, first.
+	Policy string `mapstructure:"policy"`
+	// Hash configures the hash policy.
+	Hash HashConfig `mapstructure:"hash"`
+	// Origins of the pool, 1..64.
+	Origins []OriginConfig `mapstructure:"origins"`
+	// Verdicts selects which canary verdicts can take an origin out.
+	Verdicts VerdictConfig `mapstructure:"verdicts"`
+	// Passive configures the outlier detector on live traffic.
+	Passive PassiveConfig `mapstructure:"passive"`
+	// MaxEjected caps the share of the pool that verdicts and the passive
+	// detector together may take out (drained origins do not count). Default 50%.
+	// "0%" means the default; use "100%" to allow every origin to be ejected.
+	MaxEjected units.Percent `mapstructure:"max_ejected"`
+	// Retry bounds failover.
+	Retry RetryConfig `mapstructure:"retry"`
+	// SlowStart ramps a returning origin's weight from 10% to 100% over this
+	// duration (round_robin and least_conn). Default 0 (off).
+	SlowStart time.Duration `mapstructure:"slow_start"`
+	// ConnectTimeout bounds TCP connect plus TLS handshake to an origin. Default 2s.
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
+
+	hosts    []hostPattern
+	hashKey  hashKey
+	checkSet map[string]bool
+	tierSet  map[string]bool
+}
+
+// OriginConfig is one origin. Either URL is set directly, or Target names an
+// entry of the top-level `targets:` list and the loader fills URL from it.
+// Target is also the name verdicts are matched on (reporting.Verdict.Target);
+// an origin without Target is never taken out by verdicts.
+type OriginConfig struct {
+	// Target is the target name (verdict matching, metrics, admin API).
+	Target string `mapstructure:"target"`
+	// URL is the origin's base URL, http:// or https://; a path is not allowed.
+	URL string `mapstructure:"url"`
+	// Weight for round_robin, least_conn and ip_hash, 1..1000. Default 1.
+	Weight int `mapstructure:"weight"`
+
+	u *url.URL
+}
+
+// Name is the origin's name in metrics and the admin API: Target, or the
+// URL's host:port when Target is empty.
+func (o OriginConfig) Name() string {
+	if o.Target != "" {
+		return o.Target
+	}
+	if o.u != nil {
+		return o.u.Host
+	}
+	return o.URL
+}
+
+// HashConfig configures the hash policy.
+type HashConfig struct {
+	// Key is header:NAME, cookie:NAME, path or client_ip. Default client_ip.
+	Key string `mapstructure:"key"`
+	// BoundedLoad caps an origin's in-flight requests at this factor of the
+	// pool average before the key moves to the next origin on the ring
+	// ("consistent hashing with bounded loads"). Default 1.25; must be ≥ 1.
+	BoundedLoad float64 `mapstructure:"bounded_load"`
+}
+
+// VerdictConfig selects the canary verdicts that can mark an origin down.
+type VerdictConfig struct {
+	// Checks lists check names that count. With Tiers, a verdict counts when
+	// its check is listed or its tier is. Both empty: every check counts.
+	Checks []string `mapstructure:"checks"`
+	// Tiers lists tiers (shallow, deep, synthetic) that count.
+	Tiers []string `mapstructure:"tiers"`
+	// Quorum is how many distinct regions must report a fresh unhealthy
+	// verdict for a counted check before the origin is verdict-down. Default 1.
+	Quorum int `mapstructure:"quorum"`
+	// MaxAge ignores verdicts older than this (and any verdict past its
+	// Expires): stale means unknown means ignored. Default 60s.
+	MaxAge time.Duration `mapstructure:"max_age"`
+}
+
+// PassiveConfig configures the outlier detector. A rule whose threshold is
+// zero is off unless a default is stated.
+type PassiveConfig struct {
+	// Consecutive5xx ejects after this many consecutive gateway failures (5xx
+	// answers, connection errors, timeouts). Default 5; -1 turns the rule off.
+	Consecutive5xx int `mapstructure:"consecutive_5xx"`
+	// FailureRate ejects when failures reach this share of requests in Window
+	// (with at least MinRequests). Default 0 (off).
+	FailureRate units.Percent `mapstructure:"failure_rate"`
+	// Window is the sliding window of the rate, outlier and latency rules. Default 30s.
+	Window time.Duration `mapstructure:"window"`
+	// MinRequests is the least number of requests in Window before the rate,
+	// outlier and latency rules judge an origin. Default 20.
+	MinRequests int `mapstructure:"min_requests"`
+	// SuccessRateStdev ejects an origin whose success rate is more than this
+	// many standard deviations below the pool mean (needs ≥ 3 origins with
+	// MinRequests). Default 1.9; -1 turns the rule off.
+	SuccessRateStdev float64 `mapstructure:"success_rate_stdev"`
+	// LatencyP95 ejects when the origin's p95 response-header latency in Window
+	// exceeds it. Default 0 (off).
+	LatencyP95 time.Duration `mapstructure:"latency_p95"`
+	// Ejection is the base ejection time; the n-th ejection lasts n × Ejection.
+	// Default 30s.
+	Ejection time.Duration `mapstructure:"ejection"`
+	// MaxEjection caps one ejection. Default 300s.
+	MaxEjection time.Duration `mapstructure:"max_ejection"`
+}
+
+// RetryConfig bounds failover for one request.
+type RetryConfig struct {
+	// Tries is the most origins one request is sent to (first try included). Default 3.
+	Tries int `mapstructure:"tries"`
+	// TryTimeout bounds one try until response headers. Default 15s.
+	TryTimeout time.Duration `mapstructure:"try_timeout"`
+	// Budget bounds all tries together until response headers; when it runs
+	// out the client gets 504. Default 30s.
+	Budget time.Duration `mapstructure:"budget"`
+	// RetryBudget caps retries after a sent request (5xx, timeout, reset) at
+	// this share of the pool's requests over the last 10s (at least 10 are
+	// always allowed). Retries after connection failures, where nothing reached
+	// the origin, are not counted against it. Default 20%.
+	RetryBudget units.Percent `mapstructure:"retry_budget"`
+	// MaxBufferedBody is the largest request body buffered so a replay-safe
+	// request can be retried after a 5xx. Default 64KiB.
+	MaxBufferedBody units.ByteSize `mapstructure:"max_buffered_body"`
+}
+
+// ValidateAndSetDefaults fills defaults and validates the section.
+func (c *Config) ValidateAndSetDefaults() error {
+	var errs []error
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen: %q: want host:port", c.Listen))
+	}
+	if c.TLSListen != "" {
+		if _, _, err := net.SplitHostPort(c.TLSListen); err != nil {
+			errs = append(errs, fmt.Errorf("tls_listen: %q: want host:port", c.TLSListen))
+		}
+		if c.CertFile == "" {
+			errs = append(errs, errors.New("cert_file: required with tls_listen"))
+		}
+		if c.KeyFile == "" {
+			errs = append(errs, errors.New("key_file: required with tls_listen"))
+		}
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = 64 << 10
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = 10 << 20
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	if c.VerdictPoll == 0 {
+		c.VerdictPoll = 2 * time.Second
+	}
+	if c.SignalWindow == 0 {
+		c.SignalWindow = 10 * time.Second
+	}
+	for k, d := range map[string]time.Duration{"read_header_timeout": c.ReadHeaderTimeout,
+		"idle_timeout": c.IdleTimeout, "read_timeout": c.ReadTimeout, "write_timeout": c.WriteTimeout,
+		"verdict_poll": c.VerdictPoll, "signal_window": c.SignalWindow} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s: must not be negative", k))
+		}
+	}
+	if len(c.Pools) == 0 {
+		errs = append(errs, fmt.Errorf("pools: %w", ErrNoPools))
+	}
+	names := map[string]bool{}
+	routes := map[string]string{}
+	for i := range c.Pools {
+		p := &c.Pools[i]
+		key := fmt.Sprintf("pools[%d]", i)
+		if err := p.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix(key, err))
+			continue
+		}
+		if names[p.Name] {
+			errs = append(errs, fmt.Errorf("%s.name: %q: %w pool name", key, p.Name, ErrDuplicate))
+		}
+		names[p.Name] = true
+		for _, h := range p.Hosts {
+			r := strings.ToLower(h) + " " + p.PathPrefix
+			if other, ok := routes[r]; ok {
+				errs = append(errs, fmt.Errorf("%s.hosts: %q with path_prefix %q: %w route (pool %q)", key, h, p.PathPrefix, ErrDuplicate, other))
+			}
+			routes[r] = p.Name
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAndSetDefaults fills defaults and validates one pool.
+func (p *PoolConfig) ValidateAndSetDefaults() error {
+	var errs []error
+	if p.Name == "" {
+		errs = append(errs, errors.New("name: required"))
+	}
+	if len(p.Hosts) == 0 {
+		p.Hosts = []string{"*"}
+	}
+	p.hosts = p.hosts[:0]
+	for i, h := range p.Hosts {
+		hp, err := parseHostPattern(h)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("hosts[%d]: %w", i, err))
+			continue
+		}
+		p.hosts = append(p.hosts, hp)
+	}
+	if p.PathPrefix == "" {
+		p.PathPrefix = "/"
+	}
+	if !strings.HasPrefix(p.PathPrefix, "/") {
+		errs = append(errs, fmt.Errorf("path_prefix: %q: must start with /", p.PathPrefix))
+	}
+	if p.Policy == "" {
+		p.Policy = PolicyRoundRobin
+	}
+	switch p.Policy {
+	case PolicyRoundRobin, PolicyLeastConn, PolicyHash, PolicyIPHash, PolicyFirst:
+	default:
+		errs = append(errs, fmt.Errorf("policy: %q: %w (want round_robin, least_conn, hash, ip_hash or first)", p.Policy, ErrUnknownPolicy))
+	}
+	if err := p.Hash.validate(); err != nil {
+		errs = append(errs, units.Prefix("hash", err))
+	} else {
+		p.hashKey = parseHashKey(p.Hash.Key)
+	}
+	switch {
+	case len(p.Origins) == 0:
+		errs = append(errs, fmt.Errorf("origins: %w", ErrNoOrigins))
+	case len(p.Origins) > 64:
+		errs = append(errs, fmt.Errorf("origins: %w", ErrTooManyOrigins))
+	}
+	seen := map[string]bool{}
+	for i := range p.Origins {
+		o := &p.Origins[i]
+		if err := o.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix(fmt.Sprintf("origins[%d]", i), err))
+			continue
+		}
+		if seen[o.u.String()] {
+			errs = append(errs, fmt.Errorf("origins[%d].url: %q: %w origin in pool", i, o.URL, ErrDuplicate))
+		}
+		seen[o.u.String()] = true
+	}
+	if err := p.Verdicts.validate(); err != nil {
+		errs = append(errs, units.Prefix("verdicts", err))
+	}
+	p.checkSet, p.tierSet = toSet(p.Verdicts.Checks), toSet(p.Verdicts.Tiers)
+	if err := p.Passive.ValidateAndSetDefaults(); err != nil {
+		errs = append(errs, units.Prefix("passive", err))
+	}
+	if p.MaxEjected == 0 {
+		p.MaxEjected = 50
+	}
+	if err := p.Retry.ValidateAndSetDefaults(); err != nil {
+		errs = append(errs, units.Prefix("retry", err))
+	}
+	if p.SlowStart < 0 {
+		errs = append(errs, errors.New("slow_start: must not be negative"))
+	}
+	if p.ConnectTimeout == 0 {
+		p.ConnectTimeout = 2 * time.Second
+	}
+	if p.ConnectTimeout < 0 {
+		errs = append(errs, errors.New("connect_timeout: must not be negative"))
+	}
+	if p.Retry.TryTimeout > 0 && p.ConnectTimeout > p.Retry.TryTimeout {
+		errs = append(errs, fmt.Errorf("connect_timeout: %s is longer than retry.try_timeout %s", p.ConnectTimeout, p.Retry.TryTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAndSetDefaults checks the URL and fills the weight.
+func (o *OriginConfig) ValidateAndSetDefaults() error {
+	var errs []error
+	if o.Weight == 0 {
+		o.Weight = 1
+	}
+	if o.Weight < 1 || o.Weight > 1000 {
+		errs = append(errs, fmt.Errorf("weight: %d: want 1..1000", o.Weight))
+	}
+	if o.URL == "" {
+		errs = append(errs, fmt.Errorf("url: %w", ErrNoURL))
+		return errors.Join(errs...)
+	}
+	u, err := url.Parse(o.URL)
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("url: %q: not a URL", o.URL))
+	case u.Scheme != "http" && u.Scheme != "https":
+		errs = append(errs, fmt.Errorf("url: %q: want http:// or https://", o.URL))
+	case u.Host == "":
+		errs = append(errs, fmt.Errorf("url: %q: no host", o.URL))
+	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.User != nil:
+		errs = append(errs, fmt.Errorf("url: %q: only scheme://host[:port] is allowed", o.URL))
+	default:
+		u.Path = ""
+		o.u = u
+	}
+	return errors.Join(errs...)
+}
+
+func (h *HashConfig) validate() error {
+	var errs []error
+	if h.Key == "" {
+		h.Key = "client_ip"
+	}
+	if parseHashKey(h.Key).kind == 0 {
+		errs = append(errs, fmt.Errorf("key: %q: %w", h.Key, ErrBadHashKey))
+	}
+	if h.BoundedLoad == 0 {
+		h.BoundedLoad = 1.25
+	}
+	if h.BoundedLoad < 1 {
+		errs = append(errs, fmt.Errorf("bounded_load: %g: must be ≥ 1", h.BoundedLoad))
+	}
+	return errors.Join(errs...)
+}
+
+func (v *VerdictConfig) validate() error {
+	var errs []error
+	if v.Quorum == 0 {
+		v.Quorum = 1
+	}
+	if v.Quorum < 1 {
+		errs = append(errs, fmt.Errorf("quorum: %d: must be ≥ 1", v.Quorum))
+	}
+	if v.MaxAge == 0 {
+		v.MaxAge = 60 * time.Second
+	}
+	if v.MaxAge < 0 {
+		errs = append(errs, errors.New("max_age: must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAndSetDefaults fills the detector's defaults.
+func (p *PassiveConfig) ValidateAndSetDefaults() error {
+	var errs []error
+	if p.Consecutive5xx == 0 {
+		p.Consecutive5xx = 5
+	}
+	if p.Consecutive5xx < -1 {
+		errs = append(errs, errors.New("consecutive_5xx: want ≥ 1, or -1 for off"))
+	}
+	if p.Window == 0 {
+		p.Window = 30 * time.Second
+	}
+	if p.Window < 0 {
+		errs = append(errs, errors.New("window: must not be negative"))
+	}
+	if p.MinRequests == 0 {
+		p.MinRequests = 20
+	}
+	if p.MinRequests < 1 {
+		errs = append(errs, errors.New("min_requests: must be ≥ 1"))
+	}
+	if p.SuccessRateStdev == 0 {
+		p.SuccessRateStdev = 1.9
+	}
+	if p.SuccessRateStdev < 0 && p.SuccessRateStdev != -1 {
+		errs = append(errs, errors.New("success_rate_stdev: want > 0, or -1 for off"))
+	}
+	if p.LatencyP95 < 0 {
+		errs = append(errs, errors.New("latency_p95: must not be negative"))
+	}
+	if p.Ejection == 0 {
+		p.Ejection = 30 * time.Second
+	}
+	if p.MaxEjection == 0 {
+		p.MaxEjection = 300 * time.Second
+	}
+	if p.Ejection < 0 {
+		errs = append(errs, errors.New("ejection: must not be negative"))
+	}
+	if p.MaxEjection < p.Ejection {
+		errs = append(errs, fmt.Errorf("max_ejection: %s is shorter than ejection %s", p.MaxEjection, p.Ejection))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAndSetDefaults fills the retry defaults.
+func (r *RetryConfig) ValidateAndSetDefaults() error {
+	var errs []error
+	if r.Tries == 0 {
+		r.Tries = 3
+	}
+	if r.Tries < 1 || r.Tries > 64 {
+		errs = append(errs, fmt.Errorf("tries: %d: want 1..64", r.Tries))
+	}
+	if r.TryTimeout == 0 {
+		r.TryTimeout = 15 * time.Second
+	}
+	if r.Budget == 0 {
+		r.Budget = 30 * time.Second
+	}
+	if r.TryTimeout < 0 || r.Budget < 0 {
+		errs = append(errs, errors.New("try_timeout, budget: must not be negative"))
+	}
+	if r.Budget < r.TryTimeout {
+		errs = append(errs, fmt.Errorf("budget: %s is shorter than try_timeout %s", r.Budget, r.TryTimeout))
+	}
+	if r.RetryBudget == 0 {
+		r.RetryBudget = 20
+	}
+	if r.MaxBufferedBody == 0 {
+		r.MaxBufferedBody = 64 << 10
+	}
+	if r.MaxBufferedBody < 0 {
+		errs = append(errs, errors.New("max_buffered_body: must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func toSet(xs []string) map[string]bool {
+	if len(xs) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// hostPattern is a compiled Hosts entry.
+type hostPattern struct {
+	any    bool   // "*"
+	suffix string // ".example.com" for "*.example.com"
+	exact  string
+}
+
+func parseHostPattern(h string) (hostPattern, error) {
+	h = strings.ToLower(strings.TrimSpace(h))
+	switch {
+	case h == "*":
+		return hostPattern{any: true}, nil
+	case h == "":
+		return hostPattern{}, errors.New("empty host")
+	case strings.HasPrefix(h, "*."):
+		if strings.Contains(h[2:], "*") || len(h) < 3 {
+			return hostPattern{}, fmt.Errorf("%q: only a leading \"*.\" wildcard is allowed", h)
+		}
+		return hostPattern{suffix: h[1:]}, nil
+	case strings.ContainsAny(h, "*/: "):
+		return hostPattern{}, fmt.Errorf("%q: want a host name (no port, no scheme), \"*.domain\" or \"*\"", h)
+	}
+	return hostPattern{exact: h}, nil
+}
+
+// match reports whether host (lower-case, no port) matches.
+func (hp hostPattern) match(host string) bool {
+	switch {
+	case hp.any:
+		return true
+	case hp.suffix != "":
+		return len(host) > len(hp.suffix) && strings.HasSuffix(host, hp.suffix)
+	}
+	return host == hp.exact
+}
+
+// rank orders patterns: exact before wildcard before "*".
+func (hp hostPattern) rank() int {
+	switch {
+	case hp.any:
+		return 0
+	case hp.suffix != "":
+		return 1 + len(hp.suffix)
+	}
+	return 1 << 20
+}
+
+// hashKey is a compiled HashConfig.Key.
+type hashKey struct {
+	kind int // 0 invalid, 1 header, 2 cookie, 3 path, 4 client_ip
+	name string
+}
+
+func parseHashKey(k string) hashKey {
+	switch {
+	case k == "path":
+		return hashKey{kind: 3}
+	case k == "client_ip":
+		return hashKey{kind: 4}
+	case strings.HasPrefix(k, "header:") && len(k) > 7:
+		return hashKey{kind: 1, name: k[7:]}
+	case strings.HasPrefix(k, "cookie:") && len(k) > 7:
+		return hashKey{kind: 2, name: k[7:]}
+	}
+	return hashKey{}
+}

@@ -1,0 +1,585 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// pool is one configured pool at runtime.
+type pool struct {
+	name      string
+	cfg       *PoolConfig
+	origins   []*origin
+	all       uint64
+	bal       Balancer
+	transport *http.Transport
+	log       *slog.Logger
+	m         *metrics
+	none      *originMetrics // the proxy's own answers
+	retries   map[string]interfaceCounter
+	budget    retryBudget
+
+	mu        sync.Mutex // serialises ejections against max_ejected
+	capLogged atomic.Bool
+}
+
+type interfaceCounter interface{ Inc() }
+
+func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
+	pl := &pool{name: pc.Name, cfg: pc, log: log, m: m, none: m.forOrigin(pc.Name, noOrigin),
+		retries: map[string]interfaceCounter{}}
+	pl.budget.ratio = pc.Retry.RetryBudget.Fraction()
+	for _, c := range retryCauses {
+		pl.retries[c] = m.retries.WithLabelValues(pc.Name, c)
+	}
+	m.budgetDeny.WithLabelValues(pc.Name)
+	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
+		pl.none.code(code)
+	}
+	pl.transport = newTransport(pc.ConnectTimeout)
+	return pl
+}
+
+// dialError marks a failure before any request byte was sent: DNS, connect,
+// TLS handshake. Such a try can always move to the next origin.
+type dialError struct {
+	err error
+	tls bool
+}
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// newTransport is the shared, tuned origin transport of a pool: HTTP/1.1
+// keep-alive with a large idle pool per origin, no compression, no proxy.
+func newTransport(connectTimeout time.Duration) *http.Transport {
+	d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, &dialError{err: err}
+		}
+		return c, nil
+	}
+	return &http.Transport{
+		Proxy:       nil,
+		DialContext: dial,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			host, _, _ := net.SplitHostPort(addr)
+			tc := tls.Client(c, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+			hctx, cancel := context.WithTimeout(ctx, connectTimeout)
+			defer cancel()
+			if err := tc.HandshakeContext(hctx); err != nil {
+				c.Close()
+				return nil, &dialError{err: err, tls: true}
+			}
+			return tc, nil
+		},
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+		ReadBufferSize:        16 << 10,
+		WriteBufferSize:       16 << 10,
+	}
+}
+
+// errTryTimeout is the cancel cause of a try that outlived try_timeout or
+// the request's budget.
+var errTryTimeout = errors.New("try timed out")
+
+// classify maps a failed round trip to its cause; connLevel is true when
+// nothing reached the origin.
+func classify(err error, ctx context.Context) (cause string, connLevel bool) {
+	var de *dialError
+	if errors.As(err, &de) {
+		var dns *net.DNSError
+		var ne net.Error
+		switch {
+		case errors.As(de.err, &dns):
+			return CauseDNS, true
+		case errors.Is(de.err, syscall.ECONNREFUSED):
+			return CauseConnectRefused, true
+		case context.Cause(ctx) == errTryTimeout, errors.Is(de.err, context.DeadlineExceeded),
+			errors.Is(de.err, os.ErrDeadlineExceeded), errors.As(de.err, &ne) && ne.Timeout():
+			if de.tls {
+				return CauseTLS, true
+			}
+			return CauseConnectTimeout, true
+		case de.tls:
+			return CauseTLS, true
+		}
+		return CauseConnectRefused, true
+	}
+	if context.Cause(ctx) == errTryTimeout {
+		return CauseTimeout, false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return CauseTimeout, false
+	}
+	return CauseReset, false
+}
+
+// Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded in either direction,
+// together with any header named in Connection.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func isHop(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// copyHeaders copies src into dst without hop-by-hop headers. Value slices
+// are shared, not copied.
+func copyHeaders(dst, src http.Header) {
+	conn := src["Connection"]
+	for k, vv := range src {
+		if isHop(k) || (conn != nil && namedIn(conn, k)) {
+			continue
+		}
+		dst[k] = vv
+	}
+}
+
+// namedIn reports whether header k is listed in Connection values.
+func namedIn(conn []string, k string) bool {
+	for _, v := range conn {
+		for _, f := range strings.Split(v, ",") {
+			if f = textproto.TrimString(f); f != "" && strings.EqualFold(f, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func upgradeType(h http.Header) string {
+	if !namedIn(h["Connection"], "Upgrade") {
+		return ""
+	}
+	return h.Get("Upgrade")
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// replayBody is a request body that can be offered to another origin: the
+// transport's Close is ignored, and read reports whether any byte was taken.
+type replayBody struct {
+	r    io.Reader
+	read atomic.Bool
+}
+
+func (b *replayBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.read.Store(true)
+	}
+	return n, err
+}
+func (b *replayBody) Close() error { return nil }
+
+// serve forwards one request through the pool with failover.
+func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
+	start := time.Now()
+	cfg := &pl.cfg.Retry
+
+	// Body: none, buffered (replayable after a 5xx), or streamed.
+	var (
+		body     []byte
+		buffered bool
+		stream   io.Reader
+	)
+	hasBody := r.Body != nil && r.Body != http.NoBody && (r.ContentLength != 0 || len(r.TransferEncoding) > 0)
+	if hasBody {
+		if r.ContentLength > maxBody {
+			pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+			return
+		}
+		rb := http.MaxBytesReader(w, r.Body, maxBody)
+		limit := int64(cfg.MaxBufferedBody)
+		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
+			b, err := io.ReadAll(io.LimitReader(rb, limit+1))
+			var mbe *http.MaxBytesError
+			switch {
+			case errors.As(err, &mbe):
+				pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+				return
+			case err != nil:
+				return // client went away
+			}
+			if int64(len(b)) <= limit {
+				body, buffered = b, true
+			} else {
+				stream = io.MultiReader(bytes.NewReader(b), rb)
+			}
+		} else {
+			stream = rb
+		}
+	}
+	method := r.Method
+	replaySafe := (!hasBody || buffered) &&
+		(method != http.MethodPost && method != http.MethodPut && method != http.MethodPatch || r.Header.Get("Idempotency-Key") != "")
+
+	hdr := make(http.Header, len(r.Header)+3)
+	copyHeaders(hdr, r.Header)
+	if te := r.Header["Te"]; te != nil && namedIn(te, "trailers") {
+		hdr["Te"] = []string{"trailers"}
+	}
+	up := upgradeType(r.Header)
+	if up != "" {
+		hdr["Connection"] = []string{"Upgrade"}
+		hdr["Upgrade"] = []string{up}
+	}
+	ip := clientIP(r)
+	if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
+		ip = strings.Join(prior, ", ") + ", " + ip
+	}
+	hdr["X-Forwarded-For"] = []string{ip}
+	if r.TLS != nil {
+		hdr["X-Forwarded-Proto"] = []string{"https"}
+	} else {
+		hdr["X-Forwarded-Proto"] = []string{"http"}
+	}
+	hdr["X-Forwarded-Host"] = []string{r.Host}
+
+	deadline := start.Add(cfg.Budget)
+	var tried uint64
+	lastCause := ""
+	timedOut := false
+	for try := 0; try < cfg.Tries; try++ {
+		now := time.Now()
+		if !now.Before(deadline) {
+			timedOut = true
+			break
+		}
+		eligible := pl.eligible(tried)
+		if eligible == 0 {
+			break
+		}
+		i := pl.bal.Pick(r, eligible)
+		if i < 0 {
+			break
+		}
+		o := pl.origins[i]
+		if try > 0 {
+			pl.retries[lastCause].Inc()
+		}
+		tried |= 1 << i
+
+		var rb *replayBody
+		var outBody io.ReadCloser
+		switch {
+		case buffered:
+			outBody = io.NopCloser(bytes.NewReader(body))
+		case stream != nil:
+			rb = &replayBody{r: stream}
+			outBody = rb
+		}
+		ctx, cancel := context.WithCancelCause(r.Context())
+		timer := time.AfterFunc(min(cfg.TryTimeout, deadline.Sub(now)), func() { cancel(errTryTimeout) })
+		out := (&http.Request{
+			Method: method,
+			URL: &url.URL{Scheme: o.url.Scheme, Host: o.url.Host, Path: r.URL.Path,
+				RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery},
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: hdr, Body: outBody, ContentLength: r.ContentLength, Host: r.Host,
+		}).WithContext(ctx)
+		if buffered {
+			out.ContentLength = int64(len(body))
+		}
+		if outBody == nil {
+			out.ContentLength = 0
+		}
+		o.inflight.Add(1)
+		resp, err := pl.transport.RoundTrip(out)
+		tryEnd := time.Now()
+		lat := tryEnd.Sub(now)
+		if err != nil {
+			o.inflight.Add(-1)
+			timer.Stop()
+			if r.Context().Err() != nil {
+				cancel(nil)
+				return // the client went away; not the origin's fault
+			}
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				cancel(nil)
+				pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+				return
+			}
+			cause, connLevel := classify(err, ctx)
+			cancel(nil)
+			pl.observe(o, true, lat, tryEnd.UnixNano())
+			o.stats.requests.Add(1)
+			if cause == CauseTimeout {
+				o.stats.timeouts.Add(1)
+			} else {
+				o.stats.connErrors.Add(1)
+			}
+			pl.log.Warn("proxy: try failed", "pool", pl.name, "origin", o.name, "cause", cause,
+				"method", method, "path", r.URL.Path, "try", try+1, "err", err.Error())
+			lastCause = cause
+			if cause == CauseTimeout {
+				timedOut = true
+			}
+			switch {
+			case connLevel && (rb == nil || !rb.read.Load()):
+				continue // nothing was sent: always move on
+			case replaySafe && pl.budget.allow(tryEnd.UnixNano()):
+				continue
+			}
+			if replaySafe {
+				pl.m.budgetDeny.WithLabelValues(pl.name).Inc()
+			}
+			break
+		}
+		// An answer arrived: stop the try timer, the body may stream for long.
+		timer.Stop()
+		failed := resp.StatusCode >= 500
+		pl.observe(o, failed, lat, tryEnd.UnixNano())
+		o.stats.requests.Add(1)
+		if failed {
+			o.stats.status5xx.Add(1)
+		}
+		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
+			pl.eligible(tried) != 0 && tryEnd.Before(deadline) {
+			if pl.budget.allow(tryEnd.UnixNano()) {
+				pl.log.Warn("proxy: try failed", "pool", pl.name, "origin", o.name, "cause", CauseStatus5xx,
+					"method", method, "path", r.URL.Path, "try", try+1, "status", resp.StatusCode)
+				drain(resp.Body)
+				o.inflight.Add(-1)
+				cancel(nil)
+				lastCause = CauseStatus5xx
+				continue
+			}
+			pl.m.budgetDeny.WithLabelValues(pl.name).Inc()
+		}
+		pl.budget.add(tryEnd.UnixNano())
+		o.m.code(resp.StatusCode).Inc()
+		o.m.latency.Observe(tryEnd.Sub(start).Seconds())
+		pl.respond(w, r, resp, method)
+		o.inflight.Add(-1)
+		cancel(nil)
+		return
+	}
+	pl.budget.add(time.Now().UnixNano())
+	if timedOut || !time.Now().Before(deadline) {
+		pl.answer(w, http.StatusGatewayTimeout, "no origin answered in time", start)
+		return
+	}
+	if tried == 0 {
+		pl.answer(w, http.StatusServiceUnavailable, "no origin available", start)
+		return
+	}
+	pl.answer(w, http.StatusBadGateway, "all origins failed", start)
+}
+
+// eligible returns the origins a try may go to: available and not tried; as
+// a last resort, unavailable but not drained and not tried. Drained origins
+// are never tried.
+func (pl *pool) eligible(tried uint64) uint64 {
+	var avail, resort uint64
+	for i, o := range pl.origins {
+		if tried&(1<<i) != 0 {
+			continue
+		}
+		switch f := o.flags.Load(); {
+		case f == 0:
+			avail |= 1 << i
+		case f&flagDrained == 0:
+			resort |= 1 << i
+		}
+	}
+	if avail != 0 {
+		return avail
+	}
+	return resort
+}
+
+// answer writes the proxy's own error answer.
+func (pl *pool) answer(w http.ResponseWriter, code int, msg string, start time.Time) {
+	pl.none.code(code).Inc()
+	pl.none.latency.Observe(time.Since(start).Seconds())
+	h := w.Header()
+	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	w.WriteHeader(code)
+	io.WriteString(w, http.StatusText(code)+": "+msg+"\n")
+}
+
+// drain reads a little of a body we drop so the connection can be reused.
+func drain(b io.ReadCloser) {
+	io.CopyN(io.Discard, b, 4<<10)
+	b.Close()
+}
+
+// respond copies the origin's answer to the client. From the first byte on
+// there is no retry; a broken origin body aborts the client connection so
+// the client sees a truncated response, not a complete-looking one.
+func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, method string) {
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		pl.upgrade(w, r, resp)
+		return
+	}
+	h := w.Header()
+	copyHeaders(h, resp.Header)
+	if len(resp.Trailer) > 0 {
+		keys := make([]string, 0, len(resp.Trailer))
+		for k := range resp.Trailer {
+			keys = append(keys, k)
+		}
+		h["Trailer"] = []string{strings.Join(keys, ", ")}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if method == http.MethodHead {
+		return
+	}
+	// Stream immediately for SSE and bodies of unknown length.
+	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	var fl http.Flusher
+	if flush {
+		fl, _ = w.(http.Flusher)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	bp := bufPool.Get().(*[]byte)
+	buf := *bp
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				bufPool.Put(bp)
+				return // client went away
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			bufPool.Put(bp)
+			pl.log.Warn("proxy: origin body broke after the answer began", "pool", pl.name,
+				"path", r.URL.Path, "err", rerr.Error())
+			panic(http.ErrAbortHandler)
+		}
+	}
+	bufPool.Put(bp)
+	for k, vv := range resp.Trailer {
+		h[http.TrailerPrefix+k] = vv
+	}
+}
+
+// upgrade passes a 101 Switching Protocols (WebSocket) through: the client
+// connection is hijacked and bytes are copied both ways until one side ends.
+func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Response) {
+	up := upgradeType(resp.Header)
+	if want := upgradeType(r.Header); up == "" || !strings.EqualFold(up, want) {
+		pl.log.Warn("proxy: origin switched to a protocol the client did not ask for", "pool", pl.name, "upgrade", up)
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	backConn, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	defer conn.Close()
+	h := http.Header{}
+	copyHeaders(h, resp.Header)
+	h["Connection"] = []string{"Upgrade"}
+	h["Upgrade"] = []string{up}
+	resp.Header = h
+	resp.Body = nil
+	if err := resp.Write(brw); err != nil {
+		return
+	}
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	errc := make(chan error, 2)
+	go func() { _, err := io.Copy(conn, backConn); errc <- err }()
+	go func() { _, err := io.Copy(backConn, brw); errc <- err }()
+	<-errc
+	backConn.Close()
+}
+
+// retryBudget counts a pool's requests and retries over the last 10 one-second
+// slots. Retries are allowed while retries < 10 + ratio × requests.
+type retryBudget struct {
+	ratio float64
+	slots [10]struct {
+		epoch        atomic.Int64
+		req, retries atomic.Int64
+	}
+}
+
+func (b *retryBudget) slot(now int64) int {
+	e := now / int64(time.Second)
+	s := &b.slots[e%10]
+	if old := s.epoch.Load(); old != e && s.epoch.CompareAndSwap(old, e) {
+		s.req.Store(0)
+		s.retries.Store(0)
+	}
+	return int(e % 10)
+}
+
+// add counts a finished request.
+func (b *retryBudget) add(now int64) {
+	b.slots[b.slot(now)].req.Add(1)
+}
+
+// allow reports whether one more retry fits the budget, and counts it.
+func (b *retryBudget) allow(now int64) bool {
+	e := now / int64(time.Second)
+	b.slot(now)
+	var req, ret int64
+	for i := range b.slots {
+		s := &b.slots[i]
+		if ep := s.epoch.Load(); ep > e-10 && ep <= e {
+			req += s.req.Load()
+			ret += s.retries.Load()
+		}
+	}
+	if float64(ret) >= 10+b.ratio*float64(req) {
+		return false
+	}
+	b.slots[e%10].retries.Add(1)
+	return true
+}

@@ -1,0 +1,53 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+)
+
+// Handler returns the data plane. It serves only configured hosts: a request
+// whose Host matches no pool gets 421, an absolute-form request target
+// ("GET http://other.example/ HTTP/1.1") for a host no pool names explicitly
+// gets 400, and CONNECT gets 405, so vigil is never an open proxy. It always
+// forwards to configured origins, whatever the request names.
+func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveHTTP) }
+
+func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	st := p.state.Load()
+	if r.Method == http.MethodConnect {
+		refuse(w, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
+		return
+	}
+	host := hostOf(r.Host)
+	if r.URL.Host != "" || (len(r.RequestURI) > 0 && r.RequestURI[0] != '/' && r.RequestURI != "*") {
+		// Absolute-form target: only for a host some pool names explicitly.
+		if !st.explicitHost(hostOf(r.URL.Host)) {
+			refuse(w, http.StatusBadRequest, "absolute request target for a host this proxy does not serve")
+			return
+		}
+	}
+	pl := st.route(host, r.URL.Path)
+	if pl == nil {
+		refuse(w, http.StatusMisdirectedRequest, "no pool serves this host and path")
+		return
+	}
+	pl.serve(w, r, int64(st.cfg.MaxBody))
+}
+
+// explicitHost reports whether a pool names host by an exact or wildcard
+// pattern (not "*").
+func (st *runtimeState) explicitHost(host string) bool {
+	for i := range st.routes {
+		if h := st.routes[i].host; !h.any && h.match(host) {
+			return true
+		}
+	}
+	return false
+}
+
+func refuse(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(code)
+	io.WriteString(w, http.StatusText(code)+": "+msg+"\n")
+}

@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Retry causes (the `cause` label of vigil_proxy_retries_total and the
+// `cause` attribute of failed-attempt logs).
+const (
+	CauseDNS            = "dns"
+	CauseConnectRefused = "connect_refused"
+	CauseConnectTimeout = "connect_timeout"
+	CauseTLS            = "tls"
+	CauseTimeout        = "timeout"
+	CauseReset          = "reset"
+	CauseStatus5xx      = "status_5xx"
+)
+
+var retryCauses = []string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset, CauseStatus5xx}
+
+// noOrigin labels answers the proxy made itself (502/504, 421, …).
+const noOrigin = "none"
+
+// metrics are the proxy's Prometheus collectors. Every series that can be
+// known in advance is created at 0 when its pool or origin is built.
+type metrics struct {
+	requests   *prometheus.CounterVec   // pool, origin, code
+	latency    *prometheus.HistogramVec // pool, origin
+	available  *prometheus.GaugeVec     // pool, origin
+	ejections  *prometheus.CounterVec   // pool, origin, reason
+	retries    *prometheus.CounterVec   // pool, cause
+	budgetDeny *prometheus.CounterVec   // pool
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_requests_total",
+			Help: "Requests answered, by pool, origin that answered (\"none\" for the proxy's own answers) and status code.",
+		}, []string{"pool", "origin", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "vigil_proxy_request_duration_seconds",
+			Help:    "Time from request start to response headers, in seconds, including failover.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"pool", "origin"}),
+		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vigil_proxy_origin_available",
+			Help: "1 when the origin is available (not drained, verdict-down or passively ejected).",
+		}, []string{"pool", "origin"}),
+		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_ejections_total",
+			Help: "Origins taken out, by reason (consecutive_5xx, failure_rate, success_rate, latency_p95, verdict).",
+		}, []string{"pool", "origin", "reason"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_retries_total",
+			Help: "Tries sent to another origin after a failed try, by the failed try's cause.",
+		}, []string{"pool", "cause"}),
+		budgetDeny: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_retry_budget_exhausted_total",
+			Help: "Retries not made because the pool's retry budget was spent.",
+		}, []string{"pool"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.budgetDeny} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// originMetrics holds one origin's pre-resolved series so the hot path does
+// no label lookups except for a status code seen for the first time.
+type originMetrics struct {
+	pool, origin string
+	vec          *prometheus.CounterVec
+	latency      prometheus.Observer
+	available    prometheus.Gauge
+	ejections    map[string]prometheus.Counter
+	codes        [600]prometheus.Counter
+	codesMu      sync.Mutex
+}
+
+func (m *metrics) forOrigin(pool, origin string) *originMetrics {
+	om := &originMetrics{
+		pool: pool, origin: origin, vec: m.requests,
+		latency:   m.latency.WithLabelValues(pool, origin),
+		available: m.available.WithLabelValues(pool, origin),
+		ejections: map[string]prometheus.Counter{},
+	}
+	for _, r := range ejectionReasons {
+		om.ejections[r] = m.ejections.WithLabelValues(pool, origin, r)
+	}
+	return om
+}
+
+// code returns the requests_total counter for a status code.
+func (om *originMetrics) code(c int) prometheus.Counter {
+	if c < 0 || c >= len(om.codes) {
+		c = 0
+	}
+	om.codesMu.Lock()
+	ctr := om.codes[c]
+	if ctr == nil {
+		ctr = om.vec.WithLabelValues(om.pool, om.origin, strconv.Itoa(c))
+		om.codes[c] = ctr
+	}
+	om.codesMu.Unlock()
+	return ctr
+}
+
+// forget deletes an origin's series (on reload when the origin is gone).
+func (m *metrics) forget(pool, origin string) {
+	m.latency.DeleteLabelValues(pool, origin)
+	m.available.DeleteLabelValues(pool, origin)
+	m.requests.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
+	m.ejections.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
+}

@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Flags an origin carries, one per source that can take it out. An origin is
+// available when no flag is set; it returns only when every flag that was set
+// has cleared.
+const (
+	flagDrained = 1 << iota // admin drain
+	flagVerdict             // canary verdicts (quorum of regions unhealthy)
+	flagPassive             // passive detector on live traffic
+)
+
+// origin is the runtime state of one origin of one pool. Hot-path fields are
+// atomic; the mutex guards the explanatory fields read by the admin API.
+type origin struct {
+	idx    int
+	name   string // target name or host:port
+	target string // verdict Target, may be ""
+	url    *url.URL
+	weight int
+
+	flags      atomic.Uint32
+	inflight   atomic.Int64
+	returnedAt atomic.Int64 // unix nanos of the last return to service (slow start)
+
+	passive *detector
+	stats   *signalStats
+	m       *originMetrics
+
+	mu          sync.Mutex
+	why         [3]string    // per flag bit: reason
+	since       [3]time.Time // per flag bit: when set
+	ejections   int          // passive ejection count (decays while healthy)
+	ejectUntil  time.Time    // end of the current passive ejection
+	lastDecay   time.Time
+	verdictSeen string // verdict reason while capped by max_ejected
+}
+
+// Available is the one predicate every balancer uses:
+// !drained && !verdictDown && !passiveEjected.
+func (o *origin) Available() bool { return o.flags.Load() == 0 }
+
+// set turns a flag on; it reports whether this call made the transition.
+func (o *origin) set(flag uint32, why string, now time.Time) bool {
+	for {
+		old := o.flags.Load()
+		if old&flag != 0 {
+			return false
+		}
+		if o.flags.CompareAndSwap(old, old|flag) {
+			o.mu.Lock()
+			b := bit(flag)
+			o.why[b], o.since[b] = why, now
+			o.mu.Unlock()
+			return true
+		}
+	}
+}
+
+// clear turns a flag off; it reports whether this call made the transition.
+// When the origin becomes available again its slow start begins.
+func (o *origin) clear(flag uint32, now time.Time) bool {
+	for {
+		old := o.flags.Load()
+		if old&flag == 0 {
+			return false
+		}
+		if o.flags.CompareAndSwap(old, old&^flag) {
+			o.mu.Lock()
+			b := bit(flag)
+			o.why[b], o.since[b] = "", now
+			o.mu.Unlock()
+			if old&^flag == 0 {
+				o.returnedAt.Store(now.UnixNano())
+			}
+			return true
+		}
+	}
+}
+
+func (o *origin) has(flag uint32) bool { return o.flags.Load()&flag != 0 }
+
+func bit(flag uint32) int {
+	switch flag {
+	case flagDrained:
+		return 0
+	case flagVerdict:
+		return 1
+	}
+	return 2
+}
+
+// weightAt is the effective weight at now (unix nanos), ramped during slow
+// start from 10% to 100% of the configured weight. Scaled by 1000.
+func (o *origin) weightAt(now int64, slowStart time.Duration) int64 {
+	w := int64(o.weight) * 1000
+	if slowStart <= 0 {
+		return w
+	}
+	r := o.returnedAt.Load()
+	if r == 0 {
+		return w
+	}
+	el := now - r
+	if el >= int64(slowStart) || el < 0 {
+		return w
+	}
+	f := float64(el) / float64(slowStart)
+	if f < 0.1 {
+		f = 0.1
+	}
+	return int64(float64(w) * f)
+}

@@ -1,0 +1,292 @@
+package proxy
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Ejection reasons (the `reason` label of vigil_proxy_ejections_total).
+const (
+	ReasonConsecutive5xx = "consecutive_5xx"
+	ReasonFailureRate    = "failure_rate"
+	ReasonSuccessRate    = "success_rate"
+	ReasonLatencyP95     = "latency_p95"
+	ReasonVerdict        = "verdict"
+)
+
+var ejectionReasons = []string{ReasonConsecutive5xx, ReasonFailureRate, ReasonSuccessRate, ReasonLatencyP95, ReasonVerdict}
+
+// minOutlierGap is the least gap (in success-rate points, 0..1) below the
+// pool median before the success-rate rule ejects, so that tiny spreads
+// (99.9% against 100%) never eject.
+const minOutlierGap = 0.05
+
+// latency histogram: bucket k holds latencies up to 0.5ms × 1.25^k.
+const (
+	latBuckets = 64
+	latBase    = 500 * time.Microsecond
+)
+
+var latLogStep = math.Log(1.25)
+
+func latBucket(d time.Duration) int {
+	if d <= latBase {
+		return 0
+	}
+	k := int(math.Ceil(math.Log(float64(d)/float64(latBase)) / latLogStep))
+	return min(k, latBuckets-1)
+}
+
+func latUpper(k int) time.Duration {
+	return time.Duration(float64(latBase) * math.Pow(1.25, float64(k)))
+}
+
+// quantile returns the upper bound of the bucket holding quantile q.
+func quantile(h *[latBuckets]uint32, q float64) time.Duration {
+	var n uint64
+	for _, c := range h {
+		n += uint64(c)
+	}
+	if n == 0 {
+		return 0
+	}
+	want := uint64(math.Ceil(q * float64(n)))
+	var acc uint64
+	for k, c := range h {
+		acc += uint64(c)
+		if acc >= want {
+			return latUpper(k)
+		}
+	}
+	return latUpper(latBuckets - 1)
+}
+
+// detector holds one origin's passive observations: a consecutive-failure
+// counter and a sliding window of 10 buckets.
+type detector struct {
+	consecutive atomic.Int64
+
+	mu      sync.Mutex
+	width   int64 // bucket width, nanos
+	buckets [10]passiveBucket
+}
+
+type passiveBucket struct {
+	epoch     int64
+	req, fail uint32
+	lat       [latBuckets]uint32
+}
+
+func newDetector(window time.Duration) *detector {
+	return &detector{width: max(int64(window)/10, 1)}
+}
+
+// record adds one finished try at now (unix nanos).
+func (d *detector) record(now int64, failed bool, lat time.Duration) {
+	e := now / d.width
+	d.mu.Lock()
+	b := &d.buckets[e%10]
+	if b.epoch != e {
+		*b = passiveBucket{epoch: e}
+	}
+	b.req++
+	if failed {
+		b.fail++
+	}
+	b.lat[latBucket(lat)]++
+	d.mu.Unlock()
+}
+
+// window sums the buckets of the last window at now.
+func (d *detector) window(now int64) (req, fail int, p95 time.Duration) {
+	e := now / d.width
+	var h [latBuckets]uint32
+	d.mu.Lock()
+	for i := range d.buckets {
+		b := &d.buckets[i]
+		if b.epoch <= e-10 || b.epoch > e {
+			continue
+		}
+		req += int(b.req)
+		fail += int(b.fail)
+		for k, c := range b.lat {
+			h[k] += c
+		}
+	}
+	d.mu.Unlock()
+	return req, fail, quantile(&h, 0.95)
+}
+
+func (d *detector) reset() {
+	d.consecutive.Store(0)
+	d.mu.Lock()
+	d.buckets = [10]passiveBucket{}
+	d.mu.Unlock()
+}
+
+// observe records one try's outcome on o and applies the consecutive rule
+// inline. failed is true for 5xx answers, connection errors and timeouts.
+func (p *pool) observe(o *origin, failed bool, lat time.Duration, now int64) {
+	o.passive.record(now, failed, lat)
+	if !failed {
+		if o.passive.consecutive.Load() != 0 {
+			o.passive.consecutive.Store(0)
+		}
+		return
+	}
+	n := o.passive.consecutive.Add(1)
+	if c := p.cfg.Passive.Consecutive5xx; c > 0 && n >= int64(c) && !o.has(flagPassive) {
+		p.eject(o, ReasonConsecutive5xx, time.Unix(0, now))
+	}
+}
+
+// ejectedCount counts origins out for verdict or passive reasons (drained
+// origins do not count against max_ejected). Caller holds p.mu.
+func (p *pool) ejectedCount() int {
+	n := 0
+	for _, o := range p.origins {
+		if o.has(flagVerdict | flagPassive) {
+			n++
+		}
+	}
+	return n
+}
+
+// mayEject reports whether o can be taken out without exceeding max_ejected.
+// Caller holds p.mu.
+func (p *pool) mayEject(o *origin) bool {
+	if o.has(flagVerdict | flagPassive) {
+		return true // already counted
+	}
+	allowed := int(math.Floor(p.cfg.MaxEjected.Fraction()*float64(len(p.origins)) + 1e-9))
+	return p.ejectedCount() < allowed
+}
+
+// eject takes o out passively for n × ejection (capped), unless max_ejected
+// forbids it.
+func (p *pool) eject(o *origin, reason string, now time.Time) {
+	p.mu.Lock()
+	if o.has(flagPassive) {
+		p.mu.Unlock()
+		return
+	}
+	if !p.mayEject(o) {
+		p.mu.Unlock()
+		if p.capLogged.CompareAndSwap(false, true) {
+			p.log.Warn("proxy: ejection refused by max_ejected", "pool", p.name, "origin", o.name, "reason", reason, "max_ejected", p.cfg.MaxEjected.String())
+		}
+		return
+	}
+	o.mu.Lock()
+	o.ejections++
+	d := min(time.Duration(o.ejections)*p.cfg.Passive.Ejection, p.cfg.Passive.MaxEjection)
+	o.ejectUntil = now.Add(d)
+	o.lastDecay = now
+	count := o.ejections
+	o.mu.Unlock()
+	changed := o.set(flagPassive, reason, now)
+	p.mu.Unlock()
+	if !changed {
+		return
+	}
+	o.passive.reset()
+	o.m.ejections[reason].Inc()
+	o.m.available.Set(0)
+	p.log.Warn("proxy: origin ejected", "pool", p.name, "origin", o.name, "reason", reason, "for", d, "ejections", count)
+}
+
+// evaluate runs the window rules, returns origins whose ejection ended and
+// decays ejection counts. It runs on a ticker from Run.
+func (p *pool) evaluate(now time.Time) {
+	cfg := &p.cfg.Passive
+	ns := now.UnixNano()
+	type rate struct {
+		o    *origin
+		rate float64
+	}
+	var rates []rate
+	for _, o := range p.origins {
+		if o.has(flagPassive) {
+			o.mu.Lock()
+			done := !now.Before(o.ejectUntil)
+			o.mu.Unlock()
+			if done && o.clear(flagPassive, now) {
+				o.passive.reset()
+				o.m.available.Set(b2f(o.Available()))
+				p.log.Info("proxy: origin returned after ejection", "pool", p.name, "origin", o.name)
+			}
+			continue
+		}
+		o.mu.Lock()
+		if o.ejections > 0 && now.Sub(o.lastDecay) >= cfg.Ejection {
+			o.ejections--
+			o.lastDecay = now
+		}
+		o.mu.Unlock()
+		req, fail, p95 := o.passive.window(ns)
+		if req < cfg.MinRequests {
+			continue
+		}
+		if cfg.FailureRate > 0 && float64(fail) >= cfg.FailureRate.Fraction()*float64(req) {
+			p.eject(o, ReasonFailureRate, now)
+			continue
+		}
+		if cfg.LatencyP95 > 0 && p95 > cfg.LatencyP95 {
+			p.eject(o, ReasonLatencyP95, now)
+			continue
+		}
+		rates = append(rates, rate{o, 1 - float64(fail)/float64(req)})
+	}
+	if cfg.SuccessRateStdev <= 0 || len(rates) < 3 {
+		return
+	}
+	vals := make([]float64, len(rates))
+	var mean float64
+	for i, r := range rates {
+		vals[i] = r.rate
+		mean += r.rate
+	}
+	mean /= float64(len(vals))
+	var v float64
+	for _, x := range vals {
+		v += (x - mean) * (x - mean)
+	}
+	stdev := math.Sqrt(v / float64(len(vals)))
+	sort.Float64s(vals)
+	median := vals[len(vals)/2]
+	if len(vals)%2 == 0 {
+		median = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
+	}
+	limit := median - max(cfg.SuccessRateStdev*stdev, minOutlierGap)
+	for _, r := range rates {
+		if r.rate < limit {
+			p.eject(r.o, ReasonSuccessRate, now)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// signalStats accumulates one origin's observations for the current signal
+// window; the publisher swaps them out.
+type signalStats struct {
+	requests, status5xx, connErrors, timeouts atomic.Int64
+	lat                                       [latBuckets]atomic.Uint32
+}
+
+func (s *signalStats) take() (req, s5, ce, to int, p95 time.Duration) {
+	var h [latBuckets]uint32
+	for k := range s.lat {
+		h[k] = s.lat[k].Swap(0)
+	}
+	return int(s.requests.Swap(0)), int(s.status5xx.Swap(0)), int(s.connErrors.Swap(0)),
+		int(s.timeouts.Swap(0)), quantile(&h, 0.95)
+}

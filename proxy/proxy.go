@@ -1,0 +1,426 @@
+// Package proxy is vigil's health-aware reverse proxy. It routes requests by
+// Host and path prefix to pools of origins, picks an origin with a Balancer,
+// and keeps users away from origins that canary verdicts (a reporting.Source)
+// or its own live traffic (the passive detector) show broken. Failover never
+// replays a request that is not replay-safe, and when nothing is available it
+// tries the unavailable origins as a last resort instead of refusing.
+//
+// Wiring: New builds a Proxy from a validated Config; Handler is the data
+// plane, AdminHandler the admin API for the agent listener, Run serves the
+// configured listeners and runs the verdict poller, the passive evaluator and
+// the signal publisher until its context ends; Reload swaps the
+// configuration keeping origin state.
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	reg     prometheus.Registerer
+	signals reporting.SignalSink
+}
+
+// WithRegistry registers the proxy's metrics on reg. Default: a private
+// registry nobody scrapes.
+func WithRegistry(reg prometheus.Registerer) Option { return func(o *options) { o.reg = reg } }
+
+// WithSignalSink publishes one reporting.Signal per origin every
+// Config.SignalWindow to sink (from Run's publisher goroutine, never from the
+// request path). Default: signals are not published.
+func WithSignalSink(sink reporting.SignalSink) Option {
+	return func(o *options) { o.signals = sink }
+}
+
+// Proxy is a running proxy configuration. Its methods are safe for
+// concurrent use.
+type Proxy struct {
+	src     reporting.Source
+	log     *slog.Logger
+	m       *metrics
+	signals reporting.SignalSink
+
+	state atomic.Pointer[runtimeState]
+	mu    sync.Mutex // serialises Reload
+
+	addrMu sync.Mutex
+	addrs  []net.Addr
+}
+
+// runtimeState is one configuration generation.
+type runtimeState struct {
+	cfg    Config
+	routes []route
+	pools  []*pool
+	// explicit is true when a pool names hosts (not only "*").
+	explicit bool
+}
+
+type route struct {
+	host   hostPattern
+	prefix string
+	pool   *pool
+}
+
+// New validates cfg (ValidateAndSetDefaults) and builds the proxy. src may be
+// nil: no verdicts, passive detection only. log may be nil (slog.Default).
+func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*Proxy, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if o.reg == nil {
+		o.reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(o.reg)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
+	p := &Proxy{src: src, log: log, m: m, signals: o.signals}
+	st, err := p.build(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.state.Store(st)
+	return p, nil
+}
+
+// Reload swaps in cfg. Origin state (drain, verdict and passive flags,
+// ejection counts, observations) is kept for every origin whose pool name and
+// URL are unchanged. Listen addresses, TLS files and server timeouts take
+// effect only after a restart; everything else applies to new requests at
+// once, while requests in flight finish on the old configuration.
+func (p *Proxy) Reload(cfg Config) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.state.Load()
+	st, err := p.build(cfg, old)
+	if err != nil {
+		return err
+	}
+	p.state.Store(st)
+	kept := map[*originMetrics]bool{}
+	for _, pl := range st.pools {
+		for _, o := range pl.origins {
+			kept[o.m] = true
+		}
+	}
+	for _, pl := range old.pools {
+		for _, o := range pl.origins {
+			if !kept[o.m] {
+				p.m.forget(pl.name, o.name)
+			}
+		}
+		pl.transport.CloseIdleConnections()
+	}
+	p.log.Info("proxy: configuration reloaded", "pools", len(st.pools))
+	return nil
+}
+
+func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
+	if err := cfg.ValidateAndSetDefaults(); err != nil {
+		return nil, units.Prefix("proxy", err)
+	}
+	prev := map[string]*origin{}
+	if old != nil {
+		for _, pl := range old.pools {
+			for _, o := range pl.origins {
+				prev[pl.name+"\x00"+o.url.String()] = o
+			}
+		}
+	}
+	st := &runtimeState{cfg: cfg}
+	for i := range cfg.Pools {
+		pc := &cfg.Pools[i]
+		pl := newPool(pc, p.log, p.m)
+		for j := range pc.Origins {
+			oc := &pc.Origins[j]
+			o := &origin{idx: j, name: oc.Name(), target: oc.Target, url: oc.u, weight: oc.Weight}
+			if po := prev[pc.Name+"\x00"+oc.u.String()]; po != nil {
+				o.inherit(po)
+			}
+			if o.passive == nil || o.passive.width != max(int64(pc.Passive.Window)/10, 1) {
+				o.passive = newDetector(pc.Passive.Window)
+			}
+			if o.stats == nil {
+				o.stats = &signalStats{}
+			}
+			if o.m == nil || o.m.origin != o.name {
+				o.m = p.m.forOrigin(pc.Name, o.name)
+			}
+			o.m.available.Set(b2f(o.Available()))
+			pl.origins = append(pl.origins, o)
+			pl.all |= 1 << j
+		}
+		pl.bal = newBalancer(pc, pl.origins)
+		st.pools = append(st.pools, pl)
+		for _, h := range pc.hosts {
+			st.routes = append(st.routes, route{host: h, prefix: pc.PathPrefix, pool: pl})
+			if !h.any {
+				st.explicit = true
+			}
+		}
+	}
+	// Most specific host first, then longest path prefix.
+	sort.SliceStable(st.routes, func(a, b int) bool {
+		ra, rb := st.routes[a].host.rank(), st.routes[b].host.rank()
+		if ra != rb {
+			return ra > rb
+		}
+		return len(st.routes[a].prefix) > len(st.routes[b].prefix)
+	})
+	return st, nil
+}
+
+// inherit copies the state of the same origin from the previous generation.
+func (o *origin) inherit(po *origin) {
+	o.flags.Store(po.flags.Load())
+	o.returnedAt.Store(po.returnedAt.Load())
+	po.mu.Lock()
+	o.why, o.since, o.ejections, o.ejectUntil, o.lastDecay = po.why, po.since, po.ejections, po.ejectUntil, po.lastDecay
+	po.mu.Unlock()
+	o.passive, o.stats, o.m = po.passive, po.stats, po.m
+}
+
+// route finds the pool for host (lower-case, no port) and path.
+func (st *runtimeState) route(host, path string) *pool {
+	for i := range st.routes {
+		r := &st.routes[i]
+		if r.host.match(host) && prefixMatch(path, r.prefix) {
+			return r.pool
+		}
+	}
+	return nil
+}
+
+// prefixMatch matches whole path segments: "/api" matches "/api" and
+// "/api/x", not "/apix"; a prefix ending in "/" matches everything below it.
+func prefixMatch(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || strings.HasSuffix(prefix, "/") || path[len(prefix)] == '/'
+}
+
+// hostOf returns the request host lower-cased without port.
+func hostOf(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
+}
+
+// Addrs returns the addresses Run listens on (empty before it listens).
+func (p *Proxy) Addrs() []net.Addr {
+	p.addrMu.Lock()
+	defer p.addrMu.Unlock()
+	return append([]net.Addr(nil), p.addrs...)
+}
+
+// Run listens on Config.Listen (and TLSListen), and runs the verdict poller,
+// the passive evaluator and the signal publisher until ctx is done; then it
+// shuts the listeners down gracefully (in-flight requests get 10s) and
+// returns nil, or the first listener error.
+func (p *Proxy) Run(ctx context.Context) error {
+	cfg := p.state.Load().cfg
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var servers []*http.Server
+	errc := make(chan error, 2)
+	serve := func(addr string, tlsFiles bool) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("proxy: listen %s: %w", addr, err)
+		}
+		srv := p.server(cfg)
+		if tlsFiles {
+			cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("proxy: tls: %w", err)
+			}
+			srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			ln = tls.NewListener(ln, srv.TLSConfig)
+		}
+		p.addrMu.Lock()
+		p.addrs = append(p.addrs, ln.Addr())
+		p.addrMu.Unlock()
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+		p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", tlsFiles)
+		return nil
+	}
+	shutdown := func() {
+		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+	}
+	if err := serve(cfg.Listen, false); err != nil {
+		return err
+	}
+	if cfg.TLSListen != "" {
+		if err := serve(cfg.TLSListen, true); err != nil {
+			shutdown()
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); p.background(ctx) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	cancel()
+	shutdown()
+	wg.Wait()
+	for _, pl := range p.state.Load().pools {
+		pl.transport.CloseIdleConnections()
+	}
+	return err
+}
+
+// server builds the data-plane http.Server with the configured limits.
+func (p *Proxy) server(cfg Config) *http.Server {
+	return &http.Server{
+		Handler:           p.Handler(),
+		MaxHeaderBytes:    int(cfg.MaxHeaderBytes),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// background runs the verdict poller, the passive evaluator and the signal
+// publisher until ctx is done.
+func (p *Proxy) background(ctx context.Context) {
+	var wg sync.WaitGroup
+	run := func(name string, f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if !p.guard(name, func() { f(ctx) }) {
+					return
+				}
+				select { // restarted after a panic, with a pause
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+	}
+	if p.src != nil {
+		run("verdict poller", p.pollVerdicts)
+	}
+	run("passive evaluator", p.evaluateLoop)
+	if p.signals != nil {
+		run("signal publisher", p.publishSignals)
+	}
+	wg.Wait()
+}
+
+// guard runs f, logging a panic with its stack; it reports whether f panicked.
+func (p *Proxy) guard(name string, f func()) (panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("proxy: panic", "in", name, "panic", r, "stack", string(debug.Stack()))
+			panicked = true
+		}
+	}()
+	f()
+	return false
+}
+
+// evaluateLoop runs the passive window rules every min(1s, window/10).
+func (p *Proxy) evaluateLoop(ctx context.Context) {
+	for {
+		every := time.Second
+		st := p.state.Load()
+		for _, pl := range st.pools {
+			every = min(every, max(pl.cfg.Passive.Window/10, 10*time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		now := time.Now()
+		for _, pl := range p.state.Load().pools {
+			pl.evaluate(now)
+		}
+	}
+}
+
+// publishSignals sends one Signal per origin every SignalWindow.
+func (p *Proxy) publishSignals(ctx context.Context) {
+	last := time.Now()
+	for {
+		st := p.state.Load()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(st.cfg.SignalWindow):
+		}
+		now := time.Now()
+		st = p.state.Load()
+		var out []reporting.Signal
+		for _, pl := range st.pools {
+			for _, o := range pl.origins {
+				req, s5, ce, to, p95 := o.stats.take()
+				o.mu.Lock()
+				why := o.why[bit(flagPassive)]
+				o.mu.Unlock()
+				out = append(out, reporting.Signal{
+					Pool: pl.name, Origin: o.name, Region: st.cfg.Region, Vantage: st.cfg.Vantage,
+					At: now, Window: now.Sub(last), Requests: req, Status5xx: s5, ConnErrors: ce,
+					Timeouts: to, P95: p95, Ejected: o.has(flagPassive), Reason: why,
+				})
+			}
+		}
+		last = now
+		pctx, c := context.WithTimeout(ctx, st.cfg.SignalWindow)
+		if err := p.signals.PublishSignals(pctx, out); err != nil {
+			p.log.Warn("proxy: publishing signals failed", "err", err)
+		}
+		c()
+	}
+}
