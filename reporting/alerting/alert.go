@@ -1,0 +1,137 @@
+// Package alerting evaluates vigil's alert rules over the verdict store and
+// notifies receivers.
+//
+// Rules (see Config): down (at least quorum regions report fresh unhealthy
+// verdicts for a check × target for `for`), TTFB SLO breach (the p95 over
+// the SLO window above the objective in at least quorum regions),
+// availability multi-window multi-burn-rate (page 14.4× 1h/5m and 6×
+// 6h/30m, ticket 3× 1d/2h and 1× 3d/6h, in at least quorum regions),
+// certificate (quorum regions report cause "cert") and dead-man (a region ×
+// check without a verdict for `intervals` check intervals).
+//
+// Alerts are grouped by rule × check × severity; a group is notified when it
+// starts firing (after group_wait), when its set of firing alerts changes,
+// every repeat_interval while it fires, and once when it resolves.
+// Maintenance windows (cron + duration) silence notifications. Receivers:
+// generic JSON webhook, Slack incoming webhook, PagerDuty Events API v2 and
+// Alertmanager API v2; each delivery is queued per receiver and retried with
+// exponential backoff, so an evaluation never waits on a receiver.
+package alerting
+
+import (
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Rule names, the `rule` label of every alert.
+const (
+	RuleDown     = "down"
+	RuleTTFB     = "ttfb"
+	RuleBurnRate = "burn_rate"
+	RuleCert     = "cert_expiry"
+	RuleDeadMan  = "dead_man"
+)
+
+// AllRules lists the rules in documentation order.
+var AllRules = []string{RuleDown, RuleTTFB, RuleBurnRate, RuleCert, RuleDeadMan}
+
+// alertNames maps a rule to the `alertname` label.
+var alertNames = map[string]string{
+	RuleDown:     "VigilCheckDown",
+	RuleTTFB:     "VigilTTFBSLOBreach",
+	RuleBurnRate: "VigilErrorBudgetBurn",
+	RuleCert:     "VigilCertificate",
+	RuleDeadMan:  "VigilCanarySilent",
+}
+
+// Alert is one firing (or just resolved) alert.
+type Alert struct {
+	// Rule is one of the Rule* names; Name is the alertname label.
+	Rule, Name string
+	// Severity is page, ticket or warning.
+	Severity string
+	// SLO is the SLO's name for ttfb and burn_rate alerts.
+	SLO string
+	// Check and Target identify the series; Target is "" for dead_man.
+	Check, Target string
+	// Region is set for dead_man alerts only: the silent region.
+	Region string
+	// Regions are the regions that agree on the condition, sorted.
+	Regions []string
+	// Cause is the most common failure cause among Regions' latest verdicts.
+	Cause string
+	// Err is one of those verdicts' failure reason.
+	Err string
+	// TTFB is the highest TTFB among Regions: the latest run's for down and
+	// cert, the window p95 for ttfb.
+	TTFB time.Duration
+	// Value is the rule's figure: the burn rate for burn_rate (the
+	// quorum-th highest region's long-window burn of the fastest firing
+	// pair), the p95 in seconds for ttfb, the silence in seconds for dead_man.
+	Value float64
+	// Windows lists the burn-rate pairs over their threshold, e.g. "1h/5m".
+	Windows []string
+	// Summary is a one-line human description.
+	Summary string
+	// StatusURL links to the check on the status page; ArtifactURL to the
+	// failure screenshot; RunbookURL to the runbook. Each may be "".
+	StatusURL, ArtifactURL, RunbookURL string
+	// StartsAt is when the alert started firing; EndsAt when it resolved
+	// (zero while firing).
+	StartsAt, EndsAt time.Time
+	// Silenced names the maintenance window that silences the alert, or "".
+	Silenced string
+	// Labels are the alert's identity (alertname, rule, severity, check,
+	// target, slo, region, source="vigil"); Fingerprint hashes them.
+	Labels      map[string]string
+	Fingerprint string
+}
+
+// Resolved reports whether the alert has ended.
+func (a Alert) Resolved() bool { return !a.EndsAt.IsZero() }
+
+// finish fills Name, Labels and Fingerprint from the identity fields.
+func (a *Alert) finish() {
+	a.Name = alertNames[a.Rule]
+	a.Labels = map[string]string{
+		"alertname": a.Name,
+		"rule":      a.Rule,
+		"severity":  a.Severity,
+		"check":     a.Check,
+		"source":    "vigil",
+	}
+	for k, v := range map[string]string{"target": a.Target, "slo": a.SLO, "region": a.Region} {
+		if v != "" {
+			a.Labels[k] = v
+		}
+	}
+	keys := make([]string, 0, len(a.Labels))
+	for k := range a.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := fnv.New64a()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(a.Labels[k]))
+		h.Write([]byte{0})
+	}
+	a.Fingerprint = strconv.FormatUint(h.Sum64(), 16)
+}
+
+// groupKey is the notification group: rule × check × severity.
+func (a Alert) groupKey() string { return a.Rule + "/" + a.Check + "/" + a.Severity }
+
+func sortAlerts(as []Alert) {
+	sort.Slice(as, func(i, j int) bool {
+		if as[i].Rule != as[j].Rule {
+			return as[i].Rule < as[j].Rule
+		}
+		return strings.Join([]string{as[i].Check, as[i].Target, as[i].Region, as[i].Severity, as[i].SLO}, "\x00") <
+			strings.Join([]string{as[j].Check, as[j].Target, as[j].Region, as[j].Severity, as[j].SLO}, "\x00")
+	})
+}

@@ -1,0 +1,445 @@
+package alerting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// Options are the Alerter's collaborators. Every field is optional.
+type Options struct {
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Log receives evaluation and delivery logs. Default slog.Default().
+	Log *slog.Logger
+	// Registry receives the alerter's metrics. Default: a private registry
+	// (metrics are then not exported).
+	Registry *prometheus.Registry
+	// HTTPClient delivers notifications. Default: a client with the
+	// default transport; each request is bounded by retry.timeout.
+	HTTPClient *http.Client
+}
+
+// Alerter evaluates the rules over a HistorySource and notifies receivers.
+// Its methods are safe for concurrent use.
+type Alerter struct {
+	src     reporting.HistorySource
+	now     func() time.Time
+	log     *slog.Logger
+	client  *http.Client
+	metrics *metrics
+
+	evalMu sync.Mutex // serialises Evaluate
+
+	mu     sync.Mutex // guards the fields below
+	cfg    Config
+	slos   []SLO
+	links  linker
+	disp   *dispatcher
+	states map[string]*alertState // by fingerprint
+	groups map[string]*groupState // by group key
+	seen   map[string]reporting.Verdict
+	closed bool
+}
+
+// alertState tracks one alert from the first evaluation its condition held.
+type alertState struct {
+	alert        Alert
+	pendingSince time.Time
+	firing       bool
+}
+
+// groupState tracks what a notification group last told its receivers.
+type groupState struct {
+	firstSeen time.Time
+	lastSent  time.Time
+	lastSet   string          // sorted fingerprints of the last firing notification
+	notified  map[string]bool // fingerprints sent as firing and not yet as resolved
+	resolved  []Alert         // resolved since the last notification, notified ones only
+}
+
+// New validates cfg and slos (ValidateAndSetDefaults is called on both),
+// registers the metrics and starts one delivery worker per receiver. Call
+// Close to stop the workers.
+func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alerter, error) {
+	if src == nil {
+		return nil, errors.New("alerting: nil HistorySource")
+	}
+	if err := cfg.ValidateAndSetDefaults(); err != nil {
+		return nil, err
+	}
+	slos = append([]SLO(nil), slos...)
+	if err := ValidateSLOs(slos); err != nil {
+		return nil, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	m, err := newMetrics(o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	a := &Alerter{
+		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m,
+		cfg: cfg, slos: slos, links: newLinker(cfg),
+		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
+	}
+	a.disp = newDispatcher(cfg, a.client, a.log, m)
+	return a, nil
+}
+
+// Reload swaps in a new configuration: rules, SLOs, receivers. Alert and
+// group state is kept, so firing alerts neither re-notify nor resolve
+// because of a reload. Deliveries queued for the old receivers are drained
+// in the background (bounded by their retries).
+func (a *Alerter) Reload(cfg Config, slos []SLO) error {
+	if err := cfg.ValidateAndSetDefaults(); err != nil {
+		return err
+	}
+	slos = append([]SLO(nil), slos...)
+	if err := ValidateSLOs(slos); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errors.New("alerting: reload after Close")
+	}
+	old := a.disp
+	a.cfg, a.slos, a.links = cfg, slos, newLinker(cfg)
+	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_ = old.close(ctx)
+	}()
+	return nil
+}
+
+// Run evaluates every evaluation_interval until ctx ends, starting at once.
+// Evaluation errors are logged and counted; Run returns when ctx is done.
+// Call Close afterwards to drain deliveries.
+func (a *Alerter) Run(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error("alerting: panic in evaluation loop", "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	for {
+		if err := a.Evaluate(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("alerting: evaluation failed", "err", err)
+		}
+		a.mu.Lock()
+		every := a.cfg.EvaluationInterval
+		a.mu.Unlock()
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Evaluate runs every rule once at Options.Now, updates the alert states
+// and queues the notifications that are due. Deliveries run in the
+// background; Evaluate does not wait for them. On a store error nothing
+// changes (no alert resolves because the store is unreachable) and the
+// error is returned.
+func (a *Alerter) Evaluate(ctx context.Context) error {
+	a.evalMu.Lock()
+	defer a.evalMu.Unlock()
+	a.mu.Lock()
+	cfg, slos, links := a.cfg, a.slos, a.links
+	seen := make(map[string]reporting.Verdict, len(a.seen))
+	for k, v := range a.seen {
+		seen[k] = v
+	}
+	a.mu.Unlock()
+	now := a.now()
+	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen}
+	cands, err := e.run(ctx, slos)
+	if err != nil {
+		a.metrics.evalErrors.Inc()
+		return fmt.Errorf("alerting: evaluate: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seen = seen
+	a.apply(now, cands)
+	a.notify(now)
+	return nil
+}
+
+// evaluator is one evaluation's inputs.
+type evaluator struct {
+	cfg   Config
+	now   time.Time
+	src   reporting.HistorySource
+	links linker
+	seen  map[string]reporting.Verdict
+}
+
+func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
+	latest, err := e.src.Verdicts(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("latest verdicts: %w", err)
+	}
+	cands := e.evalLatest(latest)
+	for _, s := range slos {
+		if s.TTFBP95 > 0 && !e.cfg.TTFB.Disabled {
+			cs, err := e.evalTTFB(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			cands = append(cands, cs...)
+		}
+		if s.Objective > 0 && !e.cfg.BurnRate.Disabled {
+			cs, err := e.evalBurn(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			cands = append(cands, cs...)
+		}
+	}
+	for i := range cands {
+		cands[i].finish()
+		cands[i].StatusURL = e.links.status(cands[i].Check, cands[i].Target)
+		cands[i].RunbookURL = e.links.runbook(cands[i].Rule, cands[i].Check)
+	}
+	return cands, nil
+}
+
+// apply moves every alert through pending → firing → resolved. a.mu held.
+func (a *Alerter) apply(now time.Time, cands []candidate) {
+	held := map[string]bool{}
+	for _, c := range cands {
+		fp := c.Fingerprint
+		held[fp] = true
+		st := a.states[fp]
+		if st == nil {
+			st = &alertState{pendingSince: now}
+			a.states[fp] = st
+		}
+		start := st.alert.StartsAt
+		st.alert = c.Alert
+		st.alert.StartsAt = start
+		if !st.firing && now.Sub(st.pendingSince) >= c.hold {
+			st.firing = true
+			st.alert.StartsAt = now
+			a.log.Info("alert firing", "rule", c.Rule, "check", c.Check, "target", c.Target,
+				"region", c.Region, "severity", c.Severity, "summary", c.Summary)
+		}
+		st.alert.Silenced = a.silencedBy(now, c.Check)
+	}
+	for fp, st := range a.states {
+		if held[fp] {
+			continue
+		}
+		delete(a.states, fp)
+		if !st.firing {
+			continue
+		}
+		r := st.alert
+		r.EndsAt = now
+		r.Silenced = ""
+		a.log.Info("alert resolved", "rule", r.Rule, "check", r.Check, "target", r.Target,
+			"region", r.Region, "severity", r.Severity, "firing_for", now.Sub(r.StartsAt))
+		if g := a.groups[r.groupKey()]; g != nil && g.notified[fp] {
+			g.resolved = append(g.resolved, r)
+			delete(g.notified, fp)
+		}
+		a.disp.resolvedStream(r)
+	}
+	active := map[string]float64{}
+	for _, st := range a.states {
+		if st.firing {
+			active[st.alert.Rule]++
+		}
+	}
+	for _, r := range AllRules {
+		a.metrics.active.WithLabelValues(r).Set(active[r])
+	}
+}
+
+// silencedBy names the first maintenance window covering check at now.
+func (a *Alerter) silencedBy(now time.Time, check string) string {
+	for i := range a.cfg.Maintenance {
+		if a.cfg.Maintenance[i].Active(now, check) {
+			return a.cfg.Maintenance[i].Name
+		}
+	}
+	return ""
+}
+
+// notify decides, per group, what is due and queues it. a.mu held.
+func (a *Alerter) notify(now time.Time) {
+	firing := map[string][]Alert{}
+	var stream []Alert
+	for _, st := range a.states {
+		if !st.firing {
+			continue
+		}
+		k := st.alert.groupKey()
+		if a.groups[k] == nil {
+			a.groups[k] = &groupState{firstSeen: now, notified: map[string]bool{}}
+		}
+		if st.alert.Silenced == "" {
+			firing[k] = append(firing[k], st.alert)
+			stream = append(stream, st.alert)
+		}
+	}
+	for k, g := range a.groups {
+		fs := firing[k]
+		sortAlerts(fs)
+		sortAlerts(g.resolved)
+		set := fingerprints(fs)
+		due := false
+		switch {
+		case len(fs) > 0 && g.lastSet == "":
+			// A new episode: wait group_wait so alerts starting together
+			// go out together.
+			due = now.Sub(g.firstSeen) >= a.cfg.GroupWait
+		case len(fs) > 0:
+			due = set != g.lastSet || len(g.resolved) > 0 || now.Sub(g.lastSent) >= a.cfg.RepeatInterval
+		default:
+			// Nothing unsilenced fires: only resolved notices, even inside a
+			// maintenance window (they close what was opened).
+			due = len(g.resolved) > 0
+		}
+		if due {
+			n := newNotification(k, fs, g.resolved, now, a.cfg)
+			a.disp.send(n)
+			for _, f := range fs {
+				g.notified[f.Fingerprint] = true
+			}
+			g.resolved = nil
+			g.lastSent, g.lastSet = now, set
+		}
+		if !a.groupHasFiring(k) && len(g.resolved) == 0 && len(g.notified) == 0 {
+			delete(a.groups, k)
+		}
+	}
+	sortAlerts(stream)
+	a.disp.stream(stream, now)
+}
+
+func (a *Alerter) groupHasFiring(k string) bool {
+	for _, st := range a.states {
+		if st.firing && st.alert.groupKey() == k {
+			return true
+		}
+	}
+	return false
+}
+
+func fingerprints(as []Alert) string {
+	fps := make([]string, len(as))
+	for i, a := range as {
+		fps[i] = a.Fingerprint
+	}
+	sort.Strings(fps)
+	return strings.Join(fps, ",")
+}
+
+// Active returns the firing alerts (silenced ones included, with Silenced
+// set), sorted by rule, check, target, region.
+func (a *Alerter) Active() []Alert {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []Alert
+	for _, st := range a.states {
+		if st.firing {
+			out = append(out, st.alert)
+		}
+	}
+	sortAlerts(out)
+	return out
+}
+
+// DeliveryFailures maps each receiver whose last delivery failed (after all
+// its retries) to that error; a later success clears it. Errors never
+// contain secrets (tokens in URLs, routing keys, header values).
+func (a *Alerter) DeliveryFailures() map[string]string {
+	a.mu.Lock()
+	d := a.disp
+	a.mu.Unlock()
+	return d.failures()
+}
+
+// Flush waits until every queued delivery has finished (success or final
+// failure) or ctx ends.
+func (a *Alerter) Flush(ctx context.Context) error {
+	a.mu.Lock()
+	d := a.disp
+	a.mu.Unlock()
+	return d.flush(ctx)
+}
+
+// Close drains the queued deliveries until ctx ends, then stops the
+// delivery workers. Evaluate after Close still evaluates but delivers
+// nothing.
+func (a *Alerter) Close(ctx context.Context) error {
+	a.mu.Lock()
+	a.closed = true
+	d := a.disp
+	a.mu.Unlock()
+	return d.close(ctx)
+}
+
+// linker builds the links in notifications.
+type linker struct{ statusBase, runbookTmpl string }
+
+func newLinker(c Config) linker { return linker{c.StatusPageURL, c.RunbookURL} }
+
+// status links to the check on the status page:
+// {status_page_url}/?check=C&target=T.
+func (l linker) status(check, target string) string {
+	if l.statusBase == "" {
+		return ""
+	}
+	q := url.Values{"check": {check}}
+	if target != "" {
+		q.Set("target", target)
+	}
+	return l.statusBase + "/?" + q.Encode()
+}
+
+// artifact links to a failure artifact: {status_page_url}/artifacts/PATH.
+func (l linker) artifact(p string) string {
+	if l.statusBase == "" || p == "" {
+		return ""
+	}
+	u := url.URL{Path: "/artifacts/" + strings.TrimPrefix(p, "/")}
+	return l.statusBase + u.EscapedPath()
+}
+
+// runbook fills {rule} and {check} into runbook_url.
+func (l linker) runbook(rule, check string) string {
+	if l.runbookTmpl == "" {
+		return ""
+	}
+	return strings.NewReplacer("{rule}", url.PathEscape(rule), "{check}", url.PathEscape(check)).Replace(l.runbookTmpl)
+}

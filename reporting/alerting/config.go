@@ -1,0 +1,528 @@
+package alerting
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// Config errors tests compare with errors.Is.
+var (
+	ErrNoReceiverKind   = errors.New("needs exactly one of webhook, slack, pagerduty, alertmanager")
+	ErrDuplicateName    = errors.New("duplicate name")
+	ErrRequired         = errors.New("required")
+	ErrNoObjective      = errors.New("needs objective or ttfb_p95")
+	ErrBadURL           = errors.New("not an absolute http(s) URL")
+	ErrBadCron          = errors.New("not a cron expression")
+	ErrNotPositive      = errors.New("must be positive")
+	ErrObjectiveRange   = errors.New("must be above 0% and below 100%")
+	ErrUnknownSeverity  = errors.New("unknown severity (want page, ticket or warning)")
+	ErrBackoffTooLarge  = errors.New("must not be below backoff")
+	ErrIntervalTooSmall = errors.New("must be at least 1s")
+)
+
+// Secret is a config string that never prints: String and MarshalText give
+// "<redacted>" (empty stays empty), so a Secret in a log line, an error or a
+// config dump does not leak. Use string(s) for the value.
+type Secret string
+
+// String implements fmt.Stringer with the value hidden.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "<redacted>"
+}
+
+// MarshalText hides the value in any text or JSON encoding.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// GoString hides the value from %#v.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
+
+// SLO is one element of the top-level `slos` list: an availability objective
+// and/or a TTFB objective for a check, optionally for one target.
+type SLO struct {
+	// Name identifies the SLO in alerts and recording rules. Required, unique.
+	Name string `mapstructure:"name"`
+	// Check is the check name the SLO is about. Required.
+	Check string `mapstructure:"check"`
+	// Target restricts the SLO to one target; "" (default) means every
+	// target of the check, each judged on its own.
+	Target string `mapstructure:"target"`
+	// Objective is the availability objective, e.g. 99.9% (share of runs
+	// that pass). 0 (unset): no availability SLO.
+	Objective units.Percent `mapstructure:"objective"`
+	// TTFBP95 is the TTFB objective: the p95 of time to first byte over
+	// Window must stay at or below it. 0 (unset): no TTFB SLO.
+	TTFBP95 time.Duration `mapstructure:"ttfb_p95"`
+	// Window is the SLO window. Default 30d for an availability SLO, 5m for
+	// a TTFB-only SLO. The burn-rate windows (1h/5m … 3d/6h) are the
+	// standard ones for a 30d window and are not scaled.
+	Window time.Duration `mapstructure:"window"`
+}
+
+// ValidateAndSetDefaults sets the window default and checks the SLO.
+func (s *SLO) ValidateAndSetDefaults() error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, fmt.Errorf("name: %w", ErrRequired))
+	}
+	if s.Check == "" {
+		errs = append(errs, fmt.Errorf("check: %w", ErrRequired))
+	}
+	if s.Objective == 0 && s.TTFBP95 == 0 {
+		errs = append(errs, fmt.Errorf("objective: %w", ErrNoObjective))
+	}
+	if s.Objective != 0 && (s.Objective <= 0 || s.Objective >= 100) {
+		errs = append(errs, fmt.Errorf("objective: %s: %w", s.Objective, ErrObjectiveRange))
+	}
+	if s.TTFBP95 < 0 {
+		errs = append(errs, fmt.Errorf("ttfb_p95: %w", ErrNotPositive))
+	}
+	if s.Window < 0 {
+		errs = append(errs, fmt.Errorf("window: %w", ErrNotPositive))
+	}
+	if s.Window == 0 {
+		if s.Objective != 0 {
+			s.Window = 30 * 24 * time.Hour
+		} else {
+			s.Window = 5 * time.Minute
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateSLOs validates every SLO of the `slos` list, prefixing errors with
+// "slos[i]", and rejects duplicate names.
+func ValidateSLOs(slos []SLO) error {
+	var errs []error
+	seen := map[string]bool{}
+	for i := range slos {
+		p := fmt.Sprintf("slos[%d]", i)
+		errs = append(errs, units.Prefix(p, slos[i].ValidateAndSetDefaults()))
+		if n := slos[i].Name; n != "" {
+			if seen[n] {
+				errs = append(errs, units.Prefix(p, fmt.Errorf("name: %q: %w", n, ErrDuplicateName)))
+			}
+			seen[n] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DownRule configures the down rule: at least quorum regions report fresh
+// unhealthy verdicts for a check × target for For.
+type DownRule struct {
+	// Disabled turns the rule off. Default false.
+	Disabled bool `mapstructure:"disabled"`
+	// For is how long the condition must hold before the alert fires.
+	// Default 1m (0 means the default; write 1s to fire on the first
+	// evaluation that sees the condition).
+	For time.Duration `mapstructure:"for"`
+	// Severity of the alert. Default page.
+	Severity string `mapstructure:"severity"`
+}
+
+// TTFBRule configures the TTFB breach rule for SLOs with ttfb_p95.
+type TTFBRule struct {
+	// Disabled turns the rule off. Default false.
+	Disabled bool `mapstructure:"disabled"`
+	// For is how long the breach must hold before the alert fires. Default 0
+	// (the SLO window already smooths).
+	For time.Duration `mapstructure:"for"`
+	// MinSamples is the number of runs with a TTFB a region needs in the
+	// window for its p95 to count. Default 3.
+	MinSamples int `mapstructure:"min_samples"`
+	// Severity of the alert. Default ticket.
+	Severity string `mapstructure:"severity"`
+}
+
+// BurnRateRule configures the availability multi-window multi-burn-rate
+// rule for SLOs with an objective.
+type BurnRateRule struct {
+	// Disabled turns the rule off. Default false.
+	Disabled bool `mapstructure:"disabled"`
+	// NoTicket turns off the slow (ticket) pairs 3×1d/2h and 1×3d/6h, which
+	// read three days of rollups every evaluation. Default false.
+	NoTicket bool `mapstructure:"no_ticket"`
+}
+
+// DeadManRule configures the dead-man rule.
+type DeadManRule struct {
+	// Disabled turns the rule off. Default false.
+	Disabled bool `mapstructure:"disabled"`
+	// Intervals is how many check intervals a region × check may go without
+	// a verdict before the alert fires. Default 3.
+	Intervals int `mapstructure:"intervals"`
+	// ForgetAfter drops a region × check that has been silent this long
+	// (its alert resolves): a check removed from the config, a region
+	// retired. Default 24h.
+	ForgetAfter time.Duration `mapstructure:"forget_after"`
+	// Severity of the alert. Default ticket.
+	Severity string `mapstructure:"severity"`
+}
+
+// Maintenance is a recurring window during which notifications for its
+// checks are silenced (alerts are still evaluated and listed as silenced).
+type Maintenance struct {
+	// Name labels the window in logs and Active(). Required.
+	Name string `mapstructure:"name"`
+	// Cron is the start schedule, five fields (minute hour dom month dow),
+	// evaluated in UTC unless prefixed "CRON_TZ=Area/City ". Required.
+	Cron string `mapstructure:"cron"`
+	// Duration is how long each window lasts. Required.
+	Duration time.Duration `mapstructure:"duration"`
+	// Checks limits the window to these check names; empty: all checks.
+	Checks []string `mapstructure:"checks"`
+
+	sched cron.Schedule
+}
+
+// ValidateAndSetDefaults compiles the cron expression.
+func (m *Maintenance) ValidateAndSetDefaults() error {
+	var errs []error
+	if m.Name == "" {
+		errs = append(errs, fmt.Errorf("name: %w", ErrRequired))
+	}
+	if m.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("duration: %w", ErrNotPositive))
+	}
+	if m.Cron == "" {
+		errs = append(errs, fmt.Errorf("cron: %w", ErrRequired))
+	} else {
+		s, err := cron.ParseStandard(m.Cron)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cron: %q: %w: %v", m.Cron, ErrBadCron, err))
+		}
+		m.sched = s
+	}
+	return errors.Join(errs...)
+}
+
+// Active reports whether a window of m covers now and whether it applies to
+// check.
+func (m *Maintenance) Active(now time.Time, check string) bool {
+	if m.sched == nil {
+		return false
+	}
+	if len(m.Checks) > 0 {
+		found := false
+		for _, c := range m.Checks {
+			found = found || c == check
+		}
+		if !found {
+			return false
+		}
+	}
+	// The latest start at or before now is within Duration of now exactly
+	// when the first start after now-Duration is not after now.
+	start := m.sched.Next(now.UTC().Add(-m.Duration))
+	return !start.IsZero() && !start.After(now)
+}
+
+// WebhookConfig posts the generic JSON notification.
+type WebhookConfig struct {
+	// URL receives POST requests with a JSON body. Required. Secret: it may
+	// carry a token.
+	URL Secret `mapstructure:"url"`
+	// Headers are added to every request (e.g. Authorization). Values are
+	// secrets. Names arrive lower-cased from the config loader, which HTTP
+	// treats the same.
+	Headers map[string]Secret `mapstructure:"headers"`
+}
+
+// SlackConfig posts to a Slack incoming webhook.
+type SlackConfig struct {
+	// URL is the incoming-webhook URL. Required. Secret.
+	URL Secret `mapstructure:"url"`
+	// Channel overrides the webhook's default channel. Optional.
+	Channel string `mapstructure:"channel"`
+}
+
+// DefaultPagerDutyURL is the PagerDuty Events API v2 endpoint.
+const DefaultPagerDutyURL = "https://events.pagerduty.com/v2/enqueue"
+
+// PagerDutyConfig sends Events API v2 trigger/resolve events.
+type PagerDutyConfig struct {
+	// RoutingKey is the integration key of the PagerDuty service. Required.
+	// Secret.
+	RoutingKey Secret `mapstructure:"routing_key"`
+	// URL is the events endpoint. Default DefaultPagerDutyURL.
+	URL string `mapstructure:"url"`
+}
+
+// AlertmanagerConfig posts alerts to Alertmanager's API v2.
+type AlertmanagerConfig struct {
+	// URL is Alertmanager's base URL (http://host:9093); vigil posts to
+	// URL/api/v2/alerts. Required.
+	URL string `mapstructure:"url"`
+}
+
+// Receiver is one notification destination; exactly one kind is set.
+type Receiver struct {
+	// Name identifies the receiver in metrics and DeliveryFailures. Required, unique.
+	Name string `mapstructure:"name"`
+	// Severities limits the receiver to alerts of these severities (page,
+	// ticket, warning); empty: all.
+	Severities []string `mapstructure:"severities"`
+
+	Webhook      *WebhookConfig      `mapstructure:"webhook"`
+	Slack        *SlackConfig        `mapstructure:"slack"`
+	PagerDuty    *PagerDutyConfig    `mapstructure:"pagerduty"`
+	Alertmanager *AlertmanagerConfig `mapstructure:"alertmanager"`
+}
+
+// ValidateAndSetDefaults checks that exactly one kind is configured and its URL.
+func (r *Receiver) ValidateAndSetDefaults() error {
+	var errs []error
+	if r.Name == "" {
+		errs = append(errs, fmt.Errorf("name: %w", ErrRequired))
+	}
+	for i, s := range r.Severities {
+		if !validSeverity(s) {
+			errs = append(errs, fmt.Errorf("severities[%d]: %q: %w", i, s, ErrUnknownSeverity))
+		}
+	}
+	n := 0
+	if r.Webhook != nil {
+		n++
+		errs = append(errs, checkURL("webhook.url", string(r.Webhook.URL), true))
+	}
+	if r.Slack != nil {
+		n++
+		errs = append(errs, checkURL("slack.url", string(r.Slack.URL), true))
+	}
+	if r.PagerDuty != nil {
+		n++
+		if r.PagerDuty.RoutingKey == "" {
+			errs = append(errs, fmt.Errorf("pagerduty.routing_key: %w", ErrRequired))
+		}
+		if r.PagerDuty.URL == "" {
+			r.PagerDuty.URL = DefaultPagerDutyURL
+		}
+		errs = append(errs, checkURL("pagerduty.url", r.PagerDuty.URL, false))
+	}
+	if r.Alertmanager != nil {
+		n++
+		errs = append(errs, checkURL("alertmanager.url", r.Alertmanager.URL, false))
+		r.Alertmanager.URL = strings.TrimSuffix(r.Alertmanager.URL, "/")
+	}
+	if n != 1 {
+		errs = append(errs, ErrNoReceiverKind)
+	}
+	return errors.Join(errs...)
+}
+
+// checkURL validates an http(s) URL; a secret URL is never echoed.
+func checkURL(key, raw string, secret bool) error {
+	if raw == "" {
+		return fmt.Errorf("%s: %w", key, ErrRequired)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if secret {
+			return fmt.Errorf("%s: %w", key, ErrBadURL)
+		}
+		return fmt.Errorf("%s: %q: %w", key, raw, ErrBadURL)
+	}
+	return nil
+}
+
+// RetryConfig bounds the retries of one delivery.
+type RetryConfig struct {
+	// Attempts is the total number of tries per delivery. Default 5.
+	Attempts int `mapstructure:"attempts"`
+	// Backoff is the wait before the first retry; it doubles per retry.
+	// Default 1s.
+	Backoff time.Duration `mapstructure:"backoff"`
+	// MaxBackoff caps the wait between retries. Default 30s.
+	MaxBackoff time.Duration `mapstructure:"max_backoff"`
+	// Timeout bounds each HTTP request. Default 10s.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// Config is the `alerting` section.
+type Config struct {
+	// Disabled turns the alerter off. Default false.
+	Disabled bool `mapstructure:"disabled"`
+	// Quorum is how many regions must agree for down, TTFB, burn-rate and
+	// certificate alerts. Default 1.
+	Quorum int `mapstructure:"quorum"`
+	// EvaluationInterval is how often Run evaluates the rules. Default 15s,
+	// minimum 1s.
+	EvaluationInterval time.Duration `mapstructure:"evaluation_interval"`
+	// GroupWait delays the first notification of a new group (rule × check)
+	// so alerts that start together are sent together. Default 0.
+	GroupWait time.Duration `mapstructure:"group_wait"`
+	// RepeatInterval re-sends a still-firing group's notification. Default 4h.
+	RepeatInterval time.Duration `mapstructure:"repeat_interval"`
+	// ResolveTimeout is the endsAt horizon vigil gives Alertmanager for
+	// active alerts: if the alerter stops re-sending, Alertmanager resolves
+	// them after it. Default 5m, at least 3 × evaluation_interval.
+	ResolveTimeout time.Duration `mapstructure:"resolve_timeout"`
+
+	Down     DownRule     `mapstructure:"down"`
+	TTFB     TTFBRule     `mapstructure:"ttfb"`
+	BurnRate BurnRateRule `mapstructure:"burn_rate"`
+	// CertExpiryDays: the certificate rule fires when quorum regions report
+	// cause "cert" (the check's certificate assertion failed, e.g. invalid
+	// or expiring within the check's own limit). Default 14; 0 disables the
+	// rule. Verdicts do not carry the expiry date yet, so the day count is
+	// shown in the summary but not yet compared.
+	CertExpiryDays int         `mapstructure:"cert_expiry_days"`
+	DeadMan        DeadManRule `mapstructure:"dead_man"`
+
+	// StatusPageURL is the status page's base URL for links in
+	// notifications (check page and failure screenshots). Optional.
+	StatusPageURL string `mapstructure:"status_page_url"`
+	// RunbookURL is linked from every notification; "{check}" and "{rule}"
+	// are replaced. Optional.
+	RunbookURL string `mapstructure:"runbook_url"`
+
+	Maintenance []Maintenance `mapstructure:"maintenance"`
+	Receivers   []Receiver    `mapstructure:"receivers"`
+	Retry       RetryConfig   `mapstructure:"retry"`
+}
+
+// ValidateAndSetDefaults sets every default and validates the section, with
+// key paths relative to `alerting`.
+func (c *Config) ValidateAndSetDefaults() error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	if c.Quorum < 0 {
+		add(fmt.Errorf("quorum: %w", ErrNotPositive))
+	}
+	if c.Quorum == 0 {
+		c.Quorum = 1
+	}
+	if c.EvaluationInterval == 0 {
+		c.EvaluationInterval = 15 * time.Second
+	}
+	if c.EvaluationInterval < time.Second {
+		add(fmt.Errorf("evaluation_interval: %s: %w", c.EvaluationInterval, ErrIntervalTooSmall))
+	}
+	if c.GroupWait < 0 {
+		add(fmt.Errorf("group_wait: %w", ErrNotPositive))
+	}
+	if c.RepeatInterval < 0 {
+		add(fmt.Errorf("repeat_interval: %w", ErrNotPositive))
+	}
+	if c.RepeatInterval == 0 {
+		c.RepeatInterval = 4 * time.Hour
+	}
+	if c.ResolveTimeout < 0 {
+		add(fmt.Errorf("resolve_timeout: %w", ErrNotPositive))
+	}
+	if c.ResolveTimeout == 0 {
+		c.ResolveTimeout = 5 * time.Minute
+	}
+	if c.ResolveTimeout < 3*c.EvaluationInterval {
+		c.ResolveTimeout = 3 * c.EvaluationInterval
+	}
+	if c.Down.For < 0 {
+		add(fmt.Errorf("down.for: %w", ErrNotPositive))
+	}
+	if c.Down.For == 0 {
+		c.Down.For = time.Minute
+	}
+	add(severity("down.severity", &c.Down.Severity, SeverityPage))
+	if c.TTFB.For < 0 {
+		add(fmt.Errorf("ttfb.for: %w", ErrNotPositive))
+	}
+	if c.TTFB.MinSamples < 0 {
+		add(fmt.Errorf("ttfb.min_samples: %w", ErrNotPositive))
+	}
+	if c.TTFB.MinSamples == 0 {
+		c.TTFB.MinSamples = 3
+	}
+	add(severity("ttfb.severity", &c.TTFB.Severity, SeverityTicket))
+	if c.CertExpiryDays < 0 {
+		add(fmt.Errorf("cert_expiry_days: %w", ErrNotPositive))
+	}
+	if c.DeadMan.Intervals < 0 {
+		add(fmt.Errorf("dead_man.intervals: %w", ErrNotPositive))
+	}
+	if c.DeadMan.Intervals == 0 {
+		c.DeadMan.Intervals = 3
+	}
+	if c.DeadMan.ForgetAfter < 0 {
+		add(fmt.Errorf("dead_man.forget_after: %w", ErrNotPositive))
+	}
+	if c.DeadMan.ForgetAfter == 0 {
+		c.DeadMan.ForgetAfter = 24 * time.Hour
+	}
+	add(severity("dead_man.severity", &c.DeadMan.Severity, SeverityTicket))
+	if c.StatusPageURL != "" {
+		add(checkURL("status_page_url", c.StatusPageURL, false))
+		c.StatusPageURL = strings.TrimSuffix(c.StatusPageURL, "/")
+	}
+	names := map[string]bool{}
+	for i := range c.Maintenance {
+		p := fmt.Sprintf("maintenance[%d]", i)
+		add(units.Prefix(p, c.Maintenance[i].ValidateAndSetDefaults()))
+		if n := c.Maintenance[i].Name; n != "" && names["m\x00"+n] {
+			add(units.Prefix(p, fmt.Errorf("name: %q: %w", n, ErrDuplicateName)))
+		}
+		names["m\x00"+c.Maintenance[i].Name] = true
+	}
+	for i := range c.Receivers {
+		p := fmt.Sprintf("receivers[%d]", i)
+		add(units.Prefix(p, c.Receivers[i].ValidateAndSetDefaults()))
+		if n := c.Receivers[i].Name; n != "" && names["r\x00"+n] {
+			add(units.Prefix(p, fmt.Errorf("name: %q: %w", n, ErrDuplicateName)))
+		}
+		names["r\x00"+c.Receivers[i].Name] = true
+	}
+	r := &c.Retry
+	if r.Attempts < 0 || r.Backoff < 0 || r.MaxBackoff < 0 || r.Timeout < 0 {
+		add(fmt.Errorf("retry: %w", ErrNotPositive))
+	}
+	if r.Attempts == 0 {
+		r.Attempts = 5
+	}
+	if r.Backoff == 0 {
+		r.Backoff = time.Second
+	}
+	if r.MaxBackoff == 0 {
+		r.MaxBackoff = 30 * time.Second
+		if r.MaxBackoff < r.Backoff {
+			r.MaxBackoff = r.Backoff
+		}
+	}
+	if r.MaxBackoff < r.Backoff {
+		add(fmt.Errorf("retry.max_backoff: %w", ErrBackoffTooLarge))
+	}
+	if r.Timeout == 0 {
+		r.Timeout = 10 * time.Second
+	}
+	return errors.Join(errs...)
+}
+
+// Alert severities.
+const (
+	SeverityPage    = "page"
+	SeverityTicket  = "ticket"
+	SeverityWarning = "warning"
+)
+
+func validSeverity(s string) bool {
+	return s == SeverityPage || s == SeverityTicket || s == SeverityWarning
+}
+
+func severity(key string, s *string, def string) error {
+	if *s == "" {
+		*s = def
+		return nil
+	}
+	if !validSeverity(*s) {
+		return fmt.Errorf("%s: %q: %w", key, *s, ErrUnknownSeverity)
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package alerting
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Notifier delivers one notification to one destination. It returns a
+// *PermanentError for failures a retry cannot fix (a 4xx other than 429).
+type Notifier interface {
+	Notify(ctx context.Context, n Notification) error
+}
+
+// PermanentError marks a delivery failure that is not retried.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// queueSize bounds each receiver's queue; beyond it deliveries are dropped
+// and counted (result="dropped").
+const queueSize = 64
+
+// Delivery results, the `result` label of vigil_alert_notifications_total.
+const (
+	ResultSuccess = "success"
+	ResultRetry   = "retry"
+	ResultFailure = "failure"
+	ResultDropped = "dropped"
+)
+
+// dispatcher owns one worker per receiver.
+type dispatcher struct {
+	log     *slog.Logger
+	metrics *metrics
+	retry   RetryConfig
+	resolve time.Duration
+	workers []*worker
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	pending  int
+	fails    map[string]string
+	resolved []Alert // resolved alerts for the next stream
+}
+
+type worker struct {
+	name   string
+	n      Notifier
+	sev    map[string]bool // empty: all
+	stream bool            // Alertmanager: gets every active alert each evaluation
+	q      chan Notification
+}
+
+func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics) *dispatcher {
+	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{}}
+	d.cond = sync.NewCond(&d.mu)
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	for _, r := range cfg.Receivers {
+		w := &worker{name: r.Name, sev: map[string]bool{}, q: make(chan Notification, queueSize)}
+		for _, s := range r.Severities {
+			w.sev[s] = true
+		}
+		switch {
+		case r.Webhook != nil:
+			w.n = &webhook{cfg: *r.Webhook, client: client}
+		case r.Slack != nil:
+			w.n = &slack{cfg: *r.Slack, client: client}
+		case r.PagerDuty != nil:
+			w.n = &pagerDuty{cfg: *r.PagerDuty, client: client}
+		case r.Alertmanager != nil:
+			w.n = &alertmanager{cfg: *r.Alertmanager, client: client, resolveTimeout: cfg.ResolveTimeout}
+			w.stream = true
+		}
+		m.precreate(r.Name)
+		d.workers = append(d.workers, w)
+		d.wg.Add(1)
+		go d.loop(w)
+	}
+	return d
+}
+
+// send queues a group notification for every non-stream receiver that takes
+// its severity.
+func (d *dispatcher) send(n Notification) {
+	for _, w := range d.workers {
+		if w.stream || (len(w.sev) > 0 && !w.sev[n.Severity]) {
+			continue
+		}
+		d.enqueue(w, n)
+	}
+}
+
+// resolvedStream remembers a resolved alert for the stream receivers.
+func (d *dispatcher) resolvedStream(a Alert) {
+	d.mu.Lock()
+	d.resolved = append(d.resolved, a)
+	d.mu.Unlock()
+}
+
+// stream queues the full set of active (unsilenced) alerts plus those
+// resolved since the last call for every stream receiver (Alertmanager).
+func (d *dispatcher) stream(active []Alert, now time.Time) {
+	d.mu.Lock()
+	resolved := d.resolved
+	d.resolved = nil
+	d.mu.Unlock()
+	for _, w := range d.workers {
+		if !w.stream {
+			continue
+		}
+		n := Notification{GroupKey: "", Status: StatusFiring, At: now}
+		for _, a := range active {
+			if len(w.sev) == 0 || w.sev[a.Severity] {
+				n.Firing = append(n.Firing, a)
+			}
+		}
+		for _, a := range resolved {
+			if len(w.sev) == 0 || w.sev[a.Severity] {
+				n.Resolved = append(n.Resolved, a)
+			}
+		}
+		if len(n.Firing)+len(n.Resolved) == 0 {
+			continue
+		}
+		d.enqueue(w, n)
+	}
+}
+
+func (d *dispatcher) enqueue(w *worker, n Notification) {
+	d.mu.Lock()
+	d.pending++
+	d.mu.Unlock()
+	select {
+	case w.q <- n:
+	default:
+		d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
+		d.log.Warn("alerting: receiver queue full, notification dropped", "receiver", w.name, "group", n.GroupKey)
+		d.done()
+	}
+}
+
+func (d *dispatcher) done() {
+	d.mu.Lock()
+	d.pending--
+	if d.pending == 0 {
+		d.cond.Broadcast()
+	}
+	d.mu.Unlock()
+}
+
+func (d *dispatcher) loop(w *worker) {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.ctx.Done():
+			// Count what is left as dropped so Flush does not wait forever.
+			for {
+				select {
+				case <-w.q:
+					d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
+					d.done()
+				default:
+					return
+				}
+			}
+		case n := <-w.q:
+			d.deliver(w, n)
+			d.done()
+		}
+	}
+}
+
+// deliver tries one notification up to retry.attempts times with doubling
+// backoff.
+func (d *dispatcher) deliver(w *worker, n Notification) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("alerting: panic in delivery", "receiver", w.name, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	backoff := d.retry.Backoff
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(d.ctx, d.retry.Timeout)
+		err := w.n.Notify(ctx, n)
+		cancel()
+		if err == nil {
+			d.metrics.notifications.WithLabelValues(w.name, ResultSuccess).Inc()
+			d.mu.Lock()
+			delete(d.fails, w.name)
+			d.mu.Unlock()
+			return
+		}
+		var perm *PermanentError
+		if attempt >= d.retry.Attempts || errors.As(err, &perm) || d.ctx.Err() != nil {
+			d.metrics.notifications.WithLabelValues(w.name, ResultFailure).Inc()
+			d.mu.Lock()
+			d.fails[w.name] = err.Error()
+			d.mu.Unlock()
+			d.log.Warn("alerting: delivery failed", "receiver", w.name, "group", n.GroupKey,
+				"status", n.Status, "attempts", attempt, "err", err)
+			return
+		}
+		d.metrics.notifications.WithLabelValues(w.name, ResultRetry).Inc()
+		d.log.Debug("alerting: delivery failed, retrying", "receiver", w.name, "attempt", attempt,
+			"backoff", backoff, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-d.ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, d.retry.MaxBackoff)
+	}
+}
+
+func (d *dispatcher) failures() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]string, len(d.fails))
+	for k, v := range d.fails {
+		out[k] = v
+	}
+	return out
+}
+
+// flush waits for pending deliveries to reach zero or ctx to end.
+func (d *dispatcher) flush(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		d.mu.Lock()
+		d.cond.Broadcast()
+		d.mu.Unlock()
+	})
+	defer stop()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for d.pending > 0 {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d.cond.Wait()
+	}
+	return nil
+}
+
+// close drains until ctx ends, then stops the workers.
+func (d *dispatcher) close(ctx context.Context) error {
+	err := d.flush(ctx)
+	d.cancel()
+	d.wg.Wait()
+	return err
+}

@@ -1,0 +1,347 @@
+package alerting
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+var (
+	_ Notifier = (*webhook)(nil)
+	_ Notifier = (*slack)(nil)
+	_ Notifier = (*pagerDuty)(nil)
+	_ Notifier = (*alertmanager)(nil)
+)
+
+// userAgent identifies vigil to receivers.
+const userAgent = "vigil-alerting/1"
+
+// post sends body as JSON. Transport errors, 429 and 5xx are retryable;
+// other non-2xx answers are permanent. A secret URL is shown as
+// scheme://host/… in errors.
+func post(ctx context.Context, client *http.Client, rawURL string, secret bool, headers map[string]Secret, body []byte) error {
+	shown := rawURL
+	if secret {
+		shown = redactURL(rawURL)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	if err != nil {
+		return &PermanentError{fmt.Errorf("POST %s: bad request", shown)}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	for k, v := range headers {
+		req.Header.Set(k, string(v))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("POST %s: %w", shown, err)
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	err = fmt.Errorf("POST %s: status %d: %s", shown, resp.StatusCode, strings.TrimSpace(string(snippet)))
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+		return err
+	}
+	return &PermanentError{err}
+}
+
+// redactURL keeps scheme and host of a URL that may carry a token.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "<redacted>"
+	}
+	s := u.Scheme + "://" + u.Host
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+		s += "/…"
+	}
+	return s
+}
+
+// WebhookAlert is one alert in the generic webhook payload.
+type WebhookAlert struct {
+	Status      string            `json:"status"`
+	Rule        string            `json:"rule"`
+	AlertName   string            `json:"alertname"`
+	Severity    string            `json:"severity"`
+	SLO         string            `json:"slo,omitempty"`
+	Check       string            `json:"check"`
+	Target      string            `json:"target,omitempty"`
+	Region      string            `json:"region,omitempty"`
+	Regions     []string          `json:"regions"`
+	Cause       string            `json:"cause,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	TTFBMs      float64           `json:"ttfb_ms,omitempty"`
+	Value       float64           `json:"value,omitempty"`
+	Windows     []string          `json:"windows,omitempty"`
+	Summary     string            `json:"summary"`
+	StatusURL   string            `json:"status_url,omitempty"`
+	ArtifactURL string            `json:"artifact_url,omitempty"`
+	RunbookURL  string            `json:"runbook_url,omitempty"`
+	StartsAt    time.Time         `json:"starts_at"`
+	EndsAt      *time.Time        `json:"ends_at,omitempty"`
+	Labels      map[string]string `json:"labels"`
+	Fingerprint string            `json:"fingerprint"`
+}
+
+// WebhookPayload is the JSON body of the generic webhook.
+type WebhookPayload struct {
+	Version       string         `json:"version"` // "1"
+	GroupKey      string         `json:"group_key"`
+	Status        string         `json:"status"` // firing | resolved
+	Rule          string         `json:"rule"`
+	Check         string         `json:"check"`
+	Severity      string         `json:"severity"`
+	Title         string         `json:"title"`
+	Text          string         `json:"text"`
+	StatusPageURL string         `json:"status_page_url,omitempty"`
+	At            time.Time      `json:"at"`
+	Alerts        []WebhookAlert `json:"alerts"` // firing first, then resolved
+}
+
+func webhookAlert(a Alert) WebhookAlert {
+	w := WebhookAlert{Status: StatusFiring, Rule: a.Rule, AlertName: a.Name, Severity: a.Severity, SLO: a.SLO,
+		Check: a.Check, Target: a.Target, Region: a.Region, Regions: a.Regions, Cause: a.Cause, Error: a.Err,
+		TTFBMs: float64(a.TTFB) / float64(time.Millisecond), Value: a.Value, Windows: a.Windows,
+		Summary: a.Summary, StatusURL: a.StatusURL, ArtifactURL: a.ArtifactURL, RunbookURL: a.RunbookURL,
+		StartsAt: a.StartsAt.UTC(), Labels: a.Labels, Fingerprint: a.Fingerprint}
+	if w.Regions == nil {
+		w.Regions = []string{}
+	}
+	if a.Resolved() {
+		w.Status = StatusResolved
+		e := a.EndsAt.UTC()
+		w.EndsAt = &e
+	}
+	return w
+}
+
+// NewWebhookPayload builds the generic webhook body for n.
+func NewWebhookPayload(n Notification) WebhookPayload {
+	p := WebhookPayload{Version: "1", GroupKey: n.GroupKey, Status: n.Status, Rule: n.Rule, Check: n.Check,
+		Severity: n.Severity, Title: n.Title, Text: n.Text, StatusPageURL: n.StatusPageURL, At: n.At.UTC(),
+		Alerts: []WebhookAlert{}}
+	for _, a := range n.Firing {
+		p.Alerts = append(p.Alerts, webhookAlert(a))
+	}
+	for _, a := range n.Resolved {
+		p.Alerts = append(p.Alerts, webhookAlert(a))
+	}
+	return p
+}
+
+type webhook struct {
+	cfg    WebhookConfig
+	client *http.Client
+}
+
+func (w *webhook) Notify(ctx context.Context, n Notification) error {
+	body, err := json.Marshal(NewWebhookPayload(n))
+	if err != nil {
+		return &PermanentError{err}
+	}
+	return post(ctx, w.client, string(w.cfg.URL), true, w.cfg.Headers, body)
+}
+
+// slackMessage is a Slack incoming-webhook message with one attachment.
+type slackMessage struct {
+	Text        string            `json:"text"`
+	Channel     string            `json:"channel,omitempty"`
+	Attachments []slackAttachment `json:"attachments"`
+}
+
+type slackAttachment struct {
+	Color     string `json:"color"`
+	Title     string `json:"title"`
+	TitleLink string `json:"title_link,omitempty"`
+	Text      string `json:"text"`
+	Fallback  string `json:"fallback"`
+	Footer    string `json:"footer"`
+	Ts        int64  `json:"ts"`
+}
+
+type slack struct {
+	cfg    SlackConfig
+	client *http.Client
+}
+
+func (s *slack) Notify(ctx context.Context, n Notification) error {
+	color := "good"
+	if n.Status == StatusFiring {
+		color = "danger"
+		if n.Severity != SeverityPage {
+			color = "warning"
+		}
+	}
+	link := n.StatusPageURL
+	if len(n.Firing) > 0 && n.Firing[0].StatusURL != "" {
+		link = n.Firing[0].StatusURL
+	}
+	m := slackMessage{Text: n.Title, Channel: s.cfg.Channel, Attachments: []slackAttachment{{
+		Color: color, Title: n.Title, TitleLink: link, Text: n.Text, Fallback: n.Title,
+		Footer: "vigil", Ts: n.At.Unix(),
+	}}}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return &PermanentError{err}
+	}
+	return post(ctx, s.client, string(s.cfg.URL), true, nil, body)
+}
+
+// pdEvent is a PagerDuty Events API v2 event.
+type pdEvent struct {
+	RoutingKey  string     `json:"routing_key"`
+	EventAction string     `json:"event_action"` // trigger | resolve
+	DedupKey    string     `json:"dedup_key"`
+	Payload     *pdPayload `json:"payload,omitempty"`
+	Client      string     `json:"client,omitempty"`
+	ClientURL   string     `json:"client_url,omitempty"`
+	Links       []pdLink   `json:"links,omitempty"`
+	Images      []pdImage  `json:"images,omitempty"`
+}
+
+type pdPayload struct {
+	Summary       string         `json:"summary"`
+	Source        string         `json:"source"`
+	Severity      string         `json:"severity"` // critical | error | warning | info
+	Timestamp     string         `json:"timestamp,omitempty"`
+	Component     string         `json:"component,omitempty"`
+	Group         string         `json:"group,omitempty"`
+	Class         string         `json:"class,omitempty"`
+	CustomDetails map[string]any `json:"custom_details,omitempty"`
+}
+
+type pdLink struct {
+	Href string `json:"href"`
+	Text string `json:"text"`
+}
+
+type pdImage struct {
+	Src  string `json:"src"`
+	Href string `json:"href,omitempty"`
+	Alt  string `json:"alt,omitempty"`
+}
+
+// pdSeverity maps vigil severities onto PagerDuty's.
+var pdSeverity = map[string]string{SeverityPage: "critical", SeverityTicket: "error", SeverityWarning: "warning"}
+
+// PagerDutyDedupKey is the dedup_key of a group's incident.
+func PagerDutyDedupKey(groupKey string) string { return "vigil/" + groupKey }
+
+type pagerDuty struct {
+	cfg    PagerDutyConfig
+	client *http.Client
+}
+
+func (p *pagerDuty) Notify(ctx context.Context, n Notification) error {
+	ev := pdEvent{RoutingKey: string(p.cfg.RoutingKey), DedupKey: PagerDutyDedupKey(n.GroupKey)}
+	if n.Status == StatusResolved {
+		ev.EventAction = "resolve"
+	} else {
+		ev.EventAction = "trigger"
+		summary := n.Title
+		if len(n.Firing) == 1 {
+			summary = n.Firing[0].Summary
+		}
+		if len(summary) > 1024 {
+			summary = summary[:1021] + "..."
+		}
+		var regions []string
+		seen := map[string]bool{}
+		for _, a := range n.Firing {
+			for _, r := range a.Regions {
+				if !seen[r] {
+					seen[r] = true
+					regions = append(regions, r)
+				}
+			}
+		}
+		ev.Payload = &pdPayload{Summary: summary, Source: "vigil", Severity: pdSeverity[n.Severity],
+			Timestamp: n.At.UTC().Format(time.RFC3339), Component: n.Check, Group: n.Rule, Class: n.Rule,
+			CustomDetails: map[string]any{"text": n.Text, "regions": regions, "firing": len(n.Firing)}}
+		ev.Client, ev.ClientURL = "vigil", n.StatusPageURL
+		for _, a := range n.Firing {
+			if a.StatusURL != "" && len(ev.Links) == 0 {
+				ev.Links = append(ev.Links, pdLink{Href: a.StatusURL, Text: "status page"})
+			}
+			if a.RunbookURL != "" && len(ev.Links) < 2 {
+				ev.Links = append(ev.Links, pdLink{Href: a.RunbookURL, Text: "runbook"})
+			}
+			if a.ArtifactURL != "" && len(ev.Images) == 0 {
+				ev.Images = append(ev.Images, pdImage{Src: a.ArtifactURL, Href: a.ArtifactURL, Alt: "failure screenshot"})
+			}
+		}
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return &PermanentError{err}
+	}
+	return post(ctx, p.client, p.cfg.URL, false, nil, body)
+}
+
+// amAlert is one element of Alertmanager's POST /api/v2/alerts body.
+type amAlert struct {
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations"`
+	StartsAt     time.Time         `json:"startsAt"`
+	EndsAt       time.Time         `json:"endsAt"`
+	GeneratorURL string            `json:"generatorURL,omitempty"`
+}
+
+type alertmanager struct {
+	cfg            AlertmanagerConfig
+	client         *http.Client
+	resolveTimeout time.Duration
+}
+
+// Notify posts the active alerts with endsAt = now + resolve_timeout (so
+// Alertmanager resolves them if vigil stops re-sending) and the resolved
+// ones with their end time.
+func (m *alertmanager) Notify(ctx context.Context, n Notification) error {
+	var out []amAlert
+	for _, a := range n.Firing {
+		out = append(out, amOf(a, n.At.Add(m.resolveTimeout)))
+	}
+	for _, a := range n.Resolved {
+		out = append(out, amOf(a, a.EndsAt))
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return &PermanentError{err}
+	}
+	return post(ctx, m.client, m.cfg.URL+"/api/v2/alerts", false, nil, body)
+}
+
+func amOf(a Alert, endsAt time.Time) amAlert {
+	ann := map[string]string{"summary": a.Summary, "regions": strings.Join(a.Regions, ",")}
+	for k, v := range map[string]string{"cause": a.Cause, "error": a.Err, "runbook_url": a.RunbookURL,
+		"status_url": a.StatusURL, "screenshot_url": a.ArtifactURL, "windows": strings.Join(a.Windows, ",")} {
+		if v != "" {
+			ann[k] = v
+		}
+	}
+	if a.TTFB > 0 {
+		ann["ttfb"] = a.TTFB.Round(time.Millisecond).String()
+	}
+	if a.Value != 0 {
+		ann["value"] = fmt.Sprintf("%g", a.Value)
+	}
+	return amAlert{Labels: a.Labels, Annotations: ann, StartsAt: a.StartsAt.UTC(), EndsAt: endsAt.UTC(),
+		GeneratorURL: a.StatusURL}
+}

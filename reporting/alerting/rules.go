@@ -1,0 +1,371 @@
+package alerting
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// candidate is a rule condition that holds at this evaluation, with how long
+// it must hold before it fires.
+type candidate struct {
+	Alert
+	hold time.Duration
+}
+
+// seriesKey is check × target.
+type seriesKey struct{ check, target string }
+
+// byRegion groups the latest verdicts by check × target, then region.
+func byRegion(vs []reporting.Verdict) map[seriesKey]map[string][]reporting.Verdict {
+	out := map[seriesKey]map[string][]reporting.Verdict{}
+	for _, v := range vs {
+		k := seriesKey{v.Check, v.Target}
+		if out[k] == nil {
+			out[k] = map[string][]reporting.Verdict{}
+		}
+		out[k][v.Region] = append(out[k][v.Region], v)
+	}
+	return out
+}
+
+// quorumRule finds the regions where match holds for at least one fresh
+// verdict (a region with several vantages counts once) and summarises them.
+func quorumRule(regions map[string][]reporting.Verdict, now time.Time, match func(reporting.Verdict) bool) (agree []string, hits []reporting.Verdict) {
+	for region, vs := range regions {
+		for _, v := range vs {
+			if v.Current(now) != reporting.StateUnknown && match(v) {
+				agree = append(agree, region)
+				hits = append(hits, v)
+				break
+			}
+		}
+	}
+	sort.Strings(agree)
+	return agree, hits
+}
+
+// describe fills Cause, Err, TTFB and Artifact from the agreeing verdicts.
+func describe(a *Alert, hits []reporting.Verdict, links linker) {
+	counts := map[string]int{}
+	for _, v := range hits {
+		if v.Cause != "" {
+			counts[v.Cause]++
+		}
+		if v.TTFB > a.TTFB {
+			a.TTFB = v.TTFB
+		}
+	}
+	best := 0
+	for c, n := range counts {
+		if n > best || (n == best && c < a.Cause) {
+			a.Cause, best = c, n
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool { return hits[i].Region < hits[j].Region })
+	for _, v := range hits {
+		if a.Err == "" && v.Err != "" && (a.Cause == "" || v.Cause == a.Cause) {
+			a.Err = v.Err
+		}
+		if a.ArtifactURL == "" && v.Artifact != "" {
+			a.ArtifactURL = links.artifact(v.Artifact)
+		}
+	}
+}
+
+// evalLatest runs the rules that read only the latest verdicts: down, cert
+// and dead-man.
+func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
+	var out []candidate
+	c := e.cfg
+	for k, regions := range byRegion(latest) {
+		if !c.Down.Disabled {
+			agree, hits := quorumRule(regions, e.now, func(v reporting.Verdict) bool {
+				return v.State == reporting.StateUnhealthy
+			})
+			if len(agree) >= c.Quorum {
+				a := Alert{Rule: RuleDown, Severity: c.Down.Severity, Check: k.check, Target: k.target, Regions: agree}
+				describe(&a, hits, e.links)
+				a.Summary = fmt.Sprintf("%s down in %d regions (%s)%s", series(k.check, k.target),
+					len(agree), strings.Join(agree, ", "), causeSuffix(a.Cause, a.Err))
+				out = append(out, candidate{Alert: a, hold: c.Down.For})
+			}
+		}
+		if c.CertExpiryDays > 0 {
+			agree, hits := quorumRule(regions, e.now, func(v reporting.Verdict) bool {
+				return !v.OK && v.Cause == "cert"
+			})
+			if len(agree) >= c.Quorum {
+				a := Alert{Rule: RuleCert, Severity: SeverityTicket, Check: k.check, Target: k.target, Regions: agree}
+				describe(&a, hits, e.links)
+				a.Summary = fmt.Sprintf("%s certificate check failing in %d regions (%s)%s", series(k.check, k.target),
+					len(agree), strings.Join(agree, ", "), causeSuffix("", a.Err))
+				out = append(out, candidate{Alert: a})
+			}
+		}
+	}
+	if !c.DeadMan.Disabled {
+		out = append(out, e.evalDeadMan(latest)...)
+	}
+	return out
+}
+
+// evalDeadMan finds region × check pairs whose newest verdict (any target,
+// any vantage) is older than intervals × the check's interval. Pairs seen
+// earlier by this alerter are remembered, so one that vanishes from the
+// store still alerts.
+func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
+	for _, v := range latest {
+		k := v.Region + "\x00" + v.Check
+		if s, ok := e.seen[k]; !ok || v.At.After(s.At) {
+			e.seen[k] = v
+		}
+	}
+	var out []candidate
+	for k, v := range e.seen {
+		if v.Interval <= 0 {
+			continue
+		}
+		limit := time.Duration(e.cfg.DeadMan.Intervals) * v.Interval
+		silent := e.now.Sub(v.At)
+		if silent > e.cfg.DeadMan.ForgetAfter {
+			delete(e.seen, k)
+			continue
+		}
+		if silent <= limit {
+			continue
+		}
+		a := Alert{Rule: RuleDeadMan, Severity: e.cfg.DeadMan.Severity, Check: v.Check, Region: v.Region,
+			Regions: []string{v.Region}, Value: silent.Seconds()}
+		a.Summary = fmt.Sprintf("no verdict for check %s from region %s for %s (limit %d × %s)",
+			v.Check, v.Region, silent.Truncate(time.Second), e.cfg.DeadMan.Intervals, v.Interval)
+		out = append(out, candidate{Alert: a})
+	}
+	return out
+}
+
+// evalTTFB runs the TTFB rule for one SLO with ttfb_p95.
+func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
+	hist, err := e.src.History(ctx, reporting.HistoryQuery{Check: s.Check, Target: s.Target,
+		From: e.now.Add(-s.Window), To: e.now})
+	if err != nil {
+		return nil, fmt.Errorf("slo %s: history: %w", s.Name, err)
+	}
+	samples := map[seriesKey]map[string][]time.Duration{}
+	for _, v := range hist {
+		if v.TTFB <= 0 || v.At.After(e.now) || !v.At.After(e.now.Add(-s.Window)) {
+			continue
+		}
+		k := seriesKey{v.Check, v.Target}
+		if samples[k] == nil {
+			samples[k] = map[string][]time.Duration{}
+		}
+		samples[k][v.Region] = append(samples[k][v.Region], v.TTFB)
+	}
+	var out []candidate
+	for k, regions := range samples {
+		var agree []string
+		var worst time.Duration
+		for region, ds := range regions {
+			if len(ds) < e.cfg.TTFB.MinSamples {
+				continue
+			}
+			if p := P95(ds); p > s.TTFBP95 {
+				agree = append(agree, region)
+				worst = max(worst, p)
+			}
+		}
+		if len(agree) < e.cfg.Quorum {
+			continue
+		}
+		sort.Strings(agree)
+		a := Alert{Rule: RuleTTFB, Severity: e.cfg.TTFB.Severity, SLO: s.Name, Check: k.check, Target: k.target,
+			Regions: agree, TTFB: worst, Value: worst.Seconds()}
+		a.Summary = fmt.Sprintf("%s TTFB p95 over %s up to %s, objective %s, in %d regions (%s)",
+			series(k.check, k.target), s.Window, worst.Round(time.Millisecond), s.TTFBP95, len(agree), strings.Join(agree, ", "))
+		out = append(out, candidate{Alert: a, hold: e.cfg.TTFB.For})
+	}
+	return out, nil
+}
+
+// P95 is the nearest-rank 95th percentile of ds (0 for none). ds is sorted
+// in place.
+func P95(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	i := int(math.Ceil(0.95*float64(len(ds)))) - 1
+	return ds[max(i, 0)]
+}
+
+// BurnWindow is one multi-window burn-rate pair: the alert condition holds
+// when the burn rate over both Long and Short exceeds Factor.
+type BurnWindow struct {
+	Severity    string
+	Factor      float64
+	Long, Short time.Duration
+}
+
+// Name is the pair's display form, e.g. "1h/5m".
+func (w BurnWindow) Name() string { return shortDur(w.Long) + "/" + shortDur(w.Short) }
+
+// BurnWindows are the standard pairs for a 30-day SLO (Google SRE workbook,
+// "Alerting on SLOs", multiwindow multi-burn-rate alerts).
+var BurnWindows = []BurnWindow{
+	{SeverityPage, 14.4, time.Hour, 5 * time.Minute},
+	{SeverityPage, 6, 6 * time.Hour, 30 * time.Minute},
+	{SeverityTicket, 3, 24 * time.Hour, 2 * time.Hour},
+	{SeverityTicket, 1, 72 * time.Hour, 6 * time.Hour},
+}
+
+// counts is failed and total runs.
+type counts struct{ failed, total int }
+
+// ratio is failed/total, or -1 without runs.
+func (c counts) ratio() float64 {
+	if c.total == 0 {
+		return -1
+	}
+	return float64(c.failed) / float64(c.total)
+}
+
+// evalBurn runs the burn-rate rule for one SLO with an objective. The error
+// ratio is per region (failed runs / runs in that region's rollups); a pair
+// holds when at least quorum regions burn above the factor over both
+// windows.
+func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
+	longest := time.Duration(0)
+	for _, w := range BurnWindows {
+		if w.Severity == SeverityTicket && e.cfg.BurnRate.NoTicket {
+			continue
+		}
+		longest = max(longest, w.Long)
+	}
+	rolls, err := e.src.Rollups(ctx, reporting.HistoryQuery{Check: s.Check, Target: s.Target,
+		From: e.now.Add(-longest), To: e.now})
+	if err != nil {
+		return nil, fmt.Errorf("slo %s: rollups: %w", s.Name, err)
+	}
+	type rk struct {
+		seriesKey
+		region string
+	}
+	byKey := map[rk][]reporting.Rollup{}
+	for _, r := range rolls {
+		k := rk{seriesKey{r.Check, r.Target}, r.Region}
+		byKey[k] = append(byKey[k], r)
+	}
+	budget := 1 - s.Objective.Fraction()
+	// per series, per severity: the firing pairs and their agreeing regions.
+	type hit struct {
+		windows []string
+		regions map[string]bool
+		value   float64
+	}
+	hits := map[seriesKey]map[string]*hit{}
+	for _, w := range BurnWindows {
+		if w.Severity == SeverityTicket && e.cfg.BurnRate.NoTicket {
+			continue
+		}
+		burning := map[seriesKey][]float64{}
+		regions := map[seriesKey][]string{}
+		for k, rs := range byKey {
+			var lc, sc counts
+			for _, r := range rs {
+				if r.Minute.After(e.now) {
+					continue
+				}
+				if r.Minute.After(e.now.Add(-w.Long)) {
+					lc.failed += r.Failed
+					lc.total += r.Total
+				}
+				if r.Minute.After(e.now.Add(-w.Short)) {
+					sc.failed += r.Failed
+					sc.total += r.Total
+				}
+			}
+			lr, sr := lc.ratio(), sc.ratio()
+			if lr < 0 || sr < 0 {
+				continue
+			}
+			if lr/budget > w.Factor && sr/budget > w.Factor {
+				burning[k.seriesKey] = append(burning[k.seriesKey], lr/budget)
+				regions[k.seriesKey] = append(regions[k.seriesKey], k.region)
+			}
+		}
+		for sk, burns := range burning {
+			if len(burns) < e.cfg.Quorum {
+				continue
+			}
+			sort.Sort(sort.Reverse(sort.Float64Slice(burns)))
+			if hits[sk] == nil {
+				hits[sk] = map[string]*hit{}
+			}
+			h := hits[sk][w.Severity]
+			if h == nil {
+				h = &hit{regions: map[string]bool{}}
+				hits[sk][w.Severity] = h
+			}
+			h.windows = append(h.windows, w.Name())
+			for _, r := range regions[sk] {
+				h.regions[r] = true
+			}
+			h.value = max(h.value, burns[e.cfg.Quorum-1])
+		}
+	}
+	var out []candidate
+	for sk, bySev := range hits {
+		for sev, h := range bySev {
+			var regs []string
+			for r := range h.regions {
+				regs = append(regs, r)
+			}
+			sort.Strings(regs)
+			a := Alert{Rule: RuleBurnRate, Severity: sev, SLO: s.Name, Check: sk.check, Target: sk.target,
+				Regions: regs, Value: h.value, Windows: h.windows}
+			a.Summary = fmt.Sprintf("%s error budget of %s (objective %s) burning %.1f× over %s in %d regions (%s)",
+				series(sk.check, sk.target), s.Name, s.Objective, h.value, strings.Join(h.windows, ", "),
+				len(regs), strings.Join(regs, ", "))
+			out = append(out, candidate{Alert: a})
+		}
+	}
+	return out, nil
+}
+
+func series(check, target string) string {
+	if target == "" || target == check {
+		return check
+	}
+	return check + " × " + target
+}
+
+func causeSuffix(cause, err string) string {
+	switch {
+	case cause != "" && err != "":
+		return ": " + cause + " (" + err + ")"
+	case cause != "":
+		return ": " + cause
+	case err != "":
+		return ": " + err
+	}
+	return ""
+}
+
+// shortDur prints 5m, 1h, 1d instead of 5m0s, 1h0m0s, 24h0m0s.
+func shortDur(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
