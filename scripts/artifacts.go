@@ -1,0 +1,65 @@
+package scripts
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// failureInfo is written next to a failure screenshot, as <name>.json.
+type failureInfo struct {
+	Check    string    `json:"check"`
+	Target   string    `json:"target"`
+	Step     int       `json:"step"`
+	StepName string    `json:"step_name"`
+	Kind     string    `json:"kind"`
+	Cause    string    `json:"cause"`
+	Error    string    `json:"error"`
+	URL      string    `json:"url"`
+	At       time.Time `json:"at"`
+}
+
+// fileSafe keeps letters, digits, '.', '_' and '-', replacing the rest.
+func fileSafe(s string) string {
+	if s == "" {
+		return "unnamed"
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// saveArtifact writes a PNG as DataDir/artifacts/<check>-<target>-<UTC
+// timestamp>.png and returns its path, or "" without a DataDir.
+func (r *run) saveArtifact(png []byte, suffix string) (string, error) {
+	if r.runner.o.DataDir == "" {
+		return "", nil
+	}
+	dir := filepath.Join(r.runner.o.DataDir, "artifacts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	ts := time.Now().UTC().Format("20060102T150405.000000000Z")
+	name := fmt.Sprintf("%s-%s-%s%s.png", fileSafe(r.runner.o.Check), fileSafe(r.target.Name), ts, suffix)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// saveSidecar writes info as JSON next to the PNG at path.
+func (r *run) saveSidecar(pngPath string, info failureInfo) error {
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(strings.TrimSuffix(pngPath, ".png")+".json", b, 0o644)
+}

@@ -1,0 +1,254 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// DefaultMaxConcurrent is how many runs may use the browser at once when
+// BrowserConfig.MaxConcurrent is 0.
+const DefaultMaxConcurrent = 2
+
+// browserStartTimeout bounds the start of the Chromium process.
+const browserStartTimeout = 30 * time.Second
+
+// ErrBrowserUnavailable wraps every error of a browser that is missing or
+// cannot start. Runs that meet it fail with checks.CauseBrowserUnavailable.
+var ErrBrowserUnavailable = errors.New("browser unavailable")
+
+// execCandidates are the programs tried, in order, when ExecPath is empty.
+var execCandidates = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
+
+// BrowserConfig configures the shared browser (`agent.browser:`).
+type BrowserConfig struct {
+	// ExecPath is the Chromium (or Chrome) binary, a path or a name looked up
+	// in PATH. Default: the first of chromium, chromium-browser,
+	// google-chrome, google-chrome-stable, headless-shell found in PATH.
+	ExecPath string `mapstructure:"exec_path"`
+	// MaxConcurrent is how many script runs may hold a browser tab at once;
+	// the others wait (within their own deadline). Default 2.
+	MaxConcurrent int `mapstructure:"max_concurrent"`
+	// Log receives browser start, restart and stop events. Default
+	// slog.Default().
+	Log *slog.Logger `mapstructure:"-"`
+}
+
+// ValidateAndSetDefaults sets the defaults. A missing binary is not a config
+// error: it is reported by every browser run as browser_unavailable.
+func (c *BrowserConfig) ValidateAndSetDefaults() error {
+	if c.MaxConcurrent < 0 {
+		return errors.New("max_concurrent: must not be negative")
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return nil
+}
+
+// Browser is one shared headless Chromium process for all browser scripts of
+// the agent. It starts on the first run that needs it, gives every run a new
+// isolated browser context (own cookies, storage and cache) in a tab of its
+// own, limits concurrent runs, restarts a browser that died, and kills every
+// Chromium process it started on Close. It is safe for concurrent use.
+type Browser struct {
+	cfg BrowserConfig
+	sem chan struct{}
+
+	mu          sync.Mutex
+	closed      bool
+	root        context.Context // chromedp context owning the browser process; nil when not running
+	rootCancel  context.CancelFunc
+	allocCancel context.CancelFunc
+	starts      int
+}
+
+// NewBrowser returns a Browser; the process starts on first use.
+func NewBrowser(cfg BrowserConfig) *Browser {
+	_ = cfg.ValidateAndSetDefaults()
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	return &Browser{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent)}
+}
+
+// findExec resolves the browser binary.
+func (c *BrowserConfig) findExec() (string, error) {
+	if c.ExecPath != "" {
+		p, err := exec.LookPath(c.ExecPath)
+		if err != nil {
+			return "", fmt.Errorf("%w: exec_path %s: %v", ErrBrowserUnavailable, c.ExecPath, err)
+		}
+		return p, nil
+	}
+	for _, name := range execCandidates {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no chromium, chromium-browser or google-chrome in PATH (set agent.browser.exec_path)", ErrBrowserUnavailable)
+}
+
+// running returns the root context of a live browser, starting (or
+// restarting) it when needed.
+func (b *Browser) running() (context.Context, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, fmt.Errorf("%w: browser is closed", ErrBrowserUnavailable)
+	}
+	if b.root != nil && b.root.Err() == nil {
+		return b.root, nil
+	}
+	if b.root != nil {
+		b.cfg.Log.Warn("browser died; restarting")
+		b.stopLocked()
+	}
+	path, err := b.cfg.findExec()
+	if err != nil {
+		return nil, err
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.WindowSize(1280, 800),
+	)
+	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	root, rootCancel := chromedp.NewContext(allocCtx)
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(root) }()
+	select {
+	case err = <-started:
+	case <-time.After(browserStartTimeout):
+		err = fmt.Errorf("no answer within %s", browserStartTimeout)
+	}
+	if err != nil {
+		rootCancel()
+		allocCancel()
+		return nil, fmt.Errorf("%w: starting %s: %v", ErrBrowserUnavailable, path, err)
+	}
+	b.root, b.rootCancel, b.allocCancel = root, rootCancel, allocCancel
+	b.starts++
+	b.cfg.Log.Info("browser started", "exec_path", path, "pid", b.pidLocked(), "starts", b.starts)
+	return root, nil
+}
+
+// stopLocked kills the browser process and its children and waits for
+// them. b.mu is held.
+func (b *Browser) stopLocked() {
+	if b.root == nil {
+		return
+	}
+	// Cancel kills the process (exec.CommandContext), chromedp then kills
+	// leftover children that use its profile directory and removes it.
+	b.rootCancel()
+	b.allocCancel()
+	b.root, b.rootCancel, b.allocCancel = nil, nil, nil
+}
+
+func (b *Browser) pidLocked() int {
+	if b.root == nil {
+		return 0
+	}
+	if c := chromedp.FromContext(b.root); c != nil && c.Browser != nil {
+		if p := c.Browser.Process(); p != nil {
+			return p.Pid
+		}
+	}
+	return 0
+}
+
+// PID returns the process id of the running browser, 0 when none runs.
+func (b *Browser) PID() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pidLocked()
+}
+
+// Starts returns how many times the browser process was started.
+func (b *Browser) Starts() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.starts
+}
+
+// Close kills the browser and all its processes and waits for them; later
+// runs fail with browser_unavailable. Close is idempotent.
+func (b *Browser) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	b.stopLocked()
+	return nil
+}
+
+// acquire takes a concurrency slot, waiting until ctx ends.
+func (b *Browser) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case b.sem <- struct{}{}:
+		return func() { <-b.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// tab is one run's isolated browser context and tab.
+type tab struct {
+	ctx    context.Context // chromedp context of the tab, lives until close
+	root   context.Context // the browser's root context, ended when the browser dies
+	cancel context.CancelFunc
+	events *pageEvents
+}
+
+// openTab opens a new isolated browser context with one tab, bounded by ctx
+// for the opening only. The tab lives until close.
+func (b *Browser) openTab(ctx context.Context) (*tab, error) {
+	root, err := b.running()
+	if err != nil {
+		return nil, err
+	}
+	ev := &pageEvents{}
+	tctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext(), chromedp.WithListener(ev.handle))
+	done := make(chan error, 1)
+	// The first Run binds the tab's event loop to the context it gets, so it
+	// gets the tab's own context (no deadline); ctx bounds the wait here.
+	go func() { done <- chromedp.Do(tctx) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		cancel()
+		if root.Err() != nil {
+			return nil, fmt.Errorf("browser died while opening a tab: %w", err)
+		}
+		return nil, fmt.Errorf("opening a tab: %w", err)
+	}
+	return &tab{ctx: tctx, root: root, cancel: cancel, events: ev}, nil
+}
+
+// close closes the tab and disposes of its browser context.
+func (t *tab) close() { t.cancel() }
+
+// browserDead reports whether the browser process behind the tab is gone.
+func (t *tab) browserDead() bool { return t.root.Err() != nil }

@@ -1,0 +1,307 @@
+package scripts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// BrowserStep is one action in the run's browser tab (`browser:`). Exactly
+// one key is set. Selectors are CSS selectors. Every string may use
+// `${var}` and `${env:NAME}`.
+type BrowserStep struct {
+	// Navigate loads a URL and waits for its load event. A URL without a
+	// scheme is joined to the target URL ("/shop" → <target>/shop). A
+	// document answered with status >= 400 fails the step.
+	Navigate *string `mapstructure:"navigate"`
+	// Click waits until the element is visible and clicks its center.
+	Click *string `mapstructure:"click"`
+	// Type waits until the element is visible, focuses it and types text.
+	Type *TypeAction `mapstructure:"type"`
+	// Select sets a <select>'s value (the option's value attribute) and
+	// fires input and change events; an unknown option fails the step.
+	Select *SelectAction `mapstructure:"select"`
+	// WaitVisible waits until the element is visible.
+	WaitVisible *string `mapstructure:"wait_visible"`
+	// WaitText waits until the element's text matches.
+	WaitText *TextMatch `mapstructure:"wait_text"`
+	// AssertText waits until the element exists, then checks its text once.
+	AssertText *TextMatch `mapstructure:"assert_text"`
+	// AssertTitle checks document.title: exact match, or a regex after "~"
+	// (e.g. "~^Shop").
+	AssertTitle *string `mapstructure:"assert_title"`
+	// AssertURL checks the page URL: exact match (a URL without a scheme is
+	// joined to the target URL), or a regex after "~" (e.g. "~/shop$").
+	AssertURL *string `mapstructure:"assert_url"`
+	// Eval runs JavaScript (awaiting a returned promise) and checks its
+	// value.
+	Eval *EvalAction `mapstructure:"eval"`
+	// Screenshot, when true, saves a PNG of the viewport as an artifact.
+	Screenshot *bool `mapstructure:"screenshot"`
+	// Sleep waits for the duration, e.g. 500ms.
+	Sleep *time.Duration `mapstructure:"sleep"`
+	// NoConsoleErrors, when true, fails if the page logged console.error
+	// calls or threw uncaught exceptions since the run began.
+	NoConsoleErrors *bool `mapstructure:"no_console_errors"`
+	// MaxFailedRequests fails if more network requests than this failed
+	// (DNS, connection, aborted, blocked) since the run began. 0 allows none.
+	MaxFailedRequests *int `mapstructure:"max_failed_requests"`
+}
+
+// TypeAction types text into an element (`type:`).
+type TypeAction struct {
+	Selector string `mapstructure:"selector"`
+	// Text is typed key by key; "\n" presses Enter.
+	Text string `mapstructure:"text"`
+}
+
+// SelectAction chooses an option of a <select> (`select:`).
+type SelectAction struct {
+	Selector string `mapstructure:"selector"`
+	Value    string `mapstructure:"value"`
+}
+
+// TextMatch matches an element's text (innerText, trimmed). At least one of
+// Equals, Contains, Regex is set; all that are set must hold.
+type TextMatch struct {
+	Selector string  `mapstructure:"selector"`
+	Equals   *string `mapstructure:"equals"`
+	Contains string  `mapstructure:"contains"`
+	Regex    string  `mapstructure:"regex"`
+
+	re *regexp.Regexp
+}
+
+// EvalAction evaluates JavaScript in the page (`eval:`). With none of
+// Equals, Contains, Regex set, the step passes when the value is truthy.
+type EvalAction struct {
+	JS string `mapstructure:"js"`
+	// Equals compares the value as JSON: 3 equals 3.0, "1" does not equal 1.
+	Equals any `mapstructure:"equals"`
+	// Contains and Regex apply to the value as text (strings unquoted,
+	// other values as JSON).
+	Contains string `mapstructure:"contains"`
+	Regex    string `mapstructure:"regex"`
+
+	re     *regexp.Regexp
+	equals string // canonical JSON of Equals
+}
+
+// validate returns the action's name and the variables it uses.
+func (b *BrowserStep) validate() (string, []ref, error) {
+	type action struct {
+		name string
+		set  bool
+	}
+	actions := []action{
+		{"navigate", b.Navigate != nil},
+		{"click", b.Click != nil},
+		{"type", b.Type != nil},
+		{"select", b.Select != nil},
+		{"wait_visible", b.WaitVisible != nil},
+		{"wait_text", b.WaitText != nil},
+		{"assert_text", b.AssertText != nil},
+		{"assert_title", b.AssertTitle != nil},
+		{"assert_url", b.AssertURL != nil},
+		{"eval", b.Eval != nil},
+		{"screenshot", b.Screenshot != nil},
+		{"sleep", b.Sleep != nil},
+		{"no_console_errors", b.NoConsoleErrors != nil},
+		{"max_failed_requests", b.MaxFailedRequests != nil},
+	}
+	var set []string
+	for _, a := range actions {
+		if a.set {
+			set = append(set, a.name)
+		}
+	}
+	switch len(set) {
+	case 0:
+		return "", nil, errors.New("no action: want one of navigate, click, type, select, wait_visible, wait_text, assert_text, assert_title, assert_url, eval, screenshot, sleep, no_console_errors, max_failed_requests")
+	case 1:
+	default:
+		return "", nil, fmt.Errorf("more than one action: %s", strings.Join(set, ", "))
+	}
+	kind := set[0]
+	var strs []string
+	selector := func(key, sel string) error {
+		if strings.TrimSpace(sel) == "" {
+			return fmt.Errorf("%s: %w", key, ErrEmptySelector)
+		}
+		strs = append(strs, sel)
+		return nil
+	}
+	var err error
+	switch kind {
+	case "navigate":
+		if strings.TrimSpace(*b.Navigate) == "" {
+			err = errors.New("navigate: URL is empty")
+		}
+		strs = append(strs, *b.Navigate)
+	case "click":
+		err = selector("click", *b.Click)
+	case "wait_visible":
+		err = selector("wait_visible", *b.WaitVisible)
+	case "type":
+		err = selector("type.selector", b.Type.Selector)
+		strs = append(strs, b.Type.Text)
+	case "select":
+		err = selector("select.selector", b.Select.Selector)
+		strs = append(strs, b.Select.Value)
+	case "wait_text", "assert_text":
+		m := b.WaitText
+		if kind == "assert_text" {
+			m = b.AssertText
+		}
+		if err = selector(kind+".selector", m.Selector); err == nil {
+			err = m.compile(kind)
+		}
+		if m.Equals != nil {
+			strs = append(strs, *m.Equals)
+		}
+		strs = append(strs, m.Contains)
+	case "assert_title", "assert_url":
+		v := *b.AssertTitle
+		if kind == "assert_url" {
+			v = *b.AssertURL
+		}
+		if re, ok := strings.CutPrefix(v, "~"); ok {
+			if _, cerr := regexp.Compile(re); cerr != nil {
+				err = fmt.Errorf("%s: %w", kind, cerr)
+			}
+		} else {
+			strs = append(strs, v)
+		}
+	case "eval":
+		err = b.Eval.compile()
+		strs = append(strs, b.Eval.JS)
+	case "screenshot":
+		if !*b.Screenshot {
+			err = errors.New("screenshot: must be true")
+		}
+	case "sleep":
+		if *b.Sleep <= 0 {
+			err = errors.New("sleep: must be a positive duration, e.g. 500ms")
+		}
+	case "no_console_errors":
+		if !*b.NoConsoleErrors {
+			err = errors.New("no_console_errors: must be true")
+		}
+	case "max_failed_requests":
+		if *b.MaxFailedRequests < 0 {
+			err = errors.New("max_failed_requests: must not be negative")
+		}
+	}
+	if err != nil {
+		return kind, nil, err
+	}
+	var refs []ref
+	for _, s := range strs {
+		rs, rerr := parseRefs(s)
+		if rerr != nil {
+			return kind, nil, fmt.Errorf("%s: %w", kind, rerr)
+		}
+		refs = append(refs, rs...)
+	}
+	return kind, refs, nil
+}
+
+func (m *TextMatch) compile(key string) error {
+	if m.Equals == nil && m.Contains == "" && m.Regex == "" {
+		return fmt.Errorf("%s: want one of equals, contains, regex", key)
+	}
+	if m.Regex != "" {
+		re, err := regexp.Compile(m.Regex)
+		if err != nil {
+			return fmt.Errorf("%s.regex: %w", key, err)
+		}
+		m.re = re
+	}
+	return nil
+}
+
+func (e *EvalAction) compile() error {
+	if strings.TrimSpace(e.JS) == "" {
+		return errors.New("eval.js: script is empty")
+	}
+	if e.Regex != "" {
+		re, err := regexp.Compile(e.Regex)
+		if err != nil {
+			return fmt.Errorf("eval.regex: %w", err)
+		}
+		e.re = re
+	}
+	e.equals = ""
+	if e.Equals != nil {
+		j, err := canonicalJSON(e.Equals)
+		if err != nil {
+			return fmt.Errorf("eval.equals: %w", err)
+		}
+		e.equals = j
+	}
+	return nil
+}
+
+// canonicalJSON encodes v as JSON with numbers normalised through float64,
+// so that a YAML 3 and a JavaScript 3 compare equal.
+func canonicalJSON(v any) (string, error) {
+	b, err := json.Marshal(normalize(v))
+	if err != nil {
+		return "", err
+	}
+	var back any
+	if err := json.Unmarshal(b, &back); err != nil {
+		return "", err
+	}
+	b, err = json.Marshal(back)
+	return string(b), err
+}
+
+// normalize turns map[any]any (as some YAML decoders produce) into
+// map[string]any so that it encodes as JSON.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, v := range x {
+			m[fmt.Sprint(k)] = normalize(v)
+		}
+		return m
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, v := range x {
+			m[k] = normalize(v)
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = normalize(v)
+		}
+		return out
+	}
+	return v
+}
+
+// matchText checks got against the matcher, returning assertion display
+// strings.
+func (m *TextMatch) match(got string) (ok bool, want string) {
+	var parts []string
+	ok = true
+	if m.Equals != nil {
+		parts = append(parts, fmt.Sprintf("equals %q", *m.Equals))
+		ok = ok && got == *m.Equals
+	}
+	if m.Contains != "" {
+		parts = append(parts, fmt.Sprintf("contains %q", m.Contains))
+		ok = ok && strings.Contains(got, m.Contains)
+	}
+	if m.re != nil {
+		parts = append(parts, fmt.Sprintf("matches /%s/", m.Regex))
+		ok = ok && m.re.MatchString(got)
+	}
+	return ok, strings.Join(parts, " and ")
+}

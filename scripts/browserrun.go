@@ -1,0 +1,561 @@
+package scripts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/vigil-synthetics/vigil/checks"
+)
+
+// pollInterval is how often waits re-check the page.
+const pollInterval = 50 * time.Millisecond
+
+// pageEvents collects what the page reported during a run. handle runs on
+// chromedp's event loop and must stay fast.
+type pageEvents struct {
+	mu             sync.Mutex
+	consoleErrors  []string
+	failedRequests []string
+}
+
+func (p *pageEvents) handle(ev any) {
+	switch ev := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeAssert {
+			return
+		}
+		var parts []string
+		for _, a := range ev.Args {
+			switch {
+			case a == nil:
+			case len(a.Value) > 0:
+				var s string
+				if json.Unmarshal(a.Value, &s) == nil {
+					parts = append(parts, s)
+				} else {
+					parts = append(parts, string(a.Value))
+				}
+			default:
+				parts = append(parts, a.Description)
+			}
+		}
+		p.add(&p.consoleErrors, "console."+string(ev.Type)+": "+strings.Join(parts, " "))
+	case *runtime.EventExceptionThrown:
+		text := "exception"
+		if d := ev.ExceptionDetails; d != nil {
+			text = d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				text += " " + firstLine(d.Exception.Description)
+			}
+		}
+		p.add(&p.consoleErrors, text)
+	case *network.EventLoadingFailed:
+		if ev.Canceled && ev.BlockedReason == "" {
+			return // aborted by the page or a navigation, not a failure
+		}
+		p.add(&p.failedRequests, fmt.Sprintf("%s (%s)", ev.ErrorText, ev.Type))
+	case *network.EventResponseReceived:
+		if ev.Response == nil || ev.Response.Status < 400 {
+			return
+		}
+		if u, err := url.Parse(ev.Response.URL); err == nil && u.Path == "/favicon.ico" {
+			return // browsers ask for it on their own
+		}
+		p.add(&p.failedRequests, fmt.Sprintf("%d %s", ev.Response.Status, ev.Response.URL))
+	}
+}
+
+// maxEvents bounds each event list of a run.
+const maxEvents = 100
+
+func (p *pageEvents) add(list *[]string, s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(*list) < maxEvents {
+		*list = append(*list, s)
+	}
+}
+
+func (p *pageEvents) snapshot() (console, failed []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.consoleErrors...), append([]string(nil), p.failedRequests...)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// outcome is what one step produced.
+type outcome struct {
+	cause      checks.Cause
+	err        error // nil: the step passed
+	status     int
+	url        string
+	ttfb       time.Duration
+	assertions []checks.AssertionResult
+	metrics    map[string]float64
+	artifacts  []string
+}
+
+// failf makes a script failure.
+func failf(format string, a ...any) outcome {
+	return outcome{cause: checks.CauseScript, err: fmt.Errorf(format, a...)}
+}
+
+// waitErr is the error of a wait that ran out of time in a step.
+type waitErr struct{ what string }
+
+func (e *waitErr) Error() string { return e.what }
+
+// resolveURL joins a URL without a scheme to the target's base URL.
+func resolveURL(base, ref string) string {
+	if u, err := url.Parse(ref); err == nil && u.Scheme != "" {
+		return ref
+	}
+	if ref == "" {
+		return base
+	}
+	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(ref, "/")
+}
+
+// metricsJS reads Navigation Timing, LCP and CLS of the current document.
+// Times are milliseconds from the navigation's start.
+const metricsJS = `(async () => {
+  const out = {};
+  const nav = performance.getEntriesByType('navigation')[0];
+  if (nav) {
+    out.ttfb_ms = nav.responseStart - nav.startTime;
+    out.request_to_first_byte_ms = nav.responseStart - nav.requestStart;
+    out.dom_content_loaded_ms = nav.domContentLoadedEventEnd - nav.startTime;
+    out.load_ms = nav.loadEventEnd - nav.startTime;
+    out.transfer_bytes = nav.transferSize;
+  }
+  const observe = (type) => new Promise((resolve) => {
+    let got = [];
+    try {
+      const po = new PerformanceObserver((l) => { got = got.concat(l.getEntries()); });
+      po.observe({type, buffered: true});
+      setTimeout(() => { got = got.concat(po.takeRecords()); po.disconnect(); resolve(got); }, 30);
+    } catch (e) { resolve(got); }
+  });
+  const [lcp, shifts] = await Promise.all([observe('largest-contentful-paint'), observe('layout-shift')]);
+  if (lcp.length) { const e = lcp[lcp.length - 1]; out.lcp_ms = e.renderTime || e.loadTime || e.startTime; }
+  let cls = 0;
+  for (const s of shifts) { if (!s.hadRecentInput) cls += s.value; }
+  out.cls = cls;
+  return out;
+})()`
+
+// textJS returns {found, text} for the first element matching a selector.
+const textJS = `((sel) => { const el = document.querySelector(sel); return el ? {found: true, text: (el.innerText ?? el.textContent ?? '').trim()} : {found: false, text: ''}; })(%s)`
+
+// selectJS sets a <select>'s value and fires input and change events.
+const selectJS = `((sel, v) => {
+  const el = document.querySelector(sel);
+  if (!el) return 'missing';
+  el.value = v;
+  if (el.value !== v) return 'no option';
+  el.dispatchEvent(new Event('input', {bubbles: true}));
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+  return 'ok';
+})(%s, %s)`
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+type elementText struct {
+	Found bool   `json:"found"`
+	Text  string `json:"text"`
+}
+
+// readText polls the element's text until cond accepts it or ctx ends.
+func readText(ctx context.Context, sel string, cond func(elementText) bool) (elementText, error) {
+	js := fmt.Sprintf(textJS, jsString(sel))
+	for {
+		et, err := chromedp.Run(ctx, chromedp.Evaluate[elementText](js))
+		if err != nil {
+			return et, err
+		}
+		if cond(et) {
+			return et, nil
+		}
+		select {
+		case <-ctx.Done():
+			return et, ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// runBrowser runs one browser action in the run's tab. ctx is the step's
+// context (a child of the tab's), x expands variables.
+func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) outcome {
+	b := s.Browser
+	x := r.vars.expand
+	timeoutText := timeout.String()
+	switch {
+	case b.Navigate != nil:
+		u, err := x(*b.Navigate)
+		if err != nil {
+			return failf("navigate: %w", err)
+		}
+		u = resolveURL(r.target.URL, u)
+		resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(u))
+		if err != nil {
+			var le *chromedp.LoadError
+			if errors.As(err, &le) {
+				return outcome{cause: loadErrorCause(le.ErrorText), err: fmt.Errorf("navigate %s: %s", u, le.ErrorText), url: u}
+			}
+			o := r.waitFail(ctx, err, "navigate "+u, fmt.Sprintf("navigate %s: no load event within %s", u, timeoutText))
+			o.url = u
+			return o
+		}
+		o := outcome{url: u}
+		if resp != nil {
+			o.status = int(resp.Status)
+			o.url = resp.URL
+		}
+		m, merr := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](metricsJS, chromedp.EvalAwaitPromise))
+		if merr == nil {
+			o.metrics = m
+			if v, ok := m["ttfb_ms"]; ok && v > 0 {
+				o.ttfb = time.Duration(v * float64(time.Millisecond))
+			}
+		}
+		if o.status >= 400 {
+			o.cause = checks.CauseStatus
+			o.err = fmt.Errorf("navigate %s: document status %d", u, o.status)
+			o.assertions = append(o.assertions, checks.AssertionResult{Name: "status", OK: false, Got: fmt.Sprint(o.status), Want: "< 400"})
+		}
+		return o
+
+	case b.Click != nil:
+		sel, err := x(*b.Click)
+		if err != nil {
+			return failf("click: %w", err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+			return r.waitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: no visible element within %s", sel, timeoutText))
+		}
+		return outcome{}
+
+	case b.Type != nil:
+		sel, err := x(b.Type.Selector)
+		if err != nil {
+			return failf("type: %w", err)
+		}
+		text, err := x(b.Type.Text)
+		if err != nil {
+			return failf("type: %w", err)
+		}
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
+			return r.waitFail(ctx, err, "type "+sel, fmt.Sprintf("type %s: no visible element within %s", sel, timeoutText))
+		}
+		return outcome{}
+
+	case b.Select != nil:
+		sel, err := x(b.Select.Selector)
+		if err != nil {
+			return failf("select: %w", err)
+		}
+		val, err := x(b.Select.Value)
+		if err != nil {
+			return failf("select: %w", err)
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(sel))); err != nil {
+			return r.waitFail(ctx, err, "select "+sel, fmt.Sprintf("select %s: no element within %s", sel, timeoutText))
+		}
+		res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectJS, jsString(sel), jsString(val))))
+		if err != nil {
+			return r.waitFail(ctx, err, "select "+sel, "")
+		}
+		if res != "ok" {
+			return failf("select %s: %s %q", sel, res, val)
+		}
+		return outcome{}
+
+	case b.WaitVisible != nil:
+		sel, err := x(*b.WaitVisible)
+		if err != nil {
+			return failf("wait_visible: %w", err)
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+			return r.waitFail(ctx, err, "wait_visible "+sel, fmt.Sprintf("wait_visible %s: not visible within %s", sel, timeoutText))
+		}
+		return outcome{}
+
+	case b.WaitText != nil, b.AssertText != nil:
+		m, name := b.WaitText, "wait_text"
+		if m == nil {
+			m, name = b.AssertText, "assert_text"
+		}
+		em, err := r.expandMatch(m)
+		if err != nil {
+			return failf("%s: %w", name, err)
+		}
+		cond := func(et elementText) bool { return et.Found }
+		if name == "wait_text" {
+			cond = func(et elementText) bool { ok, _ := em.match(et.Text); return et.Found && ok }
+		}
+		et, err := readText(ctx, em.Selector, cond)
+		_, want := em.match(et.Text)
+		a := checks.AssertionResult{Name: fmt.Sprintf("text %s", em.Selector), Got: et.Text, Want: want}
+		if err != nil {
+			if !et.Found {
+				a.Got = "(no element)"
+			}
+			msg := fmt.Sprintf("%s %s: text %q, want %s, within %s", name, em.Selector, et.Text, want, timeoutText)
+			if !et.Found {
+				msg = fmt.Sprintf("%s %s: no element within %s", name, em.Selector, timeoutText)
+			}
+			o := r.waitFail(ctx, err, name+" "+em.Selector, msg)
+			o.assertions = []checks.AssertionResult{a}
+			return o
+		}
+		a.OK, _ = em.match(et.Text)
+		o := outcome{assertions: []checks.AssertionResult{a}}
+		if !a.OK {
+			o.cause, o.err = checks.CauseScript, fmt.Errorf("%s %s: text %q, want %s", name, em.Selector, et.Text, want)
+		}
+		return o
+
+	case b.AssertTitle != nil, b.AssertURL != nil:
+		spec, name := b.AssertTitle, "title"
+		var got string
+		var err error
+		if spec != nil {
+			got, err = chromedp.Run(ctx, chromedp.Title())
+		} else {
+			spec, name = b.AssertURL, "url"
+			got, err = chromedp.Run(ctx, chromedp.Location())
+		}
+		if err != nil {
+			return r.waitFail(ctx, err, "assert_"+name, "")
+		}
+		want, ok, err := r.matchSpec(*spec, got, name == "url")
+		if err != nil {
+			return failf("assert_%s: %w", name, err)
+		}
+		o := outcome{url: "", assertions: []checks.AssertionResult{{Name: name, OK: ok, Got: got, Want: want}}}
+		if !ok {
+			o.cause, o.err = checks.CauseScript, fmt.Errorf("assert_%s: got %q, want %s", name, got, want)
+		}
+		return o
+
+	case b.Eval != nil:
+		js, err := x(b.Eval.JS)
+		if err != nil {
+			return failf("eval: %w", err)
+		}
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](js, chromedp.EvalAwaitPromise))
+		if err != nil {
+			var ee *chromedp.ExceptionError
+			if errors.As(err, &ee) {
+				return failf("eval: %s", firstLine(err.Error()))
+			}
+			return r.waitFail(ctx, err, "eval", "")
+		}
+		return evalOutcome(b.Eval, raw)
+
+	case b.Screenshot != nil:
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			return r.waitFail(ctx, err, "screenshot", "")
+		}
+		path, err := r.saveArtifact(png, "")
+		if err != nil {
+			return outcome{cause: checks.CauseInternal, err: fmt.Errorf("screenshot: %w", err)}
+		}
+		var arts []string
+		if path != "" {
+			arts = []string{path}
+		}
+		return outcome{artifacts: arts}
+
+	case b.Sleep != nil:
+		select {
+		case <-time.After(*b.Sleep):
+			return outcome{}
+		case <-ctx.Done():
+			return r.waitFail(ctx, ctx.Err(), "sleep", "")
+		}
+
+	case b.NoConsoleErrors != nil:
+		console, _ := r.tab.events.snapshot()
+		a := checks.AssertionResult{Name: "console errors", OK: len(console) == 0, Got: fmt.Sprint(len(console)), Want: "0"}
+		if a.OK {
+			return outcome{assertions: []checks.AssertionResult{a}}
+		}
+		a.Got = fmt.Sprintf("%d: %s", len(console), strings.Join(console, "; "))
+		return outcome{cause: checks.CauseScript, err: fmt.Errorf("no_console_errors: %d console errors, first: %s", len(console), console[0]), assertions: []checks.AssertionResult{a}}
+
+	case b.MaxFailedRequests != nil:
+		_, failed := r.tab.events.snapshot()
+		limit := *b.MaxFailedRequests
+		a := checks.AssertionResult{Name: "failed requests", OK: len(failed) <= limit, Got: fmt.Sprint(len(failed)), Want: fmt.Sprintf("<= %d", limit)}
+		if a.OK {
+			return outcome{assertions: []checks.AssertionResult{a}}
+		}
+		a.Got = fmt.Sprintf("%d: %s", len(failed), strings.Join(failed, "; "))
+		return outcome{cause: checks.CauseScript, err: fmt.Errorf("max_failed_requests: %d failed requests, over %d; first: %s", len(failed), limit, failed[0]), assertions: []checks.AssertionResult{a}}
+	}
+	return outcome{cause: checks.CauseInternal, err: errors.New("browser step without an action")}
+}
+
+// waitFail turns an action's error into an outcome. When the step's context
+// ended, the page never got where the step waited for: a script failure
+// with timeoutMsg (the runner turns it into CauseTimeout when the run's own
+// deadline passed). A browser that died is CauseBrowser. Any other error is
+// a script failure prefixed with what.
+func (r *run) waitFail(ctx context.Context, err error, what, timeoutMsg string) outcome {
+	if r.tab.browserDead() {
+		return outcome{cause: checks.CauseBrowser, err: fmt.Errorf("%s: browser died: %w", what, err)}
+	}
+	if ctx.Err() != nil {
+		if timeoutMsg == "" {
+			timeoutMsg = what + ": timed out after " + ctx.Err().Error()
+		}
+		return outcome{cause: checks.CauseScript, err: &waitErr{what: timeoutMsg}}
+	}
+	return outcome{cause: checks.CauseScript, err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// expandMatch returns m with variables expanded.
+func (r *run) expandMatch(m *TextMatch) (*TextMatch, error) {
+	out := *m
+	var err error
+	if out.Selector, err = r.vars.expand(m.Selector); err != nil {
+		return nil, err
+	}
+	if m.Equals != nil {
+		e, err := r.vars.expand(*m.Equals)
+		if err != nil {
+			return nil, err
+		}
+		out.Equals = &e
+	}
+	if out.Contains, err = r.vars.expand(m.Contains); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// matchSpec matches got against an assert_title/assert_url spec: "~re" is a
+// regex, anything else exact (URLs joined to the target first).
+func (r *run) matchSpec(spec, got string, isURL bool) (want string, ok bool, err error) {
+	if re, found := strings.CutPrefix(spec, "~"); found {
+		rx, err := regexp.Compile(re)
+		if err != nil {
+			return "", false, err
+		}
+		return fmt.Sprintf("matches /%s/", re), rx.MatchString(got), nil
+	}
+	v, err := r.vars.expand(spec)
+	if err != nil {
+		return "", false, err
+	}
+	if isURL {
+		v = resolveURL(r.target.URL, v)
+	}
+	return fmt.Sprintf("%q", v), got == v, nil
+}
+
+// evalOutcome checks an eval step's JSON value.
+func evalOutcome(e *EvalAction, raw []byte) outcome {
+	var v any
+	gotJSON := "undefined"
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return failf("eval: value is not JSON: %v", err)
+		}
+		gotJSON, _ = canonicalJSON(v)
+	}
+	text := gotJSON
+	if s, ok := v.(string); ok {
+		text = s
+	}
+	var as []checks.AssertionResult
+	ok := true
+	add := func(name string, pass bool, want string) {
+		as = append(as, checks.AssertionResult{Name: name, OK: pass, Got: gotJSON, Want: want})
+		ok = ok && pass
+	}
+	if e.Equals != nil {
+		add("eval equals", gotJSON == e.equals, e.equals)
+	}
+	if e.Contains != "" {
+		add("eval contains", strings.Contains(text, e.Contains), fmt.Sprintf("contains %q", e.Contains))
+	}
+	if e.re != nil {
+		add("eval regex", e.re.MatchString(text), fmt.Sprintf("matches /%s/", e.Regex))
+	}
+	if len(as) == 0 {
+		add("eval truthy", truthy(v, len(raw) > 0), "truthy")
+	}
+	o := outcome{assertions: as}
+	if !ok {
+		o.cause = checks.CauseScript
+		for _, a := range as {
+			if !a.OK {
+				o.err = fmt.Errorf("eval: value %s, want %s", a.Got, a.Want)
+				break
+			}
+		}
+	}
+	return o
+}
+
+// truthy is JavaScript's truthiness of a JSON value.
+func truthy(v any, defined bool) bool {
+	if !defined {
+		return false
+	}
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	}
+	return true
+}
+
+// loadErrorCause maps Chromium's net error text to a failure cause.
+func loadErrorCause(text string) checks.Cause {
+	switch {
+	case strings.Contains(text, "ERR_NAME_NOT_RESOLVED"), strings.Contains(text, "ERR_NAME_RESOLUTION_FAILED"):
+		return checks.CauseDNS
+	case strings.Contains(text, "ERR_CONNECTION_REFUSED"):
+		return checks.CauseConnectRefused
+	case strings.Contains(text, "ERR_CONNECTION_TIMED_OUT"):
+		return checks.CauseConnectTimeout
+	case strings.Contains(text, "ERR_CONNECTION_RESET"), strings.Contains(text, "ERR_CONNECTION_CLOSED"), strings.Contains(text, "ERR_EMPTY_RESPONSE"):
+		return checks.CauseReset
+	case strings.Contains(text, "ERR_CERT_"):
+		return checks.CauseCert
+	case strings.Contains(text, "ERR_SSL_"):
+		return checks.CauseTLS
+	case strings.Contains(text, "ERR_TIMED_OUT"):
+		return checks.CauseTimeout
+	}
+	return checks.CauseConnect
+}

@@ -1,0 +1,165 @@
+package scripts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/vigil-synthetics/vigil/checks"
+)
+
+// runHTTP sends an HTTP step's request with the run's cookie jar and
+// variables, then extracts its variables.
+func (r *run) runHTTP(ctx context.Context, i int, s *Step) outcome {
+	for _, rf := range s.refs {
+		if _, ok := r.vars.lookup(rf); !ok {
+			if rf.env {
+				return failf("environment variable %s is not set", rf.name)
+			}
+			return failf("variable %s is not set (the step that extracts it did not run or failed)", rf.name)
+		}
+	}
+	h := r.runner.https[i]
+	res, resp := h.RunWith(ctx, r.target, checks.RunOptions{
+		Jar: r.jar,
+		Expand: func(s string) string {
+			v, err := r.vars.expand(s)
+			if err != nil {
+				return s
+			}
+			return v
+		},
+		KeepBody: true,
+	})
+	o := outcome{
+		status:     res.StatusCode,
+		ttfb:       res.Phases.TTFB,
+		assertions: res.Assertions,
+		metrics:    phaseMetrics(res.Phases),
+	}
+	if resp != nil {
+		o.url = resp.URL
+		r.setLast(resp, res.Phases.Total)
+	}
+	if !res.OK {
+		o.cause = res.Cause
+		o.err = fmt.Errorf("%s", res.Err)
+		if res.Err == "" {
+			o.err = fmt.Errorf("http: %s", res.Cause)
+		}
+		return o
+	}
+	if resp == nil {
+		if len(s.extract) > 0 {
+			o.cause, o.err = checks.CauseInternal, fmt.Errorf("http: no response to extract from")
+		}
+		return o
+	}
+	names := make([]string, 0, len(s.extract))
+	for name := range s.extract {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		v, err := s.extract[name].from(resp, r.jar)
+		if err != nil {
+			o.cause, o.err = checks.CauseScript, fmt.Errorf("extract %s: %w", name, err)
+			return o
+		}
+		r.vars.vars[name] = v
+	}
+	return o
+}
+
+// from extracts the value from a response.
+func (e *Extract) from(resp *checks.Response, jar http.CookieJar) (string, error) {
+	switch {
+	case e.JSON != "":
+		if !gjson.ValidBytes(resp.Body) {
+			return "", fmt.Errorf("json %s: body is not JSON", e.JSON)
+		}
+		v := gjson.GetBytes(resp.Body, e.JSON)
+		if !v.Exists() {
+			return "", fmt.Errorf("json %s: no such path in the body", e.JSON)
+		}
+		if v.IsObject() || v.IsArray() {
+			return v.Raw, nil
+		}
+		return v.String(), nil
+	case e.re != nil:
+		m := e.re.FindSubmatch(resp.Body)
+		if m == nil {
+			return "", fmt.Errorf("regex /%s/: no match in the body", e.Regex)
+		}
+		if len(m) > 1 {
+			return string(m[1]), nil
+		}
+		return string(m[0]), nil
+	case e.Header != "":
+		vs := resp.Header.Values(e.Header)
+		if len(vs) == 0 {
+			return "", fmt.Errorf("header %s: not in the response", e.Header)
+		}
+		return vs[0], nil
+	case e.Cookie != "":
+		hr := http.Response{Header: resp.Header}
+		for _, c := range hr.Cookies() {
+			if c.Name == e.Cookie {
+				return c.Value, nil
+			}
+		}
+		if jar != nil {
+			if u, err := url.Parse(resp.URL); err == nil {
+				for _, c := range jar.Cookies(u) {
+					if c.Name == e.Cookie {
+						return c.Value, nil
+					}
+				}
+			}
+		}
+		return "", fmt.Errorf("cookie %s: not set", e.Cookie)
+	}
+	return "", fmt.Errorf("no extractor")
+}
+
+// setLast records the response for expression steps.
+func (r *run) setLast(resp *checks.Response, d time.Duration) {
+	l := lastResponse{
+		StatusCode: resp.StatusCode,
+		Headers:    map[string]string{},
+		Body:       string(resp.Body),
+		URL:        resp.URL,
+		DurationMS: float64(d) / float64(time.Millisecond),
+	}
+	for k, vs := range resp.Header {
+		if len(vs) > 0 {
+			l.Headers[strings.ToLower(k)] = vs[0]
+		}
+	}
+	var v any
+	if json.Unmarshal(resp.Body, &v) == nil {
+		l.JSON = v
+	}
+	r.last = l
+}
+
+// phaseMetrics turns request phases into step metrics in milliseconds.
+func phaseMetrics(p checks.Phases) map[string]float64 {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	m := map[string]float64{}
+	for k, d := range map[string]time.Duration{
+		"dns_ms": p.DNS, "connect_ms": p.Connect, "tls_ms": p.TLS,
+		"ttfb_ms": p.TTFB, "transfer_ms": p.Transfer, "total_ms": p.Total,
+	} {
+		if d > 0 {
+			m[k] = ms(d)
+		}
+	}
+	return m
+}

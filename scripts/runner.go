@@ -1,0 +1,332 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// cleanupBudget bounds an `always` step that starts after the run's
+// deadline passed.
+const cleanupBudget = 5 * time.Second
+
+// failureCaptureBudget bounds the screenshot taken after a failure.
+const failureCaptureBudget = 5 * time.Second
+
+// Options configure a Runner.
+type Options struct {
+	// Check and Version name the check (artifact names, User-Agent of HTTP
+	// steps through package checks).
+	Check, Version string
+	// Timeout is the check's timeout for one whole run; 0 = only the
+	// context's deadline. Step timeouts are capped by it.
+	Timeout time.Duration
+	// DataDir is agent.data_dir. Screenshots are written under
+	// DataDir/artifacts; empty = no files are written.
+	DataDir string
+	// Browser is the agent's shared browser. Required when the script has
+	// browser steps.
+	Browser *Browser
+}
+
+// Runner is a compiled script. It implements checks.Check and is safe for
+// concurrent runs: every run has its own variables, cookie jar and browser
+// context.
+type Runner struct {
+	steps Script
+	o     Options
+	https []*checks.HTTP // by step index; nil for other kinds
+}
+
+var _ checks.Check = (*Runner)(nil)
+
+// New validates and compiles a script (see Script.ValidateAndSetDefaults;
+// errors carry the key path from `script`, e.g.
+// `script[2].browser.click: selector is empty`).
+func New(steps Script, o Options) (*Runner, error) {
+	if err := steps.ValidateAndSetDefaults(o.Timeout); err != nil {
+		return nil, units.Prefix("script", err)
+	}
+	if steps.HasBrowser() && o.Browser == nil {
+		return nil, errors.New("script: has browser steps but no browser is configured")
+	}
+	r := &Runner{steps: steps, o: o, https: make([]*checks.HTTP, len(steps))}
+	var errs []error
+	for i := range steps {
+		s := &steps[i]
+		if s.HTTP == nil {
+			continue
+		}
+		h, err := checks.NewHTTP(*s.HTTP, *s.Expect, checks.Options{Check: o.Check, Version: o.Version, Timeout: s.timeout})
+		if err != nil {
+			errs = append(errs, units.Prefix(fmt.Sprintf("script[%d]", i), err))
+			continue
+		}
+		r.https[i] = h
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Steps returns the compiled script (names and defaults filled in).
+func (rn *Runner) Steps() Script { return rn.steps }
+
+// run is the state of one run.
+type run struct {
+	runner *Runner
+	target checks.Target
+	vars   *runVars
+	jar    http.CookieJar
+	last   lastResponse
+
+	tab       *tab
+	tabErr    error
+	tabCause  checks.Cause
+	release   func()
+	artifacts []string
+	start     time.Time
+}
+
+// Run runs the script once against t. It always returns a Result: steps run
+// in order; after the first failure only `always` steps run, the others are
+// reported as skipped. The first failure decides Result.Cause and Err.
+func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
+	start := time.Now()
+	res := checks.Result{Start: start}
+	if rn.o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rn.o.Timeout)
+		defer cancel()
+	}
+	jar, _ := cookiejar.New(nil)
+	r := &run{runner: rn, target: t, vars: newRunVars(), jar: jar, start: start}
+	defer r.close()
+
+	failed := false
+	for i := range rn.steps {
+		s := &rn.steps[i]
+		sr := checks.StepResult{Name: s.Name}
+		if failed && !s.Always {
+			sr.Skipped = true
+			res.Steps = append(res.Steps, sr)
+			continue
+		}
+		if ctx.Err() != nil && !s.Always {
+			sr.Skipped = true
+			res.Steps = append(res.Steps, sr)
+			if !failed {
+				failed = true
+				res.Cause = checks.CauseTimeout
+				res.Err = fmt.Sprintf("run timed out before step %d %q", i, s.Name)
+			}
+			continue
+		}
+		stepStart := time.Now()
+		o := r.step(ctx, i, s)
+		sr.Duration = time.Since(stepStart)
+		sr.OK = o.err == nil
+		sr.Cause = o.cause
+		sr.StatusCode = o.status
+		sr.URL = r.vars.redact(o.url)
+		sr.TTFB = o.ttfb
+		sr.Metrics = o.metrics
+		sr.Assertions = r.redactAssertions(o.assertions)
+		r.artifacts = append(r.artifacts, o.artifacts...)
+		if o.err != nil {
+			if sr.Cause == checks.CauseNone {
+				sr.Cause = checks.CauseScript
+			}
+			sr.Err = r.vars.redact(o.err.Error())
+		}
+		if res.Phases.TTFB == 0 && o.ttfb > 0 {
+			res.Phases.TTFB = o.ttfb
+		}
+		if o.status != 0 && !failed {
+			res.StatusCode = o.status
+		}
+		if o.err != nil && !failed {
+			failed = true
+			res.Cause = topCause(sr.Cause)
+			res.Err = fmt.Sprintf("step %d %q (%s): %s", i, s.Name, s.kind, sr.Err)
+			res.Assertions = sr.Assertions
+			if o.status != 0 {
+				res.StatusCode = o.status
+			}
+			if path := r.captureFailure(i, s, &sr); path != "" {
+				r.artifacts = append(r.artifacts, path)
+			}
+		}
+		res.Steps = append(res.Steps, sr)
+	}
+	res.OK = !failed
+	res.Artifacts = r.artifacts
+	res.Phases.Total = time.Since(start)
+	return res
+}
+
+// topCause is the Result's cause for a failed step's cause: a step that
+// could not run (network, TLS, timeout, browser, internal) or failed an SLO
+// assertion (ttfb, duration) passes its cause on; any other assertion of
+// the script fails it as CauseScript.
+func topCause(c checks.Cause) checks.Cause {
+	if c.SLO() || (checks.Result{Cause: c}).CouldNotRun() {
+		return c
+	}
+	return checks.CauseScript
+}
+
+// step runs one step with its own deadline.
+func (r *run) step(runCtx context.Context, i int, s *Step) outcome {
+	timeout := s.timeout
+	if timeout <= 0 {
+		timeout = DefaultStepTimeout
+	}
+	late := runCtx.Err() != nil // an always step after the run's deadline
+	if late {
+		timeout = min(timeout, cleanupBudget)
+	} else if dl, ok := runCtx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	base := runCtx
+	if late {
+		base = context.WithoutCancel(runCtx)
+	}
+	var o outcome
+	switch {
+	case s.HTTP != nil:
+		ctx, cancel := context.WithTimeout(base, timeout)
+		o = r.runHTTP(ctx, i, s)
+		cancel()
+	case s.program != nil:
+		o = r.runExpr(s)
+	case s.Browser != nil:
+		if err := r.openTab(base); err != nil {
+			return outcome{cause: r.tabCause, err: err}
+		}
+		// Browser actions run in the tab's chromedp context, bounded by the
+		// step's timeout and, unless late, by the run's context.
+		ctx, cancel := context.WithTimeout(r.tab.ctx, timeout)
+		stop := func() bool { return false }
+		if !late {
+			stop = context.AfterFunc(runCtx, cancel)
+		}
+		o = r.runBrowser(ctx, s, timeout)
+		stop()
+		cancel()
+	default:
+		o = outcome{cause: checks.CauseInternal, err: errors.New("step has no kind")}
+	}
+	if o.err != nil && !late && runCtx.Err() != nil && o.cause == checks.CauseScript {
+		var we *waitErr
+		if errors.As(o.err, &we) {
+			o.cause = checks.CauseTimeout
+			o.err = fmt.Errorf("run timed out: %w", o.err)
+		}
+	}
+	return o
+}
+
+// runExpr evaluates an expression step.
+func (r *run) runExpr(s *Step) outcome {
+	vars := make(map[string]string, len(r.vars.vars))
+	for k, v := range r.vars.vars {
+		vars[k] = v
+	}
+	ok, err := runExpr(s.program, exprEnv{Vars: vars, Last: r.last})
+	if err != nil {
+		return failf("expr %s: %w", s.Expr, err)
+	}
+	a := checks.AssertionResult{Name: "expr", OK: ok, Got: fmt.Sprint(ok), Want: s.Expr}
+	if !ok {
+		return outcome{cause: checks.CauseScript, err: fmt.Errorf("expr %s: false (last.status_code=%d)", s.Expr, r.last.StatusCode), assertions: []checks.AssertionResult{a}}
+	}
+	return outcome{assertions: []checks.AssertionResult{a}}
+}
+
+// openTab opens the run's browser tab on the first browser step.
+func (r *run) openTab(ctx context.Context) error {
+	if r.tab != nil {
+		return nil
+	}
+	if r.tabErr != nil {
+		return r.tabErr
+	}
+	b := r.runner.o.Browser
+	release, err := b.acquire(ctx)
+	if err != nil {
+		r.tabCause, r.tabErr = checks.CauseTimeout, fmt.Errorf("waiting for a browser slot: %w", err)
+		return r.tabErr
+	}
+	t, err := b.openTab(ctx)
+	if err != nil {
+		release()
+		switch {
+		case errors.Is(err, ErrBrowserUnavailable):
+			r.tabCause = checks.CauseBrowserUnavailable
+		case ctx.Err() != nil:
+			r.tabCause = checks.CauseTimeout
+		default:
+			r.tabCause = checks.CauseBrowser
+		}
+		r.tabErr = err
+		return err
+	}
+	r.tab, r.release = t, release
+	return nil
+}
+
+// close releases the run's browser tab.
+func (r *run) close() {
+	if r.tab != nil {
+		r.tab.close()
+		r.release()
+		r.tab = nil
+	}
+}
+
+// captureFailure saves a screenshot of the tab after step i failed and puts
+// the page URL into the step result. It returns the PNG's path or "".
+func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) string {
+	if r.tab == nil || r.tab.browserDead() {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(r.tab.ctx, failureCaptureBudget)
+	defer cancel()
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil && sr.URL == "" {
+		sr.URL = r.vars.redact(loc)
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return ""
+	}
+	path, err := r.saveArtifact(png, "")
+	if err != nil || path == "" {
+		return ""
+	}
+	_ = r.saveSidecar(path, failureInfo{
+		Check: r.runner.o.Check, Target: r.target.Name, Step: i, StepName: s.Name,
+		Kind: s.kind, Cause: string(sr.Cause), Error: sr.Err, URL: sr.URL, At: time.Now().UTC(),
+	})
+	return path
+}
+
+func (r *run) redactAssertions(as []checks.AssertionResult) []checks.AssertionResult {
+	if len(r.vars.secrets) == 0 || len(as) == 0 {
+		return as
+	}
+	out := make([]checks.AssertionResult, len(as))
+	for i, a := range as {
+		a.Got, a.Want = r.vars.redact(a.Got), r.vars.redact(a.Want)
+		out[i] = a
+	}
+	return out
+}

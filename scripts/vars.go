@@ -1,0 +1,191 @@
+package scripts
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Variable syntax in step strings:
+//
+//	${name}      a script variable set by an earlier step's `extract`
+//	${env:NAME}  an environment variable of the agent; its value is a secret
+//	$${          a literal "${" (e.g. a JavaScript template literal)
+//
+// Variable names are matched lower-cased, because the config loader
+// lower-cases the keys of `extract` maps.
+
+// varName is the shape of a script variable name.
+var varName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// envName is the shape of an environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ErrUnterminatedVar is returned for a "${" without its closing "}".
+var ErrUnterminatedVar = errors.New(`unterminated "${"`)
+
+// ref is one variable reference found in a string.
+type ref struct {
+	name string // lower-cased script variable, or the environment name
+	env  bool
+}
+
+// parseRefs returns the references in s, or an error for a malformed one.
+func parseRefs(s string) ([]ref, error) {
+	var out []ref
+	_, err := expand(s, func(r ref) (string, bool) {
+		out = append(out, r)
+		return "", true
+	})
+	return out, err
+}
+
+// expand replaces every reference in s with lookup's value. lookup's false
+// means "not set": expand then fails naming the variable.
+func expand(s string, lookup func(ref) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		if i > 0 && s[i-1] == '$' {
+			// "$${" is a literal "${".
+			b.WriteString(s[:i-1])
+			b.WriteString("${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return "", ErrUnterminatedVar
+		}
+		body := s[i+2 : i+j]
+		s = s[i+j+1:]
+		var r ref
+		if name, ok := strings.CutPrefix(body, "env:"); ok {
+			if !envName.MatchString(name) {
+				return "", fmt.Errorf("%q: not an environment variable name", body)
+			}
+			r = ref{name: name, env: true}
+		} else {
+			name := strings.ToLower(strings.TrimSpace(body))
+			if !varName.MatchString(name) {
+				return "", fmt.Errorf("${%s}: not a variable name (want ${name} or ${env:NAME})", body)
+			}
+			r = ref{name: name}
+		}
+		v, ok := lookup(r)
+		if !ok {
+			if r.env {
+				return "", fmt.Errorf("environment variable %s is not set", r.name)
+			}
+			return "", fmt.Errorf("variable %s is not set", r.name)
+		}
+		b.WriteString(v)
+	}
+}
+
+// collectRefs walks every string reachable from v (struct fields, maps,
+// slices, pointers, interfaces) and returns the references found, or the first
+// malformed-reference error. It lets the script validate variables in the
+// request specs of package checks without knowing their fields.
+func collectRefs(v reflect.Value) ([]ref, error) {
+	var out []ref
+	var walk func(v reflect.Value) error
+	walk = func(v reflect.Value) error {
+		switch v.Kind() {
+		case reflect.String:
+			rs, err := parseRefs(v.String())
+			out = append(out, rs...)
+			return err
+		case reflect.Pointer, reflect.Interface:
+			if v.IsNil() {
+				return nil
+			}
+			return walk(v.Elem())
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				if !v.Type().Field(i).IsExported() {
+					continue
+				}
+				if err := walk(v.Field(i)); err != nil {
+					return err
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			if v.Type().Elem().Kind() == reflect.Uint8 {
+				return nil
+			}
+			for i := 0; i < v.Len(); i++ {
+				if err := walk(v.Index(i)); err != nil {
+					return err
+				}
+			}
+		case reflect.Map:
+			it := v.MapRange()
+			for it.Next() {
+				if err := walk(it.Value()); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	err := walk(v)
+	return out, err
+}
+
+// runVars is the variable state of one run.
+type runVars struct {
+	vars    map[string]string
+	secrets map[string]struct{} // values of ${env:…} used in this run
+}
+
+func newRunVars() *runVars {
+	return &runVars{vars: map[string]string{}, secrets: map[string]struct{}{}}
+}
+
+// lookup resolves one reference, recording environment values as secrets.
+func (rv *runVars) lookup(r ref) (string, bool) {
+	if r.env {
+		v, ok := os.LookupEnv(r.name)
+		if ok && v != "" {
+			rv.secrets[v] = struct{}{}
+		}
+		return v, ok
+	}
+	v, ok := rv.vars[r.name]
+	return v, ok
+}
+
+// expand expands s with this run's variables.
+func (rv *runVars) expand(s string) (string, error) {
+	return expand(s, rv.lookup)
+}
+
+// redact replaces every secret value in s with "[redacted]". Longer secrets
+// are replaced first so that a secret containing another is fully hidden.
+func (rv *runVars) redact(s string) string {
+	if len(rv.secrets) == 0 || s == "" {
+		return s
+	}
+	keys := make([]string, 0, len(rv.secrets))
+	for k := range rv.secrets {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	for _, k := range keys {
+		s = strings.ReplaceAll(s, k, "[redacted]")
+	}
+	return s
+}
