@@ -1,0 +1,259 @@
+package canary
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// API limits.
+const (
+	// DefaultHistoryLimit is the history endpoint's limit when none is given.
+	DefaultHistoryLimit = 1000
+	// MaxHistoryLimit caps the history endpoint's limit.
+	MaxHistoryLimit = 10000
+	// maxTriggerBody caps a trigger request body, bytes.
+	maxTriggerBody = 4096
+)
+
+// Handler serves the canary's HTTP API:
+//
+//	GET  /api/v1/verdicts                 latest verdict per check × target × region (× vantage)
+//	                                      ?max_age=30s keeps verdicts whose run is that recent
+//	GET  /api/v1/checks/{name}/history    ?target=&region=&from=&to=&limit= (needs src)
+//	POST /api/v1/trigger                  {"check":…,"target":…} or ?check=&target=; bearer agent.admin_token
+//	GET  /healthz                         200 "ok" or 503 with the reasons
+//	GET  /metrics                         Prometheus exposition of the canary's registry
+//
+// src supplies /api/v1/verdicts and history (typically the embedded store,
+// which also holds other canaries' verdicts); nil: verdicts come from this
+// canary's memory and history answers 501. Verdict states are as of the
+// request: an expired verdict reads unknown.
+func (c *Canary) Handler(src reporting.HistorySource) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/verdicts", func(w http.ResponseWriter, r *http.Request) {
+		c.serveVerdicts(w, r, src)
+	})
+	mux.HandleFunc("GET /api/v1/checks/{name}/history", func(w http.ResponseWriter, r *http.Request) {
+		c.serveHistory(w, r, src)
+	})
+	mux.HandleFunc("POST /api/v1/trigger", c.serveTrigger)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := c.Health(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			for _, e := range splitErrors(err) {
+				fmt.Fprintln(w, e.Error())
+			}
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.reg, promhttp.HandlerOpts{
+		ErrorLog: slogPrinter{c}, Registry: c.reg}))
+	return mux
+}
+
+type slogPrinter struct{ c *Canary }
+
+func (s slogPrinter) Println(v ...any) { s.c.log.Warn("metrics", "err", fmt.Sprint(v...)) }
+
+func splitErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// apiError is the JSON error body: {"error": "..."}.
+func apiError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+// parseDur reads a duration like 30s, 5m, 2h or 7d.
+func parseDur(s string) (time.Duration, error) {
+	if strings.HasSuffix(s, "d") {
+		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q: not a duration", s)
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q: not a duration", s)
+	}
+	return d, nil
+}
+
+// parseTime reads RFC 3339 or a duration meaning that long before now.
+func parseTime(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := parseDur(s); err == nil {
+		return now.Add(-d), nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(n, 0), nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want RFC 3339, Unix seconds or a duration ago (1h)", s)
+}
+
+func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src reporting.HistorySource) {
+	var maxAge time.Duration
+	if s := r.URL.Query().Get("max_age"); s != "" {
+		d, err := parseDur(s)
+		if err != nil {
+			apiError(w, http.StatusBadRequest, "max_age: "+err.Error())
+			return
+		}
+		maxAge = d
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	var vs []reporting.Verdict
+	var err error
+	if src != nil {
+		vs, err = src.Verdicts(ctx, maxAge)
+	} else {
+		vs, err = c.Verdicts(ctx, maxAge)
+	}
+	if err != nil {
+		c.log.Warn("api verdicts", "err", err)
+		apiError(w, http.StatusInternalServerError, "reading verdicts failed")
+		return
+	}
+	now := c.now()
+	for i := range vs {
+		vs[i].State = vs[i].Current(now)
+	}
+	if vs == nil {
+		vs = []reporting.Verdict{}
+	}
+	writeJSON(w, http.StatusOK, vs)
+}
+
+func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src reporting.HistorySource) {
+	if src == nil {
+		apiError(w, http.StatusNotImplemented, "no history store configured")
+		return
+	}
+	q := r.URL.Query()
+	now := c.now()
+	hq := reporting.HistoryQuery{Check: r.PathValue("name"), Target: q.Get("target"),
+		Region: q.Get("region"), Limit: DefaultHistoryLimit, From: now.Add(-time.Hour)}
+	var err error
+	if s := q.Get("from"); s != "" {
+		if hq.From, err = parseTime(s, now); err != nil {
+			apiError(w, http.StatusBadRequest, "from: "+err.Error())
+			return
+		}
+	}
+	if s := q.Get("to"); s != "" {
+		if hq.To, err = parseTime(s, now); err != nil {
+			apiError(w, http.StatusBadRequest, "to: "+err.Error())
+			return
+		}
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			apiError(w, http.StatusBadRequest, fmt.Sprintf("limit: %q: want a positive integer", s))
+			return
+		}
+		hq.Limit = min(n, MaxHistoryLimit)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	vs, err := src.History(ctx, hq)
+	if err != nil {
+		c.log.Warn("api history", "check", hq.Check, "err", err)
+		apiError(w, http.StatusInternalServerError, "reading history failed")
+		return
+	}
+	if vs == nil {
+		vs = []reporting.Verdict{}
+	}
+	writeJSON(w, http.StatusOK, vs)
+}
+
+// authorized checks the bearer token in constant time. An empty configured
+// token refuses every request.
+func (c *Canary) authorized(r *http.Request) bool {
+	c.mu.Lock()
+	want := c.cfg.Agent.AdminToken
+	c.mu.Unlock()
+	if want == "" {
+		return false
+	}
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	got := strings.TrimSpace(h[len(prefix):])
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func (c *Canary) serveTrigger(w http.ResponseWriter, r *http.Request) {
+	if !c.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
+		apiError(w, http.StatusUnauthorized, "a valid admin token is required (Authorization: Bearer …; agent.admin_token)")
+		return
+	}
+	var req struct {
+		Check  string `json:"check"`
+		Target string `json:"target"`
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "application/json" || (ct == "" && r.ContentLength > 0) {
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxTriggerBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			apiError(w, http.StatusBadRequest, "body: want {\"check\": …, \"target\": …}: "+err.Error())
+			return
+		}
+	}
+	q := r.URL.Query()
+	if req.Check == "" {
+		req.Check = q.Get("check")
+	}
+	if req.Target == "" {
+		req.Target = q.Get("target")
+	}
+	if req.Check == "" || req.Target == "" {
+		apiError(w, http.StatusBadRequest, "check and target are required")
+		return
+	}
+	v, err := c.TriggerContext(r.Context(), req.Check, req.Target)
+	switch {
+	case errors.Is(err, ErrUnknownPair):
+		apiError(w, http.StatusNotFound, err.Error())
+		return
+	case err != nil:
+		apiError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}

@@ -1,0 +1,598 @@
+// Package canary schedules every check × target pair, runs it with a per-run
+// timeout under a global concurrency limit, judges the results with a
+// hysteresis state machine (rise, fall, degraded, flap damping, adaptive
+// interval, expiry) and publishes one reporting.Verdict per run to a
+// reporting.Sink. It also serves the verdict API, /healthz and /metrics.
+//
+// The canary owns every goroutine that runs checks; checks never schedule
+// themselves.
+package canary
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// Errors returned by Trigger and Run.
+var (
+	// ErrUnknownPair: no configured pair has that check and target.
+	ErrUnknownPair = errors.New("canary: no such check × target")
+	// ErrRunning: Run was called twice.
+	ErrRunning = errors.New("canary: already running")
+)
+
+// Options wires the canary into the process.
+type Options struct {
+	// Sink receives every verdict, in batches (see PublishBatch and
+	// PublishEvery). nil: verdicts are only kept in memory (Latest). The
+	// canary never closes the sink. Pass a reporting.Fanout so one slow sink
+	// cannot hold up the others.
+	Sink reporting.Sink
+	// Registry receives the canary's collectors. nil: a private registry,
+	// still served by Handler at /metrics.
+	Registry *prometheus.Registry
+	// Log receives run panics, sink errors and schedule notes. nil: slog.Default().
+	Log *slog.Logger
+	// Now is the clock for verdict timestamps and state-machine decisions.
+	// nil: time.Now. (Timers always use the real clock.)
+	Now func() time.Time
+	// Dropped, if set, returns a running total of verdicts the sinks dropped
+	// (e.g. the sum of Fanout.Dropped over the sink names); an increase in
+	// the last HealthWindow makes Health report an error.
+	Dropped func() uint64
+	// PublishBatch is the most verdicts per Sink.Publish call (default 256).
+	PublishBatch int
+	// PublishEvery is the longest a verdict waits to be published (default 250ms).
+	PublishEvery time.Duration
+	// PublishQueue is how many verdicts wait for the sink before new ones are
+	// dropped and counted in vigil_canary_publish_dropped_total (default 16384).
+	PublishQueue int
+	// HealthWindow is how long recent drops keep /healthz at 503 (default 5m).
+	HealthWindow time.Duration
+}
+
+// Canary schedules and judges pairs. Create it with New, start it with Run.
+// All methods are safe for concurrent use.
+type Canary struct {
+	log  *slog.Logger
+	now  func() time.Time
+	sink reporting.Sink
+	o    Options
+	reg  *prometheus.Registry
+	m    *metrics
+
+	mu      sync.Mutex // guards cfg, entries, byName, queue, sem
+	cfg     *Config
+	entries map[string]*entry // by Pair.Key()
+	byName  map[[2]string]*entry
+	queue   timeQueue
+	sem     chan struct{}
+	browser chan struct{}
+	wake    chan struct{}
+
+	running   atomic.Bool
+	stopped   atomic.Bool
+	runCtx    context.Context // base of every run's context; never cancelled before runs end
+	wg        sync.WaitGroup  // in-flight runs
+	reloadErr atomic.Pointer[errBox]
+
+	pubMu sync.RWMutex
+	pubCh chan reporting.Verdict // nil outside Run: publish directly
+
+	dropMu       sync.Mutex
+	dropLast     uint64
+	dropLastSeen time.Time
+}
+
+type errBox struct{ err error }
+
+// entry is the canary's record of one pair.
+type entry struct {
+	key    string
+	pair   atomic.Pointer[Pair]
+	kindOf string // check kind, for the browser semaphore
+
+	// Guarded by Canary.mu:
+	idx     int
+	next    time.Time
+	plan    plan
+	removed bool
+
+	mu      sync.Mutex // guards machine, latest, has, done
+	machine *Machine
+	latest  reporting.Verdict
+	has     bool
+	// certExpiry is the leaf certificate NotAfter of the last TLS run.
+	certExpiry time.Time
+	done       chan struct{} // non-nil while a run is in flight; closed when it ends
+
+	passes, fails, skipped atomic.Uint64
+}
+
+// New builds a canary for a validated config and its compiled pairs
+// (Config.Compile). It registers the canary's collectors on o.Registry.
+func New(cfg *Config, pairs []Pair, o Options) (*Canary, error) {
+	if cfg == nil {
+		return nil, errors.New("canary: nil config")
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.PublishBatch <= 0 {
+		o.PublishBatch = 256
+	}
+	if o.PublishEvery <= 0 {
+		o.PublishEvery = 250 * time.Millisecond
+	}
+	if o.PublishQueue <= 0 {
+		o.PublishQueue = 16384
+	}
+	if o.HealthWindow <= 0 {
+		o.HealthWindow = 5 * time.Minute
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	c := &Canary{
+		log: o.Log, now: o.Now, sink: o.Sink, o: o, reg: reg,
+		entries: map[string]*entry{},
+		byName:  map[[2]string]*entry{},
+		wake:    make(chan struct{}, 1),
+		runCtx:  context.Background(),
+	}
+	c.m = newMetrics(c)
+	for _, col := range c.m.collectors() {
+		if err := reg.Register(col); err != nil {
+			return nil, fmt.Errorf("canary: register metrics: %w", err)
+		}
+	}
+	c.Reload(cfg, pairs)
+	return c, nil
+}
+
+// Run schedules every pair until ctx is done, then waits for in-flight runs
+// (each ends within its own timeout), publishes what they produced and
+// returns nil. It does not close the sink.
+func (c *Canary) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	pubDone := c.startPublisher()
+	c.log.Info("canary running", "pairs", c.pairCount())
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := c.fireDue()
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			c.wg.Wait()
+			c.stopPublisher(pubDone)
+			c.stopped.Store(true)
+			c.log.Info("canary stopped")
+			return nil
+		case <-timer.C:
+		case <-c.wake:
+		}
+	}
+}
+
+// fireDue starts every due pair and returns how long to sleep.
+func (c *Canary) fireDue() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for len(c.queue) > 0 {
+		e := c.queue[0]
+		if e.next.After(now) {
+			return e.next.Sub(now)
+		}
+		planned := e.next
+		e.next = e.plan.advance(now)
+		heap.Fix(&c.queue, 0)
+		c.fire(e, planned)
+	}
+	return time.Hour
+}
+
+// fire starts a scheduled run of e unless it is still running. Called with c.mu held.
+func (c *Canary) fire(e *entry, planned time.Time) {
+	if !e.start() {
+		e.skipped.Add(1)
+		return
+	}
+	sem := c.sem
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.run(e, planned, sem)
+	}()
+}
+
+// start marks e as running; false if it already is.
+func (e *entry) start() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done != nil {
+		return false
+	}
+	e.done = make(chan struct{})
+	return true
+}
+
+// run executes one run of e (started with e.start), judges and publishes
+// it, and returns the verdict.
+func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.Verdict {
+	p := e.pair.Load()
+	sem <- struct{}{}
+	var bsem chan struct{}
+	if usesBrowser(p) {
+		c.mu.Lock()
+		bsem = c.browser
+		c.mu.Unlock()
+		bsem <- struct{}{}
+	}
+	if !planned.IsZero() {
+		c.m.lag.Observe(max(time.Since(planned), 0).Seconds())
+	}
+	c.m.inFlight.Inc()
+	res := c.probe(p)
+	c.m.inFlight.Dec()
+	if bsem != nil {
+		<-bsem
+	}
+	<-sem
+	v := c.judge(e, p, res)
+	c.publish(v)
+	return v
+}
+
+// usesBrowser reports whether the pair's probe says it drives the browser.
+func usesBrowser(p *Pair) bool {
+	if b, ok := p.Probe.(interface{ UsesBrowser() bool }); ok {
+		return b.UsesBrowser()
+	}
+	return false
+}
+
+// probe runs the check with its timeout, turning a panic into a Result with
+// cause internal and logging the stack.
+func (c *Canary) probe(p *Pair) (res checks.Result) {
+	timeout := p.Check.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(c.runCtx, timeout)
+	defer cancel()
+	start := c.now()
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("check panicked", "check", p.Check.Name, "target", p.Target.Name,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res = checks.Result{Cause: checks.CauseInternal, Err: fmt.Sprintf("panic: %v", r),
+				Start: start, Phases: checks.Phases{Total: c.now().Sub(start)}}
+		}
+	}()
+	if p.Probe == nil {
+		return checks.Result{Cause: checks.CauseInternal, Err: "check not compiled", Start: start}
+	}
+	res = p.Probe.Run(ctx, p.Target)
+	if res.Start.IsZero() {
+		res.Start = start
+	}
+	return res
+}
+
+// judge feeds the result to e's state machine, records the verdict as e's
+// latest, reschedules e if the adaptive interval asks for it, and ends the run.
+func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
+	at := c.now()
+	o := Classify(res)
+	c.mu.Lock()
+	agent := c.cfg.Agent
+	c.mu.Unlock()
+
+	e.mu.Lock()
+	step := e.machine.Observe(at, o)
+	v := reporting.Verdict{
+		Check: p.Check.Name, Target: p.Target.Name, Tier: p.Check.Tier,
+		Region: agent.Region, Vantage: agent.Vantage,
+		State: step.State, OK: res.OK, Cause: string(res.Cause), Err: res.Err,
+		StatusCode: res.StatusCode,
+		TTFB:       res.Phases.TTFB, Duration: res.Phases.Total, DNS: res.Phases.DNS,
+		Connect: res.Phases.Connect, TLS: res.Phases.TLS, Transfer: res.Phases.Transfer,
+		Streak: step.Streak, Interval: max(step.Next, p.Check.Interval),
+		At: at, Expires: step.Expires, URL: p.Target.URL,
+	}
+	if len(res.Artifacts) > 0 {
+		v.Artifact = res.Artifacts[0]
+	}
+	if n := len(res.Steps); n > 0 && !res.OK {
+		for _, s := range res.Steps {
+			if !s.OK && !s.Skipped && s.URL != "" {
+				v.URL = s.URL
+				break
+			}
+		}
+	}
+	e.latest, e.has = v, true
+	e.certExpiry = res.CertExpiry
+	done := e.done
+	e.done = nil
+	e.mu.Unlock()
+	if res.OK {
+		e.passes.Add(1)
+	} else {
+		e.fails.Add(1)
+	}
+	if step.Changed {
+		c.log.Info("verdict changed", "check", v.Check, "target", v.Target, "from", string(step.From),
+			"to", string(step.State), "cause", v.Cause, "held_down", step.HeldDown)
+	}
+	c.reschedule(e, step.Next, p.Check.Interval)
+	if done != nil {
+		close(done)
+	}
+	return v
+}
+
+// reschedule applies the adaptive interval: a shorter delay pulls the next
+// run forward (a confirm run); a longer one stretches the next regular slot.
+func (c *Canary) reschedule(e *entry, delay, interval time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.removed {
+		return
+	}
+	if e.plan.cron == nil {
+		e.plan.eff = max(delay, interval)
+	}
+	if delay >= interval || e.idx < 0 {
+		return
+	}
+	at := time.Now().Add(delay)
+	if at.Before(e.next) {
+		if e.plan.regular.IsZero() {
+			e.plan.regular = e.next
+		}
+		e.next = at
+		c.queue.fix(e)
+		c.signal()
+	}
+}
+
+func (c *Canary) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Reload swaps in a new validated config and its pairs atomically. Pairs
+// whose Key() is unchanged keep their state machine, latest verdict,
+// counters and schedule (their thresholds follow the new config; a changed
+// interval or cron re-plans them). Other pairs start from unknown; removed
+// pairs stop (a run in flight finishes but its verdict is not kept).
+func (c *Canary) Reload(cfg *Config, pairs []Pair) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfg = cfg
+	if conc := max(cfg.Agent.Concurrency, 1); c.sem == nil || cap(c.sem) != conc {
+		c.sem = make(chan struct{}, conc)
+	}
+	if bc := max(cfg.Agent.Browser.MaxConcurrent, 1); c.browser == nil || cap(c.browser) != bc {
+		c.browser = make(chan struct{}, bc)
+	}
+	old := c.entries
+	c.entries = make(map[string]*entry, len(pairs))
+	c.byName = make(map[[2]string]*entry, len(pairs))
+	for i := range pairs {
+		p := pairs[i]
+		key := p.Key()
+		if _, dup := c.entries[key]; dup {
+			continue
+		}
+		pl := plan{interval: p.Check.Interval, cron: p.Check.Schedule()}
+		if p.Check.Jitter != nil {
+			pl.jitter = p.Check.Jitter.Fraction()
+		}
+		e, ok := old[key]
+		if ok {
+			delete(old, key)
+			prev := e.pair.Load()
+			e.pair.Store(&p)
+			e.mu.Lock()
+			e.machine.SetParams(ParamsFor(p.Check))
+			e.mu.Unlock()
+			if prev.Check.Interval != p.Check.Interval || prev.Check.Cron != p.Check.Cron {
+				e.plan = pl
+				e.next = e.plan.first(key, now)
+				c.queue.fix(e)
+			} else {
+				e.plan.jitter = pl.jitter
+			}
+		} else {
+			e = &entry{key: key, idx: -1, machine: NewMachine(ParamsFor(p.Check)), plan: pl}
+			e.pair.Store(&p)
+			e.next = e.plan.first(key, now)
+			heap.Push(&c.queue, e)
+		}
+		c.entries[key] = e
+		c.byName[[2]string{p.Check.Name, p.Target.Name}] = e
+	}
+	for _, e := range old {
+		e.removed = true
+		if e.idx >= 0 {
+			heap.Remove(&c.queue, e.idx)
+		}
+	}
+	c.signal()
+}
+
+// Trigger runs the pair now, out of its schedule, and returns its verdict.
+// If the pair is already running it waits for that run and returns its
+// verdict instead: a pair never runs twice at once. It is the hook for
+// passive signals and the /api/v1/trigger endpoint.
+func (c *Canary) Trigger(check, target string) (reporting.Verdict, error) {
+	return c.TriggerContext(context.Background(), check, target)
+}
+
+// TriggerContext is Trigger with a context bounding the wait.
+func (c *Canary) TriggerContext(ctx context.Context, check, target string) (reporting.Verdict, error) {
+	c.mu.Lock()
+	e := c.byName[[2]string{check, target}]
+	sem := c.sem
+	c.mu.Unlock()
+	if e == nil {
+		return reporting.Verdict{}, fmt.Errorf("%w: %s × %s", ErrUnknownPair, check, target)
+	}
+	e.mu.Lock()
+	done := e.done
+	if done == nil {
+		e.done = make(chan struct{})
+	}
+	e.mu.Unlock()
+	if done == nil {
+		return c.run(e, time.Time{}, sem), nil
+	}
+	select {
+	case <-done:
+		e.mu.Lock()
+		v := e.latest
+		e.mu.Unlock()
+		return v, nil
+	case <-ctx.Done():
+		return reporting.Verdict{}, ctx.Err()
+	}
+}
+
+// Latest returns the latest verdict of every configured pair that has run,
+// sorted by check, target. States are as judged; use Verdict.Current for
+// the state at a given time (expired verdicts are unknown).
+func (c *Canary) Latest() []reporting.Verdict {
+	c.mu.Lock()
+	es := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		es = append(es, e)
+	}
+	c.mu.Unlock()
+	out := make([]reporting.Verdict, 0, len(es))
+	for _, e := range es {
+		e.mu.Lock()
+		if e.has {
+			out = append(out, e.latest)
+		}
+		e.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Check != out[j].Check {
+			return out[i].Check < out[j].Check
+		}
+		return out[i].Target < out[j].Target
+	})
+	return out
+}
+
+// Verdicts implements reporting.Source over the in-memory latest verdicts:
+// those whose At is within maxAge of now (0: all), with the state at now
+// (expired verdicts report unknown).
+func (c *Canary) Verdicts(_ context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
+	now := c.now()
+	all := c.Latest()
+	out := all[:0]
+	for _, v := range all {
+		if maxAge > 0 && now.Sub(v.At) > maxAge {
+			continue
+		}
+		v.State = v.Current(now)
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+var _ reporting.Source = (*Canary)(nil)
+
+// Skipped returns how many scheduled runs of the pair were skipped because
+// its previous run was still in flight.
+func (c *Canary) Skipped(check, target string) uint64 {
+	c.mu.Lock()
+	e := c.byName[[2]string{check, target}]
+	c.mu.Unlock()
+	if e == nil {
+		return 0
+	}
+	return e.skipped.Load()
+}
+
+// SetReloadError records the outcome of the last config reload (nil: it
+// succeeded). A non-nil error shows in Health, /healthz and
+// vigil_config_last_reload_successful while the old config keeps running.
+func (c *Canary) SetReloadError(err error) {
+	c.reloadErr.Store(&errBox{err})
+	if err == nil {
+		c.m.reloadOK.Set(1)
+		c.m.reloadTime.SetToCurrentTime()
+	} else {
+		c.m.reloadOK.Set(0)
+	}
+}
+
+// Health returns nil when the canary is fine, else every reason it is not:
+// the last reload failed, verdicts were dropped within HealthWindow, or Run
+// has returned.
+func (c *Canary) Health() error {
+	var errs []error
+	if b := c.reloadErr.Load(); b != nil && b.err != nil {
+		errs = append(errs, fmt.Errorf("config reload failed (old config still running): %w", b.err))
+	}
+	if c.stopped.Load() {
+		errs = append(errs, errors.New("scheduler stopped"))
+	}
+	total := c.m.publishDropped.Load()
+	if c.o.Dropped != nil {
+		total += c.o.Dropped()
+	}
+	now := time.Now()
+	c.dropMu.Lock()
+	if total > c.dropLast {
+		c.dropLast, c.dropLastSeen = total, now
+	}
+	if !c.dropLastSeen.IsZero() && now.Sub(c.dropLastSeen) < c.o.HealthWindow {
+		errs = append(errs, fmt.Errorf("verdicts dropped by sinks in the last %s (%d in total)", c.o.HealthWindow, total))
+	}
+	c.dropMu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (c *Canary) pairCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
+// Registry returns the registry the canary's collectors are on.
+func (c *Canary) Registry() *prometheus.Registry { return c.reg }

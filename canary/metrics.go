@@ -1,0 +1,164 @@
+package canary
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// Metric names follow blackbox_exporter where one exists (probe_*), with the
+// labels check, target, tier and region; the series set is bounded by the
+// config (one per configured pair, and per phase or state). Per-pair series
+// are produced at scrape time from the pairs' latest verdicts, so a removed
+// pair's series disappear on reload and an expired verdict shows as unknown.
+//
+// probe_http_duration_seconds uses blackbox_exporter's phase names:
+// resolve (DNS), connect, tls, processing (request written → first byte,
+// i.e. TTFB minus resolve, connect and tls) and transfer (first byte → body
+// read).
+var (
+	pairLabels  = []string{"check", "target", "tier", "region"}
+	descSuccess = prometheus.NewDesc("probe_success",
+		"Whether the last run of the check against the target passed (1) or not (0).", pairLabels, nil)
+	descDuration = prometheus.NewDesc("probe_duration_seconds",
+		"Duration of the last run, seconds.", pairLabels, nil)
+	descPhase = prometheus.NewDesc("probe_http_duration_seconds",
+		"Duration of the last run's HTTP phases (resolve, connect, tls, processing, transfer), seconds.",
+		append(append([]string{}, pairLabels...), "phase"), nil)
+	descStatus = prometheus.NewDesc("probe_http_status_code",
+		"HTTP status code of the last run (0 when none).", pairLabels, nil)
+	descCertExpiry = prometheus.NewDesc("probe_ssl_earliest_cert_expiry",
+		"NotAfter of the leaf certificate seen by the last TLS run, Unix seconds.", pairLabels, nil)
+	descState = prometheus.NewDesc("vigil_verdict_state",
+		"1 for the pair's current verdict state (unknown once the verdict expired), 0 for the others.",
+		append(append([]string{}, pairLabels...), "state"), nil)
+	descStreak = prometheus.NewDesc("vigil_verdict_streak",
+		"Consecutive runs with the same pass/fail outcome as the last one.", pairLabels, nil)
+	descChecks = prometheus.NewDesc("vigil_checks_total",
+		"Runs of the check against the target by result (pass, fail).",
+		[]string{"check", "target", "region", "result"}, nil)
+	descSkipped = prometheus.NewDesc("vigil_skipped_runs_total",
+		"Scheduled runs skipped because the previous run of the pair was still in flight.",
+		[]string{"check", "target", "region"}, nil)
+	descPairs = prometheus.NewDesc("vigil_canary_pairs",
+		"Configured check × target pairs.", nil, nil)
+	descPubDropped = prometheus.NewDesc("vigil_canary_publish_dropped_total",
+		"Verdicts dropped because the canary's publish queue to the sink was full.", nil, nil)
+)
+
+var allStates = []reporting.State{reporting.StateUnknown, reporting.StateHealthy,
+	reporting.StateDegraded, reporting.StateUnhealthy}
+
+type metrics struct {
+	c              *Canary
+	lag            prometheus.Histogram
+	inFlight       prometheus.Gauge
+	reloadOK       prometheus.Gauge
+	reloadTime     prometheus.Gauge
+	publishDropped atomic.Uint64
+}
+
+func newMetrics(c *Canary) *metrics {
+	m := &metrics{
+		c: c,
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "vigil_schedule_lag_seconds",
+			Help:    "Actual start of a scheduled run minus its planned start (includes waiting for the concurrency limit), seconds.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vigil_runs_in_flight", Help: "Check runs executing now."}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vigil_config_last_reload_successful",
+			Help: "1 if the last config reload succeeded (or none was tried), 0 if it failed and the old config runs."}),
+		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vigil_config_last_reload_success_timestamp_seconds",
+			Help: "When the config was last loaded successfully, Unix seconds."}),
+	}
+	m.reloadOK.Set(1)
+	m.reloadTime.SetToCurrentTime()
+	return m
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.lag, m.inFlight, m.reloadOK, m.reloadTime, (*pairCollector)(m)}
+}
+
+// pairCollector emits the per-pair series from the canary's entries.
+type pairCollector metrics
+
+// Describe implements prometheus.Collector.
+func (pc *pairCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descStatus,
+		descCertExpiry, descState, descStreak, descChecks, descSkipped, descPairs, descPubDropped} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
+	c := pc.c
+	now := c.now()
+	c.mu.Lock()
+	region := c.cfg.Agent.Region
+	es := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		es = append(es, e)
+	}
+	c.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descPairs, prometheus.GaugeValue, float64(len(es)))
+	ch <- prometheus.MustNewConstMetric(descPubDropped, prometheus.CounterValue, float64(pc.publishDropped.Load()))
+	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+	for _, e := range es {
+		p := e.pair.Load()
+		check, target, tier := p.Check.Name, p.Target.Name, p.Check.Tier
+		ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(e.passes.Load()), check, target, region, "pass")
+		ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(e.fails.Load()), check, target, region, "fail")
+		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(e.skipped.Load()), check, target, region)
+		e.mu.Lock()
+		v, has := e.latest, e.has
+		certExpiry := e.certExpiry
+		e.mu.Unlock()
+		state := reporting.StateUnknown
+		if has {
+			state = v.Current(now)
+		}
+		for _, s := range allStates {
+			val := 0.0
+			if s == state {
+				val = 1
+			}
+			gauge(descState, val, check, target, tier, region, string(s))
+		}
+		if !has {
+			continue
+		}
+		gauge(descSuccess, b2f(v.OK), check, target, tier, region)
+		gauge(descDuration, v.Duration.Seconds(), check, target, tier, region)
+		gauge(descStatus, float64(v.StatusCode), check, target, tier, region)
+		gauge(descStreak, float64(v.Streak), check, target, tier, region)
+		processing := max(v.TTFB-v.DNS-v.Connect-v.TLS, 0)
+		if v.TTFB == 0 {
+			processing = 0
+		}
+		gauge(descPhase, v.DNS.Seconds(), check, target, tier, region, "resolve")
+		gauge(descPhase, v.Connect.Seconds(), check, target, tier, region, "connect")
+		gauge(descPhase, v.TLS.Seconds(), check, target, tier, region, "tls")
+		gauge(descPhase, processing.Seconds(), check, target, tier, region, "processing")
+		gauge(descPhase, v.Transfer.Seconds(), check, target, tier, region, "transfer")
+		if !certExpiry.IsZero() {
+			gauge(descCertExpiry, float64(certExpiry.Unix()), check, target, tier, region)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,291 @@
+package canary
+
+import (
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// Outcome classifies one run for the state machine.
+type Outcome int
+
+const (
+	// Pass: every assertion held.
+	Pass Outcome = iota
+	// Slow: the origin answered correctly but an SLO assertion (ttfb,
+	// duration) failed, and nothing else did.
+	Slow
+	// Fail: anything else — the check could not complete or a functional
+	// assertion (status, header, body, …) said no.
+	Fail
+)
+
+// String names the outcome: pass, slow or fail.
+func (o Outcome) String() string {
+	switch o {
+	case Pass:
+		return "pass"
+	case Slow:
+		return "slow"
+	}
+	return "fail"
+}
+
+// Classify turns a Result into an Outcome. A failed run is Slow only when
+// its cause is an SLO cause and no non-SLO assertion failed.
+func Classify(r checks.Result) Outcome {
+	if r.OK {
+		return Pass
+	}
+	if !r.Cause.SLO() {
+		return Fail
+	}
+	for _, a := range r.Assertions {
+		if !a.OK && !isSLOAssertion(a.Name) {
+			return Fail
+		}
+	}
+	return Slow
+}
+
+func isSLOAssertion(name string) bool {
+	return name == string(checks.CauseTTFB) || name == string(checks.CauseDuration) ||
+		hasPrefix(name, "ttfb") || hasPrefix(name, "duration")
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// Params are the thresholds of one pair's state machine, taken from its
+// validated CheckConfig by ParamsFor.
+type Params struct {
+	// Rise consecutive passes turn the state healthy (≥ 1).
+	Rise int
+	// Fall consecutive failures turn the state unhealthy (≥ 1).
+	Fall int
+	// Flap is flap damping; MaxChanges 0 disables it.
+	Flap FlapConfig
+	// Interval is the regular interval between runs.
+	Interval time.Duration
+	// ExpireAfter is how long a verdict stays valid after its run.
+	ExpireAfter time.Duration
+	// Adaptive lets a long-stable healthy pair slow down to 2 × Interval.
+	Adaptive bool
+}
+
+// ParamsFor returns the state-machine parameters of a validated check.
+func ParamsFor(c *CheckConfig) Params {
+	p := Params{Rise: c.Rise, Fall: c.Fall, Interval: c.Interval, ExpireAfter: c.ExpireAfter}
+	if c.Flap != nil {
+		p.Flap = *c.Flap
+	}
+	if c.Adaptive != nil {
+		p.Adaptive = *c.Adaptive
+	}
+	return p.normalized()
+}
+
+func (p Params) normalized() Params {
+	p.Rise = max(p.Rise, 1)
+	p.Fall = max(p.Fall, 1)
+	if p.Interval <= 0 {
+		p.Interval = 30 * time.Second
+	}
+	if p.ExpireAfter <= 0 {
+		p.ExpireAfter = 3 * p.Interval
+	}
+	return p
+}
+
+// Adaptive interval tuning.
+const (
+	// confirmDivisor: a healthy pair whose run fails re-checks after
+	// Interval/confirmDivisor (at least minConfirm) to confirm.
+	confirmDivisor = 4
+	minConfirm     = time.Second
+	// stableRuns consecutive passes make a healthy pair "stable"; with
+	// adaptive it then slows linearly to 2 × Interval over slowRamp more passes.
+	stableRuns = 10
+	slowRamp   = 20
+)
+
+// Machine is the verdict state machine of one check × target. It is pure:
+// every method takes the time from its caller. It is not safe for
+// concurrent use.
+//
+// Every run is a Pass, a Slow (only SLO assertions failed) or a Fail.
+// Transitions, evaluated after each run in this order:
+//
+//  1. Fall consecutive Fails → unhealthy (from any state, unknown included).
+//  2. During a flap hold-down → unhealthy.
+//  3. Rise consecutive Passes → healthy (Rise + Flap.ExtraPasses after a hold-down).
+//  4. healthy, and Fall consecutive runs that did not pass (Slow or Fail,
+//     fewer than Fall Fails) → degraded.
+//  5. unknown or unhealthy, the run was Slow, and Rise consecutive runs
+//     answered (Pass or Slow; Rise + ExtraPasses after a hold-down) → degraded.
+//
+// So degraded uses the same hysteresis as healthy and unhealthy: a Slow run
+// breaks a pass streak and a fail streak alike; a degraded pair returns to
+// healthy after Rise passes and becomes unhealthy after Fall Fails.
+//
+// Flap damping: when a change between healthy, degraded and unhealthy
+// (changes out of unknown do not count) makes more than Flap.MaxChanges
+// changes within Flap.Window, the state is held unhealthy until
+// Flap.HoldDown has passed; runs during the hold do not count towards
+// recovery, and recovery then needs Rise + Flap.ExtraPasses passes.
+//
+// Expiry: a run that comes after the previous verdict expired starts again
+// from unknown (its counters reset; a hold-down stays).
+type Machine struct {
+	p Params
+
+	state                          reporting.State
+	pass, answered, notPass, fails int // consecutive counters
+	lastOK                         bool
+	streak                         int
+	changes                        []time.Time
+	holdUntil                      time.Time
+	recovering                     bool
+	expires                        time.Time
+}
+
+// NewMachine returns a machine in state unknown.
+func NewMachine(p Params) *Machine {
+	return &Machine{p: p.normalized(), state: reporting.StateUnknown}
+}
+
+// SetParams changes the thresholds (on reload) and keeps the state.
+func (m *Machine) SetParams(p Params) { m.p = p.normalized() }
+
+// Params returns the machine's thresholds.
+func (m *Machine) Params() Params { return m.p }
+
+// State returns the state at now: unknown once the last verdict expired.
+func (m *Machine) State(now time.Time) reporting.State {
+	if m.expires.IsZero() || !now.Before(m.expires) {
+		return reporting.StateUnknown
+	}
+	return m.state
+}
+
+// HeldUntil returns the end of the current flap hold-down (zero if none).
+func (m *Machine) HeldUntil() time.Time { return m.holdUntil }
+
+// Step is what one Observe decided.
+type Step struct {
+	// State after the run; From is the state before it (unknown if the
+	// previous verdict had expired).
+	State, From reporting.State
+	// Changed reports State != From.
+	Changed bool
+	// Streak counts consecutive runs with the same pass/no-pass value, this
+	// one included.
+	Streak int
+	// HeldDown reports that flap damping holds the state unhealthy.
+	HeldDown bool
+	// Next is the delay until the next run the adaptive logic asks for:
+	// shorter than Interval to confirm a first failure, longer (up to
+	// 2 × Interval, adaptive only) for a long-stable pair, else Interval.
+	Next time.Duration
+	// Expires is when this verdict turns unknown: at + ExpireAfter.
+	Expires time.Time
+}
+
+// Observe feeds one run that finished at at and returns the new state.
+func (m *Machine) Observe(at time.Time, o Outcome) Step {
+	p := m.p
+	if !m.expires.IsZero() && !at.Before(m.expires) {
+		m.state = reporting.StateUnknown
+		m.pass, m.answered, m.notPass, m.fails, m.streak = 0, 0, 0, 0, 0
+	}
+	prev := m.state
+	switch o {
+	case Pass:
+		m.pass++
+		m.answered++
+		m.notPass, m.fails = 0, 0
+	case Slow:
+		m.pass = 0
+		m.answered++
+		m.notPass++
+		m.fails = 0
+	default:
+		m.pass, m.answered = 0, 0
+		m.notPass++
+		m.fails++
+	}
+	ok := o == Pass
+	if m.streak > 0 && ok == m.lastOK {
+		m.streak++
+	} else {
+		m.streak = 1
+	}
+	m.lastOK = ok
+
+	held := at.Before(m.holdUntil)
+	if held {
+		// Runs during a hold-down do not count towards recovery.
+		m.pass, m.answered = 0, 0
+	}
+	need := p.Rise
+	if m.recovering {
+		need += p.Flap.ExtraPasses
+	}
+	next := prev
+	switch {
+	case m.fails >= p.Fall:
+		next = reporting.StateUnhealthy
+	case held:
+		next = reporting.StateUnhealthy
+	case m.pass >= need:
+		next = reporting.StateHealthy
+	case prev == reporting.StateHealthy && m.notPass >= p.Fall:
+		next = reporting.StateDegraded
+	case o == Slow && (prev == reporting.StateUnknown || prev == reporting.StateUnhealthy) && m.answered >= need:
+		next = reporting.StateDegraded
+	}
+	if next != prev && prev != reporting.StateUnknown && p.Flap.MaxChanges > 0 && !held {
+		m.changes = append(m.changes, at)
+		cut := 0
+		for cut < len(m.changes) && !m.changes[cut].After(at.Add(-p.Flap.Window)) {
+			cut++
+		}
+		m.changes = m.changes[cut:]
+		if len(m.changes) > p.Flap.MaxChanges {
+			m.changes = m.changes[:0]
+			m.holdUntil = at.Add(p.Flap.HoldDown)
+			m.recovering = true
+			m.pass, m.answered = 0, 0
+			next = reporting.StateUnhealthy
+			held = p.Flap.HoldDown > 0
+		}
+	}
+	if m.recovering && !held && (next == reporting.StateHealthy || next == reporting.StateDegraded) {
+		m.recovering = false
+	}
+	m.state = next
+	m.expires = at.Add(p.ExpireAfter)
+	return Step{
+		State: next, From: prev, Changed: next != prev, Streak: m.streak, HeldDown: held,
+		Next: m.nextDelay(o), Expires: m.expires,
+	}
+}
+
+// nextDelay is the adaptive interval after a run with outcome o.
+func (m *Machine) nextDelay(o Outcome) time.Duration {
+	p := m.p
+	switch {
+	case (m.state == reporting.StateHealthy && o != Pass) ||
+		(m.state == reporting.StateDegraded && o == Fail):
+		// A run disagrees with the state: confirm sooner.
+		return min(max(p.Interval/confirmDivisor, minConfirm), p.Interval)
+	case p.Adaptive && m.state == reporting.StateHealthy && m.pass >= stableRuns:
+		ceiling := min(2*p.Interval, p.ExpireAfter*2/3)
+		if ceiling <= p.Interval {
+			return p.Interval
+		}
+		ramp := min(m.pass-stableRuns, slowRamp)
+		return p.Interval + (ceiling-p.Interval)*time.Duration(ramp)/slowRamp
+	}
+	return p.Interval
+}
