@@ -1,0 +1,63 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/store"
+)
+
+// BenchmarkStorePublish writes batches of 100 verdicts spread over 1,000
+// series; the verdicts/s metric is the sustained write rate.
+func BenchmarkStorePublish(b *testing.B) {
+	s := open(b, b.TempDir(), store.Options{})
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour)
+	batch := make([]reporting.Verdict, 100)
+	b.ResetTimer()
+	n := 0
+	for i := 0; i < b.N; i++ {
+		for j := range batch {
+			batch[j] = reporting.Verdict{Check: fmt.Sprint("check-", n%100), Target: fmt.Sprint("origin-", n%10), Region: "eu-west",
+				Vantage: "canary-1", State: reporting.StateHealthy, OK: true, StatusCode: 200, TTFB: time.Duration(n%500) * time.Millisecond,
+				At: base.Add(time.Duration(n) * time.Millisecond), Expires: base.Add(time.Hour)}
+			n++
+		}
+		if err := s.Publish(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "verdicts/s")
+}
+
+// BenchmarkVerdicts reads the latest verdict of 10,000 series (the proxy's
+// and status page's query) from a store holding 3 runs of each.
+func BenchmarkVerdicts(b *testing.B) {
+	s := open(b, b.TempDir(), store.Options{})
+	ctx := context.Background()
+	base := time.Now().Add(-10 * time.Minute)
+	const series = 10000
+	for run := 0; run < 3; run++ {
+		batch := make([]reporting.Verdict, 0, 1000)
+		for i := 0; i < series; i++ {
+			batch = append(batch, reporting.Verdict{Check: fmt.Sprint("check-", i/10), Target: fmt.Sprint("origin-", i%10), Region: "eu-west",
+				State: reporting.StateHealthy, OK: true, At: base.Add(time.Duration(run)*time.Minute + time.Duration(i)*time.Microsecond)})
+			if len(batch) == cap(batch) {
+				if err := s.Publish(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v, err := s.Verdicts(ctx, time.Hour)
+		if err != nil || len(v) != series {
+			b.Fatalf("Verdicts = %d, %v", len(v), err)
+		}
+	}
+}
