@@ -164,9 +164,11 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 		}
 		strs = append(strs, m.Contains)
 	case "assert_title", "assert_url":
-		v := *b.AssertTitle
+		var v string
 		if kind == "assert_url" {
 			v = *b.AssertURL
+		} else {
+			v = *b.AssertTitle
 		}
 		if re, ok := strings.CutPrefix(v, "~"); ok {
 			if _, cerr := regexp.Compile(re); cerr != nil {

@@ -1,0 +1,167 @@
+package scripts
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks"
+)
+
+func apiScript(t *testing.T, src string) *Runner {
+	t.Helper()
+	r, err := New(mustScript(t, src), Options{Check: "api", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+func TestAPITransactionPasses(t *testing.T) {
+	o := newAPIOrigin(t)
+	t.Setenv("DEMO_PASSWORD", demoPassword)
+	r := apiScript(t, `
+- name: login
+  http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}
+  expect: {status: 200, json: [{path: token, exists: true}]}
+  extract: {token: {json: token}, sid: {cookie: sid}, etag: {header: ETag}, order: {regex: "order=(\\d+)"}}
+- name: me
+  http: {path: /api/me, headers: {authorization: "Bearer ${token}"}}
+  expect: {status: 200, json: [{path: user, equals: demo}, {path: sid, equals: sess-1}]}
+- expr: 'vars.token == "tok-4711" && vars.sid == "sess-1" && vars.order == "42" && vars.etag == "\"v1\"" && last.status_code == 200 && last.json.user == "demo"'
+- name: cleanup
+  always: true
+  http: {method: DELETE, path: /cart}
+  expect: {status: 204}
+`)
+	res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+	if !res.OK {
+		t.Fatalf("run failed: cause %s: %s\n%+v", res.Cause, res.Err, res.Steps)
+	}
+	if len(res.Steps) != 4 {
+		t.Fatalf("%d steps", len(res.Steps))
+	}
+	for _, s := range res.Steps {
+		if !s.OK || s.Skipped || s.Duration <= 0 {
+			t.Errorf("step %+v", s)
+		}
+	}
+	if res.Steps[1].StatusCode != 200 || res.Steps[1].TTFB <= 0 || res.Steps[1].Metrics["ttfb_ms"] <= 0 {
+		t.Errorf("me step: %+v", res.Steps[1])
+	}
+	if got := o.lastAuth.Load(); got != "Bearer "+demoToken {
+		t.Errorf("authorization sent %q", got)
+	}
+	if o.cleanups.Load() != 1 {
+		t.Errorf("cleanups %d", o.cleanups.Load())
+	}
+	if res.Phases.Total <= 0 || res.Phases.TTFB <= 0 {
+		t.Errorf("phases %+v", res.Phases)
+	}
+}
+
+func TestAPIFailingMiddleStepRunsCleanup(t *testing.T) {
+	o := newAPIOrigin(t)
+	t.Setenv("DEMO_PASSWORD", demoPassword)
+	r := apiScript(t, `
+- name: login
+  http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}
+  extract: {token: {json: token}}
+- name: checkout
+  http: {method: POST, path: /fail}
+  expect: {status: 200}
+- name: me
+  http: {path: /api/me, headers: {authorization: "Bearer ${token}"}}
+- name: cleanup
+  always: true
+  http: {method: DELETE, path: /cart}
+`)
+	res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+	if res.OK {
+		t.Fatal("run passed")
+	}
+	if res.Cause != checks.CauseScript {
+		t.Errorf("cause %q, want script", res.Cause)
+	}
+	if !strings.Contains(res.Err, `step 1 "checkout"`) || !strings.Contains(res.Err, "500") {
+		t.Errorf("err %q does not say which step failed and why", res.Err)
+	}
+	st := res.Steps
+	if !st[0].OK || st[1].OK || st[1].Cause != checks.CauseStatus || st[1].StatusCode != 500 || !st[2].Skipped || !st[3].OK {
+		t.Errorf("steps: %+v", st)
+	}
+	if o.cleanups.Load() != 1 {
+		t.Errorf("cleanup ran %d times, want 1", o.cleanups.Load())
+	}
+	if res.StatusCode != 500 {
+		t.Errorf("status %d", res.StatusCode)
+	}
+}
+
+func TestAPISecretsAreRedacted(t *testing.T) {
+	o := newAPIOrigin(t)
+	t.Setenv("DEMO_PASSWORD", "wrong-"+demoPassword)
+	r := apiScript(t, `
+- http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}
+  expect: {status: 200, body: {contains: token}}
+`)
+	res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+	if res.OK {
+		t.Fatal("run passed with a wrong password")
+	}
+	all := res.Err
+	for _, s := range res.Steps {
+		all += s.Err
+		for _, a := range s.Assertions {
+			all += a.Got + a.Want
+		}
+	}
+	if strings.Contains(all, demoPassword) {
+		t.Errorf("secret leaked: %s", all)
+	}
+}
+
+func TestAPIConnectionCausePassesThrough(t *testing.T) {
+	o := newAPIOrigin(t)
+	url := o.URL
+	o.Close() // a dead port
+	r := apiScript(t, `
+- http: {path: /api/me}
+- {always: true, http: {method: DELETE, path: /cart}}
+`)
+	res := r.Run(context.Background(), checks.Target{Name: "dead", URL: url})
+	if res.OK || res.Cause != checks.CauseConnectRefused {
+		t.Fatalf("cause %q (%s), want connect_refused", res.Cause, res.Err)
+	}
+	if !res.CouldNotRun() {
+		t.Error("a refused connection must be 'could not run'")
+	}
+}
+
+func TestExprStepFails(t *testing.T) {
+	o := newAPIOrigin(t)
+	r := apiScript(t, `
+- http: {path: /fail}
+  expect: {status: 500}
+- expr: 'last.status_code == 200'
+`)
+	res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+	if res.OK || res.Cause != checks.CauseScript || res.Steps[1].OK || !strings.Contains(res.Err, "last.status_code=500") {
+		t.Fatalf("res %+v", res)
+	}
+}
+
+func TestExtractMissingFailsStep(t *testing.T) {
+	o := newAPIOrigin(t)
+	r := apiScript(t, `
+- http: {path: /fail}
+  expect: {status: 500}
+  extract: {token: {json: token}}
+- http: {path: /api/me, headers: {authorization: "Bearer ${token}"}}
+`)
+	res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+	if res.OK || res.Cause != checks.CauseScript || !strings.Contains(res.Steps[0].Err, "extract token") || !res.Steps[1].Skipped {
+		t.Fatalf("res %+v", res)
+	}
+}

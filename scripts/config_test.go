@@ -1,0 +1,203 @@
+package scripts
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+func TestValidateValid(t *testing.T) {
+	sc := mustScript(t, `
+- name: login
+  http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}
+  expect: {status: 200, json: [{path: token, exists: true}]}
+  extract: {token: {json: token}, sid: {cookie: sid}, etag: {header: ETag}, order: {regex: "order=(\\d+)"}}
+  timeout: 5s
+- http: {path: /api/me, headers: {authorization: "Bearer ${token}"}}
+- expr: 'vars.token != "" && last.status_code == 200'
+- browser: {navigate: /shop}
+- browser: {click: "#add-to-cart"}
+- browser: {type: {selector: "#q", text: "shoes"}}
+- browser: {select: {selector: "#size", value: "42"}}
+- browser: {wait_visible: "#cart"}
+- browser: {wait_text: {selector: "#cart-count", equals: "1"}}
+- browser: {assert_text: {selector: "#cart-count", equals: "${order}"}}
+- browser: {assert_title: "Shop"}
+- browser: {assert_url: "~/shop"}
+- browser: {eval: {js: "document.querySelectorAll('.item').length", equals: 3}}
+- browser: {screenshot: true}
+- browser: {sleep: 500ms}
+- browser: {no_console_errors: true}
+- browser: {max_failed_requests: 0}
+- name: cleanup
+  always: true
+  http: {method: DELETE, path: /cart}
+`)
+	if err := sc.ValidateAndSetDefaults(30 * time.Second); err != nil {
+		t.Fatalf("valid script rejected: %v", err)
+	}
+	wantKinds := []string{"http", "http", "expr", "browser.navigate", "browser.click", "browser.type",
+		"browser.select", "browser.wait_visible", "browser.wait_text", "browser.assert_text",
+		"browser.assert_title", "browser.assert_url", "browser.eval", "browser.screenshot",
+		"browser.sleep", "browser.no_console_errors", "browser.max_failed_requests", "http"}
+	for i, k := range wantKinds {
+		if got := sc[i].Kind(); got != k {
+			t.Errorf("step %d kind %q, want %q", i, got, k)
+		}
+	}
+	if sc[0].Name != "login" || sc[1].Name != "1 http" || sc[4].Name != "4 browser.click" {
+		t.Errorf("names: %q %q %q", sc[0].Name, sc[1].Name, sc[4].Name)
+	}
+	if sc[0].timeout != 5*time.Second || sc[1].timeout != DefaultStepTimeout {
+		t.Errorf("timeouts: %s %s", sc[0].timeout, sc[1].timeout)
+	}
+	if !sc.HasBrowser() {
+		t.Error("HasBrowser false")
+	}
+}
+
+func TestValidateErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		timeout   time.Duration
+		want      []string // full messages after units.Prefix("script", …)
+		is        error
+	}{
+		{"no kind", `[{name: x}]`, 0,
+			[]string{"script[0]: step has no kind: want one of http, expr, browser"}, ErrNoKind},
+		{"two kinds", `[{expr: "true", browser: {click: "#a"}}]`, 0,
+			[]string{"script[0]: step has more than one kind: expr, browser"}, ErrManyKinds},
+		{"empty selector", `
+- browser: {navigate: /}
+- browser: {navigate: /}
+- browser: {click: ""}`, 0,
+			[]string{"script[2].browser.click: selector is empty"}, ErrEmptySelector},
+		{"empty type selector", `[{browser: {type: {text: hi}}}]`, 0,
+			[]string{"script[0].browser.type.selector: selector is empty"}, ErrEmptySelector},
+		{"two actions", `[{browser: {click: "#a", wait_visible: "#b"}}]`, 0,
+			[]string{"script[0].browser: more than one action: click, wait_visible"}, nil},
+		{"no action", `[{browser: {}}]`, 0,
+			[]string{"script[0].browser: no action: want one of navigate, click, type, select, wait_visible, wait_text, assert_text, assert_title, assert_url, eval, screenshot, sleep, no_console_errors, max_failed_requests"}, nil},
+		{"undefined variable", `
+- http: {path: /login}
+  extract: {token: {json: token}}
+- http: {path: /me, headers: {authorization: "Bearer ${tokn}"}}`, 0,
+			[]string{"script[1]: undefined variable ${tokn}: no earlier step extracts it"}, ErrUndefinedVar},
+		{"variable used before extraction", `
+- browser: {navigate: "/orders/${order}"}
+- http: {path: /login}
+  extract: {order: {json: id}}`, 0,
+			[]string{"script[0]: undefined variable ${order}: no earlier step extracts it"}, ErrUndefinedVar},
+		{"undefined variable in expr", `[{expr: 'vars.nope == "x"'}]`, 0,
+			[]string{"script[0].expr: undefined variable vars.nope: no earlier step extracts it"}, ErrUndefinedVar},
+		{"bad expr", `[{expr: 'last.status_code +'}]`, 0, nil, nil},
+		{"expr not bool", `[{expr: 'last.status_code'}]`, 0, nil, nil},
+		{"timeouts over check timeout", `
+- {browser: {navigate: /}, timeout: 4s}
+- {browser: {click: "#a"}, timeout: 4s}
+- {browser: {sleep: 3s}}`, 10 * time.Second,
+			[]string{"script[2].timeout: step timeouts exceed the check timeout: steps 0..2 add up to 11s, the check timeout is 10s"}, ErrTimeoutSum},
+		{"extract on browser step", `[{browser: {navigate: /}, extract: {x: {json: a}}}]`, 0,
+			[]string{"script[0].extract: only for http steps"}, nil},
+		{"extract two sources", `[{http: {path: /}, extract: {x: {json: a, header: b}}}]`, 0,
+			[]string{"script[0].extract.x: more than one of json, regex, header, cookie"}, nil},
+		{"bad extract regex", `[{http: {path: /}, extract: {x: {regex: "("}}}]`, 0, nil, nil},
+		{"unterminated variable", `[{browser: {click: "${x"}}]`, 0,
+			[]string{`script[0].browser.click: unterminated "${"`}, ErrUnterminatedVar},
+		{"wait_text without matcher", `[{browser: {wait_text: {selector: "#a"}}}]`, 0,
+			[]string{"script[0].browser.wait_text: want one of equals, contains, regex"}, nil},
+		{"screenshot false", `[{browser: {screenshot: false}}]`, 0,
+			[]string{"script[0].browser.screenshot: must be true"}, nil},
+		{"http error from checks", `[{http: {method: "GE T", path: /}}]`, 0, nil, nil},
+		{"empty", `[]`, 0, []string{"script: script has no steps"}, ErrEmptyScript},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := decodeScript(tc.src)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			err = units.Prefix("script", sc.ValidateAndSetDefaults(tc.timeout))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %v is not %v", err, tc.is)
+			}
+			if tc.want == nil {
+				if !strings.HasPrefix(err.Error(), "script[0]") {
+					t.Errorf("error %q lacks the key path", err)
+				}
+				return
+			}
+			got := units.Errors(err)
+			var msgs []string
+			for _, e := range got {
+				msgs = append(msgs, e.Error())
+			}
+			if strings.Join(msgs, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestDecodeRejectsUnknownKeys(t *testing.T) {
+	if _, err := decodeScript(`[{browser: {clik: "#a"}}]`); err == nil || !strings.Contains(err.Error(), "clik") {
+		t.Fatalf("unknown key accepted: %v", err)
+	}
+}
+
+func TestNewNeedsBrowserForBrowserSteps(t *testing.T) {
+	sc := mustScript(t, `[{browser: {navigate: /}}]`)
+	if _, err := New(sc, Options{Check: "c"}); err == nil {
+		t.Fatal("New accepted browser steps without a Browser")
+	}
+}
+
+func TestExpand(t *testing.T) {
+	t.Setenv("VIGIL_TEST_SECRET", "hunter2")
+	rv := newRunVars()
+	rv.vars["token"] = "abc"
+	for _, tc := range []struct{ in, want, err string }{
+		{"Bearer ${token}", "Bearer abc", ""},
+		{"${TOKEN}!", "abc!", ""},
+		{"pw=${env:VIGIL_TEST_SECRET}", "pw=hunter2", ""},
+		{"js `$${x}`", "js `${x}`", ""},
+		{"no vars", "no vars", ""},
+		{"${missing}", "", "variable missing is not set"},
+		{"${env:VIGIL_TEST_UNSET_XYZ}", "", "environment variable VIGIL_TEST_UNSET_XYZ is not set"},
+		{"${a b}", "", "not a variable name"},
+		{"${x", "", `unterminated "${"`},
+	} {
+		got, err := rv.expand(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("expand(%q) error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("expand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if got := rv.redact("x hunter2 y"); got != "x [redacted] y" {
+		t.Errorf("redact: %q", got)
+	}
+}
+
+func TestResolveURL(t *testing.T) {
+	for _, tc := range [][3]string{
+		{"http://h:1", "/shop", "http://h:1/shop"},
+		{"http://h:1/", "shop", "http://h:1/shop"},
+		{"http://h:1/app", "/shop?x=1", "http://h:1/app/shop?x=1"},
+		{"http://h:1", "https://other/x", "https://other/x"},
+		{"http://h:1", "", "http://h:1"},
+	} {
+		if got := resolveURL(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("resolveURL(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+		}
+	}
+}
