@@ -1,0 +1,180 @@
+package proxy
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// hitsOf returns each backend's request count.
+func hitsOf(bs ...*backend) []int64 {
+	out := make([]int64, len(bs))
+	for i, b := range bs {
+		out[i] = b.hits.Load()
+	}
+	return out
+}
+
+func TestBalancerRoundRobinWeighted(t *testing.T) {
+	a, b, c := newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")
+	cfg := pool1(PolicyRoundRobin, urls(a, b, c)...)
+	cfg.Pools[0].Origins[1].Weight = 2
+	cfg.Pools[0].Origins[2].Weight = 3
+	h := start(t, cfg, nil, false)
+	for i := 0; i < 120; i++ {
+		if code, body, _ := h.do("GET", "/", ""); code != 200 {
+			t.Fatalf("request %d: %d %s", i, code, body)
+		}
+	}
+	// Smooth weighted round robin is exact over whole cycles.
+	if got := hitsOf(a, b, c); got[0] != 20 || got[1] != 40 || got[2] != 60 {
+		t.Fatalf("hits %v, want [20 40 60]", got)
+	}
+}
+
+func TestBalancerLeastConnSpreads(t *testing.T) {
+	a, b, c := newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")
+	h := start(t, pool1(PolicyLeastConn, urls(a, b, c)...), nil, false)
+	for i := 0; i < 300; i++ {
+		h.do("GET", "/", "")
+	}
+	for i, n := range hitsOf(a, b, c) {
+		if n < 50 {
+			t.Errorf("origin %d got %d of 300 requests; P2C should spread idle origins", i, n)
+		}
+	}
+}
+
+func TestBalancerLeastConnAvoidsBusy(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	h := start(t, pool1(PolicyLeastConn, urls(a, b)...), nil, false)
+	// a has 50 requests in flight: every pick compares a and b, b wins.
+	h.origin("web", "o0").inflight.Add(50)
+	defer h.origin("web", "o0").inflight.Add(-50)
+	for i := 0; i < 50; i++ {
+		h.do("GET", "/", "")
+	}
+	if got := hitsOf(a, b); got[0] != 0 || got[1] != 50 {
+		t.Fatalf("hits %v, want all on the idle origin", got)
+	}
+}
+
+func TestBalancerHashSticky(t *testing.T) {
+	bs := []*backend{newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")}
+	cfg := pool1(PolicyHash, urls(bs...)...)
+	cfg.Pools[0].Hash.Key = "header:X-User"
+	h := start(t, cfg, nil, false)
+	owner := map[string]string{}
+	for round := 0; round < 3; round++ {
+		for u := 0; u < 60; u++ {
+			user := fmt.Sprintf("user-%d", u)
+			code, body, _ := h.do("GET", "/", "", "X-User", user)
+			if code != 200 {
+				t.Fatalf("%d %s", code, body)
+			}
+			if prev, ok := owner[user]; ok && prev != body {
+				t.Fatalf("%s moved from %q to %q", user, prev, body)
+			}
+			owner[user] = body
+		}
+	}
+	for i, n := range hitsOf(bs...) {
+		if n == 0 {
+			t.Errorf("origin %d got no keys of 60", i)
+		}
+	}
+	// Taking one origin out moves only its keys.
+	h.p.Drain("o1", "test")
+	moved := 0
+	for u := 0; u < 60; u++ {
+		user := fmt.Sprintf("user-%d", u)
+		_, body, _ := h.do("GET", "/", "", "X-User", user)
+		if body != owner[user] {
+			moved++
+			if owner[user] != "ok b" {
+				t.Errorf("%s moved from %q although its origin stayed", user, owner[user])
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("no key moved off the drained origin")
+	}
+}
+
+func TestBalancerHashBoundedLoad(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	cfg := pool1(PolicyHash, urls(a, b)...)
+	cfg.Pools[0].Hash.Key = "path"
+	h := start(t, cfg, nil, false)
+	_, home, _ := h.do("GET", "/same", "")
+	// Load the key's home origin far above the average: the key spills over.
+	o := h.origin("web", "o0")
+	if home == "ok b" {
+		o = h.origin("web", "o1")
+	}
+	o.inflight.Add(10)
+	_, body, _ := h.do("GET", "/same", "")
+	o.inflight.Add(-10)
+	if body == home {
+		t.Fatalf("bounded load did not move the key off its overloaded origin (%s)", home)
+	}
+}
+
+func TestBalancerIPHashAndFirst(t *testing.T) {
+	for _, policy := range []string{PolicyIPHash, PolicyFirst} {
+		t.Run(policy, func(t *testing.T) {
+			a, b, c := newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")
+			h := start(t, pool1(policy, urls(a, b, c)...), nil, false)
+			for i := 0; i < 30; i++ {
+				h.do("GET", "/", "")
+			}
+			got := hitsOf(a, b, c)
+			busy := -1
+			for i, n := range got {
+				if n == 30 {
+					busy = i
+				} else if n != 0 {
+					t.Fatalf("one client should stick to one origin: %v", got)
+				}
+			}
+			if policy == PolicyFirst && busy != 0 {
+				t.Fatalf("first should use the first origin: %v", got)
+			}
+			// The chosen origin leaves: the client moves, and only to one other.
+			h.p.Drain(fmt.Sprintf("o%d", busy), "test")
+			for i := 0; i < 30; i++ {
+				h.do("GET", "/", "")
+			}
+			got2 := hitsOf(a, b, c)
+			moved := 0
+			for i := range got2 {
+				if i != busy && got2[i] != 0 {
+					moved++
+					if got2[i] != 30 {
+						t.Fatalf("after drain: %v", got2)
+					}
+				}
+			}
+			if moved != 1 || got2[busy] != 30 {
+				t.Fatalf("after drain: %v", got2)
+			}
+		})
+	}
+}
+
+func TestSlowStart(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	cfg := pool1(PolicyRoundRobin, urls(a, b)...)
+	cfg.Pools[0].SlowStart = time.Hour // stays at the 10% floor for the whole test
+	h := start(t, cfg, nil, false)
+	h.p.Drain("o1", "maintenance")
+	h.p.Undrain("o1")
+	for i := 0; i < 110; i++ {
+		h.do("GET", "/", "")
+	}
+	got := hitsOf(a, b)
+	// Weights 1 and 0.1: b gets 10 of 110.
+	if got[1] < 5 || got[1] > 15 {
+		t.Fatalf("returning origin got %d of 110 requests, want about 10 (10%% weight)", got[1])
+	}
+}
