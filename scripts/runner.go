@@ -191,10 +191,11 @@ func (r *run) step(runCtx context.Context, i int, s *Step) outcome {
 		timeout = DefaultStepTimeout
 	}
 	late := runCtx.Err() != nil // an always step after the run's deadline
+	capped := false             // the run's deadline, not the step's timeout, bounds the step
 	if late {
 		timeout = min(timeout, cleanupBudget)
-	} else if dl, ok := runCtx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
+	} else if dl, ok := runCtx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout, capped = time.Until(dl).Round(time.Millisecond), true
 	}
 	base := runCtx
 	if late {
@@ -225,7 +226,7 @@ func (r *run) step(runCtx context.Context, i int, s *Step) outcome {
 	default:
 		o = outcome{cause: checks.CauseInternal, err: errors.New("step has no kind")}
 	}
-	if o.err != nil && !late && runCtx.Err() != nil && o.cause == checks.CauseScript {
+	if o.err != nil && !late && (capped || runCtx.Err() != nil) && o.cause == checks.CauseScript {
 		var we *waitErr
 		if errors.As(o.err, &we) {
 			o.cause = checks.CauseTimeout

@@ -1,0 +1,335 @@
+package scripts
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks"
+)
+
+func browserRunner(t testing.TB, b *Browser, dataDir, src string, timeout time.Duration) *Runner {
+	t.Helper()
+	r, err := New(mustScript(t, src), Options{Check: "shop-flow", Timeout: timeout, DataDir: dataDir, Browser: b})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+func TestBrowserJSRenderedFlowPasses(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	r := browserRunner(t, b, t.TempDir(), `
+- browser: {navigate: /shop}
+- browser: {assert_title: "Shop"}
+- browser: {assert_url: "~/shop$"}
+- browser: {wait_visible: "#add-to-cart"}
+- browser: {eval: {js: "document.querySelectorAll('.item').length", equals: 3}}
+- browser: {click: "#add-to-cart"}
+- browser: {wait_visible: "#cart"}
+- browser: {wait_text: {selector: "#cart-count", equals: "1"}}
+- browser: {assert_text: {selector: "#cart-count", regex: "^[0-9]+$"}}
+- browser: {type: {selector: "#q", text: "shoes"}}
+- browser: {select: {selector: "#size", value: "42"}}
+- browser: {assert_text: {selector: "#echo", equals: "shoes/42"}}
+- browser: {eval: {js: "new Promise(r => setTimeout(() => r('done'), 10))", contains: "do"}}
+- browser: {sleep: 50ms}
+- browser: {screenshot: true}
+- browser: {no_console_errors: true}
+- browser: {max_failed_requests: 0}
+`, 30*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "local", URL: o.URL})
+	if !res.OK {
+		t.Fatalf("flow failed: %s: %s\nsteps: %+v", res.Cause, res.Err, res.Steps)
+	}
+	nav := res.Steps[0]
+	if nav.StatusCode != 200 || nav.TTFB <= 0 || nav.URL != o.URL+"/shop" {
+		t.Errorf("navigate step: %+v", nav)
+	}
+	for _, m := range []string{"ttfb_ms", "dom_content_loaded_ms", "load_ms", "cls"} {
+		if _, ok := nav.Metrics[m]; !ok {
+			t.Errorf("navigate metrics lack %s: %v", m, nav.Metrics)
+		}
+	}
+	t.Logf("navigate metrics: %v", nav.Metrics)
+	if len(res.Artifacts) != 1 || !strings.HasSuffix(res.Artifacts[0], ".png") {
+		t.Fatalf("artifacts %v, want the screenshot step's PNG", res.Artifacts)
+	}
+	if png, err := os.ReadFile(res.Artifacts[0]); err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
+		t.Errorf("screenshot is not a PNG: %v", err)
+	}
+}
+
+func TestBrowserBrokenSelectorFailsWithScreenshot(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	dir := t.TempDir()
+	r := browserRunner(t, b, dir, `
+- browser: {navigate: /shop}
+- name: add to cart
+  browser: {click: "#add-to-cartx"}
+  timeout: 1s
+- browser: {assert_text: {selector: "#cart-count", equals: "1"}}
+`, 20*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "local", URL: o.URL})
+	if res.OK {
+		t.Fatal("passed with a broken selector")
+	}
+	if res.Cause != checks.CauseScript {
+		t.Errorf("cause %q, want script (%s)", res.Cause, res.Err)
+	}
+	if !strings.Contains(res.Err, `step 1 "add to cart"`) || !strings.Contains(res.Err, "#add-to-cartx") {
+		t.Errorf("err %q", res.Err)
+	}
+	if s := res.Steps[1]; s.OK || s.Cause != checks.CauseScript || s.URL != o.URL+"/shop" {
+		t.Errorf("failed step %+v", s)
+	}
+	if !res.Steps[2].Skipped {
+		t.Errorf("step after failure not skipped: %+v", res.Steps[2])
+	}
+	if len(res.Artifacts) != 1 {
+		t.Fatalf("artifacts %v", res.Artifacts)
+	}
+	png := res.Artifacts[0]
+	if !strings.HasPrefix(png, filepath.Join(dir, "artifacts", "shop-flow-local-")) {
+		t.Errorf("artifact path %s", png)
+	}
+	data, err := os.ReadFile(png)
+	if err != nil || !strings.HasPrefix(string(data), "\x89PNG") {
+		t.Fatalf("screenshot: %v", err)
+	}
+	var info failureInfo
+	side, err := os.ReadFile(strings.TrimSuffix(png, ".png") + ".json")
+	if err != nil || json.Unmarshal(side, &info) != nil || info.URL != o.URL+"/shop" || info.Step != 1 {
+		t.Errorf("sidecar %s: %v", side, err)
+	}
+}
+
+func TestBrowserTTFBFromNavigationTiming(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	r := browserRunner(t, b, "", `[{browser: {navigate: /slow}}, {browser: {assert_text: {selector: "#x", equals: slow}}}]`, 20*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "local", URL: o.URL})
+	if !res.OK {
+		t.Fatalf("%s: %s", res.Cause, res.Err)
+	}
+	if got := res.Steps[0].TTFB; got < 300*time.Millisecond {
+		t.Errorf("TTFB %s, want >= 300ms (metrics %v)", got, res.Steps[0].Metrics)
+	}
+	if res.Phases.TTFB != res.Steps[0].TTFB {
+		t.Errorf("result TTFB %s != step TTFB %s", res.Phases.TTFB, res.Steps[0].TTFB)
+	}
+	if v := res.Steps[0].Metrics["request_to_first_byte_ms"]; v < 300 {
+		t.Errorf("request_to_first_byte_ms %v", v)
+	}
+}
+
+func TestBrowserConsoleErrorsAndFailedRequests(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	for _, tc := range []struct {
+		name, step, want string
+	}{
+		{"console", `{no_console_errors: true}`, "kaboom"},
+		{"failed requests", `{max_failed_requests: 0}`, "missing.png"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := browserRunner(t, b, "", `
+- browser: {navigate: /errors}
+- browser: {sleep: 200ms}
+- browser: `+tc.step, 20*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "local", URL: o.URL})
+			if res.OK || res.Cause != checks.CauseScript || !strings.Contains(res.Err, tc.want) {
+				t.Fatalf("res %s: %s", res.Cause, res.Err)
+			}
+			if a := res.Steps[2].Assertions; len(a) != 1 || a[0].OK {
+				t.Errorf("assertions %+v", a)
+			}
+		})
+	}
+	// A page with an uncaught exception only.
+	r := browserRunner(t, b, "", `
+- browser: {navigate: /errors}
+- browser: {sleep: 200ms}
+- browser: {eval: {js: "1+1", equals: 2}}
+- browser: {assert_title: "~^Err"}
+`, 20*time.Second)
+	if res := r.Run(context.Background(), checks.Target{Name: "local", URL: o.URL}); !res.OK {
+		t.Fatalf("eval/title: %s: %s", res.Cause, res.Err)
+	}
+}
+
+func TestBrowserAssertionsFail(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	for _, tc := range []struct{ name, step, want string }{
+		{"title", `{assert_title: "Shopping"}`, `assert_title: got "Shop"`},
+		{"url", `{assert_url: "/other"}`, "assert_url"},
+		{"eval", `{eval: {js: "1+1", equals: 3}}`, "eval: value 2, want 3"},
+		{"eval exception", `{eval: {js: "nope()"}}`, "nope is not defined"},
+		{"text", `{assert_text: {selector: "#cart-count", equals: "7"}}`, `text "0", want equals "7"`},
+		{"select unknown option", `{select: {selector: "#size", value: "99"}}`, `no option "99"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := browserRunner(t, b, "", `
+- browser: {navigate: /shop}
+- browser: {wait_visible: "#add-to-cart"}
+- browser: `+tc.step+`
+  timeout: 2s`, 20*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "local", URL: o.URL})
+			if res.OK || res.Cause != checks.CauseScript || !strings.Contains(res.Err, tc.want) {
+				t.Fatalf("got %s: %s; want script: %s", res.Cause, res.Err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBrowserNavigateErrors(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	dead := newPageOrigin(t)
+	deadURL := dead.URL
+	dead.Close()
+	for _, tc := range []struct {
+		name, url string
+		top, step checks.Cause
+	}{
+		{"status 503", o.URL, checks.CauseScript, checks.CauseStatus},
+		{"refused", deadURL, checks.CauseConnectRefused, checks.CauseConnectRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := browserRunner(t, b, "", `[{browser: {navigate: /broken}}]`, 20*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "x", URL: tc.url})
+			if res.OK || res.Cause != tc.top || res.Steps[0].Cause != tc.step {
+				t.Fatalf("cause %s / step %s (%s), want %s / %s", res.Cause, res.Steps[0].Cause, res.Err, tc.top, tc.step)
+			}
+		})
+	}
+}
+
+func TestBrowserRunTimeout(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	r := browserRunner(t, b, "", `
+- browser: {navigate: /shop}
+- browser: {wait_visible: "#never"}
+- {always: true, browser: {assert_title: Shop}}
+`, 2*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+	if res.OK || res.Cause != checks.CauseTimeout {
+		t.Fatalf("cause %s (%s), want timeout", res.Cause, res.Err)
+	}
+	if !res.Steps[2].OK {
+		t.Errorf("always step after the deadline did not run: %+v", res.Steps[2])
+	}
+}
+
+func TestBrowserUnavailable(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"missing", filepath.Join(t.TempDir(), "no-such-chromium")},
+		{"cannot start", "/bin/false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBrowser(BrowserConfig{ExecPath: tc.path})
+			defer b.Close()
+			r := browserRunner(t, b, "", `[{browser: {navigate: "http://127.0.0.1:1/"}}, {always: true, browser: {sleep: 1ms}}]`, 10*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "x", URL: "http://127.0.0.1:1"})
+			if res.OK || res.Cause != checks.CauseBrowserUnavailable || !res.CouldNotRun() {
+				t.Fatalf("cause %s (%s), want browser_unavailable", res.Cause, res.Err)
+			}
+		})
+	}
+}
+
+func TestBrowserKilledMidRunRecovers(t *testing.T) {
+	needChromium(t)
+	b := NewBrowser(BrowserConfig{})
+	defer b.Close()
+	o := newPageOrigin(t)
+	r := browserRunner(t, b, "", `
+- browser: {navigate: /tiny}
+- browser: {sleep: 5s}
+- browser: {assert_text: {selector: "#x", equals: ok}}
+`, 20*time.Second)
+	done := make(chan checks.Result, 1)
+	go func() { done <- r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL}) }()
+	// Kill the browser once the page is loaded.
+	deadline := time.Now().Add(10 * time.Second)
+	for o.hits.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	pid := b.PID()
+	if pid == 0 {
+		t.Fatal("no browser pid")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.OK || res.Cause != checks.CauseBrowser {
+		t.Fatalf("run with a killed browser: %s (%s), want browser", res.Cause, res.Err)
+	}
+	r2 := browserRunner(t, b, "", `[{browser: {navigate: /tiny}}, {browser: {assert_text: {selector: "#x", equals: ok}}}]`, 20*time.Second)
+	res = r2.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+	if !res.OK {
+		t.Fatalf("run after the kill: %s: %s", res.Cause, res.Err)
+	}
+	if b.Starts() != 2 || b.PID() == pid {
+		t.Errorf("starts %d, pid %d (old %d)", b.Starts(), b.PID(), pid)
+	}
+}
+
+func TestBrowserNoOrphanProcesses(t *testing.T) {
+	needChromium(t)
+	runs := 200
+	if testing.Short() {
+		runs = 30
+	}
+	before := chromiumProcs(testTmp)
+	b := NewBrowser(BrowserConfig{MaxConcurrent: 2})
+	o := newPageOrigin(t)
+	r := browserRunner(t, b, "", `[{browser: {navigate: /tiny}}, {browser: {assert_text: {selector: "#x", equals: ok}}}]`, 20*time.Second)
+	tgt := checks.Target{Name: "x", URL: o.URL}
+	if res := r.Run(context.Background(), tgt); !res.OK {
+		t.Fatalf("warm-up: %s: %s", res.Cause, res.Err)
+	}
+	dir := profileDir(b.PID())
+	if dir == "" || !strings.HasPrefix(dir, testTmp) {
+		t.Fatalf("profile dir %q not under %s", dir, testTmp)
+	}
+	warm := settleCount(dir, 0, 0)
+	// A run timing out mid-step must not leak either.
+	slow := browserRunner(t, b, "", `[{browser: {navigate: /tiny}}, {browser: {wait_visible: "#never"}}]`, 1*time.Second)
+	for i := 0; i < runs; i++ {
+		rr := r
+		if i%50 == 25 {
+			rr = slow
+		}
+		res := rr.Run(context.Background(), tgt)
+		if rr == r && !res.OK {
+			t.Fatalf("run %d: %s: %s", i, res.Cause, res.Err)
+		}
+	}
+	after := settleCount(dir, warm, 10*time.Second)
+	t.Logf("%d runs: chromium processes warm %d, after %d", runs, warm, after)
+	if after > warm {
+		t.Errorf("%d chromium processes after %d runs, %d before", after, runs, warm)
+	}
+	if b.Starts() != 1 {
+		t.Errorf("browser restarted: %d starts", b.Starts())
+	}
+	b.Close()
+	if n := settleCount(dir, 0, 10*time.Second); n != 0 {
+		t.Errorf("%d chromium processes survive Close", n)
+	}
+	if n := settleCount(testTmp, before, 10*time.Second); n != before {
+		t.Errorf("chromium processes of this binary: %d, %d before", n, before)
+	}
+}
