@@ -238,8 +238,9 @@ type keyError struct {
 	inner    error
 }
 
-func (e *keyError) Error() string   { return e.msg }
-func (e *keyError) Unwrap() []error { return []error{e.sentinel, e.inner} }
+func (e *keyError) Error() string        { return e.msg }
+func (e *keyError) Unwrap() error        { return e.inner }
+func (e *keyError) Is(target error) bool { return target == e.sentinel }
 
 // errorf formats a config error that wraps sentinel without repeating its text.
 func errorf(sentinel error, format string, args ...any) error {

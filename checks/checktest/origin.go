@@ -428,6 +428,11 @@ func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ModeReset:
 		resetConn(w)
 		return
+	}
+	if !o.sleep(ctx, time.Duration(o.firstByte.Load())) {
+		return
+	}
+	switch mode {
 	case Mode503:
 		unavailable(w)
 		return
@@ -445,9 +450,6 @@ func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if path != "/healthz" && !o.sleep(ctx, time.Duration(o.slow.Load())) {
 			return
 		}
-	}
-	if !o.sleep(ctx, time.Duration(o.firstByte.Load())) {
-		return
 	}
 	if mode != ModeMissingHeader && (api || path == "/asset.bin") {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
