@@ -26,6 +26,7 @@ const (
 	mode503         // 503
 	modeHang        // never answers (until the test ends)
 	modeSlow        // answers 200 after 50ms
+	modePartial     // every 5th request answers 503
 )
 
 // backend is one origin: a real HTTP server counting what it received.
@@ -71,6 +72,11 @@ func newBackend(t *testing.T, name string) *backend {
 			return
 		case modeSlow:
 			time.Sleep(50 * time.Millisecond)
+		case modePartial:
+			if b.hits.Load()%5 == 0 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
 		}
 		w.Header().Set("X-Origin", name)
 		io.WriteString(w, "ok "+name)
