@@ -22,11 +22,11 @@ import (
 
 // Backend modes.
 const (
-	modeOK   = iota // 200 "ok <name>"
-	mode503         // 503
-	modeHang        // never answers (until the test ends)
-	modeSlow        // answers 200 after 50ms
-	modePartial     // every 5th request answers 503
+	modeOK      = iota // 200 "ok <name>"
+	mode503            // 503
+	modeHang           // never answers (until the test ends)
+	modeSlow           // answers 200 after 50ms
+	modePartial        // every 5th request answers 503
 )
 
 // backend is one origin: a real HTTP server counting what it received.
