@@ -154,6 +154,7 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 	inDNS := !t.dnsStart.IsZero() && t.dnsDone.IsZero()
 	inConnect := !t.connStart.IsZero() && !connected
 	inTLS := !t.tlsStart.IsZero() && t.tlsDone.IsZero()
+	gotFirstByte := !t.firstByte.IsZero()
 	t.mu.Unlock()
 
 	deadline := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err)
@@ -173,7 +174,7 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 		return c, msg
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return CauseConnectRefused, "connection refused: " + rootMsg(err)
+		return CauseConnectRefused, refusedMsg(err)
 	}
 	if deadline {
 		switch {
@@ -184,7 +185,10 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 		case inTLS:
 			return CauseTLS, fmt.Sprintf("tls: handshake not finished within %s", after)
 		}
-		return CauseTimeout, fmt.Sprintf("timeout: no complete response within %s", after)
+		if gotFirstByte {
+			return CauseTimeout, fmt.Sprintf("timeout: response not complete within %s", after)
+		}
+		return CauseTimeout, fmt.Sprintf("timeout: no response within %s", after)
 	}
 	if errors.Is(err, context.Canceled) {
 		return CauseInternal, "run canceled"
@@ -194,7 +198,7 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 		if e == nil {
 			e = err
 		}
-		return CauseTLS, "tls: " + rootMsg(e)
+		return CauseTLS, "tls: " + strings.TrimPrefix(rootMsg(e), "tls: ")
 	}
 	if !connected {
 		return CauseConnect, "connect: " + rootMsg(err)
@@ -213,7 +217,7 @@ func classifyDial(err error) (Cause, string) {
 	case errors.As(err, &dnsErr):
 		return CauseDNS, "dns: " + dnsErr.Error()
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return CauseConnectRefused, "connection refused: " + rootMsg(err)
+		return CauseConnectRefused, refusedMsg(err)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || isTimeout(err):
 		return CauseConnectTimeout, "connect: " + rootMsg(err)
 	}
@@ -253,13 +257,13 @@ func certCause(err error) (Cause, string, bool) {
 	case errors.As(err, &ua):
 		return CauseCert, "cert: signed by an unknown authority", true
 	case errors.As(err, &he):
-		return CauseCert, "cert: " + he.Error(), true
+		return CauseCert, "cert: " + strings.TrimPrefix(he.Error(), "x509: "), true
 	case errors.As(err, &ci):
-		return CauseCert, "cert: " + ci.Error(), true
+		return CauseCert, "cert: " + strings.TrimPrefix(ci.Error(), "x509: "), true
 	}
 	var cv *tls.CertificateVerificationError
 	if errors.As(err, &cv) {
-		return CauseCert, "cert: " + rootMsg(cv.Err), true
+		return CauseCert, "cert: " + strings.TrimPrefix(rootMsg(cv.Err), "x509: "), true
 	}
 	return "", "", false
 }
@@ -289,4 +293,13 @@ func rootMsg(err error) string {
 		return op.Op + ": " + msg
 	}
 	return err.Error()
+}
+
+// refusedMsg names the address that refused the connection.
+func refusedMsg(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Addr != nil {
+		return "connection refused by " + op.Addr.String()
+	}
+	return "connection refused"
 }

@@ -1,0 +1,178 @@
+package checks_test
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+)
+
+// lineServer answers each connection with handle; it stops at test end.
+func lineServer(t *testing.T, handle func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				handle(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return "tcp://" + ln.Addr().String()
+}
+
+func TestTCP(t *testing.T) {
+	redis := lineServer(t, func(c net.Conn) {
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		if line == "PING\r\n" {
+			c.Write([]byte("+PONG\r\n"))
+		} else {
+			c.Write([]byte("-ERR unknown command\r\n"))
+		}
+	})
+	banner := lineServer(t, func(c net.Conn) {
+		time.Sleep(30 * time.Millisecond)
+		c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n"))
+		time.Sleep(100 * time.Millisecond)
+	})
+	silent := lineServer(t, func(c net.Conn) { time.Sleep(time.Second) })
+	closer := lineServer(t, func(c net.Conn) {})
+	origin := checktest.NewOrigin()
+	defer origin.Close()
+
+	tests := []struct {
+		name   string
+		target string
+		spec   checks.TCPSpec
+		expect checks.Expect
+		cause  checks.Cause
+		errHas string
+	}{
+		{name: "connect only", target: closer},
+		{name: "send expect", target: redis, spec: checks.TCPSpec{Send: "PING\r\n", Expect: "+PONG"}},
+		{name: "send expect regex", target: redis, spec: checks.TCPSpec{Send: "PING\r\n", Expect: `~^\+PONG\r\n$`}},
+		{name: "expect mismatch", target: redis, spec: checks.TCPSpec{Send: "HELLO\r\n", Expect: "+PONG"},
+			cause: checks.CauseBody, errHas: "tcp expect: +PONG not received (got 22 bytes)"},
+		{name: "banner", target: banner, spec: checks.TCPSpec{Expect: "~^SSH-2\\.0-"}, expect: checks.Expect{TTFB: time.Second}},
+		{name: "banner ttfb too slow", target: banner, expect: checks.Expect{TTFB: 5 * time.Millisecond}, cause: checks.CauseTTFB},
+		{name: "http over tcp", target: strings.Replace(origin.URL(), "http://", "tcp://", 1),
+			spec: checks.TCPSpec{Send: "GET /healthz HTTP/1.0\r\n\r\n", Expect: "200 OK"}},
+		{name: "silent", target: silent, spec: checks.TCPSpec{Expect: "hello"}, cause: checks.CauseTimeout, errHas: "no response within"},
+		{name: "closed without answer", target: closer, spec: checks.TCPSpec{Expect: "hello"}, cause: checks.CauseReset},
+		{name: "refused", target: "tcp://" + deadAddr(t), cause: checks.CauseConnectRefused},
+		{name: "dns", target: "tcp://db.invalid:5432", cause: checks.CauseDNS},
+		{name: "duration", target: silent, spec: checks.TCPSpec{Send: "x"}, expect: checks.Expect{Duration: time.Nanosecond}, cause: checks.CauseDuration},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := checks.NewTCP(tt.spec, tt.expect, checks.Options{Timeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Run(context.Background(), checks.Target{URL: tt.target})
+			if r.Cause != tt.cause || r.OK != (tt.cause == "") {
+				t.Fatalf("cause %q (%s), want %q; assertions %+v", r.Cause, r.Err, tt.cause, r.Assertions)
+			}
+			if !strings.Contains(r.Err, tt.errHas) {
+				t.Errorf("Err %q, want it to contain %q", r.Err, tt.errHas)
+			}
+			if tt.cause == "" && r.Phases.Connect <= 0 {
+				t.Errorf("connect phase %v", r.Phases.Connect)
+			}
+		})
+	}
+}
+
+func TestTLSCheck(t *testing.T) {
+	o := checktest.NewTLSOrigin(checktest.WithCert(checktest.CertOptions{NotAfter: time.Now().Add(10*24*time.Hour + time.Hour)}))
+	defer o.Close()
+	ca, err := o.CAFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := checktest.NewOrigin()
+	defer plain.Close()
+	hole := checktest.NewOrigin(checktest.WithMode(checktest.ModeBlackhole))
+	defer hole.Close()
+	target := "tls://" + o.Addr()
+
+	tests := []struct {
+		name    string
+		target  string
+		spec    checks.TLSSpec
+		expect  checks.Expect
+		cause   checks.Cause
+		errHas  string
+		failing string // the failing assertion
+		listed  string // every assertion name:ok, in order
+	}{
+		{name: "ok", target: target, spec: checks.TLSSpec{CAFile: ca}, expect: checks.Expect{CertMinDays: 7},
+			listed: "cert chain:true cert hostname:true cert_min_days:true"},
+		{name: "https url", target: o.URL(), spec: checks.TLSSpec{CAFile: ca}, listed: "cert chain:true cert hostname:true"},
+		{name: "unknown authority", target: target, cause: checks.CauseCert, errHas: "unknown authority", failing: "cert chain",
+			listed: "cert chain:false cert hostname:true"},
+		{name: "hostname mismatch", target: target, spec: checks.TLSSpec{CAFile: ca, ServerName: "api.example"}, cause: checks.CauseCert,
+			errHas: "not valid for api.example (valid for localhost, 127.0.0.1, ::1)", failing: "cert hostname"},
+		{name: "days left", target: target, spec: checks.TLSSpec{CAFile: ca}, expect: checks.Expect{CertMinDays: 14}, cause: checks.CauseCert,
+			errHas: "certificate expires in 10 days", failing: "cert_min_days"},
+		{name: "insecure", target: target, spec: checks.TLSSpec{InsecureSkipVerify: true}, expect: checks.Expect{CertMinDays: 3},
+			listed: "cert_min_days:true"},
+		{name: "plain http", target: "tls://" + plain.Addr(), cause: checks.CauseTLS},
+		{name: "blackhole", target: "tls://" + hole.Addr(), cause: checks.CauseTLS, errHas: "handshake not finished within"},
+		{name: "refused", target: "tls://" + deadAddr(t), cause: checks.CauseConnectRefused},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := checks.NewTLS(tt.spec, tt.expect, checks.Options{Timeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Run(context.Background(), checks.Target{URL: tt.target})
+			if r.Cause != tt.cause || r.OK != (tt.cause == "") {
+				t.Fatalf("cause %q (%s), want %q; assertions %+v", r.Cause, r.Err, tt.cause, r.Assertions)
+			}
+			if !strings.Contains(r.Err, tt.errHas) {
+				t.Errorf("Err %q, want it to contain %q", r.Err, tt.errHas)
+			}
+			var listed []string
+			failingFound := tt.failing == ""
+			for _, a := range r.Assertions {
+				listed = append(listed, a.Name+":"+map[bool]string{true: "true", false: "false"}[a.OK])
+				if a.Name == tt.failing && !a.OK {
+					failingFound = true
+				}
+			}
+			if tt.listed != "" && strings.Join(listed, " ") != tt.listed {
+				t.Errorf("assertions %q, want %q", strings.Join(listed, " "), tt.listed)
+			}
+			if !failingFound {
+				t.Errorf("assertion %q not failing in %+v", tt.failing, r.Assertions)
+			}
+			if tt.cause == "" || tt.cause == checks.CauseCert {
+				if !r.CertExpiry.Equal(o.Certificate().NotAfter) {
+					t.Errorf("CertExpiry %v, want %v", r.CertExpiry, o.Certificate().NotAfter)
+				}
+				if r.Phases.TLS <= 0 || r.Phases.Connect <= 0 {
+					t.Errorf("phases %+v", r.Phases)
+				}
+			}
+		})
+	}
+}
