@@ -1,0 +1,302 @@
+package statuspage
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// uptimeWindows are the uptime columns of a check page.
+var uptimeWindows = []struct {
+	Label string
+	D     time.Duration
+}{{"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}}
+
+// chartWindows are the TTFB chart spans a check page offers (?window=).
+var chartWindows = []struct {
+	Label string
+	D     time.Duration
+}{{"15m", 15 * time.Minute}, {"1h", time.Hour}, {"6h", 6 * time.Hour}, {"24h", 24 * time.Hour}}
+
+// phaseWindow is how far back the phase breakdown averages runs.
+const phaseWindow = 15 * time.Minute
+
+// failureWindow and maxFailures bound the recent failures list.
+const (
+	failureWindow = 24 * time.Hour
+	maxFailures   = 30
+)
+
+type uptimeRow struct {
+	Target string // "" = all targets
+	Cells  []uptimeCell
+}
+
+type uptimeCell struct {
+	Window        string
+	Total, Failed int
+	// Ratio is 1 − Failed/Total; meaningless when Total is 0.
+	Ratio float64
+}
+
+// computeUptime folds per-minute rollups into uptime per target and over all
+// targets for each uptime window ending at now. A minute counts in a window
+// when it overlaps it.
+func computeUptime(rs []reporting.Rollup, now time.Time) []uptimeRow {
+	type acc struct{ total, failed [3]int }
+	per := map[string]*acc{}
+	all := &acc{}
+	for _, r := range rs {
+		a := per[r.Target]
+		if a == nil {
+			a = &acc{}
+			per[r.Target] = a
+		}
+		end := r.Minute.Add(time.Minute)
+		for i, w := range uptimeWindows {
+			if end.After(now.Add(-w.D)) && !r.Minute.After(now) {
+				a.total[i] += r.Total
+				a.failed[i] += r.Failed
+				all.total[i] += r.Total
+				all.failed[i] += r.Failed
+			}
+		}
+	}
+	mk := func(target string, a *acc) uptimeRow {
+		row := uptimeRow{Target: target}
+		for i, w := range uptimeWindows {
+			c := uptimeCell{Window: w.Label, Total: a.total[i], Failed: a.failed[i]}
+			if c.Total > 0 {
+				c.Ratio = 1 - float64(c.Failed)/float64(c.Total)
+			}
+			row.Cells = append(row.Cells, c)
+		}
+		return row
+	}
+	var out []uptimeRow
+	targets := make([]string, 0, len(per))
+	for t := range per {
+		targets = append(targets, t)
+	}
+	slices.Sort(targets)
+	for _, t := range targets {
+		out = append(out, mk(t, per[t]))
+	}
+	if len(targets) > 1 {
+		out = append(out, mk("", all))
+	}
+	return out
+}
+
+// phaseRow is the average phase split of recent runs of one target × region.
+type phaseRow struct {
+	Target, Region                    string
+	Runs                              int
+	DNS, Connect, TLS, Wait, Transfer time.Duration
+	Total                             time.Duration
+	Bars                              []phaseBar
+}
+
+type phaseBar struct {
+	Phase    string
+	Class    string
+	Avg      time.Duration
+	X, Width float64 // in percent of the bar area
+}
+
+var phaseNames = []struct{ Name, Class string }{
+	{"dns", "ph-dns"}, {"connect", "ph-connect"}, {"tls", "ph-tls"}, {"ttfb (server wait)", "ph-wait"}, {"transfer", "ph-transfer"},
+}
+
+// computePhases averages the phases of runs with a first byte since from.
+// Wait is TTFB minus DNS, connect and TLS (TTFB counts from the run's start).
+func computePhases(vs []reporting.Verdict, from time.Time) []phaseRow {
+	type k struct{ t, r string }
+	sums := map[k]*[6]time.Duration{}
+	n := map[k]int{}
+	for _, v := range vs {
+		if v.At.Before(from) || v.TTFB <= 0 {
+			continue
+		}
+		key := k{v.Target, v.Region}
+		s := sums[key]
+		if s == nil {
+			s = &[6]time.Duration{}
+			sums[key] = s
+		}
+		wait := max(v.TTFB-v.DNS-v.Connect-v.TLS, 0)
+		s[0] += v.DNS
+		s[1] += v.Connect
+		s[2] += v.TLS
+		s[3] += wait
+		s[4] += v.Transfer
+		n[key]++
+	}
+	var out []phaseRow
+	var longest time.Duration
+	for key, s := range sums {
+		c := time.Duration(n[key])
+		r := phaseRow{Target: key.t, Region: key.r, Runs: n[key],
+			DNS: s[0] / c, Connect: s[1] / c, TLS: s[2] / c, Wait: s[3] / c, Transfer: s[4] / c}
+		r.Total = r.DNS + r.Connect + r.TLS + r.Wait + r.Transfer
+		longest = max(longest, r.Total)
+		out = append(out, r)
+	}
+	for i := range out {
+		r := &out[i]
+		x := 0.0
+		for j, d := range []time.Duration{r.DNS, r.Connect, r.TLS, r.Wait, r.Transfer} {
+			w := 0.0
+			if longest > 0 {
+				w = 100 * float64(d) / float64(longest)
+			}
+			r.Bars = append(r.Bars, phaseBar{Phase: phaseNames[j].Name, Class: phaseNames[j].Class, Avg: d, X: x, Width: w})
+			x += w
+		}
+	}
+	slices.SortFunc(out, func(a, b phaseRow) int {
+		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Region, b.Region))
+	})
+	return out
+}
+
+// failure is one failed run shown on a check page.
+type failure struct {
+	reporting.Verdict
+	ArtifactURL string
+}
+
+// checkData is a check page's model.
+type checkData struct {
+	base
+	Check      string
+	Tier       string
+	Matrix     matrix
+	Uptime     []uptimeRow
+	UptimeErr  string
+	SLOs       []SLOStatus
+	HasSLOs    bool
+	Window     string
+	Windows    []string
+	Charts     []chart
+	Phases     []phaseRow
+	PhaseSpan  time.Duration
+	Failures   []failure
+	FailWindow time.Duration
+	Known      bool
+}
+
+func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	ctx, cancel := p.ctx(r)
+	defer cancel()
+	now := p.o.Now()
+	d := checkData{base: p.base(r, now, name), Check: name, PhaseSpan: phaseWindow, FailWindow: failureWindow}
+	code := http.StatusOK
+	fail := func(what string, err error) {
+		p.log.Warn("statuspage: "+what, "check", name, "err", err)
+		if d.Error == "" {
+			d.Error = what + ": " + err.Error()
+		}
+		code = http.StatusServiceUnavailable
+	}
+
+	win := DefaultChartWindow
+	d.Window = "1h"
+	for _, cw := range chartWindows {
+		d.Windows = append(d.Windows, cw.Label)
+		if r.URL.Query().Get("window") == cw.Label {
+			win, d.Window = cw.D, cw.Label
+		}
+	}
+
+	vs, err := p.o.Verdicts.Verdicts(ctx, 0)
+	if err != nil {
+		fail("cannot read verdicts", err)
+	}
+	var mine []reporting.Verdict
+	for _, v := range vs {
+		if v.Check == name {
+			mine = append(mine, v)
+			if d.Tier == "" {
+				d.Tier = v.Tier
+			}
+		}
+	}
+	d.Matrix = buildMatrix(mine, now)
+
+	if rows, ok := p.uptimeC.get(name, now); ok {
+		d.Uptime = rows
+	} else if rows, err := p.uptime(ctx, name, now); err != nil {
+		fail("cannot read rollups", err)
+	} else {
+		d.Uptime = rows
+		p.uptimeC.put(name, now, rows)
+	}
+
+	if p.o.SLOs != nil {
+		d.HasSLOs = true
+		for _, s := range p.o.SLOs() {
+			if s.Check == name {
+				d.SLOs = append(d.SLOs, s)
+			}
+		}
+	}
+
+	hist, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-max(win, phaseWindow)), To: now, Limit: DefaultHistoryLimit})
+	if err != nil {
+		fail("cannot read history", err)
+	}
+	d.Charts = ttfbCharts(hist, now.Add(-win), now)
+	d.Phases = computePhases(hist, now.Add(-phaseWindow))
+
+	fh, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-failureWindow), To: now, Limit: DefaultHistoryLimit})
+	if err != nil {
+		fail("cannot read history", err)
+	}
+	for i := len(fh) - 1; i >= 0 && len(d.Failures) < maxFailures; i-- {
+		if v := fh[i]; !v.OK {
+			d.Failures = append(d.Failures, failure{Verdict: v, ArtifactURL: p.artifactURL(v.Artifact)})
+		}
+	}
+	slices.SortStableFunc(d.Failures, func(a, b failure) int { return b.At.Compare(a.At) })
+	d.Known = len(mine) > 0 || len(hist) > 0 || len(fh) > 0 || hasRuns(d.Uptime)
+	if !d.Known && code == http.StatusOK {
+		code = http.StatusNotFound
+	}
+	p.render(w, code, "check.html", d)
+}
+
+func hasRuns(rows []uptimeRow) bool {
+	for _, r := range rows {
+		for _, c := range r.Cells {
+			if c.Total > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (p *Page) uptime(ctx context.Context, check string, now time.Time) ([]uptimeRow, error) {
+	longest := uptimeWindows[len(uptimeWindows)-1].D
+	rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: check, From: now.Add(-longest), To: now})
+	if err != nil {
+		return nil, err
+	}
+	return computeUptime(rs, now), nil
+}
+
+// percentile returns the nearest-rank q-quantile (0 < q <= 1) of sorted ds.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

@@ -1,0 +1,148 @@
+package statuspage
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+//go:embed assets
+var assets embed.FS
+
+var funcs = template.FuncMap{
+	"icon":       stateIcon,
+	"ms":         fmtMs,
+	"ago":        fmtAgo,
+	"since":      func(t, now time.Time) string { return fmtAgo(now.Sub(t)) },
+	"pct":        fmtPct,
+	"ratio":      func(f float64) string { return strconv.FormatFloat(f, 'f', 6, 64) },
+	"region":     regionLabel,
+	"checkURL":   func(name string) string { return "/check/" + url.PathEscape(name) },
+	"dur":        fmtDur,
+	"f1":         func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"sloCurrent": sloCurrent,
+	"budget":     fmtBudget,
+	"budgetW":    func(b float64) float64 { return math.Round(1000*min(max(b, 0), 1)) / 10 },
+	"budgetState": func(b float64) string {
+		switch {
+		case b <= 0:
+			return "unhealthy"
+		case b < 0.25:
+			return "degraded"
+		}
+		return "healthy"
+	},
+	"join":  strings.Join,
+	"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"rfc":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"add":   func(a, b float64) float64 { return a + b },
+	"sub":   func(a, b float64) float64 { return a - b },
+	"secs":  func(d time.Duration) int { return int(d / time.Second) },
+	"lower": strings.ToLower,
+	"title": func(s string) string {
+		if s == "" {
+			return s
+		}
+		return strings.ToUpper(s[:1]) + s[1:]
+	},
+}
+
+// stateIcon is the text symbol shown beside a state's colour, so state never
+// depends on colour alone.
+func stateIcon(s reporting.State) string {
+	switch s {
+	case reporting.StateHealthy:
+		return "✓"
+	case reporting.StateDegraded:
+		return "▲"
+	case reporting.StateUnhealthy:
+		return "✕"
+	}
+	return "?"
+}
+
+// fmtMs formats a duration in milliseconds: "0.42 ms", "4.2 ms", "123 ms", "2.41 s".
+func fmtMs(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case ms < 1:
+		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
+	case ms < 10:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	case ms < 1000:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	}
+	return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
+}
+
+// fmtAgo formats an age coarsely: "3s", "4m 10s", "2h 5m", "3d 4h".
+func fmtAgo(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm %ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh %dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd %dh", s/86400, s%86400/3600)
+}
+
+// fmtDur formats a window: "30d", "6h", "5m", "90s".
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "—"
+	case d%(24*time.Hour) == 0:
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
+}
+
+// fmtPct formats a ratio 0..1 as a percentage with three decimals, rounded
+// down so that 99.9996 % never reads as 100.000 %.
+func fmtPct(r float64) string {
+	v := math.Floor(r*100*1000+1e-6) / 1000
+	return strconv.FormatFloat(v, 'f', 3, 64) + "%"
+}
+
+func fmtBudget(b float64) string {
+	if b <= 0 {
+		return "exhausted (" + strconv.FormatFloat(b*100, 'f', 1, 64) + "%)"
+	}
+	return strconv.FormatFloat(b*100, 'f', 1, 64) + "% left"
+}
+
+// sloCurrent formats an SLI in its objective's unit (see SLOStatus.Current).
+func sloCurrent(s SLOStatus) string {
+	obj := strings.TrimSpace(s.Objective)
+	if strings.HasSuffix(obj, "%") {
+		return fmtPct(s.Current)
+	}
+	if _, err := time.ParseDuration(obj); err == nil {
+		return fmtMs(time.Duration(s.Current * float64(time.Second)))
+	}
+	return strconv.FormatFloat(s.Current, 'g', 6, 64)
+}
+
+func regionLabel(r string) string {
+	if r == "" {
+		return "(no region)"
+	}
+	return r
+}

@@ -1,0 +1,296 @@
+package statuspage
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// cell is one check × target × region of the matrix. Several vantages in one
+// region fold into one cell: the worst fresh verdict, or the latest stale one.
+type cell struct {
+	Check, Target, Region string
+	// State is the state shown: StateUnknown when stale or missing.
+	State reporting.State
+	// Stale: the latest verdict expired; Last is its state then.
+	Stale   bool
+	Last    reporting.State
+	Missing bool // no verdict at all for this region
+	OK      bool
+	Cause   string
+	Err     string
+	Status  int
+	TTFB    time.Duration
+	Age     time.Duration
+	// Vantages are the vantages reporting into this region.
+	Vantages []string
+	Artifact string
+}
+
+// row is one check × target.
+type row struct {
+	Check, Target, Tier string
+	Cells               []cell
+	// State is the row's worst shown state.
+	State reporting.State
+}
+
+// counts tallies cells by shown state.
+type counts struct {
+	Healthy, Degraded, Unhealthy, Unknown, Total int
+}
+
+func (c *counts) add(s reporting.State) {
+	c.Total++
+	switch s {
+	case reporting.StateHealthy:
+		c.Healthy++
+	case reporting.StateDegraded:
+		c.Degraded++
+	case reporting.StateUnhealthy:
+		c.Unhealthy++
+	default:
+		c.Unknown++
+	}
+}
+
+type matrix struct {
+	Regions []string
+	Rows    []row
+	Counts  counts
+	Checks  int
+	Targets int
+}
+
+// severity orders states for "worst of": unhealthy > degraded > unknown > healthy.
+func severity(s reporting.State) int {
+	switch s {
+	case reporting.StateUnhealthy:
+		return 3
+	case reporting.StateDegraded:
+		return 2
+	case reporting.StateHealthy:
+		return 0
+	}
+	return 1
+}
+
+// buildMatrix folds the latest verdicts into rows (sorted by check, target)
+// and region columns (sorted). Cells without a verdict are unknown/missing.
+func buildMatrix(vs []reporting.Verdict, now time.Time) matrix {
+	type rk struct{ check, target string }
+	type ck struct{ check, target, region string }
+	regionSet := map[string]bool{}
+	rows := map[rk]*row{}
+	cells := map[ck]*cell{}
+	for _, v := range vs {
+		regionSet[v.Region] = true
+		k := rk{v.Check, v.Target}
+		r := rows[k]
+		if r == nil {
+			r = &row{Check: v.Check, Target: v.Target}
+			rows[k] = r
+		}
+		if r.Tier == "" {
+			r.Tier = v.Tier
+		}
+		c := cellOf(v, now)
+		key := ck{v.Check, v.Target, v.Region}
+		old := cells[key]
+		if old == nil {
+			cells[key] = &c
+			continue
+		}
+		c.Vantages = append(old.Vantages, c.Vantages...)
+		if better(c, *old) {
+			cells[key] = &c
+		} else {
+			old.Vantages = c.Vantages
+		}
+	}
+	m := matrix{}
+	for r := range regionSet {
+		m.Regions = append(m.Regions, r)
+	}
+	slices.Sort(m.Regions)
+	checks, targets := map[string]bool{}, map[string]bool{}
+	for k, r := range rows {
+		checks[k.check], targets[k.target] = true, true
+		r.State = reporting.StateHealthy
+		for _, reg := range m.Regions {
+			c := cells[ck{k.check, k.target, reg}]
+			if c == nil {
+				c = &cell{Check: k.check, Target: k.target, Region: reg, State: reporting.StateUnknown, Missing: true}
+			}
+			slices.Sort(c.Vantages)
+			c.Vantages = slices.Compact(c.Vantages)
+			r.Cells = append(r.Cells, *c)
+			m.Counts.add(c.State)
+			if severity(c.State) > severity(r.State) {
+				r.State = c.State
+			}
+		}
+		m.Rows = append(m.Rows, *r)
+	}
+	slices.SortFunc(m.Rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.Check, b.Check), cmp.Compare(a.Target, b.Target))
+	})
+	m.Checks, m.Targets = len(checks), len(targets)
+	return m
+}
+
+// better reports whether a should be shown instead of b in one cell: a fresh
+// verdict beats a stale one; among fresh ones the worse state wins, then the
+// newer.
+func better(a, b cell) bool {
+	if a.Stale != b.Stale {
+		return !a.Stale
+	}
+	if !a.Stale && severity(a.State) != severity(b.State) {
+		return severity(a.State) > severity(b.State)
+	}
+	return a.Age < b.Age
+}
+
+func cellOf(v reporting.Verdict, now time.Time) cell {
+	cur := v.Current(now)
+	c := cell{
+		Check: v.Check, Target: v.Target, Region: v.Region,
+		State: cur, Last: v.State, Stale: cur == reporting.StateUnknown && v.State != reporting.StateUnknown && v.State != "",
+		OK: v.OK, Cause: v.Cause, Err: v.Err, Status: v.StatusCode, TTFB: v.TTFB,
+		Age: max(now.Sub(v.At), 0), Artifact: v.Artifact,
+	}
+	if v.Vantage != "" {
+		c.Vantages = []string{v.Vantage}
+	}
+	return c
+}
+
+// indexData is the overview page's model.
+type indexData struct {
+	base
+	Matrix   matrix
+	Origins  []originView
+	HasProxy bool
+	// OriginsOut counts origins the proxy does not route to.
+	OriginsOut int
+	Alerts     []alertView
+	HasAlert   bool
+	Failing    []failing
+	Faults     *faultView
+}
+
+type originView struct {
+	Origin
+	BadFlags int
+}
+
+type alertView struct {
+	Alert
+	ArtifactURL string
+}
+
+type failing struct{ Receiver, Err string }
+
+type faultView struct {
+	Origins  []faultOrigin
+	Modes    []string
+	NeedAuth bool
+}
+
+type faultOrigin struct{ Name, Current string }
+
+func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := p.ctx(r)
+	defer cancel()
+	now := p.o.Now()
+	d := indexData{base: p.base(r, now, "")}
+	code := http.StatusOK
+	vs, err := p.o.Verdicts.Verdicts(ctx, 0)
+	if err != nil {
+		p.log.Warn("statuspage: read verdicts", "err", err)
+		d.Error = "cannot read verdicts: " + err.Error()
+		code = http.StatusServiceUnavailable
+	}
+	d.Matrix = buildMatrix(vs, now)
+	if p.o.Origins != nil {
+		d.HasProxy = true
+		for _, o := range p.o.Origins() {
+			ov := originView{Origin: o}
+			for _, f := range o.Flags {
+				if f.Bad {
+					ov.BadFlags++
+				}
+			}
+			if !o.Available {
+				d.OriginsOut++
+			}
+			d.Origins = append(d.Origins, ov)
+		}
+		slices.SortStableFunc(d.Origins, func(a, b originView) int {
+			return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Name, b.Name))
+		})
+	}
+	if p.o.Alerts != nil {
+		d.HasAlert = true
+		for _, a := range p.o.Alerts() {
+			d.Alerts = append(d.Alerts, alertView{Alert: a, ArtifactURL: p.artifactURL(a.Artifact)})
+		}
+		slices.SortStableFunc(d.Alerts, func(a, b alertView) int {
+			return cmp.Or(cmp.Compare(sevRank(a.Severity), sevRank(b.Severity)), a.Since.Compare(b.Since),
+				cmp.Compare(a.Check, b.Check), cmp.Compare(a.Target, b.Target))
+		})
+	}
+	if p.o.Failing != nil {
+		for rcv, e := range p.o.Failing() {
+			d.Failing = append(d.Failing, failing{rcv, e})
+		}
+		slices.SortFunc(d.Failing, func(a, b failing) int { return cmp.Compare(a.Receiver, b.Receiver) })
+	}
+	if f := p.o.Faults; f != nil {
+		fv := &faultView{Modes: f.Modes, NeedAuth: !f.Open}
+		for _, o := range f.Origins {
+			fo := faultOrigin{Name: o}
+			if f.Current != nil {
+				fo.Current = f.Current(o)
+			}
+			fv.Origins = append(fv.Origins, fo)
+		}
+		d.Faults = fv
+	}
+	p.render(w, code, "index.html", d)
+}
+
+// sevRank sorts page before ticket before warning before anything else.
+func sevRank(s string) int {
+	switch s {
+	case "page", "critical":
+		return 0
+	case "ticket", "warning":
+		return 1
+	}
+	return 2
+}
+
+// base is what every page's layout needs.
+type base struct {
+	Title   string
+	Page    string // "" for the overview, the check name on a check page
+	Now     time.Time
+	Refresh time.Duration
+	Path    string
+	Error   string
+}
+
+func (p *Page) base(r *http.Request, now time.Time, page string) base {
+	return base{Title: p.o.Title, Page: page, Now: now, Refresh: p.o.Refresh, Path: r.URL.RequestURI()}
+}
+
+func (p *Page) serveNotFound(w http.ResponseWriter, r *http.Request) {
+	d := p.base(r, p.o.Now(), "")
+	d.Error = "not found"
+	p.render(w, http.StatusNotFound, "notfound.html", d)
+}

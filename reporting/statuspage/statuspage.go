@@ -1,0 +1,332 @@
+// Package statuspage serves vigil's built-in status page: a server-rendered
+// matrix of checks × targets × regions with state and cause, a page per check
+// (uptime 24 h / 7 d / 30 d, SLOs and error budget, TTFB p50/p95 charts by
+// region, a phase breakdown, recent failures with screenshots), the proxy's
+// origins with their flags, active alerts, failing alert deliveries and, in the
+// demo, fault switches for the local origins.
+//
+// Everything is rendered with html/template and inline SVG; CSS and the small
+// auto-refresh script are embedded with go:embed, so the page needs no Node
+// build step and loads no external resource. The main matrix is readable with
+// JavaScript off (a <noscript> meta refresh reloads the page instead).
+//
+// The page reads only through the small function fields of Options, so it
+// never imports canary, proxy or the alerter: cmd/vigil adapts them.
+package statuspage
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// Defaults for Options.
+const (
+	// DefaultTitle is the page title when Options.Title is empty.
+	DefaultTitle = "vigil"
+	// DefaultRefresh is the auto-refresh interval when Options.Refresh is 0.
+	DefaultRefresh = 5 * time.Second
+	// DefaultChartWindow is the TTFB chart span when the request names none.
+	DefaultChartWindow = time.Hour
+	// DefaultQueryTimeout bounds every read of the sources per request.
+	DefaultQueryTimeout = 10 * time.Second
+	// DefaultHistoryLimit caps how many raw verdicts a check page reads for
+	// its charts, phase breakdown and recent failures.
+	DefaultHistoryLimit = 50000
+)
+
+// Errors returned by New.
+var (
+	// ErrNoVerdicts: Options.Verdicts is nil.
+	ErrNoVerdicts = errors.New("statuspage: verdicts: a history source is required")
+	// ErrNoAdminToken: fault switches are enabled, not Open, and no admin token is set.
+	ErrNoAdminToken = errors.New("statuspage: faults: admin_token is required unless the fault switch is open")
+	// ErrNoFaultSetter: Faults is set without a Set function.
+	ErrNoFaultSetter = errors.New("statuspage: faults: Set is required")
+)
+
+// Flag sources of an Origin, as in the proxy's Available predicate.
+const (
+	FlagVerdict = "verdict" // canary verdicts (quorum of regions)
+	FlagPassive = "passive" // the proxy's passive outlier detector
+	FlagDrained = "drained" // drained by an operator through the admin API
+)
+
+// DefaultFaultModes are the fault switch buttons when FaultControl.Modes is empty.
+var DefaultFaultModes = []string{"ok", "down", "slow", "corrupt", "503"}
+
+// Options configures a Page. Only Verdicts is required; every function field
+// may be nil, which hides its section.
+type Options struct {
+	// Verdicts supplies the latest verdicts (matrix), raw history (charts,
+	// phases, failures) and per-minute rollups (uptime).
+	Verdicts reporting.HistorySource
+	// Origins lists the proxy's origins; nil hides the proxy section.
+	Origins func() []Origin
+	// Alerts lists the active (firing) alerts; nil hides the alert section.
+	Alerts func() []Alert
+	// Failing maps a receiver name to its last delivery error, for receivers
+	// whose last delivery failed; nil hides the section.
+	Failing func() map[string]string
+	// SLOs lists SLO states (computed by the alerter); nil hides SLOs on the
+	// check pages.
+	SLOs func() []SLOStatus
+	// Faults enables the demo fault switches; nil hides them.
+	Faults *FaultControl
+	// Title is the page title and heading. Default "vigil".
+	Title string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// ArtifactsDir is the directory failure artifacts (Verdict.Artifact,
+	// Alert.Artifact, relative paths) are served from under /artifacts/.
+	// Only image, text and JSON files are served; "" disables /artifacts/.
+	ArtifactsDir string
+	// AdminToken authorises fault switch POSTs (form field "token" or
+	// "Authorization: Bearer"), unless Faults.Open is true. Never logged.
+	AdminToken string
+	// Refresh is the auto-refresh interval. Default 5s; negative disables it.
+	Refresh time.Duration
+	// Logger receives request errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Origin is one proxy origin as the proxy sees it.
+type Origin struct {
+	Pool, Name, URL string
+	// Available is the proxy's verdict: it routes to the origin.
+	Available bool
+	// Flags are the origin's health flags, good or bad.
+	Flags []Flag
+	// Ejections counts the passive detector's ejections of this origin.
+	Ejections int
+}
+
+// Flag is one of an origin's health flags.
+type Flag struct {
+	// Source is FlagVerdict, FlagPassive or FlagDrained.
+	Source string
+	// Bad reports whether this flag currently keeps the origin out.
+	Bad bool
+	// Reason says why (e.g. "2/3 regions unhealthy: checksum").
+	Reason string
+	// Since is when the flag last changed; zero if unknown.
+	Since time.Time
+}
+
+// Alert is one firing alert.
+type Alert struct {
+	Rule, Check, Target, Severity, Summary string
+	// Regions are the regions agreeing on the condition.
+	Regions []string
+	// Since is when the alert started firing.
+	Since time.Time
+	// Artifact is a failure artifact path relative to ArtifactsDir, or "".
+	Artifact string
+}
+
+// SLOStatus is the current state of one SLO.
+type SLOStatus struct {
+	Name, Check string
+	// Objective is the target as configured, e.g. "99.9%" or "600ms".
+	Objective string
+	// Current is the SLI over Window: a ratio 0..1 when Objective is a
+	// percentage (shown as a percentage), seconds when Objective is a
+	// duration, otherwise shown as is.
+	Current float64
+	// BudgetLeft is the error budget left, 1 = untouched, 0 = spent
+	// (negative: overspent).
+	BudgetLeft float64
+	// Window is the SLO window, e.g. 30 days.
+	Window time.Duration
+}
+
+// FaultControl drives the demo origins' fault switches.
+type FaultControl struct {
+	// Origins are the switchable origins' names, in display order.
+	Origins []string
+	// Modes are the fault modes offered as buttons. Default DefaultFaultModes.
+	Modes []string
+	// Set switches origin to mode. Required.
+	Set func(origin, mode string) error
+	// Current returns origin's current mode; nil: not shown.
+	Current func(origin string) string
+	// Open lets fault POSTs through without the admin token (local demo
+	// only). Cross-origin POSTs are refused either way.
+	Open bool
+}
+
+// Page is the status page. Create it with New; it is safe for concurrent use.
+type Page struct {
+	o       Options
+	tmpl    *template.Template
+	static  fs.FS
+	arts    fs.FS // nil: artifacts disabled
+	csrf    *http.CrossOriginProtection
+	log     *slog.Logger
+	uptimeC uptimeCache
+}
+
+// New validates o, sets its defaults and parses the templates.
+func New(o Options) (*Page, error) {
+	if o.Verdicts == nil {
+		return nil, ErrNoVerdicts
+	}
+	if o.Title == "" {
+		o.Title = DefaultTitle
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Refresh == 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if f := o.Faults; f != nil {
+		if f.Set == nil {
+			return nil, ErrNoFaultSetter
+		}
+		if !f.Open && o.AdminToken == "" {
+			return nil, ErrNoAdminToken
+		}
+		if len(f.Modes) == 0 {
+			c := *f
+			c.Modes = DefaultFaultModes
+			o.Faults = &c
+		}
+	}
+	p := &Page{o: o, log: o.Logger, csrf: http.NewCrossOriginProtection()}
+	p.uptimeC.entries = map[string]uptimeEntry{}
+	t, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("statuspage: templates: %w", err)
+	}
+	p.tmpl = t
+	if p.static, err = fs.Sub(assets, "assets/static"); err != nil {
+		return nil, fmt.Errorf("statuspage: static: %w", err)
+	}
+	if o.ArtifactsDir != "" {
+		root, err := os.OpenRoot(o.ArtifactsDir)
+		if err != nil {
+			return nil, fmt.Errorf("statuspage: artifacts_dir: %w", err)
+		}
+		// The root stays open for the life of the Page (one descriptor).
+		p.arts = root.FS()
+	}
+	return p, nil
+}
+
+// Handler returns the status page's handler; mount it at "/". It serves
+// GET /, GET /check/{name}, GET /artifacts/{path}, GET /static/{file} and
+// POST /fault.
+func (p *Page) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", p.serveIndex)
+	mux.HandleFunc("GET /check/{name}", p.serveCheck)
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticHandler(p.static)))
+	mux.HandleFunc("GET /artifacts/{path...}", p.serveArtifact)
+	mux.Handle("POST /fault", p.csrf.Handler(http.HandlerFunc(p.serveFault)))
+	mux.HandleFunc("/", p.serveNotFound)
+	return securityHeaders(mux)
+}
+
+// securityHeaders forbids every external resource, framing and sniffing.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; "+
+			"img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("X-Frame-Options", "DENY")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func staticHandler(f fs.FS) http.Handler {
+	fsrv := http.FileServerFS(f)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		fsrv.ServeHTTP(w, r)
+	})
+}
+
+// ctx bounds a request's reads of the sources.
+func (p *Page) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), DefaultQueryTimeout)
+}
+
+// tokenOK reports whether r carries the admin token (constant-time).
+func (p *Page) tokenOK(r *http.Request) bool {
+	got := r.PostFormValue("token")
+	if a := r.Header.Get("Authorization"); got == "" && strings.HasPrefix(a, "Bearer ") {
+		got = strings.TrimPrefix(a, "Bearer ")
+	}
+	if got == "" || p.o.AdminToken == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(p.o.AdminToken)) == 1
+}
+
+// render executes the named page template into w with status code.
+func (p *Page) render(w http.ResponseWriter, code int, name string, data any) {
+	var b strings.Builder
+	if err := p.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		p.log.Error("statuspage: render", "page", name, "err", err)
+		http.Error(w, "status page: render failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// uptimeCache keeps per-check uptime for a minute: a 30-day rollup read is
+// the most expensive query the page makes, and the figures move slowly.
+type uptimeCache struct {
+	mu      sync.Mutex
+	entries map[string]uptimeEntry
+}
+
+type uptimeEntry struct {
+	at   time.Time
+	rows []uptimeRow
+}
+
+const uptimeTTL = time.Minute
+
+func (c *uptimeCache) get(check string, now time.Time) ([]uptimeRow, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[check]
+	if !ok || now.Sub(e.at) >= uptimeTTL || now.Before(e.at) {
+		return nil, false
+	}
+	return e.rows, true
+}
+
+func (c *uptimeCache) put(check string, now time.Time, rows []uptimeRow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) > 1000 {
+		clear(c.entries)
+	}
+	c.entries[check] = uptimeEntry{at: now, rows: rows}
+}
