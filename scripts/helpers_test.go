@@ -56,6 +56,13 @@ func lowerKeys(v any) any {
 			m[strings.ToLower(k)] = lowerKeys(v)
 		}
 		return m
+	case map[any]any:
+		// viper turns every key into a string.
+		m := make(map[string]any, len(x))
+		for k, v := range x {
+			m[strings.ToLower(fmt.Sprint(k))] = lowerKeys(v)
+		}
+		return m
 	case []any:
 		for i := range x {
 			x[i] = lowerKeys(x[i])
