@@ -1,0 +1,157 @@
+package alerting
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// fakeClock is the tests' clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+func (c *fakeClock) Add(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
+}
+
+// memStore is an in-memory HistorySource that only shows verdicts whose At
+// is not after the clock, so whole histories can be loaded up front and
+// revealed as the fake clock advances. Rollups are computed from the
+// stored verdicts.
+type memStore struct {
+	clock func() time.Time
+	mu    sync.Mutex
+	vs    []reporting.Verdict // sorted by At
+	err   error
+}
+
+var _ reporting.HistorySource = (*memStore)(nil)
+
+func (m *memStore) add(vs ...reporting.Verdict) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.vs = append(m.vs, vs...)
+	sort.SliceStable(m.vs, func(i, j int) bool { return m.vs[i].At.Before(m.vs[j].At) })
+}
+
+// since returns the visible verdicts with At at or after from.
+func (m *memStore) since(from time.Time) []reporting.Verdict {
+	vs := m.visible()
+	i := sort.Search(len(vs), func(i int) bool { return !vs[i].At.Before(from) })
+	return vs[i:]
+}
+
+// visible returns the verdicts up to now (sorted by At).
+func (m *memStore) visible() []reporting.Verdict {
+	now := m.clock()
+	i := sort.Search(len(m.vs), func(i int) bool { return m.vs[i].At.After(now) })
+	return m.vs[:i]
+}
+
+func (m *memStore) Verdicts(_ context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	now := m.clock()
+	latest := map[string]reporting.Verdict{}
+	for _, v := range m.visible() {
+		latest[v.Key()] = v
+	}
+	var out []reporting.Verdict
+	for _, v := range latest {
+		if maxAge == 0 || now.Sub(v.At) <= maxAge {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func match(q reporting.HistoryQuery, v reporting.Verdict, now time.Time) bool {
+	to := q.To
+	if to.IsZero() {
+		to = now
+	}
+	return (q.Check == "" || q.Check == v.Check) && (q.Target == "" || q.Target == v.Target) &&
+		(q.Region == "" || q.Region == v.Region) && !v.At.Before(q.From) && !v.At.After(to)
+}
+
+func (m *memStore) History(_ context.Context, q reporting.HistoryQuery) ([]reporting.Verdict, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	var out []reporting.Verdict
+	now := m.clock()
+	for _, v := range m.since(q.From) {
+		if match(q, v, now) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) Rollups(_ context.Context, q reporting.HistoryQuery) ([]reporting.Rollup, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	now := m.clock()
+	q.From = q.From.Truncate(time.Minute)
+	type key struct{ check, target, region string }
+	cur := map[key]int{} // the series' latest rollup in out
+	var out []reporting.Rollup
+	var ttfbs [][]time.Duration
+	for _, v := range m.since(q.From) {
+		if !match(q, v, now) {
+			continue
+		}
+		k := key{v.Check, v.Target, v.Region}
+		minute := v.At.UTC().Truncate(time.Minute)
+		i, ok := cur[k]
+		if !ok || !out[i].Minute.Equal(minute) {
+			out = append(out, reporting.Rollup{Check: v.Check, Target: v.Target, Region: v.Region, Minute: minute})
+			ttfbs = append(ttfbs, nil)
+			i = len(out) - 1
+			cur[k] = i
+		}
+		r := &out[i]
+		r.Total++
+		if !v.OK {
+			r.Failed++
+		}
+		if v.State == reporting.StateUnhealthy {
+			r.Unhealthy++
+		}
+		r.TTFBSum += v.TTFB
+		r.TTFBMax = max(r.TTFBMax, v.TTFB)
+		ttfbs[i] = append(ttfbs[i], v.TTFB)
+	}
+	for i := range out {
+		out[i].TTFBP95 = P95(ttfbs[i])
+	}
+	return out, nil
+}

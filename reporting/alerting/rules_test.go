@@ -1,0 +1,417 @@
+package alerting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+const (
+	H = reporting.StateHealthy
+	U = reporting.StateUnhealthy
+)
+
+func TestDownQuorumRepeatResolve(t *testing.T) {
+	cfg := Config{Quorum: 2, RepeatInterval: time.Hour, StatusPageURL: "http://127.0.0.1:9470",
+		RunbookURL: "https://runbooks.example/{rule}/{check}"}
+	h := newHarness(t, t0, cfg, nil)
+
+	for range 10 {
+		h.tick(map[string]reporting.State{"eu": H, "us": H, "ap": H})
+	}
+	// One region failing alone never fires, however long.
+	for range 40 {
+		h.tick(map[string]reporting.State{"eu": U, "us": H, "ap": H})
+	}
+	if n := len(h.hook.all()); n != 0 {
+		t.Fatalf("one region of three failing: %d notifications, want 0", n)
+	}
+	if act := h.a.Active(); len(act) != 0 {
+		t.Fatalf("one region failing: active %v", act)
+	}
+
+	// A second region agrees: pending for `for` (1m), then fires.
+	h.tick(map[string]reporting.State{"eu": U, "us": U, "ap": H})
+	agreed := h.clock.Now()
+	for h.clock.Now().Before(agreed.Add(45 * time.Second)) {
+		h.tick(map[string]reporting.State{"eu": U, "us": U, "ap": H})
+	}
+	if n := len(h.hook.all()); n != 0 {
+		t.Fatalf("quorum for 45s < for(1m): %d notifications, want 0", n)
+	}
+	h.tick(map[string]reporting.State{"eu": U, "us": U, "ap": H})
+	if !h.clock.Now().Equal(agreed.Add(time.Minute)) {
+		t.Fatalf("clock %s", h.clock.Now())
+	}
+	got := h.hook.webhooks(t)
+	if len(got) != 1 {
+		t.Fatalf("after for: %d notifications, want 1", len(got))
+	}
+	firedAt := h.clock.Now()
+	p := got[0]
+	if p.Status != StatusFiring || p.Rule != RuleDown || p.Check != "asset" || p.Severity != SeverityPage || len(p.Alerts) != 1 {
+		t.Fatalf("firing payload: %+v", p)
+	}
+	al := p.Alerts[0]
+	if !reflect.DeepEqual(al.Regions, []string{"eu", "us"}) || al.Cause != "connect_refused" || al.Target != "origin-a" ||
+		al.Labels["alertname"] != "VigilCheckDown" || !al.StartsAt.Equal(firedAt) {
+		t.Fatalf("firing alert: %+v", al)
+	}
+	if al.StatusURL != "http://127.0.0.1:9470/?check=asset&target=origin-a" || al.RunbookURL != "https://runbooks.example/down/asset" {
+		t.Fatalf("links: status %q runbook %q", al.StatusURL, al.RunbookURL)
+	}
+	for _, want := range []string{"eu, us", "connect_refused", "runbook: https://runbooks.example/down/asset"} {
+		if !strings.Contains(p.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, p.Text)
+		}
+	}
+	if v := counter(t, h.reg, "vigil_alerts_active", map[string]string{"rule": "down"}); v != 1 {
+		t.Errorf("vigil_alerts_active{rule=down} = %v, want 1", v)
+	}
+
+	// De-duplication: nothing more until repeat_interval (1h) has passed.
+	for h.clock.Now().Before(firedAt.Add(time.Hour - 15*time.Second)) {
+		h.tick(map[string]reporting.State{"eu": U, "us": U, "ap": H})
+	}
+	if n := len(h.hook.all()); n != 1 {
+		t.Fatalf("before repeat_interval: %d notifications, want 1", n)
+	}
+	h.tick(map[string]reporting.State{"eu": U, "us": U, "ap": H})
+	got = h.hook.webhooks(t)
+	if len(got) != 2 || got[1].Status != StatusFiring || !got[1].At.Equal(firedAt.Add(time.Hour)) {
+		t.Fatalf("at repeat_interval: %d notifications (%+v), want a repeat at %s", len(got), got[len(got)-1], firedAt.Add(time.Hour))
+	}
+
+	// Back below quorum: resolved at once.
+	h.tick(map[string]reporting.State{"eu": U, "us": H, "ap": H})
+	got = h.hook.webhooks(t)
+	if len(got) != 3 {
+		t.Fatalf("after recovery: %d notifications, want 3", len(got))
+	}
+	r := got[2]
+	if r.Status != StatusResolved || len(r.Alerts) != 1 || r.Alerts[0].Status != StatusResolved ||
+		r.Alerts[0].EndsAt == nil || !r.Alerts[0].EndsAt.Equal(h.clock.Now()) {
+		t.Fatalf("resolved payload: %+v", r)
+	}
+	if len(h.a.Active()) != 0 {
+		t.Fatalf("active after resolve: %v", h.a.Active())
+	}
+	for range 20 {
+		h.tick(map[string]reporting.State{"eu": U, "us": H, "ap": H})
+	}
+	if n := len(h.hook.all()); n != 3 {
+		t.Fatalf("after resolve: %d notifications, want 3", n)
+	}
+	if v := counter(t, h.reg, "vigil_alert_notifications_total", map[string]string{"receiver": "ops", "result": "success"}); v != 3 {
+		t.Errorf("notifications success = %v, want 3", v)
+	}
+	if v := counter(t, h.reg, "vigil_alerts_active", map[string]string{"rule": "down"}); v != 0 {
+		t.Errorf("vigil_alerts_active{rule=down} = %v, want 0", v)
+	}
+}
+
+func TestStaleVerdictsDoNotCount(t *testing.T) {
+	h := newHarness(t, t0, Config{Quorum: 2, Down: DownRule{For: time.Second}}, nil)
+	// us published unhealthy once, long ago: expired, so it is not fresh.
+	h.store.add(verdict("asset", "origin-a", "us", t0.Add(-10*time.Minute), U, 15*time.Second))
+	for range 10 {
+		h.tick(map[string]reporting.State{"eu": U})
+	}
+	for _, a := range h.a.Active() {
+		if a.Rule == RuleDown {
+			t.Fatalf("stale verdict counted: %+v", a)
+		}
+	}
+}
+
+func TestMaintenanceSilences(t *testing.T) {
+	sunday := time.Date(2026, 11, 29, 1, 50, 0, 0, time.UTC) // a Sunday
+	cfg := Config{Quorum: 2, Maintenance: []Maintenance{{Name: "weekly", Cron: "0 2 * * SUN", Duration: 2 * time.Hour}}}
+	h := newHarness(t, sunday, cfg, nil)
+	both := func(st reporting.State, st2 reporting.State) {
+		now := h.clock.Add(h.interval)
+		for _, r := range []string{"eu", "us"} {
+			h.store.add(verdict("asset", "origin-a", r, now.Add(-time.Second), st, h.interval))
+			h.store.add(verdict("asset", "origin-b", r, now.Add(-time.Second), st2, h.interval))
+		}
+		h.eval()
+	}
+	for h.clock.Now().Before(sunday.Add(20 * time.Minute)) { // 02:10
+		both(H, H)
+	}
+	// origin-a goes down at 02:10 and stays down past the window;
+	// origin-b goes down 02:20–02:40 only.
+	for h.clock.Now().Before(sunday.Add(30 * time.Minute)) {
+		both(U, H)
+	}
+	for h.clock.Now().Before(sunday.Add(50 * time.Minute)) {
+		both(U, U)
+	}
+	act := h.a.Active()
+	if len(act) != 2 || act[0].Silenced != "weekly" {
+		t.Fatalf("inside the window: active %+v, want 2 silenced", act)
+	}
+	for h.clock.Now().Before(time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC).Add(-h.interval)) {
+		both(U, H)
+	}
+	if n := len(h.hook.all()); n != 0 {
+		t.Fatalf("inside the maintenance window: %d notifications, want 0", n)
+	}
+	both(U, H) // 04:00:00, the window is over
+	got := h.hook.webhooks(t)
+	if len(got) != 1 || got[0].Status != StatusFiring || len(got[0].Alerts) != 1 || got[0].Alerts[0].Target != "origin-a" {
+		t.Fatalf("after the window: %+v, want one firing notification for origin-a", got)
+	}
+	if !got[0].At.Equal(time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)) {
+		t.Fatalf("notified at %s, want 04:00", got[0].At)
+	}
+}
+
+func TestMaintenanceActive(t *testing.T) {
+	m := Maintenance{Name: "m", Cron: "0 2 * * SUN", Duration: 2 * time.Hour, Checks: []string{"asset"}}
+	if err := m.ValidateAndSetDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		at    time.Time
+		check string
+		want  bool
+	}{
+		{time.Date(2026, 11, 29, 1, 59, 59, 0, time.UTC), "asset", false},
+		{time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC), "asset", true},
+		{time.Date(2026, 11, 29, 3, 59, 59, 0, time.UTC), "asset", true},
+		{time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC), "asset", false},
+		{time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC), "other", false},
+		{time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC), "asset", false},
+	} {
+		if got := m.Active(tc.at, tc.check); got != tc.want {
+			t.Errorf("Active(%s, %s) = %v, want %v", tc.at, tc.check, got, tc.want)
+		}
+	}
+}
+
+func TestDeadMan(t *testing.T) {
+	h := newHarness(t, t0, Config{}, nil)
+	publish := func(regions ...string) {
+		for _, r := range regions {
+			h.store.add(verdict("asset", "origin-a", r, h.clock.Now(), H, time.Minute))
+		}
+	}
+	// Both regions publish every minute; us stops after 10:05.
+	for i := 0; i <= 5; i++ {
+		publish("eu", "us")
+		for range 4 {
+			h.clock.Add(15 * time.Second)
+			h.eval()
+		}
+	}
+	stop := t0.Add(5 * time.Minute)
+	for h.clock.Now().Before(stop.Add(3 * time.Minute)) {
+		if h.clock.Now().Second() == 0 {
+			publish("eu")
+		}
+		h.clock.Add(15 * time.Second)
+		h.eval()
+	}
+	// exactly 3 × 1m silent: not yet (the limit is "older than").
+	if n := len(h.hook.all()); n != 0 {
+		t.Fatalf("at 3 intervals: %d notifications, want 0", n)
+	}
+	h.clock.Add(15 * time.Second)
+	h.eval()
+	got := h.hook.webhooks(t)
+	if len(got) != 1 || got[0].Rule != RuleDeadMan || got[0].Alerts[0].Region != "us" || got[0].Alerts[0].Labels["region"] != "us" {
+		t.Fatalf("dead-man: %+v", got)
+	}
+	publish("eu", "us")
+	h.clock.Add(15 * time.Second)
+	h.eval()
+	got = h.hook.webhooks(t)
+	if len(got) != 2 || got[1].Status != StatusResolved {
+		t.Fatalf("dead-man after us resumed: %+v", got)
+	}
+}
+
+func TestTTFBQuorum(t *testing.T) {
+	slo := SLO{Name: "asset-ttfb", Check: "asset", TTFBP95: 600 * time.Millisecond, Window: 5 * time.Minute}
+	h := newHarness(t, t0, Config{Quorum: 2}, []SLO{slo})
+	ttfb := map[string]time.Duration{"eu": 200 * time.Millisecond, "us": 200 * time.Millisecond, "ap": 200 * time.Millisecond}
+	step := func() {
+		now := h.clock.Add(15 * time.Second)
+		for r, d := range ttfb {
+			v := verdict("asset", "origin-a", r, now.Add(-time.Second), H, 15*time.Second)
+			v.TTFB = d
+			h.store.add(v)
+		}
+		h.eval()
+	}
+	for range 40 {
+		step()
+	}
+	ttfb["eu"] = 900 * time.Millisecond
+	for range 40 {
+		step()
+	}
+	if n := len(h.hook.all()); n != 0 {
+		t.Fatalf("one slow region: %d notifications", n)
+	}
+	ttfb["us"] = 800 * time.Millisecond
+	// 20 runs per 5m: the nearest-rank p95 is the 19th, so the 2nd slow run breaches.
+	step()
+	if n := len(h.hook.all()); n != 0 {
+		t.Fatalf("one slow run in us: %d notifications", n)
+	}
+	step()
+	got := h.hook.webhooks(t)
+	if len(got) != 1 || got[0].Rule != RuleTTFB || got[0].Alerts[0].SLO != "asset-ttfb" ||
+		!reflect.DeepEqual(got[0].Alerts[0].Regions, []string{"eu", "us"}) || got[0].Alerts[0].TTFBMs != 900 {
+		t.Fatalf("ttfb: %+v", got)
+	}
+	ttfb["us"] = 200 * time.Millisecond
+	// The breach ends once fewer than 2 slow us runs are in the window: the
+	// first slow run leaves it 20 runs (5m) after it was published.
+	for range 18 {
+		step()
+	}
+	if n := len(h.hook.all()); n != 1 {
+		t.Fatalf("slow runs still in window: %d notifications", n)
+	}
+	step()
+	got = h.hook.webhooks(t)
+	if len(got) != 2 || got[1].Status != StatusResolved {
+		t.Fatalf("ttfb resolve: %+v", got)
+	}
+}
+
+func TestStoreErrorKeepsState(t *testing.T) {
+	h := newHarness(t, t0, Config{Down: DownRule{For: time.Second}}, nil)
+	h.tick(map[string]reporting.State{"eu": U})
+	h.tick(map[string]reporting.State{"eu": U})
+	if len(h.a.Active()) != 1 {
+		t.Fatalf("active: %v", h.a.Active())
+	}
+	h.store.err = errors.New("database is locked")
+	h.clock.Add(time.Minute)
+	if err := h.a.Evaluate(context.Background()); err == nil {
+		t.Fatal("Evaluate with a failing store: nil error")
+	}
+	if len(h.a.Active()) != 1 || len(h.hook.all()) != 1 {
+		t.Fatalf("store error changed state: active %v, %d notifications", h.a.Active(), len(h.hook.all()))
+	}
+	if v := counter(t, h.reg, "vigil_alert_evaluation_errors_total", nil); v != 1 {
+		t.Fatalf("evaluation errors = %v", v)
+	}
+}
+
+// burnEvent is a change of a burn-rate alert's firing windows.
+type burnEvent struct {
+	At       time.Duration // after the first failed run
+	Severity string
+	Windows  string // "" once resolved
+}
+
+func (e burnEvent) String() string { return fmt.Sprintf("+%s %s [%s]", e.At, e.Severity, e.Windows) }
+
+// TestBurnRatePairs feeds three days of one run per minute per region, then
+// failures in failing regions for 10 minutes, and records every moment the
+// page and ticket alerts change their firing windows. Objective 99.9%: the
+// thresholds are 1.44% (1h/5m), 0.6% (6h/30m), 0.3% (1d/2h), 0.1% (3d/6h).
+func TestBurnRatePairs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 6 hours minute by minute")
+	}
+	for _, tc := range []struct {
+		name    string
+		failing []string
+		want    []burnEvent
+	}{
+		{"one region of three", []string{"eu"}, nil},
+		{"two regions of three", []string{"eu", "us"}, []burnEvent{
+			// 1 failed run: 1/5 over 5m, 1/60 over 1h.
+			{0, SeverityPage, "1h/5m"},
+			// 3 failed runs: 3/360 = 0.83% over 6h.
+			{2 * time.Minute, SeverityPage, "1h/5m,6h/30m"},
+			// 5 failed runs: 5/1440 = 0.35% over 1d, 5/4320 = 0.12% over 3d.
+			{4 * time.Minute, SeverityTicket, "1d/2h,3d/6h"},
+			// The last failure (minute 9) leaves the 5m window at minute 14 …
+			{14 * time.Minute, SeverityPage, "6h/30m"},
+			// … the 30m window at minute 39, the 2h at 129, the 6h at 369.
+			{39 * time.Minute, SeverityPage, ""},
+			{129 * time.Minute, SeverityTicket, "3d/6h"},
+			{369 * time.Minute, SeverityTicket, ""},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slo := SLO{Name: "asset-availability", Check: "asset", Objective: 99.9}
+			start := t0.Add(-72 * time.Hour)
+			h := newHarness(t, start, Config{Quorum: 2, RepeatInterval: 24 * time.Hour}, []SLO{slo})
+			fail := t0 // the first failed run is at t0+10s
+			failing := map[string]bool{}
+			for _, r := range tc.failing {
+				failing[r] = true
+			}
+			var vs []reporting.Verdict
+			for m := start; m.Before(t0.Add(7 * time.Hour)); m = m.Add(time.Minute) {
+				for _, r := range []string{"eu", "us", "ap"} {
+					st := H
+					if failing[r] && !m.Before(fail) && m.Before(fail.Add(10*time.Minute)) {
+						st = U
+					}
+					v := verdict("asset", "origin-a", r, m.Add(10*time.Second), st, time.Minute)
+					v.Expires = v.At.Add(24 * time.Hour) // keep down/dead-man quiet
+					vs = append(vs, v)
+				}
+			}
+			h.store.add(vs...)
+			h.a.cfg.Down.Disabled = true
+
+			var events []burnEvent
+			last := map[string]string{}
+			for m := fail.Add(-10 * time.Minute); m.Before(fail.Add(380 * time.Minute)); m = m.Add(time.Minute) {
+				h.clock.Set(m.Add(30 * time.Second))
+				if err := h.a.Evaluate(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				cur := map[string]string{}
+				for _, a := range h.a.Active() {
+					if a.Rule == RuleBurnRate {
+						cur[a.Severity] = strings.Join(a.Windows, ",")
+					}
+				}
+				for _, sev := range []string{SeverityPage, SeverityTicket} {
+					if cur[sev] != last[sev] {
+						events = append(events, burnEvent{m.Sub(fail), sev, cur[sev]})
+					}
+				}
+				last = cur
+			}
+			if fmt.Sprint(events) != fmt.Sprint(tc.want) {
+				t.Fatalf("burn-rate events:\n got %v\nwant %v", events, tc.want)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = h.a.Flush(ctx)
+			if len(tc.want) == 0 {
+				if n := len(h.hook.all()); n != 0 {
+					t.Fatalf("%d notifications, want 0", n)
+				}
+				return
+			}
+			// A change of windows is not a new alert: fire and resolve only.
+			var statuses []string
+			for _, p := range h.hook.webhooks(t) {
+				statuses = append(statuses, p.Severity+":"+p.Status)
+			}
+			want := "page:firing ticket:firing page:resolved ticket:resolved"
+			if strings.Join(statuses, " ") != want {
+				t.Fatalf("notifications %v, want %s", statuses, want)
+			}
+		})
+	}
+}
