@@ -1,0 +1,426 @@
+// Package influx stores vigil's verdicts and signals in InfluxDB (2.x, or
+// 1.8+ with `[http] flux-enabled = true`) and reads them back with Flux.
+//
+// Writes never go straight to the network: Publish appends line protocol to
+// a durable outbox under <data_dir>/outbox/ (fsynced segment files bounded by
+// spool_max) and returns; one sender goroutine delivers the outbox in order
+// with the client library's blocking write API. 5xx, 429 and network errors
+// are retried with exponential backoff (honouring Retry-After) until InfluxDB
+// answers; a batch rejected with another 4xx is split in halves until the
+// malformed lines are isolated, which are logged with InfluxDB's reason,
+// counted and dropped. 401/403/404 (credentials, missing database) are
+// retried like outages, loudly, since no point is at fault. The library's
+// async WriteAPI is not used: it swallows partial-write errors and drops its
+// retry queue on Close (influxdb-client-go#384).
+package influx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
+	"github.com/influxdata/influxdb-client-go/v2/api"
+	http2 "github.com/influxdata/influxdb-client-go/v2/api/http"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// OutboxDir is the outbox's folder under the data dir.
+const OutboxDir = "outbox"
+
+// ErrClosed is returned by Publish and the readers after Close.
+var ErrClosed = errClosed
+
+// Options tune Open beyond the config file.
+type Options struct {
+	// Log receives delivery errors and rejected points. Default slog.Default().
+	Log *slog.Logger
+	// MinBackoff and MaxBackoff bound the retry delay after a failed write;
+	// the delay doubles from MinBackoff (default 500ms) to MaxBackoff
+	// (default 30s), with ±20 % jitter.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Store writes to and reads from one InfluxDB bucket. It implements
+// reporting.Sink, HistorySource, SignalSink and SignalSource.
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	opts   Options
+	client influxdb2.Client
+	write  api.WriteAPIBlocking
+	query  api.QueryAPI
+	out    *outbox
+
+	closed  atomic.Bool
+	once    sync.Once
+	wake    chan struct{} // data appended or a flush requested
+	stop    chan struct{}
+	done    chan struct{}
+	flushes atomic.Int32 // Flush callers waiting: send partial batches at once
+
+	changedMu sync.Mutex
+	changed   chan struct{} // closed and replaced whenever pending changes
+
+	written, rejected, spoolDropped, retries atomic.Uint64
+
+	mWritten  prometheus.Counter
+	mDropped  *prometheus.CounterVec
+	mRetries  prometheus.Counter
+	mPending  prometheus.GaugeFunc
+	mSpoolLen prometheus.GaugeFunc
+}
+
+var (
+	_ reporting.Sink          = (*Store)(nil)
+	_ reporting.HistorySource = (*Store)(nil)
+	_ reporting.SignalSink    = (*Store)(nil)
+	_ reporting.SignalSource  = (*Store)(nil)
+)
+
+// Open opens the outbox under <dataDir>/outbox/ (delivering what a previous
+// run left in it) and starts the sender. cfg must have passed
+// ValidateAndSetDefaults. Open does not contact InfluxDB.
+func Open(cfg Config, dataDir string, o Options) (*Store, error) {
+	if err := cfg.ValidateAndSetDefaults(); err != nil {
+		return nil, fmt.Errorf("influx: %w", err)
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 500 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
+	out, err := openOutbox(filepath.Join(dataDir, OutboxDir), int64(cfg.SpoolMax))
+	if err != nil {
+		return nil, fmt.Errorf("influx: outbox: %w", err)
+	}
+	opts := influxdb2.DefaultOptions().
+		SetHTTPRequestTimeout(uint(max(cfg.Timeout/time.Second, 1))).
+		SetPrecision(time.Nanosecond).
+		SetLogLevel(0)
+	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
+	s := &Store{
+		cfg: cfg, log: o.Log, opts: o, client: client, out: out,
+		write:   client.WriteAPIBlocking(cfg.Org, cfg.Bucket),
+		query:   client.QueryAPI(cfg.Org),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
+		mWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vigil_influx_points_written_total", Help: "Points InfluxDB accepted.",
+		}),
+		mDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_influx_points_dropped_total",
+			Help: "Points lost: reason=rejected (InfluxDB refused them as malformed) or spool_full (oldest dropped from the outbox).",
+		}, []string{"reason"}),
+		mRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vigil_influx_write_retries_total", Help: "Write attempts that failed and will be retried (outage, 5xx, 429).",
+		}),
+	}
+	s.mDropped.WithLabelValues("rejected")
+	s.mDropped.WithLabelValues("spool_full")
+	s.mPending = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vigil_influx_outbox_points", Help: "Points in the outbox not yet delivered.",
+	}, func() float64 { p, _ := s.out.stats(); return float64(p) })
+	s.mSpoolLen = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vigil_influx_outbox_bytes", Help: "Size of the outbox on disk, bytes.",
+	}, func() float64 { _, b := s.out.stats(); return float64(b) })
+	if p, _ := out.stats(); p > 0 {
+		s.log.Info("influx: delivering points left in the outbox", "points", p)
+	}
+	go s.sendLoop()
+	return s, nil
+}
+
+// Collectors returns the write metrics: vigil_influx_points_written_total,
+// vigil_influx_points_dropped_total{reason}, vigil_influx_write_retries_total,
+// vigil_influx_outbox_points and vigil_influx_outbox_bytes.
+func (s *Store) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.mWritten, s.mDropped, s.mRetries, s.mPending, s.mSpoolLen}
+}
+
+// Stats is a snapshot of the write path.
+type Stats struct {
+	Written      uint64 // points InfluxDB accepted
+	Rejected     uint64 // points refused as malformed and dropped
+	SpoolDropped uint64 // undelivered points dropped because the outbox was full
+	Retries      uint64 // failed write attempts that were retried
+	Pending      int64  // points in the outbox not yet delivered
+	OutboxBytes  int64  // outbox size on disk
+}
+
+// Stats returns counters since Open (Pending and OutboxBytes include what
+// earlier runs left).
+func (s *Store) Stats() Stats {
+	p, b := s.out.stats()
+	return Stats{Written: s.written.Load(), Rejected: s.rejected.Load(), SpoolDropped: s.spoolDropped.Load(),
+		Retries: s.retries.Load(), Pending: p, OutboxBytes: b}
+}
+
+// Publish appends the verdicts to the outbox (fsynced) and returns; they are
+// sent within flush_interval, or as soon as batch_size points are waiting.
+// A verdict with a zero At is stamped with time.Now().
+func (s *Store) Publish(_ context.Context, vs []reporting.Verdict) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	var l lineBuilder
+	lines := make([][]byte, len(vs))
+	now := time.Now()
+	for i := range vs {
+		v := &vs[i]
+		if v.At.IsZero() {
+			c := *v
+			c.At = now
+			v = &c
+		}
+		lines[i] = verdictLine(&l, v)
+	}
+	return s.enqueue(lines)
+}
+
+// PublishSignals appends the signals to the outbox, like Publish.
+func (s *Store) PublishSignals(_ context.Context, sigs []reporting.Signal) error {
+	if len(sigs) == 0 {
+		return nil
+	}
+	var l lineBuilder
+	lines := make([][]byte, len(sigs))
+	now := time.Now()
+	for i := range sigs {
+		g := sigs[i]
+		if g.At.IsZero() {
+			g.At = now
+		}
+		lines[i] = signalLine(&l, &g)
+	}
+	return s.enqueue(lines)
+}
+
+func (s *Store) enqueue(lines [][]byte) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	dropped, err := s.out.append(lines)
+	if dropped > 0 {
+		s.spoolDropped.Add(uint64(dropped))
+		s.mDropped.WithLabelValues("spool_full").Add(float64(dropped))
+		s.log.Warn("influx: outbox full, dropped the oldest points", "points", dropped, "spool_max", s.cfg.SpoolMax)
+	}
+	if err != nil {
+		return fmt.Errorf("influx: %w", err)
+	}
+	s.signal()
+	return nil
+}
+
+func (s *Store) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Store) notifyChanged() {
+	s.changedMu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.changedMu.Unlock()
+}
+
+// Flush waits until every point published so far has been delivered (or
+// dropped), or until ctx is done.
+func (s *Store) Flush(ctx context.Context) error {
+	s.flushes.Add(1)
+	defer s.flushes.Add(-1)
+	for {
+		s.changedMu.Lock()
+		ch := s.changed
+		s.changedMu.Unlock()
+		if p, _ := s.out.stats(); p == 0 {
+			return nil
+		}
+		s.signal()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p, _ := s.out.stats()
+			return fmt.Errorf("influx: flush: %d points still undelivered: %w", p, ctx.Err())
+		case <-s.done:
+			return ErrClosed
+		}
+	}
+}
+
+// Close stops the sender after one last attempt (bounded by timeout) to
+// deliver what is pending; whatever is left stays in the outbox for the
+// next Open. Later calls return nil.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		s.closed.Store(true)
+		close(s.stop)
+		<-s.done
+		err = s.out.close()
+		s.client.Close()
+	})
+	return err
+}
+
+func (s *Store) sendLoop() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-s.stop; cancel() }() // aborts an in-flight write or backoff on Close
+
+	tick := time.NewTicker(s.cfg.FlushInterval)
+	defer tick.Stop()
+	backoff := s.opts.MinBackoff
+	due := false // flush_interval elapsed: send a partial batch
+	for {
+		pending, _ := s.out.stats()
+		if pending == 0 || (pending < int64(s.cfg.BatchSize) && !due && s.flushes.Load() == 0) {
+			select {
+			case <-s.stop:
+				s.finalDrain()
+				return
+			case <-s.wake:
+			case <-tick.C:
+				due = true
+			}
+			continue
+		}
+		err := s.sendOne(ctx)
+		if err == nil {
+			backoff = s.opts.MinBackoff
+			if p, _ := s.out.stats(); p < int64(s.cfg.BatchSize) {
+				due = false
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			s.finalDrain()
+			return
+		}
+		s.retries.Add(1)
+		s.mRetries.Inc()
+		wait := backoff
+		var he *http2.Error
+		if errors.As(err, &he) && he.RetryAfter > 0 {
+			wait = max(wait, time.Duration(he.RetryAfter)*time.Second)
+		}
+		wait = time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+		s.log.Warn("influx: write failed, will retry", "err", err, "retry_in", wait.Round(time.Millisecond), "pending", pending)
+		backoff = min(backoff*2, s.opts.MaxBackoff)
+		select {
+		case <-s.stop:
+			s.finalDrain()
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// finalDrain tries, within the configured timeout, to deliver what is
+// pending at Close; it stops at the first failure.
+func (s *Store) finalDrain() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	for ctx.Err() == nil {
+		if p, _ := s.out.stats(); p == 0 {
+			return
+		}
+		if err := s.sendOne(ctx); err != nil {
+			return
+		}
+	}
+}
+
+// sendOne delivers the next batch from the outbox. A nil error means the
+// batch is done (delivered, or rejected and dropped) and acknowledged.
+func (s *Store) sendOne(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("influx: sender panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("influx: sender panicked: %v", r)
+		}
+	}()
+	lines, from, to, err := s.out.next(s.cfg.BatchSize, 8<<20)
+	if err != nil || len(lines) == 0 {
+		return err
+	}
+	if err := s.deliver(ctx, lines); err != nil {
+		return err
+	}
+	if err := s.out.ack(from, to, len(lines)); err != nil {
+		s.log.Warn("influx: outbox cursor not saved (the batch may be sent again after a restart)", "err", err)
+	}
+	s.notifyChanged()
+	return nil
+}
+
+// deliver writes lines; on a malformed-request rejection it splits the batch
+// until the bad lines are found and drops only them. It returns an error only
+// for retryable failures.
+func (s *Store) deliver(ctx context.Context, lines []string) error {
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	err := s.write.WriteRecord(wctx, lines...)
+	cancel()
+	if err == nil {
+		s.written.Add(uint64(len(lines)))
+		s.mWritten.Add(float64(len(lines)))
+		return nil
+	}
+	if !rejected(err) {
+		return err
+	}
+	if len(lines) > 1 {
+		// InfluxDB 1.x may have written part of the batch (partial write);
+		// re-sending those points is harmless.
+		if err := s.deliver(ctx, lines[:len(lines)/2]); err != nil {
+			return err
+		}
+		return s.deliver(ctx, lines[len(lines)/2:])
+	}
+	s.rejected.Add(1)
+	s.mDropped.WithLabelValues("rejected").Inc()
+	s.log.Error("influx: point rejected, dropped", "reason", err.Error(), "line", truncate(lines[0], 512))
+	return nil
+}
+
+// rejected reports whether err is InfluxDB refusing the data itself (a 4xx
+// other than 401, 403, 404, 408 and 429), which retrying cannot fix.
+func rejected(err error) bool {
+	var he *http2.Error
+	if !errors.As(err, &he) || he.StatusCode < 400 || he.StatusCode >= 500 {
+		return false
+	}
+	switch he.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return false
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,139 @@
+package influx
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// Measurements written and read.
+const (
+	MeasurementVerdict = "vigil_verdict"
+	MeasurementSignal  = "vigil_signal"
+)
+
+// Line protocol escaping (https://docs.influxdata.com/influxdb/v1.8/write_protocols/line_protocol_reference/).
+// Newlines cannot appear inside a line of the outbox, so they become spaces
+// in tag and string field values.
+var (
+	tagEscaper = strings.NewReplacer(",", `\,`, "=", `\=`, " ", `\ `, "\n", " ", "\r", " ")
+	strEscaper = strings.NewReplacer(`"`, `\"`, `\`, `\\`, "\n", " ", "\r", " ")
+)
+
+type lineBuilder struct {
+	b          []byte
+	firstField bool
+}
+
+func (l *lineBuilder) start(measurement string) {
+	l.b = append(l.b[:0], measurement...)
+	l.firstField = true
+}
+
+// tag appends ",key=value"; empty values are left out (InfluxDB has no
+// empty tags; readers see the missing tag as "").
+func (l *lineBuilder) tag(k, v string) {
+	if v == "" {
+		return
+	}
+	l.b = append(l.b, ',')
+	l.b = append(l.b, k...)
+	l.b = append(l.b, '=')
+	v = tagEscaper.Replace(v)
+	if strings.HasSuffix(v, `\`) { // a trailing backslash would escape the separator
+		v = v[:len(v)-1] + "_"
+	}
+	l.b = append(l.b, v...)
+}
+
+func (l *lineBuilder) key(k string) {
+	if l.firstField {
+		l.b = append(l.b, ' ')
+		l.firstField = false
+	} else {
+		l.b = append(l.b, ',')
+	}
+	l.b = append(l.b, k...)
+	l.b = append(l.b, '=')
+}
+
+func (l *lineBuilder) str(k, v string) {
+	l.key(k)
+	l.b = append(l.b, '"')
+	l.b = append(l.b, strEscaper.Replace(v)...)
+	l.b = append(l.b, '"')
+}
+
+func (l *lineBuilder) int(k string, v int64) {
+	l.key(k)
+	l.b = strconv.AppendInt(l.b, v, 10)
+	l.b = append(l.b, 'i')
+}
+
+func (l *lineBuilder) float(k string, v float64) {
+	l.key(k)
+	l.b = strconv.AppendFloat(l.b, v, 'f', -1, 64)
+}
+
+func (l *lineBuilder) bool(k string, v bool) {
+	l.key(k)
+	l.b = strconv.AppendBool(l.b, v)
+}
+
+func (l *lineBuilder) end(ns int64) []byte {
+	l.b = append(l.b, ' ')
+	l.b = strconv.AppendInt(l.b, ns, 10)
+	l.b = append(l.b, '\n')
+	return append([]byte(nil), l.b...)
+}
+
+// verdictLine encodes one verdict. Every field is always written, with a
+// fixed type, so last() of each field lands on the same timestamp and
+// pivots into one row.
+func verdictLine(l *lineBuilder, v *reporting.Verdict) []byte {
+	l.start(MeasurementVerdict)
+	l.tag("check", v.Check)
+	l.tag("region", v.Region)
+	l.tag("target", v.Target)
+	l.tag("tier", v.Tier)
+	l.tag("vantage", v.Vantage)
+	l.str("state", string(v.State))
+	l.bool("ok", v.OK)
+	l.str("cause", v.Cause)
+	l.int("status_code", int64(v.StatusCode))
+	l.float("ttfb_ms", reporting.Ms(v.TTFB))
+	l.float("duration_ms", reporting.Ms(v.Duration))
+	l.float("dns_ms", reporting.Ms(v.DNS))
+	l.float("connect_ms", reporting.Ms(v.Connect))
+	l.float("tls_ms", reporting.Ms(v.TLS))
+	l.float("transfer_ms", reporting.Ms(v.Transfer))
+	l.int("streak", int64(v.Streak))
+	l.float("interval_ms", reporting.Ms(v.Interval))
+	var exp int64
+	if !v.Expires.IsZero() {
+		exp = v.Expires.UnixNano()
+	}
+	l.int("expires", exp)
+	l.str("artifact", v.Artifact)
+	l.str("err", v.Err)
+	l.str("url", v.URL)
+	return l.end(v.At.UnixNano())
+}
+
+func signalLine(l *lineBuilder, s *reporting.Signal) []byte {
+	l.start(MeasurementSignal)
+	l.tag("origin", s.Origin)
+	l.tag("pool", s.Pool)
+	l.tag("region", s.Region)
+	l.tag("vantage", s.Vantage)
+	l.float("window_ms", reporting.Ms(s.Window))
+	l.int("requests", int64(s.Requests))
+	l.int("status_5xx", int64(s.Status5xx))
+	l.int("conn_errors", int64(s.ConnErrors))
+	l.int("timeouts", int64(s.Timeouts))
+	l.float("p95_ms", reporting.Ms(s.P95))
+	l.bool("ejected", s.Ejected)
+	l.str("reason", s.Reason)
+	return l.end(s.At.UnixNano())
+}

@@ -1,0 +1,296 @@
+package influx
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/influxdata/influxdb-client-go/v2/api/query"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// Flux queries. They use only functions present in Flux 0.65 (InfluxDB 1.8):
+// filters on _field come before any filter on _value, because 0.65 type-checks
+// a predicate against every table and rejects `string == bool`.
+
+// fluxString quotes s as a Flux string literal.
+func fluxString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "${", `\${`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// fluxTime formats t as a Flux time literal.
+func fluxTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (s *Store) from(start, stop time.Time) string {
+	q := "from(bucket: " + fluxString(s.cfg.Bucket) + ") |> range(start: " + fluxTime(start)
+	if !stop.IsZero() {
+		q += ", stop: " + fluxTime(stop)
+	}
+	return q + ")"
+}
+
+// tagFilter is `and r.check == "x"…` for the non-empty fields of q.
+func tagFilter(q reporting.HistoryQuery) string {
+	var b strings.Builder
+	for _, f := range []struct{ k, v string }{{"check", q.Check}, {"target", q.Target}, {"region", q.Region}} {
+		if f.v != "" {
+			b.WriteString(" and r." + f.k + " == " + fluxString(f.v))
+		}
+	}
+	return b.String()
+}
+
+var epoch = time.Unix(0, 0).UTC()
+
+// Verdicts returns the latest verdict per check × target × region × vantage
+// whose At is within maxAge (0: all). Flux:
+//
+//	from(bucket) |> range(start: now-maxAge) |> filter(_measurement == "vigil_verdict")
+//	  |> last() |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
+	start := epoch
+	if maxAge > 0 {
+		start = time.Now().Add(-maxAge)
+	}
+	q := s.from(start, time.Time{}) +
+		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `")` +
+		` |> last() |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")`
+	vs, err := s.verdictRows(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("influx: verdicts: %w", err)
+	}
+	// If the newest point of a series lacked a field, last() of that field
+	// comes from an older point and pivots into a second row: keep the newest.
+	latest := make(map[string]int, len(vs))
+	out := vs[:0]
+	for _, v := range vs {
+		if i, ok := latest[v.Key()]; ok {
+			if v.At.After(out[i].At) {
+				out[i] = v
+			}
+			continue
+		}
+		latest[v.Key()] = len(out)
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out, nil
+}
+
+// History returns raw verdicts matching q, oldest first; with a Limit the
+// newest Limit of them. Flux: range + filter by tags + pivot + group() +
+// sort(_time) [+ tail(n)].
+func (s *Store) History(ctx context.Context, q reporting.HistoryQuery) ([]reporting.Verdict, error) {
+	start, stop := bounds(q)
+	fq := s.from(start, stop) +
+		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `"` + tagFilter(q) + `)` +
+		` |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")` +
+		` |> group() |> sort(columns: ["_time"])`
+	if q.Limit > 0 {
+		fq += ` |> tail(n: ` + strconv.Itoa(q.Limit) + `)`
+	}
+	vs, err := s.verdictRows(ctx, fq)
+	if err != nil {
+		return nil, fmt.Errorf("influx: history: %w", err)
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].At.Before(vs[j].At) })
+	return vs, nil
+}
+
+// bounds turns q's window into a Flux range: start inclusive, stop
+// exclusive (To + 1ns; To zero: now).
+func bounds(q reporting.HistoryQuery) (start, stop time.Time) {
+	start = epoch
+	if !q.From.IsZero() {
+		start = q.From
+	}
+	stop = time.Now()
+	if !q.To.IsZero() {
+		stop = q.To
+	}
+	return start, stop.Add(time.Nanosecond)
+}
+
+// Rollups returns per-minute rollups by check × target × region (vantages
+// merged), computed by Flux aggregateWindow(every: 1m) over ttfb_ms (count,
+// sum, max, quantile 0.95 exact_selector), ok (toInt |> sum: passes) and
+// state == "unhealthy" (count), ordered by minute, check, target, region.
+func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]reporting.Rollup, error) {
+	start, stop := bounds(q)
+	start = start.Truncate(time.Minute)
+	var b strings.Builder
+	b.WriteString(`base = (field) => ` + s.from(start, stop) +
+		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and r._field == field` + tagFilter(q) + `)` +
+		` |> group(columns: ["check", "target", "region"])` + "\n")
+	b.WriteString(`w = (tables=<-, fn) => tables |> aggregateWindow(every: 1m, fn: fn, createEmpty: false, timeSrc: "_start")` + "\n")
+	b.WriteString(`base(field: "ttfb_ms") |> w(fn: count) |> yield(name: "total")` + "\n")
+	b.WriteString(`base(field: "ttfb_ms") |> w(fn: sum) |> yield(name: "sum")` + "\n")
+	b.WriteString(`base(field: "ttfb_ms") |> w(fn: max) |> yield(name: "max")` + "\n")
+	b.WriteString(`base(field: "ttfb_ms") |> w(fn: (column, tables=<-) => tables |> quantile(q: 0.95, method: "exact_selector", column: column)) |> yield(name: "p95")` + "\n")
+	b.WriteString(`base(field: "ok") |> toInt() |> w(fn: sum) |> yield(name: "passed")` + "\n")
+	b.WriteString(`base(field: "state") |> filter(fn: (r) => r._value == "unhealthy") |> w(fn: count) |> yield(name: "unhealthy")` + "\n")
+
+	type key struct {
+		check, target, region string
+		minute                int64
+	}
+	acc := map[key]*reporting.Rollup{}
+	passed := map[key]int{}
+	err := s.each(ctx, b.String(), func(rec *query.FluxRecord) error {
+		t := rec.Time().UTC()
+		k := key{str(rec, "check"), str(rec, "target"), str(rec, "region"), t.UnixNano()}
+		r := acc[k]
+		if r == nil {
+			r = &reporting.Rollup{Check: k.check, Target: k.target, Region: k.region, Minute: t}
+			acc[k] = r
+		}
+		switch rec.Result() {
+		case "total":
+			r.Total = int(num(rec.Value()))
+		case "sum":
+			r.TTFBSum = fromMs(num(rec.Value()))
+		case "max":
+			r.TTFBMax = fromMs(num(rec.Value()))
+		case "p95":
+			r.TTFBP95 = fromMs(num(rec.Value()))
+		case "passed":
+			passed[k] = int(num(rec.Value()))
+		case "unhealthy":
+			r.Unhealthy = int(num(rec.Value()))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("influx: rollups: %w", err)
+	}
+	out := make([]reporting.Rollup, 0, len(acc))
+	for k, r := range acc {
+		if r.Total == 0 {
+			continue
+		}
+		r.Failed = r.Total - passed[k]
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.Minute.Equal(b.Minute) {
+			return a.Minute.Before(b.Minute)
+		}
+		if a.Check != b.Check {
+			return a.Check < b.Check
+		}
+		if a.Target != b.Target {
+			return a.Target < b.Target
+		}
+		return a.Region < b.Region
+	})
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[len(out)-q.Limit:]
+	}
+	return out, nil
+}
+
+// Signals returns the signals with At after since, oldest first.
+func (s *Store) Signals(ctx context.Context, since time.Time) ([]reporting.Signal, error) {
+	start := epoch
+	if !since.IsZero() {
+		start = since.Add(time.Nanosecond)
+	}
+	q := s.from(start, time.Time{}) +
+		` |> filter(fn: (r) => r._measurement == "` + MeasurementSignal + `")` +
+		` |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")` +
+		` |> group() |> sort(columns: ["_time"])`
+	var out []reporting.Signal
+	err := s.each(ctx, q, func(rec *query.FluxRecord) error {
+		out = append(out, reporting.Signal{
+			Pool: str(rec, "pool"), Origin: str(rec, "origin"), Region: str(rec, "region"), Vantage: str(rec, "vantage"),
+			At: rec.Time().UTC(), Window: fromMs(num(rec.ValueByKey("window_ms"))),
+			Requests: int(num(rec.ValueByKey("requests"))), Status5xx: int(num(rec.ValueByKey("status_5xx"))),
+			ConnErrors: int(num(rec.ValueByKey("conn_errors"))), Timeouts: int(num(rec.ValueByKey("timeouts"))),
+			P95: fromMs(num(rec.ValueByKey("p95_ms"))), Ejected: boolean(rec.ValueByKey("ejected")),
+			Reason: str(rec, "reason"),
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("influx: signals: %w", err)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out, nil
+}
+
+func (s *Store) verdictRows(ctx context.Context, q string) ([]reporting.Verdict, error) {
+	var out []reporting.Verdict
+	err := s.each(ctx, q, func(rec *query.FluxRecord) error {
+		v := reporting.Verdict{
+			Check: str(rec, "check"), Target: str(rec, "target"), Tier: str(rec, "tier"),
+			Region: str(rec, "region"), Vantage: str(rec, "vantage"),
+			State: reporting.State(str(rec, "state")), OK: boolean(rec.ValueByKey("ok")),
+			Cause: str(rec, "cause"), Err: str(rec, "err"), StatusCode: int(num(rec.ValueByKey("status_code"))),
+			TTFB: fromMs(num(rec.ValueByKey("ttfb_ms"))), Duration: fromMs(num(rec.ValueByKey("duration_ms"))),
+			DNS: fromMs(num(rec.ValueByKey("dns_ms"))), Connect: fromMs(num(rec.ValueByKey("connect_ms"))),
+			TLS: fromMs(num(rec.ValueByKey("tls_ms"))), Transfer: fromMs(num(rec.ValueByKey("transfer_ms"))),
+			Streak: int(num(rec.ValueByKey("streak"))), Interval: fromMs(num(rec.ValueByKey("interval_ms"))),
+			At: rec.Time().UTC(), Artifact: str(rec, "artifact"), URL: str(rec, "url"),
+		}
+		if e, _ := rec.ValueByKey("expires").(int64); e != 0 {
+			v.Expires = time.Unix(0, e).UTC()
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// each runs a Flux query and calls fn for every record.
+func (s *Store) each(ctx context.Context, q string, fn func(*query.FluxRecord) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	res, err := s.query.Query(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	for res.Next() {
+		if err := fn(res.Record()); err != nil {
+			return err
+		}
+	}
+	return res.Err()
+}
+
+func str(rec *query.FluxRecord, k string) string {
+	v, _ := rec.ValueByKey(k).(string)
+	return v
+}
+
+func boolean(v any) bool {
+	b, _ := v.(bool)
+	return b
+}
+
+func num(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	}
+	return 0
+}
+
+// fromMs converts float milliseconds to a duration, rounded to the
+// nanosecond (reporting.FromMs truncates, which turns 42.25 ms stored as a
+// float into 42249999 ns).
+func fromMs(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
