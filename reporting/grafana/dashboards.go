@@ -1,0 +1,453 @@
+package grafana
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/barchart"
+	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// Dashboard names: the keys of Dashboards() and the JSON file names
+// (<name>.json) under examples/grafana/dashboards.
+const (
+	DashboardOverview = "overview"
+	DashboardCheck    = "check"
+	DashboardProxy    = "proxy"
+)
+
+// NamedQuery is one Flux query of a generated dashboard or alert rule.
+type NamedQuery struct {
+	// Dashboard is the dashboard name (DashboardOverview…), or "alerting"
+	// for alert rules.
+	Dashboard string
+	// Panel is the panel title, "variable <name>" for a template variable's
+	// query, or the alert rule title.
+	Panel string
+	// RefID is the query's refId within its panel or rule.
+	RefID string
+	// Flux is the query text with ${bucket} replaced by DefaultBucket; the
+	// other dashboard variables and Grafana's v.* variables are left for
+	// Interpolate.
+	Flux string
+}
+
+// board collects a dashboard's panels together with their queries.
+type board struct {
+	name    string
+	b       *dashboard.DashboardBuilder
+	queries []NamedQuery
+}
+
+func newBoard(name, uid, title, description string) *board {
+	b := dashboard.NewDashboardBuilder(title).
+		Uid(uid).
+		Description(description).
+		Tags([]string{"vigil"}).
+		Refresh("1m").
+		Time("now-6h", "now").
+		Timezone("browser").
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Link(dashboard.NewDashboardLinkBuilder("vigil").
+			Type(dashboard.DashboardLinkTypeDashboards).
+			Tags([]string{"vigil"}).
+			AsDropdown(true).
+			IncludeVars(true).
+			KeepTime(true))
+	return &board{name: name, b: b}
+}
+
+// flux returns a target for panel and records its query.
+func (bd *board) flux(panel, refID, text string) *FluxQueryBuilder {
+	bd.queries = append(bd.queries, NamedQuery{
+		Dashboard: bd.name, Panel: panel, RefID: refID,
+		Flux: strings.ReplaceAll(text, "${bucket}", DefaultBucket),
+	})
+	return NewFluxQueryBuilder(refID, text)
+}
+
+func (bd *board) variable(name, text string, v cog.Builder[dashboard.VariableModel]) {
+	bd.queries = append(bd.queries, NamedQuery{
+		Dashboard: bd.name, Panel: "variable " + name, RefID: name,
+		Flux: strings.ReplaceAll(text, "${bucket}", DefaultBucket),
+	})
+	bd.b.WithVariable(v)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func str(s string) dashboard.StringOrArrayOfString {
+	return dashboard.StringOrArrayOfString{String: &s}
+}
+
+// bucketVariable is $bucket: where the verdicts live, "db/rp" on InfluxDB
+// 1.8 or a bucket name on 2.x. Editable so one dashboard serves both.
+func bucketVariable() cog.Builder[dashboard.VariableModel] {
+	return dashboard.NewCustomVariableBuilder("bucket").
+		Label("Bucket").
+		Description("InfluxDB bucket: db/retention-policy on 1.8, bucket name on 2.x").
+		Values(dashboard.StringOrMap{String: ptr(DefaultBucket)}).
+		Current(dashboard.VariableOption{Selected: ptr(true), Text: str(DefaultBucket), Value: str(DefaultBucket)}).
+		Options([]dashboard.VariableOption{{Selected: ptr(true), Text: str(DefaultBucket), Value: str(DefaultBucket)}}).
+		AllowCustomValue(true)
+}
+
+// regionVariable is $region, multi-valued with All (rendered as .*).
+func (bd *board) regionVariable(query string) {
+	all := dashboard.VariableOption{Selected: ptr(true), Text: str("All"), Value: str("$__all")}
+	bd.variable("region", query, dashboard.NewQueryVariableBuilder("region").
+		Label("Region").
+		Datasource(datasource()).
+		Query(dashboard.StringOrMap{String: ptr(query)}).
+		Definition(query).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(true).
+		IncludeAll(true).
+		AllValue(AllValue).
+		Current(all))
+}
+
+// checkVariable is $check, single-valued.
+func (bd *board) checkVariable() {
+	bd.variable("check", qVarCheck, dashboard.NewQueryVariableBuilder("check").
+		Label("Check").
+		Datasource(datasource()).
+		Query(dashboard.StringOrMap{String: ptr(qVarCheck)}).
+		Definition(qVarCheck).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(false).
+		IncludeAll(false))
+}
+
+// severityMappings turns the severity numbers of the state panels back
+// into the state names with the usual colours.
+func severityMappings() []dashboard.ValueMapping {
+	res := func(text, color string, index int32) dashboard.ValueMappingResult {
+		return dashboard.ValueMappingResult{Text: ptr(text), Color: ptr(color), Index: ptr(index)}
+	}
+	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+		Type: dashboard.MappingTypeValueToText,
+		Options: map[string]dashboard.ValueMappingResult{
+			"0": res("healthy", "green", 0),
+			"1": res("degraded", "yellow", 1),
+			"2": res("unknown", "text", 2),
+			"3": res("unhealthy", "red", 3),
+		},
+	}}}
+}
+
+// ejectedMappings names the 0/1 of the ejection timeline.
+func ejectedMappings() []dashboard.ValueMapping {
+	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+		Type: dashboard.MappingTypeValueToText,
+		Options: map[string]dashboard.ValueMappingResult{
+			"0": {Text: ptr("in rotation"), Color: ptr("green"), Index: ptr(int32(0))},
+			"1": {Text: ptr("ejected"), Color: ptr("red"), Index: ptr(int32(1))},
+		},
+	}}}
+}
+
+func thresholds(base string, steps ...any) *dashboard.ThresholdsConfigBuilder {
+	ts := []dashboard.Threshold{{Value: nil, Color: base}}
+	for i := 0; i+1 < len(steps); i += 2 {
+		ts = append(ts, dashboard.Threshold{Value: ptr(steps[i].(float64)), Color: steps[i+1].(string)})
+	}
+	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps(ts)
+}
+
+// noFooter is a hidden table footer with a valid reducer list (Grafana
+// expects an array there, not null).
+func noFooter() *common.TableFooterOptionsBuilder {
+	return common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"}).CountRows(false)
+}
+
+func tableLegend(calcs ...string) *common.VizLegendOptionsBuilder {
+	return common.NewVizLegendOptionsBuilder().
+		ShowLegend(true).
+		DisplayMode(common.LegendDisplayModeTable).
+		Placement(common.LegendPlacementBottom).
+		Calcs(calcs)
+}
+
+func organize(order []string, rename map[string]string) dashboard.DataTransformerConfig {
+	index := make(map[string]int, len(order))
+	for i, name := range order {
+		index[name] = i
+	}
+	return dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+		"indexByName": index, "renameByName": rename, "excludeByName": map[string]bool{},
+	}}
+}
+
+// availabilityThresholds colour availability: red under 99 %, yellow
+// under the SLO target, green above.
+func availabilityThresholds() *dashboard.ThresholdsConfigBuilder {
+	return thresholds("red", 99.0, "yellow", SLOTarget*100, "green")
+}
+
+func overview() *board {
+	bd := newBoard(DashboardOverview, "vigil-overview", "vigil / overview",
+		"Latest verdict per check × region, availability and state history from vigil_verdict.")
+	bd.b.WithVariable(bucketVariable())
+	bd.regionVariable(qVarRegionVerdict)
+
+	const matrix = "Verdict matrix (latest state, check × region)"
+	bd.b.WithPanel(table.NewPanelBuilder().
+		Title(matrix).
+		Description("Worst latest state among each check's targets and vantages in a region. A verdict past its expiry at the end of the range is unknown.").
+		Datasource(datasource()).
+		WithTarget(bd.flux(matrix, "A", qMatrix)).
+		Mappings(severityMappings()).
+		CellOptions(common.TableCellOptions{TableColoredBackgroundCellOptions: &common.TableColoredBackgroundCellOptions{Type: common.TableCellDisplayModeColorBackground}}).
+		OverrideByName("check", []dashboard.DynamicConfigValue{
+			{Id: "custom.cellOptions", Value: map[string]any{"type": "auto"}},
+			{Id: "custom.width", Value: 240},
+		}).
+		Align(common.FieldTextAlignmentCenter).
+		Footer(noFooter()).
+		Span(14).Height(10))
+
+	const avail = "Availability over the range"
+	bd.b.WithPanel(bargauge.NewPanelBuilder().
+		Title(avail).
+		Description("Share of passing runs per check in the selected regions.").
+		Datasource(datasource()).
+		WithTarget(bd.flux(avail, "A", qAvailability)).
+		Unit("percent").Min(90).Max(100).Decimals(3).
+		Thresholds(availabilityThresholds()).
+		DisplayName("${__field.labels.check}").
+		Orientation(common.VizOrientationHorizontal).
+		DisplayMode(common.BarGaugeDisplayModeBasic).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
+		Span(10).Height(10))
+
+	const history = "State history (check × region)"
+	bd.b.WithPanel(statetimeline.NewPanelBuilder().
+		Title(history).
+		Description("Worst state per check and region in each interval.").
+		Datasource(datasource()).
+		WithTarget(bd.flux(history, "A", qStateHistory)).
+		Mappings(severityMappings()).
+		DisplayName("${__field.labels.check} ${__field.labels.region}").
+		ShowValue(common.VisibilityModeNever).
+		MergeValues(true).
+		FillOpacity(80).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false)).
+		Span(24).Height(10))
+
+	const ttfb = "TTFB p95 per check"
+	bd.b.WithPanel(timeseries.NewPanelBuilder().
+		Title(ttfb).
+		Datasource(datasource()).
+		WithTarget(bd.flux(ttfb, "A", qTTFBByCheck)).
+		Unit("ms").
+		DisplayName("${__field.labels.check}").
+		Thresholds(thresholds("green", TTFBP95ThresholdMS, "red")).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
+		Legend(tableLegend("mean", "max", "lastNotNull")).
+		Span(24).Height(9))
+	return bd
+}
+
+func check() *board {
+	bd := newBoard(DashboardCheck, "vigil-check", "vigil / check",
+		"One check in depth: TTFB by region, phase breakdown, failures by cause and the latest failures.")
+	bd.b.WithVariable(bucketVariable())
+	bd.checkVariable()
+	bd.regionVariable(qVarRegionVerdict)
+
+	const avail = "Availability by region"
+	bd.b.WithPanel(stat.NewPanelBuilder().
+		Title(avail).
+		Datasource(datasource()).
+		WithTarget(bd.flux(avail, "A", qCheckAvailability)).
+		Unit("percent").Decimals(3).
+		DisplayName("${__field.labels.region}").
+		Thresholds(availabilityThresholds()).
+		ColorMode(common.BigValueColorModeBackground).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
+		Span(8).Height(8))
+
+	const states = "State by target × region"
+	bd.b.WithPanel(statetimeline.NewPanelBuilder().
+		Title(states).
+		Datasource(datasource()).
+		WithTarget(bd.flux(states, "A", qCheckStates)).
+		Mappings(severityMappings()).
+		DisplayName("${__field.labels.target} ${__field.labels.region}").
+		ShowValue(common.VisibilityModeNever).
+		MergeValues(true).
+		FillOpacity(80).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false)).
+		Span(16).Height(8))
+
+	const ttfb = "TTFB p50 / p95 by region"
+	bd.b.WithPanel(timeseries.NewPanelBuilder().
+		Title(ttfb).
+		Description("Time to first byte from the start of the run, per region.").
+		Datasource(datasource()).
+		WithTarget(bd.flux(ttfb, "A", fmt.Sprintf(qTTFBQuantile, "0.5"))).
+		WithTarget(bd.flux(ttfb, "B", fmt.Sprintf(qTTFBQuantile, "0.95"))).
+		Unit("ms").
+		OverrideByQuery("A", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "p50 ${__field.labels.region}"}}).
+		OverrideByQuery("B", []dashboard.DynamicConfigValue{
+			{Id: "displayName", Value: "p95 ${__field.labels.region}"},
+			{Id: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
+		}).
+		Thresholds(thresholds("green", TTFBP95ThresholdMS, "red")).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
+		Legend(tableLegend("mean", "max", "lastNotNull")).
+		Span(12).Height(9))
+
+	const phases = "Phase breakdown (mean)"
+	bd.b.WithPanel(timeseries.NewPanelBuilder().
+		Title(phases).
+		Description("dns + connect + tls + wait (server time to first byte) + transfer, stacked; wait is TTFB minus dns, connect and tls.").
+		Datasource(datasource()).
+		WithTarget(bd.flux(phases, "A", qPhases)).
+		WithTransformation(organize([]string{"_time", "dns", "connect", "tls", "wait", "transfer"}, nil)).
+		Unit("ms").
+		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)).
+		FillOpacity(60).
+		Legend(tableLegend("mean", "max")).
+		Span(12).Height(9))
+
+	const causes = "Failures by cause"
+	bd.b.WithPanel(barchart.NewPanelBuilder().
+		Title(causes).
+		Datasource(datasource()).
+		WithTarget(bd.flux(causes, "A", qFailuresByCause)).
+		XField("cause").
+		Orientation(common.VizOrientationHorizontal).
+		ShowValue(common.VisibilityModeAlways).
+		ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdFixed).FixedColor("red")).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false)).
+		Span(8).Height(9))
+
+	const recent = "Recent failures"
+	bd.b.WithPanel(table.NewPanelBuilder().
+		Title(recent).
+		Description("The last 100 failed runs, newest first.").
+		Datasource(datasource()).
+		WithTarget(bd.flux(recent, "A", qRecentFailures)).
+		WithTransformation(organize(
+			[]string{"_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "artifact"},
+			map[string]string{"_time": "time", "status_code": "status", "ttfb_ms": "ttfb"})).
+		OverrideByName("ttfb_ms", []dashboard.DynamicConfigValue{{Id: "unit", Value: "ms"}}).
+		Filterable(true).
+		Footer(noFooter()).
+		Span(16).Height(9))
+	return bd
+}
+
+func proxy() *board {
+	bd := newBoard(DashboardProxy, "vigil-proxy", "vigil / proxy",
+		"What the proxies see on live traffic (vigil_signal): requests, errors, latency and ejections per origin.")
+	bd.b.WithVariable(bucketVariable())
+	bd.regionVariable(qVarRegionSignal)
+
+	series := func(title, unit string, span uint32, targets ...*FluxQueryBuilder) {
+		p := timeseries.NewPanelBuilder().
+			Title(title).
+			Datasource(datasource()).
+			Unit(unit).
+			DisplayName("${__field.labels.origin}").
+			Legend(tableLegend("sum", "max", "lastNotNull")).
+			Span(span).Height(8)
+		for _, t := range targets {
+			p.WithTarget(t)
+		}
+		bd.b.WithPanel(p)
+	}
+	const requests = "Requests per origin (per interval)"
+	series(requests, "short", 12, bd.flux(requests, "A", fmt.Sprintf(qSignalSum, "requests")))
+	const errRate = "Error rate per origin (5xx + conn errors + timeouts)"
+	series(errRate, "percent", 12, bd.flux(errRate, "A", qErrorRate))
+	const s5xx = "5xx per origin (per interval)"
+	series(s5xx, "short", 8, bd.flux(s5xx, "A", fmt.Sprintf(qSignalSum, "status_5xx")))
+	const conn = "Connection errors per origin (per interval)"
+	series(conn, "short", 8, bd.flux(conn, "A", fmt.Sprintf(qSignalSum, "conn_errors")))
+	const timeouts = "Timeouts per origin (per interval)"
+	series(timeouts, "short", 8, bd.flux(timeouts, "A", fmt.Sprintf(qSignalSum, "timeouts")))
+
+	const p95 = "Latency p95 per origin (worst proxy)"
+	bd.b.WithPanel(timeseries.NewPanelBuilder().
+		Title(p95).
+		Datasource(datasource()).
+		WithTarget(bd.flux(p95, "A", qSignalP95)).
+		Unit("ms").
+		DisplayName("${__field.labels.origin}").
+		Legend(tableLegend("mean", "max")).
+		Span(24).Height(8))
+
+	const ejected = "Ejections (origin × proxy)"
+	bd.b.WithPanel(statetimeline.NewPanelBuilder().
+		Title(ejected).
+		Description("Whether the passive detector of each proxy instance had the origin ejected.").
+		Datasource(datasource()).
+		WithTarget(bd.flux(ejected, "A", qEjected)).
+		Mappings(ejectedMappings()).
+		DisplayName("${__field.labels.origin} @ ${__field.labels.vantage}").
+		ShowValue(common.VisibilityModeNever).
+		MergeValues(true).
+		FillOpacity(80).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false)).
+		Span(24).Height(8))
+	return bd
+}
+
+func boards() []*board { return []*board{overview(), check(), proxy()} }
+
+// Dashboards builds the dashboards and returns their JSON (Grafana's
+// classic dashboard model, indented, newline-terminated) by name
+// (DashboardOverview, DashboardCheck, DashboardProxy). The output is
+// deterministic: `go generate ./reporting/grafana` writes it to
+// examples/grafana/dashboards/<name>.json.
+func Dashboards() (map[string][]byte, error) {
+	out := make(map[string][]byte, 3)
+	for _, bd := range boards() {
+		d, err := bd.b.Build()
+		if err != nil {
+			return nil, fmt.Errorf("grafana: dashboard %s: %w", bd.name, err)
+		}
+		raw, err := json.MarshalIndent(d, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("grafana: dashboard %s: %w", bd.name, err)
+		}
+		out[bd.name] = append(raw, '\n')
+	}
+	return out, nil
+}
+
+// Queries returns every Flux query of every generated panel, template
+// variable and alert rule, in dashboard order, with ${bucket} replaced by
+// DefaultBucket.
+func Queries() []NamedQuery {
+	var qs []NamedQuery
+	for _, bd := range boards() {
+		qs = append(qs, bd.queries...)
+	}
+	qs = append(qs, alertQueries()...)
+	return qs
+}
+
+// dashboardNames lists the names of Dashboards() in a stable order.
+func dashboardNames(m map[string][]byte) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,238 @@
+package grafana
+
+// Flux texts of every panel, variable and alert rule. They use Grafana's
+// Flux variables (v.timeRangeStart, v.timeRangeStop, v.windowPeriod) and
+// the dashboard variables ${bucket}, ${region:regex} and ${check}; they
+// stick to functions Flux 0.65 (InfluxDB 1.8) already has, so they run on
+// 1.8 and on 2.x alike.
+//
+// Severity is the number the state panels map back to text and colour:
+// 0 healthy, 1 degraded, 2 unknown (never reported, or expired), 3 unhealthy.
+// Worst wins when several targets or vantages share a cell.
+
+const (
+	fromVerdicts = `from(bucket: "${bucket}")
+  |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
+  |> filter(fn: (r) => r._measurement == "vigil_verdict")`
+	fromSignals = `from(bucket: "${bucket}")
+  |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
+  |> filter(fn: (r) => r._measurement == "vigil_signal")`
+	byRegion = `
+  |> filter(fn: (r) => r.region =~ /^${region:regex}$/)`
+	byCheck = `
+  |> filter(fn: (r) => r.check == "${check}")`
+
+	// severityOfState maps the string state field to its severity.
+	severityOfState = `if r._value == "unhealthy" then 3
+      else if r._value == "degraded" then 1
+      else if r._value == "healthy" then 0
+      else 2`
+)
+
+// Variable queries: distinct tag values over the last 7 days (not the
+// dashboard range, so a quiet check still shows up). last() before keep()
+// keeps one row per series and works around InfluxDB 1.8 returning no rows
+// for keep() of tag columns pushed down to storage.
+const (
+	qVarRegionVerdict = `from(bucket: "${bucket}")
+  |> range(start: -7d)
+  |> filter(fn: (r) => r._measurement == "vigil_verdict" and r._field == "ok")
+  |> last()
+  |> keep(columns: ["region"])
+  |> group()
+  |> distinct(column: "region")
+  |> sort()`
+	qVarRegionSignal = `from(bucket: "${bucket}")
+  |> range(start: -7d)
+  |> filter(fn: (r) => r._measurement == "vigil_signal" and r._field == "requests")
+  |> last()
+  |> keep(columns: ["region"])
+  |> group()
+  |> distinct(column: "region")
+  |> sort()`
+	qVarCheck = `from(bucket: "${bucket}")
+  |> range(start: -7d)
+  |> filter(fn: (r) => r._measurement == "vigil_verdict" and r._field == "ok")
+  |> last()
+  |> keep(columns: ["check"])
+  |> group()
+  |> distinct(column: "check")
+  |> sort()`
+)
+
+// Overview dashboard.
+const (
+	// qMatrix: one row per check, one column per region, the worst latest
+	// severity among the check's targets and vantages in that region. A
+	// verdict past its expires time at the end of the range counts as unknown.
+	qMatrix = fromVerdicts + byRegion + `
+  |> filter(fn: (r) => r._field == "state" or r._field == "expires")
+  |> last()
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({r with severity:
+      if exists r.expires and r.expires > 0 and time(v: r.expires) < v.timeRangeStop then 2
+      else if r.state == "unhealthy" then 3
+      else if r.state == "degraded" then 1
+      else if r.state == "healthy" then 0
+      else 2}))
+  |> group(columns: ["check", "region"])
+  |> max(column: "severity")
+  |> group()
+  |> keep(columns: ["check", "region", "severity"])
+  |> pivot(rowKey: ["check"], columnKey: ["region"], valueColumn: "severity")
+  |> sort(columns: ["check"])`
+
+	// qAvailability: share of passing runs per check over the range, in %.
+	qAvailability = fromVerdicts + byRegion + `
+  |> filter(fn: (r) => r._field == "ok")
+  |> map(fn: (r) => ({r with _value: if r._value then 100.0 else 0.0}))
+  |> group(columns: ["check"])
+  |> mean()
+  |> keep(columns: ["check", "_value"])`
+
+	// qStateHistory: worst severity per check × region and window.
+	qStateHistory = fromVerdicts + byRegion + `
+  |> filter(fn: (r) => r._field == "state")
+  |> map(fn: (r) => ({r with _value: ` + severityOfState + `}))
+  |> keep(columns: ["_start", "_stop", "_time", "_value", "check", "region"])
+  |> group(columns: ["check", "region"])
+  |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)`
+
+	// qTTFBByCheck: TTFB p95 per check across the selected regions.
+	qTTFBByCheck = fromVerdicts + byRegion + `
+  |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
+  |> group(columns: ["check"])
+  |> aggregateWindow(every: v.windowPeriod, fn: (column, tables=<-) => tables |> quantile(q: 0.95, column: column, method: "estimate_tdigest"), createEmpty: false)`
+)
+
+// Per-check dashboard.
+const (
+	// qTTFBQuantile is completed with the quantile (0.5, 0.95).
+	qTTFBQuantile = fromVerdicts + byCheck + byRegion + `
+  |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
+  |> group(columns: ["region"])
+  |> aggregateWindow(every: v.windowPeriod, fn: (column, tables=<-) => tables |> quantile(q: %s, column: column, method: "estimate_tdigest"), createEmpty: false)`
+
+	// qPhases: mean phase durations per window. TTFB counts from the start
+	// of the run, so the server's own time ("wait") is TTFB minus DNS,
+	// connect and TLS; the five series stack up to TTFB + transfer.
+	qPhases = fromVerdicts + byCheck + byRegion + `
+  |> filter(fn: (r) => r._field == "dns_ms" or r._field == "connect_ms" or r._field == "tls_ms" or r._field == "ttfb_ms" or r._field == "transfer_ms")
+  |> group(columns: ["_field"])
+  |> aggregateWindow(every: v.windowPeriod, fn: mean, createEmpty: false)
+  |> group()
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({
+      _time: r._time,
+      dns: r.dns_ms,
+      connect: r.connect_ms,
+      tls: r.tls_ms,
+      wait: if r.ttfb_ms - r.dns_ms - r.connect_ms - r.tls_ms > 0.0 then r.ttfb_ms - r.dns_ms - r.connect_ms - r.tls_ms else 0.0,
+      transfer: r.transfer_ms}))`
+
+	// qFailuresByCause: failed runs per cause over the range.
+	qFailuresByCause = fromVerdicts + byCheck + byRegion + `
+  |> filter(fn: (r) => r._field == "cause" and r._value != "")
+  |> duplicate(column: "_value", as: "cause")
+  |> group(columns: ["cause"])
+  |> count()
+  |> group()
+  |> keep(columns: ["cause", "_value"])
+  |> rename(columns: {_value: "failures"})
+  |> sort(columns: ["failures"], desc: true)`
+
+	// qRecentFailures: the last 100 failed runs, newest first.
+	qRecentFailures = fromVerdicts + byCheck + byRegion + `
+  |> filter(fn: (r) => r._field == "ok" or r._field == "state" or r._field == "cause" or r._field == "err" or r._field == "status_code" or r._field == "ttfb_ms" or r._field == "artifact")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> filter(fn: (r) => r.ok == false)
+  |> group()
+  |> keep(columns: ["_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "artifact"])
+  |> sort(columns: ["_time"], desc: true)
+  |> limit(n: 100)`
+
+	// qCheckStates: worst severity per target × region and window.
+	qCheckStates = fromVerdicts + byCheck + byRegion + `
+  |> filter(fn: (r) => r._field == "state")
+  |> map(fn: (r) => ({r with _value: ` + severityOfState + `}))
+  |> keep(columns: ["_start", "_stop", "_time", "_value", "target", "region"])
+  |> group(columns: ["target", "region"])
+  |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)`
+
+	// qCheckAvailability: share of passing runs per region, in %.
+	qCheckAvailability = fromVerdicts + byCheck + byRegion + `
+  |> filter(fn: (r) => r._field == "ok")
+  |> map(fn: (r) => ({r with _value: if r._value then 100.0 else 0.0}))
+  |> group(columns: ["region"])
+  |> mean()
+  |> keep(columns: ["region", "_value"])`
+)
+
+// Proxy dashboard.
+const (
+	// qSignalSum is completed with a field name: its sum per origin and
+	// window across pools and proxy instances.
+	qSignalSum = fromSignals + byRegion + `
+  |> filter(fn: (r) => r._field == "%s")
+  |> keep(columns: ["_start", "_stop", "_time", "_value", "origin"])
+  |> group(columns: ["origin"])
+  |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)`
+
+	// qErrorRate: (5xx + connection errors + timeouts) / requests per
+	// origin and window, in %.
+	qErrorRate = fromSignals + byRegion + `
+  |> filter(fn: (r) => r._field == "requests" or r._field == "status_5xx" or r._field == "conn_errors" or r._field == "timeouts")
+  |> group(columns: ["origin", "_field"])
+  |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({_time: r._time, origin: r.origin,
+      _value: if r.requests > 0 then 100.0 * float(v: r.status_5xx + r.conn_errors + r.timeouts) / float(v: r.requests) else 0.0}))`
+
+	// qSignalP95: the worst proxy-observed p95 per origin and window.
+	qSignalP95 = fromSignals + byRegion + `
+  |> filter(fn: (r) => r._field == "p95_ms")
+  |> keep(columns: ["_start", "_stop", "_time", "_value", "origin"])
+  |> group(columns: ["origin"])
+  |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)`
+
+	// qEjected: 1 while a proxy instance had the origin ejected, else 0.
+	qEjected = fromSignals + byRegion + `
+  |> filter(fn: (r) => r._field == "ejected")
+  |> map(fn: (r) => ({r with _value: if r._value then 1 else 0}))
+  |> keep(columns: ["_start", "_stop", "_time", "_value", "origin", "vantage"])
+  |> group(columns: ["origin", "vantage"])
+  |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)`
+)
+
+// Alert rule queries. Grafana evaluates them over each query's relative
+// time range (v.timeRangeStart/Stop); the bucket is fixed at generation.
+const (
+	// qAlertRegionsDown: per check × target, the number of regions whose
+	// latest unexpired verdict is unhealthy.
+	qAlertRegionsDown = fromVerdicts + `
+  |> filter(fn: (r) => r._field == "state" or r._field == "expires")
+  |> last()
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> filter(fn: (r) => r.state == "unhealthy" and (not exists r.expires or r.expires == 0 or time(v: r.expires) >= v.timeRangeStop))
+  |> group(columns: ["check", "target", "region"])
+  |> first(column: "state")
+  |> group(columns: ["check", "target"])
+  |> count(column: "state")
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: float(v: r.state)}))`
+
+	// qAlertTTFBP95: TTFB p95 per check × region over the range.
+	qAlertTTFBP95 = fromVerdicts + `
+  |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
+  |> group(columns: ["check", "region"])
+  |> quantile(q: 0.95, method: "estimate_tdigest")
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, region: r.region, _value: r._value}))`
+
+	// qAlertBurnRate is completed with the error budget (1 - SLO target):
+	// the error-budget burn rate per check over the range.
+	qAlertBurnRate = fromVerdicts + `
+  |> filter(fn: (r) => r._field == "ok")
+  |> map(fn: (r) => ({r with _value: if r._value then 0.0 else 1.0}))
+  |> group(columns: ["check"])
+  |> mean()
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, _value: r._value / %s}))`
+)
