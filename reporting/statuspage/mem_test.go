@@ -158,6 +158,11 @@ func findTag(n *html.Node, tag string) []*html.Node {
 	return out
 }
 
+// inline elements do not separate words in text().
+var inline = map[string]bool{"a": true, "b": true, "abbr": true, "time": true}
+
+// text is n's text content with whitespace collapsed; block-level elements
+// (and spans, which the page lays out as blocks) separate words.
 func text(n *html.Node) string {
 	var b strings.Builder
 	var walk func(*html.Node)
@@ -165,8 +170,14 @@ func text(n *html.Node) string {
 		if n.Type == html.TextNode {
 			b.WriteString(n.Data)
 		}
+		if n.Type == html.ElementNode && !inline[n.Data] {
+			b.WriteString(" ")
+		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			walk(c)
+		}
+		if n.Type == html.ElementNode && !inline[n.Data] {
+			b.WriteString(" ")
 		}
 	}
 	walk(n)

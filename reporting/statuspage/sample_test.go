@@ -123,7 +123,9 @@ func sampleOptions(m *memSource, faults *FaultControl) Options {
 			return []Alert{{Rule: "down", Check: "asset", Target: "origin-b", Severity: "page",
 				Summary: "asset on origin-b is unhealthy in 3 regions: checksum", Regions: []string{"ap-south", "eu-west", "us-east"}, Since: since}}
 		},
-		Failing: func() map[string]string { return map[string]string{"pagerduty": "POST https://events.pagerduty.com/v2/enqueue: 503 Service Unavailable (retry 3 in 40s)"} },
+		Failing: func() map[string]string {
+			return map[string]string{"pagerduty": "POST https://events.pagerduty.com/v2/enqueue: 503 Service Unavailable (retry 3 in 40s)"}
+		},
 		SLOs: func() []SLOStatus {
 			return []SLOStatus{
 				{Name: "asset-availability", Check: "asset", Objective: "99.9%", Current: 0.99931, BudgetLeft: 0.31, Window: 30 * 24 * time.Hour},
