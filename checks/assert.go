@@ -30,6 +30,8 @@ type observation struct {
 	now       time.Time
 }
 
+var defaultStatus, _ = ParseStatusRanges(DefaultStatus)
+
 // verdict collects assertion results and remembers the first failure in
 // cause order.
 type verdict struct {
@@ -72,7 +74,7 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 	status := e.status
 	want := e.Status
 	if status == nil {
-		status, _ = ParseStatusRanges(DefaultStatus)
+		status = defaultStatus
 		want = DefaultStatus
 	} else {
 		want = status.String()

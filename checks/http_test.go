@@ -163,7 +163,6 @@ func TestHTTPCauses(t *testing.T) {
 			if r.Cause != tc.cause || r.OK != (tc.cause == checks.CauseNone) {
 				t.Fatalf("cause %q ok=%v err=%q, want cause %q\nassertions: %+v", r.Cause, r.OK, r.Err, tc.cause, r.Assertions)
 			}
-			t.Logf("cause=%s err=%q", r.Cause, r.Err)
 			if !strings.Contains(r.Err, tc.errHas) {
 				t.Errorf("Err = %q, want it to contain %q", r.Err, tc.errHas)
 			}
@@ -437,13 +436,24 @@ func TestTTFBAccuracy(t *testing.T) {
 			o := checktest.NewOrigin(checktest.WithFirstByteDelay(d))
 			defer o.Close()
 			h, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/healthz"}, checks.Expect{}, checks.Options{})
-			r := h.Run(context.Background(), checks.Target{URL: o.URL()})
-			if !r.OK {
-				t.Fatalf("%s %s", r.Cause, r.Err)
+			// Every run must report at least the delay; scheduler noise on a
+			// loaded machine only adds, so one of three runs within the bound
+			// is enough.
+			var got []time.Duration
+			for range 3 {
+				r := h.Run(context.Background(), checks.Target{URL: o.URL()})
+				if !r.OK {
+					t.Fatalf("%s %s", r.Cause, r.Err)
+				}
+				if r.Phases.TTFB < d {
+					t.Fatalf("ttfb %v below the origin's %v first-byte delay", r.Phases.TTFB, d)
+				}
+				if r.Phases.TTFB <= d+150*time.Millisecond {
+					return
+				}
+				got = append(got, r.Phases.TTFB)
 			}
-			if r.Phases.TTFB < d || r.Phases.TTFB > d+150*time.Millisecond {
-				t.Errorf("ttfb %v for a %v delay, want within [%v, %v]", r.Phases.TTFB, d, d, d+150*time.Millisecond)
-			}
+			t.Errorf("ttfb %v for a %v delay, want one within [%v, %v]", got, d, d, d+150*time.Millisecond)
 		})
 	}
 }

@@ -64,6 +64,7 @@ func TestTCP(t *testing.T) {
 		expect checks.Expect
 		cause  checks.Cause
 		errHas string
+		short  bool // the case waits for the timeout
 	}{
 		{name: "connect only", target: closer},
 		{name: "send expect", target: redis, spec: checks.TCPSpec{Send: "PING\r\n", Expect: "+PONG"}},
@@ -74,15 +75,19 @@ func TestTCP(t *testing.T) {
 		{name: "banner ttfb too slow", target: banner, expect: checks.Expect{TTFB: 5 * time.Millisecond}, cause: checks.CauseTTFB},
 		{name: "http over tcp", target: strings.Replace(origin.URL(), "http://", "tcp://", 1),
 			spec: checks.TCPSpec{Send: "GET /healthz HTTP/1.0\r\n\r\n", Expect: "200 OK"}},
-		{name: "silent", target: silent, spec: checks.TCPSpec{Expect: "hello"}, cause: checks.CauseTimeout, errHas: "no response within"},
+		{name: "silent", target: silent, spec: checks.TCPSpec{Expect: "hello"}, cause: checks.CauseTimeout, errHas: "no response within", short: true},
 		{name: "closed without answer", target: closer, spec: checks.TCPSpec{Expect: "hello"}, cause: checks.CauseReset},
 		{name: "refused", target: "tcp://" + deadAddr(t), cause: checks.CauseConnectRefused},
 		{name: "dns", target: "tcp://db.invalid:5432", cause: checks.CauseDNS},
-		{name: "duration", target: silent, spec: checks.TCPSpec{Send: "x"}, expect: checks.Expect{Duration: time.Nanosecond}, cause: checks.CauseDuration},
+		{name: "duration", target: silent, spec: checks.TCPSpec{Send: "x"}, expect: checks.Expect{Duration: time.Nanosecond}, cause: checks.CauseDuration, short: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := checks.NewTCP(tt.spec, tt.expect, checks.Options{Timeout: 300 * time.Millisecond})
+			timeout := 3 * time.Second
+			if tt.short {
+				timeout = 300 * time.Millisecond
+			}
+			c, err := checks.NewTCP(tt.spec, tt.expect, checks.Options{Timeout: timeout})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +145,11 @@ func TestTLSCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := checks.NewTLS(tt.spec, tt.expect, checks.Options{Timeout: 300 * time.Millisecond})
+			timeout := 3 * time.Second
+			if tt.name == "blackhole" {
+				timeout = 300 * time.Millisecond
+			}
+			c, err := checks.NewTLS(tt.spec, tt.expect, checks.Options{Timeout: timeout})
 			if err != nil {
 				t.Fatal(err)
 			}

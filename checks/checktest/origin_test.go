@@ -231,7 +231,7 @@ func TestBlackholeAndReset(t *testing.T) {
 		t.Errorf("blackhole: %v, want a timeout", err)
 	}
 	o.SetMode(checktest.ModeReset)
-	_, err = c.Get(o.URL() + "/healthz")
+	_, err = client().Get(o.URL() + "/healthz")
 	if err == nil || !(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)) {
 		t.Errorf("reset: %v, want connection reset", err)
 	}
