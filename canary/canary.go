@@ -490,6 +490,37 @@ func (c *Canary) TriggerContext(ctx context.Context, check, target string) (repo
 	}
 }
 
+// Restore seeds pairs that have not run yet with verdicts published before
+// a restart (e.g. from the store's Verdicts): a verdict of this canary's
+// region and vantage for a configured pair, not yet expired at now, becomes
+// the pair's latest verdict and state, so a restart does not turn every
+// origin unknown for rise × interval. It returns how many pairs it seeded.
+func (c *Canary) Restore(vs []reporting.Verdict) int {
+	now := c.now()
+	c.mu.Lock()
+	region, vantage := c.cfg.Agent.Region, c.cfg.Agent.Vantage
+	byName := c.byName
+	c.mu.Unlock()
+	n := 0
+	for _, v := range vs {
+		if v.Region != region || v.Vantage != vantage || v.Current(now) == reporting.StateUnknown {
+			continue
+		}
+		e := byName[[2]string{v.Check, v.Target}]
+		if e == nil {
+			continue
+		}
+		e.mu.Lock()
+		if !e.has && e.done == nil {
+			e.machine.Seed(v)
+			e.latest, e.has = v, true
+			n++
+		}
+		e.mu.Unlock()
+	}
+	return n
+}
+
 // Latest returns the latest verdict of every configured pair that has run,
 // sorted by check, target. States are as judged; use Verdict.Current for
 // the state at a given time (expired verdicts are unknown).

@@ -168,6 +168,26 @@ func (m *Machine) State(now time.Time) reporting.State {
 	return m.state
 }
 
+// Seed restores the machine from a verdict published before a restart: its
+// state, streak and expiry. An expired verdict leaves the machine unknown.
+// The consecutive counters are rebuilt from the streak, so a pair that was
+// healthy with a streak of passes stays healthy through fall-1 failures.
+func (m *Machine) Seed(v reporting.Verdict) {
+	if v.Expires.IsZero() || v.State == "" || v.Streak <= 0 {
+		return
+	}
+	m.state, m.expires, m.streak, m.lastOK = v.State, v.Expires, v.Streak, v.OK
+	m.pass, m.answered, m.notPass, m.fails = 0, 0, 0, 0
+	switch {
+	case v.OK:
+		m.pass, m.answered = v.Streak, v.Streak
+	case checks.Cause(v.Cause).SLO():
+		m.notPass, m.answered = v.Streak, v.Streak
+	default:
+		m.notPass, m.fails = v.Streak, v.Streak
+	}
+}
+
 // HeldUntil returns the end of the current flap hold-down (zero if none).
 func (m *Machine) HeldUntil() time.Time { return m.holdUntil }
 
