@@ -1,11 +1,13 @@
 package scripts
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
@@ -150,10 +152,18 @@ func TestDecodeRejectsUnknownKeys(t *testing.T) {
 	}
 }
 
-func TestNewNeedsBrowserForBrowserSteps(t *testing.T) {
-	sc := mustScript(t, `[{browser: {navigate: /}}]`)
-	if _, err := New(sc, Options{Check: "c"}); err == nil {
-		t.Fatal("New accepted browser steps without a Browser")
+func TestNoBrowserIsUnavailable(t *testing.T) {
+	sc := mustScript(t, `[{browser: {navigate: /}}, {always: true, browser: {screenshot: true}}]`)
+	r, err := New(sc, Options{Check: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.UsesBrowser() {
+		t.Error("UsesBrowser false")
+	}
+	res := r.Run(context.Background(), checks.Target{Name: "x", URL: "http://127.0.0.1:1"})
+	if res.OK || res.Cause != checks.CauseBrowserUnavailable || res.Steps[1].Cause != checks.CauseBrowserUnavailable {
+		t.Fatalf("res %+v", res)
 	}
 }
 

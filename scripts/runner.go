@@ -31,8 +31,8 @@ type Options struct {
 	// DataDir is agent.data_dir. Screenshots are written under
 	// DataDir/artifacts; empty = no files are written.
 	DataDir string
-	// Browser is the agent's shared browser. Required when the script has
-	// browser steps.
+	// Browser is the agent's shared browser. nil: browser steps fail with
+	// cause browser_unavailable.
 	Browser *Browser
 }
 
@@ -54,9 +54,6 @@ func New(steps Script, o Options) (*Runner, error) {
 	if err := steps.ValidateAndSetDefaults(o.Timeout); err != nil {
 		return nil, units.Prefix("script", err)
 	}
-	if steps.HasBrowser() && o.Browser == nil {
-		return nil, errors.New("script: has browser steps but no browser is configured")
-	}
 	r := &Runner{steps: steps, o: o, https: make([]*checks.HTTP, len(steps))}
 	var errs []error
 	for i := range steps {
@@ -76,6 +73,10 @@ func New(steps Script, o Options) (*Runner, error) {
 	}
 	return r, nil
 }
+
+// UsesBrowser reports whether the script has browser steps (the canary
+// holds its browser concurrency slot for such checks).
+func (rn *Runner) UsesBrowser() bool { return rn.steps.HasBrowser() }
 
 // Steps returns the compiled script (names and defaults filled in).
 func (rn *Runner) Steps() Script { return rn.steps }
@@ -262,6 +263,10 @@ func (r *run) openTab(ctx context.Context) error {
 		return r.tabErr
 	}
 	b := r.runner.o.Browser
+	if b == nil {
+		r.tabCause, r.tabErr = checks.CauseBrowserUnavailable, fmt.Errorf("%w: no browser configured", ErrBrowserUnavailable)
+		return r.tabErr
+	}
 	release, err := b.acquire(ctx)
 	if err != nil {
 		r.tabCause, r.tabErr = checks.CauseTimeout, fmt.Errorf("waiting for a browser slot: %w", err)
