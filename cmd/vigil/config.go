@@ -16,6 +16,9 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/vigil-synthetics/vigil/canary"
+	"github.com/vigil-synthetics/vigil/proxy"
+	"github.com/vigil-synthetics/vigil/reporting/alerting"
+	"github.com/vigil-synthetics/vigil/reporting/store"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
@@ -26,18 +29,73 @@ var ErrUnknownKey = errors.New("unknown key")
 // uses it; File only composes them.
 type File struct {
 	canary.Config `mapstructure:",squash"`
-	Store         map[string]any `mapstructure:"store"`
-	SLOs          []any          `mapstructure:"slos"`
-	Alerting      map[string]any `mapstructure:"alerting"`
-	Proxy         map[string]any `mapstructure:"proxy"`
+	Store         store.Config    `mapstructure:"store"`
+	SLOs          []alerting.SLO  `mapstructure:"slos"`
+	Alerting      alerting.Config `mapstructure:"alerting"`
+	// Proxy is nil when the file has no proxy section.
+	Proxy *proxy.Config `mapstructure:"proxy"`
 
 	path     string
 	redactor *redactor
 }
 
-// ValidateAndSetDefaults validates every section.
+// ValidateAndSetDefaults validates every section and the references
+// between them (SLOs name checks, proxy origins name targets).
 func (f *File) ValidateAndSetDefaults() error {
-	return f.Config.ValidateAndSetDefaults()
+	errs := []error{f.Config.ValidateAndSetDefaults()}
+	errs = append(errs, units.Prefix("store", f.Store.ValidateAndSetDefaults()))
+	checkNames := map[string]bool{}
+	for _, c := range f.Checks {
+		checkNames[c.Name] = true
+	}
+	targets := map[string]string{}
+	for _, t := range f.Targets {
+		targets[t.Name] = t.URL
+	}
+	for i := range f.SLOs {
+		p := fmt.Sprintf("slos[%d]", i)
+		errs = append(errs, units.Prefix(p, f.SLOs[i].ValidateAndSetDefaults()))
+		if c := f.SLOs[i].Check; c != "" && !checkNames[c] {
+			errs = append(errs, fmt.Errorf("%s.check: %q: no check with that name", p, c))
+		}
+		if t := f.SLOs[i].Target; t != "" {
+			if _, ok := targets[t]; !ok {
+				errs = append(errs, fmt.Errorf("%s.target: %q: %w", p, t, canary.ErrUnknownTarget))
+			}
+		}
+	}
+	errs = append(errs, alerting.ValidateSLOs(f.SLOs))
+	if f.Alerting.StatusPageURL == "" && f.Agent.Listen != "" {
+		f.Alerting.StatusPageURL = "http://" + f.Agent.Listen
+	}
+	errs = append(errs, units.Prefix("alerting", f.Alerting.ValidateAndSetDefaults()))
+	if f.Proxy != nil {
+		if f.Proxy.AdminToken == "" {
+			f.Proxy.AdminToken = f.Agent.AdminToken
+		}
+		if f.Proxy.Region == "" {
+			f.Proxy.Region = f.Agent.Region
+		}
+		if f.Proxy.Vantage == "" {
+			f.Proxy.Vantage = f.Agent.Vantage
+		}
+		for i := range f.Proxy.Pools {
+			for j := range f.Proxy.Pools[i].Origins {
+				o := &f.Proxy.Pools[i].Origins[j]
+				if o.Target == "" || o.URL != "" {
+					continue
+				}
+				u, ok := targets[o.Target]
+				if !ok {
+					errs = append(errs, fmt.Errorf("proxy.pools[%d].origins[%d].target: %q: %w", i, j, o.Target, canary.ErrUnknownTarget))
+					continue
+				}
+				o.URL = u
+			}
+		}
+		errs = append(errs, units.Prefix("proxy", f.Proxy.ValidateAndSetDefaults()))
+	}
+	return errors.Join(errs...)
 }
 
 // LoadError is every problem found in a config file, one per line, each

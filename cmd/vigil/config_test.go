@@ -209,3 +209,10 @@ func FuzzConfig(f *testing.F) {
 		_, _ = parseConfig("fuzz.yaml", b, noEnv)
 	})
 }
+
+// Errors produced by the checks package's Expect validation, as printed.
+const (
+	wantStatusRange = `checks[0].expect.status: "200-2xx": not a status code or range`
+	wantRegex       = "checks[0].expect.headers.cache-control: bad regex \"max-age=(\\\\d+\": missing closing ): `max-age=(\\d+`"
+	wantChecksum    = `checks[0].expect.checksum: want "sha256:<64 hex>" (or sha1, md5, crc32), got "sha257:…"`
+)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ func newValidateCmd() *cobra.Command {
 			if _, err := loadConfig(file, os.LookupEnv); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			cmd.Println("ok")
+			fmt.Fprintln(cmd.OutOrStdout(), "ok")
 			return nil
 		},
 	}
