@@ -33,7 +33,10 @@ type HTTP struct {
 	ua     string
 }
 
-var _ Check = (*HTTP)(nil)
+var (
+	_ Check     = (*HTTP)(nil)
+	_ io.Closer = (*HTTP)(nil)
+)
 
 // RunOptions adjust one run of an HTTP check (used by multi-step scripts).
 type RunOptions struct {
@@ -161,7 +164,9 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		return res, nil
 	}
 	req.Header.Set("User-Agent", h.ua)
-	req.Header.Set(CheckHeader, h.opts.Check)
+	if h.opts.Check != "" {
+		req.Header.Set(CheckHeader, h.opts.Check)
+	}
 	for k, vs := range h.spec.headers {
 		for i, v := range vs {
 			v = expand(v)
