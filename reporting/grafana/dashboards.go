@@ -1,8 +1,10 @@
 package grafana
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -421,11 +423,18 @@ func Dashboards() (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("grafana: dashboard %s: %w", bd.name, err)
 		}
-		raw, err := json.MarshalIndent(d, "", "  ")
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			return nil, fmt.Errorf("grafana: dashboard %s: %w", bd.name, err)
+		}
+		raw, err := unescapeHTML(buf.Bytes())
 		if err != nil {
 			return nil, fmt.Errorf("grafana: dashboard %s: %w", bd.name, err)
 		}
-		out[bd.name] = append(raw, '\n')
+		out[bd.name] = raw
 	}
 	return out, nil
 }
@@ -440,6 +449,25 @@ func Queries() []NamedQuery {
 	}
 	qs = append(qs, alertQueries()...)
 	return qs
+}
+
+// unescapeHTML undoes encoding/json's HTML escaping of <, > and & (the
+// SDK's nested MarshalJSON methods apply it whatever the outer encoder
+// says) so Flux's |> stays readable in the committed files. It checks the
+// result still decodes to the same value.
+func unescapeHTML(raw []byte) ([]byte, error) {
+	out := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(raw))
+	var a, b any
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		return nil, err
+	}
+	if !reflect.DeepEqual(a, b) {
+		return nil, fmt.Errorf("unescaping <, >, & changed the dashboard")
+	}
+	return []byte(out), nil
 }
 
 // dashboardNames lists the names of Dashboards() in a stable order.

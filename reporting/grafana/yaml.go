@@ -54,6 +54,10 @@ func writeYAML(sb *strings.Builder, v any, indent int, first []string) error {
 	return nil
 }
 
+// yamlReserved are plain scalars YAML 1.1/1.2 read as null or booleans.
+var yamlReserved = map[string]bool{"null": true, "~": true, "true": true, "false": true,
+	"yes": true, "no": true, "on": true, "off": true, "y": true, "n": true}
+
 func orderedKeys(m map[string]any, first []string) []string {
 	keys := make([]string, 0, len(m))
 	seen := map[string]bool{}
@@ -79,8 +83,11 @@ func yamlKey(k string) string {
 			return strconv.Quote(k)
 		}
 	}
-	if k == "" {
-		return `""`
+	if k == "" || yamlReserved[strings.ToLower(k)] {
+		return strconv.Quote(k)
+	}
+	if _, err := strconv.ParseFloat(k, 64); err == nil {
+		return strconv.Quote(k)
 	}
 	return k
 }
