@@ -81,7 +81,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		return nil, err
 	}
 	slos = append([]SLO(nil), slos...)
-	if err := ValidateSLOs(slos); err != nil {
+	if err := validateSLOs(slos); err != nil {
 		return nil, err
 	}
 	if o.Now == nil {
@@ -118,7 +118,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 		return err
 	}
 	slos = append([]SLO(nil), slos...)
-	if err := ValidateSLOs(slos); err != nil {
+	if err := validateSLOs(slos); err != nil {
 		return err
 	}
 	a.mu.Lock()

@@ -99,22 +99,30 @@ func (s *SLO) ValidateAndSetDefaults() error {
 	return errors.Join(errs...)
 }
 
-// ValidateSLOs validates every SLO of the `slos` list, prefixing errors with
-// "slos[i]", and rejects duplicate names.
+// ValidateSLOs checks the `slos` list as a whole: names are unique. Each
+// element validates itself with ValidateAndSetDefaults (the config loader
+// calls it per element; New calls both). Errors are prefixed "slos[i]".
 func ValidateSLOs(slos []SLO) error {
 	var errs []error
 	seen := map[string]bool{}
 	for i := range slos {
-		p := fmt.Sprintf("slos[%d]", i)
-		errs = append(errs, units.Prefix(p, slos[i].ValidateAndSetDefaults()))
 		if n := slos[i].Name; n != "" {
 			if seen[n] {
-				errs = append(errs, units.Prefix(p, fmt.Errorf("name: %q: %w", n, ErrDuplicateName)))
+				errs = append(errs, units.Prefix(fmt.Sprintf("slos[%d]", i), fmt.Errorf("name: %q: %w", n, ErrDuplicateName)))
 			}
 			seen[n] = true
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateSLOs runs every SLO's ValidateAndSetDefaults and ValidateSLOs.
+func validateSLOs(slos []SLO) error {
+	var errs []error
+	for i := range slos {
+		errs = append(errs, units.Prefix(fmt.Sprintf("slos[%d]", i), slos[i].ValidateAndSetDefaults()))
+	}
+	return errors.Join(append(errs, ValidateSLOs(slos))...)
 }
 
 // DownRule configures the down rule: at least quorum regions report fresh
