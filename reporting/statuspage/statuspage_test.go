@@ -235,10 +235,10 @@ func TestCheckPage(t *testing.T) {
 	}
 	src.rollups = []reporting.Rollup{
 		roll("a", "eu", time.Hour, 600, 1), roll("a", "us", 2*time.Hour, 400, 0), // 24h: 1000 runs, 1 failed
-		roll("a", "eu", 3*24*time.Hour, 2000, 10), // 7d: 3000 runs, 11 failed
+		roll("a", "eu", 3*24*time.Hour, 2000, 10),  // 7d: 3000 runs, 11 failed
 		roll("a", "eu", 20*24*time.Hour, 3000, 30), // 30d: 6000 runs, 41 failed
 		roll("a", "eu", 31*24*time.Hour, 999, 999), // outside every window
-		roll("b", "eu", 10*time.Minute, 500, 0),   // b: 100 % everywhere
+		roll("b", "eu", 10*time.Minute, 500, 0),    // b: 100 % everywhere
 		{Check: "other", Target: "a", Region: "eu", Minute: t0.Add(-time.Hour), Total: 10, Failed: 10},
 	}
 	// History: one run every 10 s for an hour in two regions, one failure with a screenshot.
