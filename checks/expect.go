@@ -219,6 +219,20 @@ func validHeaderName(k string) bool {
 	return true
 }
 
+// ValidateFor reports the keys set that a check of kind ("http", "tcp",
+// "tls") does not use, as ErrUnsupported errors relative to `expect`
+// ("status: tcp checks do not use it"). NewTCP and NewTLS call it; a config
+// validator can call it before compiling.
+func (e *Expect) ValidateFor(kind string) error {
+	switch kind {
+	case "tcp":
+		return e.onlyKeys("tcp", "ttfb", "duration")
+	case "tls":
+		return e.onlyKeys("tls", "cert_min_days", "duration")
+	}
+	return nil
+}
+
 // onlyKeys returns an ErrUnsupported error for each set key not in allowed.
 func (e *Expect) onlyKeys(kind string, allowed ...string) error {
 	set := map[string]bool{

@@ -41,7 +41,7 @@ func NewTCP(spec TCPSpec, expect Expect, o Options) (*TCP, error) {
 			errs = append(errs, units.Prefix("expect", err))
 		}
 	}
-	errs = append(errs, units.Prefix("expect", expect.onlyKeys("tcp", "ttfb", "duration")))
+	errs = append(errs, units.Prefix("expect", expect.ValidateFor("tcp")))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func NewTLS(spec TLSSpec, expect Expect, o Options) (*TLS, error) {
 			errs = append(errs, units.Prefix("expect", err))
 		}
 	}
-	errs = append(errs, units.Prefix("expect", expect.onlyKeys("tls", "cert_min_days", "duration")))
+	errs = append(errs, units.Prefix("expect", expect.ValidateFor("tls")))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
