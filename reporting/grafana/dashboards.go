@@ -168,6 +168,14 @@ func thresholds(base string, steps ...any) *dashboard.ThresholdsConfigBuilder {
 	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps(ts)
 }
 
+// checkLink opens the per-check dashboard for the check named by expr
+// (a Grafana data-link expression), keeping time range and regions.
+func checkLink(expr string) *dashboard.DashboardLinkBuilder {
+	return dashboard.NewDashboardLinkBuilder("Open check "+expr).
+		Type(dashboard.DashboardLinkTypeLink).
+		Url("/d/vigil-check/vigil-check?var-check=" + expr + "&${region:queryparam}&${bucket:queryparam}&${__url_time_range}")
+}
+
 // noFooter is a hidden table footer with a valid reducer list (Grafana
 // expects an array there, not null).
 func noFooter() *common.TableFooterOptionsBuilder {
@@ -217,6 +225,7 @@ func overview() *board {
 			{Id: "custom.width", Value: 240},
 		}).
 		Align(common.FieldTextAlignmentCenter).
+		DataLinks([]cog.Builder[dashboard.DashboardLink]{checkLink("${__data.fields.check}")}).
 		Footer(noFooter()).
 		Span(14).Height(10))
 
@@ -229,6 +238,7 @@ func overview() *board {
 		Unit("percent").Min(90).Max(100).Decimals(3).
 		Thresholds(availabilityThresholds()).
 		DisplayName("${__field.labels.check}").
+		DataLinks([]cog.Builder[dashboard.DashboardLink]{checkLink("${__field.labels.check}")}).
 		Orientation(common.VizOrientationHorizontal).
 		DisplayMode(common.BarGaugeDisplayModeBasic).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
@@ -422,6 +432,12 @@ func Dashboards() (map[string][]byte, error) {
 		d, err := bd.b.Build()
 		if err != nil {
 			return nil, fmt.Errorf("grafana: dashboard %s: %w", bd.name, err)
+		}
+		// Stable panel ids, in layout order, for links and alert annotations.
+		for i := range d.Panels {
+			if p := d.Panels[i].Panel; p != nil && p.Id == nil {
+				p.Id = ptr(uint32(i + 1))
+			}
 		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)

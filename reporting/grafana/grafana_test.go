@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,9 +112,7 @@ func TestDashboardsStructure(t *testing.T) {
 					t.Errorf("variable %s datasource %v", v.Name, v.Datasource)
 				}
 			}
-			var sorted []string
-			sorted = append(sorted, vars...)
-			if !reflect.DeepEqual(sortedCopy(sorted), wantVars[name]) {
+			if sorted := slices.Sorted(slices.Values(vars)); !reflect.DeepEqual(sorted, wantVars[name]) {
 				t.Errorf("variables = %v, want %v", vars, wantVars[name])
 			}
 
@@ -157,18 +156,6 @@ func TestDashboardsStructure(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }
 
 // TestQueriesCoverEveryPanel: Queries() lists each panel target once.
@@ -347,16 +334,16 @@ func TestAlertYAMLRoundTrip(t *testing.T) {
 
 func TestWriteYAMLScalars(t *testing.T) {
 	in := map[string]any{
-		"plain":    "x: y # not a comment",
-		"multi":    "a\n  b\nc",
-		"trailing": "a \nb",
-		"quote":    `say "hi" \ there`,
-		"unicode":  "check → target",
-		"num":      14.4,
-		"bool":     true,
-		"null":     nil,
-		"empty":    map[string]any{},
-		"list":     []any{"a", map[string]any{"k": "v", "n": 1.0}, []any{}},
+		"plain":     "x: y # not a comment",
+		"multi":     "a\n  b\nc",
+		"trailing":  "a \nb",
+		"quote":     `say "hi" \ there`,
+		"unicode":   "check → target",
+		"num":       14.4,
+		"bool":      true,
+		"null":      nil,
+		"empty":     map[string]any{},
+		"list":      []any{"a", map[string]any{"k": "v", "n": 1.0}, []any{}},
 		"weird key": "v",
 	}
 	var sb strings.Builder
