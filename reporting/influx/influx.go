@@ -22,7 +22,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -293,6 +295,8 @@ func (s *Store) sendLoop() {
 	defer tick.Stop()
 	backoff := s.opts.MinBackoff
 	due := false // flush_interval elapsed: send a partial batch
+	failures := 0
+	var lastLog time.Time
 	for {
 		pending, _ := s.out.stats()
 		if pending == 0 || (pending < int64(s.cfg.BatchSize) && !due && s.flushes.Load() == 0) {
@@ -308,6 +312,10 @@ func (s *Store) sendLoop() {
 		}
 		err := s.sendOne(ctx)
 		if err == nil {
+			if failures > 0 {
+				s.log.Info("influx: writes recovered", "failures", failures)
+				failures = 0
+			}
 			backoff = s.opts.MinBackoff
 			if p, _ := s.out.stats(); p < int64(s.cfg.BatchSize) {
 				due = false
@@ -326,7 +334,12 @@ func (s *Store) sendLoop() {
 			wait = max(wait, time.Duration(he.RetryAfter)*time.Second)
 		}
 		wait = time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
-		s.log.Warn("influx: write failed, will retry", "err", err, "retry_in", wait.Round(time.Millisecond), "pending", pending)
+		failures++
+		if failures == 1 || time.Since(lastLog) >= time.Minute {
+			s.log.Warn("influx: write failed, will retry", "err", err, "failures", failures,
+				"retry_in", wait.Round(time.Millisecond), "pending", pending)
+			lastLog = time.Now()
+		}
 		backoff = min(backoff*2, s.opts.MaxBackoff)
 		select {
 		case <-s.stop:
@@ -390,6 +403,16 @@ func (s *Store) deliver(ctx context.Context, lines []string) error {
 	if !rejected(err) {
 		return err
 	}
+	// InfluxDB reports a partial write ("partial write: … dropped=N"): it
+	// stored every other point of the batch, so nothing is re-sent.
+	if n, ok := partialDropped(err); ok && n <= len(lines) {
+		s.written.Add(uint64(len(lines) - n))
+		s.mWritten.Add(float64(len(lines) - n))
+		s.rejected.Add(uint64(n))
+		s.mDropped.WithLabelValues("rejected").Add(float64(n))
+		s.log.Error("influx: points rejected, dropped", "points", n, "of", len(lines), "reason", truncate(err.Error(), 1024))
+		return nil
+	}
 	if len(lines) > 1 {
 		// InfluxDB 1.x may have written part of the batch (partial write);
 		// re-sending those points is harmless.
@@ -416,6 +439,18 @@ func rejected(err error) bool {
 		return false
 	}
 	return true
+}
+
+var droppedRE = regexp.MustCompile(`partial write.*dropped=(\d+)`)
+
+// partialDropped parses the dropped-point count of a partial write error.
+func partialDropped(err error) (int, bool) {
+	m := droppedRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	n, e := strconv.Atoi(m[1])
+	return n, e == nil && n > 0
 }
 
 func truncate(s string, n int) string {
