@@ -171,7 +171,7 @@ func thresholds(base string, steps ...any) *dashboard.ThresholdsConfigBuilder {
 // checkLink opens the per-check dashboard for the check named by expr
 // (a Grafana data-link expression), keeping time range and regions.
 func checkLink(expr string) *dashboard.DashboardLinkBuilder {
-	return dashboard.NewDashboardLinkBuilder("Open check "+expr).
+	return dashboard.NewDashboardLinkBuilder("Open check " + expr).
 		Type(dashboard.DashboardLinkTypeLink).
 		Url("/d/vigil-check/vigil-check?var-check=" + expr + "&${region:queryparam}&${bucket:queryparam}&${__url_time_range}")
 }
