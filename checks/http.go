@@ -229,7 +229,9 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	res.Assertions = v.list
 	if readErr != nil {
 		res.Cause, res.Err = classify(readErr, tr, end.Sub(start))
-		res.Err = "reading body: " + res.Err
+		if res.Cause != CauseTimeout {
+			res.Err = "reading body: " + res.Err
+		}
 		return res, out
 	}
 	if v.cause != "" {

@@ -97,7 +97,31 @@ func TestHTTPCauses(t *testing.T) {
 		return f
 	}
 
+	// An origin that sends headers and part of the body, then stalls
+	// (/stall) or resets the connection (/cut).
+	midBody := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/cut" {
+			c, _, _ := w.(http.Hijacker).Hijack()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial")
+			time.Sleep(20 * time.Millisecond)
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+			return
+		}
+		w.Header().Set("Content-Length", "1000")
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	t.Cleanup(midBody.Close)
+
 	cases := []causeCase{
+		{name: "timeout mid-body", target: fixed(midBody.URL), spec: checks.HTTPSpec{Path: "/stall"}, timeout: 300 * time.Millisecond,
+			cause: checks.CauseTimeout, errHas: "response not complete within"},
+		{name: "reset mid-body", target: fixed(midBody.URL), spec: checks.HTTPSpec{Path: "/cut"}, cause: checks.CauseReset},
 		{name: "pass", target: fixed(ok.URL()), spec: checks.HTTPSpec{Path: "/asset.bin", CacheBust: true},
 			expect: checks.Expect{Status: "200", Checksum: "sha256:" + checktest.AssetSHA256(), ContentType: "application/octet-stream",
 				Headers: map[string]string{"cache-control": `~max-age=\d+`, "access-control-allow-origin": "present"},

@@ -205,7 +205,7 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 	}
 	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return CauseReset, "connection reset: " + rootMsg(err)
+		return CauseReset, resetMsg(err)
 	}
 	return CauseInternal, rootMsg(err)
 }
@@ -302,4 +302,18 @@ func refusedMsg(err error) string {
 		return "connection refused by " + op.Addr.String()
 	}
 	return "connection refused"
+}
+
+// resetMsg says who dropped the connection.
+func resetMsg(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNRESET) && errors.As(err, &op) && op.Addr != nil:
+		return "connection reset by " + op.Addr.String()
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by the server"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by the server before the response was complete"
+	}
+	return "connection broken: " + rootMsg(err)
 }
