@@ -136,6 +136,11 @@ func TestHTTPCauses(t *testing.T) {
 		{name: "origin down", target: mode(checktest.ModeDown), cause: checks.CauseConnectRefused},
 		{name: "connect_timeout", target: func(t *testing.T) string { return "http://" + fullBacklogAddr(t) }, timeout: 300 * time.Millisecond,
 			cause: checks.CauseConnectTimeout, errHas: "no connection within"},
+		{name: "https blackhole", target: func(t *testing.T) string {
+			o := checktest.NewTLSOrigin(checktest.WithMode(checktest.ModeBlackhole))
+			t.Cleanup(o.Close)
+			return o.URL()
+		}, timeout: 300 * time.Millisecond, cause: checks.CauseTLS, errHas: "handshake not finished within"},
 		{name: "blackhole", target: mode(checktest.ModeBlackhole), timeout: 300 * time.Millisecond, cause: checks.CauseTimeout, errHas: "no response within"},
 		{name: "dns", target: fixed("http://host.invalid:80"), cause: checks.CauseDNS, errHas: "no such host"},
 		{name: "reset", target: mode(checktest.ModeReset), cause: checks.CauseReset},

@@ -153,7 +153,12 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 	connected := t.connected
 	inDNS := !t.dnsStart.IsZero() && t.dnsDone.IsZero()
 	inConnect := !t.connStart.IsZero() && !connected
-	inTLS := !t.tlsStart.IsZero() && t.tlsDone.IsZero()
+	// A handshake cut short by the deadline may report TLSHandshakeDone
+	// (with the context error) before or after the request returns.
+	inTLS := !t.tlsStart.IsZero() && (t.tlsDone.IsZero() || isCtxErr(t.tlsErr))
+	if isCtxErr(tlsErr) {
+		tlsErr = nil
+	}
 	gotFirstByte := !t.firstByte.IsZero()
 	t.mu.Unlock()
 
@@ -316,4 +321,9 @@ func resetMsg(err error) string {
 		return "connection closed by the server before the response was complete"
 	}
 	return "connection broken: " + rootMsg(err)
+}
+
+func isCtxErr(err error) bool {
+	return err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err))
 }
