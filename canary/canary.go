@@ -92,6 +92,9 @@ type Canary struct {
 	pubMu sync.RWMutex
 	pubCh chan reporting.Verdict // nil outside Run: publish directly
 
+	// lagHook, if set before Run, sees every schedule lag (benchmarks).
+	lagHook func(time.Duration)
+
 	dropMu       sync.Mutex
 	dropLast     uint64
 	dropLastSeen time.Time
@@ -256,7 +259,11 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		bsem <- struct{}{}
 	}
 	if !planned.IsZero() {
-		c.m.lag.Observe(max(time.Since(planned), 0).Seconds())
+		lag := max(time.Since(planned), 0)
+		c.m.lag.Observe(lag.Seconds())
+		if c.lagHook != nil {
+			c.lagHook(lag)
+		}
 	}
 	c.m.inFlight.Inc()
 	res := c.probe(p)

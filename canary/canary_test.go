@@ -45,14 +45,14 @@ func (s *memSink) of(check, target string) []reporting.Verdict {
 	return out
 }
 
-func testLog(t *testing.T) *slog.Logger {
+func testLog(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-type tWriter struct{ t *testing.T }
+type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
 
@@ -60,7 +60,7 @@ func pct(p float64) *units.Percent { v := units.Percent(p); return &v }
 
 // testConfig builds and validates a config with the given targets
 // (name → URL) and checks; the default interval is 200ms.
-func testConfig(t *testing.T, targets map[string]string, chs ...CheckConfig) *Config {
+func testConfig(t testing.TB, targets map[string]string, chs ...CheckConfig) *Config {
 	t.Helper()
 	cfg := &Config{
 		Agent:    AgentConfig{Region: "test-region", Vantage: "v1", Concurrency: 16},
@@ -81,7 +81,7 @@ func testConfig(t *testing.T, targets map[string]string, chs ...CheckConfig) *Co
 	return cfg
 }
 
-func compile(t *testing.T, cfg *Config) []Pair {
+func compile(t testing.TB, cfg *Config) []Pair {
 	t.Helper()
 	pairs, err := cfg.Compile(CompileOptions{Version: "test", DataDir: t.TempDir()})
 	if err != nil {
