@@ -162,6 +162,14 @@ type BurnRateRule struct {
 	NoTicket bool `mapstructure:"no_ticket"`
 }
 
+// CertRule configures the certificate rule.
+type CertRule struct {
+	// Disabled turns the rule off. Default false.
+	Disabled bool `mapstructure:"disabled"`
+	// Severity of the alert. Default ticket.
+	Severity string `mapstructure:"severity"`
+}
+
 // DeadManRule configures the dead-man rule.
 type DeadManRule struct {
 	// Disabled turns the rule off. Default false.
@@ -379,12 +387,14 @@ type Config struct {
 	Down     DownRule     `mapstructure:"down"`
 	TTFB     TTFBRule     `mapstructure:"ttfb"`
 	BurnRate BurnRateRule `mapstructure:"burn_rate"`
-	// CertExpiryDays: the certificate rule fires when quorum regions report
-	// cause "cert" (the check's certificate assertion failed, e.g. invalid
-	// or expiring within the check's own limit). Default 14; 0 disables the
-	// rule. Verdicts do not carry the expiry date yet, so the day count is
-	// shown in the summary but not yet compared.
+	// CertExpiryDays is the certificate-expiry horizon in days. Default 14.
+	// The built-in rule fires when quorum regions report cause "cert" (the
+	// check's own certificate assertion failed: invalid, or expiring within
+	// the check's limit) because verdicts do not carry the expiry date; the
+	// generated Prometheus rules compare probe_ssl_earliest_cert_expiry
+	// with it.
 	CertExpiryDays int         `mapstructure:"cert_expiry_days"`
+	Cert           CertRule    `mapstructure:"cert"`
 	DeadMan        DeadManRule `mapstructure:"dead_man"`
 
 	// StatusPageURL is the status page's base URL for links in
@@ -454,6 +464,10 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.CertExpiryDays < 0 {
 		add(fmt.Errorf("cert_expiry_days: %w", ErrNotPositive))
 	}
+	if c.CertExpiryDays == 0 {
+		c.CertExpiryDays = 14
+	}
+	add(severity("cert.severity", &c.Cert.Severity, SeverityTicket))
 	if c.DeadMan.Intervals < 0 {
 		add(fmt.Errorf("dead_man.intervals: %w", ErrNotPositive))
 	}

@@ -96,12 +96,12 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 				out = append(out, candidate{Alert: a, hold: c.Down.For})
 			}
 		}
-		if c.CertExpiryDays > 0 {
+		if !c.Cert.Disabled {
 			agree, hits := quorumRule(regions, e.now, func(v reporting.Verdict) bool {
 				return !v.OK && v.Cause == "cert"
 			})
 			if len(agree) >= c.Quorum {
-				a := Alert{Rule: RuleCert, Severity: SeverityTicket, Check: k.check, Target: k.target, Regions: agree}
+				a := Alert{Rule: RuleCert, Severity: c.Cert.Severity, Check: k.check, Target: k.target, Regions: agree}
 				describe(&a, hits, e.links)
 				a.Summary = fmt.Sprintf("%s certificate check failing in %d regions (%s)%s", series(k.check, k.target),
 					len(agree), strings.Join(agree, ", "), causeSuffix("", a.Err))

@@ -1,0 +1,186 @@
+package alerting
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+const exampleRules = "../../examples/prometheus/vigil-slo-rules.yml"
+
+// TestPrometheusRulesUpToDate fails when the committed example drifts from
+// the generator.
+func TestPrometheusRulesUpToDate(t *testing.T) {
+	got, err := PrometheusRules(ExampleConfig, ExampleSLOs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := os.ReadFile(exampleRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, have) {
+		t.Fatalf("%s is stale: run `go generate ./reporting/alerting`", exampleRules)
+	}
+}
+
+func TestPrometheusRulesShape(t *testing.T) {
+	b, err := PrometheusRules(Config{Quorum: 3, RunbookURL: "https://rb.example/{rule}/{check}"}, []SLO{
+		{Name: "api-avail", Check: "api", Target: `we"ird`, Objective: 99.5},
+		{Name: "api-ttfb", Check: "api", TTFBP95: 250 * time.Millisecond, Window: 10 * time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Groups []struct {
+			Name  string
+			Rules []struct {
+				Record, Alert, Expr, For string
+				Labels, Annotations      map[string]string
+			}
+		}
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("not YAML: %v\n%s", err, b)
+	}
+	alerts := map[string]int{}
+	var exprs []string
+	for _, g := range doc.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				alerts[r.Alert+"/"+r.Labels["severity"]]++
+				if r.Labels["rule"] == "" || r.Annotations["summary"] == "" || !strings.HasPrefix(r.Annotations["runbook_url"], "https://rb.example/") {
+					t.Errorf("alert %s: labels %v annotations %v", r.Alert, r.Labels, r.Annotations)
+				}
+			}
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	want := map[string]int{"VigilCheckDown/page": 1, "VigilCertificate/ticket": 1, "VigilCanarySilent/ticket": 1,
+		"VigilErrorBudgetBurn/page": 1, "VigilErrorBudgetBurn/ticket": 1, "VigilTTFBSLOBreach/ticket": 1}
+	if fmt.Sprint(alerts) != fmt.Sprint(want) {
+		t.Fatalf("alerts %v, want %v", alerts, want)
+	}
+	all := strings.Join(exprs, "\n")
+	for _, s := range []string{`target="we\"ird"`, `(14.4 * 0.005)`, `>= 3`, `[10m]`, `> 0.25`} {
+		if !strings.Contains(all, s) {
+			t.Errorf("expressions lack %s:\n%s", s, all)
+		}
+	}
+}
+
+// promtool returns the path of promtool (Debian package prometheus) or
+// skips: the rule file's syntax and behaviour are checked with it when
+// present.
+func promtool(t *testing.T) string {
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skipf("SKIPPING: promtool (Debian package prometheus) not installed: %v", err)
+	}
+	return p
+}
+
+func TestPrometheusRulesPromtoolCheck(t *testing.T) {
+	bin := promtool(t)
+	out, err := exec.Command(bin, "check", "rules", exampleRules).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+// counterValues renders one counter sample per minute for minutes
+// [0, n): it grows by 1 in the minutes where inc is true.
+func counterValues(n int, inc func(m int) bool) string {
+	var b strings.Builder
+	v := 0
+	for m := 0; m < n; m++ {
+		if m > 0 && inc(m) {
+			v++
+		}
+		fmt.Fprintf(&b, "%d ", v)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// TestPrometheusRulesPromtoolTest runs the generated rules on synthetic
+// series with `promtool test rules`: two regions failing fire the page
+// and ticket burn-rate alerts, one region alone does not, the page resolves
+// once its short windows are clean while the ticket keeps firing; two
+// regions unhealthy fire VigilCheckDown after for: 1m.
+func TestPrometheusRulesPromtoolTest(t *testing.T) {
+	bin := promtool(t)
+	rules, err := filepath.Abs(exampleRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 480 // minutes
+	failing := func(m int) bool { return m >= 300 && m < 330 }
+	var series strings.Builder
+	for _, tr := range []string{"origin-a/eu", "origin-a/us", "origin-a/ap", "origin-b/eu", "origin-b/us", "origin-b/ap"} {
+		target, r, _ := strings.Cut(tr, "/")
+		// origin-a fails in two regions of three, origin-b in one only.
+		fails := tr == "origin-a/eu" || tr == "origin-a/us" || tr == "origin-b/eu"
+		lbl := `check="asset",target="` + target + `",region="` + r + `"`
+		fmt.Fprintf(&series, "      - series: 'vigil_checks_total{%s,result=\"pass\"}'\n        values: '%s'\n", lbl,
+			counterValues(n, func(m int) bool { return !(fails && failing(m)) }))
+		fmt.Fprintf(&series, "      - series: 'vigil_checks_total{%s,result=\"fail\"}'\n        values: '%s'\n", lbl,
+			counterValues(n, func(m int) bool { return fails && failing(m) }))
+		unhealthy := "0x200"
+		if fails {
+			unhealthy = "0x100 1x100"
+		}
+		fmt.Fprintf(&series, "      - series: 'vigil_verdict_state{%s,tier=\"deep\",state=\"unhealthy\"}'\n        values: '%s'\n", lbl, unhealthy)
+	}
+	page := `
+          - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: page, slo: asset-availability, source: prometheus}
+            exp_annotations:
+              summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%) burning fast in 2 regions (1h/5m or 6h/30m)'
+              status_url: 'http://127.0.0.1:9470/?check=asset'
+              windows: '1h/5m, 6h/30m'`
+	ticket := `
+          - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: ticket, slo: asset-availability, source: prometheus}
+            exp_annotations:
+              summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%) burning fast in 2 regions (1d/2h or 3d/6h)'
+              status_url: 'http://127.0.0.1:9470/?check=asset'
+              windows: '1d/2h, 3d/6h'`
+	down := `
+          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, rule: down, severity: page, source: prometheus}
+            exp_annotations:
+              summary: 'asset × origin-a down in 2 regions (quorum 2)'
+              status_url: 'http://127.0.0.1:9470/?check=asset'`
+	test := fmt.Sprintf(`rule_files:
+  - %s
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+%s    alert_rule_test:
+      - {eval_time: 299m, alertname: VigilErrorBudgetBurn, exp_alerts: []}
+      - eval_time: 310m
+        alertname: VigilErrorBudgetBurn
+        exp_alerts:%s%s
+      - eval_time: 400m
+        alertname: VigilErrorBudgetBurn
+        exp_alerts:%s
+      - {eval_time: 100m, alertname: VigilCheckDown, exp_alerts: []}
+      - eval_time: 102m
+        alertname: VigilCheckDown
+        exp_alerts:%s
+`, rules, series.String(), page, ticket, ticket, down)
+	f := filepath.Join(t.TempDir(), "test.yml")
+	if err := os.WriteFile(f, []byte(test), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "test", "rules", f).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
