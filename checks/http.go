@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -160,7 +159,8 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	rctx := tr.withTrace(ctx)
 	req, err := http.NewRequestWithContext(rctx, h.spec.Method, target, body)
 	if err != nil {
-		res.Cause, res.Err = CauseInternal, "http: "+rootMsg(err)
+		// The URL is not quoted: after expansion it may hold a secret.
+		res.Cause, res.Err = CauseInternal, "http: cannot build the request: invalid method or URL"
 		return res, nil
 	}
 	req.Header.Set("User-Agent", h.ua)
@@ -300,7 +300,7 @@ func (h *HTTP) requestURL(t Target, expand func(string) string) (string, error) 
 	} else {
 		base := strings.TrimRight(t.URL, "/")
 		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-			return "", fmt.Errorf("target %q: %w: want an http:// or https:// URL", t.URL, ErrBadURL)
+			return "", errorf(ErrBadURL, "target %q: want an http:// or https:// URL", redact(t.URL))
 		}
 		raw = base + expand(h.spec.Path)
 	}
@@ -309,7 +309,7 @@ func (h *HTTP) requestURL(t Target, expand func(string) string) (string, error) 
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("url %q: %w", raw, err)
+		return "", errorf(ErrBadURL, "http: the request URL does not parse (%s)", urlErrKind(err))
 	}
 	q := u.RawQuery
 	if q != "" {
@@ -338,4 +338,22 @@ func expandJSON(v any, expand func(string) string) any {
 		return s
 	}
 	return v
+}
+
+// urlErrKind is a url.Parse error without the URL itself.
+func urlErrKind(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return "invalid URL"
+}
+
+// redact hides a password in a URL's userinfo.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

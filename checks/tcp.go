@@ -180,11 +180,11 @@ func hostPort(raw, defPort string) (string, error) {
 		if _, _, err := net.SplitHostPort(raw); err == nil {
 			return raw, nil
 		}
-		return "", fmt.Errorf("target %q: %w: want tcp://host:port", raw, ErrBadURL)
+		return "", errorf(ErrBadURL, "target %q: want tcp://host:port", raw)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("target %q: %w: want scheme://host:port", raw, ErrBadURL)
+		return "", errorf(ErrBadURL, "target %q: want scheme://host:port", redact(raw))
 	}
 	port := u.Port()
 	if port == "" {
@@ -198,7 +198,7 @@ func hostPort(raw, defPort string) (string, error) {
 		}
 	}
 	if port == "" {
-		return "", fmt.Errorf("target %q: %w: a port is required", raw, ErrBadURL)
+		return "", errorf(ErrBadURL, "target %q: a port is required", redact(raw))
 	}
 	return net.JoinHostPort(u.Hostname(), port), nil
 }
