@@ -13,7 +13,7 @@ import (
 
 // Chart geometry in SVG user units; the SVG scales to its container.
 const (
-	chartW, chartH         = 1000.0, 230.0
+	chartW, chartH         = 1000.0, 200.0
 	padL, padR, padT, padB = 64.0, 30.0, 14.0, 30.0
 	chartBuckets           = 60
 	plotW, plotH           = chartW - padL - padR, chartH - padT - padB

@@ -99,12 +99,12 @@ func fmtAgo(d time.Duration) string {
 	return fmt.Sprintf("%dd %dh", s/86400, s%86400/3600)
 }
 
-// fmtDur formats a window: "30d", "6h", "5m", "90s".
+// fmtDur formats a window: "30d", "24h", "6h", "5m", "1m30s".
 func fmtDur(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "—"
-	case d%(24*time.Hour) == 0:
+	case d%(24*time.Hour) == 0 && d > 24*time.Hour:
 		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
 	case d%time.Hour == 0:
 		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"

@@ -36,6 +36,8 @@ type row struct {
 	Cells               []cell
 	// State is the row's worst shown state.
 	State reporting.State
+	// Span is the number of rows of this check, on its first row; 0 on the others.
+	Span int
 }
 
 // counts tallies cells by shown state.
@@ -138,6 +140,14 @@ func buildMatrix(vs []reporting.Verdict, now time.Time) matrix {
 	slices.SortFunc(m.Rows, func(a, b row) int {
 		return cmp.Or(cmp.Compare(a.Check, b.Check), cmp.Compare(a.Target, b.Target))
 	})
+	for i := 0; i < len(m.Rows); {
+		j := i + 1
+		for j < len(m.Rows) && m.Rows[j].Check == m.Rows[i].Check {
+			j++
+		}
+		m.Rows[i].Span = j - i
+		i = j
+	}
 	m.Checks, m.Targets = len(checks), len(targets)
 	return m
 }

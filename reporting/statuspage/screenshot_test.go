@@ -82,7 +82,8 @@ func TestScreenshot(t *testing.T) {
 		w, h       int
 	}{
 		{"statuspage.png", "/", 1280, 900},
-		{"statuspage-check.png", "/check/asset", 1280, 2200},
+		{"statuspage-full.png", "/", 1280, 1800},
+		{"statuspage-check.png", "/check/asset", 1280, 2600},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := screenshot(t, bin, srv.URL+c.path, c.w, c.h)
