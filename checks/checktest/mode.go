@@ -2,7 +2,9 @@ package checktest
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Mode is the fault an Origin injects. The zero value is ModeOK.
@@ -87,4 +89,45 @@ func (m *Mode) UnmarshalText(b []byte) error {
 	}
 	*m = v
 	return nil
+}
+
+// SetFault applies a fault given as text, as `vigil demo fault` takes it:
+// a mode name, optionally with a parameter after a colon —
+// "partial:40%" (share of /api/* answering 503), "slow:3s" (first-byte
+// delay), "flapping:10" (switch every 10 requests) or "flapping:30s"
+// (switch every 30 s). A parameter on another mode is an error.
+func (o *Origin) SetFault(s string) error {
+	name, param, hasParam := strings.Cut(strings.TrimSpace(s), ":")
+	m, err := ParseMode(name)
+	if err != nil {
+		return err
+	}
+	if hasParam {
+		param = strings.TrimSpace(param)
+		switch m {
+		case ModePartial:
+			p, err := strconv.ParseFloat(strings.TrimSuffix(param, "%"), 64)
+			if err != nil || p < 0 || p > 100 {
+				return fmt.Errorf("fault %q: want a percentage 0%%–100%%, e.g. partial:25%%", s)
+			}
+			o.SetPartialPercent(p)
+		case ModeSlow:
+			d, err := time.ParseDuration(param)
+			if err != nil || d < 0 {
+				return fmt.Errorf("fault %q: want a duration, e.g. slow:2.4s", s)
+			}
+			o.SetSlowDelay(d)
+		case ModeFlapping:
+			if n, err := strconv.Atoi(param); err == nil && n > 0 {
+				o.setFlap(n, 0)
+			} else if d, err := time.ParseDuration(param); err == nil && d > 0 {
+				o.setFlap(0, d)
+			} else {
+				return fmt.Errorf("fault %q: want a request count or a period, e.g. flapping:5 or flapping:30s", s)
+			}
+		default:
+			return fmt.Errorf("fault %q: mode %s takes no parameter", s, m)
+		}
+	}
+	return o.SetMode(m)
 }

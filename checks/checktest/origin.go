@@ -104,11 +104,20 @@ func WithPartialPercent(p float64) Option { return func(o *Origin) { o.SetPartia
 
 // WithFlapEvery makes ModeFlapping switch between ok and 503 every n
 // requests. Default 5.
-func WithFlapEvery(n int) Option { return func(o *Origin) { o.flapEvery = max(n, 1) } }
+func WithFlapEvery(n int) Option { return func(o *Origin) { o.setFlap(n, 0) } }
 
 // WithFlapPeriod makes ModeFlapping switch every period of wall time
 // instead of every N requests. Default 0 (count-based).
-func WithFlapPeriod(d time.Duration) Option { return func(o *Origin) { o.flapPeriod = d } }
+func WithFlapPeriod(d time.Duration) Option {
+	return func(o *Origin) { o.setFlap(int(o.flapEvery.Load()), d) }
+}
+
+// setFlap sets ModeFlapping's switch: every n requests, or every period
+// when period > 0.
+func (o *Origin) setFlap(n int, period time.Duration) {
+	o.flapEvery.Store(int64(max(n, 1)))
+	o.flapPeriod.Store(int64(period))
+}
 
 // WithCredentials sets the user and password POST /login accepts.
 // Default DemoUser / DemoPassword.
@@ -119,20 +128,20 @@ func WithCredentials(user, password string) Option {
 // Origin is a fault-injectable HTTP(S) origin. All methods are safe for
 // concurrent use.
 type Origin struct {
-	addr       string
-	tlsConfig  *tls.Config
-	tlsPEM     *certBundle
-	flapEvery  int
-	flapPeriod time.Duration
-	user       string
-	certOpts   CertOptions
-	password   string
+	addr      string
+	tlsConfig *tls.Config
+	tlsPEM    *certBundle
+	user      string
+	certOpts  CertOptions
+	password  string
 
-	firstByte atomic.Int64 // time.Duration
-	slow      atomic.Int64 // time.Duration
-	partial   atomic.Uint64
-	partialN  atomic.Int64
-	flapN     atomic.Int64
+	flapEvery  atomic.Int64
+	flapPeriod atomic.Int64 // time.Duration
+	firstByte  atomic.Int64 // time.Duration
+	slow       atomic.Int64 // time.Duration
+	partial    atomic.Uint64
+	partialN   atomic.Int64
+	flapN      atomic.Int64
 
 	srv *http.Server
 
@@ -164,12 +173,13 @@ func NewOrigin(opts ...Option) *Origin {
 // with a non-nil tlsConfig it serves HTTPS.
 func StartOrigin(tlsConfig *tls.Config, opts ...Option) (*Origin, error) {
 	o := &Origin{
-		addr: "127.0.0.1:0", tlsConfig: tlsConfig, flapEvery: 5,
+		addr: "127.0.0.1:0", tlsConfig: tlsConfig,
 		user: DemoUser, password: DemoPassword,
 		conns: map[net.Conn]struct{}{}, parked: map[net.Conn]struct{}{},
 		counts: map[string]int64{}, tokens: map[string]bool{}, done: make(chan struct{}),
 	}
 	o.slow.Store(int64(2400 * time.Millisecond))
+	o.setFlap(5, 0)
 	o.SetPartialPercent(25)
 	for _, opt := range opts {
 		opt(o)
@@ -490,11 +500,11 @@ func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (o *Origin) flapDown(since time.Time) bool {
-	if o.flapPeriod > 0 {
-		return (time.Since(since)/o.flapPeriod)%2 == 1
+	if p := time.Duration(o.flapPeriod.Load()); p > 0 {
+		return (time.Since(since)/p)%2 == 1
 	}
 	n := o.flapN.Add(1) - 1
-	return (n/int64(o.flapEvery))%2 == 1
+	return (n/o.flapEvery.Load())%2 == 1
 }
 
 // partialHit spreads failures evenly: request n fails when the running

@@ -295,3 +295,47 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Errorf("%d goroutines left after Close (before: %d)\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+func TestSetFault(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	c := client()
+	status := func(path string) int {
+		resp, _ := get(t, c, o.URL()+path)
+		return resp.StatusCode
+	}
+	if err := o.SetFault("partial:50%"); err != nil {
+		t.Fatal(err)
+	}
+	fails := 0
+	for range 10 {
+		if status("/api/x") == 503 {
+			fails++
+		}
+	}
+	if fails != 5 {
+		t.Errorf("partial:50%%: %d of 10 failed, want 5", fails)
+	}
+	if err := o.SetFault("flapping:1"); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := status("/healthz"), status("/healthz"); a != 200 || b != 503 {
+		t.Errorf("flapping:1: %d then %d, want 200 then 503", a, b)
+	}
+	if err := o.SetFault("slow:120ms"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	status("/api/x")
+	if d := time.Since(start); d < 120*time.Millisecond {
+		t.Errorf("slow:120ms answered after %v", d)
+	}
+	for _, bad := range []string{"partial:150%", "slow:fast", "flapping:0", "down:1", "nope"} {
+		if err := o.SetFault(bad); err == nil {
+			t.Errorf("SetFault(%q) accepted", bad)
+		}
+	}
+	if o.Mode() != checktest.ModeSlow {
+		t.Errorf("a rejected fault changed the mode to %v", o.Mode())
+	}
+}
