@@ -85,6 +85,7 @@ type Canary struct {
 
 	running   atomic.Bool
 	stopped   atomic.Bool
+	stopping  atomic.Bool     // Run's ctx is done: queued scheduled runs are dropped
 	runCtx    context.Context // base of every run's context; never cancelled before runs end
 	wg        sync.WaitGroup  // in-flight runs
 	reloadErr atomic.Pointer[errBox]
@@ -192,6 +193,7 @@ func (c *Canary) Run(ctx context.Context) error {
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
+			c.stopping.Store(true)
 			c.wg.Wait()
 			c.stopPublisher(pubDone)
 			c.stopped.Store(true)
@@ -250,13 +252,28 @@ func (e *entry) start() bool {
 // it, and returns the verdict.
 func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.Verdict {
 	p := e.pair.Load()
-	sem <- struct{}{}
+	// Browser checks wait for a browser slot before taking a general one,
+	// so queued browser runs never hold back HTTP checks.
 	var bsem chan struct{}
 	if usesBrowser(p) {
 		c.mu.Lock()
 		bsem = c.browser
 		c.mu.Unlock()
 		bsem <- struct{}{}
+	}
+	sem <- struct{}{}
+	if !planned.IsZero() && c.stopping.Load() {
+		// Shutting down: a scheduled run that has not started yet is dropped.
+		<-sem
+		if bsem != nil {
+			<-bsem
+		}
+		e.mu.Lock()
+		done := e.done
+		e.done = nil
+		e.mu.Unlock()
+		close(done)
+		return reporting.Verdict{}
 	}
 	if !planned.IsZero() {
 		lag := max(time.Since(planned), 0)
