@@ -317,7 +317,7 @@ func canonicalJSON(b []byte) []byte {
 	return out
 }
 
-// expectedLen maps an algorithm to its digest length in bytes.
+// checksumLen maps an algorithm to its digest length in bytes.
 var checksumLen = map[string]int{"sha256": 32, "sha1": 20, "md5": 16, "crc32": 4}
 
 type checksum struct {
