@@ -1,0 +1,161 @@
+package alerting
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// RegionSLO is one region's standing on an SLO.
+type RegionSLO struct {
+	Region string
+	// Runs and Failed count the runs in the window (from the per-minute rollups).
+	Runs, Failed int
+	// Availability is the share of passing runs, 0..1; -1 without runs.
+	Availability float64
+	// BudgetRemaining is 1 − error ratio / (1 − objective): 1 untouched,
+	// 0 spent, negative overspent; 0 for a TTFB-only SLO.
+	BudgetRemaining float64
+	// TTFBP95 is the p95 TTFB of the window's runs (TTFB SLOs only).
+	TTFBP95 time.Duration
+}
+
+// SLOStatus is one SLO × target's standing over its window, for the status
+// page: all regions together and per region.
+type SLOStatus struct {
+	SLO, Check, Target string
+	// Objective is the availability objective (0 for a TTFB-only SLO);
+	// TTFBObjective the TTFB p95 objective (0 for an availability-only SLO).
+	Objective     units.Percent
+	TTFBObjective time.Duration
+	Window        time.Duration
+	// Runs, Failed, Availability and BudgetRemaining sum every region's runs.
+	Runs, Failed    int
+	Availability    float64
+	BudgetRemaining float64
+	// TTFBP95 is the highest region p95 (TTFB SLOs only).
+	TTFBP95 time.Duration
+	// Met reports whether the objectives hold: availability at or above the
+	// objective, and fewer than quorum regions with a TTFB p95 above its
+	// objective. True without runs.
+	Met     bool
+	Regions []RegionSLO
+}
+
+// SLOStatus computes every SLO's standing now from the store. Availability
+// reads the per-minute rollups over the SLO window; TTFB reads the raw
+// verdicts of the window (exact p95).
+func (a *Alerter) SLOStatus(ctx context.Context) ([]SLOStatus, error) {
+	a.mu.Lock()
+	slos, quorum, minSamples := a.slos, a.cfg.Quorum, a.cfg.TTFB.MinSamples
+	a.mu.Unlock()
+	now := a.now()
+	type key struct{ slo, target string }
+	out := map[key]*SLOStatus{}
+	region := func(s *SLOStatus, r string) *RegionSLO {
+		for i := range s.Regions {
+			if s.Regions[i].Region == r {
+				return &s.Regions[i]
+			}
+		}
+		s.Regions = append(s.Regions, RegionSLO{Region: r, Availability: -1})
+		return &s.Regions[len(s.Regions)-1]
+	}
+	get := func(s SLO, target string) *SLOStatus {
+		k := key{s.Name, target}
+		if out[k] == nil {
+			out[k] = &SLOStatus{SLO: s.Name, Check: s.Check, Target: target, Objective: s.Objective,
+				TTFBObjective: s.TTFBP95, Window: s.Window, Availability: -1, Met: true}
+		}
+		return out[k]
+	}
+	for _, s := range slos {
+		from := now.Add(-s.Window)
+		if s.Objective > 0 {
+			rolls, err := a.src.Rollups(ctx, reporting.HistoryQuery{Check: s.Check, Target: s.Target, From: from, To: now})
+			if err != nil {
+				return nil, fmt.Errorf("alerting: slo %s: rollups: %w", s.Name, err)
+			}
+			for _, r := range rolls {
+				if !r.Minute.After(from) || r.Minute.After(now) {
+					continue
+				}
+				st := get(s, r.Target)
+				st.Runs += r.Total
+				st.Failed += r.Failed
+				rs := region(st, r.Region)
+				rs.Runs += r.Total
+				rs.Failed += r.Failed
+			}
+		}
+		if s.TTFBP95 > 0 {
+			hist, err := a.src.History(ctx, reporting.HistoryQuery{Check: s.Check, Target: s.Target, From: from, To: now})
+			if err != nil {
+				return nil, fmt.Errorf("alerting: slo %s: history: %w", s.Name, err)
+			}
+			samples := map[key]map[string][]time.Duration{}
+			for _, v := range hist {
+				if v.TTFB <= 0 || !v.At.After(from) || v.At.After(now) {
+					continue
+				}
+				k := key{s.Name, v.Target}
+				if samples[k] == nil {
+					samples[k] = map[string][]time.Duration{}
+				}
+				samples[k][v.Region] = append(samples[k][v.Region], v.TTFB)
+			}
+			for k, regions := range samples {
+				st := get(s, k.target)
+				breaching := 0
+				for r, ds := range regions {
+					p := P95(ds)
+					region(st, r).TTFBP95 = p
+					st.TTFBP95 = max(st.TTFBP95, p)
+					if len(ds) >= minSamples && p > s.TTFBP95 {
+						breaching++
+					}
+				}
+				if breaching >= quorum {
+					st.Met = false
+				}
+			}
+		}
+	}
+	res := make([]SLOStatus, 0, len(out))
+	for _, st := range out {
+		budget := 1 - st.Objective.Fraction()
+		fill := func(runs, failed int) (avail, remaining float64) {
+			if runs == 0 {
+				return -1, 1
+			}
+			ratio := float64(failed) / float64(runs)
+			if st.Objective == 0 {
+				return 1 - ratio, 0
+			}
+			return 1 - ratio, 1 - ratio/budget
+		}
+		st.Availability, st.BudgetRemaining = fill(st.Runs, st.Failed)
+		if st.Objective > 0 && st.Runs > 0 && st.Availability < st.Objective.Fraction() {
+			st.Met = false
+		}
+		for i := range st.Regions {
+			r := &st.Regions[i]
+			if r.Runs > 0 || st.Objective > 0 {
+				r.Availability, r.BudgetRemaining = fill(r.Runs, r.Failed)
+			}
+		}
+		sort.Slice(st.Regions, func(i, j int) bool { return st.Regions[i].Region < st.Regions[j].Region })
+		res = append(res, *st)
+	}
+	sort.Slice(res, func(i, j int) bool {
+		if res[i].SLO != res[j].SLO {
+			return res[i].SLO < res[j].SLO
+		}
+		return res[i].Target < res[j].Target
+	})
+	return res, nil
+}
