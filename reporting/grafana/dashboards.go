@@ -354,7 +354,7 @@ func check() *board {
 		Datasource(datasource()).
 		WithTarget(bd.flux(recent, "A", qRecentFailures)).
 		WithTransformation(organize(
-			[]string{"_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "artifact"},
+			[]string{"_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "url", "artifact"},
 			map[string]string{"_time": "time", "status_code": "status", "ttfb_ms": "ttfb"})).
 		OverrideByName("ttfb_ms", []dashboard.DynamicConfigValue{{Id: "unit", Value: "ms"}}).
 		Filterable(true).

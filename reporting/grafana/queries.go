@@ -143,11 +143,11 @@ const (
 
 	// qRecentFailures: the last 100 failed runs, newest first.
 	qRecentFailures = fromVerdicts + byCheck + byRegion + `
-  |> filter(fn: (r) => r._field == "ok" or r._field == "state" or r._field == "cause" or r._field == "err" or r._field == "status_code" or r._field == "ttfb_ms" or r._field == "artifact")
+  |> filter(fn: (r) => r._field == "ok" or r._field == "state" or r._field == "cause" or r._field == "err" or r._field == "status_code" or r._field == "ttfb_ms" or r._field == "url" or r._field == "artifact")
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
   |> filter(fn: (r) => r.ok == false)
   |> group()
-  |> keep(columns: ["_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "artifact"])
+  |> keep(columns: ["_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "url", "artifact"])
   |> sort(columns: ["_time"], desc: true)
   |> limit(n: 100)`
 

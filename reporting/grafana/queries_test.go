@@ -40,10 +40,10 @@ func sampleLines(now time.Time) string {
 					}
 					fmt.Fprintf(&sb, "vigil_verdict,check=%s,region=%s,target=%s,tier=shallow,vantage=%s-1 "+
 						"state=%q,ok=%t,cause=%q,status_code=%di,ttfb_ms=%g,duration_ms=%g,dns_ms=3,connect_ms=8,tls_ms=15,transfer_ms=12,"+
-						"streak=%di,interval_ms=30000,expires=%di,artifact=\"\",err=%q %d\n",
+						"streak=%di,interval_ms=30000,expires=%di,artifact=\"\",err=%q,url=\"https://%s.example/health\" %d\n",
 						check, region, target, region,
 						state, ok, cause, status, ttfb, ttfb+12, 1+i%5,
-						at.Add(time.Minute).UnixNano(), errText, at.UnixNano())
+						at.Add(time.Minute).UnixNano(), errText, target, at.UnixNano())
 				}
 			}
 		}
@@ -171,8 +171,11 @@ func TestQueryResults(t *testing.T) {
 		if len(res.rows) != 26 {
 			t.Errorf("recent failures: %d rows, want 26", len(res.rows))
 		}
-		if c := col(t, res, "err"); !strings.Contains(strings.Join(res.rows[0], ","), "deadline") {
+		if c := col(t, res, "err"); !strings.Contains(res.rows[0][c], "deadline") {
 			t.Errorf("newest failure err = %q, want the timeout", res.rows[0][c])
+		}
+		if c := col(t, res, "url"); res.rows[0][c] != "https://edge-b.example/health" {
+			t.Errorf("newest failure url = %q", res.rows[0][c])
 		}
 	})
 	t.Run("phases", func(t *testing.T) {
