@@ -21,14 +21,14 @@ func envOf(m map[string]string) func(string) (string, bool) {
 // `vigil validate` prints for it.
 func TestInvalidConfigs(t *testing.T) {
 	want := map[string]string{
-		"invalid-unknown-key.yaml":       "checks[2].expect.statuss: unknown key",
-		"invalid-timeout-interval.yaml":  "checks[0].timeout: 5s ≥ interval 5s: timeout must be shorter than the interval",
-		"invalid-unknown-target.yaml":    `checks[0].targets[1]: "origin-z": unknown target (define it under targets:)`,
-		"invalid-duration-unit.yaml":     `checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
-		"invalid-missing-env.yaml":       "agent.admin_token: ${VIGIL_TEST_UNSET_TOKEN} is not set in the environment (use ${VIGIL_TEST_UNSET_TOKEN:-default} for an optional value)",
-		"invalid-status-range.yaml":      wantStatusRange,
-		"invalid-regex.yaml":             wantRegex,
-		"invalid-checksum.yaml":          wantChecksum,
+		"invalid-unknown-key.yaml":      "checks[2].expect.statuss: unknown key",
+		"invalid-timeout-interval.yaml": "checks[0].timeout: 5s ≥ interval 5s: timeout must be shorter than the interval",
+		"invalid-unknown-target.yaml":   `checks[0].targets[1]: "origin-z": unknown target (define it under targets:)`,
+		"invalid-duration-unit.yaml":    `checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
+		"invalid-missing-env.yaml":      "agent.admin_token: ${VIGIL_TEST_UNSET_TOKEN} is not set in the environment (use ${VIGIL_TEST_UNSET_TOKEN:-default} for an optional value)",
+		"invalid-status-range.yaml":     wantStatusRange,
+		"invalid-regex.yaml":            wantRegex,
+		"invalid-checksum.yaml":         wantChecksum,
 	}
 	files, _ := filepath.Glob("testdata/invalid-*.yaml")
 	if len(files) != len(want) {

@@ -1,0 +1,514 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vigil-synthetics/vigil/canary"
+	"github.com/vigil-synthetics/vigil/proxy"
+	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/alerting"
+	"github.com/vigil-synthetics/vigil/reporting/influx"
+	"github.com/vigil-synthetics/vigil/reporting/statuspage"
+	"github.com/vigil-synthetics/vigil/reporting/store"
+	"github.com/vigil-synthetics/vigil/scripts"
+)
+
+// roles selects what one process runs.
+type roles struct {
+	canary, proxy, alerter, page bool
+}
+
+// appOptions are the command-line choices that shape an app.
+type appOptions struct {
+	roles roles
+	shard canary.Shard
+	// verdictsFrom lists canary base URLs the proxy reads verdicts from
+	// (vigil proxy --verdicts-from); empty: InfluxDB if configured, else the
+	// local embedded store, else (in vigil run) the canary in this process.
+	verdictsFrom []string
+	// listen overrides agent.listen (tests and the demo use 127.0.0.1:0).
+	listen string
+	// watch polls the config file for changes (besides SIGHUP).
+	watch time.Duration
+	// extraRoutes are mounted on the agent listener (the demo's fault API).
+	extraRoutes map[string]http.Handler
+	// faults enables the status page fault switches (demo).
+	faults *statuspage.FaultControl
+	// proxyFromStore makes the proxy read verdicts from the local store (all
+	// regions that write to it) rather than from the in-process canary.
+	proxyFromStore bool
+	log         *slog.Logger
+}
+
+// app is one vigil process: the parts its roles need, wired together.
+type app struct {
+	opts appOptions
+	log  *slog.Logger
+	reg  *prometheus.Registry
+
+	mu  sync.Mutex
+	cfg *File
+
+	local   *store.Store  // embedded store; nil when disabled
+	remote  *influx.Store // InfluxDB; nil when not configured
+	fan     *reporting.Fanout
+	hist    reporting.HistorySource // what readers (alerter, status page, API) read
+	browser *scripts.Browser
+	can     *canary.Canary
+	prx     *proxy.Proxy
+	alr     *alerting.Alerter
+
+	reloadOK, reloadFail prometheus.Counter
+	reloadErr            error
+
+	ln      net.Listener
+	srv     *http.Server
+	handler http.Handler
+}
+
+// newApp builds every part the roles need from a validated config. Nothing
+// runs until Run.
+func newApp(cfg *File, o appOptions) (*app, error) {
+	a := &app{opts: o, cfg: cfg, log: o.log, reg: prometheus.NewRegistry()}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.reloadOK = prometheus.NewCounter(prometheus.CounterOpts{Name: "vigil_config_reloads_total", Help: "Successful config reloads."})
+	a.reloadFail = prometheus.NewCounter(prometheus.CounterOpts{Name: "vigil_config_reload_failures_total", Help: "Config reloads rejected because the new file was invalid; the old config keeps running."})
+	a.reg.MustRegister(a.reloadOK, a.reloadFail)
+	ok := false
+	defer func() {
+		if !ok {
+			a.close(context.Background())
+		}
+	}()
+
+	if err := os.MkdirAll(cfg.Agent.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("agent.data_dir: %w", err)
+	}
+	var sinks []reporting.NamedSink
+	if cfg.Store.Embedded.On() {
+		opts := cfg.Store.Embedded.Options()
+		opts.Log = a.log
+		s, err := store.Open(cfg.Agent.DataDir, opts)
+		if err != nil {
+			return nil, fmt.Errorf("store.embedded: %w", err)
+		}
+		a.local = s
+		a.hist = s
+		sinks = append(sinks, reporting.NamedSink{Name: "embedded", Sink: s})
+	}
+	if cfg.Store.InfluxDB != nil {
+		s, err := influx.Open(*cfg.Store.InfluxDB, cfg.Agent.DataDir, influx.Options{Log: a.log})
+		if err != nil {
+			return nil, fmt.Errorf("store.influxdb: %w", err)
+		}
+		a.remote = s
+		a.hist = s // InfluxDB holds every region: readers prefer it
+		a.reg.MustRegister(s.Collectors()...)
+		sinks = append(sinks, reporting.NamedSink{Name: "influxdb", Sink: s})
+	}
+	a.fan = reporting.NewFanout(a.log, 0, sinks...)
+	a.reg.MustRegister(a.fan.Collectors()...)
+
+	if o.roles.canary {
+		a.browser = scripts.NewBrowser(scripts.BrowserConfig{ExecPath: cfg.Agent.Browser.ExecPath,
+			MaxConcurrent: cfg.Agent.Browser.MaxConcurrent, Log: a.log})
+		pairs, err := cfg.Compile(canary.CompileOptions{Version: version, Browser: a.browser, Shard: o.shard})
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(sinks))
+		for _, s := range sinks {
+			names = append(names, s.Name)
+		}
+		c, err := canary.New(&cfg.Config, pairs, canary.Options{Sink: a.fan, Registry: a.reg, Log: a.log,
+			Dropped: func() uint64 {
+				var n uint64
+				for _, name := range names {
+					n += a.fan.Dropped(name)
+				}
+				return n
+			}})
+		if err != nil {
+			return nil, err
+		}
+		a.can = c
+		if a.local != nil {
+			if vs, err := a.local.Verdicts(context.Background(), 0); err == nil {
+				if n := c.Restore(vs); n > 0 {
+					a.log.Info("restored verdicts from the embedded store", "pairs", n)
+				}
+			}
+		}
+	}
+
+	if o.roles.proxy {
+		if cfg.Proxy == nil {
+			return nil, errors.New("proxy: the config has no proxy section")
+		}
+		src := a.verdictSource()
+		p, err := proxy.New(*cfg.Proxy, src, a.log, proxy.WithRegistry(a.reg), proxy.WithSignalSink(a.fan))
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		a.prx = p
+	}
+
+	if o.roles.alerter && !cfg.Alerting.Disabled {
+		if a.hist == nil {
+			return nil, errors.New("alerting: needs a store to read (store.embedded or store.influxdb)")
+		}
+		al, err := alerting.New(cfg.Alerting, cfg.SLOs, a.hist, alerting.Options{Log: a.log, Registry: a.reg})
+		if err != nil {
+			return nil, fmt.Errorf("alerting: %w", err)
+		}
+		a.alr = al
+	}
+	a.handler = a.routes()
+	ok = true
+	return a, nil
+}
+
+// verdictSource picks where the proxy reads verdicts.
+func (a *app) verdictSource() reporting.Source {
+	switch {
+	case len(a.opts.verdictsFrom) > 0:
+		var srcs multiSource
+		for _, u := range a.opts.verdictsFrom {
+			srcs = append(srcs, proxy.HTTPSource(u, &http.Client{Timeout: 5 * time.Second}))
+		}
+		return srcs
+	case a.remote != nil:
+		return a.remote
+	case a.opts.proxyFromStore && a.local != nil:
+		return a.local
+	case a.can != nil:
+		return a.can
+	case a.local != nil:
+		return a.local
+	}
+	return nil
+}
+
+// multiSource merges the verdicts of several sources; one failing source
+// does not hide the others' verdicts.
+type multiSource []reporting.Source
+
+func (m multiSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
+	var out []reporting.Verdict
+	var errs []error
+	for _, s := range m {
+		vs, err := s.Verdicts(ctx, maxAge)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, vs...)
+	}
+	if len(out) == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// routes builds the agent listener's handler.
+func (a *app) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", a.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}))
+	if a.can != nil {
+		h := a.can.Handler(a.hist)
+		mux.Handle("/api/v1/", h)
+	} else if a.hist != nil {
+		mux.HandleFunc("GET /api/v1/verdicts", a.verdictsFromStore)
+	}
+	if a.prx != nil {
+		admin := a.prx.AdminHandler()
+		mux.Handle("/api/v1/origins", admin)
+		mux.Handle("/api/v1/origins/", admin)
+	}
+	if a.alr != nil {
+		mux.HandleFunc("GET /api/v1/alerts", a.alerts)
+	}
+	for p, h := range a.opts.extraRoutes {
+		mux.Handle(p, h)
+	}
+	if a.opts.roles.page {
+		if page := a.statusPage(); page != nil {
+			mux.Handle("/", page)
+		}
+	}
+	return mux
+}
+
+// healthz is 200 "ok" or 503 with one reason per line.
+func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
+	var reasons []string
+	a.mu.Lock()
+	if a.reloadErr != nil {
+		reasons = append(reasons, "config reload failed (old config still running): "+a.cfg.redactor.redact(a.reloadErr.Error()))
+	}
+	a.mu.Unlock()
+	if a.can != nil {
+		if err := a.can.Health(); err != nil {
+			for _, e := range strings.Split(err.Error(), "\n") {
+				if !strings.Contains(e, "reload") {
+					reasons = append(reasons, "canary: "+e)
+				}
+			}
+		}
+	}
+	if a.alr != nil {
+		for rcv, e := range a.alr.DeliveryFailures() {
+			reasons = append(reasons, fmt.Sprintf("alert receiver %s failing: %s", rcv, a.cfg.redactor.redact(e)))
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if len(reasons) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, strings.Join(reasons, "\n"))
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (a *app) verdictsFromStore(w http.ResponseWriter, r *http.Request) {
+	maxAge, _ := time.ParseDuration(r.URL.Query().Get("max_age"))
+	vs, err := a.hist.Verdicts(r.Context(), maxAge)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	writeJSON(w, vs)
+}
+
+func (a *app) alerts(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, a.alr.Active())
+}
+
+// authorized checks the admin bearer token in constant time; with no token
+// configured every write is refused.
+func authorized(r *http.Request, token string) bool {
+	if token == "" {
+		return false
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// Run starts every part and blocks until ctx is done, then shuts down in
+// order: stop taking work, finish in-flight runs, flush sinks, close stores.
+func (a *app) Run(ctx context.Context) error {
+	listen := a.cfg.Agent.Listen
+	if a.opts.listen != "" {
+		listen = a.opts.listen
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("agent.listen: %w", err)
+	}
+	a.ln = ln
+	a.srv = &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	start := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					a.log.Error("panic", "part", name, "panic", r)
+					errc <- fmt.Errorf("%s: panic: %v", name, r)
+					cancel()
+				}
+			}()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	start("http", func(ctx context.Context) error {
+		go func() {
+			<-ctx.Done()
+			sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+			defer c()
+			_ = a.srv.Shutdown(sctx)
+		}()
+		return a.srv.Serve(ln)
+	})
+	if a.can != nil {
+		start("canary", a.can.Run)
+	}
+	if a.prx != nil {
+		start("proxy", a.prx.Run)
+	}
+	if a.alr != nil {
+		start("alerter", func(ctx context.Context) error { a.alr.Run(ctx); return nil })
+	}
+	start("reload", a.watchReload)
+	a.log.Info("vigil started", "version", version, "listen", ln.Addr().String(),
+		"canary", a.can != nil, "proxy", a.prx != nil, "alerter", a.alr != nil,
+		"region", a.cfg.Agent.Region, "vantage", a.cfg.Agent.Vantage)
+
+	<-ctx.Done()
+	wg.Wait()
+	sctx, c := context.WithTimeout(context.Background(), 15*time.Second)
+	defer c()
+	a.close(sctx)
+	close(errc)
+	var errs []error
+	for e := range errc {
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// Addr is the agent listener's address once Run listens.
+func (a *app) Addr() string {
+	if a.ln == nil {
+		return ""
+	}
+	return a.ln.Addr().String()
+}
+
+func (a *app) close(ctx context.Context) {
+	if a.alr != nil {
+		_ = a.alr.Close(ctx)
+	}
+	if a.fan != nil {
+		_ = a.fan.Close(ctx)
+	}
+	if a.remote != nil {
+		_ = a.remote.Close()
+	}
+	if a.local != nil {
+		_ = a.local.Close()
+	}
+	if a.browser != nil {
+		a.browser.Close()
+	}
+}
+
+// watchReload reloads the config on SIGHUP and when the file changes.
+func (a *app) watchReload(ctx context.Context) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	every := a.opts.watch
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := fileStamp(a.cfg.path)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			a.reload()
+			last = fileStamp(a.cfg.path)
+		case <-t.C:
+			if s := fileStamp(a.cfg.path); s != last {
+				last = s
+				a.reload()
+			}
+		}
+	}
+}
+
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", fi.ModTime().UnixNano(), fi.Size())
+}
+
+// reload parses and validates the file in full; an invalid file leaves the
+// running config in place and is reported in the log, a metric and /healthz.
+func (a *app) reload() {
+	cfg, err := loadConfig(a.cfg.path, os.LookupEnv)
+	if err == nil {
+		err = a.apply(cfg)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		a.reloadFail.Inc()
+		a.reloadErr = err
+		red := a.cfg.redactor
+		if cfg != nil {
+			red = cfg.redactor
+		}
+		a.log.Error("config reload rejected; the previous config keeps running", "file", a.cfg.path, "error", red.redact(err.Error()))
+		if a.can != nil {
+			a.can.SetReloadError(err)
+		}
+		return
+	}
+	a.reloadOK.Inc()
+	a.reloadErr = nil
+	if a.can != nil {
+		a.can.SetReloadError(nil)
+	}
+	a.log.Info("config reloaded", "file", a.cfg.path)
+}
+
+func (a *app) apply(cfg *File) error {
+	if cfg.Agent.Listen != a.cfg.Agent.Listen || cfg.Agent.DataDir != a.cfg.Agent.DataDir {
+		a.log.Warn("agent.listen and agent.data_dir take effect on restart")
+	}
+	var pairs []canary.Pair
+	if a.can != nil {
+		var err error
+		pairs, err = cfg.Compile(canary.CompileOptions{Version: version, Browser: a.browser, Shard: a.opts.shard})
+		if err != nil {
+			return err
+		}
+	}
+	if a.prx != nil {
+		if cfg.Proxy == nil {
+			return errors.New("proxy: section removed; restart to stop the proxy")
+		}
+		if err := a.prx.Reload(*cfg.Proxy); err != nil {
+			return fmt.Errorf("proxy: %w", err)
+		}
+	}
+	if a.alr != nil {
+		if err := a.alr.Reload(cfg.Alerting, cfg.SLOs); err != nil {
+			return fmt.Errorf("alerting: %w", err)
+		}
+	}
+	if a.can != nil {
+		a.can.Reload(&cfg.Config, pairs)
+	}
+	cfg.path = a.cfg.path
+	a.mu.Lock()
+	a.cfg = cfg
+	a.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vigil-synthetics/vigil/canary"
+)
+
+func init() {
+	commands = append(commands, newRunCmd, newCanaryCmd, newProxyCmd, newAlerterCmd)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// serveFlags are the flags every long-running role shares.
+type serveFlags struct {
+	file, logLevel, logFormat, shard, listen string
+	verdictsFrom                             []string
+}
+
+func (f *serveFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.file, "config", "c", "vigil.yaml", "config file")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "text or json")
+	cmd.Flags().StringVar(&f.listen, "listen", "", "override agent.listen")
+}
+
+func (f *serveFlags) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q: want debug, info, warn or error", f.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch f.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q: want text or json", f.logFormat)
+}
+
+func parseShard(s string) (canary.Shard, error) {
+	if s == "" {
+		return canary.Shard{}, nil
+	}
+	var i, n int
+	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n < 1 || i < 1 || i > n {
+		return canary.Shard{}, fmt.Errorf("--shard: %q: want i/n with 1 ≤ i ≤ n, e.g. 2/4", s)
+	}
+	return canary.Shard{Index: i - 1, Of: n}, nil
+}
+
+func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
+	log, err := f.logger()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	slog.SetDefault(log)
+	cfg, err := loadConfig(f.file, os.LookupEnv)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	shard, err := parseShard(f.shard)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if r.proxy && cfg.Proxy == nil {
+		if !r.canary { // vigil proxy
+			return &exitError{code: 2, err: fmt.Errorf("%s: no proxy section", f.file)}
+		}
+		r.proxy = false // vigil run without a proxy section: run the rest
+	}
+	a, err := newApp(cfg, appOptions{roles: r, shard: shard, verdictsFrom: f.verdictsFrom, listen: f.listen, log: log})
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("vigil: %s", cfg.redactor.redact(err.Error()))}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	err = a.Run(ctx)
+	log.Info("vigil stopped", "uptime", time.Since(start).Round(time.Second).String())
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	return nil
+}
+
+func newRunCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "run -c FILE",
+		Short: "All in one: canary, proxy, alerter, embedded store and status page",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd, &f, roles{canary: true, proxy: true, alerter: true, page: true})
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&f.shard, "shard", "", "run only the check × target pairs of shard i of n (e.g. 1/3)")
+	return cmd
+}
+
+func newCanaryCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "canary -c FILE",
+		Short: "Run the checks and publish verdicts (with the status page and the verdict API)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd, &f, roles{canary: true, page: true})
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&f.shard, "shard", "", "run only the check × target pairs of shard i of n (e.g. 1/3)")
+	return cmd
+}
+
+func newProxyCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "proxy -c FILE [--verdicts-from URL]...",
+		Short: "Run the health-aware reverse proxy",
+		Long: `Runs the proxy section of the config. Verdicts come from --verdicts-from canary URLs
+(their GET /api/v1/verdicts), else from store.influxdb, else from the embedded store in
+agent.data_dir. Without any, the proxy relies on passive detection alone.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, u := range f.verdictsFrom {
+				if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+					return &exitError{code: 2, err: fmt.Errorf("--verdicts-from: %q: want an http(s) URL of a canary", u)}
+				}
+			}
+			return serve(cmd, &f, roles{proxy: true})
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringArrayVar(&f.verdictsFrom, "verdicts-from", nil, "canary base URL to read verdicts from (repeatable)")
+	return cmd
+}
+
+func newAlerterCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "alerter -c FILE",
+		Short: "Evaluate alert rules over the store of all regions and notify receivers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd, &f, roles{alerter: true, page: true})
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
