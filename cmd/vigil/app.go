@@ -53,7 +53,7 @@ type appOptions struct {
 	// proxyFromStore makes the proxy read verdicts from the local store (all
 	// regions that write to it) rather than from the in-process canary.
 	proxyFromStore bool
-	log         *slog.Logger
+	log            *slog.Logger
 }
 
 // app is one vigil process: the parts its roles need, wired together.
