@@ -60,7 +60,7 @@ func (t *runTrace) withTrace(ctx context.Context) context.Context {
 			}
 			t.mu.Unlock()
 		},
-		TLSHandshakeStart: func() { t.mark(&t.tlsStart, true) },
+		TLSHandshakeStart: func() { t.mark(&t.tlsStart, false) },
 		TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
 			t.mu.Lock()
 			t.tlsDone = time.Now()
