@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -64,7 +63,7 @@ type Browser struct {
 	cfg BrowserConfig
 	sem chan struct{}
 
-	mu          sync.Mutex
+	lock        chan struct{} // a mutex that waiting runs can give up on (capacity 1)
 	closed      bool
 	root        context.Context // chromedp context owning the browser process; nil when not running
 	rootCancel  context.CancelFunc
@@ -78,7 +77,7 @@ func NewBrowser(cfg BrowserConfig) *Browser {
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
 	}
-	return &Browser{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent)}
+	return &Browser{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), lock: make(chan struct{}, 1)}
 }
 
 // findExec resolves the browser binary.
@@ -98,11 +97,19 @@ func (c *BrowserConfig) findExec() (string, error) {
 	return "", fmt.Errorf("%w: no chromium, chromium-browser or google-chrome in PATH (set agent.browser.exec_path)", ErrBrowserUnavailable)
 }
 
+func (b *Browser) mustLock() { b.lock <- struct{}{} }
+func (b *Browser) unlock()   { <-b.lock }
+
 // running returns the root context of a live browser, starting (or
-// restarting) it when needed.
-func (b *Browser) running() (context.Context, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// restarting) it when needed. A run waiting for another run's start gives up
+// when ctx ends.
+func (b *Browser) running(ctx context.Context) (context.Context, error) {
+	select {
+	case b.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the browser to start: %w", ctx.Err())
+	}
+	defer b.unlock()
 	if b.closed {
 		return nil, fmt.Errorf("%w: browser is closed", ErrBrowserUnavailable)
 	}
@@ -151,7 +158,7 @@ func (b *Browser) running() (context.Context, error) {
 }
 
 // stopLocked kills the browser process and its children and waits for
-// them. b.mu is held.
+// them. b.lock is held.
 func (b *Browser) stopLocked() {
 	if b.root == nil {
 		return
@@ -177,23 +184,23 @@ func (b *Browser) pidLocked() int {
 
 // PID returns the process id of the running browser, 0 when none runs.
 func (b *Browser) PID() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mustLock()
+	defer b.unlock()
 	return b.pidLocked()
 }
 
 // Starts returns how many times the browser process was started.
 func (b *Browser) Starts() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mustLock()
+	defer b.unlock()
 	return b.starts
 }
 
 // Close kills the browser and all its processes and waits for them; later
 // runs fail with browser_unavailable. Close is idempotent.
 func (b *Browser) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mustLock()
+	defer b.unlock()
 	b.closed = true
 	b.stopLocked()
 	return nil
@@ -220,7 +227,7 @@ type tab struct {
 // openTab opens a new isolated browser context with one tab, bounded by ctx
 // for the opening only. The tab lives until close.
 func (b *Browser) openTab(ctx context.Context) (*tab, error) {
-	root, err := b.running()
+	root, err := b.running(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -219,7 +220,7 @@ func needChromium(t testing.TB) *Browser {
 			return
 		}
 		sharedBrowser = NewBrowser(c)
-		_, sharedErr = sharedBrowser.running()
+		_, sharedErr = sharedBrowser.running(context.Background())
 	})
 	checktest.NeedDependency(t, "chromium", sharedErr)
 	return sharedBrowser
