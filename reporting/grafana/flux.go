@@ -43,10 +43,15 @@ func datasource() common.DataSourceRef {
 // "query"}). The foundation SDK has no InfluxDB query type, so this is a
 // custom variant (see the SDK's "custom query type" how-to).
 type FluxQuery struct {
-	RefID      string                `json:"refId"`
-	Hide       *bool                 `json:"hide,omitempty"`
+	// RefID names the query within its panel or rule ("A", "B", …).
+	RefID string `json:"refId"`
+	// Hide keeps the query from the visualisation when true; nil: shown.
+	Hide *bool `json:"hide,omitempty"`
+	// Datasource is the InfluxDB datasource; NewFluxQueryBuilder sets
+	// DatasourceUID.
 	Datasource *common.DataSourceRef `json:"datasource,omitempty"`
-	Query      string                `json:"query"`
+	// Query is the Flux text, with Grafana variables not yet substituted.
+	Query string `json:"query"`
 }
 
 var (
