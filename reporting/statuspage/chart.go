@@ -24,7 +24,7 @@ const (
 
 // regionColors are distinguishable on white and for the common colour-vision
 // deficiencies (Okabe–Ito), each at least 3:1 against the background.
-var regionColors = [regionPaletteLen]string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#8F6A00", "#56508F", "#B2182B", "#4D4D4D"}
+var regionColors = [regionPaletteLen]string{"#0072B2", "#D55E00", "#008A64", "#B0568C", "#8F6A00", "#56508F", "#B2182B", "#4D4D4D"}
 
 type tick struct {
 	Pos   float64
@@ -41,17 +41,18 @@ type segment struct {
 
 type series struct {
 	Region   string
-	Stat     string // "p95" or "p50"
+	Stat     string // "p95", "p50" or "mean"
 	Color    string
 	Dashed   bool
 	Segments []segment
 }
 
 type legend struct {
-	Region   string
-	Color    string
-	P50, P95 time.Duration
-	Runs     int
+	Region         string
+	Color          string
+	LoName, HiName string // "p50"/"p95" from history, "mean"/"p95≈" from rollups
+	Lo, Hi         time.Duration
+	Runs           int
 }
 
 // chart is one server-rendered TTFB line chart (one target, a line pair per region).
@@ -67,24 +68,32 @@ type chart struct {
 	Desc           string
 }
 
-// ttfbCharts buckets history into chartBuckets intervals over [from, to] and
-// draws, per target, the p95 (solid) and p50 (dashed) TTFB of each region.
-// Runs without a first byte (connection failures) are left out.
+// chartStats are one target × region's bucketed figures: Hi is the p95 line,
+// Lo the p50 (history) or mean (rollups) line; 0 = no data.
+type chartStats struct {
+	Hi, Lo   [chartBuckets]time.Duration
+	Legend   legend
+	hasFirst bool
+}
+
+type chartKey struct{ target, region string }
+
+// ttfbCharts buckets raw history into chartBuckets intervals over [from, to]
+// and draws, per target, the p95 (solid) and p50 (dashed) TTFB of each
+// region. Runs without a first byte (connection failures) are left out.
 func ttfbCharts(vs []reporting.Verdict, from, to time.Time) []chart {
 	span := to.Sub(from)
 	if span <= 0 {
 		return nil
 	}
 	step := span / chartBuckets
-	type key struct{ target, region string }
-	buckets := map[key]*[chartBuckets][]time.Duration{}
-	all := map[key][]time.Duration{}
-	targets := map[string]map[string]bool{}
+	buckets := map[chartKey]*[chartBuckets][]time.Duration{}
+	all := map[chartKey][]time.Duration{}
 	for _, v := range vs {
 		if v.TTFB <= 0 || v.At.Before(from) || v.At.After(to) {
 			continue
 		}
-		k := key{v.Target, v.Region}
+		k := chartKey{v.Target, v.Region}
 		b := buckets[k]
 		if b == nil {
 			b = &[chartBuckets][]time.Duration{}
@@ -93,38 +102,99 @@ func ttfbCharts(vs []reporting.Verdict, from, to time.Time) []chart {
 		i := min(int(v.At.Sub(from)/step), chartBuckets-1)
 		b[i] = append(b[i], v.TTFB)
 		all[k] = append(all[k], v.TTFB)
-		if targets[v.Target] == nil {
-			targets[v.Target] = map[string]bool{}
+	}
+	stats := map[chartKey]*chartStats{}
+	for k, b := range buckets {
+		s := &chartStats{}
+		for i, ds := range b {
+			if len(ds) == 0 {
+				continue
+			}
+			slices.Sort(ds)
+			s.Lo[i], s.Hi[i] = percentile(ds, 0.5), percentile(ds, 0.95)
 		}
-		targets[v.Target][v.Region] = true
+		sorted := all[k]
+		slices.Sort(sorted)
+		s.Legend = legend{Region: k.region, LoName: "p50", HiName: "p95", Lo: percentile(sorted, 0.5), Hi: percentile(sorted, 0.95), Runs: len(sorted)}
+		stats[k] = s
+	}
+	return drawCharts(stats, from, to)
+}
+
+// ttfbRollupCharts draws long windows from per-minute rollups: the p95 line
+// is the run-weighted mean of the minutes' p95s, the dashed line the mean
+// TTFB (rollups keep no median).
+func ttfbRollupCharts(rs []reporting.Rollup, from, to time.Time) []chart {
+	span := to.Sub(from)
+	if span <= 0 {
+		return nil
+	}
+	step := span / chartBuckets
+	type acc struct {
+		runs          [chartBuckets]int
+		sum, p95w     [chartBuckets]time.Duration
+		total         int
+		totSum, totHi time.Duration
+	}
+	accs := map[chartKey]*acc{}
+	for _, r := range rs {
+		if r.Total <= 0 || r.Minute.Before(from.Add(-time.Minute)) || r.Minute.After(to) {
+			continue
+		}
+		k := chartKey{r.Target, r.Region}
+		a := accs[k]
+		if a == nil {
+			a = &acc{}
+			accs[k] = a
+		}
+		i := min(max(int(r.Minute.Sub(from)/step), 0), chartBuckets-1)
+		a.runs[i] += r.Total
+		a.sum[i] += r.TTFBSum
+		a.p95w[i] += r.TTFBP95 * time.Duration(r.Total)
+		a.total += r.Total
+		a.totSum += r.TTFBSum
+		a.totHi += r.TTFBP95 * time.Duration(r.Total)
+	}
+	stats := map[chartKey]*chartStats{}
+	for k, a := range accs {
+		s := &chartStats{}
+		for i := range chartBuckets {
+			if n := time.Duration(a.runs[i]); n > 0 {
+				s.Lo[i], s.Hi[i] = a.sum[i]/n, a.p95w[i]/n
+			}
+		}
+		n := time.Duration(max(a.total, 1))
+		s.Legend = legend{Region: k.region, LoName: "mean", HiName: "p95≈", Lo: a.totSum / n, Hi: a.totHi / n, Runs: a.total}
+		stats[k] = s
+	}
+	return drawCharts(stats, from, to)
+}
+
+// drawCharts lays out one chart per target with a solid Hi and a dashed Lo
+// line per region.
+func drawCharts(stats map[chartKey]*chartStats, from, to time.Time) []chart {
+	span := to.Sub(from)
+	targets := map[string][]string{}
+	for k := range stats {
+		targets[k.target] = append(targets[k.target], k.region)
 	}
 	names := make([]string, 0, len(targets))
 	for t := range targets {
 		names = append(names, t)
 	}
 	slices.Sort(names)
-
 	var out []chart
 	for ti, t := range names {
-		regions := make([]string, 0, len(targets[t]))
-		for r := range targets[t] {
-			regions = append(regions, r)
-		}
+		regions := targets[t]
 		slices.Sort(regions)
-		type stats struct{ p50, p95 [chartBuckets]time.Duration }
-		st := map[string]*stats{}
 		var top time.Duration
 		for _, r := range regions {
-			s := &stats{}
-			for i, b := range buckets[key{t, r}] {
-				if len(b) == 0 {
-					continue
-				}
-				slices.Sort(b)
-				s.p50[i], s.p95[i] = percentile(b, 0.5), percentile(b, 0.95)
-				top = max(top, s.p95[i])
+			for _, d := range stats[chartKey{t, r}].Hi {
+				top = max(top, d)
 			}
-			st[r] = s
+			for _, d := range stats[chartKey{t, r}].Lo {
+				top = max(top, d)
+			}
 		}
 		yMax, yTicks := niceScale(top)
 		c := chart{ID: "ttfb-" + strconv.Itoa(ti), Target: t, W: chartW, H: chartH, PX: padL, PY: padT, PW: plotW, PH: plotH,
@@ -133,20 +203,19 @@ func ttfbCharts(vs []reporting.Verdict, from, to time.Time) []chart {
 			at := from.Add(span * time.Duration(i) / xTicks)
 			c.XTicks = append(c.XTicks, tick{Pos: padL + plotW*float64(i)/xTicks, Label: timeLabel(at, span)})
 		}
+		xs := func(i int) float64 { return padL + plotW*(float64(i)+0.5)/chartBuckets }
+		ys := func(d time.Duration) float64 { return padT + plotH - plotH*float64(d)/float64(yMax) }
 		var desc []string
 		for ri, r := range regions {
+			s := stats[chartKey{t, r}]
 			col := regionColors[ri%regionPaletteLen]
-			s := st[r]
-			xs := func(i int) float64 { return padL + plotW*(float64(i)+0.5)/chartBuckets }
-			ys := func(d time.Duration) float64 { return padT + plotH - plotH*float64(d)/float64(yMax) }
+			l := s.Legend
+			l.Color = col
 			c.Series = append(c.Series,
-				series{Region: r, Stat: "p95", Color: col, Segments: segments(s.p95[:], xs, ys)},
-				series{Region: r, Stat: "p50", Color: col, Dashed: true, Segments: segments(s.p50[:], xs, ys)})
-			sorted := slices.Clone(all[key{t, r}])
-			slices.Sort(sorted)
-			l := legend{Region: r, Color: col, P50: percentile(sorted, 0.5), P95: percentile(sorted, 0.95), Runs: len(sorted)}
+				series{Region: r, Stat: "p95", Color: col, Segments: segments(s.Hi[:], xs, ys)},
+				series{Region: r, Stat: l.LoName, Color: col, Dashed: true, Segments: segments(s.Lo[:], xs, ys)})
 			c.Legend = append(c.Legend, l)
-			desc = append(desc, fmt.Sprintf("%s: p50 %s, p95 %s over %d runs", regionLabel(r), fmtMs(l.P50), fmtMs(l.P95), l.Runs))
+			desc = append(desc, fmt.Sprintf("%s: %s %s, %s %s over %d runs", regionLabel(r), l.LoName, fmtMs(l.Lo), l.HiName, fmtMs(l.Hi), l.Runs))
 		}
 		c.Desc = "TTFB of " + t + " by region: " + strings.Join(desc, "; ")
 		out = append(out, c)

@@ -21,15 +21,22 @@ var uptimeWindows = []struct {
 var chartWindows = []struct {
 	Label string
 	D     time.Duration
-}{{"15m", 15 * time.Minute}, {"1h", time.Hour}, {"6h", 6 * time.Hour}, {"24h", 24 * time.Hour}}
+}{{"15m", 15 * time.Minute}, {"1h", time.Hour}, {"6h", 6 * time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}}
+
+// rawChartSpan is the longest chart window drawn from raw history; longer
+// windows are drawn from per-minute rollups.
+const rawChartSpan = time.Hour
 
 // phaseWindow is how far back the phase breakdown averages runs.
 const phaseWindow = 15 * time.Minute
 
 // failureWindow and maxFailures bound the recent failures list.
+// failureHistoryLimit: failures are looked for among at most this many of
+// the newest runs of the check.
 const (
-	failureWindow = 24 * time.Hour
-	maxFailures   = 30
+	failureWindow       = 24 * time.Hour
+	maxFailures         = 30
+	failureHistoryLimit = 20000
 )
 
 type uptimeRow struct {
@@ -174,21 +181,22 @@ type failure struct {
 // checkData is a check page's model.
 type checkData struct {
 	base
-	Check      string
-	Tier       string
-	Matrix     matrix
-	Uptime     []uptimeRow
-	UptimeErr  string
-	SLOs       []SLOStatus
-	HasSLOs    bool
-	Window     string
-	Windows    []string
-	Charts     []chart
-	Phases     []phaseRow
-	PhaseSpan  time.Duration
-	Failures   []failure
-	FailWindow time.Duration
-	Known      bool
+	Check       string
+	Tier        string
+	Matrix      matrix
+	Uptime      []uptimeRow
+	UptimeErr   string
+	SLOs        []SLOStatus
+	HasSLOs     bool
+	Window      string
+	Windows     []string
+	FromRollups bool
+	Charts      []chart
+	Phases      []phaseRow
+	PhaseSpan   time.Duration
+	Failures    []failure
+	FailWindow  time.Duration
+	Known       bool
 }
 
 func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
@@ -248,14 +256,24 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	hist, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-max(win, phaseWindow)), To: now, Limit: DefaultHistoryLimit})
+	rawSpan := max(min(win, rawChartSpan), phaseWindow)
+	hist, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-rawSpan), To: now, Limit: DefaultHistoryLimit})
 	if err != nil {
 		fail("cannot read history", err)
 	}
-	d.Charts = ttfbCharts(hist, now.Add(-win), now)
+	if win <= rawChartSpan {
+		d.Charts = ttfbCharts(hist, now.Add(-win), now)
+	} else {
+		d.FromRollups = true
+		rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-win), To: now})
+		if err != nil {
+			fail("cannot read rollups", err)
+		}
+		d.Charts = ttfbRollupCharts(rs, now.Add(-win), now)
+	}
 	d.Phases = computePhases(hist, now.Add(-phaseWindow))
 
-	fh, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-failureWindow), To: now, Limit: DefaultHistoryLimit})
+	fh, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-failureWindow), To: now, Limit: failureHistoryLimit})
 	if err != nil {
 		fail("cannot read history", err)
 	}

@@ -233,7 +233,13 @@ func TestCheckPage(t *testing.T) {
 	roll := func(target, region string, ago time.Duration, total, failed int) reporting.Rollup {
 		return reporting.Rollup{Check: "asset", Target: target, Region: region, Minute: t0.Add(-ago).Truncate(time.Minute), Total: total, Failed: failed}
 	}
+	withTTFB := func(r reporting.Rollup, mean, p95 time.Duration) reporting.Rollup {
+		r.TTFBSum, r.TTFBP95, r.TTFBMax = mean*time.Duration(r.Total), p95, 2*p95
+		return r
+	}
 	src.rollups = []reporting.Rollup{
+		withTTFB(roll("a", "eu", 5*time.Hour, 300, 0), 20*time.Millisecond, 30*time.Millisecond),
+		withTTFB(roll("a", "eu", 7*time.Hour, 100, 0), 40*time.Millisecond, 70*time.Millisecond),
 		roll("a", "eu", time.Hour, 600, 1), roll("a", "us", 2*time.Hour, 400, 0), // 24h: 1000 runs, 1 failed
 		roll("a", "eu", 3*24*time.Hour, 2000, 10),  // 7d: 3000 runs, 11 failed
 		roll("a", "eu", 20*24*time.Hour, 3000, 30), // 30d: 6000 runs, 41 failed
@@ -284,12 +290,12 @@ func TestCheckPage(t *testing.T) {
 		for _, c := range []struct {
 			target, window, ratio, text string
 		}{
-			{"a", "24h", "0.999000", "99.900% 1 of 1000 runs failed"},
-			{"a", "7d", "0.996333", "99.633% 11 of 3000 runs failed"},
-			{"a", "30d", "0.993167", "99.316% 41 of 6000 runs failed"},
+			{"a", "24h", "0.999286", "99.928% 1 of 1400 runs failed"},
+			{"a", "7d", "0.996765", "99.676% 11 of 3400 runs failed"},
+			{"a", "30d", "0.993594", "99.359% 41 of 6400 runs failed"},
 			{"b", "24h", "1.000000", "100.000% 0 of 500 runs failed"},
-			{"", "24h", "0.999333", "99.933% 1 of 1500 runs failed"},
-			{"", "30d", "0.993692", "99.369% 41 of 6500 runs failed"},
+			{"", "24h", "0.999474", "99.947% 1 of 1900 runs failed"},
+			{"", "30d", "0.994058", "99.405% 41 of 6900 runs failed"},
 		} {
 			g := got[k{c.target, c.window}]
 			if g[0] != c.ratio || g[1] != c.text {
@@ -385,6 +391,27 @@ func TestCheckPage(t *testing.T) {
 	t.Run("unknown check", func(t *testing.T) {
 		if code, _, _ := get(t, srv, "/check/nope"); code != http.StatusNotFound {
 			t.Fatalf("GET /check/nope = %d, want 404", code)
+		}
+	})
+	t.Run("rollup chart", func(t *testing.T) {
+		_, _, body := get(t, srv, "/check/asset?window=24h")
+		doc := parseHTML(t, body)
+		var legend []string
+		for _, fig := range findAll(doc, "data-chart-target") {
+			if tg, _ := attr(fig, "data-chart-target"); tg != "a" {
+				continue
+			}
+			for _, li := range findTag(fig, "li") {
+				legend = append(legend, text(li))
+			}
+		}
+		// eu: 300 runs at 20 ms mean / 30 ms p95, 100 at 40 / 70 and 600 without TTFB:
+		// mean (6000+4000)/1000 = 10 ms, p95≈ (30·300+70·100)/1000 = 16 ms.
+		if !slices.Equal(legend, []string{"eu mean 10 ms · p95≈ 16 ms (1000 runs)", "us mean 0.00 ms · p95≈ 0.00 ms (400 runs)"}) {
+			t.Errorf("legend = %q", legend)
+		}
+		if !strings.Contains(body, "from per-minute rollups") {
+			t.Error("long window not marked as drawn from rollups")
 		}
 	})
 	t.Run("window", func(t *testing.T) {
