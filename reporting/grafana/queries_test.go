@@ -82,7 +82,7 @@ func TestEveryQueryReturnsRows(t *testing.T) {
 		for _, c := range cases {
 			t.Run(q.Dashboard+"/"+q.Panel+"/"+q.RefID+"/"+c.name, func(t *testing.T) {
 				flux := Interpolate(q.Flux, c.vars, now.Add(-time.Hour), now.Add(time.Second), time.Minute)
-				if strings.Contains(flux, "${") || strings.Contains(flux, "v.") && strings.Contains(flux, "v.timeRange") {
+				if strings.Contains(flux, "${") || strings.Contains(flux, "v.timeRange") || strings.Contains(flux, "v.windowPeriod") {
 					t.Fatalf("uninterpolated variable left in:\n%s", flux)
 				}
 				res, err := db.query(flux)
