@@ -1,0 +1,60 @@
+package statuspage
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Refresh bounds for Config.Refresh.
+const (
+	MinRefresh = time.Second
+	MaxRefresh = time.Hour
+)
+
+// ErrRefresh: status_page.refresh is outside [MinRefresh, MaxRefresh].
+var ErrRefresh = errors.New("must be between 1s and 1h")
+
+// Config is the `status_page` config section. The page is served on
+// agent.listen; fault switches (vigil demo) use agent.admin_token.
+type Config struct {
+	// Enabled serves the status page at "/" on agent.listen. Default true.
+	Enabled *bool `mapstructure:"enabled"`
+	// Title is the page title and heading. Default "vigil".
+	Title string `mapstructure:"title"`
+	// Refresh is the auto-refresh interval. Default 5s; 1s..1h.
+	Refresh time.Duration `mapstructure:"refresh"`
+	// Artifacts serves failure screenshots (Verdict.Artifact) from
+	// agent.data_dir under /artifacts/ (images, text and JSON only).
+	// Default true.
+	Artifacts *bool `mapstructure:"artifacts"`
+}
+
+// ValidateAndSetDefaults sets the defaults and checks the ranges. Errors
+// start with the key relative to the section ("refresh: …").
+func (c *Config) ValidateAndSetDefaults() error {
+	t := true
+	if c.Enabled == nil {
+		c.Enabled = &t
+	}
+	if c.Artifacts == nil {
+		a := true
+		c.Artifacts = &a
+	}
+	if c.Title == "" {
+		c.Title = DefaultTitle
+	}
+	if c.Refresh == 0 {
+		c.Refresh = DefaultRefresh
+	}
+	if c.Refresh < MinRefresh || c.Refresh > MaxRefresh {
+		return fmt.Errorf("refresh: %s: %w", c.Refresh, ErrRefresh)
+	}
+	return nil
+}
+
+// IsEnabled reports Enabled, true when unset.
+func (c Config) IsEnabled() bool { return c.Enabled == nil || *c.Enabled }
+
+// ServeArtifacts reports Artifacts, true when unset.
+func (c Config) ServeArtifacts() bool { return c.Artifacts == nil || *c.Artifacts }
