@@ -59,6 +59,7 @@ type alertState struct {
 	alert        Alert
 	pendingSince time.Time
 	firing       bool
+	streamed     bool // sent to the stream receivers (Alertmanager) as active
 }
 
 // groupState tracks what a notification group last told its receivers.
@@ -271,7 +272,9 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 			g.resolved = append(g.resolved, r)
 			delete(g.notified, fp)
 		}
-		a.disp.resolvedStream(r)
+		if st.streamed {
+			a.disp.resolvedStream(r)
+		}
 	}
 	active := map[string]float64{}
 	for _, st := range a.states {
@@ -309,6 +312,7 @@ func (a *Alerter) notify(now time.Time) {
 		if st.alert.Silenced == "" {
 			firing[k] = append(firing[k], st.alert)
 			stream = append(stream, st.alert)
+			st.streamed = true
 		}
 	}
 	for k, g := range a.groups {

@@ -136,6 +136,10 @@ func (d *dispatcher) stream(active []Alert, now time.Time) {
 }
 
 func (d *dispatcher) enqueue(w *worker, n Notification) {
+	if d.ctx.Err() != nil { // closed: nobody would deliver it
+		d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
+		return
+	}
 	d.mu.Lock()
 	d.pending++
 	d.mu.Unlock()
