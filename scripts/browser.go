@@ -138,7 +138,11 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		chromedp.WindowSize(1280, 800),
 	)
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	root, rootCancel := chromedp.NewContext(allocCtx)
+	log := b.cfg.Log
+	root, rootCancel := chromedp.NewContext(allocCtx,
+		chromedp.WithLogf(func(f string, a ...any) { log.Debug("chromium: " + fmt.Sprintf(f, a...)) }),
+		chromedp.WithErrorf(func(f string, a ...any) { log.Warn("chromium: " + fmt.Sprintf(f, a...)) }),
+	)
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(root) }()
 	select {

@@ -333,3 +333,42 @@ func TestBrowserNoOrphanProcesses(t *testing.T) {
 		t.Errorf("chromium processes of this binary: %d, %d before", n, before)
 	}
 }
+
+func TestBrowserRunsAreIsolated(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	tgt := checks.Target{Name: "x", URL: o.URL}
+	set := browserRunner(t, b, "", `
+- browser: {navigate: /tiny}
+- browser: {eval: {js: "localStorage.setItem('k', 'v'); document.cookie = 'c=1; path=/'; document.cookie", equals: "c=1"}}
+`, 20*time.Second)
+	check := browserRunner(t, b, "", `
+- browser: {navigate: /tiny}
+- browser: {eval: {js: "localStorage.getItem('k') === null && document.cookie === ''", equals: true}}
+`, 20*time.Second)
+	if res := set.Run(context.Background(), tgt); !res.OK {
+		t.Fatalf("set: %s: %s", res.Cause, res.Err)
+	}
+	if res := check.Run(context.Background(), tgt); !res.OK {
+		t.Fatalf("state leaked between runs: %s: %s", res.Cause, res.Err)
+	}
+}
+
+func TestBrowserUsesExtractedVariables(t *testing.T) {
+	b := needChromium(t)
+	pages := newPageOrigin(t)
+	api := newAPIOrigin(t)
+	t.Setenv("DEMO_PASSWORD", demoPassword)
+	r := browserRunner(t, b, "", `
+- http: {method: POST, url: "`+api.URL+`/login", json: {user: demo, password: "${env:DEMO_PASSWORD}"}}
+  extract: {token: {json: token}}
+- browser: {navigate: "/tiny?t=${token}"}
+- browser: {assert_url: "/tiny?t=${token}"}
+- browser: {eval: {js: "'${token}'", equals: "tok-4711"}}
+- browser: {eval: {js: "`+"`$${1+1}`"+`", equals: "2"}}
+`, 20*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "x", URL: pages.URL})
+	if !res.OK {
+		t.Fatalf("%s: %s", res.Cause, res.Err)
+	}
+}

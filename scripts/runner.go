@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
+	"runtime/debug"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -185,8 +187,15 @@ func topCause(c checks.Cause) checks.Cause {
 	return checks.CauseScript
 }
 
-// step runs one step with its own deadline.
-func (r *run) step(runCtx context.Context, i int, s *Step) outcome {
+// step runs one step with its own deadline. A panic in a step (a bug, or a
+// library's) fails the step with CauseInternal instead of the agent.
+func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("script step panicked", "check", r.runner.o.Check, "step", i, "panic", p, "stack", string(debug.Stack()))
+			o = outcome{cause: checks.CauseInternal, err: fmt.Errorf("internal error: %v", p)}
+		}
+	}()
 	timeout := s.timeout
 	if timeout <= 0 {
 		timeout = DefaultStepTimeout
@@ -202,7 +211,6 @@ func (r *run) step(runCtx context.Context, i int, s *Step) outcome {
 	if late {
 		base = context.WithoutCancel(runCtx)
 	}
-	var o outcome
 	switch {
 	case s.HTTP != nil:
 		ctx, cancel := context.WithTimeout(base, timeout)
