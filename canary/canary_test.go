@@ -516,3 +516,83 @@ func TestTriggerUnknownPair(t *testing.T) {
 		t.Fatalf("trigger: %+v %v", v, err)
 	}
 }
+
+func TestCronSchedule(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	cfg := testConfig(t, map[string]string{"o1": o.URL()},
+		CheckConfig{Name: "every-second", Targets: []string{"o1"}, Cron: "* * * * * *", Rise: 1,
+			HTTP: &checks.HTTPSpec{Path: "/healthz"}})
+	if cfg.Checks[0].Schedule() == nil || cfg.Checks[0].Interval != time.Second {
+		t.Fatalf("cron not compiled: interval %s", cfg.Checks[0].Interval)
+	}
+	sink := &memSink{}
+	c := start(t, cfg, compile(t, cfg), Options{Sink: sink})
+	waitFor(t, "three cron runs", func() bool { return len(sink.of("every-second", "o1")) >= 3 })
+	vs := sink.of("every-second", "o1")
+	// Cron runs land on whole seconds plus at most 10% jitter (and the
+	// publishing delay is not in At: At is when the run finished).
+	for i := 1; i < len(vs); i++ {
+		if gap := vs[i].At.Sub(vs[i-1].At); gap < 500*time.Millisecond {
+			t.Fatalf("cron runs %s apart, want about 1s", gap)
+		}
+	}
+	if v, _ := latestOf(c, "every-second", "o1"); v.State != reporting.StateHealthy {
+		t.Fatalf("state %s", v.State)
+	}
+}
+
+func TestAdaptiveConfirmRunsSooner(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	cfg := testConfig(t, map[string]string{"o1": o.URL()},
+		CheckConfig{Name: "c", Targets: []string{"o1"}, Interval: 2 * time.Second, Rise: 1, Fall: 3,
+			HTTP: &checks.HTTPSpec{Path: "/healthz"}})
+	sink := &memSink{}
+	c := start(t, cfg, compile(t, cfg), Options{Sink: sink})
+	waitFor(t, "healthy", stateIs(c, "c", "o1", reporting.StateHealthy))
+	if err := o.SetMode(checktest.Mode503); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "unhealthy published", func() bool {
+		vs := sink.of("c", "o1")
+		return len(vs) > 0 && vs[len(vs)-1].State == reporting.StateUnhealthy
+	})
+	// The failures after the first one came at interval/4 (500ms), not at
+	// the 2s interval (less 10% jitter: at least 1.8s apart).
+	var failed []reporting.Verdict
+	for _, v := range sink.of("c", "o1") {
+		if !v.OK {
+			failed = append(failed, v)
+		}
+	}
+	if len(failed) < 3 {
+		t.Fatalf("%d failed verdicts", len(failed))
+	}
+	for i := 1; i < 3; i++ {
+		if gap := failed[i].At.Sub(failed[i-1].At); gap >= 1500*time.Millisecond {
+			t.Fatalf("confirm run %d came %s after the previous failure, want ~500ms", i, gap)
+		}
+	}
+}
+
+func TestReloadIntervalChangeReplans(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	mk := func(iv time.Duration) *Config {
+		return testConfig(t, map[string]string{"o1": o.URL()},
+			CheckConfig{Name: "c", Targets: []string{"o1"}, Interval: iv, Rise: 1, HTTP: &checks.HTTPSpec{Path: "/healthz"}})
+	}
+	cfg := mk(time.Hour)
+	c := start(t, cfg, compile(t, cfg), Options{})
+	if _, err := c.Trigger("c", "o1"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := latestOf(c, "c", "o1")
+	cfg2 := mk(100 * time.Millisecond)
+	c.Reload(cfg2, compile(t, cfg2))
+	waitFor(t, "runs at the new interval", func() bool { v, _ := latestOf(c, "c", "o1"); return v.Streak >= before.Streak+3 })
+	if v, _ := latestOf(c, "c", "o1"); v.State != reporting.StateHealthy || v.Interval != 100*time.Millisecond {
+		t.Fatalf("after reload: %s interval %s", v.State, v.Interval)
+	}
+}

@@ -80,7 +80,7 @@ type plan struct {
 // from now, plus jitter. Cron checks take the next cron time.
 func (p *plan) first(key string, now time.Time) time.Time {
 	if p.cron != nil {
-		p.base = p.cron.Next(now)
+		p.base = cronNext(p.cron, now)
 	} else {
 		p.base = now.Add(spread(key, p.interval))
 	}
@@ -101,7 +101,7 @@ func (p *plan) advance(now time.Time) time.Time {
 		}
 	}
 	if p.cron != nil {
-		p.base = p.cron.Next(now)
+		p.base = cronNext(p.cron, now)
 		return p.base.Add(jitter(p.jitter, p.interval))
 	}
 	eff := p.eff
@@ -115,7 +115,18 @@ func (p *plan) advance(now time.Time) time.Time {
 	return p.base.Add(jitter(p.jitter, p.interval))
 }
 
-// heapFix moves e after its next changed.
+// never stands for "no further run": a cron schedule that matches no time in
+// the next five years (robfig/cron returns the zero time) parks its pair.
+const never = 100 * 365 * 24 * time.Hour
+
+func cronNext(s cron.Schedule, now time.Time) time.Time {
+	if t := s.Next(now); !t.IsZero() {
+		return t
+	}
+	return now.Add(never)
+}
+
+// fix moves e after its next changed.
 func (q *timeQueue) fix(e *entry) {
 	if e.idx >= 0 {
 		heap.Fix(q, e.idx)
