@@ -44,6 +44,8 @@ type appOptions struct {
 	verdictsFrom []string
 	// listen overrides agent.listen (tests and the demo use 127.0.0.1:0).
 	listen string
+	// listener, when set, is used instead of listening on agent.listen.
+	listener net.Listener
 	// watch polls the config file for changes (besides SIGHUP).
 	watch time.Duration
 	// extraRoutes are mounted on the agent listener (the demo's fault API).
@@ -322,9 +324,12 @@ func (a *app) Run(ctx context.Context) error {
 	if a.opts.listen != "" {
 		listen = a.opts.listen
 	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("agent.listen: %w", err)
+	ln := a.opts.listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", listen); err != nil {
+			return fmt.Errorf("agent.listen: %w", err)
+		}
 	}
 	a.ln = ln
 	a.srv = &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -259,6 +260,12 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
 		return fail(fmt.Errorf("--data-dir: %w", err))
 	}
+	// Listen first so the generated config (alert webhook) names the real address.
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fail(fmt.Errorf("--listen: %w", err))
+	}
+	f.listen = ln.Addr().String()
 	d.configPath = filepath.Join(f.dataDir, "demo.yaml")
 	withBrowser := f.browser && chromiumAvailable()
 	if err := os.WriteFile(d.configPath, []byte(demoConfig(origins, f, withBrowser)), 0o644); err != nil {
@@ -283,8 +290,9 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 		"POST /demo/hook":  http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { demoHook(out, w, r) }),
 	}
 	a, err := newApp(cfg, appOptions{roles: roles{canary: true, proxy: true, alerter: true, page: true},
-		extraRoutes: routes, faults: faults, proxyFromStore: true, log: log})
+		extraRoutes: routes, faults: faults, proxyFromStore: true, listener: ln, log: log})
 	if err != nil {
+		ln.Close()
 		return fail(err)
 	}
 	d.app = a
