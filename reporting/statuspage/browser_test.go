@@ -98,4 +98,16 @@ func TestBrowser(t *testing.T) {
 	if marker != 7 {
 		t.Errorf("page reloaded instead of refreshing in place (marker %d)", marker)
 	}
+
+	// A failing store shows the error banner on the next refresh; it goes
+	// away once the store answers again.
+	src.setErr(errDown)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#error:not([hidden])`))); err != nil {
+		t.Fatalf("error banner: %v", err)
+	}
+	src.setErr(nil)
+	if err := chromedp.Do(ctx, chromedp.WaitNotVisible(chromedp.CSS(`#error`)),
+		chromedp.WaitVisible(chromedp.CSS(cell+`[data-state="healthy"]`))); err != nil {
+		t.Fatalf("error banner stays: %v", err)
+	}
 }

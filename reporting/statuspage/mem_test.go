@@ -33,6 +33,12 @@ func (m *memSource) add(vs ...reporting.Verdict) {
 	m.hist = append(m.hist, vs...)
 }
 
+func (m *memSource) setErr(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.err = err
+}
+
 func (m *memSource) Verdicts(_ context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -15,6 +15,7 @@
 package statuspage
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -286,7 +287,7 @@ func (p *Page) tokenOK(r *http.Request) bool {
 
 // render executes the named page template into w with status code.
 func (p *Page) render(w http.ResponseWriter, code int, name string, data any) {
-	var b strings.Builder
+	var b bytes.Buffer
 	if err := p.tmpl.ExecuteTemplate(&b, name, data); err != nil {
 		p.log.Error("statuspage: render", "page", name, "err", err)
 		http.Error(w, "status page: render failed", http.StatusInternalServerError)
@@ -295,7 +296,7 @@ func (p *Page) render(w http.ResponseWriter, code int, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_, _ = w.Write([]byte(b.String()))
+	_, _ = w.Write(b.Bytes())
 }
 
 // uptimeCache keeps per-check uptime for a minute: a 30-day rollup read is

@@ -30,8 +30,6 @@
           var v = f && tokens[f.getAttribute("data-fault-form")];
           if (v) el.value = v;
         });
-        var err = doc.getElementById("error"), cur = document.getElementById("error");
-        if (cur && !err) cur.remove();
         document.getElementById("conn").hidden = true;
       })
       .catch(function () { document.getElementById("conn").hidden = false; })
