@@ -269,20 +269,40 @@ func TestBrowserKilledMidRunRecovers(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("no browser pid")
 	}
+	oldDir := profileDir(pid)
+	if oldDir == "" {
+		t.Fatal("no profile dir")
+	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	killedAt := time.Now()
 	res := <-done
+	t.Logf("killed run returned %s after the kill", time.Since(killedAt))
 	if res.OK || res.Cause != checks.CauseBrowser {
 		t.Fatalf("run with a killed browser: %s (%s), want browser", res.Cause, res.Err)
 	}
 	r2 := browserRunner(t, b, "", `[{browser: {navigate: /tiny}}, {browser: {assert_text: {selector: "#x", equals: ok}}}]`, 20*time.Second)
+	t1 := time.Now()
 	res = r2.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+	t.Logf("run after the kill (with restart) took %s", time.Since(t1))
 	if !res.OK {
 		t.Fatalf("run after the kill: %s: %s", res.Cause, res.Err)
 	}
 	if b.Starts() != 2 || b.PID() == pid {
 		t.Errorf("starts %d, pid %d (old %d)", b.Starts(), b.PID(), pid)
+	}
+	t0 := time.Now()
+	n0 := chromiumProcs(oldDir)
+	n := settleCount(oldDir, 0, 10*time.Second)
+	t.Logf("old browser processes: %d right after, %d after %s", n0, n, time.Since(t0))
+	if n != 0 {
+		t.Errorf("%d processes of the killed browser survive its restart", n)
+	}
+	newDir := profileDir(b.PID())
+	b.Close()
+	if n := settleCount(newDir, 0, 10*time.Second); n != 0 {
+		t.Errorf("%d processes of the restarted browser survive Close", n)
 	}
 }
 
