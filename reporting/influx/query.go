@@ -49,24 +49,25 @@ func tagFilter(q reporting.HistoryQuery) string {
 var epoch = time.Unix(0, 0).UTC()
 
 // Verdicts returns the latest verdict per check × target × region × vantage
-// whose At is within maxAge (0: all). Flux:
+// whose At is within maxAge (0: all), ordered by check, target, region,
+// vantage. Flux:
 //
-//	from(bucket) |> range(start: now-maxAge) |> filter(_measurement == "vigil_verdict")
-//	  |> last() |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+//	from(bucket) |> range(start: now-maxAge)
+//	  |> filter(fn: (r) => r._measurement == "vigil_verdict" and r._field == "verdict_json")
+//	  |> last()
 func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
 	start := epoch
 	if maxAge > 0 {
 		start = time.Now().Add(-maxAge)
 	}
 	q := s.from(start, time.Time{}) +
-		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `")` +
-		` |> last() |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")`
+		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and r._field == "` + FieldVerdictJSON + `")` +
+		` |> last()`
 	vs, err := s.verdictRows(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("influx: verdicts: %w", err)
 	}
-	// If the newest point of a series lacked a field, last() of that field
-	// comes from an older point and pivots into a second row: keep the newest.
+	// A series whose tier changed is two InfluxDB series: keep the newest.
 	latest := make(map[string]int, len(vs))
 	out := vs[:0]
 	for _, v := range vs {
@@ -84,13 +85,12 @@ func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting
 }
 
 // History returns raw verdicts matching q, oldest first; with a Limit the
-// newest Limit of them. Flux: range + filter by tags + pivot + group() +
-// sort(_time) [+ tail(n)].
+// newest Limit of them. Flux: range + filter(verdict_json, tags) + group()
+// + sort(_time) [+ tail(n)].
 func (s *Store) History(ctx context.Context, q reporting.HistoryQuery) ([]reporting.Verdict, error) {
 	start, stop := bounds(q)
 	fq := s.from(start, stop) +
-		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `"` + tagFilter(q) + `)` +
-		` |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")` +
+		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and r._field == "` + FieldVerdictJSON + `"` + tagFilter(q) + `)` +
 		` |> group() |> sort(columns: ["_time"])`
 	if q.Limit > 0 {
 		fq += ` |> tail(n: ` + strconv.Itoa(q.Limit) + `)`
@@ -230,17 +230,11 @@ func (s *Store) verdictRows(ctx context.Context, q string) ([]reporting.Verdict,
 	err := s.each(ctx, q, func(rec *query.FluxRecord) error {
 		v := reporting.Verdict{
 			Check: str(rec, "check"), Target: str(rec, "target"), Tier: str(rec, "tier"),
-			Region: str(rec, "region"), Vantage: str(rec, "vantage"),
-			State: reporting.State(str(rec, "state")), OK: boolean(rec.ValueByKey("ok")),
-			Cause: str(rec, "cause"), Err: str(rec, "err"), StatusCode: int(num(rec.ValueByKey("status_code"))),
-			TTFB: fromMs(num(rec.ValueByKey("ttfb_ms"))), Duration: fromMs(num(rec.ValueByKey("duration_ms"))),
-			DNS: fromMs(num(rec.ValueByKey("dns_ms"))), Connect: fromMs(num(rec.ValueByKey("connect_ms"))),
-			TLS: fromMs(num(rec.ValueByKey("tls_ms"))), Transfer: fromMs(num(rec.ValueByKey("transfer_ms"))),
-			Streak: int(num(rec.ValueByKey("streak"))), Interval: fromMs(num(rec.ValueByKey("interval_ms"))),
-			At: rec.Time().UTC(), Artifact: str(rec, "artifact"), URL: str(rec, "url"),
+			Region: str(rec, "region"), Vantage: str(rec, "vantage"), At: rec.Time().UTC(),
 		}
-		if e, _ := rec.ValueByKey("expires").(int64); e != 0 {
-			v.Expires = time.Unix(0, e).UTC()
+		blob, _ := rec.Value().(string)
+		if err := decodeVerdictBlob(blob, &v); err != nil {
+			return fmt.Errorf("%s at %s: %w", FieldVerdictJSON, v.At.Format(time.RFC3339Nano), err)
 		}
 		out = append(out, v)
 		return nil
