@@ -2,9 +2,9 @@ package influx
 
 import (
 	"encoding/json"
-	"time"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting"
 )
@@ -148,7 +148,7 @@ type verdictBlob struct {
 
 func encodeVerdictBlob(v *reporting.Verdict) string {
 	b := verdictBlob{State: string(v.State), OK: v.OK, Cause: v.Cause, Err: v.Err, Status: v.StatusCode,
-		D: [7]int64{int64(v.TTFB), int64(v.Duration), int64(v.DNS), int64(v.Connect), int64(v.TLS), int64(v.Transfer), int64(v.Interval)},
+		D:      [7]int64{int64(v.TTFB), int64(v.Duration), int64(v.DNS), int64(v.Connect), int64(v.TLS), int64(v.Transfer), int64(v.Interval)},
 		Streak: v.Streak, Artifact: v.Artifact, URL: v.URL}
 	if !v.Expires.IsZero() {
 		b.Expires = v.Expires.UnixNano()
