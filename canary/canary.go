@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,7 @@ type Canary struct {
 	browser chan struct{}
 	wake    chan struct{}
 
+	labels    atomic.Pointer[agentLabels]
 	running   atomic.Bool
 	stopped   atomic.Bool
 	stopping  atomic.Bool     // Run's ctx is done: queued scheduled runs are dropped
@@ -102,6 +104,9 @@ type Canary struct {
 }
 
 type errBox struct{ err error }
+
+// agentLabels are the agent's labels on every verdict.
+type agentLabels struct{ Region, Vantage string }
 
 // entry is the canary's record of one pair.
 type entry struct {
@@ -335,9 +340,7 @@ func (c *Canary) probe(p *Pair) (res checks.Result) {
 func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 	at := c.now()
 	o := Classify(res)
-	c.mu.Lock()
-	agent := c.cfg.Agent
-	c.mu.Unlock()
+	agent := c.labels.Load()
 
 	e.mu.Lock()
 	step := e.machine.Observe(at, o)
@@ -349,7 +352,7 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 		TTFB:       res.Phases.TTFB, Duration: res.Phases.Total, DNS: res.Phases.DNS,
 		Connect: res.Phases.Connect, TLS: res.Phases.TLS, Transfer: res.Phases.Transfer,
 		Streak: step.Streak, Interval: max(step.Next, p.Check.Interval),
-		At: at, Expires: step.Expires, URL: p.Target.URL,
+		At: at, Expires: step.Expires, URL: probedURL(p),
 	}
 	if len(res.Artifacts) > 0 {
 		v.Artifact = res.Artifacts[0]
@@ -373,7 +376,11 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 		e.fails.Add(1)
 	}
 	if step.Changed {
-		c.log.Info("verdict changed", "check", v.Check, "target", v.Target, "from", string(step.From),
+		level := slog.LevelInfo
+		if step.From == reporting.StateUnknown {
+			level = slog.LevelDebug // every pair leaves unknown once at start
+		}
+		c.log.Log(context.Background(), level, "verdict changed", "check", v.Check, "target", v.Target, "from", string(step.From),
 			"to", string(step.State), "cause", v.Cause, "held_down", step.HeldDown)
 	}
 	c.reschedule(e, step.Next, p.Check.Interval)
@@ -381,6 +388,20 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 		close(done)
 	}
 	return v
+}
+
+// probedURL is the URL a verdict reports: the check's own http.url, else the
+// target URL joined with http.path, else the target URL.
+func probedURL(p *Pair) string {
+	if h := p.Check.HTTP; h != nil {
+		switch {
+		case h.URL != "":
+			return h.URL
+		case h.Path != "" && h.Path != "/":
+			return strings.TrimSuffix(p.Target.URL, "/") + "/" + strings.TrimPrefix(h.Path, "/")
+		}
+	}
+	return p.Target.URL
 }
 
 // reschedule applies the adaptive interval: a shorter delay pulls the next
@@ -425,6 +446,7 @@ func (c *Canary) Reload(cfg *Config, pairs []Pair) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cfg = cfg
+	c.labels.Store(&agentLabels{Region: cfg.Agent.Region, Vantage: cfg.Agent.Vantage})
 	if conc := max(cfg.Agent.Concurrency, 1); c.sem == nil || cap(c.sem) != conc {
 		c.sem = make(chan struct{}, conc)
 	}

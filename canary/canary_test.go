@@ -191,7 +191,8 @@ func TestRiseFallWithOrigin(t *testing.T) {
 	}
 	for _, v := range vs {
 		if v.Region != "test-region" || v.Vantage != "v1" || v.Tier != reporting.TierDeep ||
-			v.Interval != 200*time.Millisecond || !v.Expires.Equal(v.At.Add(600*time.Millisecond)) {
+			v.Interval != 200*time.Millisecond || !v.Expires.Equal(v.At.Add(600*time.Millisecond)) ||
+			v.URL != o.URL()+"/healthz" {
 			t.Fatalf("verdict labels/figures: %+v", v)
 		}
 	}
