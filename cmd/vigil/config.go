@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/proxy"
@@ -134,12 +135,26 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	red := &redactor{}
 	fail := func(errs ...error) error { return &LoadError{File: path, Errors: errs, red: red} }
 
+	// viper reads the file and checks its syntax, but lower-cases every key
+	// (spf13/viper#411), which would break header names, JSON bodies and
+	// script variables. The struct decoder matches keys case-insensitively,
+	// so vigil decodes from the case-preserving YAML tree instead.
 	v := viper.New()
 	v.SetConfigType("yaml")
 	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
 		return nil, fail(fmt.Errorf("not valid YAML: %v", unwrapViper(err)))
 	}
-	settings := v.AllSettings()
+	var tree any
+	if err := yaml.Unmarshal(raw, &tree); err != nil {
+		return nil, fail(fmt.Errorf("not valid YAML: %v", err))
+	}
+	settings, _ := normalizeYAML(tree).(map[string]any)
+	if settings == nil {
+		if tree != nil {
+			return nil, fail(errors.New("the top level must be a mapping of sections (agent, targets, checks, …)"))
+		}
+		settings = map[string]any{}
+	}
 
 	// Environment overrides: VIGIL_<SECTION>_<KEY> for every scalar key outside lists.
 	for _, key := range scalarKeys(reflect.TypeOf(File{}), "") {
@@ -314,8 +329,40 @@ func scalarKeys(t reflect.Type, prefix string) []string {
 	return out
 }
 
+// normalizeYAML turns the YAML decoder's maps into map[string]any (keys of
+// other types, e.g. numbers, become their string form).
+func normalizeYAML(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			x[k] = normalizeYAML(val)
+		}
+		return x
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[fmt.Sprint(k)] = normalizeYAML(val)
+		}
+		return out
+	case []any:
+		for i := range x {
+			x[i] = normalizeYAML(x[i])
+		}
+		return x
+	}
+	return v
+}
+
+// setPath sets a dotted key in the tree, matching existing keys
+// case-insensitively as the decoder does.
 func setPath(m map[string]any, path []string, val string) {
 	for i, p := range path {
+		for k := range m {
+			if strings.EqualFold(k, p) {
+				p = k
+				break
+			}
+		}
 		if i == len(path)-1 {
 			m[p] = val
 			return

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,6 +214,30 @@ func FuzzConfig(f *testing.F) {
 // Errors produced by the checks package's Expect validation, as printed.
 const (
 	wantStatusRange = `checks[0].expect.status: "200-2xx": not a status code or range`
-	wantRegex       = "checks[0].expect.headers.cache-control: bad regex \"max-age=(\\\\d+\": missing closing ): `max-age=(\\d+`"
+	wantRegex       = "checks[0].expect.headers.Cache-Control: bad regex \"max-age=(\\\\d+\": missing closing ): `max-age=(\\d+`"
 	wantChecksum    = `checks[0].expect.checksum: want "sha256:<64 hex>" (or sha1, md5, crc32), got "sha257:…"`
 )
+
+// TestCasePreserved: header names, JSON bodies and script variables keep the
+// case they have in the file.
+func TestCasePreserved(t *testing.T) {
+	raw := `
+targets: [{name: a, url: "http://127.0.0.1:1"}]
+checks:
+  - name: c
+    targets: [a]
+    http: {method: POST, path: /, json: {userName: demo, Nested: {camelCase: 1}}, headers: {X-Api-Key: k}}
+    expect: {json: [{path: data.userName, equals: {firstName: Ann}}]}
+`
+	f, err := parseConfig("x.yaml", []byte(raw), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprint(f.Checks[0].HTTP.JSON)
+	if !strings.Contains(body, "userName") || !strings.Contains(body, "camelCase") {
+		t.Errorf("JSON body keys lost their case: %s", body)
+	}
+	if eq := fmt.Sprint(f.Checks[0].Expect.JSON[0].Equals); !strings.Contains(eq, "firstName") {
+		t.Errorf("equals value lost its case: %s", eq)
+	}
+}
