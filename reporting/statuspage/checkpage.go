@@ -185,7 +185,6 @@ type checkData struct {
 	Tier        string
 	Matrix      matrix
 	Uptime      []uptimeRow
-	UptimeErr   string
 	SLOs        []SLOStatus
 	HasSLOs     bool
 	Window      string
@@ -223,7 +222,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	vs, err := p.o.Verdicts.Verdicts(ctx, 0)
+	vs, err := p.o.Verdicts.Verdicts(ctx, max(p.o.Forget, 0))
 	if err != nil {
 		fail("cannot read verdicts", err)
 	}

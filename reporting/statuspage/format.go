@@ -64,6 +64,8 @@ func stateIcon(s reporting.State) string {
 		return "▲"
 	case reporting.StateUnhealthy:
 		return "✕"
+	case stateNone:
+		return "–"
 	}
 	return "?"
 }

@@ -18,7 +18,7 @@ type cell struct {
 	// Stale: the latest verdict expired; Last is its state then.
 	Stale   bool
 	Last    reporting.State
-	Missing bool // no verdict at all for this region
+	Missing bool // no verdict at all for this region: State is stateNone
 	OK      bool
 	Cause   string
 	Err     string
@@ -67,9 +67,16 @@ type matrix struct {
 	Targets int
 }
 
-// severity orders states for "worst of": unhealthy > degraded > unknown > healthy.
+// stateNone marks a cell without any verdict: the check does not run in
+// that region (or has not yet). It is not counted in the summary.
+const stateNone reporting.State = "none"
+
+// severity orders states for "worst of": unhealthy > degraded > unknown >
+// healthy > none.
 func severity(s reporting.State) int {
 	switch s {
+	case stateNone:
+		return -1
 	case reporting.StateUnhealthy:
 		return 3
 	case reporting.StateDegraded:
@@ -121,16 +128,18 @@ func buildMatrix(vs []reporting.Verdict, now time.Time) matrix {
 	checks, targets := map[string]bool{}, map[string]bool{}
 	for k, r := range rows {
 		checks[k.check], targets[k.target] = true, true
-		r.State = reporting.StateHealthy
+		r.State = stateNone
 		for _, reg := range m.Regions {
 			c := cells[ck{k.check, k.target, reg}]
 			if c == nil {
-				c = &cell{Check: k.check, Target: k.target, Region: reg, State: reporting.StateUnknown, Missing: true}
+				c = &cell{Check: k.check, Target: k.target, Region: reg, State: stateNone, Missing: true}
 			}
 			slices.Sort(c.Vantages)
 			c.Vantages = slices.Compact(c.Vantages)
 			r.Cells = append(r.Cells, *c)
-			m.Counts.add(c.State)
+			if !c.Missing {
+				m.Counts.add(c.State)
+			}
 			if severity(c.State) > severity(r.State) {
 				r.State = c.State
 			}
@@ -219,7 +228,7 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 	now := p.o.Now()
 	d := indexData{base: p.base(r, now, "")}
 	code := http.StatusOK
-	vs, err := p.o.Verdicts.Verdicts(ctx, 0)
+	vs, err := p.o.Verdicts.Verdicts(ctx, max(p.o.Forget, 0))
 	if err != nil {
 		p.log.Warn("statuspage: read verdicts", "err", err)
 		d.Error = "cannot read verdicts: " + err.Error()

@@ -42,6 +42,9 @@ const (
 	DefaultChartWindow = time.Hour
 	// DefaultQueryTimeout bounds every read of the sources per request.
 	DefaultQueryTimeout = 10 * time.Second
+	// DefaultForget is how old a series' latest verdict may be and still
+	// appear in the matrix when Options.Forget is 0.
+	DefaultForget = 24 * time.Hour
 	// DefaultHistoryLimit caps how many raw verdicts a check page reads for
 	// its charts, phase breakdown and recent failures.
 	DefaultHistoryLimit = 50000
@@ -98,6 +101,10 @@ type Options struct {
 	AdminToken string
 	// Refresh is the auto-refresh interval. Default 5s; negative disables it.
 	Refresh time.Duration
+	// Forget leaves out series whose latest verdict is older than this (a
+	// check, target or region removed from the config); younger ones past
+	// their Expires show as unknown. Default 24h; negative: never.
+	Forget time.Duration
 	// Logger receives request errors. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -191,6 +198,9 @@ func New(o Options) (*Page, error) {
 	}
 	if o.Refresh == 0 {
 		o.Refresh = DefaultRefresh
+	}
+	if o.Forget == 0 {
+		o.Forget = DefaultForget
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -140,6 +140,9 @@ func TestMatrix(t *testing.T) {
 	second.Vantage = "us-2"
 	src.add(second)
 
+	// A check removed from the config two days ago is forgotten.
+	src.add(verdict("removed", "a", "eu", reporting.StateUnhealthy, "dns", 48*time.Hour))
+
 	srv := serve(t, Options{Verdicts: src})
 	code, hdr, body := get(t, srv, "/")
 	if code != http.StatusOK {
@@ -162,9 +165,9 @@ func TestMatrix(t *testing.T) {
 		{"asset|b|us", "unhealthy", "checksum", "false", "checksum"},
 		{"asset|b|ap", "unhealthy", "checksum", "false", "checksum"},
 		{"healthz|a|eu", "healthy", "", "false", "healthy"},
-		{"healthz|a|ap", "unknown", "", "false", "? unknown no data"},
+		{"healthz|a|ap", "none", "", "false", "– no data not run in this region"},
 		{"healthz|b|us", "unknown", "", "true", "stale · was healthy"},
-		{"healthz|b|ap", "unknown", "", "false", "no data"},
+		{"healthz|b|ap", "none", "", "false", "no data"},
 	} {
 		m := got[c.key]
 		if m == nil {
@@ -184,9 +187,10 @@ func TestMatrix(t *testing.T) {
 	if m := got["asset|b|eu"]; m["title"] != "sha256 mismatch" {
 		t.Errorf("error text not in the cell's title: %q", m["title"])
 	}
-	// Summary counts: 5 healthy (asset a eu/ap, healthz a eu/us, b eu), 1 degraded, 3 unhealthy, 3 unknown.
+	// Summary counts: 5 healthy (asset a eu/ap, healthz a eu/us, b eu), 1
+	// degraded, 3 unhealthy, 1 unknown (stale); cells without data do not count.
 	doc := parseHTML(t, body)
-	want := map[string]string{"healthy": "5", "degraded": "1", "unhealthy": "3", "unknown": "3"}
+	want := map[string]string{"healthy": "5", "degraded": "1", "unhealthy": "3", "unknown": "1"}
 	for _, n := range findAll(doc, "data-count") {
 		k, _ := attr(n, "data-count")
 		if w, ok := want[k]; ok && !strings.HasPrefix(text(n), w+" ") {
@@ -211,6 +215,20 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 				return
 			}
 		}
+	}
+}
+
+func TestCheckNameWithSlash(t *testing.T) {
+	src := &memSource{now: func() time.Time { return t0 }}
+	src.add(verdict("api/v1 health", "a", "eu", reporting.StateHealthy, "", time.Second))
+	srv := serve(t, Options{Verdicts: src})
+	_, _, body := get(t, srv, "/")
+	if !strings.Contains(body, `href="/check/api%2Fv1%20health"`) {
+		t.Fatal("check link not path-escaped")
+	}
+	code, _, body := get(t, srv, "/check/api%2Fv1%20health")
+	if code != http.StatusOK || !strings.Contains(body, `data-check-page="api/v1 health"`) {
+		t.Fatalf("GET escaped check page = %d", code)
 	}
 }
 
