@@ -3,6 +3,7 @@ package scripts
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"runtime"
 	"slices"
@@ -70,7 +71,7 @@ func rssOf(marker string) int64 {
 // text, close) on a warm browser.
 func BenchmarkBrowserCheckWarm(b *testing.B) {
 	needChromium(b)
-	br := NewBrowser(BrowserConfig{})
+	br := NewBrowser(BrowserConfig{Log: slog.New(slog.DiscardHandler)})
 	defer br.Close()
 	o := newPageOrigin(b)
 	r := browserRunner(b, br, "", benchScript, 20*time.Second)
@@ -96,7 +97,7 @@ func BenchmarkBrowserCheckWarm(b *testing.B) {
 // the browser's processes and of the Go heap.
 func BenchmarkBrowserCheck4Concurrent(b *testing.B) {
 	needChromium(b)
-	br := NewBrowser(BrowserConfig{MaxConcurrent: 4})
+	br := NewBrowser(BrowserConfig{MaxConcurrent: 4, Log: slog.New(slog.DiscardHandler)})
 	defer br.Close()
 	o := newPageOrigin(b)
 	r := browserRunner(b, br, "", benchScript, 30*time.Second)
