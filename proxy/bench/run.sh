@@ -1,0 +1,91 @@
+#!/bin/sh
+# Throughput comparison: vigil vs nginx proxy_pass vs HAProxy vs Caddy, all in
+# front of the same nginx origin serving a 1 KiB file, measured with
+# `wrk -c32` keep-alive. Each proxy runs with its default worker/thread
+# settings; nginx proxy_pass uses upstream keep-alive (as every production
+# setup does). Ports 19080-19084 on 127.0.0.1 must be free.
+#
+# usage: proxy/bench/run.sh [duration, default 10s]
+set -eu
+echo "building and starting (go build, nginx, haproxy, caddy)..." >&2
+DUR=${1:-10s}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+W=$(mktemp -d)
+trap 'for f in "$W"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done; rm -rf "$W"' EXIT INT TERM
+
+head -c 1024 /dev/zero | tr '\0' 'x' > "$W/1k.txt"
+mkdir -p "$W/tmp"
+cat > "$W/nginx-origin.conf" <<NGINX
+worker_processes auto;
+pid $W/nginx-origin.pid;
+error_log $W/nginx-origin.err;
+events {}
+http {
+  access_log off;
+  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:19080; root $W; location / { } }
+}
+NGINX
+cat > "$W/nginx-proxy.conf" <<NGINX
+worker_processes auto;
+pid $W/nginx-proxy.pid;
+error_log $W/nginx-proxy.err;
+events {}
+http {
+  access_log off;
+  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
+  keepalive_requests 1000000;
+  upstream origin { server 127.0.0.1:19080; keepalive 64; }
+  server { listen 127.0.0.1:19081;
+    location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+NGINX
+cat > "$W/haproxy.cfg" <<HAP
+global
+  pidfile $W/haproxy.pid
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+frontend fe
+  bind 127.0.0.1:19082
+  default_backend be
+backend be
+  http-reuse always
+  server o1 127.0.0.1:19080
+HAP
+cat > "$W/Caddyfile" <<CADDY
+{
+  admin off
+  auto_https off
+  log {
+    output discard
+  }
+}
+http://127.0.0.1:19083 {
+  reverse_proxy 127.0.0.1:19080
+}
+CADDY
+
+nginx -c "$W/nginx-origin.conf" -p "$W" </dev/null >/dev/null 2>&1
+nginx -c "$W/nginx-proxy.conf" -p "$W" </dev/null >/dev/null 2>&1
+haproxy -D -f "$W/haproxy.cfg" </dev/null >/dev/null 2>&1
+caddy run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 </dev/null &
+echo $! > "$W/caddy.pid"
+(cd "$ROOT" && go build -o "$W/vigil-bench" ./proxy/bench/vigil-bench)
+"$W/vigil-bench" -listen 127.0.0.1:19084 -origin http://127.0.0.1:19080 >"$W/vigil.log" 2>&1 </dev/null &
+echo $! > "$W/vigil.pid"
+sleep 2
+
+printf '%-14s %12s %10s %10s\n' proxy req/s p50 p99
+for spec in origin:19080 vigil:19084 nginx:19081 haproxy:19082 caddy:19083; do
+  name=${spec%%:*}; port=${spec##*:}
+  wrk -t2 -c32 -d2s "http://127.0.0.1:$port/1k.txt" >/dev/null 2>&1 || true   # warm-up
+  out=$(wrk -t2 -c32 -d"$DUR" --latency "http://127.0.0.1:$port/1k.txt")
+  rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  p50=$(echo "$out" | awk '$1=="50%" {print $2}')
+  p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+  printf '%-14s %12s %10s %10s\n' "$name" "$rps" "$p50" "$p99"
+done

@@ -1,0 +1,34 @@
+// Command vigil-bench runs the proxy alone in front of one origin, for the
+// throughput comparison in proxy/bench/run.sh.
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+
+	"github.com/vigil-synthetics/vigil/proxy"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:19084", "listen address")
+	origin := flag.String("origin", "http://127.0.0.1:19080", "origin URL")
+	flag.Parse()
+	cfg := proxy.Config{Listen: *listen, Pools: []proxy.PoolConfig{{
+		Name: "bench", Origins: []proxy.OriginConfig{{Target: "origin", URL: *origin}},
+	}}}
+	p, err := proxy.New(cfg, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		slog.Error("proxy", "err", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, os.Kill)
+	defer stop()
+	if err := p.Run(ctx); err != nil {
+		slog.Error("proxy", "err", err)
+		os.Exit(1)
+	}
+}
