@@ -165,3 +165,28 @@ func TestExtractMissingFailsStep(t *testing.T) {
 		t.Fatalf("res %+v", res)
 	}
 }
+
+func TestAPIConcurrentRunsHaveOwnVariables(t *testing.T) {
+	o := newAPIOrigin(t)
+	t.Setenv("DEMO_PASSWORD", demoPassword)
+	r := apiScript(t, `
+- http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}
+  extract: {token: {json: token}}
+- http: {path: /api/me, headers: {authorization: "Bearer ${token}"}}
+  expect: {json: [{path: sid, equals: sess-1}]}
+`)
+	results := make(chan checks.Result, 8)
+	for i := 0; i < 8; i++ {
+		go func() { results <- r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL}) }()
+	}
+	for i := 0; i < 8; i++ {
+		if res := <-results; !res.OK {
+			t.Errorf("%s: %s", res.Cause, res.Err)
+		}
+	}
+	// A run without the login has no token and no cookie of another run.
+	r2 := apiScript(t, `[{http: {path: /api/me}, expect: {status: 401}}]`)
+	if res := r2.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL}); !res.OK {
+		t.Errorf("%s: %s", res.Cause, res.Err)
+	}
+}

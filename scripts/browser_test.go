@@ -392,3 +392,22 @@ func TestBrowserUsesExtractedVariables(t *testing.T) {
 		t.Fatalf("%s: %s", res.Cause, res.Err)
 	}
 }
+
+func TestBrowserConcurrentRuns(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	r := browserRunner(t, b, "", `
+- browser: {navigate: /shop}
+- browser: {click: "#add-to-cart"}
+- browser: {wait_text: {selector: "#cart-count", equals: "1"}}
+`, 30*time.Second)
+	results := make(chan checks.Result, 6)
+	for i := 0; i < 6; i++ {
+		go func() { results <- r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL}) }()
+	}
+	for i := 0; i < 6; i++ {
+		if res := <-results; !res.OK {
+			t.Errorf("concurrent run: %s: %s", res.Cause, res.Err)
+		}
+	}
+}

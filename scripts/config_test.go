@@ -59,6 +59,13 @@ func TestValidateValid(t *testing.T) {
 	if !sc.HasBrowser() {
 		t.Error("HasBrowser false")
 	}
+	// The canary validates at load, then compiles: validation is idempotent.
+	if _, err := New(sc, Options{Check: "c", Timeout: 30 * time.Second}); err != nil {
+		t.Fatalf("New after ValidateAndSetDefaults: %v", err)
+	}
+	if sc[1].Name != "1 http" || len(sc[0].extract) != 4 {
+		t.Errorf("second validation changed the steps: %q, %d extractors", sc[1].Name, len(sc[0].extract))
+	}
 }
 
 func TestValidateErrors(t *testing.T) {
