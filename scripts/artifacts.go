@@ -20,6 +20,9 @@ type failureInfo struct {
 	Error    string    `json:"error"`
 	URL      string    `json:"url"`
 	At       time.Time `json:"at"`
+	// What the page reported during the run (at most 100 each).
+	ConsoleErrors  []string `json:"console_errors,omitempty"`
+	FailedRequests []string `json:"failed_requests,omitempty"`
 }
 
 // fileSafe keeps letters, digits, '.', '_' and '-', replacing the rest.

@@ -151,6 +151,9 @@ func TestBrowserConsoleErrorsAndFailedRequests(t *testing.T) {
 			if a := res.Steps[2].Assertions; len(a) != 1 || a[0].OK {
 				t.Errorf("assertions %+v", a)
 			}
+			if m := res.Steps[2].Metrics; m["console_errors"] < 1 || m["failed_requests"] < 1 {
+				t.Errorf("metrics %v, want console errors and failed requests counted", m)
+			}
 		})
 	}
 	// A page with an uncaught exception only.

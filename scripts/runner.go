@@ -232,6 +232,13 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		o = r.runBrowser(ctx, s, timeout)
 		stop()
 		cancel()
+		// What the page reported so far, on every browser step.
+		console, failedReqs := r.tab.events.snapshot()
+		if o.metrics == nil {
+			o.metrics = map[string]float64{}
+		}
+		o.metrics["console_errors"] = float64(len(console))
+		o.metrics["failed_requests"] = float64(len(failedReqs))
 	default:
 		o = outcome{cause: checks.CauseInternal, err: errors.New("step has no kind")}
 	}
@@ -326,9 +333,17 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) string {
 	if err != nil || path == "" {
 		return ""
 	}
+	console, failedReqs := r.tab.events.snapshot()
+	for i := range console {
+		console[i] = r.vars.redact(console[i])
+	}
+	for i := range failedReqs {
+		failedReqs[i] = r.vars.redact(failedReqs[i])
+	}
 	_ = r.saveSidecar(path, failureInfo{
 		Check: r.runner.o.Check, Target: r.target.Name, Step: i, StepName: s.Name,
 		Kind: s.kind, Cause: string(sr.Cause), Error: sr.Err, URL: sr.URL, At: time.Now().UTC(),
+		ConsoleErrors: console, FailedRequests: failedReqs,
 	})
 	return path
 }
