@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -406,4 +409,50 @@ func TestMetricsExistAtZero(t *testing.T) {
 		t.Errorf("requests_total{o0,200} = %v", v)
 	}
 	_ = fmt.Sprint()
+}
+
+func TestFailoverPOSTRetriedOnTLSFailure(t *testing.T) {
+	// An https origin whose certificate nobody trusts: the handshake fails
+	// before any request byte is sent, so even a POST moves on.
+	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "should not be reached")
+	}))
+	defer untrusted.Close()
+	good := newBackend(t, "good")
+	h := start(t, pool1(PolicyFirst, untrusted.URL, good.srv.URL), nil, false)
+	code, body, _ := h.do("POST", "/", "a=1")
+	if code != 200 || body != "ok good" || good.posts.Load() != 1 {
+		t.Fatalf("got %d %q, want the POST moved on after the TLS failure", code, body)
+	}
+	if v, _ := h.metric("vigil_proxy_retries_total", map[string]string{"cause": CauseTLS}); v != 1 {
+		t.Fatalf("retries_total{cause=tls} = %v, want 1", v)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	ctx := context.Background()
+	timedOut, cancel := context.WithCancelCause(ctx)
+	cancel(errTryTimeout)
+	tests := []struct {
+		name      string
+		err       error
+		ctx       context.Context
+		cause     string
+		connLevel bool
+	}{
+		{"dns", &dialError{err: &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}}, ctx, CauseDNS, true},
+		{"refused", &dialError{err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, ctx, CauseConnectRefused, true},
+		{"connect timeout", &dialError{err: context.DeadlineExceeded}, ctx, CauseConnectTimeout, true},
+		{"connect cut by try timeout", &dialError{err: context.Canceled}, timedOut, CauseConnectTimeout, true},
+		{"tls", &dialError{err: errors.New("x509: unknown authority"), tls: true}, ctx, CauseTLS, true},
+		{"timeout after sending", context.Canceled, timedOut, CauseTimeout, false},
+		{"reset", syscall.ECONNRESET, ctx, CauseReset, false},
+		{"eof", io.ErrUnexpectedEOF, ctx, CauseReset, false},
+	}
+	for _, tt := range tests {
+		cause, conn := classify(fmt.Errorf("wrapped: %w", tt.err), tt.ctx)
+		if cause != tt.cause || conn != tt.connLevel {
+			t.Errorf("%s: got %s/%v, want %s/%v", tt.name, cause, conn, tt.cause, tt.connLevel)
+		}
+	}
 }

@@ -215,6 +215,9 @@ func (p *pool) evaluate(now time.Time) {
 			o.mu.Unlock()
 			if done && o.clear(flagPassive, now) {
 				o.passive.reset()
+				o.mu.Lock()
+				o.lastDecay = now // decay starts one ejection period after the return
+				o.mu.Unlock()
 				o.m.available.Set(b2f(o.Available()))
 				p.log.Info("proxy: origin returned after ejection", "pool", p.name, "origin", o.name)
 			}

@@ -269,14 +269,19 @@ func (p *Proxy) Run(ctx context.Context) error {
 				return fmt.Errorf("proxy: tls: %w", err)
 			}
 			srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-			ln = tls.NewListener(ln, srv.TLSConfig)
 		}
 		p.addrMu.Lock()
 		p.addrs = append(p.addrs, ln.Addr())
 		p.addrMu.Unlock()
 		servers = append(servers, srv)
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			var err error
+			if tlsFiles {
+				err = srv.ServeTLS(ln, "", "") // HTTP/2 and HTTP/1.1 by ALPN
+			} else {
+				err = srv.Serve(ln)
+			}
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
