@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -255,6 +256,17 @@ func (b *Browser) openTab(ctx context.Context) (*tab, error) {
 		}
 		return nil, fmt.Errorf("opening a tab: %w", err)
 	}
+	// A JavaScript dialog (alert, confirm, prompt, beforeunload) blocks the
+	// page until it is answered: accept it, as a user clicking OK would.
+	dialogs := chromedp.Events(tctx, page.JavascriptDialogOpening)
+	go func() {
+		for d, err := range dialogs {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(tctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true, PromptText: d.DefaultPrompt})
+		}
+	}()
 	return &tab{ctx: tctx, root: root, cancel: cancel, events: ev}, nil
 }
 

@@ -414,3 +414,17 @@ func TestBrowserConcurrentRuns(t *testing.T) {
 		}
 	}
 }
+
+func TestBrowserDialogsAreAccepted(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	r := browserRunner(t, b, "", `
+- browser: {navigate: /dialog}
+- browser: {click: "#b"}
+- browser: {wait_text: {selector: "#out", equals: "yes"}}
+  timeout: 3s
+`, 20*time.Second)
+	if res := r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL}); !res.OK {
+		t.Fatalf("%s: %s", res.Cause, res.Err)
+	}
+}

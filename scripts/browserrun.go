@@ -251,7 +251,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return failf("click: %w", err)
 		}
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-			return r.waitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: no visible element within %s", sel, timeoutText))
+			return r.waitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: no visible element within %s (or the page hung)", sel, timeoutText))
 		}
 		return outcome{}
 
@@ -265,7 +265,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return failf("type: %w", err)
 		}
 		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
-			return r.waitFail(ctx, err, "type "+sel, fmt.Sprintf("type %s: no visible element within %s", sel, timeoutText))
+			return r.waitFail(ctx, err, "type "+sel, fmt.Sprintf("type %s: no visible element within %s (or the page hung)", sel, timeoutText))
 		}
 		return outcome{}
 

@@ -188,6 +188,9 @@ func newPageOrigin(t testing.TB) *pageOrigin {
 	}
 	mux.HandleFunc("/shop", html(shopPage))
 	mux.HandleFunc("/errors", html(errorsPage))
+	mux.HandleFunc("/dialog", html(`<!doctype html><title>d</title><button id="b">go</button><p id="out"></p>
+<script>document.getElementById('b').onclick = () => { alert('hi');
+document.getElementById('out').textContent = confirm('sure?') ? 'yes' : 'no'; };</script>`))
 	mux.HandleFunc("/tiny", html(`<!doctype html><title>t</title><p id="x">ok</p>`))
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(300 * time.Millisecond)
