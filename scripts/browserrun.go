@@ -143,6 +143,13 @@ const metricsJS = `(async () => {
     out.dom_content_loaded_ms = nav.domContentLoadedEventEnd - nav.startTime;
     out.load_ms = nav.loadEventEnd - nav.startTime;
     out.transfer_bytes = nav.transferSize;
+    out.dns_ms = nav.domainLookupEnd - nav.domainLookupStart;
+    out.connect_ms = nav.connectEnd - nav.connectStart;
+    if (nav.secureConnectionStart > 0) {
+      out.tls_ms = nav.connectEnd - nav.secureConnectionStart;
+      out.connect_ms = nav.secureConnectionStart - nav.connectStart;
+    }
+    out.transfer_ms = nav.responseEnd - nav.responseStart;
   }
   const observe = (type) => new Promise((resolve) => {
     let got = [];
