@@ -85,8 +85,9 @@ type Option func(*Origin)
 // "127.0.0.1:0".
 func WithAddr(addr string) Option { return func(o *Origin) { o.addr = addr } }
 
-// WithMode starts the origin in mode m (ModeDown starts without listening
-// but with the port reserved as chosen). Default ModeOK.
+// WithMode starts the origin in mode m. With ModeDown it binds once to
+// learn its port, then closes the listener until another mode is set.
+// Default ModeOK.
 func WithMode(m Mode) Option { return func(o *Origin) { o.mode = m } }
 
 // WithFirstByteDelay delays the first byte of every response, in every
