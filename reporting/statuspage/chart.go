@@ -29,6 +29,9 @@ var regionColors = [regionPaletteLen]string{"#0072B2", "#D55E00", "#008A64", "#B
 type tick struct {
 	Pos   float64
 	Label string
+	// Anchor is the SVG text-anchor: the last x label ends at its tick so it
+	// stays inside the chart.
+	Anchor string
 }
 
 // segment is a run of consecutive buckets with data, drawn as one polyline.
@@ -201,7 +204,11 @@ func drawCharts(stats map[chartKey]*chartStats, from, to time.Time) []chart {
 			YTicks: yTicks, From: from, To: to}
 		for i := 0; i <= xTicks; i++ {
 			at := from.Add(span * time.Duration(i) / xTicks)
-			c.XTicks = append(c.XTicks, tick{Pos: padL + plotW*float64(i)/xTicks, Label: timeLabel(at, span)})
+			anchor := "middle"
+			if i == xTicks {
+				anchor = "end"
+			}
+			c.XTicks = append(c.XTicks, tick{Pos: padL + plotW*float64(i)/xTicks, Label: timeLabel(at, span), Anchor: anchor})
 		}
 		xs := func(i int) float64 { return padL + plotW*(float64(i)+0.5)/chartBuckets }
 		ys := func(d time.Duration) float64 { return padT + plotH - plotH*float64(d)/float64(yMax) }
