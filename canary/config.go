@@ -453,7 +453,11 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]bool) error {
 	if c.TLS != nil {
 		errs = append(errs, units.Prefix("tls", c.TLS.ValidateAndSetDefaults()))
 	}
-	errs = append(errs, units.Prefix("expect", c.Expect.ValidateAndSetDefaults()))
+	if err := c.Expect.ValidateAndSetDefaults(); err != nil {
+		errs = append(errs, units.Prefix("expect", err))
+	} else if c.Script == nil {
+		errs = append(errs, units.Prefix("expect", c.Expect.ValidateFor(c.Kind())))
+	}
 	if c.Script != nil {
 		errs = append(errs, units.Prefix("script", c.Script.ValidateAndSetDefaults(c.Timeout)))
 	}
