@@ -27,6 +27,7 @@ type pool struct {
 	all       uint64
 	bal       Balancer
 	transport *http.Transport
+	dial      func(context.Context, string, string) (net.Conn, error)
 	log       *slog.Logger
 	m         *metrics
 	none      *originMetrics // the proxy's own answers
@@ -50,8 +51,32 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
 		pl.none.code(code)
 	}
-	pl.transport = newTransport(pc.ConnectTimeout)
+	pl.transport, pl.dial = newTransport(pc.ConnectTimeout)
 	return pl
+}
+
+// h1PoolFor returns the fast-path connection pool of a plain-HTTP origin,
+// nil for https origins.
+func (pl *pool) h1PoolFor(u *url.URL) *h1Pool {
+	if u.Scheme != "http" {
+		return nil
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return &h1Pool{addr: addr, dial: pl.dial}
+}
+
+// closeIdle closes the pool's idle origin connections and stops keeping new
+// ones (the pool is being replaced).
+func (pl *pool) closeIdle() {
+	pl.transport.CloseIdleConnections()
+	for _, o := range pl.origins {
+		if o.h1 != nil {
+			o.h1.closeIdle(true)
+		}
+	}
 }
 
 // dialError marks a failure before any request byte was sent: DNS, connect,
@@ -66,7 +91,7 @@ func (e *dialError) Unwrap() error { return e.err }
 
 // newTransport is the shared, tuned origin transport of a pool: HTTP/1.1
 // keep-alive with a large idle pool per origin, no compression, no proxy.
-func newTransport(connectTimeout time.Duration) *http.Transport {
+func newTransport(connectTimeout time.Duration) (*http.Transport, func(context.Context, string, string) (net.Conn, error)) {
 	d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
@@ -76,7 +101,7 @@ func newTransport(connectTimeout time.Duration) *http.Transport {
 		return c, nil
 	}
 	return &http.Transport{
-		Proxy:       nil,
+		Proxy: nil,
 		DialContext: dial,
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dial(ctx, network, addr)
@@ -101,7 +126,7 @@ func newTransport(connectTimeout time.Duration) *http.Transport {
 		ForceAttemptHTTP2:     false,
 		ReadBufferSize:        16 << 10,
 		WriteBufferSize:       16 << 10,
-	}
+	}, dial
 }
 
 // errTryTimeout is the cancel cause of a try that outlived try_timeout or
@@ -270,6 +295,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	}
 	hdr["X-Forwarded-Host"] = []string{r.Host}
 
+	fast := !hasBody && (method == http.MethodGet || method == http.MethodHead) && up == ""
 	deadline := start.Add(cfg.Budget)
 	var tried uint64
 	lastCause := ""
@@ -305,21 +331,27 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		}
 		ctx, cancel := context.WithCancelCause(r.Context())
 		timer := time.AfterFunc(min(cfg.TryTimeout, deadline.Sub(now)), func() { cancel(errTryTimeout) })
-		out := (&http.Request{
-			Method: method,
-			URL: &url.URL{Scheme: o.url.Scheme, Host: o.url.Host, Path: r.URL.Path,
-				RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery},
-			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: hdr, Body: outBody, ContentLength: r.ContentLength, Host: r.Host,
-		}).WithContext(ctx)
-		if buffered {
-			out.ContentLength = int64(len(body))
-		}
-		if outBody == nil {
-			out.ContentLength = 0
-		}
 		o.inflight.Add(1)
-		resp, err := pl.transport.RoundTrip(out)
+		var resp *http.Response
+		var err error
+		if fast && o.h1 != nil {
+			resp, err = o.h1.roundTrip(ctx, r, hdr)
+		} else {
+			out := (&http.Request{
+				Method: method,
+				URL: &url.URL{Scheme: o.url.Scheme, Host: o.url.Host, Path: r.URL.Path,
+					RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery},
+				Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: hdr, Body: outBody, ContentLength: r.ContentLength, Host: r.Host,
+			}).WithContext(ctx)
+			if buffered {
+				out.ContentLength = int64(len(body))
+			}
+			if outBody == nil {
+				out.ContentLength = 0
+			}
+			resp, err = pl.transport.RoundTrip(out)
+		}
 		tryEnd := time.Now()
 		lat := tryEnd.Sub(now)
 		if err != nil {

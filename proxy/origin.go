@@ -29,6 +29,7 @@ type origin struct {
 	inflight   atomic.Int64
 	returnedAt atomic.Int64 // unix nanos of the last return to service (slow start)
 
+	h1      *h1Pool // fast path, nil for https origins
 	passive *detector
 	stats   *signalStats
 	m       *originMetrics

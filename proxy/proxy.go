@@ -134,7 +134,7 @@ func (p *Proxy) Reload(cfg Config) error {
 				p.m.forget(pl.name, o.name)
 			}
 		}
-		pl.transport.CloseIdleConnections()
+		pl.closeIdle()
 	}
 	p.log.Info("proxy: configuration reloaded", "pools", len(st.pools))
 	return nil
@@ -158,7 +158,7 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 		pl := newPool(pc, p.log, p.m)
 		for j := range pc.Origins {
 			oc := &pc.Origins[j]
-			o := &origin{idx: j, name: oc.Name(), target: oc.Target, url: oc.u, weight: oc.Weight}
+			o := &origin{idx: j, name: oc.Name(), target: oc.Target, url: oc.u, weight: oc.Weight, h1: pl.h1PoolFor(oc.u)}
 			if po := prev[pc.Name+"\x00"+oc.u.String()]; po != nil {
 				o.inherit(po)
 			}
@@ -316,7 +316,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	shutdown()
 	wg.Wait()
 	for _, pl := range p.state.Load().pools {
-		pl.transport.CloseIdleConnections()
+		pl.closeIdle()
 	}
 	return err
 }

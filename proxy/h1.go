@@ -1,0 +1,211 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// The fast path: GET and HEAD requests without a body to plain-HTTP origins
+// (the bulk of CDN and web traffic) skip http.Transport and run the HTTP/1.1
+// exchange inline on the handler's goroutine over a pooled keep-alive
+// connection. http.Transport hands every request to two goroutines per
+// connection (read and write loops) through channels; doing the exchange
+// inline removes those hand-offs. Everything else (bodies, upgrades, https
+// origins) goes through the pool's http.Transport.
+
+// h1MaxIdle bounds idle connections kept per origin; h1IdleTimeout drops
+// idle connections older than this (origins close theirs after ~60-75s).
+const (
+	h1MaxIdle     = 1024
+	h1IdleTimeout = 50 * time.Second
+)
+
+// aLongTimeAgo is a deadline in the past, used to abort a blocked read or write.
+var aLongTimeAgo = time.Unix(1, 0)
+
+type h1Conn struct {
+	c        net.Conn
+	br       *bufio.Reader
+	bw       *bufio.Writer
+	lastUsed time.Time
+}
+
+// h1Pool holds one origin's idle keep-alive connections (LIFO).
+type h1Pool struct {
+	addr string
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	mu     sync.Mutex
+	idle   []*h1Conn
+	closed bool
+}
+
+func (p *h1Pool) get(now time.Time) *h1Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		if now.Sub(c.lastUsed) < h1IdleTimeout {
+			return c
+		}
+		c.c.Close()
+	}
+	return nil
+}
+
+func (p *h1Pool) put(c *h1Conn) {
+	c.lastUsed = time.Now()
+	p.mu.Lock()
+	if p.closed || len(p.idle) >= h1MaxIdle {
+		p.mu.Unlock()
+		c.c.Close()
+		return
+	}
+	p.idle = append(p.idle, c)
+	p.mu.Unlock()
+}
+
+// closeIdle closes idle connections; close also refuses future ones.
+func (p *h1Pool) closeIdle(close bool) {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	if close {
+		p.closed = true
+	}
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.c.Close()
+	}
+}
+
+var (
+	brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+)
+
+func (p *h1Pool) dialConn(ctx context.Context) (*h1Conn, error) {
+	c, err := p.dial(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	br := brPool.Get().(*bufio.Reader)
+	br.Reset(c)
+	bw := bwPool.Get().(*bufio.Writer)
+	bw.Reset(c)
+	return &h1Conn{c: c, br: br, bw: bw}, nil
+}
+
+// roundTrip sends a body-less GET/HEAD on a pooled connection and reads the
+// response head. ctx cancellation (client gone, try timeout) aborts a
+// blocked exchange. A reused connection that the origin had closed (nothing
+// read back) is retried once on a new connection, as http.Transport does.
+func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		c := p.get(time.Now())
+		reused := c != nil
+		if !reused {
+			var err error
+			if c, err = p.dialConn(ctx); err != nil {
+				return nil, err
+			}
+		}
+		stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
+		err := writeHead(c.bw, r, hdr)
+		var resp *http.Response
+		if err == nil {
+			resp, err = http.ReadResponse(c.br, r)
+		}
+		if err != nil {
+			stop()
+			c.c.Close()
+			if reused && attempt == 0 && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err)) {
+				continue // stale keep-alive connection
+			}
+			return nil, err
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols || resp.StatusCode < 200 {
+			// Not expected without an Upgrade request; do not reuse.
+			resp.Close = true
+		}
+		resp.Body = &h1Body{body: resp.Body, c: c, p: p, stop: stop, keep: !resp.Close, eof: resp.Body == http.NoBody}
+		return resp, nil
+	}
+}
+
+func isReset(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op != "dial"
+}
+
+// writeHead writes the request line and headers and flushes.
+func writeHead(bw *bufio.Writer, r *http.Request, hdr http.Header) error {
+	uri := r.RequestURI
+	if uri == "" || uri[0] != '/' {
+		uri = r.URL.RequestURI()
+	}
+	bw.WriteString(r.Method)
+	bw.WriteByte(' ')
+	bw.WriteString(uri)
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(r.Host)
+	bw.WriteString("\r\n")
+	for k, vv := range hdr {
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			bw.WriteString(v)
+			bw.WriteString("\r\n")
+		}
+	}
+	bw.WriteString("\r\n")
+	return bw.Flush()
+}
+
+// h1Body returns its connection to the pool when the body was read to the
+// end and the origin allows keep-alive; otherwise it closes the connection.
+type h1Body struct {
+	body io.ReadCloser
+	c    *h1Conn
+	p    *h1Pool
+	stop func() bool
+	keep bool
+	eof  bool
+	done bool
+}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *h1Body) Close() error {
+	if b.done {
+		return nil
+	}
+	b.done = true
+	live := b.stop() // false: ctx fired and poisoned the deadline
+	if b.eof && b.keep && live {
+		b.body.Close()
+		b.p.put(b.c)
+		return nil
+	}
+	b.c.c.Close() // before body.Close, which would otherwise drain the rest
+	b.body.Close()
+	b.c.br.Reset(nil)
+	b.c.bw.Reset(nil)
+	brPool.Put(b.c.br)
+	bwPool.Put(b.c.bw)
+	return nil
+}
