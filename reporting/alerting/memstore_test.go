@@ -42,7 +42,11 @@ type memStore struct {
 	clock func() time.Time
 	mu    sync.Mutex
 	vs    []reporting.Verdict // sorted by At
+	keys  map[string]bool     // every series key stored
 	err   error
+	// rolls caches the rollups of every stored verdict, by minute; only
+	// the minute holding now is recomputed from the visible verdicts.
+	rolls []reporting.Rollup
 }
 
 var _ reporting.HistorySource = (*memStore)(nil)
@@ -52,6 +56,13 @@ func (m *memStore) add(vs ...reporting.Verdict) {
 	defer m.mu.Unlock()
 	m.vs = append(m.vs, vs...)
 	sort.SliceStable(m.vs, func(i, j int) bool { return m.vs[i].At.Before(m.vs[j].At) })
+	if m.keys == nil {
+		m.keys = map[string]bool{}
+	}
+	for _, v := range vs {
+		m.keys[v.Key()] = true
+	}
+	m.rolls = nil
 }
 
 // since returns the visible verdicts with At at or after from.
@@ -76,8 +87,12 @@ func (m *memStore) Verdicts(_ context.Context, maxAge time.Duration) ([]reportin
 	}
 	now := m.clock()
 	latest := map[string]reporting.Verdict{}
-	for _, v := range m.visible() {
-		latest[v.Key()] = v
+	vis := m.visible()
+	// newest first, until every stored series has been seen
+	for i := len(vis) - 1; i >= 0 && len(latest) < len(m.keys); i-- {
+		if _, ok := latest[vis[i].Key()]; !ok {
+			latest[vis[i].Key()] = vis[i]
+		}
 	}
 	var out []reporting.Verdict
 	for _, v := range latest {
@@ -120,12 +135,40 @@ func (m *memStore) Rollups(_ context.Context, q reporting.HistoryQuery) ([]repor
 		return nil, m.err
 	}
 	now := m.clock()
+	if m.rolls == nil {
+		m.rolls = rollupsOf(m.vs, reporting.HistoryQuery{}, m.vs[len(m.vs)-1].At)
+		sort.SliceStable(m.rolls, func(i, j int) bool { return m.rolls[i].Minute.Before(m.rolls[j].Minute) })
+	}
+	from := q.From.Truncate(time.Minute)
+	cur := now.UTC().Truncate(time.Minute)
+	i := sort.Search(len(m.rolls), func(i int) bool { return !m.rolls[i].Minute.Before(from) })
+	out := make([]reporting.Rollup, 0, len(m.rolls)-i+8)
+	for ; i < len(m.rolls) && m.rolls[i].Minute.Before(cur); i++ {
+		r := m.rolls[i]
+		if (q.Check == "" || q.Check == r.Check) && (q.Target == "" || q.Target == r.Target) &&
+			(q.Region == "" || q.Region == r.Region) && (q.To.IsZero() || !r.Minute.After(q.To)) {
+			out = append(out, r)
+		}
+	}
+	// the minute holding now, from the verdicts visible so far
+	if !cur.Before(from) {
+		q.From = cur
+		out = append(out, rollupsOf(m.visible(), q, now)...)
+	}
+	return out, nil
+}
+
+// rollupsOf computes the per-minute rollups of the verdicts in vs (sorted
+// by At) that match q.
+func rollupsOf(vs []reporting.Verdict, q reporting.HistoryQuery, now time.Time) []reporting.Rollup {
 	q.From = q.From.Truncate(time.Minute)
+	i := sort.Search(len(vs), func(i int) bool { return !vs[i].At.Before(q.From) })
+	vs = vs[i:]
 	type key struct{ check, target, region string }
 	cur := map[key]int{} // the series' latest rollup in out
 	var out []reporting.Rollup
 	var ttfbs [][]time.Duration
-	for _, v := range m.since(q.From) {
+	for _, v := range vs {
 		if !match(q, v, now) {
 			continue
 		}
@@ -153,5 +196,5 @@ func (m *memStore) Rollups(_ context.Context, q reporting.HistoryQuery) ([]repor
 	for i := range out {
 		out[i].TTFBP95 = P95(ttfbs[i])
 	}
-	return out, nil
+	return out
 }

@@ -256,10 +256,29 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 		seriesKey
 		region string
 	}
-	byKey := map[rk][]reporting.Rollup{}
+	// One pass: every region's failed/total over every pair's windows.
+	type acc struct{ long, short []counts }
+	accs := map[rk]*acc{}
 	for _, r := range rolls {
+		if r.Minute.After(e.now) {
+			continue
+		}
 		k := rk{seriesKey{r.Check, r.Target}, r.Region}
-		byKey[k] = append(byKey[k], r)
+		a := accs[k]
+		if a == nil {
+			a = &acc{long: make([]counts, len(BurnWindows)), short: make([]counts, len(BurnWindows))}
+			accs[k] = a
+		}
+		for i, w := range BurnWindows {
+			if r.Minute.After(e.now.Add(-w.Long)) {
+				a.long[i].failed += r.Failed
+				a.long[i].total += r.Total
+			}
+			if r.Minute.After(e.now.Add(-w.Short)) {
+				a.short[i].failed += r.Failed
+				a.short[i].total += r.Total
+			}
+		}
 	}
 	budget := 1 - s.Objective.Fraction()
 	// per series, per severity: the firing pairs and their agreeing regions.
@@ -269,28 +288,14 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 		value   float64
 	}
 	hits := map[seriesKey]map[string]*hit{}
-	for _, w := range BurnWindows {
+	for i, w := range BurnWindows {
 		if w.Severity == SeverityTicket && e.cfg.BurnRate.NoTicket {
 			continue
 		}
 		burning := map[seriesKey][]float64{}
 		regions := map[seriesKey][]string{}
-		for k, rs := range byKey {
-			var lc, sc counts
-			for _, r := range rs {
-				if r.Minute.After(e.now) {
-					continue
-				}
-				if r.Minute.After(e.now.Add(-w.Long)) {
-					lc.failed += r.Failed
-					lc.total += r.Total
-				}
-				if r.Minute.After(e.now.Add(-w.Short)) {
-					sc.failed += r.Failed
-					sc.total += r.Total
-				}
-			}
-			lr, sr := lc.ratio(), sc.ratio()
+		for k, a := range accs {
+			lr, sr := a.long[i].ratio(), a.short[i].ratio()
 			if lr < 0 || sr < 0 {
 				continue
 			}
