@@ -70,12 +70,17 @@ watch the verdicts flip, the proxy route around it and an alert fire and resolve
 // startDemoOrigins starts the three origins, on consecutive ports from base
 // (any free port when base is 0 or a port is taken).
 func startDemoOrigins(base int) (map[string]*checktest.Origin, error) {
+	return startDemoOriginsOn("127.0.0.1", base)
+}
+
+// startDemoOriginsOn is startDemoOrigins on another host address.
+func startDemoOriginsOn(host string, base int) (map[string]*checktest.Origin, error) {
 	out := map[string]*checktest.Origin{}
 	for i, name := range demoOrigins {
 		var o *checktest.Origin
 		var err error
 		if base > 0 {
-			o, err = checktest.StartOrigin(nil, checktest.WithAddr(fmt.Sprintf("127.0.0.1:%d", base+i)))
+			o, err = checktest.StartOrigin(nil, checktest.WithAddr(net.JoinHostPort(host, fmt.Sprint(base+i))))
 		}
 		if base == 0 || err != nil {
 			o, err = checktest.StartOrigin(nil)
@@ -447,12 +452,13 @@ func newDemoFaultCmd() *cobra.Command {
 
 func newDemoOriginsCmd() *cobra.Command {
 	var port int
+	var host string
 	cmd := &cobra.Command{
 		Use:   "origins",
 		Short: "Serve only the three demo origins (for 'vigil check -c examples/quickstart.yaml')",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			origins, err := startDemoOrigins(port)
+			origins, err := startDemoOriginsOn(host, port)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
@@ -474,5 +480,6 @@ func newDemoOriginsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&port, "origin-port", 9201, "first origin port")
+	cmd.Flags().StringVar(&host, "host", "127.0.0.1", "address to listen on (0.0.0.0 inside a container)")
 	return cmd
 }
