@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -94,7 +95,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func parseDur(s string) (time.Duration, error) {
 	if strings.HasSuffix(s, "d") {
 		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
-		if err != nil || n < 0 {
+		if err != nil || n < 0 || n*float64(24*time.Hour) > math.MaxInt64 || math.IsNaN(n) {
 			return 0, fmt.Errorf("%q: not a duration", s)
 		}
 		return time.Duration(n * float64(24*time.Hour)), nil

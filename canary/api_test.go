@@ -245,3 +245,19 @@ func triggerAll(t *testing.T, c *Canary) {
 		}
 	}
 }
+
+func FuzzParseTime(f *testing.F) {
+	for _, s := range []string{"2026-01-02T03:04:05Z", "1h", "7d", "1767225600", "", "-1h", "1.5d", "d", "9999999999999999999d"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		tm, err := parseTime(s, now)
+		if err == nil && tm.IsZero() && s != "0001-01-01T00:00:00Z" {
+			t.Fatalf("%q: zero time without error", s)
+		}
+		if d, err := parseDur(s); err == nil && d < 0 {
+			t.Fatalf("%q: negative duration %s", s, d)
+		}
+	})
+}
