@@ -194,6 +194,8 @@ type checkData struct {
 	Phases      []phaseRow
 	PhaseSpan   time.Duration
 	Failures    []failure
+	LastRuns    []RunDetail
+	HasLastRuns bool
 	FailWindow  time.Duration
 	Known       bool
 }
@@ -255,6 +257,14 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if p.o.LastRuns != nil {
+		d.HasLastRuns = true
+		d.LastRuns = slices.Clone(p.o.LastRuns(name))
+		slices.SortFunc(d.LastRuns, func(a, b RunDetail) int {
+			return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Region, b.Region), cmp.Compare(a.Vantage, b.Vantage))
+		})
+	}
+
 	rawSpan := max(min(win, rawChartSpan), phaseWindow)
 	hist, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-rawSpan), To: now, Limit: DefaultHistoryLimit})
 	if err != nil {
@@ -282,7 +292,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortStableFunc(d.Failures, func(a, b failure) int { return b.At.Compare(a.At) })
-	d.Known = len(mine) > 0 || len(hist) > 0 || len(fh) > 0 || hasRuns(d.Uptime)
+	d.Known = len(mine) > 0 || len(hist) > 0 || len(fh) > 0 || len(d.LastRuns) > 0 || hasRuns(d.Uptime)
 	if !d.Known && code == http.StatusOK {
 		code = http.StatusNotFound
 	}

@@ -132,6 +132,33 @@ func sampleOptions(m *memSource, faults *FaultControl) Options {
 				{Name: "asset-ttfb", Check: "asset", Objective: "600ms", Current: 0.212, BudgetLeft: 0.92, Window: 5 * time.Minute},
 			}
 		},
+		LastRuns: func(check string) []RunDetail {
+			at := sampleNow.Add(-12 * time.Second)
+			switch check {
+			case "asset":
+				return []RunDetail{
+					{Target: "origin-b", Region: "eu-west", Vantage: "canary-eu-west-1", At: at, Cause: "checksum", Err: "body sha256 9f2c…e1 ≠ want 4b7a…0d",
+						Assertions: []Assertion{
+							{Name: "status", OK: true, Got: "200", Want: "200"},
+							{Name: "header Content-Type", OK: true, Got: "application/octet-stream", Want: "application/octet-stream"},
+							{Name: "checksum", Got: "sha256:9f2c…e1", Want: "sha256:4b7a…0d"},
+							{Name: "ttfb", OK: true, Got: "37ms", Want: "≤ 600ms"},
+						}},
+					{Target: "origin-a", Region: "eu-west", Vantage: "canary-eu-west-1", At: at, OK: true,
+						Assertions: []Assertion{{Name: "status", OK: true, Got: "200", Want: "200"}, {Name: "checksum", OK: true, Got: "sha256:4b7a…0d", Want: "sha256:4b7a…0d"}}},
+				}
+			case "checkout-flow":
+				return []RunDetail{{Target: "origin-a", Region: "eu-west", At: at, Cause: "browser", Err: "step 3: timed out",
+					Steps: []Step{
+						{Name: "navigate /shop", OK: true, Duration: 412 * time.Millisecond},
+						{Name: "click #add-to-cart", OK: true, Duration: 95 * time.Millisecond},
+						{Name: "assert_text #cart-count", Cause: "browser", Err: `wait_visible "#cart-count": timed out after 5s`, Duration: 5 * time.Second,
+							Assertions: []Assertion{{Name: "text #cart-count", Got: "(not visible)", Want: "1"}}},
+						{Name: "screenshot", Skipped: true},
+					}}}
+			}
+			return nil
+		},
 		Faults: faults,
 	}
 }

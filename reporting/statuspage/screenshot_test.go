@@ -71,6 +71,7 @@ func TestScreenshot(t *testing.T) {
 		}}
 	o := sampleOptions(sampleSource(), fc)
 	o.Refresh = -1
+	o.ArtifactsDir = t.TempDir()
 	p, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +85,7 @@ func TestScreenshot(t *testing.T) {
 		{"statuspage.png", "/", 1280, 900},
 		{"statuspage-full.png", "/", 1280, 1800},
 		{"statuspage-check.png", "/check/asset", 1280, 2600},
+		{"statuspage-script.png", "/check/checkout-flow", 1280, 2400},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := screenshot(t, bin, srv.URL+c.path, c.w, c.h)

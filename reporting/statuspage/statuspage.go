@@ -86,6 +86,10 @@ type Options struct {
 	// SLOs lists SLO states (computed by the alerter); nil hides SLOs on the
 	// check pages.
 	SLOs func() []SLOStatus
+	// LastRuns returns the latest run details of a check that a local canary
+	// kept (assertions with got/want, script steps), one per target ×
+	// region; nil hides the section on check pages.
+	LastRuns func(check string) []RunDetail
 	// Faults enables the demo fault switches; nil hides them.
 	Faults *FaultControl
 	// Title is the page title and heading. Default "vigil".
@@ -157,6 +161,35 @@ type SLOStatus struct {
 	BudgetLeft float64
 	// Window is the SLO window, e.g. 30 days.
 	Window time.Duration
+}
+
+// RunDetail is the latest run of one check × target in one region, as the
+// canary that ran it kept it.
+type RunDetail struct {
+	Target, Region, Vantage string
+	At                      time.Time
+	OK                      bool
+	Cause, Err              string
+	Assertions              []Assertion
+	Steps                   []Step
+}
+
+// Assertion is one assertion of a run: whether it held, what the origin gave
+// and what the config wanted, as display strings.
+type Assertion struct {
+	Name      string
+	OK        bool
+	Got, Want string
+}
+
+// Step is one step of a script run.
+type Step struct {
+	Name       string
+	OK         bool
+	Skipped    bool // not run because an earlier step failed
+	Cause, Err string
+	Duration   time.Duration
+	Assertions []Assertion
 }
 
 // FaultControl drives the demo origins' fault switches.

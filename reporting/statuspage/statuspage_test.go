@@ -749,6 +749,41 @@ func TestProxyAndAlerts(t *testing.T) {
 	}
 }
 
+func TestLastRuns(t *testing.T) {
+	srv := serve(t, sampleOptions(sampleSource(), nil))
+	_, _, body := get(t, srv, "/check/asset")
+	doc := parseHTML(t, body)
+	var failed []string
+	for _, n := range findAll(doc, "data-assertion-ok") {
+		if ok, _ := attr(n, "data-assertion-ok"); ok == "false" {
+			failed = append(failed, text(n))
+		}
+	}
+	if !slices.Equal(failed, []string{"checksum ✕ failed sha256:9f2c…e1 sha256:4b7a…0d"}) {
+		t.Errorf("failed assertions = %q", failed)
+	}
+	runs := findAll(doc, "data-run-target")
+	if len(runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(runs))
+	}
+	if tg, _ := attr(runs[0], "data-run-target"); tg != "origin-a" {
+		t.Errorf("runs not sorted by target: first %q", tg)
+	}
+	_, _, body = get(t, srv, "/check/checkout-flow")
+	doc = parseHTML(t, body)
+	var steps []string
+	for _, n := range findAll(doc, "data-step-ok") {
+		steps = append(steps, text(n))
+	}
+	if len(steps) != 4 || !strings.HasPrefix(steps[2], "✕ browser assert_text #cart-count 5.00 s wait_visible") || steps[3] != "skipped screenshot" {
+		t.Errorf("steps = %q", steps)
+	}
+	_, _, body = get(t, srv, "/check/healthz")
+	if !strings.Contains(body, "No run details kept for this check") {
+		t.Error("no placeholder for a check without run details")
+	}
+}
+
 // TestConcurrent renders pages from many goroutines (run with -race).
 func TestConcurrent(t *testing.T) {
 	src := sampleSource()
