@@ -165,7 +165,8 @@ func (a *Alerter) Run(ctx context.Context) {
 }
 
 // Evaluate runs every rule once at Options.Now, updates the alert states
-// and queues the notifications that are due. Deliveries run in the
+// and queues the notifications that are due (nothing when
+// alerting.disabled). Deliveries run in the
 // background; Evaluate does not wait for them. On a store error nothing
 // changes (no alert resolves because the store is unreachable) and the
 // error is returned.
@@ -174,6 +175,10 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	defer a.evalMu.Unlock()
 	a.mu.Lock()
 	cfg, slos, links := a.cfg, a.slos, a.links
+	if cfg.Disabled {
+		a.mu.Unlock()
+		return nil
+	}
 	seen := make(map[string]reporting.Verdict, len(a.seen))
 	for k, v := range a.seen {
 		seen[k] = v
