@@ -29,7 +29,12 @@ var funcs = template.FuncMap{
 	"f1":         func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"sloCurrent": sloCurrent,
 	"budget":     fmtBudget,
-	"budgetW":    func(b float64) float64 { return math.Round(1000*min(max(b, 0), 1)) / 10 },
+	"budgetW": func(b float64) float64 {
+		if math.IsNaN(b) {
+			return 0
+		}
+		return math.Round(1000*min(max(b, 0), 1)) / 10
+	},
 	"budgetState": func(b float64) string {
 		switch {
 		case b <= 0:
@@ -124,6 +129,9 @@ func fmtPct(r float64) string {
 }
 
 func fmtBudget(b float64) string {
+	if math.IsNaN(b) {
+		return "unknown"
+	}
 	if b <= 0 {
 		return "exhausted (" + strconv.FormatFloat(b*100, 'f', 1, 64) + "%)"
 	}

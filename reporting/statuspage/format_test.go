@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -28,6 +29,7 @@ func TestFormatting(t *testing.T) {
 		{fmtDur(0), "—"},
 		{fmtBudget(0.314), "31.4% left"},
 		{fmtBudget(-0.2), "exhausted (-20.0%)"},
+		{fmtBudget(math.NaN()), "unknown"},
 		{sloCurrent(SLOStatus{Objective: "99.9%", Current: 0.99931}), "99.931%"},
 		{sloCurrent(SLOStatus{Objective: "600ms", Current: 0.212}), "212 ms"},
 		{sloCurrent(SLOStatus{Objective: "ratio", Current: 2.5}), "2.5"},
