@@ -547,11 +547,13 @@ func TestAdaptiveConfirmRunsSooner(t *testing.T) {
 	o := checktest.NewOrigin()
 	defer o.Close()
 	cfg := testConfig(t, map[string]string{"o1": o.URL()},
-		CheckConfig{Name: "c", Targets: []string{"o1"}, Interval: 2 * time.Second, Rise: 1, Fall: 3,
+		CheckConfig{Name: "c", Targets: []string{"o1"}, Interval: 3 * time.Second, Rise: 1, Fall: 3,
 			HTTP: &checks.HTTPSpec{Path: "/healthz"}})
 	sink := &memSink{}
 	c := start(t, cfg, compile(t, cfg), Options{Sink: sink})
-	waitFor(t, "healthy", stateIs(c, "c", "o1", reporting.StateHealthy))
+	if v, err := c.Trigger("c", "o1"); err != nil || v.State != reporting.StateHealthy {
+		t.Fatalf("trigger: %s %v", v.State, err)
+	}
 	if err := o.SetMode(checktest.Mode503); err != nil {
 		t.Fatal(err)
 	}
@@ -559,8 +561,8 @@ func TestAdaptiveConfirmRunsSooner(t *testing.T) {
 		vs := sink.of("c", "o1")
 		return len(vs) > 0 && vs[len(vs)-1].State == reporting.StateUnhealthy
 	})
-	// The failures after the first one came at interval/4 (500ms), not at
-	// the 2s interval (less 10% jitter: at least 1.8s apart).
+	// The failures after the first one came at interval/4 (750ms), not at
+	// the 3s interval (less 10% jitter: at least 2.7s apart).
 	var failed []reporting.Verdict
 	for _, v := range sink.of("c", "o1") {
 		if !v.OK {
@@ -571,8 +573,8 @@ func TestAdaptiveConfirmRunsSooner(t *testing.T) {
 		t.Fatalf("%d failed verdicts", len(failed))
 	}
 	for i := 1; i < 3; i++ {
-		if gap := failed[i].At.Sub(failed[i-1].At); gap >= 1500*time.Millisecond {
-			t.Fatalf("confirm run %d came %s after the previous failure, want ~500ms", i, gap)
+		if gap := failed[i].At.Sub(failed[i-1].At); gap >= 2500*time.Millisecond {
+			t.Fatalf("confirm run %d came %s after the previous failure, want ~750ms", i, gap)
 		}
 	}
 }
