@@ -37,6 +37,8 @@ var funcs = template.FuncMap{
 	},
 	"budgetState": func(b float64) string {
 		switch {
+		case math.IsNaN(b):
+			return "unknown"
 		case b <= 0:
 			return "unhealthy"
 		case b < 0.25:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,6 +34,9 @@ func serve(t *testing.T, o Options) *httptest.Server {
 	t.Helper()
 	if o.Now == nil {
 		o.Now = func() time.Time { return t0 }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	p, err := New(o)
 	if err != nil {
