@@ -46,13 +46,14 @@ var funcs = template.FuncMap{
 		}
 		return "healthy"
 	},
-	"join":  strings.Join,
-	"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"rfc":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"add":   func(a, b float64) float64 { return a + b },
-	"sub":   func(a, b float64) float64 { return a - b },
-	"secs":  func(d time.Duration) int { return int(d / time.Second) },
-	"lower": strings.ToLower,
+	"join":   strings.Join,
+	"redact": redactURL,
+	"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"rfc":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"add":    func(a, b float64) float64 { return a + b },
+	"sub":    func(a, b float64) float64 { return a - b },
+	"secs":   func(d time.Duration) int { return int(d / time.Second) },
+	"lower":  strings.ToLower,
 	"title": func(s string) string {
 		if s == "" {
 			return s
@@ -150,6 +151,16 @@ func sloCurrent(s SLOStatus) string {
 		return fmtMs(time.Duration(s.Current * float64(time.Second)))
 	}
 	return strconv.FormatFloat(s.Current, 'g', 6, 64)
+}
+
+// redactURL hides a password in a URL's userinfo ("http://u:xxxxx@h/");
+// anything that does not parse as a URL is returned as is.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
 }
 
 func regionLabel(r string) string {
