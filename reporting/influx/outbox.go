@@ -268,6 +268,7 @@ func (o *outbox) next(maxLines int, maxBytes int64) (lines []string, from, to po
 	s := o.segs[0]
 	from = position{s.id, o.curOff}
 	if o.curOff >= s.size {
+		o.pending = 0 // everything up to the head's end is delivered
 		return nil, from, from, nil
 	}
 	f, err := os.Open(filepath.Join(o.dir, segName(s.id)))
