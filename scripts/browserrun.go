@@ -151,16 +151,27 @@ const metricsJS = `(async () => {
     }
     out.transfer_ms = nav.responseEnd - nav.responseStart;
   }
-  const observe = (type) => new Promise((resolve) => {
+  // LCP is reported some frames after the first paint: take the first
+  // report, or give up after 250 ms (a page that painted nothing contentful).
+  const lcp = await new Promise((resolve) => {
+    try {
+      const po = new PerformanceObserver((l) => {
+        const e = l.getEntries();
+        if (e.length) { po.disconnect(); resolve(e[e.length - 1]); }
+      });
+      po.observe({type: 'largest-contentful-paint', buffered: true});
+      setTimeout(() => { const e = po.takeRecords(); po.disconnect(); resolve(e.length ? e[e.length - 1] : null); }, 250);
+    } catch (e) { resolve(null); }
+  });
+  if (lcp) { out.lcp_ms = lcp.renderTime || lcp.loadTime || lcp.startTime; }
+  const shifts = await new Promise((resolve) => {
     let got = [];
     try {
       const po = new PerformanceObserver((l) => { got = got.concat(l.getEntries()); });
-      po.observe({type, buffered: true});
-      setTimeout(() => { got = got.concat(po.takeRecords()); po.disconnect(); resolve(got); }, 30);
+      po.observe({type: 'layout-shift', buffered: true});
+      setTimeout(() => { got = got.concat(po.takeRecords()); po.disconnect(); resolve(got); }, 0);
     } catch (e) { resolve(got); }
   });
-  const [lcp, shifts] = await Promise.all([observe('largest-contentful-paint'), observe('layout-shift')]);
-  if (lcp.length) { const e = lcp[lcp.length - 1]; out.lcp_ms = e.renderTime || e.loadTime || e.startTime; }
   let cls = 0;
   for (const s of shifts) { if (!s.hadRecentInput) cls += s.value; }
   out.cls = cls;
