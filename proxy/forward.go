@@ -129,6 +129,14 @@ func newTransport(connectTimeout time.Duration) (*http.Transport, func(context.C
 	}, dial
 }
 
+func noCancel(error) {}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
 // errTryTimeout is the cancel cause of a try that outlived try_timeout or
 // the request's budget.
 var errTryTimeout = errors.New("try timed out")
@@ -329,14 +337,17 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 			rb = &replayBody{r: stream}
 			outBody = rb
 		}
-		ctx, cancel := context.WithCancelCause(r.Context())
-		timer := time.AfterFunc(min(cfg.TryTimeout, deadline.Sub(now)), func() { cancel(errTryTimeout) })
+		tryTimeout := min(cfg.TryTimeout, deadline.Sub(now))
+		ctx, cancel, timer := r.Context(), noCancel, (*time.Timer)(nil)
 		o.inflight.Add(1)
 		var resp *http.Response
 		var err error
 		if fast && o.h1 != nil {
-			resp, err = o.h1.roundTrip(ctx, r, hdr)
+			// The fast path bounds the try with connection deadlines.
+			resp, err = o.h1.roundTrip(ctx, r, hdr, now.Add(tryTimeout))
 		} else {
+			ctx, cancel = context.WithCancelCause(ctx)
+			timer = time.AfterFunc(tryTimeout, func() { cancel(errTryTimeout) })
 			out := (&http.Request{
 				Method: method,
 				URL: &url.URL{Scheme: o.url.Scheme, Host: o.url.Host, Path: r.URL.Path,
@@ -356,7 +367,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		lat := tryEnd.Sub(now)
 		if err != nil {
 			o.inflight.Add(-1)
-			timer.Stop()
+			stopTimer(timer)
 			if r.Context().Err() != nil {
 				cancel(nil)
 				return // the client went away; not the origin's fault
@@ -394,7 +405,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 			break
 		}
 		// An answer arrived: stop the try timer, the body may stream for long.
-		timer.Stop()
+		stopTimer(timer)
 		failed := resp.StatusCode >= 500
 		pl.observe(o, failed, lat, tryEnd.UnixNano())
 		o.stats.requests.Add(1)

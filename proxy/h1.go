@@ -92,8 +92,10 @@ var (
 	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
 )
 
-func (p *h1Pool) dialConn(ctx context.Context) (*h1Conn, error) {
-	c, err := p.dial(ctx, "tcp", p.addr)
+func (p *h1Pool) dialConn(ctx context.Context, deadline time.Time) (*h1Conn, error) {
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	c, err := p.dial(dctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -105,24 +107,29 @@ func (p *h1Pool) dialConn(ctx context.Context) (*h1Conn, error) {
 }
 
 // roundTrip sends a body-less GET/HEAD on a pooled connection and reads the
-// response head. ctx cancellation (client gone, try timeout) aborts a
-// blocked exchange. A reused connection that the origin had closed (nothing
-// read back) is retried once on a new connection, as http.Transport does.
-func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header) (*http.Response, error) {
+// response head before deadline (the try timeout); ctx cancellation (client
+// gone) aborts a blocked exchange. A reused connection that the origin had
+// closed (nothing read back) is retried once on a new connection, as
+// http.Transport does.
+func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header, deadline time.Time) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		c := p.get(time.Now())
 		reused := c != nil
 		if !reused {
 			var err error
-			if c, err = p.dialConn(ctx); err != nil {
+			if c, err = p.dialConn(ctx, deadline); err != nil {
 				return nil, err
 			}
 		}
+		c.c.SetDeadline(deadline)
 		stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
 		err := writeHead(c.bw, r, hdr)
 		var resp *http.Response
 		if err == nil {
 			resp, err = http.ReadResponse(c.br, r)
+		}
+		if err == nil {
+			c.c.SetDeadline(time.Time{}) // the body may stream for long
 		}
 		if err != nil {
 			stop()
@@ -143,7 +150,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 
 func isReset(err error) bool {
 	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op != "dial"
+	return errors.As(err, &oe) && oe.Op != "dial" && !oe.Timeout()
 }
 
 // writeHead writes the request line and headers and flushes.

@@ -3,7 +3,9 @@
 # front of the same nginx origin serving a 1 KiB file, measured with
 # `wrk -c32` keep-alive. Each proxy runs with its default worker/thread
 # settings; nginx proxy_pass uses upstream keep-alive (as every production
-# setup does). Ports 19080-19084 on 127.0.0.1 must be free.
+# setup does). Ports 19080-19084 on 127.0.0.1 must be free. "cpu µs/req" is
+# the proxy's own CPU time (all its processes) per request, which stays
+# comparable when other work shares the machine.
 #
 # usage: proxy/bench/run.sh [duration, default 10s]
 set -eu
@@ -79,13 +81,30 @@ echo $! > "$W/caddy.pid"
 echo $! > "$W/vigil.pid"
 sleep 2
 
-printf '%-14s %12s %10s %10s\n' proxy req/s p50 p99
-for spec in origin:19080 vigil:19084 nginx:19081 haproxy:19082 caddy:19083; do
-  name=${spec%%:*}; port=${spec##*:}
+# cpu_ticks PIDFILE: CPU ticks (user+system) of the process and its children.
+cpu_ticks() {
+  m=$(cat "$1")
+  t=0
+  for p in $m $(ps -o pid= --ppid "$m"); do
+    [ -r "/proc/$p/stat" ] || continue
+    v=$(awk '{print $14+$15}' "/proc/$p/stat")
+    t=$((t + v))
+  done
+  echo "$t"
+}
+HZ=$(getconf CLK_TCK)
+
+printf '%-10s %10s %9s %9s %14s\n' proxy req/s p50 p99 "cpu µs/req"
+for spec in origin:19080:nginx-origin vigil:19084:vigil nginx:19081:nginx-proxy haproxy:19082:haproxy caddy:19083:caddy; do
+  name=${spec%%:*}; rest=${spec#*:}; port=${rest%%:*}; pidf="$W/${rest#*:}.pid"
   wrk -t2 -c32 -d2s "http://127.0.0.1:$port/1k.txt" >/dev/null 2>&1 || true   # warm-up
+  c0=$(cpu_ticks "$pidf")
   out=$(wrk -t2 -c32 -d"$DUR" --latency "http://127.0.0.1:$port/1k.txt")
+  c1=$(cpu_ticks "$pidf")
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  n=$(echo "$out" | awk '/requests in/ {print $1}')
   p50=$(echo "$out" | awk '$1=="50%" {print $2}')
   p99=$(echo "$out" | awk '$1=="99%" {print $2}')
-  printf '%-14s %12s %10s %10s\n' "$name" "$rps" "$p50" "$p99"
+  cpu=$(awk -v t=$((c1 - c0)) -v hz="$HZ" -v n="$n" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+  printf '%-10s %10s %9s %9s %14s\n' "$name" "$rps" "$p50" "$p99" "$cpu"
 done

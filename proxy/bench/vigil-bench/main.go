@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
+	"syscall"
 
 	"github.com/vigil-synthetics/vigil/proxy"
 )
@@ -16,7 +18,17 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:19084", "listen address")
 	origin := flag.String("origin", "http://127.0.0.1:19080", "origin URL")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			slog.Error("cpuprofile", "err", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	cfg := proxy.Config{Listen: *listen, Pools: []proxy.PoolConfig{{
 		Name: "bench", Origins: []proxy.OriginConfig{{Target: "origin", URL: *origin}},
 	}}}
@@ -25,10 +37,9 @@ func main() {
 		slog.Error("proxy", "err", err)
 		os.Exit(1)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, os.Kill)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := p.Run(ctx); err != nil {
 		slog.Error("proxy", "err", err)
-		os.Exit(1)
 	}
 }
