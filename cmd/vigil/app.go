@@ -393,6 +393,9 @@ func (a *app) Run(ctx context.Context) error {
 
 // Addr is the agent listener's address once Run listens.
 func (a *app) Addr() string {
+	if a.opts.listener != nil {
+		return a.opts.listener.Addr().String()
+	}
 	if a.ln == nil {
 		return ""
 	}
