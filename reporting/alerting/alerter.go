@@ -41,7 +41,8 @@ type Alerter struct {
 	client  *http.Client
 	metrics *metrics
 
-	evalMu sync.Mutex // serialises Evaluate
+	evalMu sync.Mutex   // serialises Evaluate
+	rcache rollupCaches // guarded by evalMu
 
 	mu     sync.Mutex // guards the fields below
 	cfg    Config
@@ -105,6 +106,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m,
 		cfg: cfg, slos: slos, links: newLinker(cfg),
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
+		rcache: rollupCaches{},
 	}
 	a.disp = newDispatcher(cfg, a.client, a.log, m)
 	return a, nil
@@ -185,7 +187,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	now := a.now()
-	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen}
+	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache}
 	cands, err := e.run(ctx, slos)
 	if err != nil {
 		a.metrics.evalErrors.Inc()
@@ -206,6 +208,7 @@ type evaluator struct {
 	src   reporting.HistorySource
 	links linker
 	seen  map[string]reporting.Verdict
+	rc    rollupCaches
 }
 
 func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {

@@ -247,8 +247,7 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 		}
 		longest = max(longest, w.Long)
 	}
-	rolls, err := e.src.Rollups(ctx, reporting.HistoryQuery{Check: s.Check, Target: s.Target,
-		From: e.now.Add(-longest), To: e.now})
+	rolls, err := e.rc.fetch(ctx, e.src, s.Check, s.Target, e.now.Add(-longest), e.now)
 	if err != nil {
 		return nil, fmt.Errorf("slo %s: rollups: %w", s.Name, err)
 	}
