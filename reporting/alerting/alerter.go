@@ -197,7 +197,9 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	defer a.mu.Unlock()
 	a.seen = seen
 	a.apply(now, cands)
-	a.notify(now)
+	if !a.closed {
+		a.notify(now)
+	}
 	return nil
 }
 

@@ -19,7 +19,10 @@ type Notifier interface {
 // PermanentError marks a delivery failure that is not retried.
 type PermanentError struct{ Err error }
 
+// Error returns the wrapped error's text.
 func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // queueSize bounds each receiver's queue; beyond it deliveries are dropped

@@ -151,6 +151,7 @@ type webhook struct {
 	client *http.Client
 }
 
+// Notify posts NewWebhookPayload(n) with the configured headers.
 func (w *webhook) Notify(ctx context.Context, n Notification) error {
 	body, err := json.Marshal(NewWebhookPayload(n))
 	if err != nil {
@@ -181,6 +182,8 @@ type slack struct {
 	client *http.Client
 }
 
+// Notify posts one message with one attachment: red for page, yellow for
+// other severities, green once resolved.
 func (s *slack) Notify(ctx context.Context, n Notification) error {
 	color := "good"
 	if n.Status == StatusFiring {
@@ -249,6 +252,8 @@ type pagerDuty struct {
 	client *http.Client
 }
 
+// Notify sends a trigger event while the group fires and a resolve event
+// once it resolved, both with the group's dedup_key.
 func (p *pagerDuty) Notify(ctx context.Context, n Notification) error {
 	ev := pdEvent{RoutingKey: string(p.cfg.RoutingKey), DedupKey: PagerDutyDedupKey(n.GroupKey)}
 	if n.Status == StatusResolved {
