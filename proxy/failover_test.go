@@ -456,3 +456,19 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+func TestEarlyHintsSkipped(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		io.WriteString(w, "final")
+	}))
+	defer origin.Close()
+	h := start(t, pool1(PolicyFirst, origin.URL), nil, false)
+	for i := 0; i < 3; i++ { // also over a reused connection
+		if code, body, _ := h.do("GET", "/", ""); code != 200 || body != "final" {
+			t.Fatalf("got %d %q, want the final answer", code, body)
+		}
+	}
+}

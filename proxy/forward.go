@@ -221,6 +221,12 @@ func upgradeType(h http.Header) string {
 	return h.Get("Upgrade")
 }
 
+// Shared, never modified header values.
+var (
+	protoHTTP  = []string{"http"}
+	protoHTTPS = []string{"https"}
+)
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // replayBody is a request body that can be offered to another origin: the
@@ -297,9 +303,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	}
 	hdr["X-Forwarded-For"] = []string{ip}
 	if r.TLS != nil {
-		hdr["X-Forwarded-Proto"] = []string{"https"}
+		hdr["X-Forwarded-Proto"] = protoHTTPS
 	} else {
-		hdr["X-Forwarded-Proto"] = []string{"http"}
+		hdr["X-Forwarded-Proto"] = protoHTTP
 	}
 	hdr["X-Forwarded-Host"] = []string{r.Host}
 

@@ -127,6 +127,11 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		var resp *http.Response
 		if err == nil {
 			resp, err = http.ReadResponse(c.br, r)
+			// Interim answers (103 Early Hints, a stray 100) are skipped.
+			for i := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 &&
+				resp.StatusCode != http.StatusSwitchingProtocols && i < 10; i++ {
+				resp, err = http.ReadResponse(c.br, r)
+			}
 		}
 		if err == nil {
 			c.c.SetDeadline(time.Time{}) // the body may stream for long
