@@ -101,7 +101,7 @@ func newTransport(connectTimeout time.Duration) (*http.Transport, func(context.C
 		return c, nil
 	}
 	return &http.Transport{
-		Proxy: nil,
+		Proxy:       nil,
 		DialContext: dial,
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dial(ctx, network, addr)
