@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/proxy"
 	"github.com/vigil-synthetics/vigil/reporting/alerting"
+	"github.com/vigil-synthetics/vigil/reporting/statuspage"
 	"github.com/vigil-synthetics/vigil/reporting/store"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
@@ -33,6 +34,7 @@ type File struct {
 	Store         store.Config    `mapstructure:"store"`
 	SLOs          []alerting.SLO  `mapstructure:"slos"`
 	Alerting      alerting.Config `mapstructure:"alerting"`
+	StatusPage    statuspage.Config `mapstructure:"status_page"`
 	// Proxy is nil when the file has no proxy section.
 	Proxy *proxy.Config `mapstructure:"proxy"`
 
@@ -45,6 +47,7 @@ type File struct {
 func (f *File) ValidateAndSetDefaults() error {
 	errs := []error{f.Config.ValidateAndSetDefaults()}
 	errs = append(errs, units.Prefix("store", f.Store.ValidateAndSetDefaults()))
+	errs = append(errs, units.Prefix("status_page", f.StatusPage.ValidateAndSetDefaults()))
 	checkNames := map[string]bool{}
 	for _, c := range f.Checks {
 		checkNames[c.Name] = true

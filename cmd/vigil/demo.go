@@ -108,6 +108,7 @@ agent:
   data_dir: %s
   admin_token: ${VIGIL_ADMIN_TOKEN:-}
 defaults: {interval: 5s, timeout: 2s, rise: 2, fall: 2}
+status_page: {title: vigil demo, refresh: 2s}
 targets:
 `, demoRegions[0], f.listen, f.dataDir)
 	for _, n := range demoOrigins {

@@ -11,15 +11,20 @@ import (
 // statusPage builds the status page over the app's store, proxy and
 // alerter; nil when there is no store to read.
 func (a *app) statusPage() http.Handler {
-	if a.hist == nil {
+	sp := a.cfg.StatusPage
+	if a.hist == nil || !sp.IsEnabled() {
 		return nil
 	}
 	o := statuspage.Options{
-		Verdicts:     a.hist,
-		ArtifactsDir: a.cfg.Agent.DataDir,
-		AdminToken:   a.cfg.Agent.AdminToken,
-		Faults:       a.opts.faults,
-		Logger:       a.log,
+		Verdicts:   a.hist,
+		AdminToken: a.cfg.Agent.AdminToken,
+		Faults:     a.opts.faults,
+		Title:      sp.Title,
+		Refresh:    sp.Refresh,
+		Logger:     a.log,
+	}
+	if sp.ServeArtifacts() {
+		o.ArtifactsDir = a.cfg.Agent.DataDir
 	}
 	if a.prx != nil {
 		o.Origins = a.pageOrigins
