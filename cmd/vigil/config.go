@@ -31,9 +31,9 @@ var ErrUnknownKey = errors.New("unknown key")
 // uses it; File only composes them.
 type File struct {
 	canary.Config `mapstructure:",squash"`
-	Store         store.Config    `mapstructure:"store"`
-	SLOs          []alerting.SLO  `mapstructure:"slos"`
-	Alerting      alerting.Config `mapstructure:"alerting"`
+	Store         store.Config      `mapstructure:"store"`
+	SLOs          []alerting.SLO    `mapstructure:"slos"`
+	Alerting      alerting.Config   `mapstructure:"alerting"`
 	StatusPage    statuspage.Config `mapstructure:"status_page"`
 	// Proxy is nil when the file has no proxy section.
 	Proxy *proxy.Config `mapstructure:"proxy"`
