@@ -213,13 +213,24 @@ func (m *Maintenance) ValidateAndSetDefaults() error {
 	if m.Cron == "" {
 		errs = append(errs, fmt.Errorf("cron: %w", ErrRequired))
 	} else {
-		s, err := cron.ParseStandard(m.Cron)
+		s, err := parseCron(m.Cron)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cron: %q: %w: %v", m.Cron, ErrBadCron, err))
 		}
 		m.sched = s
 	}
 	return errors.Join(errs...)
+}
+
+// parseCron is cron.ParseStandard without its panics: robfig/cron v3.0.1
+// slices out of range on specs like "TZ=" (found by FuzzMaintenance).
+func parseCron(spec string) (s cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("unparseable spec")
+		}
+	}()
+	return cron.ParseStandard(spec)
 }
 
 // Active reports whether a window of m covers now and whether it applies to
