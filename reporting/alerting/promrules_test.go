@@ -184,3 +184,19 @@ tests:
 		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
+
+// TestExamplePrometheusConfigs checks examples/prometheus/prometheus.yml
+// (which loads the rule file) and alertmanager.yml with the upstream tools.
+func TestExamplePrometheusConfigs(t *testing.T) {
+	bin := promtool(t)
+	if out, err := exec.Command(bin, "check", "config", "../../examples/prometheus/prometheus.yml").CombinedOutput(); err != nil {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+	amtool, err := exec.LookPath("amtool")
+	if err != nil {
+		t.Skipf("SKIPPING: amtool (Debian package prometheus-alertmanager) not installed: %v", err)
+	}
+	if out, err := exec.Command(amtool, "check-config", "../../examples/prometheus/alertmanager.yml").CombinedOutput(); err != nil {
+		t.Fatalf("amtool check-config: %v\n%s", err, out)
+	}
+}
