@@ -148,6 +148,9 @@ func TestNoRetryAfterStreamingBegan(t *testing.T) {
 	if firstHits != 1 || secondHits != 0 {
 		t.Fatalf("hits %d/%d: retried after response bytes reached the client", firstHits, secondHits)
 	}
+	eventually(t, "in-flight count back to 0 after the aborted answer", func() bool {
+		return h.origin("web", "o0").inflight.Load() == 0
+	})
 }
 
 func TestLastResortWhenAllUnavailable(t *testing.T) {

@@ -434,9 +434,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		pl.budget.add(tryEnd.UnixNano())
 		o.m.code(resp.StatusCode).Inc()
 		o.m.latency.Observe(tryEnd.Sub(start).Seconds())
+		// respond may panic (http.ErrAbortHandler) when the origin's body
+		// breaks; the in-flight count must still drop.
+		defer cancel(nil)
+		defer o.inflight.Add(-1)
 		pl.respond(w, r, resp, method)
-		o.inflight.Add(-1)
-		cancel(nil)
 		return
 	}
 	pl.budget.add(time.Now().UnixNano())

@@ -3,6 +3,7 @@ package proxy
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -79,9 +80,11 @@ type originMetrics struct {
 	latency      prometheus.Observer
 	available    prometheus.Gauge
 	ejections    map[string]prometheus.Counter
-	codes        [600]prometheus.Counter
+	codes        [600]atomic.Pointer[counterBox]
 	codesMu      sync.Mutex
 }
+
+type counterBox struct{ prometheus.Counter }
 
 func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 	om := &originMetrics{
@@ -101,14 +104,17 @@ func (om *originMetrics) code(c int) prometheus.Counter {
 	if c < 0 || c >= len(om.codes) {
 		c = 0
 	}
-	om.codesMu.Lock()
-	ctr := om.codes[c]
-	if ctr == nil {
-		ctr = om.vec.WithLabelValues(om.pool, om.origin, strconv.Itoa(c))
-		om.codes[c] = ctr
+	if b := om.codes[c].Load(); b != nil {
+		return b.Counter
 	}
-	om.codesMu.Unlock()
-	return ctr
+	om.codesMu.Lock()
+	defer om.codesMu.Unlock()
+	b := om.codes[c].Load()
+	if b == nil {
+		b = &counterBox{om.vec.WithLabelValues(om.pool, om.origin, strconv.Itoa(c))}
+		om.codes[c].Store(b)
+	}
+	return b.Counter
 }
 
 // forget deletes an origin's series (on reload when the origin is gone).
