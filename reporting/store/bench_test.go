@@ -61,3 +61,34 @@ func BenchmarkVerdicts(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRollups measures one SLO read: per-minute rollups of one check ×
+// target in 3 regions over 24 h of 30 s runs, among 20 other checks' data.
+func BenchmarkRollups(b *testing.B) {
+	s := open(b, b.TempDir(), store.Options{})
+	ctx := context.Background()
+	now := time.Now()
+	start := now.Add(-24 * time.Hour)
+	var batch []reporting.Verdict
+	for c := 0; c < 21; c++ {
+		for _, region := range []string{"eu-west", "us-east", "ap-south"} {
+			for at := start; at.Before(now); at = at.Add(30 * time.Second) {
+				if c > 0 && at.Before(now.Add(-time.Hour)) {
+					continue
+				}
+				batch = append(batch, reporting.Verdict{Check: fmt.Sprint("check-", c), Target: "origin-a", Region: region,
+					State: reporting.StateHealthy, OK: at.Minute()%17 != 0, TTFB: time.Duration(at.Second()+10) * time.Millisecond, At: at})
+			}
+		}
+	}
+	if err := s.Publish(ctx, batch); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := s.Rollups(ctx, reporting.HistoryQuery{Check: "check-0", Target: "origin-a", From: start, To: now})
+		if err != nil || len(r) < 3*1439 {
+			b.Fatalf("Rollups = %d rows, %v", len(r), err)
+		}
+	}
+}
