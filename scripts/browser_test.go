@@ -327,7 +327,7 @@ func TestBrowserNoOrphanProcesses(t *testing.T) {
 	if dir == "" || !strings.HasPrefix(dir, testTmp) {
 		t.Fatalf("profile dir %q not under %s", dir, testTmp)
 	}
-	warm := settleCount(dir, 0, 0)
+	warm := stableCount(dir, 5*time.Second)
 	// A run timing out mid-step must not leak either.
 	slow := browserRunner(t, b, "", `[{browser: {navigate: /tiny}}, {browser: {wait_visible: "#never"}}]`, 1*time.Second)
 	for i := 0; i < runs; i++ {

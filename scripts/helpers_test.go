@@ -305,3 +305,20 @@ func profileDir(pid int) string {
 	}
 	return ""
 }
+
+// stableCount returns the count of marker's processes once it has not
+// changed for three samples 100 ms apart (bounded by limit).
+func stableCount(marker string, limit time.Duration) int {
+	deadline := time.Now().Add(limit)
+	last, same := chromiumProcs(marker), 0
+	for same < 3 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		n := chromiumProcs(marker)
+		if n == last {
+			same++
+		} else {
+			last, same = n, 0
+		}
+	}
+	return last
+}
