@@ -30,11 +30,17 @@ type rollupCache struct {
 type rollupCaches map[string]*rollupCache
 
 // fetch returns the rollups of check × target with minute in [from, now]
-// (from truncated to the minute), from the cache where it can.
+// (from truncated to the minute), from the cache where it can. The cache
+// is per check × target × window length; a nil rollupCaches reads directly.
 func (rc rollupCaches) fetch(ctx context.Context, src reporting.HistorySource, check, target string, from, now time.Time) ([]reporting.Rollup, error) {
+	if rc == nil {
+		rolls, err := src.Rollups(ctx, reporting.HistoryQuery{Check: check, Target: target, From: from, To: now})
+		sortRollups(rolls)
+		return rolls, err
+	}
+	key := check + "\x00" + target + "\x00" + now.Sub(from).String()
 	from = from.Truncate(time.Minute)
 	boundary := now.Truncate(time.Minute).Add(-rollupSettle)
-	key := check + "\x00" + target
 	c := rc[key]
 	if c == nil || now.Sub(c.refreshed) >= rollupRefresh || now.Before(c.refreshed) ||
 		from.Before(c.from) || c.until.After(boundary) || !boundary.After(from) {

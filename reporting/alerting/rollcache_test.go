@@ -52,7 +52,7 @@ func TestRollupCacheMatchesStore(t *testing.T) {
 		}
 		return n
 	}
-	delete(rc, "asset\x00origin-a")
+	clear(rc)
 	now := clock.Add(15 * time.Second)
 	count(now) // full read
 	mem.add(verdict("asset", "origin-a", "ap", now.Add(-10*time.Minute), U, 20*time.Second))

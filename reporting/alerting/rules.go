@@ -149,16 +149,67 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 	return out
 }
 
-// evalTTFB runs the TTFB rule for one SLO with ttfb_p95.
-func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
-	hist, err := e.src.History(ctx, reporting.HistoryQuery{Check: s.Check, Target: s.Target,
-		From: e.now.Add(-s.Window), To: e.now})
+// RawTTFBWindow is the longest TTFB SLO window computed from raw verdicts
+// (exact p95). Longer windows use the per-minute rollups: the p95 of the
+// minutes' p95s, each weighted by its runs — an approximation.
+const RawTTFBWindow = time.Hour
+
+// ttfbStat is one region's TTFB figures over an SLO window.
+type ttfbStat struct {
+	p95  time.Duration
+	runs int // runs with a TTFB (raw) or runs in minutes with a p95 (rollups)
+}
+
+// regionTTFB computes every series' per-region TTFB p95 over the SLO window.
+func regionTTFB(ctx context.Context, src reporting.HistorySource, rc rollupCaches, s SLO, now time.Time) (map[seriesKey]map[string]ttfbStat, error) {
+	from := now.Add(-s.Window)
+	out := map[seriesKey]map[string]ttfbStat{}
+	if s.Window > RawTTFBWindow {
+		rolls, err := rc.fetch(ctx, src, s.Check, s.Target, from, now)
+		if err != nil {
+			return nil, fmt.Errorf("slo %s: rollups: %w", s.Name, err)
+		}
+		type rk struct {
+			seriesKey
+			region string
+		}
+		minutes := map[rk][]reporting.Rollup{}
+		for _, r := range rolls {
+			if r.TTFBP95 <= 0 || r.Total == 0 || !r.Minute.After(from) || r.Minute.After(now) {
+				continue
+			}
+			k := rk{seriesKey{r.Check, r.Target}, r.Region}
+			minutes[k] = append(minutes[k], r)
+		}
+		for k, rs := range minutes {
+			sort.Slice(rs, func(i, j int) bool { return rs[i].TTFBP95 < rs[j].TTFBP95 })
+			total := 0
+			for _, r := range rs {
+				total += r.Total
+			}
+			need, acc := int(math.Ceil(0.95*float64(total))), 0
+			st := ttfbStat{runs: total}
+			for _, r := range rs {
+				acc += r.Total
+				if acc >= need {
+					st.p95 = r.TTFBP95
+					break
+				}
+			}
+			if out[k.seriesKey] == nil {
+				out[k.seriesKey] = map[string]ttfbStat{}
+			}
+			out[k.seriesKey][k.region] = st
+		}
+		return out, nil
+	}
+	hist, err := src.History(ctx, reporting.HistoryQuery{Check: s.Check, Target: s.Target, From: from, To: now})
 	if err != nil {
 		return nil, fmt.Errorf("slo %s: history: %w", s.Name, err)
 	}
 	samples := map[seriesKey]map[string][]time.Duration{}
 	for _, v := range hist {
-		if v.TTFB <= 0 || v.At.After(e.now) || !v.At.After(e.now.Add(-s.Window)) {
+		if v.TTFB <= 0 || v.At.After(now) || !v.At.After(from) {
 			continue
 		}
 		k := seriesKey{v.Check, v.Target}
@@ -167,17 +218,32 @@ func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 		}
 		samples[k][v.Region] = append(samples[k][v.Region], v.TTFB)
 	}
-	var out []candidate
 	for k, regions := range samples {
+		out[k] = map[string]ttfbStat{}
+		for region, ds := range regions {
+			out[k][region] = ttfbStat{p95: P95(ds), runs: len(ds)}
+		}
+	}
+	return out, nil
+}
+
+// evalTTFB runs the TTFB rule for one SLO with ttfb_p95.
+func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
+	stats, err := regionTTFB(ctx, e.src, e.rc, s, e.now)
+	if err != nil {
+		return nil, err
+	}
+	var out []candidate
+	for k, regions := range stats {
 		var agree []string
 		var worst time.Duration
-		for region, ds := range regions {
-			if len(ds) < e.cfg.TTFB.MinSamples {
+		for region, st := range regions {
+			if st.runs < e.cfg.TTFB.MinSamples {
 				continue
 			}
-			if p := P95(ds); p > s.TTFBP95 {
+			if st.p95 > s.TTFBP95 {
 				agree = append(agree, region)
-				worst = max(worst, p)
+				worst = max(worst, st.p95)
 			}
 		}
 		if len(agree) < e.cfg.Quorum {
@@ -187,7 +253,7 @@ func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 		a := Alert{Rule: RuleTTFB, Severity: e.cfg.TTFB.Severity, SLO: s.Name, Check: k.check, Target: k.target,
 			Regions: agree, TTFB: worst, Value: worst.Seconds()}
 		a.Summary = fmt.Sprintf("%s TTFB p95 over %s up to %s, objective %s, in %d regions (%s)",
-			series(k.check, k.target), s.Window, worst.Round(time.Millisecond), s.TTFBP95, len(agree), strings.Join(agree, ", "))
+			series(k.check, k.target), shortDur(s.Window), worst.Round(time.Millisecond), s.TTFBP95, len(agree), strings.Join(agree, ", "))
 		out = append(out, candidate{Alert: a, hold: e.cfg.TTFB.For})
 	}
 	return out, nil

@@ -415,3 +415,37 @@ func TestBurnRatePairs(t *testing.T) {
 		})
 	}
 }
+
+// TestTTFBLongWindowFromRollups: a window above RawTTFBWindow is judged on
+// the per-minute rollups (runs-weighted p95 of the minutes' p95s).
+func TestTTFBLongWindowFromRollups(t *testing.T) {
+	slo := SLO{Name: "asset-ttfb-day", Check: "asset", TTFBP95: 600 * time.Millisecond, Window: 24 * time.Hour}
+	h := newHarness(t, t0, Config{Quorum: 2, DeadMan: DeadManRule{Disabled: true}}, []SLO{slo})
+	var vs []reporting.Verdict
+	for m := t0.Add(-24 * time.Hour); m.Before(t0); m = m.Add(time.Minute) {
+		for r, d := range map[string]time.Duration{"eu": 900 * time.Millisecond, "us": 200 * time.Millisecond, "ap": 200 * time.Millisecond} {
+			v := verdict("asset", "origin-a", r, m.Add(10*time.Second), H, time.Minute)
+			v.TTFB = d
+			// us is slow for 10% of its minutes: above the 5% a p95 tolerates.
+			if r == "us" && m.Minute()%10 == 0 {
+				v.TTFB = 700 * time.Millisecond
+			}
+			vs = append(vs, v)
+		}
+	}
+	h.store.add(vs...)
+	h.eval()
+	got := h.hook.webhooks(t)
+	if len(got) != 1 || got[0].Rule != RuleTTFB || !reflect.DeepEqual(got[0].Alerts[0].Regions, []string{"eu", "us"}) ||
+		got[0].Alerts[0].TTFBMs != 900 {
+		t.Fatalf("long-window TTFB: %+v", got)
+	}
+	st, err := h.a.SLOStatus(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 1 || st[0].Met || st[0].TTFBP95 != 900*time.Millisecond || st[0].Regions[0].Region != "ap" ||
+		st[0].Regions[0].TTFBP95 != 200*time.Millisecond || st[0].Regions[2].TTFBP95 != 700*time.Millisecond {
+		t.Fatalf("SLOStatus: %+v", st)
+	}
+}

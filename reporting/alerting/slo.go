@@ -48,7 +48,9 @@ type SLOStatus struct {
 
 // SLOStatus computes every SLO's standing now from the store. Availability
 // reads the per-minute rollups over the SLO window; TTFB reads the raw
-// verdicts of the window (exact p95).
+// verdicts of windows up to RawTTFBWindow (exact p95) and the rollups of
+// longer ones. It reads the whole window on every call: cache the result
+// (the status page refreshes it every few seconds at most).
 func (a *Alerter) SLOStatus(ctx context.Context) ([]SLOStatus, error) {
 	a.mu.Lock()
 	slos, quorum, minSamples := a.slos, a.cfg.Quorum, a.cfg.TTFB.MinSamples
@@ -93,29 +95,17 @@ func (a *Alerter) SLOStatus(ctx context.Context) ([]SLOStatus, error) {
 			}
 		}
 		if s.TTFBP95 > 0 {
-			hist, err := a.src.History(ctx, reporting.HistoryQuery{Check: s.Check, Target: s.Target, From: from, To: now})
+			stats, err := regionTTFB(ctx, a.src, nil, s, now)
 			if err != nil {
-				return nil, fmt.Errorf("alerting: slo %s: history: %w", s.Name, err)
+				return nil, fmt.Errorf("alerting: %w", err)
 			}
-			samples := map[key]map[string][]time.Duration{}
-			for _, v := range hist {
-				if v.TTFB <= 0 || !v.At.After(from) || v.At.After(now) {
-					continue
-				}
-				k := key{s.Name, v.Target}
-				if samples[k] == nil {
-					samples[k] = map[string][]time.Duration{}
-				}
-				samples[k][v.Region] = append(samples[k][v.Region], v.TTFB)
-			}
-			for k, regions := range samples {
-				st := get(s, k.target)
+			for sk, regions := range stats {
+				st := get(s, sk.target)
 				breaching := 0
-				for r, ds := range regions {
-					p := P95(ds)
-					region(st, r).TTFBP95 = p
-					st.TTFBP95 = max(st.TTFBP95, p)
-					if len(ds) >= minSamples && p > s.TTFBP95 {
+				for r, ts := range regions {
+					region(st, r).TTFBP95 = ts.p95
+					st.TTFBP95 = max(st.TTFBP95, ts.p95)
+					if ts.runs >= minSamples && ts.p95 > s.TTFBP95 {
 						breaching++
 					}
 				}
