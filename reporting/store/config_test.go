@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
+
 	"github.com/vigil-synthetics/vigil/reporting/influx"
 	"github.com/vigil-synthetics/vigil/reporting/store"
 	"github.com/vigil-synthetics/vigil/reporting/units"
@@ -67,5 +69,36 @@ func TestConfigErrors(t *testing.T) {
 				t.Errorf("error %v is not %v", err, tc.is)
 			}
 		})
+	}
+}
+
+// TestConfigDecodes decodes the store section the way the config loader
+// does (mapstructure, text unmarshalers, unknown keys reported).
+func TestConfigDecodes(t *testing.T) {
+	in := map[string]any{
+		"embedded": map[string]any{"enabled": false, "retention": "48h", "rollup_retention": "720h"},
+		"influxdb": map[string]any{"url": "http://127.0.0.1:8086", "token": "u:p", "org": "", "bucket": "vigil/autogen",
+			"batch_size": 1000, "flush_interval": "2s", "spool_max": "10MiB", "timeout": "5s"},
+	}
+	var c store.Config
+	var md mapstructure.Metadata
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{Result: &c, Metadata: &md, WeaklyTypedInput: true,
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc(), mapstructure.TextUnmarshallerHookFunc())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Decode(in); err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Unused) > 0 {
+		t.Fatalf("keys not mapped to fields: %v", md.Unused)
+	}
+	if err := c.ValidateAndSetDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	i := c.InfluxDB
+	if c.Embedded.On() || c.Embedded.Retention != 48*time.Hour || c.Embedded.RollupRetention != 720*time.Hour ||
+		i.BatchSize != 1000 || i.FlushInterval != 2*time.Second || i.SpoolMax != 10<<20 || i.Timeout != 5*time.Second || i.Token != "u:p" {
+		t.Fatalf("decoded %+v / %+v", c.Embedded, *i)
 	}
 }
