@@ -219,7 +219,12 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 	case s.program != nil:
 		o = r.runExpr(s)
 	case s.Browser != nil:
-		if err := r.openTab(base); err != nil {
+		// The first browser step also waits for a browser slot and opens
+		// the run's tab, within its own timeout.
+		octx, ocancel := context.WithTimeout(base, timeout)
+		err := r.openTab(octx)
+		ocancel()
+		if err != nil {
 			return outcome{cause: r.tabCause, err: err}
 		}
 		// Browser actions run in the tab's chromedp context, bounded by the
