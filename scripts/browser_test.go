@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -241,6 +242,9 @@ func TestBrowserUnavailable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBrowser(BrowserConfig{ExecPath: tc.path})
 			defer b.Close()
+			if err := b.Start(context.Background()); !errors.Is(err, ErrBrowserUnavailable) {
+				t.Errorf("Start: %v, want ErrBrowserUnavailable", err)
+			}
 			r := browserRunner(t, b, "", `[{browser: {navigate: "http://127.0.0.1:1/"}}, {always: true, browser: {sleep: 1ms}}]`, 10*time.Second)
 			res := r.Run(context.Background(), checks.Target{Name: "x", URL: "http://127.0.0.1:1"})
 			if res.OK || res.Cause != checks.CauseBrowserUnavailable || !res.CouldNotRun() {

@@ -223,7 +223,7 @@ func needChromium(t testing.TB) *Browser {
 			return
 		}
 		sharedBrowser = NewBrowser(c)
-		_, sharedErr = sharedBrowser.running(context.Background())
+		sharedErr = sharedBrowser.Start(context.Background())
 	})
 	checktest.NeedDependency(t, "chromium", sharedErr)
 	return sharedBrowser
