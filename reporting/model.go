@@ -124,10 +124,12 @@ type Source interface {
 type HistoryQuery struct {
 	Check, Target, Region string
 	From, To              time.Time // To zero: now
-	Limit                 int       // 0: no limit
+	// Limit keeps the newest Limit rows (still returned oldest first); 0: no limit.
+	Limit int
 }
 
-// Rollup is one minute of one check × target × region.
+// Rollup is one minute of one check × target × region. The vantages of a
+// region are merged; TTFB figures include failed runs (TTFB 0).
 type Rollup struct {
 	Check, Target, Region string
 	Minute                time.Time // start of the minute, UTC
