@@ -19,6 +19,7 @@
 package alerting
 
 import (
+	"encoding/json"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -89,6 +90,10 @@ type Alert struct {
 	Labels      map[string]string
 	Fingerprint string
 }
+
+// MarshalJSON writes the snake_case form of the webhook payload's alerts
+// (WebhookAlert), e.g. for /api/v1/alerts.
+func (a Alert) MarshalJSON() ([]byte, error) { return json.Marshal(webhookAlert(a)) }
 
 // Resolved reports whether the alert has ended.
 func (a Alert) Resolved() bool { return !a.EndsAt.IsZero() }

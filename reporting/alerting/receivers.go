@@ -94,6 +94,7 @@ type WebhookAlert struct {
 	StatusURL   string            `json:"status_url,omitempty"`
 	ArtifactURL string            `json:"artifact_url,omitempty"`
 	RunbookURL  string            `json:"runbook_url,omitempty"`
+	Silenced    string            `json:"silenced,omitempty"`
 	StartsAt    time.Time         `json:"starts_at"`
 	EndsAt      *time.Time        `json:"ends_at,omitempty"`
 	Labels      map[string]string `json:"labels"`
@@ -120,7 +121,7 @@ func webhookAlert(a Alert) WebhookAlert {
 		Check: a.Check, Target: a.Target, Region: a.Region, Regions: a.Regions, Cause: a.Cause, Error: a.Err,
 		TTFBMs: float64(a.TTFB) / float64(time.Millisecond), Value: a.Value, Windows: a.Windows,
 		Summary: a.Summary, StatusURL: a.StatusURL, ArtifactURL: a.ArtifactURL, RunbookURL: a.RunbookURL,
-		StartsAt: a.StartsAt.UTC(), Labels: a.Labels, Fingerprint: a.Fingerprint}
+		Silenced: a.Silenced, StartsAt: a.StartsAt.UTC(), Labels: a.Labels, Fingerprint: a.Fingerprint}
 	if w.Regions == nil {
 		w.Regions = []string{}
 	}

@@ -326,3 +326,18 @@ func TestEvaluateDoesNotWaitForReceivers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAlertJSON(t *testing.T) {
+	a := Alert{Rule: RuleDown, Severity: SeverityPage, Check: "asset", Target: "origin-a", Regions: []string{"eu"},
+		TTFB: 1500 * time.Millisecond, Silenced: "weekly", StartsAt: t0}
+	a.finish()
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"alertname":"VigilCheckDown"`, `"ttfb_ms":1500`, `"silenced":"weekly"`, `"starts_at":"2026-11-02T10:00:00Z"`, `"status":"firing"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON lacks %s: %s", want, b)
+		}
+	}
+}
