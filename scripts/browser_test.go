@@ -392,6 +392,7 @@ func TestBrowserUsesExtractedVariables(t *testing.T) {
 - browser: {navigate: "/tiny?t=${token}"}
 - browser: {assert_url: "/tiny?t=${token}"}
 - browser: {eval: {js: "'${token}'", equals: "tok-4711"}}
+- browser: {eval: {js: "document.cookie", contains: "sid=sess-1"}}
 - browser: {eval: {js: "`+"`$${1+1}`"+`", equals: "2"}}
 `, 20*time.Second)
 	res := r.Run(context.Background(), checks.Target{Name: "x", URL: pages.URL})

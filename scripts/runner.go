@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"runtime/debug"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting/units"
@@ -97,6 +99,7 @@ type run struct {
 	release   func()
 	artifacts []string
 	start     time.Time
+	pushed    map[string]bool // cookies copied into the browser
 }
 
 // Run runs the script once against t. It always returns a Result: steps run
@@ -234,6 +237,7 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		if !late {
 			stop = context.AfterFunc(runCtx, cancel)
 		}
+		r.syncCookies(ctx)
 		o = r.runBrowser(ctx, s, timeout)
 		stop()
 		cancel()
@@ -363,4 +367,29 @@ func (r *run) redactAssertions(as []checks.AssertionResult) []checks.AssertionRe
 		out[i] = a
 	}
 	return out
+}
+
+// syncCookies copies the run's HTTP cookies for the target URL into the
+// browser tab (once per name and value), so that a browser flow continues a
+// session an http step started (e.g. a login through the API).
+func (r *run) syncCookies(ctx context.Context) {
+	u, err := url.Parse(r.target.URL)
+	if err != nil || r.jar == nil {
+		return
+	}
+	var params []*network.CookieParam
+	for _, c := range r.jar.Cookies(u) {
+		key := c.Name + "=" + c.Value
+		if r.pushed[key] {
+			continue
+		}
+		if r.pushed == nil {
+			r.pushed = map[string]bool{}
+		}
+		r.pushed[key] = true
+		params = append(params, &network.CookieParam{Name: c.Name, Value: c.Value, URL: r.target.URL})
+	}
+	if len(params) > 0 {
+		_, _ = chromedp.Call(ctx, network.SetCookies, network.SetCookiesParams{Cookies: params})
+	}
 }
