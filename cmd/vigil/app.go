@@ -76,6 +76,10 @@ type app struct {
 	prx     *proxy.Proxy
 	alr     *alerting.Alerter
 
+	sloMu    sync.Mutex
+	sloCache []statuspage.SLOStatus
+	sloAt    time.Time
+
 	reloadOK, reloadFail prometheus.Counter
 	reloadErr            error
 

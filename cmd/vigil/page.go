@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting/statuspage"
 )
@@ -32,6 +34,7 @@ func (a *app) statusPage() http.Handler {
 	if a.alr != nil {
 		o.Alerts = a.pageAlerts
 		o.Failing = a.alr.DeliveryFailures
+		o.SLOs = a.pageSLOs
 	}
 	p, err := statuspage.New(o)
 	if err != nil {
@@ -76,5 +79,49 @@ func (a *app) pageAlerts() []statuspage.Alert {
 			Severity: al.Severity, Summary: al.Summary, Regions: al.Regions, Since: al.StartsAt, Artifact: art})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+	return out
+}
+
+// sloCacheFor bounds how often the status page recomputes SLO standings:
+// each computation reads the SLO windows' rollups (30 days by default).
+const sloCacheFor = 30 * time.Second
+
+func (a *app) pageSLOs() []statuspage.SLOStatus {
+	a.sloMu.Lock()
+	defer a.sloMu.Unlock()
+	if time.Since(a.sloAt) < sloCacheFor && a.sloAt.After(time.Time{}) {
+		return a.sloCache
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sts, err := a.alr.SLOStatus(ctx)
+	if err != nil {
+		a.log.Warn("status page: SLO standings unavailable", "error", err)
+		return a.sloCache
+	}
+	out := make([]statuspage.SLOStatus, 0, len(sts))
+	for _, s := range sts {
+		name := s.SLO
+		if s.Target != "" {
+			name += " · " + s.Target
+		}
+		st := statuspage.SLOStatus{Name: name, Check: s.Check, Window: s.Window}
+		switch {
+		case s.Objective > 0:
+			st.Objective = s.Objective.String()
+			st.Current = s.Availability
+			st.BudgetLeft = s.BudgetRemaining
+		case s.TTFBObjective > 0:
+			st.Name += " (TTFB p95)"
+			st.Objective = s.TTFBObjective.String()
+			st.Current = s.TTFBP95.Seconds()
+			st.BudgetLeft = 1
+			if !s.Met {
+				st.BudgetLeft = 0
+			}
+		}
+		out = append(out, st)
+	}
+	a.sloCache, a.sloAt = out, time.Now()
 	return out
 }

@@ -256,8 +256,8 @@ func (m *measure) traffic(samples []sample, events []reqEvent, f0, f1 time.Time)
 	var last time.Time
 	for i := 1; i < len(samples); i++ {
 		s := samples[i]
-		if s.at.Before(f0) || s.at.After(f1) {
-			continue
+		if samples[i-1].at.Before(f0) || s.at.After(f1) {
+			continue // an increase that may predate the fault
 		}
 		if s.apiB > samples[i-1].apiB {
 			last = s.at

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vigil-synthetics/vigil/canary"
+	"github.com/vigil-synthetics/vigil/reporting/alerting"
 )
 
 func init() {
@@ -156,15 +157,32 @@ agent.data_dir. Without any, the proxy relies on passive detection alone.`,
 
 func newAlerterCmd() *cobra.Command {
 	var f serveFlags
+	var promRules bool
 	cmd := &cobra.Command{
-		Use:   "alerter -c FILE",
+		Use:   "alerter -c FILE [--prometheus-rules]",
 		Short: "Evaluate alert rules over the store of all regions and notify receivers",
-		Args:  cobra.NoArgs,
+		Long: `Evaluates the alert rules (down, TTFB, burn rate, certificate, dead man) over the store of
+all regions and notifies the receivers. With --prometheus-rules it prints Prometheus recording
+and alerting rules for the same SLOs over vigil's metrics, for teams that alert from Prometheus.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if promRules {
+				cfg, err := loadConfig(f.file, os.LookupEnv)
+				if err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				b, err := alerting.PrometheusRules(cfg.Alerting, cfg.SLOs)
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			}
 			return serve(cmd, &f, roles{alerter: true, page: true})
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().BoolVar(&promRules, "prometheus-rules", false, "print Prometheus rules for the configured SLOs and exit")
 	return cmd
 }
 

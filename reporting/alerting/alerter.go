@@ -428,17 +428,17 @@ type linker struct{ statusBase, runbookTmpl string }
 
 func newLinker(c Config) linker { return linker{c.StatusPageURL, c.RunbookURL} }
 
-// status links to the check on the status page:
-// {status_page_url}/?check=C&target=T.
+// status links to the check's page on the status page:
+// {status_page_url}/check/C (?target=T when the alert names one).
 func (l linker) status(check, target string) string {
 	if l.statusBase == "" {
 		return ""
 	}
-	q := url.Values{"check": {check}}
+	u := strings.TrimSuffix(l.statusBase, "/") + "/check/" + url.PathEscape(check)
 	if target != "" {
-		q.Set("target", target)
+		u += "?" + url.Values{"target": {target}}.Encode()
 	}
-	return l.statusBase + "/?" + q.Encode()
+	return u
 }
 
 // artifact links to a failure artifact: {status_page_url}/artifacts/PATH.

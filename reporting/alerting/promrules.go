@@ -224,7 +224,7 @@ func (w *ruleWriter) alert(rule, slo, expr string, hold time.Duration, severity,
 		ann["windows"] = windows
 	}
 	if cfg.StatusPageURL != "" {
-		ann["status_url"] = cfg.StatusPageURL + "/?check={{ $labels.check }}"
+		ann["status_url"] = strings.TrimSuffix(cfg.StatusPageURL, "/") + "/check/{{ $labels.check }}"
 	}
 	if cfg.RunbookURL != "" {
 		ann["runbook_url"] = strings.NewReplacer("{rule}", rule, "{check}", "{{ $labels.check }}").Replace(cfg.RunbookURL)

@@ -116,12 +116,12 @@ func TestReceiverPayloads(t *testing.T) {
 		}
 		a := f.Alerts[0]
 		if a.ArtifactURL != "http://127.0.0.1:9470/artifacts/artifacts/asset/shot%201.png" ||
-			a.StatusURL != "http://127.0.0.1:9470/?check=asset&target=origin-a" ||
+			a.StatusURL != "http://127.0.0.1:9470/check/asset?target=origin-a" ||
 			a.RunbookURL != "https://runbooks.example/asset" || a.Cause != "connect_refused" ||
 			a.Error == "" || a.Labels["severity"] != "page" || a.Fingerprint == "" || !a.StartsAt.Equal(firedAt) {
 			t.Fatalf("alert: %+v", a)
 		}
-		for _, want := range []string{"screenshot: http://127.0.0.1:9470/artifacts/", "status: http://127.0.0.1:9470/?check=asset", "eu"} {
+		for _, want := range []string{"screenshot: http://127.0.0.1:9470/artifacts/", "status: http://127.0.0.1:9470/check/asset", "eu"} {
 			if !strings.Contains(f.Text, want) {
 				t.Errorf("text lacks %q:\n%s", want, f.Text)
 			}
@@ -158,7 +158,7 @@ func TestReceiverPayloads(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.HasPrefix(m.Text, "[FIRING:1]") || !strings.Contains(m.Attachments[0].Text, "down in 1 regions (eu)") ||
-			m.Attachments[0].TitleLink != "http://127.0.0.1:9470/?check=asset&target=origin-a" {
+			m.Attachments[0].TitleLink != "http://127.0.0.1:9470/check/asset?target=origin-a" {
 			t.Fatalf("slack firing: %s", reqs[0].Body)
 		}
 	})

@@ -63,7 +63,7 @@ func TestDownQuorumRepeatResolve(t *testing.T) {
 		al.Labels["alertname"] != "VigilCheckDown" || !al.StartsAt.Equal(firedAt) {
 		t.Fatalf("firing alert: %+v", al)
 	}
-	if al.StatusURL != "http://127.0.0.1:9470/?check=asset&target=origin-a" || al.RunbookURL != "https://runbooks.example/down/asset" {
+	if al.StatusURL != "http://127.0.0.1:9470/check/asset?target=origin-a" || al.RunbookURL != "https://runbooks.example/down/asset" {
 		t.Fatalf("links: status %q runbook %q", al.StatusURL, al.RunbookURL)
 	}
 	for _, want := range []string{"eu, us", "connect_refused", "runbook: https://runbooks.example/down/asset"} {
