@@ -455,3 +455,25 @@ func TestRunServesAndStops(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+func TestReloadSameConfigWhileServing(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	cfg := pool1(PolicyRoundRobin, urls(a, b)...)
+	h := start(t, cfg, nil, true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 50; i++ {
+			h.do("GET", "/", "")
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		if err := h.p.Reload(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	if a.hits.Load()+b.hits.Load() != 50 {
+		t.Fatalf("hits %d+%d, want 50", a.hits.Load(), b.hits.Load())
+	}
+}

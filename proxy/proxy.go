@@ -141,6 +141,15 @@ func (p *Proxy) Reload(cfg Config) error {
 }
 
 func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
+	// Own copies: validation compiles into the pool and origin structs, and
+	// the caller's slices must not be shared with the running generation.
+	cfg.Pools = append([]PoolConfig(nil), cfg.Pools...)
+	for i := range cfg.Pools {
+		pc := &cfg.Pools[i]
+		pc.Origins = append([]OriginConfig(nil), pc.Origins...)
+		pc.Hosts = append([]string(nil), pc.Hosts...)
+		pc.hosts = nil
+	}
 	if err := cfg.ValidateAndSetDefaults(); err != nil {
 		return nil, units.Prefix("proxy", err)
 	}
