@@ -261,3 +261,23 @@ func FuzzParseTime(f *testing.F) {
 		}
 	})
 }
+
+func TestMetricsTCPCheck(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	cfg := testConfig(t, map[string]string{"o1": "tcp://" + o.Addr()},
+		CheckConfig{Name: "port", Targets: []string{"o1"}, Rise: 1, Interval: time.Hour, TCP: &checks.TCPSpec{}})
+	c := start(t, cfg, compile(t, cfg), Options{})
+	if v, err := c.Trigger("port", "o1"); err != nil || !v.OK || v.Tier != reporting.TierShallow {
+		t.Fatalf("trigger: %+v %v", v, err)
+	}
+	srv := httptest.NewServer(c.Handler(nil))
+	defer srv.Close()
+	_, body := do(t, "GET", srv.URL+"/metrics", "", "")
+	if !strings.Contains(body, `probe_success{check="port",region="test-region",target="o1",tier="shallow"} 1`) {
+		t.Errorf("no probe_success for the tcp check:\n%s", body)
+	}
+	if strings.Contains(body, `probe_http_duration_seconds{check="port"`) || strings.Contains(body, `probe_http_status_code{check="port"`) {
+		t.Errorf("HTTP series for a tcp check:\n%s", body)
+	}
+}

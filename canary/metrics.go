@@ -14,6 +14,8 @@ import (
 // are produced at scrape time from the pairs' latest verdicts, so a removed
 // pair's series disappear on reload and an expired verdict shows as unknown.
 //
+// probe_http_duration_seconds and probe_http_status_code exist for http
+// checks (scripts: the status code only), not for tcp and tls checks.
 // probe_http_duration_seconds uses blackbox_exporter's phase names:
 // resolve (DNS), connect, tls, processing (request written → first byte,
 // i.e. TTFB minus resolve, connect and tls) and transfer (first byte → body
@@ -139,8 +141,19 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descSuccess, b2f(v.OK), check, target, tier, region)
 		gauge(descDuration, v.Duration.Seconds(), check, target, tier, region)
-		gauge(descStatus, float64(v.StatusCode), check, target, tier, region)
 		gauge(descStreak, float64(v.Streak), check, target, tier, region)
+		if !certExpiry.IsZero() {
+			gauge(descCertExpiry, float64(certExpiry.Unix()), check, target, tier, region)
+		}
+		switch p.Check.Kind() {
+		case "http":
+		case "script":
+			gauge(descStatus, float64(v.StatusCode), check, target, tier, region)
+			continue
+		default: // tcp, tls: no HTTP series, as in blackbox_exporter
+			continue
+		}
+		gauge(descStatus, float64(v.StatusCode), check, target, tier, region)
 		processing := max(v.TTFB-v.DNS-v.Connect-v.TLS, 0)
 		if v.TTFB == 0 {
 			processing = 0
@@ -150,9 +163,6 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descPhase, v.TLS.Seconds(), check, target, tier, region, "tls")
 		gauge(descPhase, processing.Seconds(), check, target, tier, region, "processing")
 		gauge(descPhase, v.Transfer.Seconds(), check, target, tier, region, "transfer")
-		if !certExpiry.IsZero() {
-			gauge(descCertExpiry, float64(certExpiry.Unix()), check, target, tier, region)
-		}
 	}
 }
 
