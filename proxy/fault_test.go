@@ -20,11 +20,12 @@ func TestFaultsUnderLoad(t *testing.T) {
 		name      string
 		breakIt   func(b *backend, stop <-chan struct{})
 		maxGETErr int
+		synDrop   bool // origin b is a full listener: connects hang
 	}{
-		{"killed", func(b *backend, _ <-chan struct{}) { b.srv.CloseClientConnections(); b.srv.Listener.Close() }, 0},
-		{"503", func(b *backend, _ <-chan struct{}) { b.mode.Store(mode503) }, 0},
-		{"partial 503", func(b *backend, _ <-chan struct{}) { b.mode.Store(modePartial) }, 0},
-		{"slow", func(b *backend, _ <-chan struct{}) { b.mode.Store(modeSlow) }, 0},
+		{"killed", func(b *backend, _ <-chan struct{}) { b.srv.CloseClientConnections(); b.srv.Listener.Close() }, 0, false},
+		{"503", func(b *backend, _ <-chan struct{}) { b.mode.Store(mode503) }, 0, false},
+		{"partial 503", func(b *backend, _ <-chan struct{}) { b.mode.Store(modePartial) }, 0, false},
+		{"slow", func(b *backend, _ <-chan struct{}) { b.mode.Store(modeSlow) }, 0, false},
 		{"flapping", func(b *backend, stop <-chan struct{}) {
 			go func() {
 				for i := 0; ; i++ {
@@ -36,15 +37,23 @@ func TestFaultsUnderLoad(t *testing.T) {
 					b.mode.Store(int32(i % 2)) // modeOK / mode503
 				}
 			}()
-		}, 0},
+		}, 0, false},
 		// A blackholed origin accepts and never answers: GETs wait for
 		// try_timeout then move on; only the budget can fail them.
-		{"blackholed", func(b *backend, _ <-chan struct{}) { b.mode.Store(modeHang) }, workers},
+		{"blackholed", func(b *backend, _ <-chan struct{}) { b.mode.Store(modeHang) }, workers, false},
+		// SYNs dropped: connects time out after connect_timeout and every
+		// request, POSTs included, moves on.
+		{"syn dropped", func(*backend, <-chan struct{}) {}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bs := []*backend{newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")}
-			cfg := pool1(PolicyRoundRobin, urls(bs...)...)
+			us := urls(bs...)
+			if tt.synDrop {
+				us[1] = blackholeURL(t)
+			}
+			cfg := pool1(PolicyRoundRobin, us...)
+			cfg.Pools[0].ConnectTimeout = 200 * time.Millisecond
 			cfg.Pools[0].ConnectTimeout = 200 * time.Millisecond
 			// Generous bounds: the machine may be shared and slow.
 			cfg.Pools[0].Retry = RetryConfig{TryTimeout: time.Second, Budget: 5 * time.Second}
