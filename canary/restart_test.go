@@ -3,7 +3,10 @@ package canary
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -134,5 +137,65 @@ func TestHistorySurvivesKill(t *testing.T) {
 		if s != reporting.StateHealthy {
 			t.Fatalf("after restart verdict %d is %s, want healthy (restored)", i, s)
 		}
+	}
+}
+
+func TestHistoryAPIWithStore(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := testConfig(t, map[string]string{"o1": o.URL(), "o2": o.URL()},
+		CheckConfig{Name: "home", Targets: []string{"o1", "o2"}, Rise: 1, Interval: time.Hour,
+			HTTP: &checks.HTTPSpec{Path: "/healthz"}})
+	c, err := New(cfg, compile(t, cfg), Options{Sink: st, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without Run, verdicts go to the sink at once.
+	for i := 0; i < 3; i++ {
+		for _, tg := range []string{"o1", "o2"} {
+			if _, err := c.Trigger("home", tg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	srv := httptest.NewServer(c.Handler(st))
+	defer srv.Close()
+
+	get := func(path string) []reporting.Verdict {
+		t.Helper()
+		code, body := do(t, "GET", srv.URL+path, "", "")
+		if code != 200 {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+		var vs []reporting.Verdict
+		if err := json.Unmarshal([]byte(body), &vs); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return vs
+	}
+	if vs := get("/api/v1/checks/home/history"); len(vs) != 6 {
+		t.Fatalf("history: %d verdicts, want 6", len(vs))
+	}
+	vs := get("/api/v1/checks/home/history?target=o2&from=10m&limit=2")
+	if len(vs) != 2 || vs[0].Target != "o2" || vs[1].Target != "o2" {
+		t.Fatalf("history target=o2 limit=2: %+v", vs)
+	}
+	if vs := get("/api/v1/checks/home/history?from=" + time.Now().Add(time.Minute).UTC().Format(time.RFC3339)); len(vs) != 0 {
+		t.Fatalf("history from the future: %d verdicts", len(vs))
+	}
+	if vs := get("/api/v1/checks/other/history"); len(vs) != 0 {
+		t.Fatalf("unknown check: %d verdicts", len(vs))
+	}
+	latest := get("/api/v1/verdicts")
+	if len(latest) != 2 || latest[0].Streak != 3 || latest[0].State != reporting.StateHealthy {
+		t.Fatalf("verdicts from the store: %+v", latest)
+	}
+	if code, _ := do(t, "GET", srv.URL+"/api/v1/checks/home/history?limit=x", "", ""); code != http.StatusBadRequest {
+		t.Fatalf("bad limit: %d", code)
 	}
 }

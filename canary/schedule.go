@@ -12,9 +12,9 @@ import (
 // The scheduler is one goroutine with a min-heap of pairs ordered by their
 // next planned run. It pops every due pair, starts its run in a new
 // goroutine (which waits for the concurrency semaphore) and plans the next
-// run; between pops it sleeps on one timer. Measured against one sleeping
-// goroutine per pair it keeps memory flat (one heap slot per pair) and
-// lets a reload or an adaptive re-check move a pair with one heap.Fix.
+// run; between pops it sleeps on one timer. Idle pairs cost one heap slot
+// and no goroutine, and a reload or an adaptive re-check moves a pair with
+// one heap.Fix. (10,000 pairs at a 10 s interval: see TestBenchScale10k.)
 
 // timeQueue is a min-heap of entries by next.
 type timeQueue []*entry
