@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"fmt"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 )
@@ -176,5 +178,53 @@ func TestSlowStart(t *testing.T) {
 	// Weights 1 and 0.1: b gets 10 of 110.
 	if got[1] < 5 || got[1] > 15 {
 		t.Fatalf("returning origin got %d of 110 requests, want about 10 (10%% weight)", got[1])
+	}
+}
+
+// TestBalancerContract runs every policy through the same cases.
+func TestBalancerContract(t *testing.T) {
+	for _, policy := range []string{PolicyRoundRobin, PolicyLeastConn, PolicyHash, PolicyIPHash, PolicyFirst} {
+		t.Run(policy, func(t *testing.T) {
+			var us []string
+			for i := 0; i < 5; i++ {
+				us = append(us, fmt.Sprintf("http://127.0.0.1:%d", 1000+i))
+			}
+			cfg := pool1(policy, us...)
+			cfg.Pools[0].Origins[2].Weight = 3
+			h := start(t, cfg, nil, false)
+			pl := h.pool("web")
+			r, _ := http.NewRequest("GET", "http://x/some/path", nil)
+			r.RemoteAddr = "192.0.2.7:5555"
+			if got := pl.bal.Pick(r, 0); got != -1 {
+				t.Fatalf("Pick(none) = %d, want -1", got)
+			}
+			for i := 0; i < 5; i++ {
+				if got := pl.bal.Pick(r, 1<<i); got != i {
+					t.Fatalf("Pick(only %d) = %d", i, got)
+				}
+			}
+			// Any mask: the pick is eligible; concurrent use is safe (-race).
+			var wg sync.WaitGroup
+			errs := make(chan string, 4)
+			for g := 0; g < 4; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					for m := uint64(1); m < 32; m++ {
+						rq := r.Clone(r.Context())
+						rq.RemoteAddr = fmt.Sprintf("192.0.2.%d:1", m)
+						if got := pl.bal.Pick(rq, m); got < 0 || m&(1<<got) == 0 {
+							errs <- fmt.Sprintf("Pick(%05b) = %d, not eligible", m, got)
+							return
+						}
+					}
+				}(g)
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Fatal(e)
+			}
+		})
 	}
 }

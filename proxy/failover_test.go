@@ -475,3 +475,28 @@ func TestEarlyHintsSkipped(t *testing.T) {
 		}
 	}
 }
+
+func TestRetryBudgetCapsRetries(t *testing.T) {
+	bad, good := newBackend(t, "bad"), newBackend(t, "good")
+	bad.mode.Store(mode503)
+	cfg := pool1(PolicyRoundRobin, urls(bad, good)...)
+	cfg.Pools[0].Passive.Consecutive5xx = -1
+	cfg.Pools[0].Passive.SuccessRateStdev = -1
+	h := start(t, cfg, nil, false)
+	const n = 200
+	passed503 := 0
+	for i := 0; i < n; i++ {
+		if code, _, _ := h.do("GET", "/", ""); code == 503 {
+			passed503++
+		}
+	}
+	retries, _ := h.metric("vigil_proxy_retries_total", map[string]string{"cause": CauseStatus5xx})
+	denied, _ := h.metric("vigil_proxy_retry_budget_exhausted_total", map[string]string{"pool": "web"})
+	// Half the requests meet the bad origin first; 20% of 200 + 10 may retry.
+	if retries > 10+0.2*n+1 || retries < 10 {
+		t.Fatalf("retries %v, want about 10 + 20%% of %d", retries, n)
+	}
+	if denied == 0 || passed503 == 0 {
+		t.Fatalf("budget never refused a retry (denied %v, 503s passed %d)", denied, passed503)
+	}
+}
