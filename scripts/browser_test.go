@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -334,16 +336,24 @@ func TestBrowserNoOrphanProcesses(t *testing.T) {
 	warm := stableCount(dir, 5*time.Second)
 	// A run timing out mid-step must not leak either.
 	slow := browserRunner(t, b, "", `[{browser: {navigate: /tiny}}, {browser: {wait_visible: "#never"}}]`, 1*time.Second)
-	for i := 0; i < runs; i++ {
-		rr := r
-		if i%50 == 25 {
-			rr = slow
-		}
-		res := rr.Run(context.Background(), tgt)
-		if rr == r && !res.OK {
-			t.Fatalf("run %d: %s: %s", i, res.Cause, res.Err)
-		}
+	// Two runs at a time (max_concurrent 2), as the canary would.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(runs); i = next.Add(1) - 1 {
+				rr := r
+				if i%50 == 25 {
+					rr = slow
+				}
+				res := rr.Run(context.Background(), tgt)
+				if rr == r && !res.OK {
+					t.Errorf("run %d: %s: %s", i, res.Cause, res.Err)
+				}
+			}
+		})
 	}
+	wg.Wait()
 	after := settleCount(dir, warm, 10*time.Second)
 	t.Logf("%d runs: chromium processes warm %d, after %d", runs, warm, after)
 	if after > warm {
