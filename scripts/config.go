@@ -51,7 +51,7 @@ type Step struct {
 	HTTP *checks.HTTPSpec `mapstructure:"http"`
 	// Expect holds the assertions on the HTTP step's response (`expect:`),
 	// with every key of package checks: status, headers, body, json, …
-	// Only for http steps. Default: the checks defaults (status 2xx).
+	// Only for http steps. Default: the checks defaults (status 200-399).
 	Expect *checks.Expect `mapstructure:"expect"`
 	// Extract sets variables from the HTTP step's response, by variable
 	// name (lower-case). Only for http steps.
