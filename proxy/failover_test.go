@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -498,5 +499,44 @@ func TestRetryBudgetCapsRetries(t *testing.T) {
 	}
 	if denied == 0 || passed503 == 0 {
 		t.Fatalf("budget never refused a retry (denied %v, 503s passed %d)", denied, passed503)
+	}
+}
+
+func TestFastPathKeepAlive(t *testing.T) {
+	var conns atomic.Int64
+	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked":
+			w.Write([]byte("part1"))
+			w.(http.Flusher).Flush()
+			w.Write([]byte("part2"))
+		case "/close":
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "closing")
+		default:
+			io.WriteString(w, "body of "+r.Method)
+		}
+	}))
+	origin.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	origin.Start()
+	defer origin.Close()
+	h := start(t, pool1(PolicyFirst, origin.URL), nil, false)
+	steps := []struct{ method, path, want string }{
+		{"HEAD", "/", ""}, {"GET", "/", "body of GET"}, {"GET", "/chunked", "part1part2"},
+		{"HEAD", "/x", ""}, {"GET", "/y?q=1", "body of GET"}, {"GET", "/close", "closing"}, {"GET", "/", "body of GET"},
+	}
+	for _, s := range steps {
+		code, body, _ := h.do(s.method, s.path, "")
+		if code != 200 || body != s.want {
+			t.Fatalf("%s %s: %d %q, want %q", s.method, s.path, code, body, s.want)
+		}
+	}
+	// One connection until the origin closed it, then one more.
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("origin saw %d connections, want 2 (keep-alive reuse, new one after Connection: close)", n)
 	}
 }
