@@ -187,6 +187,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		WeaklyTypedInput: true,
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			durationHook,
+			unitHook,
 			mapstructure.TextUnmarshallerHookFunc(),
 		),
 	})
@@ -258,6 +259,34 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 			return time.Duration(0), nil
 		}
 		return nil, fmt.Errorf("%v: a duration needs a unit, e.g. \"%vs\" or \"%vms\"", d, d, d)
+	}
+	return data, nil
+}
+
+var (
+	percentType = reflect.TypeOf(units.Percent(0))
+	sizeType    = reflect.TypeOf(units.ByteSize(0))
+)
+
+// unitHook rejects a bare number for a percentage or a size (`25` could be
+// 25 % or 0.25 %, 10 could be bytes or MiB); strings go on to the types'
+// UnmarshalText.
+func unitHook(from, to reflect.Type, data any) (any, error) {
+	if to != percentType && to != sizeType {
+		return data, nil
+	}
+	if s, ok := data.(string); ok {
+		if to == percentType {
+			return units.ParsePercent(s)
+		}
+		return units.ParseByteSize(s)
+	}
+	switch data.(type) {
+	case int, int64, uint64, float64:
+		if to == percentType {
+			return nil, fmt.Errorf("%v: a percentage needs a %% sign, e.g. \"%v%%\"", data, data)
+		}
+		return nil, fmt.Errorf("%v: a size needs a unit, e.g. \"%vB\" or \"%vMiB\"", data, data, data)
 	}
 	return data, nil
 }

@@ -179,6 +179,27 @@ checks:
 	}
 }
 
+func TestUnitsRequired(t *testing.T) {
+	raw := `
+targets: [{name: a, url: "http://127.0.0.1:1"}]
+checks: [{name: c, targets: [a], http: {path: /, body_limit: 10}}]
+proxy:
+  pools: [{name: web, origins: [{target: a}], passive: {failure_rate: 25}, max_ejected: "50%"}]
+`
+	_, err := parseConfig("x.yaml", []byte(raw), noEnv)
+	if err == nil {
+		t.Fatal("bare numbers for a percentage and a size were accepted")
+	}
+	for _, want := range []string{
+		`proxy.pools[0].passive.failure_rate: 25: a percentage needs a % sign, e.g. "25%"`,
+		`checks[0].http.body_limit: 10: a size needs a unit, e.g. "10B" or "10MiB"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%s", want, err)
+		}
+	}
+}
+
 func TestParseDuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"5s": 5 * time.Second, "600ms": 600 * time.Millisecond, "30d": 30 * 24 * time.Hour,
