@@ -159,11 +159,16 @@ func runLoadWith(t *testing.T, url string, n int, interval, d time.Duration, pro
 		HTTP: &checks.HTTPSpec{Path: "/healthz"}}) // default timeout: min(10s, 80% of the interval)
 	cfg.Agent.Concurrency = 256 // the default (testConfig sets 16)
 	pairs := compile(t, cfg)
-	if probe != nil {
-		for i := range pairs {
-			pairs[i].Probe = probe
-		}
+	if probe == nil {
+		probe = pairs[0].Probe
 	}
+	cw := &concWatch{inner: probe}
+	for i := range pairs {
+		pairs[i].Probe = cw
+	}
+	defer func() {
+		t.Logf("BENCH %d pairs: most runs in flight at once: %d (agent.concurrency %d)", n, cw.max.Load(), cfg.Agent.Concurrency)
+	}()
 	c, err := New(cfg, pairs, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -334,6 +339,24 @@ func BenchmarkMachineObserve(b *testing.B) {
 		at = at.Add(time.Second)
 		m.Observe(at, outs[i%len(outs)])
 	}
+}
+
+// concWatch records the most runs in flight at once.
+type concWatch struct {
+	inner    checks.Check
+	now, max atomic.Int64
+}
+
+func (w *concWatch) Run(ctx context.Context, t checks.Target) checks.Result {
+	n := w.now.Add(1)
+	for {
+		m := w.max.Load()
+		if n <= m || w.max.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	defer w.now.Add(-1)
+	return w.inner.Run(ctx, t)
 }
 
 // nopCheck passes at once.

@@ -238,8 +238,29 @@ func (c *Canary) fire(e *entry, planned time.Time) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer c.recoverRun(e)
 		c.run(e, planned, sem)
 	}()
+}
+
+// recoverRun keeps a panic outside the check itself (the check's own panics
+// are caught by probe) from taking the process down: it logs the stack and
+// ends the run so the pair is scheduled again.
+func (c *Canary) recoverRun(e *entry) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	c.log.Error("canary run panicked", "pair", strings.ReplaceAll(e.key, "\x00", " "),
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	if e.mu.TryLock() {
+		done := e.done
+		e.done = nil
+		e.mu.Unlock()
+		if done != nil {
+			close(done)
+		}
+	}
 }
 
 // start marks e as running; false if it already is.
