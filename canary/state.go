@@ -128,11 +128,14 @@ const (
 // breaks a pass streak and a fail streak alike; a degraded pair returns to
 // healthy after Rise passes and becomes unhealthy after Fall Fails.
 //
-// Flap damping: when a change between healthy, degraded and unhealthy
-// (changes out of unknown do not count) makes more than Flap.MaxChanges
-// changes within Flap.Window, the state is held unhealthy until
+// Flap damping: when a change into or out of unhealthy (to or from healthy
+// or degraded; leaving unknown does not count) makes more than
+// Flap.MaxChanges such changes within Flap.Window, the state is held
+// unhealthy until
 // Flap.HoldDown has passed; runs during the hold do not count towards
 // recovery, and recovery then needs Rise + Flap.ExtraPasses passes.
+// Changes between healthy and degraded do not count: an origin whose
+// latency hovers around its SLO is reported as such, not ejected as down.
 //
 // Expiry: a run that comes after the previous verdict expired starts again
 // from unknown (its counters reset; a hold-down stays).
@@ -264,7 +267,8 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 	case o == Slow && (prev == reporting.StateUnknown || prev == reporting.StateUnhealthy) && m.answered >= need:
 		next = reporting.StateDegraded
 	}
-	if next != prev && prev != reporting.StateUnknown && p.Flap.MaxChanges > 0 && !held {
+	if next != prev && (prev == reporting.StateUnhealthy || next == reporting.StateUnhealthy) &&
+		p.Flap.MaxChanges > 0 && !held {
 		m.changes = append(m.changes, at)
 		cut := 0
 		for cut < len(m.changes) && !m.changes[cut].After(at.Add(-p.Flap.Window)) {

@@ -151,6 +151,24 @@ func TestMachineFlapHoldDown(t *testing.T) {
 	}
 }
 
+func TestMachineLatencyFlapsAreNotHeld(t *testing.T) {
+	p := testParams()
+	p.Rise, p.Fall = 1, 1
+	m := NewMachine(p)
+	at := t0
+	// Healthy ↔ degraded ten times: no hold-down.
+	if got := feed(m, &at, "PSPSPSPSPSPS"); got != "HDHDHDHDHDHD" {
+		t.Fatalf("got %s", got)
+	}
+	if !m.HeldUntil().IsZero() {
+		t.Fatal("latency flapping was held down")
+	}
+	// Degraded ↔ unhealthy does count.
+	if got := feed(m, &at, "FSFSF"); got != "UDUDU" || m.HeldUntil().IsZero() {
+		t.Fatalf("got %s, held until %v", got, m.HeldUntil())
+	}
+}
+
 func TestMachineFlapWindowForgets(t *testing.T) {
 	p := testParams()
 	p.Rise, p.Fall = 1, 1
