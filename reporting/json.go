@@ -8,28 +8,29 @@ import (
 // verdictJSON is the wire form of a Verdict: snake_case keys, durations in
 // milliseconds (float), times in RFC 3339.
 type verdictJSON struct {
-	Check      string    `json:"check"`
-	Target     string    `json:"target"`
-	Tier       string    `json:"tier"`
-	Region     string    `json:"region"`
-	Vantage    string    `json:"vantage"`
-	State      State     `json:"state"`
-	OK         bool      `json:"ok"`
-	Cause      string    `json:"cause"`
-	Err        string    `json:"error,omitempty"`
-	StatusCode int       `json:"status_code"`
-	TTFBMs     float64   `json:"ttfb_ms"`
-	DurationMs float64   `json:"duration_ms"`
-	DNSMs      float64   `json:"dns_ms"`
-	ConnectMs  float64   `json:"connect_ms"`
-	TLSMs      float64   `json:"tls_ms"`
-	TransferMs float64   `json:"transfer_ms"`
-	Streak     int       `json:"streak"`
-	IntervalMs float64   `json:"interval_ms"`
-	At         time.Time `json:"at"`
-	Expires    time.Time `json:"expires"`
-	Artifact   string    `json:"artifact,omitempty"`
-	URL        string    `json:"url,omitempty"`
+	Check      string     `json:"check"`
+	Target     string     `json:"target"`
+	Tier       string     `json:"tier"`
+	Region     string     `json:"region"`
+	Vantage    string     `json:"vantage"`
+	State      State      `json:"state"`
+	OK         bool       `json:"ok"`
+	Cause      string     `json:"cause"`
+	Err        string     `json:"error,omitempty"`
+	StatusCode int        `json:"status_code"`
+	TTFBMs     float64    `json:"ttfb_ms"`
+	DurationMs float64    `json:"duration_ms"`
+	DNSMs      float64    `json:"dns_ms"`
+	ConnectMs  float64    `json:"connect_ms"`
+	TLSMs      float64    `json:"tls_ms"`
+	TransferMs float64    `json:"transfer_ms"`
+	Streak     int        `json:"streak"`
+	IntervalMs float64    `json:"interval_ms"`
+	At         time.Time  `json:"at"`
+	Expires    time.Time  `json:"expires"`
+	Artifact   string     `json:"artifact,omitempty"`
+	URL        string     `json:"url,omitempty"`
+	CertExpiry *time.Time `json:"cert_expiry,omitempty"`
 }
 
 // Ms converts a duration to float milliseconds.
@@ -45,8 +46,15 @@ func (v Verdict) MarshalJSON() ([]byte, error) {
 		State: v.State, OK: v.OK, Cause: v.Cause, Err: v.Err, StatusCode: v.StatusCode,
 		TTFBMs: Ms(v.TTFB), DurationMs: Ms(v.Duration), DNSMs: Ms(v.DNS), ConnectMs: Ms(v.Connect),
 		TLSMs: Ms(v.TLS), TransferMs: Ms(v.Transfer), Streak: v.Streak, IntervalMs: Ms(v.Interval),
-		At: v.At, Expires: v.Expires, Artifact: v.Artifact, URL: v.URL,
+		At: v.At, Expires: v.Expires, Artifact: v.Artifact, URL: v.URL, CertExpiry: timePtr(v.CertExpiry),
 	})
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // UnmarshalJSON reads the snake_case wire form.
@@ -62,6 +70,9 @@ func (v *Verdict) UnmarshalJSON(b []byte) error {
 		Connect: FromMs(w.ConnectMs), TLS: FromMs(w.TLSMs), Transfer: FromMs(w.TransferMs),
 		Streak: w.Streak, Interval: FromMs(w.IntervalMs), At: w.At, Expires: w.Expires,
 		Artifact: w.Artifact, URL: w.URL,
+	}
+	if w.CertExpiry != nil {
+		v.CertExpiry = *w.CertExpiry
 	}
 	return nil
 }

@@ -64,6 +64,9 @@ type Verdict struct {
 	Artifact string
 	// URL is the page URL at failure for browser scripts, or the probed URL.
 	URL string
+	// CertExpiry is the leaf certificate's NotAfter for TLS and HTTPS runs
+	// (zero otherwise), for the certificate-expiry alert.
+	CertExpiry time.Time
 }
 
 // Key identifies a verdict's series: check × target × region (× vantage).

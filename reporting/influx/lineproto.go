@@ -144,6 +144,7 @@ type verdictBlob struct {
 	Expires  int64    `json:"x,omitempty"` // unix ns
 	Artifact string   `json:"a,omitempty"`
 	URL      string   `json:"u,omitempty"`
+	Cert     int64    `json:"ce,omitempty"` // certificate NotAfter, unix ns
 }
 
 func encodeVerdictBlob(v *reporting.Verdict) string {
@@ -152,6 +153,9 @@ func encodeVerdictBlob(v *reporting.Verdict) string {
 		Streak: v.Streak, Artifact: v.Artifact, URL: v.URL}
 	if !v.Expires.IsZero() {
 		b.Expires = v.Expires.UnixNano()
+	}
+	if !v.CertExpiry.IsZero() {
+		b.Cert = v.CertExpiry.UnixNano()
 	}
 	out, _ := json.Marshal(b) // cannot fail: strings, ints and bools only
 	return string(out)
@@ -167,9 +171,12 @@ func decodeVerdictBlob(s string, v *reporting.Verdict) error {
 	v.TTFB, v.Duration, v.DNS = time.Duration(b.D[0]), time.Duration(b.D[1]), time.Duration(b.D[2])
 	v.Connect, v.TLS, v.Transfer = time.Duration(b.D[3]), time.Duration(b.D[4]), time.Duration(b.D[5])
 	v.Interval, v.Streak, v.Artifact, v.URL = time.Duration(b.D[6]), b.Streak, b.Artifact, b.URL
-	v.Expires = time.Time{}
+	v.Expires, v.CertExpiry = time.Time{}, time.Time{}
 	if b.Expires != 0 {
 		v.Expires = time.Unix(0, b.Expires).UTC()
+	}
+	if b.Cert != 0 {
+		v.CertExpiry = time.Unix(0, b.Cert).UTC()
 	}
 	return nil
 }

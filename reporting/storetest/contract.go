@@ -74,7 +74,8 @@ func sample(check, target, region, vantage string, at time.Time, i int) reportin
 		DNS:      2*ms + 250*time.Microsecond, Connect: 3 * ms, TLS: 7*ms + 750*time.Microsecond,
 		Transfer: 12 * ms, Streak: i + 1, Interval: 30 * time.Second,
 		At: at, Expires: at.Add(90 * time.Second),
-		URL: "https://" + target + ".example/healthz",
+		URL:        "https://" + target + ".example/healthz",
+		CertExpiry: at.Add(40 * 24 * time.Hour).Truncate(time.Second),
 	}
 	if !ok {
 		v.State = reporting.StateUnhealthy
@@ -108,6 +109,9 @@ func flush(t *testing.T, s Store) {
 func norm(v reporting.Verdict) reporting.Verdict {
 	v.At = v.At.Round(0).UTC()
 	v.Expires = v.Expires.Round(0).UTC()
+	if !v.CertExpiry.IsZero() {
+		v.CertExpiry = v.CertExpiry.Round(0).UTC()
+	}
 	if v.At.Equal(time.Unix(0, 0)) {
 		v.At = time.Time{}
 	}
