@@ -217,6 +217,7 @@ var (
 // test when Chromium is missing (fails with CI=true).
 func needChromium(t testing.TB) *Browser {
 	t.Helper()
+	useTestTmp()
 	sharedOnce.Do(func() {
 		c := BrowserConfig{MaxConcurrent: 4}
 		if _, sharedErr = c.findExec(); sharedErr != nil {
@@ -230,26 +231,36 @@ func needChromium(t testing.TB) *Browser {
 }
 
 // testTmp holds every browser profile directory of this test binary, so the
-// process counts only see this binary's Chromium processes.
-var testTmp string
+// process counts only see this binary's Chromium processes. It is set up by
+// the first test that needs Chromium (fuzz workers never do).
+var (
+	testTmp     string
+	testTmpOnce sync.Once
+)
+
+func useTestTmp() {
+	testTmpOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vigil-scripts-test")
+		if err != nil {
+			panic(err)
+		}
+		testTmp = dir
+		os.Setenv("TMPDIR", dir)
+	})
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "vigil-scripts-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	testTmp = dir
-	os.Setenv("TMPDIR", dir)
 	code := m.Run()
 	if sharedBrowser != nil {
 		sharedBrowser.Close()
 	}
-	if n := settleCount(testTmp, 0, 10*time.Second); n != 0 && code == 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: %d chromium processes of this test binary survive Close\n", n)
-		code = 1
+	if testTmp != "" {
+		if n := settleCount(testTmp, 0, 10*time.Second); n != 0 && code == 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: %d chromium processes of this test binary survive Close\n", n)
+			code = 1
+		}
+		os.RemoveAll(testTmp)
 	}
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
