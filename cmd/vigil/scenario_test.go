@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks/checktest"
+	"github.com/vigil-synthetics/vigil/proxy"
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
@@ -225,6 +226,9 @@ type measure struct {
 	skipped                 int
 	detect, recover         time.Duration
 	detectNote, recoverNote string // replaces the duration when set
+	// endNote describes origin-b's state in vigil's proxy at the end of
+	// the run when it is still out.
+	endNote string
 	// byTraffic is vigil's row measured the peers' way, for comparison.
 	byTraffic                *measure
 	replays                  int
@@ -507,6 +511,8 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 		}
 	}
 	time.Sleep(tm.post)
+	endState, _ := vs.vigil.originB()
+	endAt := time.Now()
 	cancel()
 	wg.Wait()
 
@@ -524,6 +530,9 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 			m.traffic(s.samples, s.rec.events, f0, f1)
 		}
 		m.replays = postReplays(s.origins)
+		if s.vigil != nil && !endState.Available {
+			m.endNote = describeOut(endState, endAt)
+		}
 		out = append(out, m)
 	}
 	if sc.partition {
@@ -582,6 +591,9 @@ func scenarioTable(sc scenario, tm scenarioTiming, ms []measure) string {
 		if m.byTraffic != nil {
 			fmt.Fprintf(&b, "\n%s measured the peers' way (origin-b traffic and client symptoms): detect %s, recover %s.\n",
 				m.system, scenarioDur(m.byTraffic.detect, m.byTraffic.detectNote), scenarioDur(m.byTraffic.recover, m.byTraffic.recoverNote))
+		}
+		if m.endNote != "" {
+			fmt.Fprintf(&b, "\n%s: origin-b still out at the end of the run (%s after the fault ended): %s.\n", m.system, tm.post, m.endNote)
 		}
 		if m.skipped > 0 {
 			fmt.Fprintf(&b, "\n%s: the load generator skipped %d ticks (64 requests in flight).\n", m.system, m.skipped)
@@ -656,4 +668,18 @@ Peer settings:
 		t.Fatal(err)
 	}
 	t.Logf("scenario tables: %s", path)
+}
+
+// describeOut says why an origin is out of rotation.
+func describeOut(st proxy.OriginStatus, now time.Time) string {
+	var parts []string
+	for _, k := range []string{"drained", "verdict", "passive"} {
+		if why, ok := st.Why[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s since %.1f s ago (%s)", k, now.Sub(st.Since[k]).Seconds(), why))
+		}
+	}
+	if st.EjectedUntil != nil {
+		parts = append(parts, fmt.Sprintf("passive ejection %d, ends in %.1f s", st.Ejections, st.EjectedUntil.Sub(now).Seconds()))
+	}
+	return strings.Join(parts, "; ")
 }
