@@ -373,7 +373,7 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 		TTFB:       res.Phases.TTFB, Duration: res.Phases.Total, DNS: res.Phases.DNS,
 		Connect: res.Phases.Connect, TLS: res.Phases.TLS, Transfer: res.Phases.Transfer,
 		Streak: step.Streak, Interval: max(step.Next, p.Check.Interval),
-		At: at, Expires: step.Expires, URL: probedURL(p),
+		At: at, Expires: step.Expires, URL: probedURL(p), CertExpiry: res.CertExpiry,
 	}
 	if len(res.Artifacts) > 0 {
 		v.Artifact = res.Artifacts[0]

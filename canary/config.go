@@ -54,6 +54,9 @@ type AgentConfig struct {
 	Concurrency int `mapstructure:"concurrency"`
 	// Browser configures the shared Chromium for browser script steps.
 	Browser BrowserConfig `mapstructure:"browser"`
+	// Triggers runs deep and synthetic checks out of cycle when the proxy's
+	// live traffic shows an origin degrading.
+	Triggers TriggerConfig `mapstructure:"triggers"`
 }
 
 // BrowserConfig is `agent.browser`.
@@ -164,7 +167,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	var errs []error
 	errs = append(errs, units.Prefix("agent", c.Agent.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("defaults", c.Defaults.ValidateAndSetDefaults()))
-	targets := map[string]bool{}
+	targets := map[string]string{}
 	for i := range c.Targets {
 		t := &c.Targets[i]
 		p := fmt.Sprintf("targets[%d]", i)
@@ -172,10 +175,10 @@ func (c *Config) ValidateAndSetDefaults() error {
 			errs = append(errs, units.Prefix(p, err))
 			continue
 		}
-		if targets[t.Name] {
+		if _, dup := targets[t.Name]; dup {
 			errs = append(errs, fmt.Errorf("%s.name: %q: %w", p, t.Name, ErrDuplicate))
 		}
-		targets[t.Name] = true
+		targets[t.Name] = t.URL
 	}
 	names := map[string]bool{}
 	for i := range c.Checks {
@@ -220,6 +223,7 @@ func (a *AgentConfig) ValidateAndSetDefaults() error {
 	if a.Browser.MaxConcurrent < 0 {
 		errs = append(errs, fmt.Errorf("browser.max_concurrent: must be positive, got %d", a.Browser.MaxConcurrent))
 	}
+	errs = append(errs, units.Prefix("triggers", a.Triggers.ValidateAndSetDefaults()))
 	return errors.Join(errs...)
 }
 
@@ -318,7 +322,7 @@ func redactURL(raw string) string {
 	return raw
 }
 
-func (c *CheckConfig) validate(d Defaults, targets map[string]bool) error {
+func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 	var errs []error
 	if c.Name == "" {
 		errs = append(errs, errors.New("name: required"))
@@ -331,9 +335,15 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]bool) error {
 			n++
 		}
 	}
-	if n == 0 && strings.HasPrefix(c.URL, "tcp://") {
+	// Without a probe key the URL's scheme (the check's url, or its first
+	// target's) says what to do: tcp:// connects, tls:// handshakes, http(s) requests.
+	scheme := c.URL
+	if scheme == "" && len(c.Targets) > 0 {
+		scheme = targets[c.Targets[0]]
+	}
+	if n == 0 && strings.HasPrefix(scheme, "tcp://") {
 		c.TCP, n = &checks.TCPSpec{}, 1
-	} else if n == 0 && strings.HasPrefix(c.URL, "tls://") {
+	} else if n == 0 && strings.HasPrefix(scheme, "tls://") {
 		c.TLS, n = &checks.TLSSpec{}, 1
 	} else if n == 0 {
 		c.HTTP, n = &checks.HTTPSpec{}, 1
@@ -369,7 +379,7 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]bool) error {
 		}
 	}
 	for i, t := range c.Targets {
-		if !targets[t] {
+		if _, ok := targets[t]; !ok {
 			errs = append(errs, fmt.Errorf("targets[%d]: %q: %w (define it under targets:)", i, t, ErrUnknownTarget))
 		}
 	}

@@ -370,6 +370,12 @@ func (a *app) Run(ctx context.Context) error {
 	})
 	if a.can != nil {
 		start("canary", a.can.Run)
+		// Passive → active: the proxies' signals (through the store) run a
+		// degrading origin's deep and synthetic checks out of cycle.
+		if sigs, ok := a.hist.(reporting.SignalSource); ok {
+			trig := a.cfg.Agent.Triggers
+			start("triggers", func(ctx context.Context) error { return a.can.WatchSignals(ctx, sigs, trig) })
+		}
 	}
 	if a.prx != nil {
 		start("proxy", a.prx.Run)
