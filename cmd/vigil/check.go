@@ -166,6 +166,7 @@ type stepJSON struct {
 	Cause      string                   `json:"cause,omitempty"`
 	Error      string                   `json:"error,omitempty"`
 	StatusCode int                      `json:"status_code,omitempty"`
+	URL        string                   `json:"url,omitempty"`
 	DurationMs float64                  `json:"duration_ms"`
 	TTFBMs     float64                  `json:"ttfb_ms,omitempty"`
 	Assertions []checks.AssertionResult `json:"assertions,omitempty"`
@@ -195,7 +196,7 @@ func toJSON(r pairResult, red *redactor) checkJSON {
 	}
 	for _, s := range res.Steps {
 		j.Steps = append(j.Steps, stepJSON{Name: s.Name, OK: s.OK, Skipped: s.Skipped, Cause: string(s.Cause),
-			Error: red.redact(s.Err), StatusCode: s.StatusCode, DurationMs: ms(s.Duration), TTFBMs: ms(s.TTFB),
+			Error: red.redact(s.Err), StatusCode: s.StatusCode, URL: red.redact(s.URL), DurationMs: ms(s.Duration), TTFBMs: ms(s.TTFB),
 			Assertions: s.Assertions, Metrics: s.Metrics})
 	}
 	return j
