@@ -399,11 +399,10 @@ type Config struct {
 	TTFB     TTFBRule     `mapstructure:"ttfb"`
 	BurnRate BurnRateRule `mapstructure:"burn_rate"`
 	// CertExpiryDays is the certificate-expiry horizon in days. Default 14.
-	// The built-in rule fires when quorum regions report cause "cert" (the
-	// check's own certificate assertion failed: invalid, or expiring within
-	// the check's limit) because verdicts do not carry the expiry date; the
-	// generated Prometheus rules compare probe_ssl_earliest_cert_expiry
-	// with it.
+	// The certificate rule fires when quorum regions report a leaf
+	// certificate expiring within it (Verdict.CertExpiry) or a failed
+	// certificate check (cause "cert"); the generated Prometheus rules
+	// compare probe_ssl_earliest_cert_expiry with it.
 	CertExpiryDays int         `mapstructure:"cert_expiry_days"`
 	Cert           CertRule    `mapstructure:"cert"`
 	DeadMan        DeadManRule `mapstructure:"dead_man"`

@@ -97,14 +97,30 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 			}
 		}
 		if !c.Cert.Disabled {
+			horizon := e.now.Add(time.Duration(c.CertExpiryDays) * 24 * time.Hour)
 			agree, hits := quorumRule(regions, e.now, func(v reporting.Verdict) bool {
-				return !v.OK && v.Cause == "cert"
+				return (!v.OK && v.Cause == "cert") ||
+					(!v.CertExpiry.IsZero() && v.CertExpiry.Before(horizon))
 			})
 			if len(agree) >= c.Quorum {
 				a := Alert{Rule: RuleCert, Severity: c.Cert.Severity, Check: k.check, Target: k.target, Regions: agree}
 				describe(&a, hits, e.links)
-				a.Summary = fmt.Sprintf("%s certificate check failing in %d regions (%s)%s", series(k.check, k.target),
-					len(agree), strings.Join(agree, ", "), causeSuffix("", a.Err))
+				var soonest time.Time
+				for _, v := range hits {
+					if !v.CertExpiry.IsZero() && (soonest.IsZero() || v.CertExpiry.Before(soonest)) {
+						soonest = v.CertExpiry
+					}
+				}
+				if !soonest.IsZero() && soonest.Before(horizon) {
+					days := soonest.Sub(e.now).Hours() / 24
+					a.Value = days
+					a.Summary = fmt.Sprintf("%s certificate expires in %.1f days (%s; limit %d days) in %d regions (%s)",
+						series(k.check, k.target), days, soonest.UTC().Format(time.RFC3339), c.CertExpiryDays,
+						len(agree), strings.Join(agree, ", "))
+				} else {
+					a.Summary = fmt.Sprintf("%s certificate check failing in %d regions (%s)%s", series(k.check, k.target),
+						len(agree), strings.Join(agree, ", "), causeSuffix("", a.Err))
+				}
 				out = append(out, candidate{Alert: a})
 			}
 		}

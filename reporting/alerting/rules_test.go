@@ -449,3 +449,45 @@ func TestTTFBLongWindowFromRollups(t *testing.T) {
 		t.Fatalf("SLOStatus: %+v", st)
 	}
 }
+
+// TestCertExpiryDays: a certificate expiring within cert_expiry_days in a
+// quorum of regions fires the certificate rule with the days left; one that
+// expires later, or a soon one seen by a single region, does not.
+func TestCertExpiryDays(t *testing.T) {
+	cfg := Config{Quorum: 2, CertExpiryDays: 14, Down: DownRule{Disabled: true}}
+	h := newHarness(t, t0, cfg, nil)
+	certAt := func(days float64) func(region string) time.Time {
+		return func(string) time.Time { return h.clock.Now().Add(time.Duration(days * float64(24*time.Hour))) }
+	}
+	tick := func(expiry func(region string) time.Time, regions ...string) {
+		now := h.clock.Add(h.interval)
+		for _, r := range regions {
+			v := verdict("asset", "origin-a", r, now.Add(-time.Second), H, h.interval)
+			v.CertExpiry = expiry(r)
+			h.store.add(v)
+		}
+		h.eval()
+	}
+	tick(certAt(30), "eu", "us", "ap")
+	tick(func(r string) time.Time {
+		if r == "eu" {
+			return h.clock.Now().Add(5 * 24 * time.Hour)
+		}
+		return h.clock.Now().Add(30 * 24 * time.Hour)
+	}, "eu", "us", "ap")
+	if act := h.a.Active(); len(act) != 0 {
+		t.Fatalf("one region of three sees a soon expiry: active %+v", act)
+	}
+	tick(certAt(9.5), "eu", "us", "ap")
+	act := h.a.Active()
+	if len(act) != 1 || act[0].Rule != RuleCert || len(act[0].Regions) != 3 {
+		t.Fatalf("certificate expiring in 9.5 days: active %+v", act)
+	}
+	if act[0].Value < 9.4 || act[0].Value > 9.6 || !strings.Contains(act[0].Summary, "expires in 9.5 days") {
+		t.Errorf("alert: value %.2f summary %q", act[0].Value, act[0].Summary)
+	}
+	tick(certAt(90), "eu", "us", "ap") // renewed
+	if act := h.a.Active(); len(act) != 0 {
+		t.Fatalf("after renewal: active %+v", act)
+	}
+}
