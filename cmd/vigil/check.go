@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -43,10 +44,12 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
+			// Logs would mix with the table: only warnings go to stderr.
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			var browser *scripts.Browser
 			if hasBrowserSteps(&f.Config) {
 				browser = scripts.NewBrowser(scripts.BrowserConfig{ExecPath: f.Agent.Browser.ExecPath,
-					MaxConcurrent: f.Agent.Browser.MaxConcurrent})
+					MaxConcurrent: f.Agent.Browser.MaxConcurrent, Log: log})
 				defer browser.Close()
 			}
 			pairs, err := f.Compile(canary.CompileOptions{Version: version, Check: only, Browser: browser, IncludeDisabled: only != ""})
@@ -256,6 +259,9 @@ func oneLine(s string) string {
 func fmtDur(d time.Duration) string {
 	if d == 0 {
 		return "-"
+	}
+	if d < time.Millisecond {
+		return fmt.Sprintf("%.2fms", ms(d))
 	}
 	return fmt.Sprintf("%.1fms", ms(d))
 }
