@@ -65,9 +65,23 @@ type Config struct {
 	// instance name). Default "".
 	Region  string `mapstructure:"region"`
 	Vantage string `mapstructure:"vantage"`
+	// Engine serves the plain HTTP listener: "fast" (vigil's own HTTP/1.1
+	// engine; upgrades, CONNECT and absolute-form requests are handed to
+	// net/http's request parser) or "stdlib" (net/http's server). The TLS
+	// listener always uses net/http (HTTP/2). Default "fast".
+	Engine string `mapstructure:"engine"`
 	// Pools route requests by Host and path prefix.
 	Pools []PoolConfig `mapstructure:"pools"`
 }
+
+// Engine names accepted in Config.Engine.
+const (
+	EngineFast   = "fast"
+	EngineStdlib = "stdlib"
+)
+
+// ErrUnknownEngine is returned for a Config.Engine other than fast or stdlib.
+var ErrUnknownEngine = errors.New("unknown engine (want fast or stdlib)")
 
 // PoolConfig is one entry of `proxy.pools`.
 type PoolConfig struct {
@@ -240,6 +254,13 @@ func (c *Config) ValidateAndSetDefaults() error {
 	}
 	if c.VerdictPoll == 0 {
 		c.VerdictPoll = 2 * time.Second
+	}
+	switch c.Engine {
+	case "":
+		c.Engine = EngineFast
+	case EngineFast, EngineStdlib:
+	default:
+		errs = append(errs, fmt.Errorf("engine: %q: %w", c.Engine, ErrUnknownEngine))
 	}
 	if c.SignalWindow == 0 {
 		c.SignalWindow = 10 * time.Second

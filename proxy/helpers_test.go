@@ -116,7 +116,7 @@ func (m *memSource) Verdicts(_ context.Context, maxAge time.Duration) ([]reporti
 type harness struct {
 	t       *testing.T
 	p       *Proxy
-	front   *httptest.Server
+	front   *testFront
 	reg     *prometheus.Registry
 	cancel  context.CancelFunc
 	bgDone  chan struct{}
@@ -175,7 +175,7 @@ func start(t *testing.T, cfg Config, src reporting.Source, background bool) *har
 		t.Fatalf("New: %v", err)
 	}
 	h.p = p
-	h.front = httptest.NewServer(p.Handler())
+	h.front = newTestFront(t, p)
 	h.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 20 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
@@ -283,4 +283,59 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("never happened: %s", what)
+}
+
+// testFront serves a proxy's data plane on a real listener with the engine
+// named by VIGIL_PROXY_ENGINE (default: the fast engine, as Run).
+type testFront struct {
+	URL      string
+	Listener net.Listener
+	std      *httptest.Server
+	eng      *engine
+}
+
+func testEngine() string {
+	if e := os.Getenv("VIGIL_PROXY_ENGINE"); e != "" {
+		return e
+	}
+	return EngineFast
+}
+
+func newTestFront(t *testing.T, p *Proxy) *testFront {
+	t.Helper()
+	cfg := p.state.Load().cfg
+	if testEngine() == EngineStdlib {
+		srv := httptest.NewUnstartedServer(p.Handler())
+		srv.Config = p.server(cfg)
+		srv.Start()
+		return &testFront{URL: srv.URL, Listener: srv.Listener, std: srv}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &testFront{URL: "http://" + ln.Addr().String(), Listener: ln, eng: newEngine(p.Handler(), cfg, p.log)}
+	go f.eng.Serve(ln)
+	return f
+}
+
+// CloseClientConnections closes every client connection now.
+func (f *testFront) CloseClientConnections() {
+	if f.std != nil {
+		f.std.CloseClientConnections()
+		return
+	}
+	f.eng.closeAll()
+}
+
+// Close stops the listener and waits for the connections to end.
+func (f *testFront) Close() {
+	if f.std != nil {
+		f.std.Close()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f.eng.Shutdown(ctx)
+	f.eng.wg.Wait()
 }

@@ -263,12 +263,26 @@ func (p *Proxy) Run(ctx context.Context) error {
 	cfg := p.state.Load().cfg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var servers []*http.Server
+	var servers []interface{ Shutdown(context.Context) error }
 	errc := make(chan error, 2)
 	serve := func(addr string, tlsFiles bool) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("proxy: listen %s: %w", addr, err)
+		}
+		if !tlsFiles && cfg.Engine == EngineFast {
+			eng := newEngine(p.Handler(), cfg, p.log)
+			p.addrMu.Lock()
+			p.addrs = append(p.addrs, ln.Addr())
+			p.addrMu.Unlock()
+			servers = append(servers, eng)
+			go func() {
+				if err := eng.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					errc <- err
+				}
+			}()
+			p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", false, "engine", cfg.Engine)
+			return nil
 		}
 		srv := p.server(cfg)
 		if tlsFiles {

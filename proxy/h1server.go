@@ -1,0 +1,780 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The fast engine serves the plain HTTP listener (Config.Engine "fast"): one
+// goroutine per connection reads a request head with readHead into a
+// per-connection, reused request, calls the same handler as net/http does
+// (Proxy.Handler: routing, balancing, failover, metrics, logs), and writes
+// the answer through a minimal ResponseWriter, then reads the next request.
+// Unlike net/http it starts no background read per request (a client that
+// goes away mid-request is noticed when the answer is written, and the try
+// is bounded by try_timeout). Upgrades, CONNECT, absolute-form and
+// asterisk-form requests are parsed by http.ReadRequest from the same bytes
+// and served by the same handler (with http.Hijacker for upgrades); the
+// connection closes after them unless it was hijacked.
+
+const (
+	// maxDrain is how much of an unread request body is read away to keep
+	// the connection; past it the connection closes.
+	maxDrain = 256 << 10
+	// maxTrailer bounds a chunked request body's trailer section.
+	maxTrailer = 16 << 10
+	// smallBody is how much of an answer without Content-Length is held
+	// back so that a short answer gets a Content-Length instead of chunks.
+	smallBody = 4 << 10
+)
+
+// Connection states for shutdown.
+const (
+	connIdle int32 = iota
+	connActive
+	connClosed // closed by shutdown while idle
+	connHijacked
+)
+
+// engine is the fast HTTP/1.1 server of one listener.
+type engine struct {
+	h                 http.Handler
+	log               *slog.Logger
+	maxHeader         int
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	writeTimeout      time.Duration
+	idleTimeout       time.Duration
+
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[*econn]struct{}
+	shutting atomic.Bool
+	wg       sync.WaitGroup
+}
+
+func newEngine(h http.Handler, cfg Config, log *slog.Logger) *engine {
+	return &engine{h: h, log: log, maxHeader: int(cfg.MaxHeaderBytes),
+		readHeaderTimeout: cfg.ReadHeaderTimeout, readTimeout: cfg.ReadTimeout,
+		writeTimeout: cfg.WriteTimeout, idleTimeout: cfg.IdleTimeout, conns: map[*econn]struct{}{}}
+}
+
+// Serve accepts connections on ln until Shutdown; it then returns
+// http.ErrServerClosed, as http.Server.Serve does.
+func (e *engine) Serve(ln net.Listener) error {
+	e.mu.Lock()
+	e.ln = ln
+	e.mu.Unlock()
+	if e.shutting.Load() {
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if e.shutting.Load() {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && !errors.Is(err, net.ErrClosed) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				e.log.Warn("proxy: accept failed; retrying", "err", err.Error(), "in", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String()}
+		ec.head.header = make(http.Header, 16)
+		ec.w.hdr = make(http.Header, 16)
+		e.mu.Lock()
+		if e.shutting.Load() {
+			e.mu.Unlock()
+			c.Close()
+			continue
+		}
+		e.conns[ec] = struct{}{}
+		e.wg.Add(1)
+		e.mu.Unlock()
+		go ec.serve()
+	}
+}
+
+// Shutdown stops accepting, closes idle connections at once and the others
+// as their current answer ends; when ctx ends first, it closes them all and
+// returns ctx's error.
+func (e *engine) Shutdown(ctx context.Context) error {
+	e.shutting.Store(true)
+	e.mu.Lock()
+	if e.ln != nil {
+		e.ln.Close()
+	}
+	e.mu.Unlock()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		e.mu.Lock()
+		n := 0
+		for c := range e.conns {
+			if c.state.CompareAndSwap(connIdle, connClosed) {
+				c.c.Close()
+			}
+			n++
+		}
+		e.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			e.closeAll()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// closeAll closes every connection (not hijacked ones) now.
+func (e *engine) closeAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for c := range e.conns {
+		c.c.Close()
+	}
+}
+
+// econn is one client connection with its reused request state.
+type econn struct {
+	e      *engine
+	c      net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	remote string
+	state  atomic.Int32
+
+	head reqHead
+	req  http.Request
+	url  url.URL
+	body reqBody
+	w    respWriter
+}
+
+var (
+	srvReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+	srvWriterPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+)
+
+func (c *econn) serve() {
+	e := c.e
+	hijacked := false
+	defer func() {
+		e.mu.Lock()
+		delete(e.conns, c)
+		e.mu.Unlock()
+		e.wg.Done()
+		if hijacked {
+			return // the buffers belong to the hijacker now
+		}
+		c.c.Close()
+		if c.br != nil {
+			c.br.Reset(nil)
+			srvReaderPool.Put(c.br)
+			c.bw.Reset(nil)
+			srvWriterPool.Put(c.bw)
+		}
+	}()
+	c.br = srvReaderPool.Get().(*bufio.Reader)
+	c.br.Reset(c.c)
+	c.bw = srvWriterPool.Get().(*bufio.Writer)
+	c.bw.Reset(c.c)
+	for {
+		// Idle: wait for the first byte of the next request.
+		if c.br.Buffered() == 0 {
+			if e.idleTimeout > 0 {
+				c.c.SetReadDeadline(time.Now().Add(e.idleTimeout))
+			}
+			if _, err := c.br.Peek(1); err != nil {
+				return
+			}
+		}
+		if !c.state.CompareAndSwap(connIdle, connActive) {
+			return // shutting down
+		}
+		start := time.Now()
+		if e.readHeaderTimeout > 0 {
+			c.c.SetReadDeadline(start.Add(e.readHeaderTimeout))
+		}
+		err := readHead(c.br, e.maxHeader, &c.head)
+		if err != nil {
+			var pe *parseError
+			if errors.As(err, &pe) {
+				c.fail(pe.code, pe.msg)
+			}
+			return
+		}
+		if e.readTimeout > 0 {
+			c.c.SetReadDeadline(start.Add(e.readTimeout))
+		} else if c.head.contentLength > 0 || c.head.chunked || c.head.odd() {
+			c.c.SetReadDeadline(time.Time{})
+		}
+		if e.writeTimeout > 0 {
+			c.c.SetWriteDeadline(time.Now().Add(e.writeTimeout))
+		}
+		var keep bool
+		if c.head.odd() {
+			keep, hijacked = c.serveStd()
+		} else {
+			keep, hijacked = c.serveFast()
+		}
+		if !keep || hijacked || e.shutting.Load() {
+			return
+		}
+		if !c.state.CompareAndSwap(connActive, connIdle) {
+			return
+		}
+	}
+}
+
+// fail answers a malformed request; the connection then closes.
+func (c *econn) fail(code int, msg string) {
+	text := strconv.Itoa(code) + " " + http.StatusText(code) + ": " + msg + "\n"
+	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code) +
+		"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(text)) + "\r\n\r\n" + text)
+	c.bw.Flush()
+}
+
+var chunkedTE = []string{"chunked"}
+
+// serveFast serves a parsed origin-form request; it reports whether the
+// connection can carry another request, and whether it was hijacked.
+func (c *econn) serveFast() (keep, hijacked bool) {
+	h := &c.head
+	c.url = url.URL{}
+	if i := strings.IndexByte(h.target, '?'); i >= 0 {
+		c.url.Path, c.url.RawQuery = h.target[:i], h.target[i+1:]
+	} else {
+		c.url.Path = h.target
+	}
+	if strings.IndexByte(c.url.Path, '%') >= 0 || strings.IndexByte(h.target, '#') >= 0 {
+		u, err := url.ParseRequestURI(h.target)
+		if err != nil {
+			c.fail(http.StatusBadRequest, "malformed request target")
+			return false, false
+		}
+		c.url = *u
+	}
+	c.req = http.Request{
+		Method:     h.method,
+		URL:        &c.url,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: h.minor,
+		Header:     h.header,
+		Host:       h.host,
+		RemoteAddr: c.remote,
+		RequestURI: h.target,
+		Close:      h.connClose,
+	}
+	if h.minor == 0 {
+		c.req.Proto = "HTTP/1.0"
+	}
+	c.body = reqBody{c: c, expect: h.expect}
+	switch {
+	case h.chunked:
+		c.body.r = httputil.NewChunkedReader(c.br)
+		c.body.chunked = true
+		c.req.ContentLength = -1
+		c.req.TransferEncoding = chunkedTE
+		c.req.Body = &c.body
+	case h.contentLength > 0:
+		c.body.lr = io.LimitedReader{R: c.br, N: h.contentLength}
+		c.body.r = &c.body.lr
+		c.req.ContentLength = h.contentLength
+		c.req.Body = &c.body
+	default:
+		c.body.eof = true
+		c.req.Body = http.NoBody
+	}
+	c.w.reset(c, h.method == http.MethodHead, h.minor == 0 || h.connClose, c.br)
+	if !c.run(&c.req) {
+		return false, c.w.hijacked
+	}
+	if c.body.err != nil && !c.w.wroteHeader {
+		c.w.closeAfter = true
+		c.w.WriteHeader(http.StatusBadRequest)
+	}
+	c.w.finish()
+	if c.w.closeAfter || c.body.err != nil {
+		return false, false
+	}
+	if !c.body.eof {
+		if c.body.expect {
+			return false, false // the client may or may not send the body
+		}
+		c.body.closed = false
+		if n, err := io.CopyN(io.Discard, &c.body, maxDrain); err != io.EOF && !(err == nil && n < maxDrain && c.body.eof) {
+			return false, false
+		}
+	}
+	return true, false
+}
+
+// serveStd serves an upgrade, CONNECT, absolute-form or asterisk-form
+// request with net/http's parser; the connection closes after it unless the
+// handler hijacked it.
+func (c *econn) serveStd() (keep, hijacked bool) {
+	rd := bufio.NewReader(io.MultiReader(bytes.NewReader(c.head.raw), c.br))
+	r, err := http.ReadRequest(rd)
+	if err != nil {
+		c.fail(http.StatusBadRequest, "malformed request")
+		return false, false
+	}
+	r.RemoteAddr = c.remote
+	r.Close = true
+	c.w.reset(c, r.Method == http.MethodHead, true, rd)
+	if !c.run(r) {
+		return false, c.w.hijacked
+	}
+	c.w.finish()
+	return false, false
+}
+
+// run calls the handler; false when it panicked (the connection must close
+// without a complete-looking answer) or hijacked the connection.
+func (c *econn) run(r *http.Request) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				c.e.log.Error("proxy: panic serving a request", "remote", c.remote, "panic", v, "stack", string(debug.Stack()))
+			}
+			if !c.w.hijacked {
+				c.bw.Flush() // what was sent stays truncated: no final chunk
+			}
+			ok = false
+		}
+	}()
+	c.e.h.ServeHTTP(&c.w, r)
+	return !c.w.hijacked
+}
+
+// reqBody is a request body read from the connection.
+type reqBody struct {
+	c       *econn
+	r       io.Reader
+	lr      io.LimitedReader
+	chunked bool
+	expect  bool // 100 Continue not sent yet
+	eof     bool
+	closed  bool
+	err     error // a framing error: the connection cannot be reused
+}
+
+func (b *reqBody) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.eof {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.expect {
+		b.expect = false
+		if !b.c.w.wroteHeader {
+			b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := b.c.bw.Flush(); err != nil {
+				b.err = err
+				return 0, err
+			}
+		}
+	}
+	n, err := b.r.Read(p)
+	switch {
+	case err == io.EOF && b.chunked:
+		if terr := b.readTrailer(); terr != nil {
+			b.err = terr
+			return n, terr
+		}
+		b.eof = true
+	case err == io.EOF && b.lr.N > 0:
+		b.err = io.ErrUnexpectedEOF
+		return n, b.err
+	case err == io.EOF:
+		b.eof = true
+	case err != nil:
+		if b.chunked && !isNetErr(err) {
+			err = errBadChunk
+		}
+		b.err = err
+		return n, err
+	case !b.chunked && b.lr.N == 0:
+		b.eof = true
+		return n, io.EOF
+	}
+	return n, err
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
+// readTrailer reads and drops the trailer section after the last chunk.
+func (b *reqBody) readTrailer() error {
+	total := 0
+	for {
+		line, err := b.c.br.ReadSlice('\n')
+		if err != nil {
+			if err == bufio.ErrBufferFull {
+				return errBadChunk
+			}
+			return io.ErrUnexpectedEOF
+		}
+		total += len(line)
+		if total > maxTrailer {
+			return errBadChunk
+		}
+		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
+			return nil
+		}
+		if line[0] == ' ' || line[0] == '\t' || bytes.IndexByte(line, ':') <= 0 {
+			return errBadChunk
+		}
+	}
+}
+
+func (b *reqBody) Close() error {
+	b.closed = true
+	return nil
+}
+
+// respWriter is the fast engine's http.ResponseWriter (also http.Flusher
+// and http.Hijacker).
+type respWriter struct {
+	c           *econn
+	rd          *bufio.Reader // the reader a hijacker gets
+	hdr         http.Header
+	status      int
+	wroteHeader bool
+	committed   bool
+	isHead      bool
+	closeAfter  bool
+	noBody      bool
+	chunked     bool
+	cl          int64 // declared Content-Length, -1 none
+	written     int64
+	buf         []byte
+	hijacked    bool
+	done        bool // the handler returned: held-back bytes are the whole body
+}
+
+var (
+	_ http.ResponseWriter = (*respWriter)(nil)
+	_ http.Flusher        = (*respWriter)(nil)
+	_ http.Hijacker       = (*respWriter)(nil)
+)
+
+func (w *respWriter) reset(c *econn, isHead, closeAfter bool, rd *bufio.Reader) {
+	clear(w.hdr)
+	*w = respWriter{c: c, rd: rd, hdr: w.hdr, isHead: isHead, closeAfter: closeAfter, cl: -1, buf: w.buf[:0]}
+}
+
+func (w *respWriter) Header() http.Header { return w.hdr }
+
+func (w *respWriter) WriteHeader(code int) {
+	if w.wroteHeader || w.hijacked {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic("proxy: invalid status code " + strconv.Itoa(code))
+	}
+	if code < 200 && code != http.StatusSwitchingProtocols {
+		// Interim answer: sent at once, the final one follows.
+		w.writeStatusLine(code)
+		w.writeFields(false)
+		w.c.bw.WriteString("\r\n")
+		w.c.bw.Flush()
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	if v := w.hdr["Content-Length"]; len(v) == 1 {
+		if n, ok := parseContentLength(strings.TrimSpace(v[0])); ok {
+			w.cl = n
+		} else {
+			delete(w.hdr, "Content-Length")
+		}
+	} else if len(v) > 1 {
+		delete(w.hdr, "Content-Length")
+	}
+	w.noBody = code == http.StatusNoContent || code == http.StatusNotModified || code < 200
+}
+
+func (w *respWriter) Write(p []byte) (int, error) {
+	if w.hijacked {
+		return 0, http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.isHead {
+		return len(p), nil
+	}
+	if w.noBody {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
+		return 0, http.ErrContentLength
+	}
+	if !w.committed {
+		if w.cl < 0 && len(w.buf)+len(p) <= smallBody {
+			w.buf = append(w.buf, p...)
+			return len(p), nil
+		}
+		if err := w.commit(); err != nil {
+			return 0, err
+		}
+	}
+	return w.writeBody(p)
+}
+
+func (w *respWriter) writeBody(p []byte) (int, error) {
+	bw := w.c.bw
+	if w.chunked {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		var scratch [16]byte
+		bw.Write(strconv.AppendInt(scratch[:0], int64(len(p)), 16))
+		bw.WriteString("\r\n")
+		n, err := bw.Write(p)
+		w.written += int64(n)
+		if err != nil {
+			return n, err
+		}
+		_, err = bw.WriteString("\r\n")
+		return n, err
+	}
+	n, err := bw.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+// Flush sends the head and what was written so far.
+func (w *respWriter) Flush() {
+	if w.hijacked {
+		return
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit()
+	}
+	w.c.bw.Flush()
+}
+
+// Hijack hands the connection to the caller (WebSocket upgrades).
+func (w *respWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	if w.committed {
+		return nil, nil, errors.New("proxy: hijack after the answer began")
+	}
+	w.hijacked = true
+	c := w.c
+	c.state.Store(connHijacked)
+	c.c.SetDeadline(time.Time{})
+	return c.c, bufio.NewReadWriter(w.rd, c.bw), nil
+}
+
+// commit writes the status line and header fields, choosing the framing;
+// pending held-back body bytes follow.
+func (w *respWriter) commit() error {
+	w.committed = true
+	bw := w.c.bw
+	switch {
+	case w.noBody:
+		if w.status != http.StatusNotModified {
+			delete(w.hdr, "Content-Length")
+		}
+	case w.isHead, w.cl >= 0:
+	default:
+		_, trailers := w.hdr["Trailer"]
+		switch {
+		case w.done && !trailers:
+			w.cl = int64(len(w.buf))
+			w.hdr["Content-Length"] = []string{strconv.Itoa(len(w.buf))}
+		case w.c.head.minor == 1:
+			w.chunked = true
+		default:
+			w.closeAfter = true // HTTP/1.0: the end of the body is the close
+		}
+	}
+	if w.chunked {
+		delete(w.hdr, "Content-Length")
+	}
+	if v, ok := w.hdr["Connection"]; ok && len(v) > 0 && namedIn(v, "close") {
+		w.closeAfter = true
+	}
+	delete(w.hdr, "Connection")
+	delete(w.hdr, "Transfer-Encoding")
+	w.writeStatusLine(w.status)
+	w.writeFields(true)
+	if _, ok := w.hdr["Date"]; !ok {
+		bw.WriteString("Date: ")
+		bw.Write(httpDate())
+		bw.WriteString("\r\n")
+	}
+	if w.chunked {
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	if w.closeAfter {
+		bw.WriteString("Connection: close\r\n")
+	} else if w.c.head.minor == 0 {
+		bw.WriteString("Connection: keep-alive\r\n")
+	}
+	_, err := bw.WriteString("\r\n")
+	if len(w.buf) > 0 {
+		buf := w.buf
+		w.buf = w.buf[:0]
+		if _, err := w.writeBody(buf); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (w *respWriter) writeStatusLine(code int) {
+	bw := w.c.bw
+	if code == http.StatusOK {
+		bw.WriteString("HTTP/1.1 200 OK\r\n")
+		return
+	}
+	var scratch [8]byte
+	bw.WriteString("HTTP/1.1 ")
+	bw.Write(strconv.AppendInt(scratch[:0], int64(code), 10))
+	bw.WriteByte(' ')
+	bw.WriteString(http.StatusText(code))
+	bw.WriteString("\r\n")
+}
+
+// writeFields writes the header map; CR and LF in values become spaces.
+func (w *respWriter) writeFields(skipTrailers bool) {
+	bw := w.c.bw
+	for k, vv := range w.hdr {
+		if skipTrailers && strings.HasPrefix(k, http.TrailerPrefix) || !validFieldName(k) {
+			continue
+		}
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			writeFieldValue(bw, v)
+			bw.WriteString("\r\n")
+		}
+	}
+}
+
+func validFieldName(k string) bool { return isToken(k) }
+
+func writeFieldValue(bw *bufio.Writer, v string) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\r' || c == '\n' || c == 0 {
+			b := []byte(v)
+			for j := i; j < len(b); j++ {
+				if b[j] == '\r' || b[j] == '\n' || b[j] == 0 {
+					b[j] = ' '
+				}
+			}
+			bw.Write(b)
+			return
+		}
+	}
+	bw.WriteString(trimOWS(v))
+}
+
+// finish completes the answer after the handler returned.
+func (w *respWriter) finish() {
+	if w.hijacked {
+		return
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	w.done = true
+	if !w.committed {
+		w.commit()
+	}
+	bw := w.c.bw
+	if w.chunked {
+		bw.WriteString("0\r\n")
+		for k, vv := range w.hdr {
+			name, ok := strings.CutPrefix(k, http.TrailerPrefix)
+			if !ok {
+				if !w.declaredTrailer(k) {
+					continue
+				}
+				name = k
+			}
+			if !validFieldName(name) {
+				continue
+			}
+			for _, v := range vv {
+				bw.WriteString(name)
+				bw.WriteString(": ")
+				writeFieldValue(bw, v)
+				bw.WriteString("\r\n")
+			}
+		}
+		bw.WriteString("\r\n")
+	}
+	if w.cl >= 0 && !w.isHead && !w.noBody && w.written != w.cl {
+		w.closeAfter = true // short body: the close shows the truncation
+	}
+	if bw.Flush() != nil {
+		w.closeAfter = true
+	}
+}
+
+// declaredTrailer reports whether k was announced in the Trailer field.
+func (w *respWriter) declaredTrailer(k string) bool {
+	tr := w.hdr["Trailer"]
+	return tr != nil && k != "Trailer" && namedIn(tr, k)
+}
+
+// httpDate returns the current time in IMF-fixdate form, cached per second.
+func httpDate() []byte {
+	now := time.Now().Unix()
+	if d := dateCache.Load(); d != nil && d.sec == now {
+		return d.b
+	}
+	d := &cachedDate{sec: now, b: time.Unix(now, 0).UTC().AppendFormat(nil, http.TimeFormat)}
+	dateCache.Store(d)
+	return d.b
+}
+
+type cachedDate struct {
+	sec int64
+	b   []byte
+}
+
+var dateCache atomic.Pointer[cachedDate]
