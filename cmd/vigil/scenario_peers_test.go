@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/csv"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +24,10 @@ type peer struct {
 	config func(dir string, port int, o scenarioOrigins) string
 	args   func(dir, file string) []string
 	file   string
+	// outB, when set, reads whether the peer itself holds origin-b out of
+	// rotation (its own health state), so its row can be measured like
+	// vigil's.
+	outB func(dir string) (bool, error)
 }
 
 var scenarioPeers = []peer{
@@ -84,6 +90,7 @@ http {
 			}
 			return fmt.Sprintf(`global
   maxconn 2000
+  stats socket %s/haproxy.sock mode 600 level user
 defaults
   mode http
   timeout connect 300ms
@@ -110,9 +117,10 @@ backend be
   http-check send meth GET uri /asset.bin
   http-check expect hdr name access-control-allow-origin
   default-server check inter 1s fall 2 rise 2 observe layer7 error-limit 5 on-error mark-down
-%s`, port, srv.String())
+%s`, dir, port, srv.String())
 		},
 		args: func(dir, file string) []string { return []string{"-f", file, "-db"} },
+		outB: haproxyOutB,
 	},
 	{
 		name: "caddy", bin: "/usr/bin/caddy", file: "Caddyfile",
@@ -244,4 +252,41 @@ func (p peer) start(dir string, o scenarioOrigins) (*runningPeer, error) {
 		lastErr = fmt.Errorf("%s did not come up on port %d: %s", p.name, port, strings.TrimSpace(string(out)))
 	}
 	return nil, lastErr
+}
+
+// haproxyOutB reads origin-b's status from HAProxy's stats socket
+// ("show stat": UP, DOWN, UP 1/2, DOWN 1/2, …); out means DOWN or MAINT.
+func haproxyOutB(dir string) (bool, error) {
+	c, err := net.DialTimeout("unix", filepath.Join(dir, "haproxy.sock"), time.Second)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("show stat\n")); err != nil {
+		return false, err
+	}
+	r := csv.NewReader(bufio.NewReader(c))
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	if err != nil {
+		return false, err
+	}
+	status := -1
+	for _, rec := range recs {
+		if len(rec) > 0 && strings.HasPrefix(rec[0], "# ") {
+			rec[0] = strings.TrimPrefix(rec[0], "# ")
+			for i, f := range rec {
+				if f == "status" {
+					status = i
+				}
+			}
+			continue
+		}
+		if status >= 0 && len(rec) > status && rec[0] == "be" && rec[1] == "origin-b" {
+			st := rec[status]
+			return strings.HasPrefix(st, "DOWN") || strings.HasPrefix(st, "MAINT"), nil
+		}
+	}
+	return false, fmt.Errorf("haproxy show stat: no be/origin-b row")
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ var scenarios = []scenario{
 	{name: "slow", desc: "origin-b delays every response but /healthz by 3 s", fault: "slow:3s"},
 	{name: "corrupt", desc: "origin-b serves /asset.bin with 200, right length, wrong bytes; /healthz fine", fault: "corrupt", short: true, wrongContent: true},
 	{name: "missing_header", desc: "origin-b drops Access-Control-Allow-Origin; status and bodies fine", fault: "missing_header", wrongContent: true},
-	{name: "flapping", desc: "origin-b alternates between ok and 503 (everything) every 2 s", fault: "flapping:2s"},
+	{name: "flapping", desc: "origin-b alternates between ok and 503 (everything) every 2 s (vigil's flap damping, by default more than 4 changes in 10 min, holds the verdict unhealthy for 5 min)", fault: "flapping:2s"},
 	{name: "all_down", desc: "all three origins refuse connections", fault: "down", all: true},
 	{name: "partition", desc: "region 2 cannot reach origin-b (relay cut); region 1 and the proxy can; quorum 2", partition: true, short: true},
 }
@@ -193,16 +194,16 @@ type sample struct {
 	verdictDown bool
 }
 
-func sampleLoop(ctx context.Context, b *checktest.Origin, v *vigilSystem, every time.Duration) []sample {
+// sampleLoop samples origin-b every period. outB, when set, reads whether
+// the proxy holds origin-b out (vigil's Origins, HAProxy's stats socket).
+func sampleLoop(ctx context.Context, b *checktest.Origin, outB func() (out, verdictDown bool), every time.Duration) []sample {
 	var out []sample
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		s := sample{at: time.Now(), apiB: b.Count(http.MethodGet, "/api/x")}
-		if v != nil {
-			if st, ok := v.originB(); ok {
-				s.out, s.verdictDown = !st.Available, st.VerdictDown
-			}
+		if outB != nil {
+			s.out, s.verdictDown = outB()
 		}
 		out = append(out, s)
 		select {
@@ -229,7 +230,8 @@ type measure struct {
 	// endNote describes origin-b's state in vigil's proxy at the end of
 	// the run when it is still out.
 	endNote string
-	// byTraffic is vigil's row measured the peers' way, for comparison.
+	// byTraffic is the row measured by traffic, for comparison, when the
+	// row is measured by the proxy's own state.
 	byTraffic                *measure
 	replays                  int
 	everOut, everVerdictDown bool
@@ -295,7 +297,7 @@ func (m *measure) traffic(samples []sample, events []reqEvent, f0, f1 time.Time)
 	}
 }
 
-// rotation fills detect and recover for vigil from the proxy's own view:
+// rotation fills detect and recover from the proxy's own view:
 // detect is when origin-b left rotation, recover when it was back after the
 // fault ended.
 func (m *measure) rotation(samples []sample, f0, f1 time.Time) {
@@ -405,6 +407,9 @@ type systemUnderTest struct {
 	peer    *runningPeer
 	rec     recorder
 	samples []sample
+	// outB reads the proxy's own view of origin-b (nil: not readable).
+	outB    func() (out, verdictDown bool)
+	outErrs atomic.Int64
 }
 
 func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []measure {
@@ -438,6 +443,10 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 		t.Fatal(err)
 	}
 	vs.url = vs.vigil.proxyURL()
+	vs.outB = func() (bool, bool) {
+		st, ok := vs.vigil.originB()
+		return ok && !st.Available, ok && st.VerdictDown
+	}
 	if !sc.partition {
 		for _, p := range peers {
 			o, err := startScenarioOrigins()
@@ -454,6 +463,15 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 				t.Fatal(err)
 			}
 			s.url = s.peer.url
+			if p.outB != nil {
+				s.outB = func() (bool, bool) {
+					out, err := p.outB(pdir)
+					if err != nil {
+						s.outErrs.Add(1)
+					}
+					return out, false
+				}
+			}
 		}
 	}
 
@@ -482,7 +500,7 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 	for _, s := range systems {
 		wg.Add(2)
 		go func() { defer wg.Done(); runLoad(ctx, s.url, s.name, tm.rate, maxReq, &s.rec) }()
-		go func() { defer wg.Done(); s.samples = sampleLoop(ctx, s.origins[1], s.vigil, 100*time.Millisecond) }()
+		go func() { defer wg.Done(); s.samples = sampleLoop(ctx, s.origins[1], s.outB, 100*time.Millisecond) }()
 	}
 	time.Sleep(tm.pre)
 	f0 := time.Now()
@@ -521,7 +539,7 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 	for _, s := range systems {
 		m := measure{system: s.name, skipped: s.rec.skipped}
 		m.count(s.rec.events, f0, bound)
-		if s.vigil != nil {
+		if s.outB != nil {
 			m.rotation(s.samples, f0, f1)
 			tm := measure{}
 			tm.traffic(s.samples, s.rec.events, f0, f1)
@@ -530,6 +548,9 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 			m.traffic(s.samples, s.rec.events, f0, f1)
 		}
 		m.replays = postReplays(s.origins)
+		if n := s.outErrs.Load(); n > 0 {
+			t.Logf("%s: %d of %d reads of its origin state failed", s.name, n, len(s.samples))
+		}
 		if s.vigil != nil && !endState.Available {
 			m.endNote = describeOut(endState, endAt)
 		}
@@ -589,7 +610,7 @@ func scenarioTable(sc scenario, tm scenarioTiming, ms []measure) string {
 	}
 	for _, m := range ms {
 		if m.byTraffic != nil {
-			fmt.Fprintf(&b, "\n%s measured the peers' way (origin-b traffic and client symptoms): detect %s, recover %s.\n",
+			fmt.Fprintf(&b, "\n%s measured by traffic, as nginx and Caddy are (origin-b's client requests and client symptoms): detect %s, recover %s.\n",
 				m.system, scenarioDur(m.byTraffic.detect, m.byTraffic.detectNote), scenarioDur(m.byTraffic.recover, m.byTraffic.recoverNote))
 		}
 		if m.endNote != "" {
@@ -634,15 +655,18 @@ latency_p95 1 s, 3 tries.
 - **GET/POST errors**: transport errors or non-2xx, of all sent.
 - **wrong content served**: 200 on /asset.bin whose SHA-256 differs from the
   asset's or without Access-Control-Allow-Origin.
-- **time to detect**: vigil — fault start until the proxy takes origin-b out
-  of rotation (its own state). Peers — fault start until origin-b's last
+- **time to detect**: vigil and HAProxy — fault start until the proxy takes
+  origin-b out of rotation by its own state (vigil's origins API, HAProxy's
+  stats socket; the figure by traffic follows each table). nginx and Caddy
+  (no readable health state) — fault start until origin-b's last
   client request or the clients' last symptom (error, wrong content, answer
   slower than 1 s) in the window, if the last %s of the window stayed quiet;
   "never": the peer kept sending clients to origin-b to the end; "n/o": no
   symptom and no request reached origin-b (a refused connection retried at
   once is invisible from outside).
-- **time to recover**: vigil — fault end until origin-b is back in rotation.
-  Peers — fault end until origin-b's first client request.
+- **time to recover**: vigil and HAProxy — fault end until origin-b is back
+  in rotation by its own state. nginx and Caddy — fault end until origin-b's
+  first client request.
 - **POST replays**: POSTs that reached more than one origin.
 
 Peer settings:
