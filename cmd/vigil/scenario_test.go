@@ -224,6 +224,7 @@ type measure struct {
 	postN, postErr          int
 	wrong                   int
 	wrongLate               int // wrong content that started after the deep bound
+	errAfter                int // errors of requests started after the fault ended
 	skipped                 int
 	detect, recover         time.Duration
 	detectNote, recoverNote string // replaces the duration when set
@@ -329,8 +330,11 @@ func (m *measure) rotation(samples []sample, f0, f1 time.Time) {
 }
 
 // count fills the client-visible figures.
-func (m *measure) count(events []reqEvent, f0 time.Time, bound time.Duration) {
+func (m *measure) count(events []reqEvent, f0, f1 time.Time, bound time.Duration) {
 	for _, e := range events {
+		if e.err && e.start.After(f1) {
+			m.errAfter++
+		}
 		if e.kind == kindPOST {
 			m.postN++
 			if e.err {
@@ -538,7 +542,7 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 	var out []measure
 	for _, s := range systems {
 		m := measure{system: s.name, skipped: s.rec.skipped}
-		m.count(s.rec.events, f0, bound)
+		m.count(s.rec.events, f0, f1, bound)
 		if s.outB != nil {
 			m.rotation(s.samples, f0, f1)
 			tm := measure{}
@@ -612,6 +616,9 @@ func scenarioTable(sc scenario, tm scenarioTiming, ms []measure) string {
 		if m.byTraffic != nil {
 			fmt.Fprintf(&b, "\n%s measured by traffic, as nginx and Caddy are (origin-b's client requests and client symptoms): detect %s, recover %s.\n",
 				m.system, scenarioDur(m.byTraffic.detect, m.byTraffic.detectNote), scenarioDur(m.byTraffic.recover, m.byTraffic.recoverNote))
+		}
+		if m.errAfter > 0 {
+			fmt.Fprintf(&b, "\n%s: %d of its errors came after the fault had ended.\n", m.system, m.errAfter)
 		}
 		if m.endNote != "" {
 			fmt.Fprintf(&b, "\n%s: origin-b still out at the end of the run (%s after the fault ended): %s.\n", m.system, tm.post, m.endNote)
