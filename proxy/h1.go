@@ -99,6 +99,7 @@ func (p *h1Pool) dialConn(ctx context.Context, deadline time.Time) (*h1Conn, err
 	if err != nil {
 		return nil, err
 	}
+	c = wrapConn(c)
 	br := brPool.Get().(*bufio.Reader)
 	br.Reset(c)
 	bw := bwPool.Get().(*bufio.Writer)

@@ -100,6 +100,7 @@ func (e *engine) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
+		c = wrapConn(c)
 		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String()}
 		ec.head.header = make(http.Header, 16)
 		ec.w.hdr = make(http.Header, 16)

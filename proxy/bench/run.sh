@@ -3,12 +3,17 @@
 # front of the same nginx origin serving a 1 KiB file, measured with
 # `wrk -c32` keep-alive. Each proxy runs with its default worker/thread
 # settings; nginx proxy_pass uses upstream keep-alive (as every production
-# setup does). Ports 19080-19084 on 127.0.0.1 must be free. "cpu µs/req" is
+# setup does). "cpu µs/req" is
 # the proxy's own CPU time (all its processes) per request, which stays
 # comparable when other work shares the machine.
 #
+# "vigil" is the fast engine (proxy.engine: fast), "vigil-std" net/http's
+# server (proxy.engine: stdlib). VIGIL_FLAGS passes extra vigil-bench flags
+# (e.g. VIGIL_FLAGS=-gomaxprocs=1). Ports 19080-19085 must be free.
+#
 # usage: proxy/bench/run.sh [duration, default 10s]
 set -eu
+VIGIL_FLAGS=${VIGIL_FLAGS:-}
 echo "building and starting (go build, nginx, haproxy, caddy)..." >&2
 DUR=${1:-10s}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -77,8 +82,10 @@ haproxy -D -f "$W/haproxy.cfg" </dev/null >/dev/null 2>&1
 caddy run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 </dev/null &
 echo $! > "$W/caddy.pid"
 (cd "$ROOT" && go build -o "$W/vigil-bench" ./proxy/bench/vigil-bench)
-"$W/vigil-bench" -listen 127.0.0.1:19084 -origin http://127.0.0.1:19080 >"$W/vigil.log" 2>&1 </dev/null &
+"$W/vigil-bench" -listen 127.0.0.1:19084 -origin http://127.0.0.1:19080 $VIGIL_FLAGS >"$W/vigil.log" 2>&1 </dev/null &
 echo $! > "$W/vigil.pid"
+"$W/vigil-bench" -listen 127.0.0.1:19085 -origin http://127.0.0.1:19080 -engine stdlib $VIGIL_FLAGS >"$W/vigil-std.log" 2>&1 </dev/null &
+echo $! > "$W/vigil-std.pid"
 sleep 2
 
 # cpu_ticks PIDFILE: CPU ticks (user+system) of the process and its children.
@@ -95,7 +102,7 @@ cpu_ticks() {
 HZ=$(getconf CLK_TCK)
 
 printf '%-10s %10s %9s %9s %14s\n' proxy req/s p50 p99 "cpu µs/req"
-for spec in origin:19080:nginx-origin vigil:19084:vigil nginx:19081:nginx-proxy haproxy:19082:haproxy caddy:19083:caddy; do
+for spec in origin:19080:nginx-origin vigil:19084:vigil vigil-std:19085:vigil-std nginx:19081:nginx-proxy haproxy:19082:haproxy caddy:19083:caddy; do
   name=${spec%%:*}; rest=${spec#*:}; port=${rest%%:*}; pidf="$W/${rest#*:}.pid"
   wrk -t2 -c32 -d2s "http://127.0.0.1:$port/1k.txt" >/dev/null 2>&1 || true   # warm-up
   c0=$(cpu_ticks "$pidf")

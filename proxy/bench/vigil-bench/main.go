@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 
@@ -19,6 +20,8 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:19084", "listen address")
 	origin := flag.String("origin", "http://127.0.0.1:19080", "origin URL")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
+	engine := flag.String("engine", proxy.EngineFast, "proxy.engine: fast or stdlib")
+	procs := flag.Int("gomaxprocs", 0, "GOMAXPROCS (0: Go's default)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -29,7 +32,10 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	cfg := proxy.Config{Listen: *listen, Pools: []proxy.PoolConfig{{
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
+	}
+	cfg := proxy.Config{Listen: *listen, Engine: *engine, Pools: []proxy.PoolConfig{{
 		Name: "bench", Origins: []proxy.OriginConfig{{Target: "origin", URL: *origin}},
 	}}}
 	p, err := proxy.New(cfg, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))

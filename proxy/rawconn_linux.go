@@ -1,0 +1,117 @@
+package proxy
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// rawConn reads and writes a non-blocking TCP socket with raw read(2) and
+// write(2) calls inside syscall.RawConn, so the goroutine keeps its P across
+// the call. On a non-blocking socket these calls never block; skipping the
+// runtime's syscall entry and exit saves CPU per call and keeps the
+// runtime's monitor from handing the P to another thread while a short
+// loopback write runs, which otherwise costs a thread wake-up and a context
+// switch per request under load. Waiting (EAGAIN), deadlines and Close work
+// as for net.TCPConn, through the runtime's network poller.
+type rawConn struct {
+	net.Conn
+	rc syscall.RawConn
+
+	rbuf  []byte
+	rn    int
+	rerr  syscall.Errno
+	readF func(uintptr) bool
+
+	wbuf   []byte
+	wn     int
+	werr   syscall.Errno
+	writeF func(uintptr) bool
+}
+
+// wrapConn returns c with raw reads and writes when it is a TCP connection,
+// c itself otherwise.
+func wrapConn(c net.Conn) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	r := &rawConn{Conn: c, rc: rc}
+	r.readF = r.doRead
+	r.writeF = r.doWrite
+	return r
+}
+
+func (c *rawConn) doRead(fd uintptr) bool {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		c.rn, c.rerr = int(n), e
+		return true
+	}
+}
+
+func (c *rawConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.rbuf, c.rn, c.rerr = p, 0, 0
+	err := c.rc.Read(c.readF)
+	c.rbuf = nil
+	if err != nil {
+		return 0, err
+	}
+	if c.rerr != 0 {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", c.rerr)}
+	}
+	if c.rn == 0 {
+		return 0, io.EOF
+	}
+	return c.rn, nil
+}
+
+func (c *rawConn) doWrite(fd uintptr) bool {
+	for c.wn < len(c.wbuf) {
+		rest := c.wbuf[c.wn:]
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
+		switch e {
+		case 0:
+			c.wn += int(n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werr = e
+			return true
+		}
+	}
+	return true
+}
+
+func (c *rawConn) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.wbuf, c.wn, c.werr = p, 0, 0
+	err := c.rc.Write(c.writeF)
+	n := c.wn
+	c.wbuf = nil
+	if err != nil {
+		return n, err
+	}
+	if c.werr != 0 {
+		return n, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", c.werr)}
+	}
+	return n, nil
+}
