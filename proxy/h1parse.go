@@ -72,10 +72,8 @@ func readHead(br *bufio.Reader, max int, h *reqHead) error {
 			}
 		}
 		if err != nil {
+			// The connection ended or timed out (slow client): no answer.
 			h.raw = raw[:0]
-			if len(raw) > 0 || len(line) > 0 {
-				return perr(http.StatusBadRequest, "request head ended early")
-			}
 			return err
 		}
 		// Empty lines before the request line are ignored (RFC 9112 §2.2).

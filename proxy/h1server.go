@@ -329,7 +329,13 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 		if c.body.expect {
 			return false, false // the client may or may not send the body
 		}
+		if c.body.lr.N > maxDrain {
+			return false, false
+		}
 		c.body.closed = false
+		if c.e.readHeaderTimeout > 0 {
+			c.c.SetReadDeadline(time.Now().Add(c.e.readHeaderTimeout))
+		}
 		if n, err := io.CopyN(io.Discard, &c.body, maxDrain); err != io.EOF && !(err == nil && n < maxDrain && c.body.eof) {
 			return false, false
 		}

@@ -169,13 +169,19 @@ func urls(bs ...*backend) []string {
 // start builds the proxy; background loops run unless noBackground.
 func start(t *testing.T, cfg Config, src reporting.Source, background bool) *harness {
 	t.Helper()
+	return startWith(t, cfg, src, background, testEngine())
+}
+
+// startWith is start with the front served by the named engine.
+func startWith(t *testing.T, cfg Config, src reporting.Source, background bool, engineName string) *harness {
+	t.Helper()
 	h := &harness{t: t, reg: prometheus.NewRegistry(), signals: &signalRecorder{}, bgDone: make(chan struct{})}
 	p, err := New(cfg, src, testLogger(t), WithRegistry(h.reg), WithSignalSink(h.signals))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	h.p = p
-	h.front = newTestFront(t, p)
+	h.front = newTestFrontWith(t, p, engineName)
 	h.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 20 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
@@ -303,8 +309,13 @@ func testEngine() string {
 
 func newTestFront(t *testing.T, p *Proxy) *testFront {
 	t.Helper()
+	return newTestFrontWith(t, p, testEngine())
+}
+
+func newTestFrontWith(t *testing.T, p *Proxy, engineName string) *testFront {
+	t.Helper()
 	cfg := p.state.Load().cfg
-	if testEngine() == EngineStdlib {
+	if engineName == EngineStdlib {
 		srv := httptest.NewUnstartedServer(p.Handler())
 		srv.Config = p.server(cfg)
 		srv.Start()
