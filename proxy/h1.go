@@ -34,6 +34,7 @@ type h1Conn struct {
 	br       *bufio.Reader
 	bw       *bufio.Writer
 	lastUsed time.Time
+	dl       time.Time // the deadline in force
 }
 
 // h1Pool holds one origin's idle keep-alive connections (LIFO).
@@ -122,8 +123,16 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 				return nil, err
 			}
 		}
-		c.c.SetDeadline(deadline)
-		stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
+		// A deadline up to 1/64 of the try earlier than asked is kept:
+		// setting one costs a runtime timer update.
+		if c.dl.IsZero() || c.dl.After(deadline) || deadline.Sub(c.dl) > time.Until(deadline)/64 {
+			c.c.SetDeadline(deadline)
+			c.dl = deadline
+		}
+		stop := neverStopped
+		if ctx.Done() != nil {
+			stop = context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
+		}
 		err := writeHead(c.bw, r, hdr)
 		var resp *http.Response
 		if err == nil {
@@ -134,8 +143,9 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 				resp, err = http.ReadResponse(c.br, r)
 			}
 		}
-		if err == nil {
+		if err == nil && !bodyBuffered(resp, c.br) {
 			c.c.SetDeadline(time.Time{}) // the body may stream for long
+			c.dl = time.Time{}
 		}
 		if err != nil {
 			stop()
@@ -152,6 +162,14 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		resp.Body = &h1Body{body: resp.Body, c: c, p: p, stop: stop, keep: !resp.Close, eof: resp.Body == http.NoBody}
 		return resp, nil
 	}
+}
+
+func neverStopped() bool { return true }
+
+// bodyBuffered reports whether resp's whole body is already in br (no more
+// reads for this exchange).
+func bodyBuffered(resp *http.Response, br *bufio.Reader) bool {
+	return resp.Body == http.NoBody || resp.ContentLength >= 0 && int64(br.Buffered()) >= resp.ContentLength
 }
 
 func isReset(err error) bool {

@@ -168,6 +168,7 @@ type econn struct {
 	bw     *bufio.Writer
 	remote string
 	state  atomic.Int32
+	rdl    time.Time // the read deadline in force
 
 	head reqHead
 	req  http.Request
@@ -208,7 +209,9 @@ func (c *econn) serve() {
 		// Idle: wait for the first byte of the next request.
 		if c.br.Buffered() == 0 {
 			if e.idleTimeout > 0 {
-				c.c.SetReadDeadline(time.Now().Add(e.idleTimeout))
+				// Re-armed only when it drifted by 1/64 of the timeout:
+				// setting a deadline costs a runtime timer update.
+				c.readDeadline(time.Now().Add(e.idleTimeout), e.idleTimeout/64)
 			}
 			if _, err := c.br.Peek(1); err != nil {
 				return
@@ -218,8 +221,8 @@ func (c *econn) serve() {
 			return // shutting down
 		}
 		start := time.Now()
-		if e.readHeaderTimeout > 0 {
-			c.c.SetReadDeadline(start.Add(e.readHeaderTimeout))
+		if e.readHeaderTimeout > 0 && !headBuffered(c.br) {
+			c.readDeadline(start.Add(e.readHeaderTimeout), 0)
 		}
 		err := readHead(c.br, e.maxHeader, &c.head)
 		if err != nil {
@@ -230,9 +233,9 @@ func (c *econn) serve() {
 			return
 		}
 		if e.readTimeout > 0 {
-			c.c.SetReadDeadline(start.Add(e.readTimeout))
+			c.readDeadline(start.Add(e.readTimeout), 0)
 		} else if c.head.contentLength > 0 || c.head.chunked || c.head.odd() {
-			c.c.SetReadDeadline(time.Time{})
+			c.readDeadline(time.Time{}, 0)
 		}
 		if e.writeTimeout > 0 {
 			c.c.SetWriteDeadline(time.Now().Add(e.writeTimeout))
@@ -250,6 +253,26 @@ func (c *econn) serve() {
 			return
 		}
 	}
+}
+
+// readDeadline sets the read deadline to t unless the one in force is
+// earlier than t by at most slack.
+func (c *econn) readDeadline(t time.Time, slack time.Duration) {
+	if t.IsZero() == c.rdl.IsZero() && !c.rdl.After(t) && t.Sub(c.rdl) <= slack {
+		return
+	}
+	c.rdl = t
+	c.c.SetReadDeadline(t)
+}
+
+// headBuffered reports whether a whole request head is already buffered,
+// so reading it cannot block.
+func headBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	for len(b) > 0 && (b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return bytes.Contains(b, []byte("\n\r\n")) || bytes.Contains(b, []byte("\n\n"))
 }
 
 // fail answers a malformed request; the connection then closes.
@@ -334,7 +357,7 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 		}
 		c.body.closed = false
 		if c.e.readHeaderTimeout > 0 {
-			c.c.SetReadDeadline(time.Now().Add(c.e.readHeaderTimeout))
+			c.readDeadline(time.Now().Add(c.e.readHeaderTimeout), 0)
 		}
 		if n, err := io.CopyN(io.Discard, &c.body, maxDrain); err != io.EOF && !(err == nil && n < maxDrain && c.body.eof) {
 			return false, false
@@ -611,6 +634,7 @@ func (w *respWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c := w.c
 	c.state.Store(connHijacked)
 	c.c.SetDeadline(time.Time{})
+	c.rdl = time.Time{}
 	return c.c, bufio.NewReadWriter(w.rd, c.bw), nil
 }
 
