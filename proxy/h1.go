@@ -133,6 +133,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		if ctx.Done() != nil {
 			stop = context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
 		}
+		deferWrites(c.c) // the origin answers only after the request
 		err := writeHead(c.bw, r, hdr)
 		var resp *http.Response
 		if err == nil {

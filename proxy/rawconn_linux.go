@@ -29,6 +29,14 @@ type rawConn struct {
 	wn     int
 	werr   syscall.Errno
 	writeF func(uintptr) bool
+
+	// Deferred writes (deferWrites): sent by the next Read from inside the
+	// poller's read wait, so that the read is not first tried on an empty
+	// socket.
+	deferW     bool
+	pending    []byte
+	wstate     int // 0: pending not written yet, 1: written, 2: EAGAIN, 3: error
+	writeReadF func(uintptr) bool
 }
 
 // wrapConn returns c with raw reads and writes when it is a TCP connection,
@@ -45,7 +53,65 @@ func wrapConn(c net.Conn) net.Conn {
 	r := &rawConn{Conn: c, rc: rc}
 	r.readF = r.doRead
 	r.writeF = r.doWrite
+	r.writeReadF = r.doWriteRead
 	return r
+}
+
+// deferWrites makes the writes until the next Read wait for that Read. The
+// caller must only use it when the peer sends nothing before it has the
+// written bytes (a request to an origin): the first read is then skipped,
+// as the answer cannot be there yet, and the read waits for the poller.
+func deferWrites(c net.Conn) {
+	if r, ok := c.(*rawConn); ok {
+		r.deferW = true
+	}
+}
+
+func (c *rawConn) doWriteRead(fd uintptr) bool {
+	if c.wstate != 0 {
+		return c.doRead(fd)
+	}
+	for c.wn < len(c.pending) {
+		rest := c.pending[c.wn:]
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
+		switch e {
+		case 0:
+			c.wn += int(n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			c.wstate = 2
+			return true
+		default:
+			c.wstate, c.werr = 3, e
+			return true
+		}
+	}
+	// Written before the wait began: the answer's arrival wakes the wait.
+	c.wstate = 1
+	return false
+}
+
+// flushDeferred sends the deferred bytes, then reads into p.
+func (c *rawConn) flushDeferred(p []byte) (int, error) {
+	c.deferW = false
+	c.wn, c.werr, c.wstate = 0, 0, 0
+	c.rbuf, c.rn, c.rerr = p, 0, 0
+	err := c.rc.Read(c.writeReadF)
+	c.rbuf = nil
+	pending := c.pending
+	c.pending = c.pending[:0]
+	switch {
+	case c.wstate == 3:
+		return 0, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", c.werr)}
+	case c.wstate == 2 || c.wstate == 0 && err == nil:
+		if _, err := c.Write(pending[c.wn:]); err != nil {
+			return 0, err
+		}
+		return c.Read(p)
+	case err != nil:
+		return 0, err
+	}
+	return c.readResult()
 }
 
 func (c *rawConn) doRead(fd uintptr) bool {
@@ -66,12 +132,19 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if len(c.pending) > 0 {
+		return c.flushDeferred(p)
+	}
 	c.rbuf, c.rn, c.rerr = p, 0, 0
 	err := c.rc.Read(c.readF)
 	c.rbuf = nil
 	if err != nil {
 		return 0, err
 	}
+	return c.readResult()
+}
+
+func (c *rawConn) readResult() (int, error) {
 	if c.rerr != 0 {
 		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", c.rerr)}
 	}
@@ -102,6 +175,10 @@ func (c *rawConn) doWrite(fd uintptr) bool {
 func (c *rawConn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.deferW {
+		c.pending = append(c.pending, p...)
+		return len(p), nil
 	}
 	c.wbuf, c.wn, c.werr = p, 0, 0
 	err := c.rc.Write(c.writeF)
