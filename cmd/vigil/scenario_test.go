@@ -192,18 +192,19 @@ type sample struct {
 	apiB        int64
 	out         bool
 	verdictDown bool
+	why         string
 }
 
 // sampleLoop samples origin-b every period. outB, when set, reads whether
 // the proxy holds origin-b out (vigil's Origins, HAProxy's stats socket).
-func sampleLoop(ctx context.Context, b *checktest.Origin, outB func() (out, verdictDown bool), every time.Duration) []sample {
+func sampleLoop(ctx context.Context, b *checktest.Origin, outB func() (out, verdictDown bool, why string), every time.Duration) []sample {
 	var out []sample
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		s := sample{at: time.Now(), apiB: b.Count(http.MethodGet, "/api/x")}
 		if outB != nil {
-			s.out, s.verdictDown = outB()
+			s.out, s.verdictDown, s.why = outB()
 		}
 		out = append(out, s)
 		select {
@@ -412,7 +413,7 @@ type systemUnderTest struct {
 	rec     recorder
 	samples []sample
 	// outB reads the proxy's own view of origin-b (nil: not readable).
-	outB    func() (out, verdictDown bool)
+	outB    func() (out, verdictDown bool, why string)
 	outErrs atomic.Int64
 }
 
@@ -447,9 +448,15 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 		t.Fatal(err)
 	}
 	vs.url = vs.vigil.proxyURL()
-	vs.outB = func() (bool, bool) {
+	vs.outB = func() (bool, bool, string) {
 		st, ok := vs.vigil.originB()
-		return ok && !st.Available, ok && st.VerdictDown
+		var why []string
+		for _, k := range []string{"drained", "verdict", "passive"} {
+			if w, ok := st.Why[k]; ok {
+				why = append(why, k+": "+w)
+			}
+		}
+		return ok && !st.Available, ok && st.VerdictDown, strings.Join(why, "; ")
 	}
 	if !sc.partition {
 		for _, p := range peers {
@@ -468,12 +475,12 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 			}
 			s.url = s.peer.url
 			if p.outB != nil {
-				s.outB = func() (bool, bool) {
+				s.outB = func() (bool, bool, string) {
 					out, err := p.outB(pdir)
 					if err != nil {
 						s.outErrs.Add(1)
 					}
-					return out, false
+					return out, false, ""
 				}
 			}
 		}
@@ -552,6 +559,9 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 			m.traffic(s.samples, s.rec.events, f0, f1)
 		}
 		m.replays = postReplays(s.origins)
+		if s.outB != nil {
+			logTransitions(t, s.name, s.samples, f0, f1)
+		}
 		if n := s.outErrs.Load(); n > 0 {
 			t.Logf("%s: %d of %d reads of its origin state failed", s.name, n, len(s.samples))
 		}
@@ -653,7 +663,7 @@ func TestScenarios(t *testing.T) {
 
 Each system has its own three checktest origins; the fault hits every
 system's origin-b at the same moment. Client load: %.0f req/s per proxy, GET
-/asset.bin, GET /api/x and POST /api/orders/<id> (no Idempotency-Key) in turn;
+/asset.bin, GET /api/x and POST /api/orders/<id> (no Idempotency-Key) at random;
 %s healthy, %s fault, %s after. vigil: canaries in two regions (region 2
 reaches origin-b through a relay), every check every %s, fall %d rise %d,
 verdict quorum 2, verdict poll %s, passive failure_rate 10%% / 5 s,
@@ -713,4 +723,26 @@ func describeOut(st proxy.OriginStatus, now time.Time) string {
 		parts = append(parts, fmt.Sprintf("passive ejection %d, ends in %.1f s", st.Ejections, st.EjectedUntil.Sub(now).Seconds()))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// logTransitions logs every time origin-b left or re-entered rotation, in
+// seconds from the fault start, with the reason the proxy gives.
+func logTransitions(t *testing.T, system string, samples []sample, f0, f1 time.Time) {
+	var b strings.Builder
+	prev := false
+	for _, s := range samples {
+		if s.out == prev {
+			continue
+		}
+		prev = s.out
+		state := "back in"
+		if s.out {
+			state = "out"
+		}
+		fmt.Fprintf(&b, "\n  %+6.1f s  %s", s.at.Sub(f0).Seconds(), state)
+		if s.why != "" {
+			fmt.Fprintf(&b, " (%s)", s.why)
+		}
+	}
+	t.Logf("%s: origin-b rotation (fault %+.1f s to %+.1f s):%s", system, 0.0, f1.Sub(f0).Seconds(), b.String())
 }
