@@ -11,7 +11,7 @@
 # server (proxy.engine: stdlib). VIGIL_FLAGS passes extra vigil-bench flags
 # (e.g. VIGIL_FLAGS=-gomaxprocs=1). Ports 19080-19085 must be free.
 #
-# usage: proxy/bench/run.sh [duration, default 10s]
+# usage: [ROUNDS=3] [VERBOSE=1] proxy/bench/run.sh [duration of one measurement, default 10s]
 set -eu
 VIGIL_FLAGS=${VIGIL_FLAGS:-}
 echo "building and starting (go build, nginx, haproxy, caddy)..." >&2
@@ -101,17 +101,45 @@ cpu_ticks() {
 }
 HZ=$(getconf CLK_TCK)
 
-printf '%-10s %10s %9s %9s %14s\n' proxy req/s p50 p99 "cpu µs/req"
-for spec in origin:19080:nginx-origin vigil:19084:vigil vigil-std:19085:vigil-std nginx:19081:nginx-proxy haproxy:19082:haproxy caddy:19083:caddy; do
-  name=${spec%%:*}; rest=${spec#*:}; port=${rest%%:*}; pidf="$W/${rest#*:}.pid"
-  wrk -t2 -c32 -d2s "http://127.0.0.1:$port/1k.txt" >/dev/null 2>&1 || true   # warm-up
-  c0=$(cpu_ticks "$pidf")
-  out=$(wrk -t2 -c32 -d"$DUR" --latency "http://127.0.0.1:$port/1k.txt")
-  c1=$(cpu_ticks "$pidf")
-  rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
-  n=$(echo "$out" | awk '/requests in/ {print $1}')
-  p50=$(echo "$out" | awk '$1=="50%" {print $2}')
-  p99=$(echo "$out" | awk '$1=="99%" {print $2}')
-  cpu=$(awk -v t=$((c1 - c0)) -v hz="$HZ" -v n="$n" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
-  printf '%-10s %10s %9s %9s %14s\n' "$name" "$rps" "$p50" "$p99" "$cpu"
+# lat_us VALUE: wrk's latency ("612.00us", "1.20ms", "2.00s") in µs.
+lat_us() {
+  echo "$1" | awk '/us$/ {sub(/us$/, ""); print $0; next} /ms$/ {sub(/ms$/, ""); print $0 * 1000; next} /s$/ {sub(/s$/, ""); print $0 * 1000000}'
+}
+
+# ROUNDS interleaved rounds (default 3): every proxy is measured once per
+# round, so load from other processes hits them all alike; the table gives
+# each column's median over the rounds.
+ROUNDS=${ROUNDS:-3}
+SPECS="origin:19080:nginx-origin vigil:19084:vigil vigil-std:19085:vigil-std nginx:19081:nginx-proxy haproxy:19082:haproxy caddy:19083:caddy"
+: > "$W/results"
+r=0
+while [ "$r" -lt "$ROUNDS" ]; do
+  r=$((r + 1))
+  for spec in $SPECS; do
+    name=${spec%%:*}; rest=${spec#*:}; port=${rest%%:*}; pidf="$W/${rest#*:}.pid"
+    wrk -t2 -c32 -d1s "http://127.0.0.1:$port/1k.txt" >/dev/null 2>&1 || true   # warm-up
+    c0=$(cpu_ticks "$pidf")
+    out=$(wrk -t2 -c32 -d"$DUR" --latency "http://127.0.0.1:$port/1k.txt")
+    c1=$(cpu_ticks "$pidf")
+    rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    n=$(echo "$out" | awk '/requests in/ {print $1}')
+    p50=$(lat_us "$(echo "$out" | awk '$1=="50%" {print $2}')")
+    p99=$(lat_us "$(echo "$out" | awk '$1=="99%" {print $2}')")
+    cpu=$(awk -v t=$((c1 - c0)) -v hz="$HZ" -v n="$n" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+    echo "$name $rps $p50 $p99 $cpu" >> "$W/results"
+    [ -n "${VERBOSE:-}" ] && echo "round $r: $name $rps req/s p50 ${p50}us p99 ${p99}us cpu ${cpu}us/req" >&2
+  done
+done
+
+printf '%-10s %10s %9s %9s %14s   (median of %s rounds of %s)\n' proxy req/s p50 p99 "cpu µs/req" "$ROUNDS" "$DUR"
+for spec in $SPECS; do
+  name=${spec%%:*}
+  awk -v name="$name" '
+    function median(a, n,   i, j, t) {
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    $1 == name { n++; rps[n] = $2; p50[n] = $3; p99[n] = $4; cpu[n] = $5 }
+    END { printf "%-10s %10.0f %7.0fus %7.0fus %14.1f\n", name, median(rps, n), median(p50, n), median(p99, n), median(cpu, n) }
+  ' "$W/results"
 done
