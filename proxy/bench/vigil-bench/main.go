@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 
@@ -22,6 +23,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	engine := flag.String("engine", proxy.EngineFast, "proxy.engine: fast or stdlib")
 	procs := flag.Int("gomaxprocs", 0, "GOMAXPROCS (0: Go's default)")
+	gogc := flag.Int("gogc", 0, "GC percent (0: Go's default)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -31,6 +33,9 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *gogc > 0 {
+		debug.SetGCPercent(*gogc)
 	}
 	if *procs > 0 {
 		runtime.GOMAXPROCS(*procs)
