@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -412,17 +413,41 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 }
 
 // probedURL is the URL a verdict reports: the check's own http.url, else the
-// target URL joined with http.path, else the target URL.
+// target URL joined with http.path, else the target URL — with any password
+// and query values hidden, since verdicts are shown on the status page, the
+// API and in alerts and a URL may carry a secret.
 func probedURL(p *Pair) string {
+	u := p.Target.URL
 	if h := p.Check.HTTP; h != nil {
 		switch {
 		case h.URL != "":
-			return h.URL
+			u = h.URL
 		case h.Path != "" && h.Path != "/":
-			return strings.TrimSuffix(p.Target.URL, "/") + "/" + strings.TrimPrefix(h.Path, "/")
+			u = checks.JoinTargetPath(p.Target.URL, h.Path)
 		}
 	}
-	return p.Target.URL
+	return displayURL(u)
+}
+
+// displayURL drops userinfo and replaces query values with "…".
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.IndexAny(raw, "?@"); i >= 0 {
+			return raw[:i] + "…"
+		}
+		return raw
+	}
+	u.User = nil
+	u.Fragment = ""
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"…"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // reschedule applies the adaptive interval: a shorter delay pulls the next

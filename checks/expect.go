@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -330,13 +331,22 @@ func parseChecksum(s string) (*checksum, error) {
 	algo = strings.ToLower(algo)
 	n, known := checksumLen[algo]
 	if !ok || !known {
-		return nil, errorf(ErrBadChecksum, "want \"sha256:<64 hex>\" (or sha1, md5, crc32), got %q", abbrev(s, 7))
+		return nil, errorf(ErrBadChecksum, "want \"sha256:<64 hex>\" (or sha1, md5, crc32), got %s", algoOnly(s))
 	}
 	b, err := hex.DecodeString(hx)
 	if err != nil || len(b) != n {
-		return nil, errorf(ErrBadChecksum, "want \"%s:<%d hex>\", got %q", algo, 2*n, abbrev(s, len(algo)+1+8))
+		return nil, errorf(ErrBadChecksum, "want \"%s:<%d hex>\", got %d characters after %q", algo, 2*n, len(hx), algo+":")
 	}
 	return &checksum{algo: algo, want: b}, nil
+}
+
+// algoOnly shows the algorithm part of a checksum value and nothing of the
+// digest, which may come from a secret: "sha257:…" or "no algorithm prefix".
+func algoOnly(s string) string {
+	if i := strings.IndexByte(s, ':'); i >= 0 && i <= 10 {
+		return strconv.Quote(s[:i+1] + "…")
+	}
+	return "no algorithm prefix"
 }
 
 // abbrev shortens s to n bytes plus "…".

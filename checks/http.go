@@ -298,11 +298,10 @@ func (h *HTTP) requestURL(t Target, expand func(string) string) (string, error) 
 	if h.spec.URL != "" {
 		raw = expand(h.spec.URL)
 	} else {
-		base := strings.TrimRight(t.URL, "/")
-		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		if !strings.HasPrefix(t.URL, "http://") && !strings.HasPrefix(t.URL, "https://") {
 			return "", errorf(ErrBadURL, "target %q: want an http:// or https:// URL", redact(t.URL))
 		}
-		raw = base + expand(h.spec.Path)
+		raw = JoinTargetPath(t.URL, expand(h.spec.Path))
 	}
 	if !h.spec.CacheBust {
 		return raw, nil
@@ -356,4 +355,34 @@ func redact(raw string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
+}
+
+// JoinTargetPath joins a target's base URL and a check's path (which may
+// carry its own query). A query on the target ("http://h/?key=k") is kept
+// and comes after the path's; a fragment on the target is dropped.
+func JoinTargetPath(base, path string) string {
+	if i := strings.IndexByte(base, '#'); i >= 0 {
+		base = base[:i]
+	}
+	var baseQuery string
+	if i := strings.IndexByte(base, '?'); i >= 0 {
+		base, baseQuery = base[:i], base[i+1:]
+	}
+	raw := strings.TrimRight(base, "/")
+	switch {
+	case path == "":
+		raw += "/"
+	case strings.HasPrefix(path, "/"):
+		raw += path
+	default:
+		raw += "/" + path
+	}
+	if baseQuery != "" {
+		if strings.Contains(raw, "?") {
+			raw += "&" + baseQuery
+		} else {
+			raw += "?" + baseQuery
+		}
+	}
+	return raw
 }

@@ -336,7 +336,10 @@ func (a *app) Run(ctx context.Context) error {
 		}
 	}
 	a.ln = ln
-	a.srv = &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+	// The agent API takes small requests only: a client that stalls its
+	// headers or body is cut off rather than holding a goroutine.
+	a.srv = &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
+		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

@@ -61,7 +61,6 @@ type Store struct {
 	opts   Options
 	client influxdb2.Client
 	write  api.WriteAPIBlocking
-	query  api.QueryAPI
 	out    *outbox
 
 	closed  atomic.Bool
@@ -119,7 +118,6 @@ func Open(cfg Config, dataDir string, o Options) (*Store, error) {
 	s := &Store{
 		cfg: cfg, log: o.Log, opts: o, client: client, out: out,
 		write:   client.WriteAPIBlocking(cfg.Org, cfg.Bucket),
-		query:   client.QueryAPI(cfg.Org),
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),

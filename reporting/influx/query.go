@@ -258,7 +258,9 @@ func (s *Store) each(ctx context.Context, q string, fn func(*query.FluxRecord) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	res, err := s.query.Query(ctx, q)
+	// A QueryAPI per query: the library's QueryAPI caches its URL without a
+	// lock, so one shared by the proxy, alerter and status page races.
+	res, err := s.client.QueryAPI(s.cfg.Org).Query(ctx, q)
 	if err != nil {
 		return err
 	}
