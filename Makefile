@@ -36,7 +36,7 @@ bench: build
 	@if [ -x proxy/bench/run.sh ]; then proxy/bench/run.sh; fi
 
 soak: build
-	VIGIL_SOAK=1 $(GO) test -count=1 -run Soak -timeout 30m ./proxy/...
+	VIGIL_SOAK=1 $(GO) test -count=1 -run '^TestSoak$$' -timeout 30m -v ./cmd/vigil/
 
 scenarios: build
 	VIGIL_SCENARIOS=full $(GO) test -count=1 -run Scenario -timeout 60m ./cmd/vigil/...
