@@ -229,6 +229,8 @@ type measure struct {
 	skipped                 int
 	detect, recover         time.Duration
 	detectNote, recoverNote string // replaces the duration when set
+	// note is a free remark printed under the table.
+	note string
 	// endNote describes origin-b's state in vigil's proxy at the end of
 	// the run when it is still out.
 	endNote string
@@ -571,6 +573,7 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 		out = append(out, m)
 	}
 	if sc.partition {
+		out[0].note = fmt.Sprintf("healthz × origin-b at the end of the window: r1 %s, r2 %s", partitionStates["r1"], partitionStates["r2"])
 		for _, p := range peers {
 			out = append(out, measure{system: p.name, na: "n/a: one vantage point (the proxy's own checks)"})
 		}
@@ -626,6 +629,9 @@ func scenarioTable(sc scenario, tm scenarioTiming, ms []measure) string {
 		if m.byTraffic != nil {
 			fmt.Fprintf(&b, "\n%s measured by traffic, as nginx and Caddy are (origin-b's client requests and client symptoms): detect %s, recover %s.\n",
 				m.system, scenarioDur(m.byTraffic.detect, m.byTraffic.detectNote), scenarioDur(m.byTraffic.recover, m.byTraffic.recoverNote))
+		}
+		if m.note != "" {
+			fmt.Fprintf(&b, "\n%s: %s.\n", m.system, m.note)
 		}
 		if m.errAfter > 0 {
 			fmt.Fprintf(&b, "\n%s: %d of its errors came after the fault had ended.\n", m.system, m.errAfter)
