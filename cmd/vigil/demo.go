@@ -107,7 +107,7 @@ agent:
   listen: %s
   data_dir: %s
   admin_token: ${VIGIL_ADMIN_TOKEN:-}
-defaults: {interval: 5s, timeout: 2s, rise: 2, fall: 2}
+defaults: {interval: 5s, timeout: 2s, rise: 2, fall: 2, flap: {hold_down: 20s}}
 status_page: {title: vigil demo, refresh: 2s}
 targets:
 `, demoRegions[0], f.listen, f.dataDir)
