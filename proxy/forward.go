@@ -301,13 +301,15 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
 		ip = strings.Join(prior, ", ") + ", " + ip
 	}
-	hdr["X-Forwarded-For"] = []string{ip}
+	fwd := make([]string, 2) // X-Forwarded-For and -Host share one allocation
+	fwd[0], fwd[1] = ip, r.Host
+	hdr["X-Forwarded-For"] = fwd[0:1:1]
 	if r.TLS != nil {
 		hdr["X-Forwarded-Proto"] = protoHTTPS
 	} else {
 		hdr["X-Forwarded-Proto"] = protoHTTP
 	}
-	hdr["X-Forwarded-Host"] = []string{r.Host}
+	hdr["X-Forwarded-Host"] = fwd[1:2:2]
 
 	fast := !hasBody && (method == http.MethodGet || method == http.MethodHead) && up == ""
 	deadline := start.Add(cfg.Budget)
@@ -435,10 +437,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		o.m.code(resp.StatusCode).Inc()
 		o.m.latency.Observe(tryEnd.Sub(start).Seconds())
 		// respond may panic (http.ErrAbortHandler) when the origin's body
-		// breaks; the in-flight count must still drop.
-		defer cancel(nil)
-		defer o.inflight.Add(-1)
-		pl.respond(w, r, resp, method)
+		// breaks; the in-flight count must still drop. (A function literal:
+		// defers inside the loop would be heap-allocated per request.)
+		func() {
+			defer cancel(nil)
+			defer o.inflight.Add(-1)
+			pl.respond(w, r, resp, method)
+		}()
 		return
 	}
 	pl.budget.add(time.Now().UnixNano())

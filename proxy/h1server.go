@@ -479,10 +479,10 @@ func (b *reqBody) readTrailer() error {
 			return io.ErrUnexpectedEOF
 		}
 		total += len(line)
-		if total > maxTrailer {
-			return errBadChunk
+		if total > maxTrailer || len(line) < 2 || line[len(line)-2] != '\r' {
+			return errBadChunk // trailer lines end in CRLF
 		}
-		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
+		if len(line) == 2 {
 			return nil
 		}
 		if line[0] == ' ' || line[0] == '\t' || bytes.IndexByte(line, ':') <= 0 {
