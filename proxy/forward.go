@@ -205,7 +205,7 @@ func copyHeaders(dst, src http.Header) {
 // namedIn reports whether header k is listed in Connection values.
 func namedIn(conn []string, k string) bool {
 	for _, v := range conn {
-		for _, f := range strings.Split(v, ",") {
+		for f := range strings.SplitSeq(v, ",") {
 			if f = textproto.TrimString(f); f != "" && strings.EqualFold(f, k) {
 				return true
 			}

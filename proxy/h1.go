@@ -64,7 +64,6 @@ func (p *h1Pool) get(now time.Time) *h1Conn {
 }
 
 func (p *h1Pool) put(c *h1Conn) {
-	c.lastUsed = time.Now()
 	p.mu.Lock()
 	if p.closed || len(p.idle) >= h1MaxIdle {
 		p.mu.Unlock()
@@ -116,7 +115,8 @@ func (p *h1Pool) dialConn(ctx context.Context, deadline time.Time) (*h1Conn, err
 // http.Transport does.
 func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header, deadline time.Time) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		c := p.get(time.Now())
+		now := time.Now()
+		c := p.get(now)
 		reused := c != nil
 		if !reused {
 			var err error
@@ -126,7 +126,8 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		}
 		// A deadline up to 1/64 of the try earlier than asked is kept:
 		// setting one costs a runtime timer update.
-		if c.dl.IsZero() || c.dl.After(deadline) || deadline.Sub(c.dl) > time.Until(deadline)/64 {
+		c.lastUsed = now // idle age counts from the exchange's start (conservative)
+		if c.dl.IsZero() || c.dl.After(deadline) || deadline.Sub(c.dl) > deadline.Sub(now)/64 {
 			c.c.SetDeadline(deadline)
 			c.dl = deadline
 		}
