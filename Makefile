@@ -41,10 +41,14 @@ soak: build
 scenarios: build
 	VIGIL_SCENARIOS=full $(GO) test -count=1 -run Scenario -timeout 60m ./cmd/vigil/...
 
+# Every fuzz target in the module for FUZZTIME each (corpora in testdata/fuzz).
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseStatusRanges -fuzztime 30s ./checks/
-	$(GO) test -run '^$$' -fuzz FuzzParseHeaderMatcher -fuzztime 30s ./checks/
-	$(GO) test -run '^$$' -fuzz FuzzConfig -fuzztime 30s ./cmd/vigil/
+	@for p in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$p 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$p $$f"; $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+	  done; \
+	done
 
 generate:
 	$(GO) generate ./...
