@@ -173,8 +173,12 @@ type econn struct {
 	head reqHead
 	req  http.Request
 	url  url.URL
-	body reqBody
 	w    respWriter
+	// keepBufs is false when br and bw must not go back to their pools.
+	keepBufs bool
+	// wmu serialises writes to bw: the answer, and a 100 Continue sent by a
+	// body read that net/http's Transport may do from its own goroutine.
+	wmu sync.Mutex
 }
 
 var (
@@ -194,13 +198,14 @@ func (c *econn) serve() {
 			return // the buffers belong to the hijacker now
 		}
 		c.c.Close()
-		if c.br != nil {
+		if c.br != nil && c.keepBufs {
 			c.br.Reset(nil)
 			srvReaderPool.Put(c.br)
 			c.bw.Reset(nil)
 			srvWriterPool.Put(c.bw)
 		}
 	}()
+	c.keepBufs = true
 	c.br = srvReaderPool.Get().(*bufio.Reader)
 	c.br.Reset(c.c)
 	c.bw = srvWriterPool.Get().(*bufio.Writer)
@@ -319,51 +324,47 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 	if h.minor == 0 {
 		c.req.Proto = "HTTP/1.0"
 	}
-	c.body = reqBody{c: c, expect: h.expect}
+	// A body is a new object per request: net/http's Transport may still
+	// read it from its own goroutine after the handler returned.
+	var body *reqBody
 	switch {
 	case h.chunked:
-		c.body.r = httputil.NewChunkedReader(c.br)
-		c.body.chunked = true
+		body = &reqBody{c: c, expect: h.expect, chunked: true}
+		body.r = httputil.NewChunkedReader(c.br)
 		c.req.ContentLength = -1
 		c.req.TransferEncoding = chunkedTE
-		c.req.Body = &c.body
+		c.req.Body = body
 	case h.contentLength > 0:
-		c.body.lr = io.LimitedReader{R: c.br, N: h.contentLength}
-		c.body.r = &c.body.lr
+		body = &reqBody{c: c, expect: h.expect}
+		body.lr = io.LimitedReader{R: c.br, N: h.contentLength}
+		body.r = &body.lr
 		c.req.ContentLength = h.contentLength
-		c.req.Body = &c.body
+		c.req.Body = body
 	default:
-		c.body.eof = true
 		c.req.Body = http.NoBody
 	}
 	c.w.reset(c, h.method == http.MethodHead, h.minor == 0 || h.connClose, c.br)
 	if !c.run(&c.req) {
 		return false, c.w.hijacked
 	}
-	if c.body.err != nil && !c.w.wroteHeader {
-		c.w.closeAfter = true
-		c.w.WriteHeader(http.StatusBadRequest)
+	if body != nil && body.mu.TryLock() {
+		bad := body.bad
+		body.mu.Unlock()
+		if bad && !c.w.wroteHeader {
+			c.w.closeAfter = true
+			c.w.WriteHeader(http.StatusBadRequest)
+		}
 	}
 	c.w.finish()
-	if c.w.closeAfter || c.body.err != nil {
-		return false, false
+	keep = !c.w.closeAfter
+	if body != nil {
+		reuse, busy := body.finish()
+		if busy {
+			c.keepBufs = false // a late reader still uses br
+		}
+		keep = keep && reuse
 	}
-	if !c.body.eof {
-		if c.body.expect {
-			return false, false // the client may or may not send the body
-		}
-		if c.body.lr.N > maxDrain {
-			return false, false
-		}
-		c.body.closed = false
-		if c.e.readHeaderTimeout > 0 {
-			c.readDeadline(time.Now().Add(c.e.readHeaderTimeout), 0)
-		}
-		if n, err := io.CopyN(io.Discard, &c.body, maxDrain); err != io.EOF && !(err == nil && n < maxDrain && c.body.eof) {
-			return false, false
-		}
-	}
-	return true, false
+	return keep, false
 }
 
 // serveStd serves an upgrade, CONNECT, absolute-form or asterisk-form
@@ -406,6 +407,7 @@ func (c *econn) run(r *http.Request) (ok bool) {
 
 // reqBody is a request body read from the connection.
 type reqBody struct {
+	mu      sync.Mutex
 	c       *econn
 	r       io.Reader
 	lr      io.LimitedReader
@@ -413,13 +415,57 @@ type reqBody struct {
 	expect  bool // 100 Continue not sent yet
 	eof     bool
 	closed  bool
-	err     error // a framing error: the connection cannot be reused
+	done    bool  // the connection took the body back: reads fail
+	err     error // a read error: the connection cannot be reused
+	bad     bool  // err is a framing error (400)
 }
 
 func (b *reqBody) Read(p []byte) (int, error) {
-	if b.closed {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.done {
 		return 0, http.ErrBodyReadAfterClose
 	}
+	return b.read(p)
+}
+
+// finish takes the body back after the handler returned and reports whether
+// the connection can carry another request: the rest of the body is read
+// away (up to maxDrain). A body still being read by another goroutine, one
+// whose 100 Continue was never sent, or a broken one, means no; busy
+// reports the first case.
+func (b *reqBody) finish() (reuse, busy bool) {
+	if !b.mu.TryLock() {
+		return false, true
+	}
+	defer b.mu.Unlock()
+	b.done = true
+	switch {
+	case b.err != nil, b.expect:
+		return false, false
+	case b.eof:
+		return true, false
+	case !b.chunked && b.lr.N > maxDrain:
+		return false, false
+	}
+	if t := b.c.e.readHeaderTimeout; t > 0 {
+		b.c.readDeadline(time.Now().Add(t), 0)
+	}
+	buf := make([]byte, 4<<10)
+	for total := 0; total <= maxDrain; {
+		n, err := b.read(buf)
+		total += n
+		if err == io.EOF {
+			return true, false
+		}
+		if err != nil {
+			return false, false
+		}
+	}
+	return false, false
+}
+
+func (b *reqBody) read(p []byte) (int, error) {
 	if b.eof {
 		return 0, io.EOF
 	}
@@ -428,19 +474,24 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	}
 	if b.expect {
 		b.expect = false
-		if !b.c.w.wroteHeader {
-			b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-			if err := b.c.bw.Flush(); err != nil {
-				b.err = err
-				return 0, err
-			}
+		c := b.c
+		c.wmu.Lock()
+		var err error
+		if !c.w.wroteHeader {
+			c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			err = c.bw.Flush()
+		}
+		c.wmu.Unlock()
+		if err != nil {
+			b.err = err
+			return 0, err
 		}
 	}
 	n, err := b.r.Read(p)
 	switch {
 	case err == io.EOF && b.chunked:
 		if terr := b.readTrailer(); terr != nil {
-			b.err = terr
+			b.err, b.bad = terr, terr == errBadChunk
 			return n, terr
 		}
 		b.eof = true
@@ -451,7 +502,7 @@ func (b *reqBody) Read(p []byte) (int, error) {
 		b.eof = true
 	case err != nil:
 		if b.chunked && !isNetErr(err) {
-			err = errBadChunk
+			err, b.bad = errBadChunk, true
 		}
 		b.err = err
 		return n, err
@@ -492,7 +543,9 @@ func (b *reqBody) readTrailer() error {
 }
 
 func (b *reqBody) Close() error {
+	b.mu.Lock()
 	b.closed = true
+	b.mu.Unlock()
 	return nil
 }
 
@@ -530,6 +583,12 @@ func (w *respWriter) reset(c *econn, isHead, closeAfter bool, rd *bufio.Reader) 
 func (w *respWriter) Header() http.Header { return w.hdr }
 
 func (w *respWriter) WriteHeader(code int) {
+	w.c.wmu.Lock()
+	defer w.c.wmu.Unlock()
+	w.writeHeader(code)
+}
+
+func (w *respWriter) writeHeader(code int) {
 	if w.wroteHeader || w.hijacked {
 		return
 	}
@@ -559,11 +618,13 @@ func (w *respWriter) WriteHeader(code int) {
 }
 
 func (w *respWriter) Write(p []byte) (int, error) {
+	w.c.wmu.Lock()
+	defer w.c.wmu.Unlock()
 	if w.hijacked {
 		return 0, http.ErrHijacked
 	}
 	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if w.isHead {
 		return len(p), nil
@@ -610,11 +671,13 @@ func (w *respWriter) writeBody(p []byte) (int, error) {
 
 // Flush sends the head and what was written so far.
 func (w *respWriter) Flush() {
+	w.c.wmu.Lock()
+	defer w.c.wmu.Unlock()
 	if w.hijacked {
 		return
 	}
 	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if !w.committed {
 		w.commit()
@@ -745,11 +808,13 @@ func writeFieldValue(bw *bufio.Writer, v string) {
 
 // finish completes the answer after the handler returned.
 func (w *respWriter) finish() {
+	w.c.wmu.Lock()
+	defer w.c.wmu.Unlock()
 	if w.hijacked {
 		return
 	}
 	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	w.done = true
 	if !w.committed {

@@ -440,3 +440,49 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestEngineStreamedBodies sends bodies larger than retry.max_buffered_body
+// (streamed to the origin by net/http's Transport from its own goroutine),
+// with and without Expect: 100-continue, to an origin that reads them and to
+// one that answers without reading; the connection must stay usable or be
+// closed cleanly, never corrupt (run with -race).
+func TestEngineStreamedBodies(t *testing.T) {
+	origin := newRawHandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/early" {
+			w.WriteHeader(http.StatusAccepted)
+			io.WriteString(w, "early")
+			return
+		}
+		n, _ := io.Copy(io.Discard, r.Body)
+		io.WriteString(w, strings.Repeat("n", int(n%7))+"done")
+	})
+	h := startWith(t, pool1(PolicyFirst, origin), nil, false, EngineFast)
+	body := strings.Repeat("b", 200<<10)
+	for i := 0; i < 6; i++ {
+		path := "/read"
+		if i%2 == 1 {
+			path = "/early"
+		}
+		req, _ := http.NewRequest("POST", h.front.URL+path, strings.NewReader(body))
+		if i >= 3 {
+			req.Header.Set("Expect", "100-continue")
+		}
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := strings.Repeat("n", (200<<10)%7) + "done"
+		if path == "/early" {
+			want = "early"
+		}
+		if err != nil || string(b) != want {
+			t.Fatalf("request %d (%s): %q %v", i, path, b, err)
+		}
+		// The same connection (or a fresh one) serves a GET right after.
+		if code, _, _ := h.do("GET", "/read", ""); code != 200 {
+			t.Fatalf("GET after request %d: %d", i, code)
+		}
+	}
+}
