@@ -371,6 +371,9 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 // request with net/http's parser; the connection closes after it unless the
 // handler hijacked it.
 func (c *econn) serveStd() (keep, hijacked bool) {
+	// A body of this request may still be read through rd (and br) by the
+	// Transport after the handler returned: br does not go back to its pool.
+	c.keepBufs = false
 	rd := bufio.NewReader(io.MultiReader(bytes.NewReader(c.head.raw), c.br))
 	r, err := http.ReadRequest(rd)
 	if err != nil {
