@@ -101,8 +101,10 @@ func newTransport(connectTimeout time.Duration) (*http.Transport, func(context.C
 		return c, nil
 	}
 	return &http.Transport{
-		Proxy:       nil,
-		DialContext: dial,
+		Proxy: nil,
+		// An origin's response head is bounded as on the fast path; larger → 502.
+		MaxResponseHeaderBytes: maxResponseHead,
+		DialContext:            dial,
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dial(ctx, network, addr)
 			if err != nil {

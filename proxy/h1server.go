@@ -210,10 +210,15 @@ func (c *econn) serve() {
 	c.br.Reset(c.c)
 	c.bw = srvWriterPool.Get().(*bufio.Writer)
 	c.bw.Reset(c.c)
-	for {
-		// Idle: wait for the first byte of the next request.
+	for first := true; ; first = false {
+		// Idle: wait for the first byte of the next request. As in net/http,
+		// a new connection gets read_header_timeout for its first request, so
+		// a client that connects and sends nothing is cut off as soon as one
+		// that stalls mid-header.
 		if c.br.Buffered() == 0 {
-			if e.idleTimeout > 0 {
+			if first && e.readHeaderTimeout > 0 {
+				c.readDeadline(time.Now().Add(e.readHeaderTimeout), 0)
+			} else if e.idleTimeout > 0 {
 				// Re-armed only when it drifted by 1/64 of the timeout:
 				// setting a deadline costs a runtime timer update.
 				c.readDeadline(time.Now().Add(e.idleTimeout), e.idleTimeout/64)
@@ -301,6 +306,10 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 	} else {
 		c.url.Path = h.target
 	}
+	// Without '%' the target is its own encoding: keep it byte for byte
+	// (RequestURI would otherwise escape sub-delims such as ! ' ( ) * and
+	// break signed URLs).
+	c.url.RawPath = c.url.Path
 	if strings.IndexByte(c.url.Path, '%') >= 0 || strings.IndexByte(h.target, '#') >= 0 {
 		u, err := url.ParseRequestURI(h.target)
 		if err != nil {

@@ -680,10 +680,7 @@ func TestBadInputOversizedOrigin(t *testing.T) {
 				t.Errorf("agent /healthz after the oversized response: %d", code)
 			}
 			if len(got) > 0 {
-				t.Skipf("known bug: an origin's 1 MiB response header is forwarded instead of answered with 502 (%s). "+
-					"proxy/h1.go roundTrip reads the head with http.ReadResponse, which has no size limit (a 64 MiB header "+
-					"line is read into memory and forwarded), and the pool's http.Transport (proxy/forward.go newTransport) "+
-					"leaves MaxResponseHeaderBytes at net/http's 10 MB default", strings.Join(got, "; "))
+				t.Errorf("an origin's 1 MiB response header was forwarded instead of answered with 502 (%s)", strings.Join(got, "; "))
 			}
 		})
 	})
@@ -803,12 +800,6 @@ func testSlowClients(t *testing.T, engine string) {
 	for _, h := range heads {
 		probes = append(probes, &probe{name: "proxy/" + h.name, addr: b.proxy, first: h.first, drip: h.drip, limit: 3 * time.Second,
 			judge: func(t *testing.T, d time.Duration) {
-				if h.first == "" && engine == "fast" {
-					t.Skipf("known bug: the fast engine kept a connection that sent nothing open for %s although "+
-						"read_header_timeout is 1s: proxy/h1server.go waits for a connection's first byte under "+
-						"idle_timeout (default 60s) and starts read_header_timeout only after it (net/http applies "+
-						"ReadHeaderTimeout from accept for the first request)", d)
-				}
 				t.Errorf("the proxy kept the connection open for %s (read_header_timeout 1s)", d)
 			}})
 	}
@@ -1261,11 +1252,6 @@ proxy:
 					bad = append(bad, fmt.Sprintf("%s → %q", want, seen[:min(1, len(seen))]))
 				}
 			}
-		}
-		if len(bad) > 0 && engine == "fast" {
-			t.Skipf("known bug: the fast engine's requests that go through the pool's http.Transport (with a body) "+
-				"reach the origin with a re-escaped target (the request URL it builds in proxy/h1server.go has Path "+
-				"but no RawPath, so URL.RequestURI() percent-encodes ! ' ( ) * and the like): %s", strings.Join(bad, ", "))
 		}
 		for _, b := range bad {
 			t.Errorf("target not forwarded as sent: %s", b)
