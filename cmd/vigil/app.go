@@ -64,8 +64,10 @@ type app struct {
 	log  *slog.Logger
 	reg  *prometheus.Registry
 
+	path string // the config file
+
 	mu  sync.Mutex
-	cfg *File
+	cfg *File // the running config; read with current()
 
 	local   *store.Store  // embedded store; nil when disabled
 	remote  *influx.Store // InfluxDB; nil when not configured
@@ -80,6 +82,7 @@ type app struct {
 	sloCache []statuspage.SLOStatus
 	sloAt    time.Time
 
+	reloadMu             sync.Mutex
 	reloadOK, reloadFail prometheus.Counter
 	reloadErr            error
 
@@ -91,7 +94,7 @@ type app struct {
 // newApp builds every part the roles need from a validated config. Nothing
 // runs until Run.
 func newApp(cfg *File, o appOptions) (*app, error) {
-	a := &app{opts: o, cfg: cfg, log: o.log, reg: prometheus.NewRegistry()}
+	a := &app{opts: o, cfg: cfg, path: cfg.path, log: o.log, reg: prometheus.NewRegistry()}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -284,7 +287,7 @@ func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.alr != nil {
 		for rcv, e := range a.alr.DeliveryFailures() {
-			reasons = append(reasons, fmt.Sprintf("alert receiver %s failing: %s", rcv, a.cfg.redactor.redact(e)))
+			reasons = append(reasons, fmt.Sprintf("alert receiver %s failing: %s", rcv, a.current().redactor.redact(e)))
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -324,7 +327,8 @@ func authorized(r *http.Request, token string) bool {
 // Run starts every part and blocks until ctx is done, then shuts down in
 // order: stop taking work, finish in-flight runs, flush sinks, close stores.
 func (a *app) Run(ctx context.Context) error {
-	listen := a.cfg.Agent.Listen
+	cfg := a.current()
+	listen := cfg.Agent.Listen
 	if a.opts.listen != "" {
 		listen = a.opts.listen
 	}
@@ -376,7 +380,7 @@ func (a *app) Run(ctx context.Context) error {
 		// Passive → active: the proxies' signals (through the store) run a
 		// degrading origin's deep and synthetic checks out of cycle.
 		if sigs, ok := a.hist.(reporting.SignalSource); ok {
-			trig := a.cfg.Agent.Triggers
+			trig := cfg.Agent.Triggers
 			start("triggers", func(ctx context.Context) error { return a.can.WatchSignals(ctx, sigs, trig) })
 		}
 	}
@@ -389,7 +393,7 @@ func (a *app) Run(ctx context.Context) error {
 	start("reload", a.watchReload)
 	a.log.Info("vigil started", "version", version, "listen", ln.Addr().String(),
 		"canary", a.can != nil, "proxy", a.prx != nil, "alerter", a.alr != nil,
-		"region", a.cfg.Agent.Region, "vantage", a.cfg.Agent.Vantage)
+		"region", cfg.Agent.Region, "vantage", cfg.Agent.Vantage)
 
 	<-ctx.Done()
 	wg.Wait()
@@ -402,6 +406,13 @@ func (a *app) Run(ctx context.Context) error {
 		errs = append(errs, e)
 	}
 	return errors.Join(errs...)
+}
+
+// current returns the running config.
+func (a *app) current() *File {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg
 }
 
 // Addr is the agent listener's address once Run listens.
@@ -444,16 +455,16 @@ func (a *app) watchReload(ctx context.Context) error {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last := fileStamp(a.cfg.path)
+	last := fileStamp(a.path)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
 			a.reload()
-			last = fileStamp(a.cfg.path)
+			last = fileStamp(a.path)
 		case <-t.C:
-			if s := fileStamp(a.cfg.path); s != last {
+			if s := fileStamp(a.path); s != last {
 				last = s
 				a.reload()
 			}
@@ -472,7 +483,9 @@ func fileStamp(path string) string {
 // reload parses and validates the file in full; an invalid file leaves the
 // running config in place and is reported in the log, a metric and /healthz.
 func (a *app) reload() {
-	cfg, err := loadConfig(a.cfg.path, os.LookupEnv)
+	a.reloadMu.Lock() // SIGHUP, the file watcher and tests may reload at once
+	defer a.reloadMu.Unlock()
+	cfg, err := loadConfig(a.path, os.LookupEnv)
 	if err == nil {
 		err = a.apply(cfg)
 	}
@@ -485,7 +498,7 @@ func (a *app) reload() {
 		if cfg != nil {
 			red = cfg.redactor
 		}
-		a.log.Error("config reload rejected; the previous config keeps running", "file", a.cfg.path, "error", red.redact(err.Error()))
+		a.log.Error("config reload rejected; the previous config keeps running", "file", a.path, "error", red.redact(err.Error()))
 		if a.can != nil {
 			a.can.SetReloadError(err)
 		}
@@ -496,7 +509,7 @@ func (a *app) reload() {
 	if a.can != nil {
 		a.can.SetReloadError(nil)
 	}
-	a.log.Info("config reloaded", "file", a.cfg.path)
+	a.log.Info("config reloaded", "file", a.path)
 }
 
 func (a *app) apply(cfg *File) error {
@@ -527,7 +540,7 @@ func (a *app) apply(cfg *File) error {
 	if a.can != nil {
 		a.can.Reload(&cfg.Config, pairs)
 	}
-	cfg.path = a.cfg.path
+	cfg.path = a.path
 	a.mu.Lock()
 	a.cfg = cfg
 	a.mu.Unlock()
