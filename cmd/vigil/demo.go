@@ -304,6 +304,7 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 	d.app = a
 	// The other regions: canaries with their own region label publishing
 	// into the same store, sharing the browser.
+	var regions sync.WaitGroup
 	for _, region := range demoRegions[1:] {
 		rcfg, err := loadConfig(d.configPath, os.LookupEnv)
 		if err != nil {
@@ -319,17 +320,27 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 			return fail(err)
 		}
 		d.wg.Add(1)
+		regions.Add(1)
 		go func() {
 			defer d.wg.Done()
+			defer regions.Done()
 			if err := c.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				d.errc <- fmt.Errorf("canary %s: %w", region, err)
 			}
 		}()
 	}
+	// The app (and the store the other regions publish into) stops only
+	// after those canaries have flushed their last verdicts.
+	appCtx, appCancel := context.WithCancel(context.Background())
+	go func() {
+		<-ctx.Done()
+		regions.Wait()
+		appCancel()
+	}()
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		if err := a.Run(ctx); err != nil {
+		if err := a.Run(appCtx); err != nil {
 			d.errc <- err
 		}
 		cancel()
