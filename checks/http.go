@@ -126,11 +126,8 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Response) {
 	start := time.Now()
 	res := Result{Start: start}
-	if h.opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.opts.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := h.opts.runContext(ctx)
+	defer cancel()
 	expand := o.Expand
 	if expand == nil {
 		expand = func(s string) string { return s }

@@ -30,23 +30,11 @@ var _ Check = (*TCP)(nil)
 
 // NewTCP compiles a TCP check. Errors are prefixed "tcp." and "expect.".
 func NewTCP(spec TCPSpec, expect Expect, o Options) (*TCP, error) {
-	var errs []error
-	if !spec.compiled {
-		if err := spec.ValidateAndSetDefaults(); err != nil {
-			errs = append(errs, units.Prefix("tcp", err))
-		}
-	}
-	if !expect.compiled {
-		if err := expect.ValidateAndSetDefaults(); err != nil {
-			errs = append(errs, units.Prefix("expect", err))
-		}
-	}
-	errs = append(errs, units.Prefix("expect", expect.ValidateFor("tcp")))
-	if err := errors.Join(errs...); err != nil {
+	if err := compileProbe("tcp", &spec, spec.compiled, &expect); err != nil {
 		return nil, err
 	}
 	o.setDefaults()
-	return &TCP{spec: spec, expect: expect, opts: o, d: &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}}, nil
+	return &TCP{spec: spec, expect: expect, opts: o, d: newDialer()}, nil
 }
 
 // Run connects to t (tcp://host:port; http(s):// and tls:// URLs use their
@@ -54,11 +42,8 @@ func NewTCP(spec TCPSpec, expect Expect, o Options) (*TCP, error) {
 func (c *TCP) Run(ctx context.Context, t Target) Result {
 	start := time.Now()
 	res := Result{Start: start}
-	if c.opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := c.opts.runContext(ctx)
+	defer cancel()
 	addr, err := hostPort(t.URL, "")
 	if err != nil {
 		res.Cause, res.Err = CauseInternal, err.Error()
@@ -201,4 +186,37 @@ func hostPort(raw, defPort string) (string, error) {
 		return "", errorf(ErrBadURL, "target %q: a port is required", redact(raw))
 	}
 	return net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// compileProbe validates a tcp or tls probe spec (unless already compiled)
+// and its expect block, and rejects expect keys a check of kind cannot use.
+// Errors are prefixed with kind and "expect".
+func compileProbe(kind string, spec interface{ ValidateAndSetDefaults() error }, specCompiled bool, expect *Expect) error {
+	var errs []error
+	if !specCompiled {
+		if err := spec.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix(kind, err))
+		}
+	}
+	if !expect.compiled {
+		if err := expect.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix("expect", err))
+		}
+	}
+	errs = append(errs, units.Prefix("expect", expect.ValidateFor(kind)))
+	return errors.Join(errs...)
+}
+
+// newDialer is the dialer of tcp and tls checks: 30s cap on connect (the
+// run's context usually ends sooner), no keep-alive probes.
+func newDialer() *dialer {
+	return &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}
+}
+
+// runContext bounds a run by Options.Timeout when it is set.
+func (o Options) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if o.Timeout > 0 {
+		return context.WithTimeout(ctx, o.Timeout)
+	}
+	return ctx, func() {}
 }

@@ -9,8 +9,6 @@ import (
 	"net"
 	"strings"
 	"time"
-
-	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // TLS is a compiled TLS handshake check. Each run connects, completes a
@@ -29,23 +27,11 @@ var _ Check = (*TLS)(nil)
 
 // NewTLS compiles a TLS check. Errors are prefixed "tls." and "expect.".
 func NewTLS(spec TLSSpec, expect Expect, o Options) (*TLS, error) {
-	var errs []error
-	if !spec.compiled {
-		if err := spec.ValidateAndSetDefaults(); err != nil {
-			errs = append(errs, units.Prefix("tls", err))
-		}
-	}
-	if !expect.compiled {
-		if err := expect.ValidateAndSetDefaults(); err != nil {
-			errs = append(errs, units.Prefix("expect", err))
-		}
-	}
-	errs = append(errs, units.Prefix("expect", expect.ValidateFor("tls")))
-	if err := errors.Join(errs...); err != nil {
+	if err := compileProbe("tls", &spec, spec.compiled, &expect); err != nil {
 		return nil, err
 	}
 	o.setDefaults()
-	return &TLS{spec: spec, expect: expect, opts: o, d: &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}}, nil
+	return &TLS{spec: spec, expect: expect, opts: o, d: newDialer()}, nil
 }
 
 // Run handshakes with t (tls://host:port, https://host[:port] or
@@ -53,11 +39,8 @@ func NewTLS(spec TLSSpec, expect Expect, o Options) (*TLS, error) {
 func (c *TLS) Run(ctx context.Context, t Target) Result {
 	start := time.Now()
 	res := Result{Start: start}
-	if c.opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := c.opts.runContext(ctx)
+	defer cancel()
 	addr, err := hostPort(t.URL, "443")
 	if err != nil {
 		res.Cause, res.Err = CauseInternal, err.Error()
