@@ -3,20 +3,13 @@ package grafana
 import (
 	"bytes"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/vigil-synthetics/vigil/checks/checktest"
+	"github.com/vigil-synthetics/vigil/reporting/influx/influxtest"
 )
 
 // influxd is a real InfluxDB 1.8 with Flux enabled, started for one test.
@@ -24,153 +17,15 @@ type influxd struct {
 	url string // http://127.0.0.1:port
 }
 
-// influxdBinary finds influxd: $VIGIL_INFLUXD, <module root>/.cache/bin/influxd, then PATH.
-func influxdBinary() (string, error) {
-	if p := os.Getenv("VIGIL_INFLUXD"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("VIGIL_INFLUXD: %w", err)
-		}
-		return p, nil
-	}
-	if root, err := moduleRoot(); err == nil {
-		p := filepath.Join(root, ".cache", "bin", "influxd")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return exec.LookPath("influxd")
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
-// freePort returns a 127.0.0.1 port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startInfluxd starts influxd on free ports with its data under
-// t.TempDir(), waits for /ping, creates database "vigil" and stops the
-// process on cleanup.
+// startInfluxd starts a real influxd (influxtest: free ports, Flux on,
+// missing binary fails under CI=true) with the database "vigil".
 func startInfluxd(t *testing.T) *influxd {
 	t.Helper()
-	bin, err := influxdBinary()
-	checktest.NeedDependency(t, "influxd", err)
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken between probe and bind
-		db, err := tryInfluxd(t, bin)
-		if err == nil {
-			return db
-		}
-		lastErr = err
+	srv := influxtest.Start(t)
+	if _, err := srv.Query("", "CREATE DATABASE vigil"); err != nil {
+		t.Fatalf("create database: %v", err)
 	}
-	t.Fatalf("influxd did not start: %v", lastErr)
-	return nil
-}
-
-func tryInfluxd(t *testing.T, bin string) (*influxd, error) {
-	dir := t.TempDir()
-	httpPort, rpcPort := freePort(t), freePort(t)
-	conf := fmt.Sprintf(`reporting-disabled = true
-bind-address = "127.0.0.1:%d"
-[meta]
-  dir = %q
-[data]
-  dir = %q
-  wal-dir = %q
-  query-log-enabled = false
-[http]
-  bind-address = "127.0.0.1:%d"
-  flux-enabled = true
-  log-enabled = false
-[monitor]
-  store-enabled = false
-[continuous_queries]
-  enabled = false
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort)
-	confPath := filepath.Join(dir, "influxd.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(filepath.Join(dir, "influxd.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "-config", confPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		logf.Close()
-	}
-	db := &influxd{url: fmt.Sprintf("http://127.0.0.1:%d", httpPort)}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-exited:
-			exited <- err
-			stop()
-			log, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("influxd exited: %v\n%s", err, tail(log, 2000))
-		default:
-		}
-		resp, err := http.Get(db.url + "/ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusNoContent {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("no /ping answer from %s after 30s", db.url)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Cleanup(stop)
-	resp, err := http.PostForm(db.url+"/query", url.Values{"q": {"CREATE DATABASE vigil"}})
-	if err != nil {
-		return nil, err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("create database: %s: %s", resp.Status, body)
-	}
-	return db, nil
-}
-
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
+	return &influxd{url: srv.URL}
 }
 
 // write posts line protocol (ns precision) into database vigil.
