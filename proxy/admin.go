@@ -30,6 +30,10 @@ type OriginStatus struct {
 	// while healthy); the next ejection lasts (Ejections+1) × ejection.
 	Ejections int   `json:"ejections"`
 	InFlight  int64 `json:"in_flight"`
+	// MaxConns is the origin's max_conns (0: no cap); Full reports that it
+	// is at the cap now and takes no new try.
+	MaxConns int64 `json:"max_conns,omitempty"`
+	Full     bool  `json:"full"`
 }
 
 // Origins returns the state of every origin of every pool.
@@ -41,7 +45,7 @@ func (p *Proxy) Origins() []OriginStatus {
 			s := OriginStatus{Pool: pl.name, Name: o.name, Target: o.target, URL: o.url.String(),
 				Weight: o.weight, Available: f == 0, Drained: f&flagDrained != 0,
 				VerdictDown: f&flagVerdict != 0, PassiveEjected: f&flagPassive != 0,
-				InFlight: o.inflight.Load()}
+				InFlight: o.inflight.Load(), MaxConns: o.maxConns, Full: o.full()}
 			o.mu.Lock()
 			for i, name := range [3]string{"drained", "verdict", "passive"} {
 				if f&(1<<i) == 0 {

@@ -132,6 +132,11 @@ type OriginConfig struct {
 	URL string `mapstructure:"url"`
 	// Weight for round_robin, least_conn and ip_hash, 1..1000. Default 1.
 	Weight int `mapstructure:"weight"`
+	// MaxConns caps the requests in flight to this origin; a full origin
+	// takes no new try (not even as a last resort) until one finishes, and
+	// when every origin of the pool is full the client gets 503. 0 (the
+	// default): no cap.
+	MaxConns int `mapstructure:"max_conns"`
 
 	u *url.URL
 }
@@ -390,6 +395,9 @@ func (o *OriginConfig) ValidateAndSetDefaults() error {
 	}
 	if o.Weight < 1 || o.Weight > 1000 {
 		errs = append(errs, fmt.Errorf("weight: %d: want 1..1000", o.Weight))
+	}
+	if o.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("max_conns: %d: must not be negative", o.MaxConns))
 	}
 	if o.URL == "" {
 		errs = append(errs, fmt.Errorf("url: %w", ErrNoURL))

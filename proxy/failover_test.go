@@ -540,3 +540,32 @@ func TestFastPathKeepAlive(t *testing.T) {
 		t.Fatalf("origin saw %d connections, want 2 (keep-alive reuse, new one after Connection: close)", n)
 	}
 }
+
+// TestMaxConns: an origin at its max_conns takes no new try — the next
+// request goes to another origin — and when every origin is full the client
+// gets 503 at once instead of piling onto an overloaded origin.
+func TestMaxConns(t *testing.T) {
+	slow, other := newBackend(t, "slow"), newBackend(t, "other")
+	slow.mode.Store(modeHang)
+	cfg := pool1(PolicyFirst, urls(slow, other)...)
+	cfg.Pools[0].Origins[0].MaxConns = 1
+	cfg.Pools[0].Retry.TryTimeout = 2 * time.Second
+	cfg.Pools[0].Retry.Budget = 2 * time.Second
+	h := start(t, cfg, nil, false)
+	// One request hangs on "slow" (priority 1), filling it.
+	go func() { _, _, _ = h.do("GET", "/hang", "") }()
+	eventually(t, "slow to hold one request", func() bool { return slow.hits.Load() == 1 })
+	if st := h.p.Origins(); !st[0].Full || st[0].MaxConns != 1 {
+		t.Fatalf("origin status: %+v", st[0])
+	}
+	// The next request skips the full origin although policy first prefers it.
+	code, body, _ := h.do("GET", "/next", "")
+	if code != 200 || !strings.Contains(body, "other") || slow.hits.Load() != 1 {
+		t.Fatalf("with slow full: %d %q, slow hits %d; want other to answer", code, body, slow.hits.Load())
+	}
+	// Every origin full: 503 without touching either.
+	h.p.Drain("o1", "maintenance")
+	if code, _, _ := h.do("GET", "/third", ""); code != http.StatusServiceUnavailable || slow.hits.Load() != 1 {
+		t.Fatalf("all full or drained: %d, slow hits %d; want 503 and no new try", code, slow.hits.Load())
+	}
+}

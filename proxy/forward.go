@@ -462,11 +462,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 
 // eligible returns the origins a try may go to: available and not tried; as
 // a last resort, unavailable but not drained and not tried. Drained origins
-// are never tried.
+// and origins at their max_conns are never tried.
 func (pl *pool) eligible(tried uint64) uint64 {
 	var avail, resort uint64
 	for i, o := range pl.origins {
-		if tried&(1<<i) != 0 {
+		if tried&(1<<i) != 0 || o.full() {
 			continue
 		}
 		switch f := o.flags.Load(); {

@@ -24,6 +24,8 @@ type origin struct {
 	target string // verdict Target, may be ""
 	url    *url.URL
 	weight int
+	// maxConns caps requests in flight (0: no cap): the "full" condition.
+	maxConns int64
 
 	flags      atomic.Uint32
 	inflight   atomic.Int64
@@ -46,6 +48,11 @@ type origin struct {
 // Available is the one predicate every balancer uses:
 // !drained && !verdictDown && !passiveEjected.
 func (o *origin) Available() bool { return o.flags.Load() == 0 }
+
+// full reports whether the origin is at its max_conns. Full is a passing,
+// per-request condition rather than a flag: it keeps new tries away (see
+// pool.eligible) but ejects nothing and does not count toward max_ejected.
+func (o *origin) full() bool { return o.maxConns > 0 && o.inflight.Load() >= o.maxConns }
 
 // set turns a flag on; it reports whether this call made the transition.
 func (o *origin) set(flag uint32, why string, now time.Time) bool {

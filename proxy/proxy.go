@@ -167,7 +167,7 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 		pl := newPool(pc, p.log, p.m)
 		for j := range pc.Origins {
 			oc := &pc.Origins[j]
-			o := &origin{idx: j, name: oc.Name(), target: oc.Target, url: oc.u, weight: oc.Weight, h1: pl.h1PoolFor(oc.u)}
+			o := &origin{idx: j, name: oc.Name(), target: oc.Target, url: oc.u, weight: oc.Weight, maxConns: int64(oc.MaxConns), h1: pl.h1PoolFor(oc.u)}
 			if po := prev[pc.Name+"\x00"+oc.u.String()]; po != nil {
 				o.inherit(po)
 			}
