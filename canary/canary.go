@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // Errors returned by Trigger and Run.
@@ -413,9 +413,9 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 }
 
 // probedURL is the URL a verdict reports: the check's own http.url, else the
-// target URL joined with http.path, else the target URL — with any password
-// and query values hidden, since verdicts are shown on the status page, the
-// API and in alerts and a URL may carry a secret.
+// target URL joined with http.path, else the target URL — redacted
+// (units.RedactURL), since verdicts are shown on the status page, the API
+// and in alerts and a URL may carry a secret.
 func probedURL(p *Pair) string {
 	u := p.Target.URL
 	if h := p.Check.HTTP; h != nil {
@@ -426,28 +426,7 @@ func probedURL(p *Pair) string {
 			u = checks.JoinTargetPath(p.Target.URL, h.Path)
 		}
 	}
-	return displayURL(u)
-}
-
-// displayURL drops userinfo and replaces query values with "…".
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		if i := strings.IndexAny(raw, "?@"); i >= 0 {
-			return raw[:i] + "…"
-		}
-		return raw
-	}
-	u.User = nil
-	u.Fragment = ""
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"…"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
+	return units.RedactURL(u)
 }
 
 // reschedule applies the adaptive interval: a shorter delay pulls the next

@@ -299,27 +299,17 @@ func validateURL(raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%q: %v", redactURL(raw), err)
+		return fmt.Errorf("%q: %v", units.RedactURL(raw), err)
 	}
 	switch u.Scheme {
 	case "http", "https", "tcp", "tls":
 	default:
-		return fmt.Errorf("%q: scheme must be http, https, tcp or tls", redactURL(raw))
+		return fmt.Errorf("%q: scheme must be http, https, tcp or tls", units.RedactURL(raw))
 	}
 	if u.Host == "" {
-		return fmt.Errorf("%q: no host", redactURL(raw))
+		return fmt.Errorf("%q: no host", units.RedactURL(raw))
 	}
 	return nil
-}
-
-// redactURL hides userinfo so a password in a URL is never printed.
-func redactURL(raw string) string {
-	if i := strings.Index(raw, "@"); i > 0 {
-		if j := strings.Index(raw, "://"); j > 0 && j < i {
-			return raw[:j+3] + "***@" + raw[i+1:]
-		}
-	}
-	return raw
 }
 
 func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {

@@ -296,7 +296,7 @@ func (h *HTTP) requestURL(t Target, expand func(string) string) (string, error) 
 		raw = expand(h.spec.URL)
 	} else {
 		if !strings.HasPrefix(t.URL, "http://") && !strings.HasPrefix(t.URL, "https://") {
-			return "", errorf(ErrBadURL, "target %q: want an http:// or https:// URL", redact(t.URL))
+			return "", errorf(ErrBadURL, "target %q: want an http:// or https:// URL", units.RedactURL(t.URL))
 		}
 		raw = JoinTargetPath(t.URL, expand(h.spec.Path))
 	}
@@ -343,15 +343,6 @@ func urlErrKind(err error) string {
 		return ue.Err.Error()
 	}
 	return "invalid URL"
-}
-
-// redact hides a password in a URL's userinfo.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 // JoinTargetPath joins a target's base URL and a check's path (which may

@@ -169,7 +169,7 @@ func hostPort(raw, defPort string) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return "", errorf(ErrBadURL, "target %q: want scheme://host:port", redact(raw))
+		return "", errorf(ErrBadURL, "target %q: want scheme://host:port", units.RedactURL(raw))
 	}
 	port := u.Port()
 	if port == "" {
@@ -183,7 +183,7 @@ func hostPort(raw, defPort string) (string, error) {
 		}
 	}
 	if port == "" {
-		return "", errorf(ErrBadURL, "target %q: a port is required", redact(raw))
+		return "", errorf(ErrBadURL, "target %q: a port is required", units.RedactURL(raw))
 	}
 	return net.JoinHostPort(u.Hostname(), port), nil
 }

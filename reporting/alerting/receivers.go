@@ -61,7 +61,8 @@ func post(ctx context.Context, client *http.Client, rawURL string, secret bool, 
 	return &PermanentError{err}
 }
 
-// redactURL keeps scheme and host of a URL that may carry a token.
+// redactURL keeps scheme and host of a receiver URL. Stricter than
+// units.RedactURL: Slack and similar webhooks carry their token in the path.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {

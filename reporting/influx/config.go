@@ -55,7 +55,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.URL == "" {
 		errs = append(errs, ErrNoURL)
 	} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("url: %q: want http(s)://host:port", redactURL(c.URL)))
+		errs = append(errs, fmt.Errorf("url: %q: want http(s)://host:port", units.RedactURL(c.URL)))
 	}
 	if strings.TrimSpace(c.Bucket) == "" {
 		errs = append(errs, ErrNoBucket)
@@ -81,17 +81,4 @@ func (c *Config) ValidateAndSetDefaults() error {
 		errs = append(errs, fmt.Errorf("timeout: %s: must be positive", c.Timeout))
 	}
 	return errors.Join(errs...)
-}
-
-// redactURL drops user info so a password in the URL never reaches a log.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		if i := strings.Index(s, "@"); i >= 0 {
-			return "…" + s[i:]
-		}
-		return s
-	}
-	u.User = nil
-	return u.String()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 //go:embed assets
@@ -47,7 +48,7 @@ var funcs = template.FuncMap{
 		return "healthy"
 	},
 	"join":   strings.Join,
-	"redact": redactURL,
+	"redact": units.RedactURL,
 	"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"rfc":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"add":    func(a, b float64) float64 { return a + b },
@@ -151,16 +152,6 @@ func sloCurrent(s SLOStatus) string {
 		return fmtMs(time.Duration(s.Current * float64(time.Second)))
 	}
 	return strconv.FormatFloat(s.Current, 'g', 6, 64)
-}
-
-// redactURL hides a password in a URL's userinfo ("http://u:xxxxx@h/");
-// anything that does not parse as a URL is returned as is.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return u.Redacted()
 }
 
 func regionLabel(r string) string {

@@ -1,6 +1,8 @@
 package statuspage
 
 import (
+	"github.com/vigil-synthetics/vigil/reporting/units"
+
 	"math"
 	"testing"
 	"time"
@@ -33,8 +35,8 @@ func TestFormatting(t *testing.T) {
 		{sloCurrent(SLOStatus{Objective: "99.9%", Current: 0.99931}), "99.931%"},
 		{sloCurrent(SLOStatus{Objective: "600ms", Current: 0.212}), "212 ms"},
 		{sloCurrent(SLOStatus{Objective: "ratio", Current: 2.5}), "2.5"},
-		{redactURL("https://bob:hunter2@origin.example/x"), "https://bob:xxxxx@origin.example/x"},
-		{redactURL("http://127.0.0.1:9201"), "http://127.0.0.1:9201"},
+		{units.RedactURL("https://bob:hunter2@origin.example/x"), "https://origin.example/x"},
+		{units.RedactURL("http://127.0.0.1:9201"), "http://127.0.0.1:9201"},
 		{localPath("/check/asset?window=1h"), "/check/asset?window=1h"},
 		{localPath("//evil.example/"), "/"},
 		{localPath("/\\evil.example"), "/"},
