@@ -176,6 +176,9 @@ type econn struct {
 	w    respWriter
 	// keepBufs is false when br and bw must not go back to their pools.
 	keepBufs bool
+	// linger is true when the connection closes with request bytes the
+	// client may still be sending: see lingerClose.
+	linger bool
 	// wmu serialises writes to bw: the answer, and a 100 Continue sent by a
 	// body read that net/http's Transport may do from its own goroutine.
 	wmu sync.Mutex
@@ -196,6 +199,9 @@ func (c *econn) serve() {
 		e.wg.Done()
 		if hijacked {
 			return // the buffers belong to the hijacker now
+		}
+		if c.linger && !e.shutting.Load() {
+			c.lingerClose()
 		}
 		c.c.Close()
 		if c.br != nil && c.keepBufs {
@@ -285,8 +291,33 @@ func headBuffered(br *bufio.Reader) bool {
 	return bytes.Contains(b, []byte("\n\r\n")) || bytes.Contains(b, []byte("\n\n"))
 }
 
+// lingerClose half-closes the connection after an answer sent before the
+// request was read whole (a 413, a malformed head) and reads away what the
+// client is still sending, for at most lingerTime and lingerMax bytes. Closing
+// with unread bytes in the socket makes the kernel send a reset, which can
+// destroy the answer before the client has read it; a client still writing a
+// large body would see "connection reset" instead of the 413. nginx calls this
+// lingering_close.
+func (c *econn) lingerClose() {
+	if err := c.bw.Flush(); err != nil {
+		return
+	}
+	cw, ok := c.c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	c.c.SetReadDeadline(time.Now().Add(lingerTime))
+	io.CopyN(io.Discard, c.c, lingerMax)
+}
+
+const (
+	lingerTime = 2 * time.Second
+	lingerMax  = 64 << 20
+)
+
 // fail answers a malformed request; the connection then closes.
 func (c *econn) fail(code int, msg string) {
+	c.linger = true
 	text := strconv.Itoa(code) + " " + http.StatusText(code) + ": " + msg + "\n"
 	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code) +
 		"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +
@@ -372,6 +403,7 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 			c.keepBufs = false // a late reader still uses br
 		}
 		keep = keep && reuse
+		c.linger = !reuse && !busy
 	}
 	return keep, false
 }

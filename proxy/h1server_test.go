@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -232,6 +233,24 @@ func TestEngineProtocol(t *testing.T) {
 		resps, _, _ := rawExchange(t, h, "\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 		if len(resps) != 1 || resps[0].StatusCode != 200 {
 			t.Fatalf("got %d responses", len(resps))
+		}
+	})
+	t.Run("large body over max_body sent whole", func(t *testing.T) {
+		// The client writes all 4 MiB before it reads: the 413 must not be
+		// lost to a connection reset (lingering close).
+		// (net/http, the stdlib engine, closes after 500 ms without reading:
+		// its clients must read while they write.)
+		body := strings.Repeat("y", 4<<20)
+		for _, engine := range []string{EngineFast} {
+			cfg := pool1(PolicyFirst, a.srv.URL)
+			cfg.MaxBody = 64 << 10
+			h := startWith(t, cfg, nil, false, engine)
+			for i := 0; i < 5; i++ {
+				resps, _, closed := rawExchange(t, h, fmt.Sprintf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+				if len(resps) != 1 || resps[0].StatusCode != http.StatusRequestEntityTooLarge || !closed {
+					t.Fatalf("%s: got %d responses, closed %v", engine, len(resps), closed)
+				}
+			}
 		}
 	})
 	t.Run("body over max_body", func(t *testing.T) {

@@ -192,3 +192,8 @@ func (c *rawConn) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// CloseWrite half-closes the TCP connection (lingering close).
+func (c *rawConn) CloseWrite() error {
+	return c.Conn.(*net.TCPConn).CloseWrite()
+}

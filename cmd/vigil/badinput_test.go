@@ -152,12 +152,16 @@ func rawExchange(t *testing.T, addr, raw string) (int, http.Header, string) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatalf("write: %v", err)
-	}
+	// Write while reading, as a real client does: a server may answer (413)
+	// before the request is whole. The answer must still arrive intact.
+	werr := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(c, raw)
+		werr <- err
+	}()
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		t.Fatalf("no HTTP response to %.60q: %v", raw, err)
+		t.Fatalf("no HTTP response to %.60q: %v (write: %v)", raw, err, <-werr)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
