@@ -286,12 +286,12 @@ func (p *Proxy) Run(ctx context.Context) error {
 		}
 		srv := p.server(cfg)
 		if tlsFiles {
-			cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+			certs, err := newCertStore(cfg.CertFile, cfg.KeyFile, p.log)
 			if err != nil {
 				ln.Close()
-				return fmt.Errorf("proxy: tls: %w", err)
+				return err
 			}
-			srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12}
 		}
 		p.addrMu.Lock()
 		p.addrs = append(p.addrs, ln.Addr())

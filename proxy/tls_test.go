@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,5 +79,73 @@ func TestRunTLSListener(t *testing.T) {
 	a.mu.Unlock()
 	if proto != "https" {
 		t.Fatalf("X-Forwarded-Proto %q, want https", proto)
+	}
+}
+
+// TestCertReload: a renewed certificate is served without a restart once
+// the reload interval has passed; a broken pair keeps the previous one.
+func TestCertReload(t *testing.T) {
+	certA, keyA, rootsA := selfSigned(t)
+	certB, keyB, rootsB := selfSigned(t)
+	s, err := newCertStore(certA, keyA, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	s.now = func() time.Time { return now }
+
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{GetCertificate: s.GetCertificate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	trusted := func(roots *x509.CertPool) bool {
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: roots})
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+	if !trusted(rootsA) || trusted(rootsB) {
+		t.Fatal("first certificate not served")
+	}
+	copyFile := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Renewed in place (as certbot's deploy hook or a mounted secret does).
+	copyFile(certB, certA)
+	copyFile(keyB, keyA)
+	if !trusted(rootsA) {
+		t.Fatal("reloaded before the interval")
+	}
+	now = now.Add(certReloadEvery + time.Second)
+	if !trusted(rootsB) || trusted(rootsA) {
+		t.Fatal("renewed certificate not served after the interval")
+	}
+	// A half-written pair: the key no longer matches. The last good pair stays.
+	os.WriteFile(keyA, []byte("-----BEGIN EC PRIVATE KEY-----\nbroken\n"), 0o600)
+	now = now.Add(certReloadEvery + time.Second)
+	if !trusted(rootsB) {
+		t.Fatal("a broken pair replaced the good certificate")
+	}
+	if _, err := newCertStore(certA, keyA, testLogger(t)); err == nil || !strings.Contains(err.Error(), keyA) {
+		t.Fatalf("start with a broken pair: %v, want an error naming the key file", err)
 	}
 }
