@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -185,7 +186,8 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		if a.hist == nil {
 			return nil, errors.New("alerting: needs a store to read (store.embedded or store.influxdb)")
 		}
-		al, err := alerting.New(cfg.Alerting, cfg.SLOs, a.hist, alerting.Options{Log: a.log, Registry: a.reg})
+		al, err := alerting.New(cfg.Alerting, cfg.SLOs, a.hist, alerting.Options{Log: a.log, Registry: a.reg,
+			StatePath: filepath.Join(cfg.Agent.DataDir, "alerts.json")})
 		if err != nil {
 			return nil, fmt.Errorf("alerting: %w", err)
 		}

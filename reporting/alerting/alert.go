@@ -16,6 +16,9 @@
 // generic JSON webhook, Slack incoming webhook, PagerDuty Events API v2 and
 // Alertmanager API v2; each delivery is queued per receiver and retried with
 // exponential backoff, so an evaluation never waits on a receiver.
+// With Options.StatePath the alert and group state is saved to a file and
+// restored by New, so a restart neither re-notifies firing alerts nor loses
+// the resolve of those that cleared meanwhile.
 package alerting
 
 import (

@@ -30,6 +30,16 @@ type Options struct {
 	// HTTPClient delivers notifications. Default: a client with the
 	// default transport; each request is bounded by retry.timeout.
 	HTTPClient *http.Client
+	// StatePath is a JSON file that keeps alert and group state across
+	// restarts: New restores it, and every evaluation that changes the
+	// firing set, a pending timer or what a group was told rewrites it
+	// atomically. After a restart a still-firing alert is not notified
+	// again before repeat_interval from its last notification, and one
+	// whose condition cleared meanwhile gets its resolved notification on
+	// the first evaluation. A file that cannot be read or used is logged
+	// and renamed to StatePath+".bad". Default "": state lives in memory
+	// only and a restart starts fresh.
+	StatePath string
 }
 
 // Alerter evaluates the rules over a HistorySource and notifies receivers.
@@ -43,6 +53,10 @@ type Alerter struct {
 
 	evalMu sync.Mutex   // serialises Evaluate
 	rcache rollupCaches // guarded by evalMu
+
+	statePath string // Options.StatePath; "" for none
+	savedKey  string // change key of the last saved state; guarded by evalMu
+	saveErr   string // last save error logged, "" after a success; guarded by evalMu
 
 	mu     sync.Mutex // guards the fields below
 	cfg    Config
@@ -73,8 +87,9 @@ type groupState struct {
 }
 
 // New validates cfg and slos (ValidateAndSetDefaults is called on both),
-// registers the metrics and starts one delivery worker per receiver. Call
-// Close to stop the workers.
+// registers the metrics, restores the state saved at Options.StatePath (if
+// set and present) and starts one delivery worker per receiver. Call Close
+// to stop the workers.
 func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alerter, error) {
 	if src == nil {
 		return nil, errors.New("alerting: nil HistorySource")
@@ -106,7 +121,11 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m,
 		cfg: cfg, slos: slos, links: newLinker(cfg),
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
-		rcache: rollupCaches{},
+		rcache: rollupCaches{}, statePath: o.StatePath,
+	}
+	if a.statePath != "" {
+		a.load()
+		_, a.savedKey = a.snapshot(a.now())
 	}
 	a.disp = newDispatcher(cfg, a.client, a.log, m)
 	return a, nil
@@ -168,8 +187,9 @@ func (a *Alerter) Run(ctx context.Context) {
 
 // Evaluate runs every rule once at Options.Now, updates the alert states
 // and queues the notifications that are due (nothing when
-// alerting.disabled). Deliveries run in the
-// background; Evaluate does not wait for them. On a store error nothing
+// alerting.disabled), then saves the state to Options.StatePath if it
+// changed. Deliveries run in the background; Evaluate does not wait for
+// them. On a store error nothing
 // changes (no alert resolves because the store is unreachable) and the
 // error is returned.
 func (a *Alerter) Evaluate(ctx context.Context) error {
@@ -194,11 +214,19 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 		return fmt.Errorf("alerting: evaluate: %w", err)
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.seen = seen
 	a.apply(now, cands)
 	if !a.closed {
 		a.notify(now)
+	}
+	if a.statePath == "" {
+		a.mu.Unlock()
+		return nil
+	}
+	f, key := a.snapshot(now)
+	a.mu.Unlock()
+	if key != a.savedKey {
+		a.persist(f, key)
 	}
 	return nil
 }
@@ -286,6 +314,11 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 			a.disp.resolvedStream(r)
 		}
 	}
+	a.setActive()
+}
+
+// setActive sets vigil_alerts_active from the states. a.mu held.
+func (a *Alerter) setActive() {
 	active := map[string]float64{}
 	for _, st := range a.states {
 		if st.firing {

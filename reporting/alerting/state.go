@@ -1,0 +1,270 @@
+package alerting
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// stateVersion is the version of the state file's layout. A file with
+// another version is treated like a corrupt one: moved aside, not read.
+const stateVersion = 1
+
+// stateFile is what Options.StatePath holds: enough to continue after a
+// restart without re-notifying firing alerts or losing their resolve.
+type stateFile struct {
+	Version int `json:"version"`
+	// Saved is when the file was written (the evaluation time).
+	Saved  time.Time     `json:"saved"`
+	Alerts []storedState `json:"alerts"`
+	Groups []storedGroup `json:"groups"`
+	// Seen are the dead-man rule's last verdict per region × check, so an
+	// alert for a region that vanished from the store keeps firing.
+	Seen []storedSeen `json:"seen,omitempty"`
+}
+
+// storedAlert is an Alert in its Go field form. Alert.MarshalJSON writes
+// the webhook form, which cannot be read back; a defined type has no
+// methods, so this one encodes every field as is.
+type storedAlert Alert
+
+// storedState is one alertState.
+type storedState struct {
+	Alert        storedAlert `json:"alert"`
+	PendingSince time.Time   `json:"pending_since"`
+	Firing       bool        `json:"firing"`
+	Streamed     bool        `json:"streamed,omitempty"`
+}
+
+// storedGroup is one groupState. Notified holds the alerts themselves, so
+// their resolve goes out with the same labels and group (dedup_key) even if
+// nothing else about them survived.
+type storedGroup struct {
+	Key       string        `json:"key"`
+	FirstSeen time.Time     `json:"first_seen"`
+	LastSent  time.Time     `json:"last_sent"`
+	LastSet   string        `json:"last_set"`
+	Notified  []storedAlert `json:"notified,omitempty"`
+	Resolved  []storedAlert `json:"resolved,omitempty"`
+}
+
+// storedSeen is the part of a verdict the dead-man rule reads.
+type storedSeen struct {
+	Check    string        `json:"check"`
+	Region   string        `json:"region"`
+	At       time.Time     `json:"at"`
+	Interval time.Duration `json:"interval"`
+}
+
+// snapshot builds the state file and its change key: the firing set,
+// pending timers and what each group notified, without the alerts'
+// descriptive fields (summary, regions, values), which change on most
+// evaluations and are refreshed by the first evaluation after a restart
+// anyway. a.mu held.
+func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
+	f := stateFile{Version: stateVersion, Saved: now}
+	var key strings.Builder
+	fps := make([]string, 0, len(a.states))
+	for fp := range a.states {
+		fps = append(fps, fp)
+	}
+	sort.Strings(fps)
+	for _, fp := range fps {
+		st := a.states[fp]
+		f.Alerts = append(f.Alerts, storedState{Alert: storedAlert(st.alert), PendingSince: st.pendingSince,
+			Firing: st.firing, Streamed: st.streamed})
+		fmt.Fprintf(&key, "a %s %d %t %t %d\n", fp, st.pendingSince.UnixNano(), st.firing, st.streamed, st.alert.StartsAt.UnixNano())
+	}
+	keys := make([]string, 0, len(a.groups))
+	for k := range a.groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		g := a.groups[k]
+		sg := storedGroup{Key: k, FirstSeen: g.firstSeen, LastSent: g.lastSent, LastSet: g.lastSet}
+		var notified []string
+		for fp := range g.notified {
+			notified = append(notified, fp)
+			if st := a.states[fp]; st != nil {
+				sg.Notified = append(sg.Notified, storedAlert(st.alert))
+			}
+		}
+		sort.Strings(notified)
+		sort.Slice(sg.Notified, func(i, j int) bool { return sg.Notified[i].Fingerprint < sg.Notified[j].Fingerprint })
+		for _, r := range g.resolved {
+			sg.Resolved = append(sg.Resolved, storedAlert(r))
+		}
+		f.Groups = append(f.Groups, sg)
+		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s]\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
+			strings.Join(notified, ","), fingerprints(g.resolved))
+	}
+	for _, v := range a.seen {
+		f.Seen = append(f.Seen, storedSeen{Check: v.Check, Region: v.Region, At: v.At, Interval: v.Interval})
+	}
+	sort.Slice(f.Seen, func(i, j int) bool {
+		if f.Seen[i].Region != f.Seen[j].Region {
+			return f.Seen[i].Region < f.Seen[j].Region
+		}
+		return f.Seen[i].Check < f.Seen[j].Check
+	})
+	return f, key.String()
+}
+
+// restore replaces the in-memory state with f's. a.mu held (or a not yet
+// shared).
+func (a *Alerter) restore(f stateFile) {
+	for _, s := range f.Alerts {
+		a.states[s.Alert.Fingerprint] = &alertState{alert: Alert(s.Alert), pendingSince: s.PendingSince,
+			firing: s.Firing, streamed: s.Streamed}
+	}
+	for _, sg := range f.Groups {
+		g := &groupState{firstSeen: sg.FirstSeen, lastSent: sg.LastSent, lastSet: sg.LastSet, notified: map[string]bool{}}
+		for _, n := range sg.Notified {
+			g.notified[n.Fingerprint] = true
+			// A notified alert is firing until an evaluation finds its
+			// condition gone; then its resolve is sent.
+			if st := a.states[n.Fingerprint]; st == nil || !st.firing {
+				// Whether it went to the stream receivers is unknown; a
+				// resolve Alertmanager never saw as firing is harmless.
+				a.states[n.Fingerprint] = &alertState{alert: Alert(n), pendingSince: n.StartsAt, firing: true, streamed: true}
+			}
+		}
+		for _, r := range sg.Resolved {
+			g.resolved = append(g.resolved, Alert(r))
+		}
+		a.groups[sg.Key] = g
+	}
+	for _, s := range f.Seen {
+		a.seen[s.Region+"\x00"+s.Check] = reporting.Verdict{Check: s.Check, Region: s.Region, At: s.At, Interval: s.Interval}
+	}
+	a.setActive()
+}
+
+// errBadState marks a state file that was read but cannot be used.
+var errBadState = errors.New("unusable state")
+
+// readState reads and checks a state file. It returns fs.ErrNotExist
+// (wrapped) when there is none.
+func readState(path string) (stateFile, error) {
+	var f stateFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return f, fmt.Errorf("%w: %w", errBadState, err)
+	}
+	if f.Version != stateVersion {
+		return f, fmt.Errorf("%w: version %d, want %d", errBadState, f.Version, stateVersion)
+	}
+	for i, s := range f.Alerts {
+		if s.Alert.Fingerprint == "" || s.Alert.Rule == "" {
+			return f, fmt.Errorf("%w: alerts[%d] has no fingerprint or rule", errBadState, i)
+		}
+	}
+	for i, g := range f.Groups {
+		if g.Key == "" {
+			return f, fmt.Errorf("%w: groups[%d] has no key", errBadState, i)
+		}
+		for j, n := range append(append([]storedAlert(nil), g.Notified...), g.Resolved...) {
+			if n.Fingerprint == "" || n.Rule == "" {
+				return f, fmt.Errorf("%w: groups[%d] (%s) alert %d has no fingerprint or rule", errBadState, i, g.Key, j)
+			}
+		}
+	}
+	return f, nil
+}
+
+// load restores the state saved at a.statePath, if any. A file that cannot
+// be read or used is logged, renamed to <path>.bad (so a later save does
+// not overwrite what may still be worth a look) and the alerter starts
+// with no state. Called by New.
+func (a *Alerter) load() {
+	p := a.statePath
+	f, err := readState(p)
+	switch {
+	case err == nil:
+		a.restore(f)
+		firing := 0
+		for _, st := range a.states {
+			if st.firing {
+				firing++
+			}
+		}
+		a.log.Info("alerting: state restored", "path", p, "saved", f.Saved, "firing", firing, "groups", len(a.groups))
+	case errors.Is(err, fs.ErrNotExist):
+		a.log.Debug("alerting: no saved state, starting fresh", "path", p)
+	default:
+		bad := p + ".bad"
+		if rerr := os.Rename(p, bad); rerr != nil {
+			a.log.Error("alerting: saved state unusable and could not be moved aside; starting fresh, it will be overwritten by the next save",
+				"path", p, "err", err, "move_err", rerr)
+			return
+		}
+		a.log.Error("alerting: saved state unusable, moved aside; starting fresh (firing alerts notify again, earlier ones get no resolve)",
+			"path", p, "moved_to", bad, "err", err)
+	}
+}
+
+// save writes f to a.statePath atomically: a temporary file in the same
+// directory, fsync, rename, fsync of the directory.
+func (a *Alerter) save(f stateFile) error {
+	b, err := json.MarshalIndent(f, "", " ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(a.statePath)
+	tmp, err := os.CreateTemp(dir, filepath.Base(a.statePath)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), a.statePath); err != nil {
+		return err
+	}
+	// The rename is durable once the directory is; not every platform can
+	// sync a directory, so a failure here is not an error.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// persist saves the state when its change key differs from the last
+// saved one. A failed save is logged once per distinct error and retried
+// on the next evaluation. a.evalMu held, a.mu not held.
+func (a *Alerter) persist(f stateFile, key string) {
+	if err := a.save(f); err != nil {
+		if msg := err.Error(); msg != a.saveErr {
+			a.saveErr = msg
+			a.log.Warn("alerting: cannot save alert state; retrying on every evaluation", "path", a.statePath, "err", err)
+		}
+		return
+	}
+	if a.saveErr != "" {
+		a.log.Info("alerting: alert state saved again", "path", a.statePath)
+		a.saveErr = ""
+	}
+	a.savedKey = key
+}
