@@ -287,6 +287,13 @@ func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if a.remote != nil {
+		if err := a.remote.Health(); err != nil {
+			for _, e := range strings.Split(err.Error(), "\n") {
+				reasons = append(reasons, "store.influxdb: "+a.current().redactor.redact(e))
+			}
+		}
+	}
 	if a.alr != nil {
 		for rcv, e := range a.alr.DeliveryFailures() {
 			reasons = append(reasons, fmt.Sprintf("alert receiver %s failing: %s", rcv, a.current().redactor.redact(e)))

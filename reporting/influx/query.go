@@ -252,10 +252,17 @@ func (s *Store) verdictRows(ctx context.Context, q string) ([]reporting.Verdict,
 }
 
 // each runs a Flux query and calls fn for every record.
-func (s *Store) each(ctx context.Context, q string, fn func(*query.FluxRecord) error) error {
+func (s *Store) each(ctx context.Context, q string, fn func(*query.FluxRecord) error) (err error) {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	caller := ctx
+	defer func() {
+		// A caller that went away says nothing about InfluxDB.
+		if err == nil || caller.Err() == nil {
+			s.reads.record(err)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	// A QueryAPI per query: the library's QueryAPI caches its URL without a
