@@ -1,11 +1,13 @@
 package canary
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
 
 	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 	"github.com/vigil-synthetics/vigil/scripts"
 )
 
@@ -51,7 +53,9 @@ func (s Shard) Owns(key string) bool {
 	return int(h.Sum32()%uint32(s.Of)) == s.Index
 }
 
-// Compile turns a validated config into pairs. Call ValidateAndSetDefaults first.
+// Compile turns a validated config into pairs. Call ValidateAndSetDefaults
+// first. Every check that does not compile is reported, one error each,
+// prefixed "checks[i] (name): ".
 func (c *Config) Compile(o CompileOptions) ([]Pair, error) {
 	if o.DataDir == "" {
 		o.DataDir = c.Agent.DataDir
@@ -61,6 +65,7 @@ func (c *Config) Compile(o CompileOptions) ([]Pair, error) {
 		targets[t.Name] = t.URL
 	}
 	var pairs []Pair
+	var errs []error
 	for i := range c.Checks {
 		ch := &c.Checks[i]
 		if o.Check != "" && ch.Name != o.Check {
@@ -71,7 +76,11 @@ func (c *Config) Compile(o CompileOptions) ([]Pair, error) {
 		}
 		probe, err := ch.compile(o)
 		if err != nil {
-			return nil, fmt.Errorf("checks[%d] (%s): %w", i, ch.Name, err)
+			// One error per line, each naming its check.
+			for _, e := range units.Errors(err) {
+				errs = append(errs, fmt.Errorf("checks[%d] (%s): %w", i, ch.Name, e))
+			}
+			continue
 		}
 		var ts []checks.Target
 		if ch.URL != "" {
@@ -86,6 +95,9 @@ func (c *Config) Compile(o CompileOptions) ([]Pair, error) {
 				pairs = append(pairs, p)
 			}
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if o.Check != "" && len(pairs) == 0 {
 		return nil, fmt.Errorf("no check named %q", o.Check)

@@ -366,11 +366,16 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 	if c.URL != "" {
 		if err := validateURL(c.URL); err != nil {
 			errs = append(errs, fmt.Errorf("url: %w", err))
+		} else if err := c.urlFits(c.URL); err != nil {
+			errs = append(errs, fmt.Errorf("url: %q: %w", units.RedactURL(c.URL), err))
 		}
 	}
 	for i, t := range c.Targets {
-		if _, ok := targets[t]; !ok {
+		u, ok := targets[t]
+		if !ok {
 			errs = append(errs, fmt.Errorf("targets[%d]: %q: %w (define it under targets:)", i, t, ErrUnknownTarget))
+		} else if err := c.urlFits(u); err != nil {
+			errs = append(errs, fmt.Errorf("targets[%d]: %q (url %q): %w", i, t, units.RedactURL(u), err))
 		}
 	}
 
@@ -462,4 +467,26 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 		errs = append(errs, units.Prefix("script", c.Script.ValidateAndSetDefaults(c.Timeout)))
 	}
 	return errors.Join(errs...)
+}
+
+// urlFits reports whether a (valid) target URL suits what the check does: an
+// http check without http.url requests http:// or https:// URLs, and a tcp
+// check needs a port unless the scheme implies one (http 80, https/tls 443).
+// Without this a run would fail every time with cause internal.
+func (c *CheckConfig) urlFits(raw string) error {
+	switch c.Kind() {
+	case "http":
+		if c.HTTP != nil && c.HTTP.URL != "" {
+			return nil
+		}
+		if !strings.HasPrefix(raw, "http://") && !strings.HasPrefix(raw, "https://") {
+			return errors.New("want an http:// or https:// URL for an http check")
+		}
+	case "tcp":
+		u, err := url.Parse(raw)
+		if err == nil && u.Port() == "" && u.Scheme == "tcp" {
+			return errors.New("a port is required for a tcp check (tcp://host:port)")
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 	"github.com/vigil-synthetics/vigil/scripts"
 )
 
@@ -52,9 +54,20 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 					MaxConcurrent: f.Agent.Browser.MaxConcurrent, Log: log})
 				defer browser.Close()
 			}
+			if only != "" && !hasCheck(f, only) {
+				return &exitError{code: 2, err: fmt.Errorf("%s: no checks to run: no check named %q", file, only)}
+			}
 			pairs, err := f.Compile(canary.CompileOptions{Version: version, Check: only, Browser: browser, IncludeDisabled: only != ""})
 			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("%s: %v", file, err)}
+				return &exitError{code: 2, err: prefixLines(file, err)}
+			}
+			if len(pairs) == 0 {
+				// Exit 0 here would pass a deploy gate that checked nothing.
+				why := "the file defines no checks"
+				if len(f.Checks) > 0 {
+					why = fmt.Sprintf("all %d checks are disabled (run one with --check NAME)", len(f.Checks))
+				}
+				return &exitError{code: 2, err: fmt.Errorf("%s: no checks to run: %s", file, why)}
 			}
 			results := runOnce(ctx, pairs, parallel)
 			out := cmd.OutOrStdout()
@@ -85,6 +98,24 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to this file")
 	cmd.Flags().IntVar(&parallel, "parallel", 16, "checks run at once")
 	return cmd
+}
+
+func hasCheck(f *File, name string) bool {
+	for _, c := range f.Checks {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixLines puts "file: " before every line of a (possibly joined) error.
+func prefixLines(file string, err error) error {
+	var lines []string
+	for _, e := range units.Errors(err) {
+		lines = append(lines, file+": "+e.Error())
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 func hasBrowserSteps(c *canary.Config) bool {
@@ -274,11 +305,14 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	// Time is the sum of its testcases' times, in seconds.
+	Time  string      `xml:"time,attr"`
+	Cases []junitCase `xml:"testcase"`
+
+	total time.Duration
 }
 
 type junitCase struct {
@@ -324,6 +358,8 @@ func writeJUnit(path string, results []pairResult, red *redactor) error {
 			s.Failures++
 			doc.Failures++
 		}
+		s.total += r.Result.Phases.Total
+		s.Time = fmt.Sprintf("%.3f", s.total.Seconds())
 		s.Tests++
 		doc.Tests++
 		s.Cases = append(s.Cases, c)

@@ -6,8 +6,10 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,6 +132,21 @@ checks:
 	if doc.Tests != 2 || doc.Failures != 1 || len(doc.Suites) != 1 || doc.Suites[0].Cases[1].Failure == nil {
 		t.Errorf("junit: %+v", doc)
 	}
+	// time="" is rejected by some JUnit readers: the suite time is the sum of its cases.
+	if len(doc.Suites) == 1 {
+		suite, err := strconv.ParseFloat(doc.Suites[0].Time, 64)
+		var sum float64
+		for _, c := range doc.Suites[0].Cases {
+			ct, cerr := strconv.ParseFloat(c.Time, 64)
+			if cerr != nil {
+				t.Errorf("testcase time %q: %v", c.Time, cerr)
+			}
+			sum += ct
+		}
+		if err != nil || suite <= 0 || math.Abs(suite-sum) > 0.0021 {
+			t.Errorf("testsuite time %q, testcases sum to %.3f", doc.Suites[0].Time, sum)
+		}
+	}
 
 	// Only the healthy target: exit 0.
 	bad.SetMode(checktest.ModeOK)
@@ -148,5 +165,51 @@ func TestValidateCommand(t *testing.T) {
 	}
 	if _, code := runCLI(t, "check", "-c", "testdata/invalid-unknown-target.yaml"); code != 2 {
 		t.Errorf("check with bad config: exit %d, want 2", code)
+	}
+}
+
+// TestValidateRunsCompile: what vigil check rejects at compile time, validate
+// rejects too, with the same message (file, key path) and exit 2.
+func TestValidateRunsCompile(t *testing.T) {
+	for _, f := range []string{"testdata/invalid-size-above-body-limit.yaml", "testdata/invalid-script-size-above-body-limit.yaml",
+		"testdata/invalid-http-url-scheme.yaml", "testdata/invalid-tcp-no-port.yaml"} {
+		vout, vcode := runCLI(t, "validate", "-c", f)
+		cout, ccode := runCLI(t, "check", "-c", f)
+		if vcode != 2 || ccode != 2 {
+			t.Errorf("%s: validate exit %d, check exit %d; want 2 and 2", f, vcode, ccode)
+		}
+		if !strings.HasPrefix(vout, f+": checks[0]") || strings.TrimSpace(vout) != strings.TrimSpace(cout) {
+			t.Errorf("%s:\nvalidate: %s\ncheck:    %s", f, vout, cout)
+		}
+	}
+}
+
+// TestCheckNothingToRun: a deploy gate that would check nothing fails (exit 2)
+// instead of passing.
+func TestCheckNothingToRun(t *testing.T) {
+	disabled := writeConfig(t, `checks: [{name: h, url: "http://127.0.0.1:1/", disabled: true}]`)
+	proxyOnly := writeConfig(t, `proxy: {pools: [{name: web, origins: [{url: "http://127.0.0.1:1"}]}]}`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"empty file", []string{"-c", "testdata/invalid-empty.yaml"}, "testdata/invalid-empty.yaml: no checks, proxy or alerting configured"},
+		{"proxy only", []string{"-c", proxyOnly}, proxyOnly + ": no checks to run: the file defines no checks"},
+		{"all disabled", []string{"-c", disabled}, disabled + ": no checks to run: all 1 checks are disabled (run one with --check NAME)"},
+		{"filter matches nothing", []string{"-c", disabled, "--check", "nosuch"}, disabled + `: no checks to run: no check named "nosuch"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runCLI(t, append([]string{"check"}, tc.args...)...)
+			if code != 2 || !strings.HasPrefix(out, tc.want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, tc.want)
+			}
+		})
+	}
+	if out, code := runCLI(t, "validate", "-c", "testdata/invalid-empty.yaml"); code != 2 || !strings.Contains(out, "no checks, proxy or alerting configured") {
+		t.Errorf("validate empty file: exit %d: %s", code, out)
+	}
+	if out, code := runCLI(t, "validate", "-c", proxyOnly); code != 0 || strings.TrimSpace(out) != "ok" {
+		t.Errorf("validate proxy-only file: exit %d: %s", code, out)
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/proxy"
+	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/alerting"
 	"github.com/vigil-synthetics/vigil/reporting/statuspage"
 	"github.com/vigil-synthetics/vigil/reporting/store"
@@ -40,12 +43,36 @@ type File struct {
 
 	path     string
 	redactor *redactor
+	// sections holds the top-level keys the file sets (lower case).
+	sections map[string]bool
 }
+
+// minCheckInterval is the shortest interval a check may run at (checks[].interval,
+// defaults.interval). Package tests lower it to run end-to-end scenarios fast.
+var minCheckInterval atomic.Int64
+
+func init() { minCheckInterval.Store(int64(time.Second)) }
 
 // ValidateAndSetDefaults validates every section and the references
 // between them (SLOs name checks, proxy origins name targets).
 func (f *File) ValidateAndSetDefaults() error {
-	errs := []error{f.Config.ValidateAndSetDefaults()}
+	var errs []error
+	if len(f.Checks) == 0 && len(f.SLOs) == 0 && f.Proxy == nil && !f.sections["alerting"] && !f.sections["store"] {
+		// Nothing for any role to do: an empty file, or a typo'd section name
+		// caught as an unknown key already.
+		errs = append(errs, errors.New("no checks, proxy or alerting configured (add a checks:, proxy: or alerting: section)"))
+	}
+	errs = append(errs, f.checkIntervals()...)
+	canaryErr := f.Config.ValidateAndSetDefaults()
+	errs = append(errs, canaryErr)
+	if canaryErr == nil {
+		// The same compile step `vigil run` and `vigil check` take, so that
+		// validate rejects everything they would (expect.size above
+		// http.body_limit, script steps, …). Pairs are discarded.
+		if _, err := f.Config.Compile(canary.CompileOptions{IncludeDisabled: true}); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	errs = append(errs, units.Prefix("store", f.Store.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("status_page", f.StatusPage.ValidateAndSetDefaults()))
 	checkNames := map[string]bool{}
@@ -69,6 +96,34 @@ func (f *File) ValidateAndSetDefaults() error {
 		}
 	}
 	errs = append(errs, alerting.ValidateSLOs(f.SLOs))
+	// Check names elsewhere must exist when this file defines checks. A file
+	// without checks (a proxy or alerter reading other regions' verdicts
+	// from InfluxDB or --verdicts-from) cannot know them.
+	knownCheck := func(key, name string) error {
+		if len(f.Checks) == 0 || checkNames[name] {
+			return nil
+		}
+		return fmt.Errorf("%s: unknown check %q", key, name)
+	}
+	for i, m := range f.Alerting.Maintenance {
+		for j, c := range m.Checks {
+			errs = append(errs, knownCheck(fmt.Sprintf("alerting.maintenance[%d].checks[%d]", i, j), c))
+		}
+	}
+	if f.Proxy != nil {
+		for i, p := range f.Proxy.Pools {
+			for j, c := range p.Verdicts.Checks {
+				errs = append(errs, knownCheck(fmt.Sprintf("proxy.pools[%d].verdicts.checks[%d]", i, j), c))
+			}
+			for j, t := range p.Verdicts.Tiers {
+				switch t {
+				case reporting.TierShallow, reporting.TierDeep, reporting.TierSynthetic:
+				default:
+					errs = append(errs, fmt.Errorf("proxy.pools[%d].verdicts.tiers[%d]: %q: want shallow, deep or synthetic", i, j, t))
+				}
+			}
+		}
+	}
 	if f.Alerting.StatusPageURL == "" && f.Agent.Listen != "" {
 		f.Alerting.StatusPageURL = "http://" + f.Agent.Listen
 	}
@@ -100,6 +155,23 @@ func (f *File) ValidateAndSetDefaults() error {
 		errs = append(errs, units.Prefix("proxy", f.Proxy.ValidateAndSetDefaults()))
 	}
 	return errors.Join(errs...)
+}
+
+// checkIntervals rejects intervals set in the file below minCheckInterval
+// (before defaults fill them in, so an inherited interval is reported once,
+// at defaults.interval).
+func (f *File) checkIntervals() []error {
+	min := time.Duration(minCheckInterval.Load())
+	var errs []error
+	if d := f.Defaults.Interval; d > 0 && d < min {
+		errs = append(errs, fmt.Errorf("defaults.interval: %s is below the %s minimum", d, min))
+	}
+	for i, c := range f.Checks {
+		if c.Interval > 0 && c.Interval < min && c.Cron == "" {
+			errs = append(errs, fmt.Errorf("checks[%d].interval: %s is below the %s minimum", i, c.Interval, min))
+		}
+	}
+	return errs
 }
 
 // LoadError is every problem found in a config file, one per line, each
@@ -159,15 +231,25 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		settings = map[string]any{}
 	}
 
+	sections := map[string]bool{}
+	for k := range settings {
+		sections[strings.ToLower(k)] = true
+	}
+
 	// Environment overrides: VIGIL_<SECTION>_<KEY> for every scalar key outside lists.
+	fromEnv := map[string]string{} // key → variable, to say where a bad value came from
 	for _, key := range scalarKeys(reflect.TypeOf(File{}), "") {
 		name := "VIGIL_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(key))
 		if val, ok := env(name); ok {
 			setPath(settings, strings.Split(key, "."), val)
+			fromEnv[key] = name
 			if secretKey.MatchString(key) {
 				red.add(key, val)
 			}
 		}
+	}
+	fail = func(errs ...error) error {
+		return &LoadError{File: path, Errors: markEnv(errs, fromEnv), red: red}
 	}
 
 	// ${NAME} interpolation (not inside check scripts, which resolve their own
@@ -205,12 +287,45 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	if len(errs) > 0 {
 		return nil, fail(errs...)
 	}
+	f.sections = sections
 	if err := f.ValidateAndSetDefaults(); err != nil {
 		return nil, fail(units.Errors(err)...)
 	}
 	f.path = path
 	f.redactor = red
 	return &f, nil
+}
+
+// envError is a config error whose value came from an environment override.
+type envError struct {
+	msg string
+	err error
+}
+
+func (e *envError) Error() string { return e.msg }
+func (e *envError) Unwrap() error { return e.err }
+
+// markEnv rewrites "agent.concurrency: …" into "agent.concurrency (from
+// VIGIL_AGENT_CONCURRENCY): …" for keys set by an environment override.
+func markEnv(errs []error, fromEnv map[string]string) []error {
+	if len(fromEnv) == 0 {
+		return errs
+	}
+	out := make([]error, 0, len(errs))
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		msg := err.Error()
+		for key, name := range fromEnv {
+			if rest, ok := strings.CutPrefix(msg, key+":"); ok {
+				err = &envError{msg: key + " (from " + name + "):" + rest, err: err}
+				break
+			}
+		}
+		out = append(out, err)
+	}
+	return out
 }
 
 func unwrapViper(err error) string {
@@ -233,12 +348,30 @@ func decodeErrors(err error) []error {
 			}
 			if m := quotedKey.FindStringSubmatch(line); m != nil {
 				line = m[1] + ": " + strings.TrimSpace(m[2])
+				line = dayHint(m[1], line)
 			}
 			out = append(out, errors.New(line))
 		}
 	}
 	return out
 }
+
+// dayHint replaces the "e.g. "7s" or "7ms"" hint for a bare number with
+// "e.g. "7d"" on keys measured in days (retention, at least 1h), where the
+// seconds suggestion would fail the next check.
+func dayHint(key, line string) string {
+	k := key[strings.LastIndex(key, ".")+1:]
+	if k != "retention" && k != "rollup_retention" {
+		return line
+	}
+	m := bareHintRE.FindStringSubmatch(line)
+	if m == nil {
+		return line
+	}
+	return strings.Replace(line, m[0], fmt.Sprintf("e.g. %q", m[1]+"d"), 1)
+}
+
+var bareHintRE = regexp.MustCompile(`e\.g\. "([0-9.]+)s" or "[0-9.]+ms"`)
 
 var quotedKey = regexp.MustCompile(`^'([^']*)'\s*(.*)$`)
 
@@ -284,7 +417,12 @@ func unitHook(from, to reflect.Type, data any) (any, error) {
 	switch data.(type) {
 	case int, int64, uint64, float64:
 		if to == percentType {
-			return nil, fmt.Errorf("%v: a percentage needs a %% sign, e.g. \"%v%%\"", data, data)
+			// 0.999 is most likely a fraction: suggest 99.9%, not 0.999%.
+			hint := reflect.ValueOf(data).Convert(reflect.TypeOf(float64(0))).Float()
+			if hint > 0 && hint < 1 {
+				hint = math.Round(hint*100*1e6) / 1e6
+			}
+			return nil, fmt.Errorf("%v: a percentage needs a %% sign, e.g. \"%s%%\"", data, strconv.FormatFloat(hint, 'f', -1, 64))
 		}
 		return nil, fmt.Errorf("%v: a size needs a unit, e.g. \"%vB\" or \"%vMiB\"", data, data, data)
 	}

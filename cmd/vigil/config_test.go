@@ -18,6 +18,20 @@ func envOf(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// TestMain lowers the interval minimum for the package's end-to-end tests,
+// which run checks every few hundred milliseconds to finish quickly; tests of
+// the rule itself restore the real 1s with withMinInterval.
+func TestMain(m *testing.M) {
+	minCheckInterval.Store(int64(100 * time.Millisecond))
+	os.Exit(m.Run())
+}
+
+// withMinInterval sets the interval minimum for one (sequential) test.
+func withMinInterval(t *testing.T, d time.Duration) {
+	old := minCheckInterval.Swap(int64(d))
+	t.Cleanup(func() { minCheckInterval.Store(old) })
+}
+
 // TestInvalidConfigs pairs each testdata/invalid-*.yaml with the exact error
 // `vigil validate` prints for it.
 func TestInvalidConfigs(t *testing.T) {
@@ -30,7 +44,22 @@ func TestInvalidConfigs(t *testing.T) {
 		"invalid-status-range.yaml":     wantStatusRange,
 		"invalid-regex.yaml":            wantRegex,
 		"invalid-checksum.yaml":         wantChecksum,
+		// The compile step of vigil run / vigil check, now part of loading.
+		"invalid-size-above-body-limit.yaml":        "checks[0] (h): expect.size.max: 3MiB is above http.body_limit 1KiB",
+		"invalid-script-size-above-body-limit.yaml": "checks[0] (flow): script[0].expect.size.max: 3MiB is above http.body_limit 1KiB",
+		"invalid-http-url-scheme.yaml":              `checks[0].url: "tcp://127.0.0.1:9": want an http:// or https:// URL for an http check`,
+		"invalid-tcp-no-port.yaml":                  `checks[0].url: "tcp://127.0.0.1": a port is required for a tcp check (tcp://host:port)`,
+		// Cross-references.
+		"invalid-verdict-check.yaml":         `proxy.pools[0].verdicts.checks[0]: unknown check "nosuch"`,
+		"invalid-verdict-tier.yaml":          `proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`,
+		"invalid-maintenance-check.yaml":     `alerting.maintenance[0].checks[1]: unknown check "nosuch"`,
+		"invalid-empty.yaml":                 "no checks, proxy or alerting configured (add a checks:, proxy: or alerting: section)",
+		"invalid-interval-min.yaml":          "checks[0].interval: 5ms is below the 1s minimum",
+		"invalid-defaults-interval-min.yaml": "defaults.interval: 500ms is below the 1s minimum",
+		"invalid-objective-fraction.yaml":    `slos[0].objective: 0.999: a percentage needs a % sign, e.g. "99.9%"`,
+		"invalid-retention-number.yaml":      `store.embedded.retention: 7: a duration needs a unit, e.g. "7d"`,
 	}
+	withMinInterval(t, time.Second)
 	files, _ := filepath.Glob("testdata/invalid-*.yaml")
 	if len(files) != len(want) {
 		t.Errorf("%d invalid-*.yaml files, %d expectations: pair every file with its error", len(files), len(want))
@@ -260,5 +289,54 @@ checks:
 	}
 	if eq := fmt.Sprint(f.Checks[0].Expect.JSON[0].Equals); !strings.Contains(eq, "firstName") {
 		t.Errorf("equals value lost its case: %s", eq)
+	}
+}
+
+// TestEnvOverrideErrorsNameVariable: a bad value from VIGIL_* says so; a
+// secret from the environment stays redacted in the same message.
+func TestEnvOverrideErrorsNameVariable(t *testing.T) {
+	raw := "checks: [{name: h, url: \"http://127.0.0.1:1/\"}]\n"
+	_, err := parseConfig("x.yaml", []byte(raw), envOf(map[string]string{"VIGIL_AGENT_CONCURRENCY": "abc"}))
+	if err == nil || !strings.HasPrefix(err.Error(), "x.yaml: agent.concurrency (from VIGIL_AGENT_CONCURRENCY): ") {
+		t.Errorf("want the variable named, got %v", err)
+	}
+	_, err = parseConfig("x.yaml", []byte(raw), envOf(map[string]string{"VIGIL_AGENT_CONCURRENCY": "-3"}))
+	if want := "x.yaml: agent.concurrency (from VIGIL_AGENT_CONCURRENCY): must be positive, got -3"; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	// A value from the file is not marked.
+	_, err = parseConfig("x.yaml", []byte("agent: {concurrency: -3}\n"+raw), noEnv)
+	if want := "x.yaml: agent.concurrency: must be positive, got -3"; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	secret := "http://127.0.0.1:1/?key=env-secret-77"
+	_, err = parseConfig("x.yaml", []byte(raw+"store: {influxdb: {url: x, token: t}}\n"), envOf(map[string]string{"VIGIL_STORE_INFLUXDB_URL": "tcp://" + secret}))
+	if err == nil || !strings.Contains(err.Error(), "store.influxdb.url (from VIGIL_STORE_INFLUXDB_URL): ") || strings.Contains(err.Error(), "env-secret-77") {
+		t.Errorf("want the variable named and the value hidden, got %v", err)
+	}
+}
+
+// TestRemoteVerdictFilesValid: a proxy or alerter file without checks names
+// checks that other regions run; those references cannot be verified there.
+func TestRemoteVerdictFilesValid(t *testing.T) {
+	for name, raw := range map[string]string{
+		"proxy":   `proxy: {pools: [{name: web, origins: [{url: "http://127.0.0.1:1"}], verdicts: {checks: [remote], tiers: [deep]}}]}`,
+		"alerter": `alerting: {maintenance: [{name: m, cron: "0 3 * * *", duration: 1h, checks: [remote]}]}`,
+		"store":   `store: {influxdb: {url: "http://127.0.0.1:8086", bucket: b}}`,
+	} {
+		if _, err := parseConfig(name+".yaml", []byte(raw), noEnv); err != nil {
+			t.Errorf("%s-only file: %v", name, err)
+		}
+	}
+	withMinInterval(t, time.Second)
+	for _, raw := range []string{
+		"checks: [{name: daily, url: \"http://127.0.0.1:1/\", cron: \"0 3 * * *\"}]",
+		"checks: [{name: c, url: \"http://127.0.0.1:1/\", interval: 1s}]",
+		"checks: [{name: c, url: \"tls://127.0.0.1\"}]",
+		"checks: [{name: c, url: \"tcp://127.0.0.1:9\", http: {url: \"http://127.0.0.1:1/\"}}]",
+	} {
+		if _, err := parseConfig("x.yaml", []byte(raw), noEnv); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
 	}
 }
