@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,7 @@ const (
 //	                                      ?max_age=30s keeps verdicts whose run is that recent
 //	GET  /api/v1/checks/{name}/history    ?target=&region=&from=&to=&limit= (needs src)
 //	POST /api/v1/trigger                  {"check":…,"target":…} or ?check=&target=; bearer agent.admin_token
+//	                                      (401 missing/wrong token, 403 no admin_token configured)
 //	GET  /healthz                         200 "ok" or 503 with the reasons
 //	GET  /metrics                         Prometheus exposition of the canary's registry
 //
@@ -199,28 +201,38 @@ func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src report
 	writeJSON(w, http.StatusOK, vs)
 }
 
-// authorized checks the bearer token in constant time. An empty configured
-// token refuses every request.
-func (c *Canary) authorized(r *http.Request) bool {
+// authorized answers a write request that does not carry the admin token
+// and reports whether it may go on: 403 when agent.admin_token is empty
+// (writes are disabled whatever the request carries), 401 with
+// WWW-Authenticate when the bearer token is missing or wrong. The same rule
+// holds for the proxy's drain/undrain. The token is compared in constant
+// time over SHA-256 digests, so its length does not leak either.
+func (c *Canary) authorized(w http.ResponseWriter, r *http.Request) bool {
 	c.mu.Lock()
 	want := c.cfg.Agent.AdminToken
 	c.mu.Unlock()
 	if want == "" {
+		apiError(w, http.StatusForbidden, "admin writes are disabled: set agent.admin_token")
 		return false
 	}
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
-	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+	ok := len(h) >= len(prefix) && strings.EqualFold(h[:len(prefix)], prefix)
+	var got string
+	if ok {
+		got = strings.TrimSpace(h[len(prefix):])
+	}
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
+		apiError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <agent.admin_token>)")
 		return false
 	}
-	got := strings.TrimSpace(h[len(prefix):])
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	return true
 }
 
 func (c *Canary) serveTrigger(w http.ResponseWriter, r *http.Request) {
-	if !c.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
-		apiError(w, http.StatusUnauthorized, "a valid admin token is required (Authorization: Bearer …; agent.admin_token)")
+	if !c.authorized(w, r) {
 		return
 	}
 	var req struct {

@@ -121,12 +121,16 @@ func TestTriggerAPI(t *testing.T) {
 	})
 }
 
+// TestTriggerRefusedWithoutConfiguredToken: with agent.admin_token empty the
+// trigger is disabled: 403 whatever the request carries (as the proxy's
+// drain answers), never 401, which would suggest a token could work.
 func TestTriggerRefusedWithoutConfiguredToken(t *testing.T) {
 	_, o, srv := apiCanary(t, "")
 	n := o.Count("GET", "/healthz")
 	for _, auth := range []string{"", "Bearer ", "Bearer x"} {
-		if code, _ := do(t, "POST", srv.URL+"/api/v1/trigger?check=home&target=o1", auth, ""); code != http.StatusUnauthorized {
-			t.Fatalf("auth %q: status %d, want 401", auth, code)
+		code, resp := do(t, "POST", srv.URL+"/api/v1/trigger?check=home&target=o1", auth, "")
+		if code != http.StatusForbidden || !strings.Contains(resp, "admin writes are disabled: set agent.admin_token") {
+			t.Fatalf("auth %q: status %d %s, want 403 admin writes are disabled", auth, code, resp)
 		}
 	}
 	if got := o.Count("GET", "/healthz"); got > n+2 {

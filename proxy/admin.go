@@ -108,9 +108,10 @@ func (p *Proxy) setDrain(name, why string, on bool) bool {
 //	POST /api/v1/origins/{name}/drain   → drain; optional ?why=… is recorded
 //	POST /api/v1/origins/{name}/undrain → undrain
 //
-// Writes need "Authorization: Bearer <admin_token>": 401 without or with a
-// wrong token, 403 when no admin_token is configured (writes are then
-// refused entirely), 404 for an unknown origin.
+// Writes need "Authorization: Bearer <admin_token>": 403 when no
+// admin_token is configured (writes are then refused entirely, whatever the
+// request carries), 401 with WWW-Authenticate without or with a wrong token,
+// 404 for an unknown origin. POST /api/v1/trigger follows the same rule.
 func (p *Proxy) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/origins", func(w http.ResponseWriter, r *http.Request) {
@@ -144,15 +145,23 @@ func (p *Proxy) AdminHandler() http.Handler {
 	return mux
 }
 
-// authorized checks the bearer token in constant time (over SHA-256 digests,
-// so the token's length does not leak either).
+// authorized answers 403 when no token is configured, 401 when the
+// request's is missing or wrong. It compares the bearer token in constant
+// time over SHA-256 digests, so the token's length does not leak either.
 func (p *Proxy) authorized(w http.ResponseWriter, r *http.Request) bool {
 	token := p.state.Load().cfg.AdminToken
 	if token == "" {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin writes are disabled: no admin_token is configured"})
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin writes are disabled: set agent.admin_token (or proxy.admin_token)"})
 		return false
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	// The scheme is case-insensitive (RFC 9110 §11.1), as on /api/v1/trigger.
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	ok := len(h) >= len(prefix) && strings.EqualFold(h[:len(prefix)], prefix)
+	var got string
+	if ok {
+		got = strings.TrimSpace(h[len(prefix):])
+	}
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(token))
 	if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)

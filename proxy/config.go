@@ -20,6 +20,7 @@ var (
 	ErrBadHashKey     = errors.New("want header:NAME, cookie:NAME, path or client_ip")
 	ErrDuplicate      = errors.New("duplicate")
 	ErrNoURL          = errors.New("url is required (or a target the loader resolves to a url)")
+	ErrReservedName   = errors.New(`is reserved: the metrics label the proxy's own answers origin="none"`)
 )
 
 // Policy names accepted in PoolConfig.Policy.
@@ -353,6 +354,13 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 		if err := o.ValidateAndSetDefaults(); err != nil {
 			errs = append(errs, units.Prefix(fmt.Sprintf("origins[%d]", i), err))
 			continue
+		}
+		if o.Name() == noOrigin {
+			key := "target"
+			if o.Target == "" {
+				key = "url"
+			}
+			errs = append(errs, fmt.Errorf("origins[%d].%s: origin name %q %w", i, key, o.Name(), ErrReservedName))
 		}
 		if seen[o.u.String()] {
 			errs = append(errs, fmt.Errorf("origins[%d].url: %q: %w origin in pool", i, o.URL, ErrDuplicate))

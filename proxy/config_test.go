@@ -86,6 +86,8 @@ func TestConfigInvalid(t *testing.T) {
 		{"max ejection", Config{Pools: []PoolConfig{{Name: "w", Passive: PassiveConfig{Ejection: time.Minute, MaxEjection: time.Second}, Origins: origin}}}, "pools[0].passive.max_ejection: 1s is shorter than ejection 1m0s", nil},
 		{"budget", Config{Pools: []PoolConfig{{Name: "w", Retry: RetryConfig{TryTimeout: 10 * time.Second, Budget: time.Second}, Origins: origin}}}, "pools[0].retry.budget: 1s is shorter than try_timeout 10s", nil},
 		{"connect vs try", Config{Pools: []PoolConfig{{Name: "w", ConnectTimeout: 5 * time.Second, Retry: RetryConfig{TryTimeout: time.Second, Budget: time.Second}, Origins: origin}}}, "pools[0].connect_timeout: 5s is longer than retry.try_timeout 1s", nil},
+		{"origin named none", Config{Pools: []PoolConfig{{Name: "w", Origins: []OriginConfig{{Target: "none", URL: "http://127.0.0.1:1"}}}}}, `pools[0].origins[0].target: origin name "none" is reserved`, ErrReservedName},
+		{"origin host none", Config{Pools: []PoolConfig{{Name: "w", Origins: []OriginConfig{{URL: "http://none"}}}}}, `pools[0].origins[0].url: origin name "none" is reserved`, ErrReservedName},
 		{"tries", Config{Pools: []PoolConfig{{Name: "w", Retry: RetryConfig{Tries: 100}, Origins: origin}}}, "pools[0].retry.tries: 100: want 1..64", nil},
 	}
 	for _, tt := range tests {

@@ -41,7 +41,7 @@ type pool struct {
 type interfaceCounter interface{ Inc() }
 
 func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
-	pl := &pool{name: pc.Name, cfg: pc, log: log, m: m, none: m.forOrigin(pc.Name, noOrigin),
+	pl := &pool{name: pc.Name, cfg: pc, log: log, m: m, none: m.forProxyAnswers(pc.Name),
 		retries: map[string]interfaceCounter{}}
 	pl.budget.ratio = pc.Retry.RetryBudget.Fraction()
 	for _, c := range retryCauses {

@@ -3,8 +3,10 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -317,6 +319,8 @@ func TestDrainAdminAPI(t *testing.T) {
 		cfg.AdminToken = token
 		h := start(t, cfg, nil, false)
 		admin := httptest.NewServer(h.p.AdminHandler())
+		var lastBody string
+		var lastHeader http.Header
 		post := func(path, auth string) int {
 			req, _ := http.NewRequest("POST", admin.URL+path, nil)
 			if auth != "" {
@@ -326,18 +330,27 @@ func TestDrainAdminAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			lastBody, lastHeader = string(b), resp.Header
 			return resp.StatusCode
 		}
 		if token == "" {
-			if code := post("/api/v1/origins/o0/drain", "Bearer anything"); code != http.StatusForbidden {
-				t.Fatalf("no token configured: got %d, want 403", code)
+			// No token configured: 403 whatever the request carries.
+			for _, auth := range []string{"", "Bearer anything", "Bearer "} {
+				if code := post("/api/v1/origins/o0/drain", auth); code != http.StatusForbidden || !strings.Contains(lastBody, "admin writes are disabled: set agent.admin_token") {
+					t.Fatalf("no token configured, auth %q: got %d %s, want 403 admin writes are disabled", auth, code, lastBody)
+				}
 			}
 		} else {
-			for _, auth := range []string{"", "Bearer wrong", "t0ken", "Basic t0ken"} {
-				if code := post("/api/v1/origins/o0/drain", auth); code != http.StatusUnauthorized {
-					t.Fatalf("auth %q: got %d, want 401", auth, code)
+			for _, auth := range []string{"", "Bearer wrong", "t0ken", "Basic t0ken", "Bearer t0ken2"} {
+				if code := post("/api/v1/origins/o0/drain", auth); code != http.StatusUnauthorized || lastHeader.Get("WWW-Authenticate") == "" {
+					t.Fatalf("auth %q: got %d (WWW-Authenticate %q), want 401 with a challenge", auth, code, lastHeader.Get("WWW-Authenticate"))
 				}
+			}
+			// The scheme is case-insensitive, as on /api/v1/trigger.
+			if code := post("/api/v1/origins/o0/undrain", "bearer t0ken"); code != http.StatusOK {
+				t.Fatalf("lower-case scheme: %d %s", code, lastBody)
 			}
 			if code := post("/api/v1/origins/nope/drain", "Bearer t0ken"); code != http.StatusNotFound {
 				t.Fatalf("unknown origin: %d", code)

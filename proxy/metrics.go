@@ -22,7 +22,12 @@ const (
 
 var retryCauses = []string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset, CauseStatus5xx}
 
-// noOrigin labels answers the proxy made itself (502/504, 421, …).
+// noOrigin is the origin label of answers the proxy made itself (502, 503
+// when every origin is full, 504, 413, …). It labels only
+// vigil_proxy_requests_total and vigil_proxy_request_duration_seconds: it is
+// not an origin, so it has no availability gauge and no ejection counters
+// (an alert on vigil_proxy_origin_available == 0 would otherwise fire for
+// it forever). Config validation refuses an origin named "none".
 const noOrigin = "none"
 
 // metrics are the proxy's Prometheus collectors. Every series that can be
@@ -78,8 +83,8 @@ type originMetrics struct {
 	pool, origin string
 	vec          *prometheus.CounterVec
 	latency      prometheus.Observer
-	available    prometheus.Gauge
-	ejections    map[string]prometheus.Counter
+	available    prometheus.Gauge              // nil for noOrigin
+	ejections    map[string]prometheus.Counter // empty for noOrigin
 	codes        [600]atomic.Pointer[counterBox]
 	codesMu      sync.Mutex
 }
@@ -97,6 +102,16 @@ func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 		om.ejections[r] = m.ejections.WithLabelValues(pool, origin, r)
 	}
 	return om
+}
+
+// forProxyAnswers returns the series of the proxy's own answers in a pool:
+// requests and latency under origin noOrigin, nothing per-origin.
+func (m *metrics) forProxyAnswers(pool string) *originMetrics {
+	return &originMetrics{
+		pool: pool, origin: noOrigin, vec: m.requests,
+		latency:   m.latency.WithLabelValues(pool, noOrigin),
+		ejections: map[string]prometheus.Counter{},
+	}
 }
 
 // code returns the requests_total counter for a status code.

@@ -479,11 +479,11 @@ func TestBadInputNoAdminToken(t *testing.T) {
 	raw := newRawOrigin(t, 0, 0)
 	b := startBadApp(t, sharedConfig(t.TempDir(), "", o.URL(), raw.url()), nil, nil)
 	for _, auth := range []string{"", "Bearer ", "Bearer x", "Bearer null", `Bearer ""`} {
-		if code, body := do(t, "POST", b.base+"/api/v1/trigger?check=trig&target=app", auth, nil); code != http.StatusUnauthorized {
-			t.Errorf("trigger %q: %d %s, want 401", auth, code, body)
+		if code, body := do(t, "POST", b.base+"/api/v1/trigger?check=trig&target=app", auth, nil); code != http.StatusForbidden {
+			t.Errorf("trigger %q: %d %s, want 403", auth, code, body)
 		}
-		if code, body := do(t, "POST", b.base+"/api/v1/origins/app/drain", auth, nil); code != http.StatusUnauthorized && code != http.StatusForbidden {
-			t.Errorf("drain %q: %d %s, want 401 or 403", auth, code, body)
+		if code, body := do(t, "POST", b.base+"/api/v1/origins/app/drain", auth, nil); code != http.StatusForbidden {
+			t.Errorf("drain %q: %d %s, want 403", auth, code, body)
 		}
 		form := url.Values{"origin": {"app"}, "mode": {"503"}, "token": {""}}
 		if code, body := do(t, "POST", b.base+"/fault", auth, strings.NewReader(form.Encode())); code < 400 {

@@ -34,8 +34,17 @@ var demoRegions = []string{"eu-west", "us-east", "ap-south"}
 
 var demoOrigins = []string{"origin-a", "origin-b", "origin-c"}
 
-// demoModes are the fault switches offered by the page and `vigil demo fault`.
-var demoModes = []string{"ok", "down", "slow", "corrupt", "503", "partial", "missing_header", "flapping", "blackhole"}
+// demoModes are the fault switches offered by the page and `vigil demo fault`
+// (every checktest mode). `vigil demo fault` and POST /demo/fault also take
+// the parameterised forms of demoParamForms.
+var demoModes = []string{"ok", "down", "slow", "corrupt", "503", "partial", "missing_header", "flapping", "blackhole", "reset"}
+
+// demoParamForms are examples of the parameterised modes (checktest.Origin.SetFault).
+var demoParamForms = []string{"partial:40%", "slow:3s", "flapping:10", "flapping:30s"}
+
+// defaultDemoListen is the default of `vigil demo --listen` and of
+// `vigil demo fault --addr`.
+const defaultDemoListen = "127.0.0.1:9470"
 
 type demoFlags struct {
 	listen, proxyListen, dataDir, logLevel string
@@ -56,7 +65,7 @@ watch the verdicts flip, the proxy route around it and an alert fire and resolve
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, f) },
 	}
-	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:9470", "status page and API address")
+	cmd.Flags().StringVar(&f.listen, "listen", defaultDemoListen, "status page and API address")
 	cmd.Flags().StringVar(&f.proxyListen, "proxy-listen", "127.0.0.1:8080", "proxy address")
 	cmd.Flags().IntVar(&f.originPort, "origin-port", 9201, "first origin port (three consecutive ports; 0: any free port)")
 	cmd.Flags().StringVar(&f.dataDir, "data-dir", "./vigil-data/demo", "embedded store and generated config")
@@ -198,7 +207,7 @@ func chromiumAvailable() bool {
 func runDemo(cmd *cobra.Command, f demoFlags) error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("--log-level: %q", f.logLevel)}
+		return &exitError{code: 2, err: fmt.Errorf("--log-level: %q: want debug, info, warn or error", f.logLevel)}
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -221,10 +230,20 @@ vigil demo is running (Ctrl-C stops everything)
 		fmt.Fprintf(out, "  %-13s %s\n", n, d.origins[n].URL())
 	}
 	fmt.Fprintf(out, `
-Break an origin from the page, or:  vigil demo fault origin-b corrupt
-Modes: %s.  Config: %s
-`, strings.Join(demoModes, ", "), d.configPath)
+Break an origin from the page, or:  %s
+Modes: %s; with a parameter: %s.
+Config: %s
+`, demoFaultHint(d.app.Addr()), strings.Join(demoModes, ", "), strings.Join(demoParamForms, ", "), d.configPath)
 	return d.wait()
+}
+
+// demoFaultHint is the banner's example command for a demo whose agent
+// listens on addr: --addr is spelled out unless addr is the default.
+func demoFaultHint(addr string) string {
+	if addr == defaultDemoListen {
+		return "vigil demo fault origin-b corrupt"
+	}
+	return "vigil demo fault --addr " + addr + " origin-b corrupt"
 }
 
 // demo is a running demo: origins, the main app (region 1) and the extra
@@ -291,8 +310,11 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 			return ""
 		},
 	}
+	// /demo/fault has no token (the demo is local), so like the page's
+	// POST /fault it refuses cross-origin browser requests (Sec-Fetch-Site,
+	// Origin): a web page the user visits cannot switch faults.
 	routes := map[string]http.Handler{
-		"POST /demo/fault": http.HandlerFunc(d.faultAPI),
+		"POST /demo/fault": http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.faultAPI)),
 		"POST /demo/hook":  http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { demoHook(out, w, r) }),
 	}
 	a, err := newApp(cfg, appOptions{roles: roles{canary: true, proxy: true, alerter: true, page: true},
@@ -383,16 +405,27 @@ func (d *demo) setFault(origin, mode string) error {
 	if !ok {
 		return fmt.Errorf("no origin %q (have %s)", origin, strings.Join(demoOrigins, ", "))
 	}
-	m, err := checktest.ParseMode(mode)
-	if err != nil {
-		return err
+	// A bare parameterised mode means its default, not the parameter an
+	// earlier switch left behind (partial:40% then partial is 25 % again).
+	if def, ok := demoModeDefaults[strings.ToLower(strings.TrimSpace(mode))]; ok {
+		mode = def
 	}
-	o.SetMode(m)
-	return nil
+	return o.SetFault(mode)
 }
 
-// faultAPI is POST /demo/fault?origin=…&mode=… (the demo listens on loopback only).
+// demoModeDefaults are the checktest defaults of the parameterised modes.
+var demoModeDefaults = map[string]string{"partial": "partial:25%", "slow": "slow:2.4s", "flapping": "flapping:5"}
+
+// faultAPI is POST /demo/fault?origin=…&mode=… (the demo listens on loopback
+// only). mode is a mode name or a parameterised form such as partial:40%;
+// cross-origin browser requests get 403.
 func (d *demo) faultAPI(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		// e.g. ?mode=partial:40% unescaped: the % must be sent as %25.
+		http.Error(w, "demo fault: bad query or form: "+err.Error()+" (escape % as %25)", http.StatusBadRequest)
+		return
+	}
 	if err := d.setFault(r.FormValue("origin"), r.FormValue("mode")); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -443,7 +476,17 @@ func newDemoFaultCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fault ORIGIN MODE",
 		Short: "Switch a running demo's origin to a fault mode (" + strings.Join(demoModes, ", ") + ")",
-		Args:  cobra.ExactArgs(2),
+		Long: `Switches one origin of a running 'vigil demo' (` + strings.Join(demoOrigins, ", ") + `) to a fault mode.
+
+Modes: ` + strings.Join(demoModes, ", ") + `.
+partial, slow and flapping take a parameter after a colon:
+  partial:40%    40 % of /api/* answer 503 (default 25 %)
+  slow:3s        first byte after 3 s, /healthz excepted (default 2.4s)
+  flapping:10    ok / 503, switching every 10 requests (default 5)
+  flapping:30s   ok / 503, switching every 30 s
+'ok' heals the origin. Use --addr when the demo runs with a non-default --listen.`,
+		Example: "  vigil demo fault origin-b corrupt\n  vigil demo fault origin-c partial:40%\n  vigil demo fault --addr 127.0.0.1:9471 origin-a ok",
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resp, err := http.PostForm("http://"+addr+"/demo/fault", url.Values{"origin": {args[0]}, "mode": {args[1]}})
 			if err != nil {
@@ -458,7 +501,7 @@ func newDemoFaultCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9470", "the demo's status page address")
+	cmd.Flags().StringVar(&addr, "addr", defaultDemoListen, "the demo's status page address (its --listen)")
 	return cmd
 }
 

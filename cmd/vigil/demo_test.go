@@ -180,3 +180,168 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoFault drives a running demo's fault switches as a user does:
+// `vigil demo fault` with every mode and the parameterised forms the help
+// documents, the errors it gives for bad ones, and POST /demo/fault's
+// refusal of cross-site browser requests.
+func TestDemoFault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("demo test skipped in -short mode")
+	}
+	d, stop := startTestDemo(t)
+	defer stop()
+	addr := d.app.Addr()
+	oc := d.origins["origin-c"]
+
+	// apiFailures sends n requests to origin-c's /api/* directly and
+	// counts the 503 answers.
+	apiFailures := func(n int) int {
+		c := &http.Client{Timeout: 5 * time.Second}
+		bad := 0
+		for i := 0; i < n; i++ {
+			resp, err := c.Get(oc.URL() + "/api/probe")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				bad++
+			}
+		}
+		return bad
+	}
+
+	t.Run("modes", func(t *testing.T) {
+		for _, mode := range demoModes {
+			out, code := runCLI(t, "demo", "fault", "--addr", addr, "origin-a", mode)
+			if code != 0 || !strings.Contains(out, "origin-a is now "+mode) {
+				t.Errorf("demo fault origin-a %s: exit %d, output %q", mode, code, out)
+			}
+			if got := d.origins["origin-a"].Mode().String(); got != mode {
+				t.Errorf("after demo fault origin-a %s: origin mode %s", mode, got)
+			}
+		}
+		if _, code := runCLI(t, "demo", "fault", "--addr", addr, "origin-a", "ok"); code != 0 {
+			t.Fatalf("heal origin-a: exit %d", code)
+		}
+	})
+
+	t.Run("parameters", func(t *testing.T) {
+		for _, tc := range []struct{ arg, mode string }{
+			{"slow:3s", "slow"}, {"flapping:10", "flapping"}, {"flapping:30s", "flapping"}, {"partial:40%", "partial"},
+		} {
+			out, code := runCLI(t, "demo", "fault", "--addr", addr, "origin-c", tc.arg)
+			if code != 0 || !strings.Contains(out, "origin-c is now "+tc.arg) {
+				t.Errorf("demo fault origin-c %s: exit %d, output %q", tc.arg, code, out)
+			}
+			if got := oc.Mode().String(); got != tc.mode {
+				t.Errorf("after %s: origin mode %s, want %s", tc.arg, got, tc.mode)
+			}
+		}
+		// The parameter takes effect: partial:100% fails every /api/*
+		// request (the default, 25 %, would not).
+		if _, code := runCLI(t, "demo", "fault", "--addr", addr, "origin-c", "partial:100%"); code != 0 {
+			t.Fatalf("partial:100%%: exit %d", code)
+		}
+		if bad := apiFailures(12); bad != 12 {
+			t.Errorf("partial:100%%: %d of 12 /api/* requests answered 503, want 12", bad)
+		}
+		// A bare mode is its default again, not the last parameter.
+		if _, code := runCLI(t, "demo", "fault", "--addr", addr, "origin-c", "partial"); code != 0 {
+			t.Fatalf("partial: exit %d", code)
+		}
+		if bad := apiFailures(12); bad == 0 || bad == 12 {
+			t.Errorf("partial (default 25 %%): %d of 12 /api/* requests answered 503", bad)
+		}
+		if _, code := runCLI(t, "demo", "fault", "--addr", addr, "origin-c", "ok"); code != 0 || oc.Mode().String() != "ok" {
+			t.Fatalf("heal origin-c: exit %d, mode %s", code, oc.Mode())
+		}
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, tc := range []struct{ origin, mode, want string }{
+			{"origin-c", "sideways", `unknown fault mode "sideways"`},
+			{"origin-c", "partial:lots", `fault "partial:lots": want a percentage`},
+			{"origin-c", "slow:fast", `fault "slow:fast": want a duration`},
+			{"origin-c", "corrupt:5", "takes no parameter"},
+			{"origin-z", "ok", `no origin "origin-z"`},
+		} {
+			out, code := runCLI(t, "demo", "fault", "--addr", addr, tc.origin, tc.mode)
+			if code != 1 || !strings.Contains(out, tc.want) {
+				t.Errorf("demo fault %s %s: exit %d, output %q; want exit 1 and %q", tc.origin, tc.mode, code, out, tc.want)
+			}
+		}
+		if got := oc.Mode().String(); got != "ok" {
+			t.Errorf("refused switches changed origin-c to %s", got)
+		}
+	})
+
+	t.Run("cross-site", func(t *testing.T) {
+		post := func(path string, hdr map[string]string) int {
+			req, _ := http.NewRequest("POST", "http://"+addr+path, strings.NewReader("origin=origin-b&mode=503"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		for name, hdr := range map[string]map[string]string{
+			"Sec-Fetch-Site cross-site": {"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"},
+			"foreign Origin only":       {"Origin": "http://evil.example"},
+		} {
+			for _, path := range []string{"/demo/fault", "/fault"} {
+				if code := post(path, hdr); code != http.StatusForbidden {
+					t.Errorf("%s POST %s: %d, want 403", name, path, code)
+				}
+			}
+		}
+		if got := d.origins["origin-b"].Mode().String(); got != "ok" {
+			t.Fatalf("a cross-site POST switched origin-b to %s", got)
+		}
+		// Same-origin browser requests and non-browser clients still work.
+		if code := post("/demo/fault", map[string]string{"Origin": "http://" + addr, "Sec-Fetch-Site": "same-origin"}); code != http.StatusOK {
+			t.Errorf("same-origin POST /demo/fault: %d, want 200", code)
+		}
+		if code := post("/demo/fault", nil); code != http.StatusOK {
+			t.Errorf("curl-style POST /demo/fault: %d, want 200", code)
+		}
+		if got := d.origins["origin-b"].Mode().String(); got != "503" {
+			t.Errorf("origin-b is %s, want 503", got)
+		}
+		if _, code := runCLI(t, "demo", "fault", "--addr", addr, "origin-b", "ok"); code != 0 {
+			t.Fatalf("heal origin-b: exit %d", code)
+		}
+	})
+}
+
+// TestDemoFaultHelpAndBanner: `vigil demo fault --help` lists every mode
+// (reset included) and the parameterised forms; the banner's example names
+// --addr when the demo is not on the default address.
+func TestDemoFaultHelpAndBanner(t *testing.T) {
+	out, code := runCLI(t, "demo", "fault", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range append(append([]string{}, demoModes...), "partial:40%", "slow:3s", "flapping:10", "--addr") {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo fault --help lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "reset") {
+		t.Error("demo fault --help lacks reset")
+	}
+	if got := demoFaultHint("127.0.0.1:9470"); got != "vigil demo fault origin-b corrupt" {
+		t.Errorf("default address hint: %q", got)
+	}
+	if got := demoFaultHint("127.0.0.1:9555"); got != "vigil demo fault --addr 127.0.0.1:9555 origin-b corrupt" {
+		t.Errorf("other address hint: %q", got)
+	}
+}
