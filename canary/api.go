@@ -195,6 +195,14 @@ func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src report
 		apiError(w, http.StatusInternalServerError, "reading history failed")
 		return
 	}
+	if len(vs) == 0 && !c.knowsCheck(hq.Check) {
+		// An empty answer would read as "no data yet": a misspelt name is
+		// an error. A check this agent does not run may still have history
+		// from other regions (a shared InfluxDB), so only an unknown name
+		// with no history is refused.
+		apiError(w, http.StatusNotFound, fmt.Sprintf("no check named %q in this agent's config, and no history for it", hq.Check))
+		return
+	}
 	if vs == nil {
 		vs = []reporting.Verdict{}
 	}
@@ -269,4 +277,16 @@ func (c *Canary) serveTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// knowsCheck reports whether the running config defines a check named name.
+func (c *Canary) knowsCheck(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ch := range c.cfg.Checks {
+		if ch.Name == name {
+			return true
+		}
+	}
+	return false
 }

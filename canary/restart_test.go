@@ -188,8 +188,9 @@ func TestHistoryAPIWithStore(t *testing.T) {
 	if vs := get("/api/v1/checks/home/history?from=" + time.Now().Add(time.Minute).UTC().Format(time.RFC3339)); len(vs) != 0 {
 		t.Fatalf("history from the future: %d verdicts", len(vs))
 	}
-	if vs := get("/api/v1/checks/other/history"); len(vs) != 0 {
-		t.Fatalf("unknown check: %d verdicts", len(vs))
+	// A misspelt check name is a 404 that says so, not an empty list.
+	if code, body := do(t, "GET", srv.URL+"/api/v1/checks/other/history", "", ""); code != http.StatusNotFound || !strings.Contains(body, `no check named \"other\"`) {
+		t.Fatalf("unknown check: %d %s, want 404 naming it", code, body)
 	}
 	latest := get("/api/v1/verdicts")
 	if len(latest) != 2 || latest[0].Streak != 3 || latest[0].State != reporting.StateHealthy {
