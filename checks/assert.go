@@ -44,8 +44,8 @@ type verdict struct {
 // causeRank is the documented order in which a failing assertion becomes
 // Result.Cause: hard failures first, service-level (ttfb, duration) last.
 var causeRank = map[Cause]int{
-	CauseStatus: 1, CauseHeader: 2, CauseBody: 3, CauseJSON: 4, CauseChecksum: 5,
-	CauseSize: 6, CauseCert: 7, CauseTTFB: 8, CauseDuration: 9,
+	CauseProtocol: 1, CauseStatus: 2, CauseHeader: 3, CauseBody: 4, CauseJSON: 5,
+	CauseChecksum: 6, CauseSize: 7, CauseCert: 8, CauseTTFB: 9, CauseDuration: 10,
 }
 
 func (v *verdict) add(c Cause, name string, ok bool, got, want, errMsg string) {
@@ -71,11 +71,9 @@ func fmtDur(d time.Duration) string {
 // order status, headers, content_type, body, json, checksum, size,
 // cert_min_days, ttfb, duration.
 func (e *Expect) evalHTTP(o *observation, v *verdict) {
-	status := e.status
-	want := e.Status
+	status, want := e.status, DefaultStatus
 	if status == nil {
 		status = defaultStatus
-		want = DefaultStatus
 	} else {
 		want = status.String()
 	}

@@ -16,7 +16,7 @@ import (
 func BenchmarkHTTPCheckFreshTransport(b *testing.B) {
 	o := checktest.NewOrigin()
 	defer o.Close()
-	h, err := NewHTTP(HTTPSpec{Path: "/healthz"}, Expect{Status: "200"}, Options{})
+	h, err := NewHTTP(HTTPSpec{Path: "/healthz"}, Expect{Status: StatusList{"200"}}, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,19 +32,19 @@ func benchHTTP(b *testing.B, spec checks.HTTPSpec, expect checks.Expect) {
 // BenchmarkHTTPCheck: a /healthz check on a fresh connection per run (the
 // default).
 func BenchmarkHTTPCheck(b *testing.B) {
-	benchHTTP(b, checks.HTTPSpec{Path: "/healthz"}, checks.Expect{Status: "200"})
+	benchHTTP(b, checks.HTTPSpec{Path: "/healthz"}, checks.Expect{Status: checks.StatusList{"200"}})
 }
 
 // BenchmarkHTTPCheckKeepAlive: the same with reuse_connections: true.
 func BenchmarkHTTPCheckKeepAlive(b *testing.B) {
-	benchHTTP(b, checks.HTTPSpec{Path: "/healthz", ReuseConnections: true}, checks.Expect{Status: "200"})
+	benchHTTP(b, checks.HTTPSpec{Path: "/healthz", ReuseConnections: true}, checks.Expect{Status: checks.StatusList{"200"}})
 }
 
 // BenchmarkHTTPCheckDeep: the 64 KiB asset with checksum, headers and
 // content type, keep-alive.
 func BenchmarkHTTPCheckDeep(b *testing.B) {
 	benchHTTP(b, checks.HTTPSpec{Path: "/asset.bin", ReuseConnections: true, CacheBust: true}, checks.Expect{
-		Status: "200", Checksum: "sha256:" + checktest.AssetSHA256(), ContentType: "application/octet-stream",
+		Status: checks.StatusList{"200"}, Checksum: "sha256:" + checktest.AssetSHA256(), ContentType: "application/octet-stream",
 		Headers: map[string]string{"cache-control": `~max-age=\d+`, "access-control-allow-origin": "present"},
 	})
 }

@@ -33,6 +33,18 @@ const (
 	CheckHeader = "X-Vigil-Check"
 )
 
+// Values of http.http2 (HTTPSpec.HTTP2).
+const (
+	// HTTP2Off offers HTTP/1.1 only. The default.
+	HTTP2Off = "off"
+	// HTTP2Auto offers h2 and http/1.1 by TLS ALPN on https URLs, as
+	// browsers do; the server picks.
+	HTTP2Auto = "auto"
+	// HTTP2Required is HTTP2Auto plus the `protocol` assertion: a response
+	// over anything but HTTP/2 fails the run with cause protocol.
+	HTTP2Required = "required"
+)
+
 // Options are the per-check settings the canary passes in.
 type Options struct {
 	// Check is the check's name, sent as X-Vigil-Check.
@@ -165,6 +177,14 @@ type HTTPSpec struct {
 	UserAgent string `mapstructure:"user_agent"`
 	// TLS configures the TLS client for https URLs.
 	TLS TLSOptions `mapstructure:"tls"`
+	// HTTP2 is whether HTTP/2 is offered on https URLs: "off" (HTTP/1.1
+	// only), "auto" (h2 and http/1.1 offered by TLS ALPN; the server picks)
+	// or "required" (as auto, and a response that did not come over HTTP/2
+	// fails the `protocol` assertion with cause protocol). Plain http://
+	// URLs always speak HTTP/1.1: h2 without TLS (h2c) is not offered.
+	// Default "off", so upgrading vigil does not change what existing
+	// checks measure.
+	HTTP2 string `mapstructure:"http2"`
 
 	compiled bool
 	jsonBody []byte      // encoded JSON body
@@ -243,6 +263,21 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	}
 	if err := s.TLS.ValidateAndSetDefaults(); err != nil {
 		errs = append(errs, units.Prefix("tls", err))
+	}
+	switch v := strings.ToLower(strings.TrimSpace(s.HTTP2)); v {
+	case "", HTTP2Off:
+		s.HTTP2 = HTTP2Off
+	case HTTP2Auto, HTTP2Required:
+		s.HTTP2 = v
+		if v == HTTP2Required && strings.HasPrefix(strings.ToLower(s.URL), "http://") {
+			errs = append(errs, errorf(ErrConflict, "http2: required needs an https:// url (h2 is negotiated by TLS ALPN; plain http:// speaks HTTP/1.1)"))
+		}
+	default:
+		hint := ""
+		if v == "0" || v == "1" || v == "true" || v == "false" {
+			hint = " (not a boolean)"
+		}
+		errs = append(errs, errorf(ErrBadValue, "http2: %q: want \"auto\", \"off\" or \"required\"%s", s.HTTP2, hint))
 	}
 	err := errors.Join(errs...)
 	s.compiled = err == nil

@@ -19,7 +19,7 @@ func TestInvalidConfig(t *testing.T) {
 		sentinel error
 	}{
 		{"status", func() error {
-			_, err := checks.NewHTTP(checks.HTTPSpec{}, checks.Expect{Status: "2xx-3"}, checks.Options{})
+			_, err := checks.NewHTTP(checks.HTTPSpec{}, checks.Expect{Status: checks.StatusList{"2xx-3"}}, checks.Options{})
 			return err
 		}, []string{`expect.status: "2xx-3": not a status code or range`}, checks.ErrBadStatus},
 		{"header regex", func() error {
@@ -90,7 +90,7 @@ func TestInvalidConfig(t *testing.T) {
 			`expect.content_type: "json" is not a media type`,
 		}, checks.ErrBadValue},
 		{"tcp rejects http keys", func() error {
-			_, err := checks.NewTCP(checks.TCPSpec{Expect: "~("}, checks.Expect{Status: "200", Checksum: "md5:" + strings.Repeat("0", 32)}, checks.Options{})
+			_, err := checks.NewTCP(checks.TCPSpec{Expect: "~("}, checks.Expect{Status: checks.StatusList{"200"}, Checksum: "md5:" + strings.Repeat("0", 32)}, checks.Options{})
 			return err
 		}, []string{
 			"tcp.expect: bad regex \"(\": missing closing ): `(`",
@@ -132,7 +132,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("tcp defaults: read_limit %v, %v", tcp.ReadLimit, err)
 	}
 	// A validated Expect can be reused and validated again.
-	e := checks.Expect{Status: "200", Headers: map[string]string{"cache-control": "~max-age"}}
+	e := checks.Expect{Status: checks.StatusList{"200"}, Headers: map[string]string{"cache-control": "~max-age"}}
 	for range 2 {
 		if err := e.ValidateAndSetDefaults(); err != nil {
 			t.Fatal(err)

@@ -58,6 +58,7 @@ http:
   reuse_connections: false
   body_limit: 1MiB
   user_agent: probe/1
+  http2: off
   tls: {insecure_skip_verify: false, server_name: "", min_version: "1.2"}
 expect:
   status: 200

@@ -18,7 +18,7 @@ func ExampleNewHTTP() {
 	check, err := checks.NewHTTP(
 		checks.HTTPSpec{Path: "/asset.bin", CacheBust: true},
 		checks.Expect{
-			Status:   "200",
+			Status:   checks.StatusList{"200"},
 			Headers:  map[string]string{"cache-control": `~max-age=\d+`, "access-control-allow-origin": "present"},
 			Checksum: "sha256:" + checktest.AssetSHA256(),
 			TTFB:     2 * time.Second,

@@ -23,16 +23,19 @@ import (
 // tcp — ttfb, duration; tls — cert_min_days, duration.
 //
 // When several assertions fail, Result.Cause is the first failing one in this
-// fixed order: status, header (headers and content_type), body, json,
-// checksum, size, cert (cert_min_days), ttfb, duration. The service-level
+// fixed order: protocol (http.http2: required), status, header (headers and
+// content_type), body, json, checksum, size, cert (cert_min_days), ttfb,
+// duration. The service-level
 // causes ttfb and duration come last so that a hard failure is never hidden
 // behind a slow one. All assertions are evaluated and listed in
 // Result.Assertions whenever a response arrived.
 type Expect struct {
 	// Status lists the accepted status codes: codes, ranges and classes,
-	// comma-separated ("200-299,304", "2xx"). A YAML int (200) arrives as
-	// "200". Default for http checks: "200-399".
-	Status string `mapstructure:"status"`
+	// as a YAML list ([200, 304], ["2xx", 304]) or comma-separated in one
+	// string ("200-299,304", "2xx"); an element may itself hold several,
+	// comma-separated. A YAML int (200) arrives as "200". Default for http
+	// checks: "200-399".
+	Status StatusList `mapstructure:"status"`
 	// Headers maps a response header name (any case) to a matcher: an exact
 	// value, "~regex", "present" or "absent" ("=text" forces an exact match).
 	Headers map[string]string `mapstructure:"headers"`
@@ -68,6 +71,19 @@ type Expect struct {
 	json        []jsonExpect
 	sum         *checksum
 	contentType string
+}
+
+// StatusList is expect.status as written, one string per YAML list element.
+// The config loader's weakly typed decoding turns a single value (200,
+// "200,304") into a one-element list. nil, or one empty string, is unset.
+type StatusList []string
+
+// String joins the elements with commas, as a single-string status reads.
+func (l StatusList) String() string { return strings.Join(l, ",") }
+
+// isSet reports whether the list holds anything but one empty string.
+func (l StatusList) isSet() bool {
+	return l != nil && !(len(l) == 1 && strings.TrimSpace(l[0]) == "")
 }
 
 // BodyExpect asserts on the response body text (config key `expect.body`).
@@ -123,12 +139,24 @@ type jsonExpect struct {
 func (e *Expect) ValidateAndSetDefaults() error {
 	var errs []error
 	e.status = nil
-	if e.Status != "" {
-		rs, err := ParseStatusRanges(e.Status)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("status: %w", err))
+	switch {
+	case e.Status != nil && len(e.Status) == 0:
+		errs = append(errs, errorf(ErrBadValue, "status: empty list (omit the key for the default %s)", DefaultStatus))
+	case e.Status.isSet():
+		// One element (a scalar in YAML) is named "status", as it always
+		// was; elements of a longer list by index: "status[1]".
+		for i, el := range e.Status {
+			key := "status"
+			if len(e.Status) > 1 {
+				key = fmt.Sprintf("status[%d]", i)
+			}
+			rs, err := ParseStatusRanges(el)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+				continue
+			}
+			e.status = append(e.status, rs...)
 		}
-		e.status = rs
 	}
 
 	e.headers = e.headers[:0]
@@ -237,7 +265,7 @@ func (e *Expect) ValidateFor(kind string) error {
 // onlyKeys returns an ErrUnsupported error for each set key not in allowed.
 func (e *Expect) onlyKeys(kind string, allowed ...string) error {
 	set := map[string]bool{
-		"status":        e.Status != "",
+		"status":        e.Status.isSet(),
 		"headers":       len(e.Headers) > 0,
 		"body":          len(e.Body.Contains)+len(e.Body.NotContains)+len(e.Body.Regex) > 0,
 		"json":          len(e.JSON) > 0,

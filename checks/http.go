@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -103,8 +104,21 @@ func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
 		}(),
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 1 << 20,
+		Protocols:              protocols(spec.HTTP2),
 	}
 	return h, nil
+}
+
+// protocols is what the transport offers for an http.http2 mode. With h2
+// the transport adds "h2" to the ALPN list of its own TLS config, dials
+// through DialContext and does the handshake itself, so the httptrace
+// phases are the same as over HTTP/1.1. With DisableKeepAlives an h2
+// connection serves one request and is closed, as an HTTP/1.1 one is.
+func protocols(mode string) *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetHTTP2(mode == HTTP2Auto || mode == HTTP2Required)
+	return p
 }
 
 // Close releases idle kept-alive connections (reuse_connections: true).
@@ -194,6 +208,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		return res, nil
 	}
 	res.StatusCode = resp.StatusCode
+	res.Proto = resp.Proto
 
 	obs := observation{status: resp.StatusCode, header: resp.Header, limit: int64(h.spec.BodyLimit), now: start}
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
@@ -222,6 +237,13 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		out.Body = obs.body
 	}
 	var v verdict
+	if h.spec.HTTP2 == HTTP2Required {
+		msg := fmt.Sprintf("protocol %s, want HTTP/2.0 (http2: required)", resp.Proto)
+		if resp.TLS == nil {
+			msg += "; plain http:// offers no h2"
+		}
+		v.add(CauseProtocol, "protocol", resp.ProtoMajor == 2, resp.Proto, "HTTP/2.0", msg)
+	}
 	h.expect.evalHTTP(&obs, &v)
 	res.Assertions = v.list
 	if readErr != nil {

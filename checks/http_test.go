@@ -129,7 +129,7 @@ func TestHTTPCauses(t *testing.T) {
 			cause: checks.CauseTimeout, errHas: "response not complete within"},
 		{name: "reset mid-body", target: fixed(midBody.URL), spec: checks.HTTPSpec{Path: "/cut"}, cause: checks.CauseReset},
 		{name: "pass", target: fixed(ok.URL()), spec: checks.HTTPSpec{Path: "/asset.bin", CacheBust: true},
-			expect: checks.Expect{Status: "200", Checksum: "sha256:" + checktest.AssetSHA256(), ContentType: "application/octet-stream",
+			expect: checks.Expect{Status: checks.StatusList{"200"}, Checksum: "sha256:" + checktest.AssetSHA256(), ContentType: "application/octet-stream",
 				Headers: map[string]string{"cache-control": `~max-age=\d+`, "access-control-allow-origin": "present"},
 				Size:    checks.SizeExpect{Min: 64 << 10, Max: 64 << 10}, TTFB: 5 * time.Second, Duration: 5 * time.Second}},
 		{name: "connect_refused", target: func(t *testing.T) string { return "http://" + deadAddr(t) }, cause: checks.CauseConnectRefused, errHas: "connection refused"},
@@ -153,7 +153,7 @@ func TestHTTPCauses(t *testing.T) {
 			expect: checks.Expect{CertMinDays: 14}, cause: checks.CauseCert, errHas: "certificate expires in 5 days", assertion: "cert_min_days"},
 		{name: "insecure skips verify but checks days", target: fixed(soon.URL()), spec: checks.HTTPSpec{TLS: checks.TLSOptions{InsecureSkipVerify: true}},
 			expect: checks.Expect{CertMinDays: 30}, cause: checks.CauseCert, assertion: "cert_min_days"},
-		{name: "status", target: mode(checktest.Mode503), spec: checks.HTTPSpec{Path: "/healthz"}, expect: checks.Expect{Status: "200-299"},
+		{name: "status", target: mode(checktest.Mode503), spec: checks.HTTPSpec{Path: "/healthz"}, expect: checks.Expect{Status: checks.StatusList{"200-299"}},
 			cause: checks.CauseStatus, errHas: "status 503 not in 200-299", assertion: "status"},
 		{name: "default status", target: fixed(ok.URL()), spec: checks.HTTPSpec{Path: "/nope"}, cause: checks.CauseStatus, errHas: "status 404 not in 200-399"},
 		{name: "missing header", target: mode(checktest.ModeMissingHeader), spec: checks.HTTPSpec{Path: "/asset.bin"},
@@ -242,7 +242,7 @@ func TestAllAssertionsListed(t *testing.T) {
 	o := checktest.NewOrigin(checktest.WithMode(checktest.Mode503), checktest.WithFirstByteDelay(30*time.Millisecond))
 	defer o.Close()
 	h, err := checks.NewHTTP(checks.HTTPSpec{Path: "/asset.bin"}, checks.Expect{
-		Status:   "200",
+		Status:   checks.StatusList{"200"},
 		Checksum: "sha256:" + checktest.AssetSHA256(),
 		TTFB:     time.Millisecond,
 		Headers:  map[string]string{"retry-after": "absent", "content-type": "application/json"},
@@ -351,7 +351,7 @@ func TestRunWith(t *testing.T) {
 		return s
 	}
 	login, err := checks.NewHTTP(checks.HTTPSpec{Method: "POST", Path: "/login", JSON: map[string]any{"user": "${user}", "password": "${password}"}},
-		checks.Expect{Status: "200", JSON: []checks.JSONExpect{{Path: "token"}}}, checks.Options{})
+		checks.Expect{Status: checks.StatusList{"200"}, JSON: []checks.JSONExpect{{Path: "token"}}}, checks.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestRunWith(t *testing.T) {
 	}
 	vars["token"] = tok.Token
 	me, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/api/me", Headers: map[string]string{"authorization": "Bearer ${token}"}},
-		checks.Expect{Status: "200", JSON: []checks.JSONExpect{{Path: "user", Equals: "demo"}}}, checks.Options{})
+		checks.Expect{Status: checks.StatusList{"200"}, JSON: []checks.JSONExpect{{Path: "user", Equals: "demo"}}}, checks.Options{})
 	if r, _ := me.RunWith(context.Background(), checks.Target{URL: o.URL()}, checks.RunOptions{Expand: expand}); !r.OK {
 		t.Errorf("/api/me with token: %s %s", r.Cause, r.Err)
 	}
@@ -389,7 +389,7 @@ func TestRunWith(t *testing.T) {
 	defer srv.Close()
 	jar, _ := cookiejar.New(nil)
 	set, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/set"}, checks.Expect{}, checks.Options{})
-	use, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/use"}, checks.Expect{Status: "200"}, checks.Options{})
+	use, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/use"}, checks.Expect{Status: checks.StatusList{"200"}}, checks.Options{})
 	set.RunWith(context.Background(), checks.Target{URL: srv.URL}, checks.RunOptions{Jar: jar})
 	if r, _ := use.RunWith(context.Background(), checks.Target{URL: srv.URL}, checks.RunOptions{Jar: jar}); !r.OK {
 		t.Errorf("cookie not carried by the jar: %s %s", r.Cause, r.Err)
@@ -405,11 +405,11 @@ func TestRedirects(t *testing.T) {
 		io.WriteString(w, "new")
 	}))
 	defer srv.Close()
-	noFollow, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/old"}, checks.Expect{Status: "301"}, checks.Options{})
+	noFollow, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/old"}, checks.Expect{Status: checks.StatusList{"301"}}, checks.Options{})
 	if r := noFollow.Run(context.Background(), checks.Target{URL: srv.URL}); !r.OK || r.StatusCode != 301 {
 		t.Errorf("without follow: %d %s", r.StatusCode, r.Err)
 	}
-	follow, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/old", FollowRedirects: true}, checks.Expect{Status: "200", Body: checks.BodyExpect{Contains: []string{"new"}}}, checks.Options{})
+	follow, _ := checks.NewHTTP(checks.HTTPSpec{Path: "/old", FollowRedirects: true}, checks.Expect{Status: checks.StatusList{"200"}, Body: checks.BodyExpect{Contains: []string{"new"}}}, checks.Options{})
 	r, resp := follow.RunWith(context.Background(), checks.Target{URL: srv.URL}, checks.RunOptions{})
 	if !r.OK || !strings.HasSuffix(resp.URL, "/new") {
 		t.Errorf("with follow: %d %s, final URL %q", r.StatusCode, r.Err, resp.URL)

@@ -31,7 +31,7 @@ type Target struct {
 // README; "" means the run passed.
 type Cause string
 
-// The closed set of failure causes. Assertion causes (status … duration) mean
+// The closed set of failure causes. Assertion causes (protocol … duration) mean
 // the origin answered and an assertion said no ("failed"); connection causes
 // and CauseInternal/CauseBrowserUnavailable mean the check could not complete
 // ("could not run").
@@ -45,6 +45,7 @@ const (
 	CauseCert               Cause = "cert"
 	CauseTimeout            Cause = "timeout"
 	CauseReset              Cause = "reset"
+	CauseProtocol           Cause = "protocol"
 	CauseStatus             Cause = "status"
 	CauseHeader             Cause = "header"
 	CauseBody               Cause = "body"
@@ -61,7 +62,7 @@ const (
 
 // AllCauses lists every Cause in documentation order.
 var AllCauses = []Cause{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseConnect,
-	CauseTLS, CauseCert, CauseTimeout, CauseReset, CauseStatus, CauseHeader, CauseBody,
+	CauseTLS, CauseCert, CauseTimeout, CauseReset, CauseProtocol, CauseStatus, CauseHeader, CauseBody,
 	CauseJSON, CauseChecksum, CauseSize, CauseTTFB, CauseDuration, CauseScript, CauseBrowser,
 	CauseBrowserUnavailable, CauseInternal}
 
@@ -116,6 +117,9 @@ type Result struct {
 	Err   string // human-readable reason when not OK
 
 	StatusCode int
+	// Proto is the protocol the response came over ("HTTP/1.1",
+	// "HTTP/2.0"), for http checks that got a response; "" otherwise.
+	Proto      string
 	Phases     Phases
 	Assertions []AssertionResult
 	Steps      []StepResult // scripts only
@@ -134,7 +138,7 @@ type Result struct {
 // than because an assertion about the origin's answer said no.
 func (r Result) CouldNotRun() bool {
 	switch r.Cause {
-	case CauseNone, CauseStatus, CauseHeader, CauseBody, CauseJSON, CauseChecksum,
+	case CauseNone, CauseProtocol, CauseStatus, CauseHeader, CauseBody, CauseJSON, CauseChecksum,
 		CauseSize, CauseTTFB, CauseDuration, CauseCert, CauseScript:
 		return false
 	}

@@ -42,6 +42,7 @@ func TestInvalidConfigs(t *testing.T) {
 		"invalid-duration-unit.yaml":    `checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
 		"invalid-missing-env.yaml":      "agent.admin_token: ${VIGIL_TEST_UNSET_TOKEN} is not set in the environment (use ${VIGIL_TEST_UNSET_TOKEN:-default} for an optional value)",
 		"invalid-status-range.yaml":     wantStatusRange,
+		"invalid-status-list.yaml":      `checks[0].expect.status[1]: "20x": not a status code or range`,
 		"invalid-regex.yaml":            wantRegex,
 		"invalid-checksum.yaml":         wantChecksum,
 		// The compile step of vigil run / vigil check, now part of loading.
