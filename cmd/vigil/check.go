@@ -176,6 +176,7 @@ type checkJSON struct {
 	Cause      string                   `json:"cause"`
 	Error      string                   `json:"error,omitempty"`
 	StatusCode int                      `json:"status_code"`
+	Proto      string                   `json:"proto,omitempty"`
 	TTFBMs     float64                  `json:"ttfb_ms"`
 	DurationMs float64                  `json:"duration_ms"`
 	Phases     phasesJSON               `json:"phases"`
@@ -211,7 +212,7 @@ func toJSON(r pairResult, red *redactor) checkJSON {
 	res := r.Result
 	j := checkJSON{
 		Check: r.Check, Target: r.Target, Tier: r.Tier, OK: res.OK, Cause: string(res.Cause),
-		Error: red.redact(res.Err), StatusCode: res.StatusCode,
+		Error: red.redact(res.Err), StatusCode: res.StatusCode, Proto: res.Proto,
 		TTFBMs: ms(res.Phases.TTFB), DurationMs: ms(res.Phases.Total),
 		Phases: phasesJSON{ms(res.Phases.DNS), ms(res.Phases.Connect), ms(res.Phases.TLS),
 			ms(res.Phases.TTFB), ms(res.Phases.Transfer)},

@@ -95,6 +95,9 @@ checks:
 			t.Errorf("JSON object lacks %q: %v", key, rows[0])
 		}
 	}
+	if rows[0]["proto"] != "HTTP/1.1" {
+		t.Errorf("proto = %v, want HTTP/1.1", rows[0]["proto"])
+	}
 	phases := rows[0]["phases"].(map[string]any)
 	for _, key := range []string{"dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "transfer_ms"} {
 		if _, ok := phases[key]; !ok {
