@@ -9,7 +9,9 @@
 #
 # "vigil" is the fast engine (proxy.engine: fast), "vigil-std" net/http's
 # server (proxy.engine: stdlib). VIGIL_FLAGS passes extra vigil-bench flags
-# (e.g. VIGIL_FLAGS=-gomaxprocs=1). Ports 19080-19085 must be free.
+# (e.g. VIGIL_FLAGS=-gomaxprocs=1). BARE=1 adds "bare-epoll"
+# (proxy/bench/bare-epoll): a featureless Go proxy on its own epoll loop, the
+# ceiling for a Go engine on this machine. Ports 19080-19086 must be free.
 #
 # usage: [ROUNDS=3] [VERBOSE=1] proxy/bench/run.sh [duration of one measurement, default 10s]
 set -eu
@@ -86,6 +88,11 @@ echo $! > "$W/caddy.pid"
 echo $! > "$W/vigil.pid"
 "$W/vigil-bench" -listen 127.0.0.1:19085 -origin http://127.0.0.1:19080 -engine stdlib $VIGIL_FLAGS >"$W/vigil-std.log" 2>&1 </dev/null &
 echo $! > "$W/vigil-std.pid"
+if [ -n "${BARE:-}" ]; then
+  (cd "$ROOT" && go build -o "$W/bare-epoll" ./proxy/bench/bare-epoll)
+  "$W/bare-epoll" -port 19086 -oport 19080 >"$W/bare-epoll.log" 2>&1 </dev/null &
+  echo $! > "$W/bare-epoll.pid"
+fi
 sleep 2
 
 # cpu_ticks PIDFILE: CPU ticks (user+system) of the process and its children.
@@ -111,6 +118,7 @@ lat_us() {
 # each column's median over the rounds.
 ROUNDS=${ROUNDS:-3}
 SPECS="origin:19080:nginx-origin vigil:19084:vigil vigil-std:19085:vigil-std nginx:19081:nginx-proxy haproxy:19082:haproxy caddy:19083:caddy"
+[ -n "${BARE:-}" ] && SPECS="$SPECS bare-epoll:19086:bare-epoll"
 : > "$W/results"
 r=0
 while [ "$r" -lt "$ROUNDS" ]; do
