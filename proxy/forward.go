@@ -318,13 +318,17 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	var tried uint64
 	lastCause := ""
 	timedOut := false
+	// answered: an origin that was available when picked gave an HTTP answer
+	// in this request. From then on the last resort is closed: the client gets
+	// that origin's answer rather than one from an origin taken out.
+	answered := false
 	for try := 0; try < cfg.Tries; try++ {
 		now := time.Now()
 		if !now.Before(deadline) {
 			timedOut = true
 			break
 		}
-		eligible := pl.eligible(tried)
+		eligible, fromAvail := pl.eligible(tried, !answered)
 		if eligible == 0 {
 			break
 		}
@@ -416,6 +420,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		}
 		// An answer arrived: stop the try timer, the body may stream for long.
 		stopTimer(timer)
+		if fromAvail {
+			answered = true
+		}
 		failed := resp.StatusCode >= 500
 		pl.observe(o, failed, lat, tryEnd.UnixNano())
 		o.stats.requests.Add(1)
@@ -423,7 +430,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 			o.stats.status5xx.Add(1)
 		}
 		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
-			pl.eligible(tried) != 0 && tryEnd.Before(deadline) {
+			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
 			if pl.budget.allow(tryEnd.UnixNano()) {
 				pl.log.Warn("proxy: try failed", "pool", pl.name, "origin", o.name, "cause", CauseStatus5xx,
 					"method", method, "path", r.URL.Path, "try", try+1, "status", resp.StatusCode)
@@ -460,11 +467,15 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	pl.answer(w, http.StatusBadGateway, "all origins failed", start)
 }
 
-// eligible returns the origins a try may go to: available and not tried; as
-// a last resort, unavailable but not drained and not tried. Drained origins
-// and origins at their max_conns are never tried.
-func (pl *pool) eligible(tried uint64) uint64 {
-	var avail, resort uint64
+// eligible returns the origins a try may go to: available and not tried,
+// with fromAvail true; when none is left and resort is true, the last resort:
+// unavailable but not drained and not tried, with fromAvail false. Drained
+// origins and origins at their max_conns are never tried. serve passes resort
+// false once an available origin answered in this request, so an origin taken
+// out (verdict-down, passively ejected) is used only when the pool had nothing
+// available or every available origin failed without answering.
+func (pl *pool) eligible(tried uint64, resort bool) (mask uint64, fromAvail bool) {
+	var avail, last uint64
 	for i, o := range pl.origins {
 		if tried&(1<<i) != 0 || o.full() {
 			continue
@@ -473,13 +484,22 @@ func (pl *pool) eligible(tried uint64) uint64 {
 		case f == 0:
 			avail |= 1 << i
 		case f&flagDrained == 0:
-			resort |= 1 << i
+			last |= 1 << i
 		}
 	}
 	if avail != 0 {
-		return avail
+		return avail, true
 	}
-	return resort
+	if !resort {
+		return 0, false
+	}
+	return last, false
+}
+
+// hasEligible reports whether eligible would offer any origin.
+func (pl *pool) hasEligible(tried uint64, resort bool) bool {
+	m, _ := pl.eligible(tried, resort)
+	return m != 0
 }
 
 // answer writes the proxy's own error answer.
