@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -37,12 +38,40 @@ func cleanArtifact(a string) string {
 	return a
 }
 
+// artifactRef maps a stored artifact reference to a path relative to
+// ArtifactsDir. References are file names relative to the artifacts
+// directory ("shop-eu-20250101T120000.000000000Z.png"). Verdicts stored by
+// older versions carry the file's path instead (absolute, or relative to the
+// working directory, e.g. "vigil-data/artifacts/NAME.png"): a path under
+// ArtifactsDir maps to its part below it, and any other path whose directory
+// is named "artifacts" to its base name.
+func (p *Page) artifactRef(a string) string {
+	if a == "" {
+		return ""
+	}
+	c := filepath.Clean(a)
+	for _, d := range p.artDirs {
+		if filepath.IsAbs(c) != filepath.IsAbs(d) {
+			continue
+		}
+		if rel, err := filepath.Rel(d, c); err == nil && rel != "." && rel != ".." &&
+			!strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return filepath.ToSlash(rel)
+		}
+	}
+	s := strings.ReplaceAll(a, "\\", "/")
+	if dir, base := path.Split(s); dir != "" && path.Base(path.Clean(dir)) == "artifacts" {
+		return base
+	}
+	return a
+}
+
 // artifactURL is the link to artifact a, or "" when it cannot be served.
 func (p *Page) artifactURL(a string) string {
 	if p.arts == nil {
 		return ""
 	}
-	c := cleanArtifact(a)
+	c := cleanArtifact(p.artifactRef(a))
 	if c == "" {
 		return ""
 	}

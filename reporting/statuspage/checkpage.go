@@ -198,6 +198,8 @@ type checkData struct {
 	HasLastRuns bool
 	FailWindow  time.Duration
 	Known       bool
+	// Target, from ?target=, narrows every section to that target ("": all).
+	Target string
 }
 
 func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
@@ -215,6 +217,10 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusServiceUnavailable
 	}
 
+	// ?target=T (the alert links carry it) shows only T's rows and series.
+	d.Target = r.URL.Query().Get("target")
+	keep := func(t string) bool { return d.Target == "" || t == d.Target }
+
 	win := DefaultChartWindow
 	d.Window = "1h"
 	for _, cw := range chartWindows {
@@ -230,7 +236,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	var mine []reporting.Verdict
 	for _, v := range vs {
-		if v.Check == name {
+		if v.Check == name && keep(v.Target) {
 			mine = append(mine, v)
 			if d.Tier == "" {
 				d.Tier = v.Tier
@@ -247,6 +253,9 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		d.Uptime = rows
 		p.uptimeC.put(name, now, rows)
 	}
+	if d.Target != "" {
+		d.Uptime = slices.DeleteFunc(slices.Clone(d.Uptime), func(u uptimeRow) bool { return u.Target != d.Target })
+	}
 
 	if p.o.SLOs != nil {
 		d.HasSLOs = true
@@ -259,14 +268,14 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 
 	if p.o.LastRuns != nil {
 		d.HasLastRuns = true
-		d.LastRuns = slices.Clone(p.o.LastRuns(name))
+		d.LastRuns = slices.DeleteFunc(slices.Clone(p.o.LastRuns(name)), func(r RunDetail) bool { return !keep(r.Target) })
 		slices.SortFunc(d.LastRuns, func(a, b RunDetail) int {
 			return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Region, b.Region), cmp.Compare(a.Vantage, b.Vantage))
 		})
 	}
 
 	rawSpan := max(min(win, rawChartSpan), phaseWindow)
-	hist, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-rawSpan), To: now, Limit: DefaultHistoryLimit})
+	hist, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, Target: d.Target, From: now.Add(-rawSpan), To: now, Limit: DefaultHistoryLimit})
 	if err != nil {
 		fail("cannot read history", err)
 	}
@@ -274,7 +283,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		d.Charts = ttfbCharts(hist, now.Add(-win), now)
 	} else {
 		d.FromRollups = true
-		rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-win), To: now})
+		rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: name, Target: d.Target, From: now.Add(-win), To: now})
 		if err != nil {
 			fail("cannot read rollups", err)
 		}
@@ -282,7 +291,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Phases = computePhases(hist, now.Add(-phaseWindow))
 
-	fh, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-failureWindow), To: now, Limit: failureHistoryLimit})
+	fh, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, Target: d.Target, From: now.Add(-failureWindow), To: now, Limit: failureHistoryLimit})
 	if err != nil {
 		fail("cannot read history", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -96,9 +97,11 @@ type Options struct {
 	Title string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// ArtifactsDir is the directory failure artifacts (Verdict.Artifact,
-	// Alert.Artifact, relative paths) are served from under /artifacts/.
-	// Only image, text and JSON files are served; "" disables /artifacts/.
+	// ArtifactsDir is the directory failure artifacts are served from, at
+	// /artifacts/NAME: <data_dir>/artifacts, never the data dir itself
+	// (which holds the store and alert state). Verdict.Artifact and
+	// Alert.Artifact name files relative to it. Only image, text and JSON
+	// files are served; "" disables /artifacts/.
 	ArtifactsDir string
 	// AdminToken authorises fault switch POSTs (form field "token" or
 	// "Authorization: Bearer"), unless Faults.Open is true. Never logged.
@@ -145,6 +148,9 @@ type Alert struct {
 	Since time.Time
 	// Artifact is a failure artifact path relative to ArtifactsDir, or "".
 	Artifact string
+	// Silenced names the maintenance window silencing the alert, or "".
+	// A silenced alert is listed, marked "silenced by NAME".
+	Silenced string
 }
 
 // SLOStatus is the current state of one SLO.
@@ -212,7 +218,8 @@ type Page struct {
 	o       Options
 	tmpl    *template.Template
 	static  fs.FS
-	arts    fs.FS // nil: artifacts disabled
+	arts    fs.FS    // nil: artifacts disabled
+	artDirs []string // ArtifactsDir as given and absolute, for legacy references
 	csrf    *http.CrossOriginProtection
 	log     *slog.Logger
 	uptimeC uptimeCache
@@ -268,6 +275,10 @@ func New(o Options) (*Page, error) {
 		}
 		// The root stays open for the life of the Page (one descriptor).
 		p.arts = root.FS()
+		p.artDirs = []string{filepath.Clean(o.ArtifactsDir)}
+		if abs, err := filepath.Abs(o.ArtifactsDir); err == nil && abs != p.artDirs[0] {
+			p.artDirs = append(p.artDirs, abs)
+		}
 	}
 	return p, nil
 }
