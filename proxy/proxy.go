@@ -65,6 +65,26 @@ type Proxy struct {
 
 	addrMu sync.Mutex
 	addrs  []net.Addr
+
+	// Verdict source health, kept by the poller: when reads began failing
+	// (zero while they succeed) and the last error.
+	vhMu      sync.Mutex
+	vhSince   time.Time
+	vhLastErr error
+}
+
+// VerdictHealth is nil while the verdict source is readable (or there is
+// none), else an error saying since when and from where reads fail, with the
+// last error: "verdicts unreadable since T from SOURCE: ERR". It clears on the
+// next successful read.
+func (p *Proxy) VerdictHealth() error {
+	p.vhMu.Lock()
+	defer p.vhMu.Unlock()
+	if p.vhLastErr == nil {
+		return nil
+	}
+	return fmt.Errorf("verdicts unreadable since %s from %s: %w",
+		p.vhSince.UTC().Format(time.RFC3339), sourceName(p.src), p.vhLastErr)
 }
 
 // runtimeState is one configuration generation.

@@ -33,14 +33,19 @@ func (p *Proxy) pollVerdicts(ctx context.Context) {
 		case err == nil:
 			last = vs
 			if failing {
-				p.log.Info("proxy: verdict source readable again")
+				p.log.Info("proxy: verdict source readable again", "source", sourceName(p.src))
 			}
 			failing = false
+			p.setVerdictHealth(nil)
 		case ctx.Err() != nil:
 			return
-		case !failing:
-			p.log.Warn("proxy: reading verdicts failed; keeping the last ones until they age out", "err", err)
-			failing = true
+		default:
+			if !failing {
+				p.log.Warn("proxy: reading verdicts failed; keeping the last ones until they age out",
+					"source", sourceName(p.src), "err", err)
+				failing = true
+			}
+			p.setVerdictHealth(err)
 		}
 		now := time.Now()
 		for _, pl := range st.pools {
@@ -52,6 +57,31 @@ func (p *Proxy) pollVerdicts(ctx context.Context) {
 		case <-time.After(st.cfg.VerdictPoll):
 		}
 	}
+}
+
+// setVerdictHealth records a read's outcome for VerdictHealth: the first
+// failure after a success starts the "since" clock, later ones update the
+// error, a success clears both.
+func (p *Proxy) setVerdictHealth(err error) {
+	p.vhMu.Lock()
+	defer p.vhMu.Unlock()
+	if err == nil {
+		p.vhSince, p.vhLastErr = time.Time{}, nil
+		return
+	}
+	if p.vhLastErr == nil {
+		p.vhSince = time.Now()
+	}
+	p.vhLastErr = err
+}
+
+// sourceName describes a verdict source for logs and /healthz: its String
+// when it has one (HTTPSource gives its URL), else its type.
+func sourceName(src reporting.Source) string {
+	if s, ok := src.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", src)
 }
 
 // counts reports whether a verdict's check counts for this pool.
@@ -164,15 +194,23 @@ func HTTPSource(base string, client *http.Client) reporting.Source {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	return &httpSource{url: u, client: client}
+	name := u
+	if pu, err := url.Parse(u); err == nil {
+		name = pu.Redacted() // no password in logs, errors or /healthz
+	}
+	return &httpSource{url: u, name: name, client: client}
 }
 
 type httpSource struct {
 	url    string
+	name   string // url without its password
 	client *http.Client
 }
 
 var _ reporting.Source = (*httpSource)(nil)
+
+// String is the verdicts URL, password redacted.
+func (s *httpSource) String() string { return s.name }
 
 // maxVerdictsBody bounds the verdicts document read from a canary.
 const maxVerdictsBody = 32 << 20
@@ -193,11 +231,11 @@ func (s *httpSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]repo
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("verdicts: %s: status %d", s.url, resp.StatusCode)
+		return nil, fmt.Errorf("verdicts: %s: status %d", s.name, resp.StatusCode)
 	}
 	var vs []reporting.Verdict
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxVerdictsBody)).Decode(&vs); err != nil {
-		return nil, fmt.Errorf("verdicts: %s: %w", s.url, err)
+		return nil, fmt.Errorf("verdicts: %s: %w", s.name, err)
 	}
 	if maxAge > 0 {
 		now := time.Now()

@@ -86,6 +86,10 @@ type app struct {
 	reloadMu             sync.Mutex
 	reloadOK, reloadFail prometheus.Counter
 	reloadErr            error
+	// Without a canary role the app keeps vigil_config_last_reload_successful
+	// and vigil_config_last_reload_success_timestamp_seconds itself; with one
+	// the canary registers and sets them (SetReloadError).
+	reloadGood, reloadTime prometheus.Gauge
 
 	ln      net.Listener
 	srv     *http.Server
@@ -193,6 +197,15 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		}
 		a.alr = al
 	}
+	if a.can == nil {
+		a.reloadGood = prometheus.NewGauge(prometheus.GaugeOpts{Name: "vigil_config_last_reload_successful",
+			Help: "1 if the last config reload succeeded (or none was tried), 0 if it failed and the old config runs."})
+		a.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: "vigil_config_last_reload_success_timestamp_seconds",
+			Help: "When the config was last loaded successfully, Unix seconds."})
+		a.reloadGood.Set(1)
+		a.reloadTime.SetToCurrentTime()
+		a.reg.MustRegister(a.reloadGood, a.reloadTime)
+	}
 	a.handler = a.routes()
 	ok = true
 	return a, nil
@@ -208,20 +221,38 @@ func (a *app) verdictSource() reporting.Source {
 		}
 		return srcs
 	case a.remote != nil:
-		return a.remote
+		return namedSource{a.remote, "store.influxdb"}
 	case a.opts.proxyFromStore && a.local != nil:
-		return a.local
+		return namedSource{a.local, "store.embedded"}
 	case a.can != nil:
-		return a.can
+		return namedSource{a.can, "the canary"}
 	case a.local != nil:
-		return a.local
+		return namedSource{a.local, "store.embedded"}
 	}
 	return nil
 }
 
+// namedSource gives a verdict source the name the proxy's logs and /healthz
+// show.
+type namedSource struct {
+	reporting.Source
+	name string
+}
+
+func (n namedSource) String() string { return n.name }
+
 // multiSource merges the verdicts of several sources; one failing source
 // does not hide the others' verdicts.
 type multiSource []reporting.Source
+
+// String names the sources (their URLs) for logs and /healthz.
+func (m multiSource) String() string {
+	names := make([]string, len(m))
+	for i, s := range m {
+		names[i] = fmt.Sprint(s)
+	}
+	return strings.Join(names, ", ")
+}
 
 func (m multiSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
 	var out []reporting.Verdict
@@ -291,6 +322,13 @@ func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
 		if err := a.remote.Health(); err != nil {
 			for _, e := range strings.Split(err.Error(), "\n") {
 				reasons = append(reasons, "store.influxdb: "+a.current().redactor.redact(e))
+			}
+		}
+	}
+	if a.prx != nil {
+		if err := a.prx.VerdictHealth(); err != nil {
+			for _, e := range strings.Split(err.Error(), "\n") {
+				reasons = append(reasons, "proxy: "+a.current().redactor.redact(e))
 			}
 		}
 	}
@@ -511,12 +549,19 @@ func (a *app) reload() {
 		if a.can != nil {
 			a.can.SetReloadError(err)
 		}
+		if a.reloadGood != nil {
+			a.reloadGood.Set(0)
+		}
 		return
 	}
 	a.reloadOK.Inc()
 	a.reloadErr = nil
 	if a.can != nil {
 		a.can.SetReloadError(nil)
+	}
+	if a.reloadGood != nil {
+		a.reloadGood.Set(1)
+		a.reloadTime.SetToCurrentTime()
 	}
 	a.log.Info("config reloaded", "file", a.path)
 }

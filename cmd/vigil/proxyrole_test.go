@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// proxyOnlyConfig writes a config for an app in the proxy role.
+func proxyOnlyConfig(t *testing.T, originURL string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vigil.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`
+agent: {region: r1, data_dir: %q}
+targets: [{name: a, url: %s}]
+checks:
+  - {name: healthz, targets: [a], http: {path: /healthz}}
+proxy:
+  listen: 127.0.0.1:0
+  verdict_poll: 50ms
+  pools:
+    - name: web
+      origins: [{target: a}]
+`, filepath.Join(dir, "data"), originURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startProxyApp runs an app in the proxy role (vigil proxy).
+func startProxyApp(t *testing.T, path string, verdictsFrom ...string) (*app, func()) {
+	t.Helper()
+	cfg, err := loadConfig(path, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newApp(cfg, appOptions{roles: roles{proxy: true}, verdictsFrom: verdictsFrom, listener: ln,
+		watch: 100 * time.Millisecond, log: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	return a, func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("app stopped with error: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("app did not stop within 20s")
+		}
+	}
+}
+
+// serveVerdicts serves an empty verdict list on addr ("127.0.0.1:0" for any).
+func serveVerdicts(t *testing.T, addr string) *http.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode([]reporting.Verdict{})
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// TestHealthzProxyVerdictFeedLost: a standalone proxy whose canary stops
+// answers 503 on /healthz naming the source and since when (no password),
+// and 200 again once the canary is back.
+func TestHealthzProxyVerdictFeedLost(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	canary := serveVerdicts(t, "127.0.0.1:0")
+	addr := canary.Addr
+	a, stop := startProxyApp(t, proxyOnlyConfig(t, o.URL()), "http://vigil:s3cret@"+addr)
+	defer stop()
+	base := "http://" + a.Addr()
+	waitFor(t, 10*time.Second, "/healthz 200 with the canary up", func() bool {
+		code, _ := do(t, "GET", base+"/healthz", "", nil)
+		return code == 200
+	})
+
+	canary.Close()
+	var body string
+	waitFor(t, 10*time.Second, "/healthz 503 naming the unreadable verdict source", func() bool {
+		var code int
+		code, body = do(t, "GET", base+"/healthz", "", nil)
+		return code == 503 && strings.Contains(body, "proxy: verdicts unreadable since ") &&
+			strings.Contains(body, " from http://vigil:xxxxx@"+addr+"/api/v1/verdicts: ")
+	})
+	if strings.Contains(body, "s3cret") {
+		t.Fatalf("/healthz shows the source's password:\n%s", body)
+	}
+	t.Logf("/healthz with the canary gone:\n%s", body)
+
+	serveVerdicts(t, addr)
+	waitFor(t, 10*time.Second, "/healthz 200 after the canary returned", func() bool {
+		code, _ := do(t, "GET", base+"/healthz", "", nil)
+		return code == 200
+	})
+}
+
+var reloadMetrics = []string{"vigil_config_reloads_total", "vigil_config_reload_failures_total",
+	"vigil_config_last_reload_successful", "vigil_config_last_reload_success_timestamp_seconds"}
+
+func metricValue(body, name string) (string, bool) {
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// TestReloadMetricsInProxyRole: vigil proxy exports all four reload metrics,
+// and a rejected reload sets vigil_config_last_reload_successful to 0.
+func TestReloadMetricsInProxyRole(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	path := proxyOnlyConfig(t, o.URL())
+	a, stop := startProxyApp(t, path)
+	defer stop()
+	base := "http://" + a.Addr()
+	_, body := do(t, "GET", base+"/metrics", "", nil)
+	for _, name := range reloadMetrics {
+		if _, ok := metricValue(body, name); !ok {
+			t.Errorf("/metrics of vigil proxy lacks %s", name)
+		}
+	}
+	if v, _ := metricValue(body, "vigil_config_last_reload_successful"); v != "1" {
+		t.Errorf("vigil_config_last_reload_successful = %q at start, want 1", v)
+	}
+	if err := os.WriteFile(path, []byte("proxy: [not, a, map\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "vigil_config_last_reload_successful 0 after a rejected reload", func() bool {
+		_, body := do(t, "GET", base+"/metrics", "", nil)
+		v, _ := metricValue(body, "vigil_config_last_reload_successful")
+		f, _ := metricValue(body, "vigil_config_reload_failures_total")
+		return v == "0" && f != "0"
+	})
+}
+
+// TestReloadMetricsInRunRole: with a canary in the process the gauges are
+// registered once (no duplicate registration) and all four are exported.
+func TestReloadMetricsInRunRole(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	a, stop := startApp(t, proxyOnlyConfig(t, o.URL()), roles{canary: true, proxy: true})
+	defer stop()
+	_, body := do(t, "GET", "http://"+a.Addr()+"/metrics", "", nil)
+	for _, name := range reloadMetrics {
+		if _, ok := metricValue(body, name); !ok {
+			t.Errorf("/metrics of vigil run lacks %s", name)
+		}
+	}
+}
