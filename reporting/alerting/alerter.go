@@ -285,13 +285,18 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		start := st.alert.StartsAt
 		st.alert = c.Alert
 		st.alert.StartsAt = start
+		st.alert.Silenced = a.silencedBy(now, c.Check)
 		if !st.firing && now.Sub(st.pendingSince) >= c.hold {
 			st.firing = true
 			st.alert.StartsAt = now
-			a.log.Info("alert firing", "rule", c.Rule, "check", c.Check, "target", c.Target,
-				"region", c.Region, "severity", c.Severity, "summary", c.Summary)
+			if st.alert.Silenced != "" {
+				a.log.Info("alert firing, silenced", "silenced_by", st.alert.Silenced, "rule", c.Rule, "check", c.Check,
+					"target", c.Target, "region", c.Region, "severity", c.Severity, "summary", c.Summary)
+			} else {
+				a.log.Info("alert firing", "rule", c.Rule, "check", c.Check, "target", c.Target,
+					"region", c.Region, "severity", c.Severity, "summary", c.Summary)
+			}
 		}
-		st.alert.Silenced = a.silencedBy(now, c.Check)
 	}
 	for fp, st := range a.states {
 		if held[fp] {
@@ -474,13 +479,27 @@ func (l linker) status(check, target string) string {
 	return u
 }
 
-// artifact links to a failure artifact: {status_page_url}/artifacts/PATH.
+// artifact links to a failure artifact: {status_page_url}/artifacts/NAME,
+// where the status page serves <data_dir>/artifacts. A verdict's artifact
+// is a name relative to that directory; one stored by an older version is
+// the file's path (absolute, or "<data_dir>/artifacts/NAME"), and maps to
+// its base name when its directory is named "artifacts". Any other absolute
+// path cannot be served and gets no link.
 func (l linker) artifact(p string) string {
 	if l.statusBase == "" || p == "" {
 		return ""
 	}
-	u := url.URL{Path: "/artifacts/" + strings.TrimPrefix(p, "/")}
-	return l.statusBase + u.EscapedPath()
+	p = strings.ReplaceAll(p, "\\", "/")
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		if dir := strings.TrimRight(p[:i], "/"); dir == "artifacts" || strings.HasSuffix(dir, "/artifacts") {
+			p = p[i+1:]
+		}
+	}
+	if strings.HasPrefix(p, "/") || (len(p) > 1 && p[1] == ':') {
+		return ""
+	}
+	u := url.URL{Path: "/artifacts/" + p}
+	return strings.TrimSuffix(l.statusBase, "/") + u.EscapedPath()
 }
 
 // runbook fills {rule} and {check} into runbook_url.

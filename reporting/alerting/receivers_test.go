@@ -75,7 +75,7 @@ func (r *receiverRig) step(t *testing.T, st reporting.State) {
 	now := r.clock.Add(15 * time.Second)
 	v := verdict("asset", "origin-a", "eu", now.Add(-time.Second), st, 15*time.Second)
 	if st != reporting.StateHealthy {
-		v.Artifact = "artifacts/asset/shot 1.png"
+		v.Artifact = "asset-origin-a shot 1.png" // a name under <data_dir>/artifacts
 	}
 	r.store.add(v)
 	if err := r.a.Evaluate(context.Background()); err != nil {
@@ -115,7 +115,7 @@ func TestReceiverPayloads(t *testing.T) {
 			t.Fatalf("firing: %+v", f)
 		}
 		a := f.Alerts[0]
-		if a.ArtifactURL != "http://127.0.0.1:9470/artifacts/artifacts/asset/shot%201.png" ||
+		if a.ArtifactURL != "http://127.0.0.1:9470/artifacts/asset-origin-a%20shot%201.png" ||
 			a.StatusURL != "http://127.0.0.1:9470/check/asset?target=origin-a" ||
 			a.RunbookURL != "https://runbooks.example/asset" || a.Cause != "connect_refused" ||
 			a.Error == "" || a.Labels["severity"] != "page" || a.Fingerprint == "" || !a.StartsAt.Equal(firedAt) {
