@@ -3,6 +3,7 @@ package alerting
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -37,6 +38,11 @@ const (
 	ResultDropped = "dropped"
 )
 
+// closeGrace bounds the final delivery attempts on close: in-flight and
+// queued deliveries get one attempt each within min(retry.timeout,
+// closeGrace) in all, so a failing receiver cannot hold up shutdown.
+const closeGrace = 2 * time.Second
+
 // dispatcher owns one worker per receiver.
 type dispatcher struct {
 	log     *slog.Logger
@@ -44,12 +50,18 @@ type dispatcher struct {
 	retry   RetryConfig
 	resolve time.Duration
 	workers []*worker
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// ctx bounds every request; it is cancelled when close's final
+	// attempts run out of time.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// closing is closed when close starts: backoff waits end, failed
+	// deliveries are no longer retried.
+	closing chan struct{}
 
 	mu       sync.Mutex
 	cond     *sync.Cond
+	closed   bool // close started; enqueue drops. Guarded by mu.
 	pending  int
 	fails    map[string]string
 	resolved []Alert // resolved alerts for the next stream
@@ -61,11 +73,17 @@ type worker struct {
 	sev    map[string]bool // empty: all
 	stream bool            // Alertmanager: gets every active alert each evaluation
 	q      chan Notification
+
+	// Notifications not delivered after close started, logged once when
+	// the worker stops. Touched only by the worker's goroutine.
+	lost, lostResolved int
+	lostErr            string
 }
 
 func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics) *dispatcher {
 	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{}}
 	d.cond = sync.NewCond(&d.mu)
+	d.closing = make(chan struct{})
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for _, r := range cfg.Receivers {
 		w := &worker{name: r.Name, sev: map[string]bool{}, q: make(chan Notification, queueSize)}
@@ -139,19 +157,24 @@ func (d *dispatcher) stream(active []Alert, now time.Time) {
 }
 
 func (d *dispatcher) enqueue(w *worker, n Notification) {
-	if d.ctx.Err() != nil { // closed: nobody would deliver it
+	d.mu.Lock()
+	if d.closed { // nobody would deliver it
+		d.mu.Unlock()
 		d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
 		return
 	}
-	d.mu.Lock()
 	d.pending++
-	d.mu.Unlock()
 	select {
 	case w.q <- n:
+		d.mu.Unlock()
 	default:
+		d.pending--
+		if d.pending == 0 {
+			d.cond.Broadcast()
+		}
+		d.mu.Unlock()
 		d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
 		d.log.Warn("alerting: receiver queue full, notification dropped", "receiver", w.name, "group", n.GroupKey)
-		d.done()
 	}
 }
 
@@ -164,21 +187,22 @@ func (d *dispatcher) done() {
 	d.mu.Unlock()
 }
 
+func (d *dispatcher) isClosing() bool {
+	select {
+	case <-d.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 func (d *dispatcher) loop(w *worker) {
 	defer d.wg.Done()
 	for {
 		select {
-		case <-d.ctx.Done():
-			// Count what is left as dropped so Flush does not wait forever.
-			for {
-				select {
-				case <-w.q:
-					d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
-					d.done()
-				default:
-					return
-				}
-			}
+		case <-d.closing:
+			d.finish(w)
+			return
 		case n := <-w.q:
 			d.deliver(w, n)
 			d.done()
@@ -186,8 +210,42 @@ func (d *dispatcher) loop(w *worker) {
 	}
 }
 
+// finish runs once close started: every queued notification gets one
+// attempt while d.ctx lasts and is dropped after; what was not delivered
+// is logged in one line.
+func (d *dispatcher) finish(w *worker) {
+	for {
+		select {
+		case n := <-w.q:
+			if d.ctx.Err() != nil {
+				d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
+				w.undelivered(n, "shutdown deadline passed before an attempt")
+			} else {
+				d.deliver(w, n)
+			}
+			d.done()
+		default:
+			if w.lost > 0 {
+				d.log.Warn("alerting: notifications not delivered at shutdown", "receiver", w.name,
+					"count", w.lost, "resolved", w.lostResolved, "last_err", w.lostErr)
+			}
+			return
+		}
+	}
+}
+
+func (w *worker) undelivered(n Notification, err string) {
+	w.lost++
+	if n.Status == StatusResolved || len(n.Resolved) > 0 {
+		w.lostResolved++
+	}
+	w.lostErr = err
+}
+
 // deliver tries one notification up to retry.attempts times with doubling
-// backoff.
+// backoff. Once close started it makes no further retry: a delivery
+// waiting for its next try gets one final attempt at once, and a failure
+// is counted for finish's log line rather than logged.
 func (d *dispatcher) deliver(w *worker, n Notification) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -207,11 +265,16 @@ func (d *dispatcher) deliver(w *worker, n Notification) {
 			return
 		}
 		var perm *PermanentError
-		if attempt >= d.retry.Attempts || errors.As(err, &perm) || d.ctx.Err() != nil {
+		closing := d.isClosing()
+		if closing || attempt >= d.retry.Attempts || errors.As(err, &perm) {
 			d.metrics.notifications.WithLabelValues(w.name, ResultFailure).Inc()
 			d.mu.Lock()
 			d.fails[w.name] = err.Error()
 			d.mu.Unlock()
+			if closing {
+				w.undelivered(n, err.Error())
+				return
+			}
 			d.log.Warn("alerting: delivery failed", "receiver", w.name, "group", n.GroupKey,
 				"status", n.Status, "attempts", attempt, "err", err)
 			return
@@ -221,7 +284,7 @@ func (d *dispatcher) deliver(w *worker, n Notification) {
 			"backoff", backoff, "err", err)
 		t := time.NewTimer(backoff)
 		select {
-		case <-d.ctx.Done():
+		case <-d.closing:
 			t.Stop()
 		case <-t.C:
 		}
@@ -258,10 +321,47 @@ func (d *dispatcher) flush(ctx context.Context) error {
 	return nil
 }
 
-// close drains until ctx ends, then stops the workers.
+// close stops the workers within min(retry.timeout, closeGrace), sooner
+// when ctx ends: retries and backoff waits stop at once, every in-flight
+// or queued delivery gets one final attempt while that deadline lasts, and
+// each receiver logs in one line how many notifications it could not
+// deliver. It returns ctx's error if ctx ended first, an error with the
+// count if some were not delivered, else nil. Calling it again waits for
+// the first call's workers.
 func (d *dispatcher) close(ctx context.Context) error {
-	err := d.flush(ctx)
-	d.cancel()
+	d.mu.Lock()
+	first := !d.closed
+	d.closed = true
+	d.mu.Unlock()
+	if first {
+		close(d.closing)
+	}
+	grace := time.AfterFunc(min(d.retry.Timeout, closeGrace), d.cancel)
+	defer grace.Stop()
+	stop := context.AfterFunc(ctx, d.cancel)
+	defer stop()
 	d.wg.Wait()
+	d.cancel()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("alerting: close: %w", err)
+	}
+	lost := 0
+	for _, w := range d.workers {
+		lost += w.lost
+	}
+	if lost > 0 && first {
+		return fmt.Errorf("alerting: close: %d notifications not delivered", lost)
+	}
+	return nil
+}
+
+// drain waits for the queued deliveries, with their full retries, until
+// ctx ends, then closes. For a dispatcher replaced by a reload, whose
+// receivers may still be healthy.
+func (d *dispatcher) drain(ctx context.Context) error {
+	err := d.flush(ctx)
+	if cerr := d.close(ctx); err == nil {
+		err = cerr
+	}
 	return err
 }
