@@ -16,6 +16,13 @@ import (
 // check interval, so it is fixed.
 const DeadManPromWindow = 10 * time.Minute
 
+// CertPromFor is the `for` of the generated certificate alert. The built-in
+// cert_expiry rule fires on the first evaluation where quorum regions agree;
+// over scrapes, the hour keeps one scrape of a stray certificate (an edge
+// serving an old one for a moment) from opening a ticket. An expiry within
+// cert_expiry_days does not go away by itself, so the hour costs nothing.
+const CertPromFor = time.Hour
+
 // ExampleSLOs and ExampleConfig are the SLOs and alerting settings of the
 // reference config; examples/prometheus/vigil-slo-rules.yml is generated
 // from them.
@@ -39,7 +46,7 @@ var (
 // error ratio is per scrape interval rather than per run; the TTFB p95 is
 // quantile_over_time over the scraped last-run TTFB; dead-man uses
 // DeadManPromWindow; maintenance windows are not rendered (use Alertmanager
-// silences or time_intervals).
+// silences or time_intervals); the certificate alert holds CertPromFor.
 func PrometheusRules(cfg Config, slos []SLO) ([]byte, error) {
 	if err := cfg.ValidateAndSetDefaults(); err != nil {
 		return nil, err
@@ -70,7 +77,7 @@ func PrometheusRules(cfg Config, slos []SLO) ([]byte, error) {
 		days := strconv.Itoa(cfg.CertExpiryDays)
 		w.alert(RuleCert, "",
 			`count by (check, target) (min by (check, target, region) ((probe_ssl_earliest_cert_expiry > 0) - time()) < `+days+` * 86400) >= `+q,
-			time.Hour, cfg.Cert.Severity, "",
+			CertPromFor, cfg.Cert.Severity, "",
 			"{{ $labels.check }} × {{ $labels.target }} certificate expires within "+days+" days in {{ $value }} regions", cfg)
 	}
 	if !cfg.DeadMan.Disabled {
@@ -115,6 +122,8 @@ func PrometheusRules(cfg Config, slos []SLO) ([]byte, error) {
 				`1 - avg_over_time(vigil:slo_error_ratio:rate5m{`+sloSel+`}[`+promDur(s.Window)+`]) / `+budget,
 				map[string]string{"slo": s.Name},
 				"Share of the error budget left over the SLO window (1: untouched, below 0: exhausted), per region.")
+			// page pairs are the fast burn, ticket pairs the slow burn.
+			burn := map[string]string{SeverityPage: "fast burn", SeverityTicket: "slow burn"}
 			for _, sev := range []string{SeverityPage, SeverityTicket} {
 				var terms []string
 				var names []string
@@ -135,7 +144,7 @@ func PrometheusRules(cfg Config, slos []SLO) ([]byte, error) {
 				}
 				w.alert(RuleBurnRate, s.Name, strings.Join(terms, "\nor\n"), 0, sev, strings.Join(names, ", "),
 					"{{ $labels.check }} × {{ $labels.target }}: error budget of "+s.Name+" (objective "+s.Objective.String()+
-						") burning fast in {{ $value }} regions ("+strings.Join(names, " or ")+")", cfg)
+						"): "+burn[sev]+" in {{ $value }} regions ("+strings.Join(names, " or ")+")", cfg)
 			}
 		}
 		if s.TTFBP95 > 0 && !cfg.TTFB.Disabled {

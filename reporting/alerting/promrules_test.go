@@ -142,13 +142,13 @@ func TestPrometheusRulesPromtoolTest(t *testing.T) {
 	page := `
           - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: page, slo: asset-availability, source: prometheus}
             exp_annotations:
-              summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%) burning fast in 2 regions (1h/5m or 6h/30m)'
+              summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%): fast burn in 2 regions (1h/5m or 6h/30m)'
               status_url: 'http://127.0.0.1:9470/check/asset'
               windows: '1h/5m, 6h/30m'`
 	ticket := `
           - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: ticket, slo: asset-availability, source: prometheus}
             exp_annotations:
-              summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%) burning fast in 2 regions (1d/2h or 3d/6h)'
+              summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%): slow burn in 2 regions (1d/2h or 3d/6h)'
               status_url: 'http://127.0.0.1:9470/check/asset'
               windows: '1d/2h, 3d/6h'`
 	down := `
