@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,41 @@ func TestAPIConcurrentRunsHaveOwnVariables(t *testing.T) {
 	r2 := apiScript(t, `[{http: {path: /api/me}, expect: {status: 401}}]`)
 	if res := r2.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL}); !res.OK {
 		t.Errorf("%s: %s", res.Cause, res.Err)
+	}
+}
+
+// The run's TTFB is the first main step's: when no step before the cleanup
+// got a response, the run has none, even though the `always` cleanup did.
+func TestRunTTFBIgnoresCleanupSteps(t *testing.T) {
+	o := newAPIOrigin(t)
+	t.Setenv("VIGIL_TEST_UNSET_PASSWORD", "")
+	os.Unsetenv("VIGIL_TEST_UNSET_PASSWORD")
+	src := `
+- name: login
+  http: {method: POST, path: /login, json: {user: demo, password: "${env:VIGIL_TEST_UNSET_PASSWORD}"}}
+- name: cleanup
+  always: true
+  http: {method: DELETE, path: /cart}
+  expect: {status: 204}
+`
+	res := apiScript(t, src).Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+	if res.OK || !strings.Contains(res.Steps[0].Err, "VIGIL_TEST_UNSET_PASSWORD is not set") {
+		t.Fatalf("login step did not fail before sending: %+v", res.Steps)
+	}
+	if !res.Steps[1].OK || res.Steps[1].TTFB <= 0 {
+		t.Fatalf("cleanup step: %+v", res.Steps[1])
+	}
+	if res.Phases.TTFB != 0 {
+		t.Errorf("run TTFB %s taken from the cleanup step; want 0 (no main step got a response)", res.Phases.TTFB)
+	}
+
+	// A main step that got a response (even a failing one) sets it.
+	res = apiScript(t, `
+- http: {path: /fail}
+  expect: {status: 200}
+- {always: true, http: {method: DELETE, path: /cart}}
+`).Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+	if res.OK || res.Steps[0].TTFB <= 0 || res.Phases.TTFB != res.Steps[0].TTFB {
+		t.Errorf("run TTFB %s, want the failed main step's %s", res.Phases.TTFB, res.Steps[0].TTFB)
 	}
 }

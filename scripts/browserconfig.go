@@ -126,12 +126,22 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 		return "", nil, fmt.Errorf("more than one action: %s", strings.Join(set, ", "))
 	}
 	kind := set[0]
-	var strs []string
+	// The strings that may use variables, by key relative to `browser`.
+	type keyed struct{ key, s string }
+	var strs []keyed
+	add := func(key, v string) { strs = append(strs, keyed{key, v}) }
 	selector := func(key, sel string) error {
 		if strings.TrimSpace(sel) == "" {
 			return fmt.Errorf("%s: %w", key, ErrEmptySelector)
 		}
-		strs = append(strs, sel)
+		add(key, sel)
+		// A selector with variables is checked after expansion, at run
+		// time; "$${" is already a literal here.
+		if lit, xerr := expand(sel, func(ref) (string, bool) { return "", false }); xerr == nil {
+			if err := checkSelector(lit); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+		}
 		return nil
 	}
 	var err error
@@ -140,17 +150,17 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 		if strings.TrimSpace(*b.Navigate) == "" {
 			err = errors.New("navigate: URL is empty")
 		}
-		strs = append(strs, *b.Navigate)
+		add("navigate", *b.Navigate)
 	case "click":
 		err = selector("click", *b.Click)
 	case "wait_visible":
 		err = selector("wait_visible", *b.WaitVisible)
 	case "type":
 		err = selector("type.selector", b.Type.Selector)
-		strs = append(strs, b.Type.Text)
+		add("type.text", b.Type.Text)
 	case "select":
 		err = selector("select.selector", b.Select.Selector)
-		strs = append(strs, b.Select.Value)
+		add("select.value", b.Select.Value)
 	case "wait_text", "assert_text":
 		m := b.WaitText
 		if kind == "assert_text" {
@@ -160,9 +170,9 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 			err = m.compile(kind)
 		}
 		if m.Equals != nil {
-			strs = append(strs, *m.Equals)
+			add(kind+".equals", *m.Equals)
 		}
-		strs = append(strs, m.Contains)
+		add(kind+".contains", m.Contains)
 	case "assert_title", "assert_url":
 		var v string
 		if kind == "assert_url" {
@@ -175,11 +185,11 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 				err = fmt.Errorf("%s: %w", kind, cerr)
 			}
 		} else {
-			strs = append(strs, v)
+			add(kind, v)
 		}
 	case "eval":
 		err = b.Eval.compile()
-		strs = append(strs, b.Eval.JS)
+		add("eval.js", b.Eval.JS)
 	case "screenshot":
 		if !*b.Screenshot {
 			err = errors.New("screenshot: must be true")
@@ -201,12 +211,13 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 		return kind, nil, err
 	}
 	var refs []ref
-	for _, s := range strs {
-		rs, rerr := parseRefs(s)
-		if rerr != nil {
-			return kind, nil, fmt.Errorf("%s: %w", kind, rerr)
+	for _, ks := range strs {
+		if rerr := addRefs(&refs, ks.key, ks.s); rerr != nil {
+			return kind, nil, rerr
 		}
-		refs = append(refs, rs...)
+	}
+	for i := range refs {
+		refs[i].key = "browser." + refs[i].key
 	}
 	return kind, refs, nil
 }

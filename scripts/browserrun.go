@@ -268,6 +268,9 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err != nil {
 			return failf("click: %w", err)
 		}
+		if o, bad := r.badSelector(ctx, "click", sel); bad {
+			return o
+		}
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
 			return r.waitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: no visible element within %s (or the page hung)", sel, timeoutText))
 		}
@@ -282,6 +285,9 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err != nil {
 			return failf("type: %w", err)
 		}
+		if o, bad := r.badSelector(ctx, "type", sel); bad {
+			return o
+		}
 		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
 			return r.waitFail(ctx, err, "type "+sel, fmt.Sprintf("type %s: no visible element within %s (or the page hung)", sel, timeoutText))
 		}
@@ -295,6 +301,9 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		val, err := x(b.Select.Value)
 		if err != nil {
 			return failf("select: %w", err)
+		}
+		if o, bad := r.badSelector(ctx, "select", sel); bad {
+			return o
 		}
 		if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(sel))); err != nil {
 			return r.waitFail(ctx, err, "select "+sel, fmt.Sprintf("select %s: no element within %s", sel, timeoutText))
@@ -313,6 +322,9 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err != nil {
 			return failf("wait_visible: %w", err)
 		}
+		if o, bad := r.badSelector(ctx, "wait_visible", sel); bad {
+			return o
+		}
 		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
 			return r.waitFail(ctx, err, "wait_visible "+sel, fmt.Sprintf("wait_visible %s: not visible within %s", sel, timeoutText))
 		}
@@ -326,6 +338,9 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		em, err := r.expandMatch(m)
 		if err != nil {
 			return failf("%s: %w", name, err)
+		}
+		if o, bad := r.badSelector(ctx, name, em.Selector); bad {
+			return o
 		}
 		cond := func(et elementText) bool { return et.Found }
 		if name == "wait_text" {
@@ -434,6 +449,20 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		return outcome{cause: checks.CauseScript, err: fmt.Errorf("max_failed_requests: %d failed requests, over %d; first: %s", len(failed), limit, failed[0]), assertions: []checks.AssertionResult{a}}
 	}
 	return outcome{cause: checks.CauseInternal, err: errors.New("browser step without an action")}
+}
+
+// badSelector asks the page's querySelector once whether sel parses, so
+// that a selector Chromium rejects fails the step at once (cause script)
+// instead of after the step's whole timeout. The load-time check catches
+// the obvious errors of literal selectors; this one also covers selectors
+// built from variables and everything a full CSS parser would reject. When
+// the page cannot answer (a navigation in flight), the action goes ahead.
+func (r *run) badSelector(ctx context.Context, action, sel string) (outcome, bool) {
+	msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectorJS, jsString(sel))))
+	if err != nil || msg == "" {
+		return outcome{}, false
+	}
+	return failf("%s: %w %q: %s", action, ErrInvalidSelector, sel, msg), true
 }
 
 // waitFail turns an action's error into an outcome. When the step's context

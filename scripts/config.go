@@ -163,7 +163,7 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		}
 		for _, r := range s.refs {
 			if !r.env && !defined[r.name] {
-				errs = append(errs, units.Prefix(idx, fmt.Errorf("%w ${%s}: no earlier step extracts it", ErrUndefinedVar, r.name)))
+				errs = append(errs, units.Prefix(idx+"."+r.key, fmt.Errorf("%w ${%s}: no earlier step extracts it", ErrUndefinedVar, r.name)))
 			}
 		}
 		if s.program != nil {
@@ -240,9 +240,9 @@ func (s *Step) validate(i int) error {
 		if err := s.Expect.ValidateAndSetDefaults(); err != nil {
 			errs = append(errs, units.Prefix("expect", err))
 		}
-		refs, err := collectRefs(reflect.ValueOf(s.HTTP))
+		refs, err := collectRefs("http", reflect.ValueOf(s.HTTP))
 		if err != nil {
-			errs = append(errs, units.Prefix("http", err))
+			errs = append(errs, err)
 		}
 		s.refs = refs
 		s.extract = map[string]*Extract{}

@@ -88,18 +88,49 @@ func TestValidateErrors(t *testing.T) {
 			[]string{"script[0].browser.type.selector: selector is empty"}, ErrEmptySelector},
 		{"two actions", `[{browser: {click: "#a", wait_visible: "#b"}}]`, 0,
 			[]string{"script[0].browser: more than one action: click, wait_visible"}, nil},
+		{"invalid selector", `
+- browser: {navigate: /}
+- browser: {click: "#go[[["}`, 0,
+			[]string{`script[1].browser.click: invalid CSS selector "#go[[[": unclosed "[" at offset 3`}, ErrInvalidSelector},
+		{"invalid selectors name their keys", `
+- browser: {type: {selector: "input[name='q", text: x}}
+- browser: {wait_text: {selector: "#a >", equals: "1"}}
+- browser: {select: {selector: "a,,b", value: "1"}}`, 0,
+			[]string{
+				`script[0].browser.type.selector: invalid CSS selector "input[name='q": unterminated string starting at offset 11`,
+				`script[1].browser.wait_text.selector: invalid CSS selector "#a >": ends with the combinator ">"`,
+				`script[2].browser.select.selector: invalid CSS selector "a,,b": empty selector in the list at offset 2`,
+			}, ErrInvalidSelector},
 		{"no action", `[{browser: {}}]`, 0,
 			[]string{"script[0].browser: no action: want one of navigate, click, type, select, wait_visible, wait_text, assert_text, assert_title, assert_url, eval, screenshot, sleep, no_console_errors, max_failed_requests"}, nil},
 		{"undefined variable", `
 - http: {path: /login}
   extract: {token: {json: token}}
 - http: {path: /me, headers: {authorization: "Bearer ${tokn}"}}`, 0,
-			[]string{"script[1]: undefined variable ${tokn}: no earlier step extracts it"}, ErrUndefinedVar},
+			[]string{"script[1].http.headers.authorization: undefined variable ${tokn}: no earlier step extracts it"}, ErrUndefinedVar},
+		{"undefined variables name their keys", `
+- http: {path: "/a/${nope}", body: "x${b}"}
+- http: {url: "http://127.0.0.1/${u}", json: {user: {name: "${j}"}, list: ["${l}"]}}
+- browser: {type: {selector: "#q", text: "${t}"}}
+- browser: {wait_text: {selector: "#q", contains: "${c}"}}
+- browser: {eval: {js: "${e}"}}`, 0,
+			[]string{
+				"script[0].http.path: undefined variable ${nope}: no earlier step extracts it",
+				"script[0].http.body: undefined variable ${b}: no earlier step extracts it",
+				"script[1].http.url: undefined variable ${u}: no earlier step extracts it",
+				"script[1].http.json.list[0]: undefined variable ${l}: no earlier step extracts it",
+				"script[1].http.json.user.name: undefined variable ${j}: no earlier step extracts it",
+				"script[2].browser.type.text: undefined variable ${t}: no earlier step extracts it",
+				"script[3].browser.wait_text.contains: undefined variable ${c}: no earlier step extracts it",
+				"script[4].browser.eval.js: undefined variable ${e}: no earlier step extracts it",
+			}, ErrUndefinedVar},
+		{"malformed variable names its key", `[{http: {path: /, headers: {x-a: "${not a name}"}}}]`, 0,
+			[]string{"script[0].http.headers.x-a: ${not a name}: not a variable name (want ${name} or ${env:NAME})"}, nil},
 		{"variable used before extraction", `
 - browser: {navigate: "/orders/${order}"}
 - http: {path: /login}
   extract: {order: {json: id}}`, 0,
-			[]string{"script[0]: undefined variable ${order}: no earlier step extracts it"}, ErrUndefinedVar},
+			[]string{"script[0].browser.navigate: undefined variable ${order}: no earlier step extracts it"}, ErrUndefinedVar},
 		{"undefined variable in expr", `[{expr: 'vars.nope == "x"'}]`, 0,
 			[]string{"script[0].expr: undefined variable vars.nope: no earlier step extracts it"}, ErrUndefinedVar},
 		{"bad expr", `[{expr: 'last.status_code +'}]`, 0, nil, nil},

@@ -1,6 +1,8 @@
 package scripts
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +63,24 @@ func FuzzExpand(f *testing.F) {
 			t.Fatalf("expand(%q) = %q, %v", s, out, err)
 		}
 		_, _ = parseRefs(s)
+	})
+}
+
+// FuzzCheckSelector: the load-time selector check never panics, and every
+// rejection is an ErrInvalidSelector that quotes the selector.
+func FuzzCheckSelector(f *testing.F) {
+	for _, s := range validSelectors {
+		f.Add(s)
+	}
+	for _, tc := range invalidSelectors {
+		f.Add(tc.sel)
+	}
+	f.Add(`a\`)
+	f.Add(`"`)
+	f.Fuzz(func(t *testing.T, sel string) {
+		err := checkSelector(sel)
+		if err != nil && (!errors.Is(err, ErrInvalidSelector) || !strings.Contains(err.Error(), fmt.Sprintf("%q", sel))) {
+			t.Fatalf("checkSelector(%q) = %v", sel, err)
+		}
 	})
 }

@@ -105,6 +105,8 @@ type run struct {
 // Run runs the script once against t. It always returns a Result: steps run
 // in order; after the first failure only `always` steps run, the others are
 // reported as skipped. The first failure decides Result.Cause and Err.
+// Result.Phases.TTFB is the TTFB of the first step that is not `always` and
+// got a response (http step or navigation); 0 when none did.
 func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	start := time.Now()
 	res := checks.Result{Start: start}
@@ -153,7 +155,10 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 			}
 			sr.Err = r.vars.redact(o.err.Error())
 		}
-		if res.Phases.TTFB == 0 && o.ttfb > 0 {
+		// The run's TTFB is the first main step's that got a response (an
+		// http step, or a browser navigation): `always` steps are cleanup,
+		// and their latency must not stand in for the transaction's.
+		if res.Phases.TTFB == 0 && o.ttfb > 0 && !s.Always {
 			res.Phases.TTFB = o.ttfb
 		}
 		if o.status != 0 && !failed {

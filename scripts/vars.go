@@ -32,6 +32,7 @@ var ErrUnterminatedVar = errors.New(`unterminated "${"`)
 type ref struct {
 	name string // lower-cased script variable, or the environment name
 	env  bool
+	key  string // where it was found, relative to the step, e.g. "http.headers.Authorization"
 }
 
 // parseRefs returns the references in s, or an error for a malformed one.
@@ -95,30 +96,39 @@ func expand(s string, lookup func(ref) (string, bool)) (string, error) {
 	}
 }
 
-// collectRefs walks every string reachable from v (struct fields, maps,
-// slices, pointers, interfaces) and returns the references found, or the first
-// malformed-reference error. It lets the script validate variables in the
-// request specs of package checks without knowing their fields.
-func collectRefs(v reflect.Value) ([]ref, error) {
+// collectRefs walks every string reachable from v (struct fields by their
+// mapstructure key, maps in key order, slices, pointers, interfaces) and
+// returns the references found, each with its key under prefix (e.g.
+// "http.headers.Authorization", "http.json.items[0]"), or the first
+// malformed-reference error, prefixed with its key. It lets the script
+// validate variables in the request specs of package checks without knowing
+// their fields.
+func collectRefs(prefix string, v reflect.Value) ([]ref, error) {
 	var out []ref
-	var walk func(v reflect.Value) error
-	walk = func(v reflect.Value) error {
+	var walk func(key string, v reflect.Value) error
+	walk = func(key string, v reflect.Value) error {
 		switch v.Kind() {
 		case reflect.String:
-			rs, err := parseRefs(v.String())
-			out = append(out, rs...)
-			return err
+			return addRefs(&out, key, v.String())
 		case reflect.Pointer, reflect.Interface:
 			if v.IsNil() {
 				return nil
 			}
-			return walk(v.Elem())
+			return walk(key, v.Elem())
 		case reflect.Struct:
 			for i := 0; i < v.NumField(); i++ {
-				if !v.Type().Field(i).IsExported() {
+				f := v.Type().Field(i)
+				if !f.IsExported() {
 					continue
 				}
-				if err := walk(v.Field(i)); err != nil {
+				name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+				if name == "-" {
+					continue
+				}
+				if name == "" {
+					name = strings.ToLower(f.Name)
+				}
+				if err := walk(key+"."+name, v.Field(i)); err != nil {
 					return err
 				}
 			}
@@ -127,22 +137,37 @@ func collectRefs(v reflect.Value) ([]ref, error) {
 				return nil
 			}
 			for i := 0; i < v.Len(); i++ {
-				if err := walk(v.Index(i)); err != nil {
+				if err := walk(fmt.Sprintf("%s[%d]", key, i), v.Index(i)); err != nil {
 					return err
 				}
 			}
 		case reflect.Map:
-			it := v.MapRange()
-			for it.Next() {
-				if err := walk(it.Value()); err != nil {
+			keys := v.MapKeys()
+			sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+			for _, k := range keys {
+				if err := walk(key+"."+fmt.Sprint(k), v.MapIndex(k)); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	}
-	err := walk(v)
+	err := walk(prefix, v)
 	return out, err
+}
+
+// addRefs appends the references in s, found at key, to out. A malformed
+// reference is an error prefixed with the key.
+func addRefs(out *[]ref, key, s string) error {
+	rs, err := parseRefs(s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	for _, r := range rs {
+		r.key = key
+		*out = append(*out, r)
+	}
+	return nil
 }
 
 // runVars is the variable state of one run.
