@@ -39,30 +39,38 @@ func fileSafe(s string) string {
 	}, s)
 }
 
+// ArtifactsDir is the directory failure artifacts are written to under a
+// data dir: <dataDir>/artifacts. The status page serves this directory,
+// and only this one, at /artifacts/.
+func ArtifactsDir(dataDir string) string { return filepath.Join(dataDir, "artifacts") }
+
 // saveArtifact writes a PNG as DataDir/artifacts/<check>-<target>-<UTC
-// timestamp>.png and returns its path, or "" without a DataDir.
+// timestamp>.png and returns its artifact reference: the file name,
+// relative to the artifacts directory (the form Result.Artifacts and
+// Verdict.Artifact carry, and the status page serves at /artifacts/NAME).
+// It returns "" without a DataDir.
 func (r *run) saveArtifact(png []byte, suffix string) (string, error) {
 	if r.runner.o.DataDir == "" {
 		return "", nil
 	}
-	dir := filepath.Join(r.runner.o.DataDir, "artifacts")
+	dir := ArtifactsDir(r.runner.o.DataDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	ts := time.Now().UTC().Format("20060102T150405.000000000Z")
 	name := fmt.Sprintf("%s-%s-%s%s.png", fileSafe(r.runner.o.Check), fileSafe(r.target.Name), ts, suffix)
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 		return "", err
 	}
-	return path, nil
+	return name, nil
 }
 
-// saveSidecar writes info as JSON next to the PNG at path.
-func (r *run) saveSidecar(pngPath string, info failureInfo) error {
+// saveSidecar writes info as JSON next to the PNG saveArtifact named name.
+func (r *run) saveSidecar(name string, info failureInfo) error {
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(strings.TrimSuffix(pngPath, ".png")+".json", b, 0o644)
+	side := strings.TrimSuffix(name, ".png") + ".json"
+	return os.WriteFile(filepath.Join(ArtifactsDir(r.runner.o.DataDir), side), b, 0o644)
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting/statuspage"
+	"github.com/vigil-synthetics/vigil/scripts"
 )
 
 // statusPage builds the status page over the app's store, proxy and
@@ -26,7 +29,14 @@ func (a *app) statusPage() http.Handler {
 		Logger:     a.log,
 	}
 	if sp.ServeArtifacts() {
-		o.ArtifactsDir = a.cfg.Agent.DataDir
+		// Only <data_dir>/artifacts is served: the data dir also holds the
+		// store and alerts.json, which must never be downloadable.
+		dir := scripts.ArtifactsDir(a.cfg.Agent.DataDir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			a.log.Warn("status page: artifacts not served", "dir", dir, "error", err)
+		} else {
+			o.ArtifactsDir = dir
+		}
 	}
 	if a.prx != nil {
 		o.Origins = a.pageOrigins
@@ -69,14 +79,17 @@ func (a *app) pageAlerts() []statuspage.Alert {
 		if al.Resolved() {
 			continue
 		}
+		// The alert carries the link the notifications got,
+		// {status_page_url}/artifacts/NAME (escaped); the page wants NAME.
 		art := ""
-		if al.ArtifactURL != "" {
-			if i := strings.Index(al.ArtifactURL, "/artifacts/"); i >= 0 {
-				art = al.ArtifactURL[i+len("/artifacts/"):]
+		if i := strings.LastIndex(al.ArtifactURL, "/artifacts/"); i >= 0 {
+			if n, err := url.PathUnescape(al.ArtifactURL[i+len("/artifacts/"):]); err == nil {
+				art = n
 			}
 		}
 		out = append(out, statuspage.Alert{Rule: al.Rule, Check: al.Check, Target: al.Target,
-			Severity: al.Severity, Summary: al.Summary, Regions: al.Regions, Since: al.StartsAt, Artifact: art})
+			Severity: al.Severity, Summary: al.Summary, Regions: al.Regions, Since: al.StartsAt, Artifact: art,
+			Silenced: al.Silenced})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
 	return out
