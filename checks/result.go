@@ -127,7 +127,7 @@ type Result struct {
 	// CertExpiry is the leaf certificate's NotAfter for TLS/HTTPS runs.
 	CertExpiry time.Time
 	// Artifacts are files written by the run (e.g. a failure screenshot),
-	// as paths under agent.data_dir.
+	// as names relative to <agent.data_dir>/artifacts.
 	Artifacts []string
 	// Start is when the run began.
 	Start time.Time

@@ -33,7 +33,8 @@ type Options struct {
 	// context's deadline. Step timeouts are capped by it.
 	Timeout time.Duration
 	// DataDir is agent.data_dir. Screenshots are written under
-	// DataDir/artifacts; empty = no files are written.
+	// DataDir/artifacts and named relative to it in Result.Artifacts;
+	// empty = no files are written.
 	DataDir string
 	// Browser is the agent's shared browser. nil: browser steps fail with
 	// cause browser_unavailable.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -70,6 +71,13 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 				return &exitError{code: 2, err: fmt.Errorf("%s: no checks to run: %s", file, why)}
 			}
 			results := runOnce(ctx, pairs, parallel)
+			// Artifacts are named relative to the artifacts directory; the
+			// CLI prints where the files are.
+			for i := range results {
+				for j, a := range results[i].Result.Artifacts {
+					results[i].Result.Artifacts[j] = filepath.Join(scripts.ArtifactsDir(f.Agent.DataDir), a)
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				err = writeJSONLines(out, results, f.redactor)

@@ -216,3 +216,47 @@ func TestCheckNothingToRun(t *testing.T) {
 		t.Errorf("validate proxy-only file: exit %d: %s", code, out)
 	}
 }
+
+// TestCheckJSONArtifactPath: a failing browser check's screenshot is named
+// in `vigil check --json` by a path that exists.
+func TestCheckJSONArtifactPath(t *testing.T) {
+	_, err := findChromium()
+	checktest.NeedDependency(t, "chromium", err)
+	o := checktest.NewOrigin()
+	defer o.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`
+agent: {data_dir: %q}
+targets: [{name: o, url: %s}]
+checks:
+  - name: title
+    targets: [o]
+    timeout: 20s
+    interval: 30s
+    script:
+      - browser: {navigate: /}
+      - browser: {assert_title: "no such title"}
+`, dir, o.URL()))
+	out, code := runCLI(t, "check", "-c", cfg, "--json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	var row struct {
+		Artifacts []string `json:"artifacts"`
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "{") {
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(row.Artifacts) == 0 {
+		t.Fatalf("no artifacts in %s", out)
+	}
+	for _, a := range row.Artifacts {
+		if _, err := os.Stat(a); err != nil || !strings.HasPrefix(a, filepath.Join(dir, "artifacts")) {
+			t.Errorf("artifact %q: %v (want a file under %s/artifacts)", a, err, dir)
+		}
+	}
+}
