@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
@@ -187,5 +189,31 @@ func TestCloseDeliversQueued(t *testing.T) {
 	}
 	if got := strings.Join(statuses, ","); got != "firing,resolved,firing,resolved" {
 		t.Fatalf("delivered %q, want firing,resolved,firing,resolved", got)
+	}
+}
+
+// TestDrainRetries: drain (for a dispatcher a reload replaced) still gives
+// queued deliveries their full retries before closing.
+func TestDrainRetries(t *testing.T) {
+	r := newRecorder(t)
+	r.failNext(2, http.StatusServiceUnavailable)
+	cfg := Config{Receivers: []Receiver{{Name: "ops", Webhook: &WebhookConfig{URL: Secret(r.srv.URL)}}},
+		Retry: RetryConfig{Backoff: 10 * time.Millisecond}}
+	if err := cfg.ValidateAndSetDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDispatcher(cfg, &http.Client{}, slog.New(slog.NewTextHandler(io.Discard, nil)), m)
+	d.send(Notification{GroupKey: "down/asset/page", Status: StatusFiring, Severity: SeverityPage, At: t0})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.drain(ctx); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if n := len(r.all()); n != 3 {
+		t.Fatalf("%d requests, want 3 (two 503s, then the delivery)", n)
 	}
 }
