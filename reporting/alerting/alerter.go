@@ -154,7 +154,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		_ = old.close(ctx)
+		_ = old.drain(ctx)
 	}()
 	return nil
 }
@@ -450,9 +450,10 @@ func (a *Alerter) Flush(ctx context.Context) error {
 	return d.flush(ctx)
 }
 
-// Close drains the queued deliveries until ctx ends, then stops the
-// delivery workers. Evaluate after Close still evaluates but delivers
-// nothing.
+// Close stops the delivery workers: retries stop, and every queued or
+// in-flight delivery gets one final attempt within min(retry.timeout, 2s)
+// (or until ctx ends). It returns an error counting the notifications not
+// delivered. Evaluate after Close still evaluates but delivers nothing.
 func (a *Alerter) Close(ctx context.Context) error {
 	a.mu.Lock()
 	a.closed = true
