@@ -502,7 +502,12 @@ func (a *app) watchReload(ctx context.Context) error {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last := fileStamp(a.path)
+	// From the stamp taken when the running config was read: a change made
+	// since (before this watcher started) still triggers a reload.
+	last := a.current().stamp
+	if last == "" {
+		last = fileStamp(a.path)
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -42,6 +42,7 @@ type File struct {
 	Proxy *proxy.Config `mapstructure:"proxy"`
 
 	path     string
+	stamp    string // fileStamp of the file as it was read
 	redactor *redactor
 	// sections holds the top-level keys the file sets (lower case).
 	sections map[string]bool
@@ -199,11 +200,18 @@ func (e *LoadError) Unwrap() []error { return e.Errors }
 // loadConfig reads, interpolates, decodes and validates a config file.
 // env is the environment lookup (os.LookupEnv in production).
 func loadConfig(path string, env func(string) (string, bool)) (*File, error) {
+	// Stamped before reading: a change written while the file is read is
+	// seen by the reload watcher as a change.
+	stamp := fileStamp(path)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return parseConfig(path, raw, env)
+	f, err := parseConfig(path, raw, env)
+	if f != nil {
+		f.stamp = stamp
+	}
+	return f, err
 }
 
 func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*File, error) {
