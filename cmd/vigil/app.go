@@ -298,7 +298,7 @@ func (a *app) routes() http.Handler {
 			mux.Handle("/", page)
 		}
 	}
-	return mux
+	return a.hostCheck(mux)
 }
 
 // healthz is 200 "ok" or 503 with one reason per line.
