@@ -2,8 +2,11 @@ package statuspage
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // serveFault handles POST /fault (form fields origin, mode, token, back). It
@@ -44,11 +47,23 @@ func (p *Page) serveFault(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, localPath(r.PostFormValue("back")), http.StatusSeeOther)
 }
 
-// localPath returns back if it is a path on this site, else "/". It refuses
-// scheme-relative ("//host") and backslash forms that browsers treat as
-// another host, so the redirect cannot leave the site.
+// localPath returns back if it is a path on this site, else "/". back must
+// start with a single "/" (not "//" or "/\", which browsers read as another
+// host), hold no whitespace, control character or backslash anywhere (browsers
+// drop tabs and newlines from URLs, so "/\t/evil.example" becomes
+// "//evil.example"), be valid UTF-8 and parse as a URL without scheme, host or
+// user info. Percent-encoded bytes stay part of the path and are allowed.
 func localPath(back string) string {
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.ContainsAny(back, "\\\r\n") {
+	if len(back) == 0 || back[0] != '/' || len(back) > 1 && (back[1] == '/' || back[1] == '\\') {
+		return "/"
+	}
+	if !utf8.ValidString(back) || strings.ContainsFunc(back, func(r rune) bool {
+		return r == '\\' || unicode.IsSpace(r) || unicode.IsControl(r)
+	}) {
+		return "/"
+	}
+	u, err := url.Parse(back)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return back
