@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -64,6 +65,12 @@ type Options struct {
 	PublishQueue int
 	// HealthWindow is how long recent drops keep /healthz at 503 (default 5m).
 	HealthWindow time.Duration
+	// Redact rewrites every text of a run that leaves the canary — the
+	// verdict's Err and URL, assertion got/want, script step errors and
+	// URLs, logged panics — so that secrets the config took from the
+	// environment (and an origin may echo back) are never shown or stored.
+	// nil: text is kept as is. SetRedact replaces it on a config reload.
+	Redact func(string) string
 }
 
 // Canary schedules and judges pairs. Create it with New, start it with Run.
@@ -86,6 +93,7 @@ type Canary struct {
 	wake    chan struct{}
 
 	labels    atomic.Pointer[agentLabels]
+	redactFn  atomic.Pointer[func(string) string]
 	running   atomic.Bool
 	stopped   atomic.Bool
 	stopping  atomic.Bool     // Run's ctx is done: queued scheduled runs are dropped
@@ -167,6 +175,7 @@ func New(cfg *Config, pairs []Pair, o Options) (*Canary, error) {
 		wake:    make(chan struct{}, 1),
 		runCtx:  context.Background(),
 	}
+	c.SetRedact(o.Redact)
 	c.m = newMetrics(c)
 	for _, col := range c.m.collectors() {
 		if err := reg.Register(col); err != nil {
@@ -253,7 +262,7 @@ func (c *Canary) recoverRun(e *entry) {
 		return
 	}
 	c.log.Error("canary run panicked", "pair", strings.ReplaceAll(e.key, "\x00", " "),
-		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		"panic", c.redact(fmt.Sprint(r)), "stack", c.redact(string(debug.Stack())))
 	if e.mu.TryLock() {
 		done := e.done
 		e.done = nil
@@ -310,7 +319,7 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		}
 	}
 	c.m.inFlight.Inc()
-	res := c.probe(p)
+	res := c.redactResult(c.probe(p))
 	c.m.inFlight.Dec()
 	if bsem != nil {
 		<-bsem
@@ -342,7 +351,7 @@ func (c *Canary) probe(p *Pair) (res checks.Result) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("check panicked", "check", p.Check.Name, "target", p.Target.Name,
-				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				"panic", c.redact(fmt.Sprint(r)), "stack", c.redact(string(debug.Stack())))
 			res = checks.Result{Cause: checks.CauseInternal, Err: fmt.Sprintf("panic: %v", r),
 				Start: start, Phases: checks.Phases{Total: c.now().Sub(start)}}
 		}
@@ -374,7 +383,7 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 		TTFB:       res.Phases.TTFB, Duration: res.Phases.Total, DNS: res.Phases.DNS,
 		Connect: res.Phases.Connect, TLS: res.Phases.TLS, Transfer: res.Phases.Transfer,
 		Streak: step.Streak, Interval: max(step.Next, p.Check.Interval),
-		At: at, Expires: step.Expires, URL: probedURL(p), CertExpiry: res.CertExpiry,
+		At: at, Expires: step.Expires, URL: c.redactURL(probedURL(p)), CertExpiry: res.CertExpiry,
 	}
 	if len(res.Artifacts) > 0 {
 		v.Artifact = res.Artifacts[0]
@@ -382,7 +391,7 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 	if n := len(res.Steps); n > 0 && !res.OK {
 		for _, s := range res.Steps {
 			if !s.OK && !s.Skipped && s.URL != "" {
-				v.URL = s.URL
+				v.URL = c.redactURL(units.RedactURL(s.URL))
 				break
 			}
 		}
@@ -427,6 +436,78 @@ func probedURL(p *Pair) string {
 		}
 	}
 	return units.RedactURL(u)
+}
+
+// SetRedact replaces Options.Redact (nil: keep text as is). A config reload
+// calls it with the new config's redactor before Reload, so pairs that use
+// a newly referenced secret never publish it. Runs in flight pick it up
+// when they end.
+func (c *Canary) SetRedact(f func(string) string) {
+	if f == nil {
+		c.redactFn.Store(nil)
+		return
+	}
+	c.redactFn.Store(&f)
+}
+
+// redact applies the current Redact hook.
+func (c *Canary) redact(s string) string {
+	f := c.redactFn.Load()
+	if f == nil || s == "" {
+		return s
+	}
+	return (*f)(s)
+}
+
+// redactURL redacts a URL that units.RedactURL has already stripped of
+// userinfo and query values: a secret in the path or a bare query key is
+// caught both as written and percent-decoded (url.URL.String escapes
+// characters such as a space or a slash in a path segment).
+func (c *Canary) redactURL(u string) string {
+	if r := c.redact(u); r != u {
+		return r
+	}
+	for _, unescape := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
+		if d, err := unescape(u); err == nil && d != u {
+			if r := c.redact(d); r != d {
+				return r
+			}
+		}
+	}
+	return u
+}
+
+// redactResult returns res with every text a verdict, a log line or an
+// alert may show passed through the Redact hook. Slices are copied: the
+// probe's result is not modified.
+func (c *Canary) redactResult(res checks.Result) checks.Result {
+	if c.redactFn.Load() == nil {
+		return res
+	}
+	res.Err = c.redact(res.Err)
+	res.Assertions = c.redactAssertions(res.Assertions)
+	if res.Steps != nil {
+		steps := make([]checks.StepResult, len(res.Steps))
+		for i, s := range res.Steps {
+			s.Err = c.redact(s.Err) // s.URL: judge redacts the one a verdict shows
+			s.Assertions = c.redactAssertions(s.Assertions)
+			steps[i] = s
+		}
+		res.Steps = steps
+	}
+	return res
+}
+
+func (c *Canary) redactAssertions(as []checks.AssertionResult) []checks.AssertionResult {
+	if as == nil {
+		return nil
+	}
+	out := make([]checks.AssertionResult, len(as))
+	for i, a := range as {
+		a.Name, a.Got, a.Want = c.redact(a.Name), c.redact(a.Got), c.redact(a.Want)
+		out[i] = a
+	}
+	return out
 }
 
 // reschedule applies the adaptive interval: a shorter delay pulls the next
@@ -581,6 +662,8 @@ func (c *Canary) Restore(vs []reporting.Verdict) int {
 		if e == nil {
 			continue
 		}
+		// Verdicts stored before redaction existed may carry a secret.
+		v.Err, v.URL = c.redact(v.Err), c.redactURL(v.URL)
 		e.mu.Lock()
 		if !e.has && e.done == nil {
 			e.machine.Seed(v)

@@ -154,7 +154,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 			names = append(names, s.Name)
 		}
 		c, err := canary.New(&cfg.Config, pairs, canary.Options{Sink: a.fan, Registry: a.reg, Log: a.log,
-			Dropped: func() uint64 {
+			Redact: cfg.redactor.redact, Dropped: func() uint64 {
 				var n uint64
 				for _, name := range names {
 					n += a.fan.Dropped(name)
@@ -597,6 +597,7 @@ func (a *app) apply(cfg *File) error {
 		}
 	}
 	if a.can != nil {
+		a.can.SetRedact(cfg.redactor.redact)
 		a.can.Reload(&cfg.Config, pairs)
 	}
 	cfg.path = a.path
