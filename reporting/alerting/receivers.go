@@ -198,8 +198,12 @@ func (s *slack) Notify(ctx context.Context, n Notification) error {
 	if len(n.Firing) > 0 && n.Firing[0].StatusURL != "" {
 		link = n.Firing[0].StatusURL
 	}
-	m := slackMessage{Text: n.Title, Channel: s.cfg.Channel, Attachments: []slackAttachment{{
-		Color: color, Title: n.Title, TitleLink: link, Text: n.Text, Fallback: n.Title,
+	// Title and Text carry origin-derived strings (error messages, header
+	// values): escaped, a "<!channel>" or "<https://x|label>" in them shows
+	// as typed instead of pinging the channel or rendering a disguised link.
+	title, text := slackEscape(n.Title), slackEscape(n.Text)
+	m := slackMessage{Text: title, Channel: s.cfg.Channel, Attachments: []slackAttachment{{
+		Color: color, Title: title, TitleLink: link, Text: text, Fallback: title,
 		Footer: "vigil", Ts: n.At.Unix(),
 	}}}
 	body, err := json.Marshal(m)
@@ -208,6 +212,12 @@ func (s *slack) Notify(ctx context.Context, n Notification) error {
 	}
 	return post(ctx, s.client, string(s.cfg.URL), true, nil, body)
 }
+
+// slackEscape escapes the three characters Slack's message formatting
+// gives meaning to (&, <, >), so text shows literally: no mentions, no
+// links, no entities. A link of vigil's own would be built after escaping
+// its label: "<" + url + "|" + slackEscape(label) + ">".
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
 // pdEvent is a PagerDuty Events API v2 event.
 type pdEvent struct {
