@@ -821,8 +821,8 @@ func testSlowClients(t *testing.T, engine string) {
 				}})
 		}
 		for _, req := range []string{
-			"POST /api/v1/trigger HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
-			"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
+			"POST /api/v1/trigger HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nabc",
+			"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nabc",
 		} {
 			probes = append(probes, &probe{name: "agent/stalled body " + strings.Fields(req)[1], addr: agent, first: req, limit: 13 * time.Second,
 				judge: func(t *testing.T, d time.Duration) {
