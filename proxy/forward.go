@@ -216,11 +216,27 @@ func namedIn(conn []string, k string) bool {
 	return false
 }
 
+// upgradeType is "websocket" (as spelled in the header) when h asks to
+// upgrade to WebSocket (Connection names Upgrade, and Upgrade lists
+// websocket, RFC 6455 §4.1), and "" otherwise. Only WebSocket is passed
+// through: any other protocol (h2c, a raw TCP tunnel under a made-up name)
+// would give the client a byte tunnel to the origin that the proxy cannot
+// see into. Such a request is forwarded as an ordinary one, its Upgrade and
+// Connection headers dropped as hop-by-hop, so the origin answers it as
+// plain HTTP/1.1 (what nginx does without an explicit upgrade config).
 func upgradeType(h http.Header) string {
 	if !namedIn(h["Connection"], "Upgrade") {
 		return ""
 	}
-	return h.Get("Upgrade")
+	for _, v := range h["Upgrade"] {
+		for p := range strings.SplitSeq(v, ",") {
+			p = textproto.TrimString(p)
+			if name, _, _ := strings.Cut(p, "/"); strings.EqualFold(name, "websocket") {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // Shared, never modified header values.
@@ -581,6 +597,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 
 // upgrade passes a 101 Switching Protocols (WebSocket) through: the client
 // connection is hijacked and bytes are copied both ways until one side ends.
+// A 101 to anything but the WebSocket upgrade the client asked for is a 502.
 func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Response) {
 	up := upgradeType(resp.Header)
 	if want := upgradeType(r.Header); up == "" || !strings.EqualFold(up, want) {
