@@ -464,13 +464,11 @@ func (c *Canary) redact(s string) string {
 // caught both as written and percent-decoded (url.URL.String escapes
 // characters such as a space or a slash in a path segment).
 func (c *Canary) redactURL(u string) string {
-	if r := c.redact(u); r != u {
-		return r
-	}
+	u = c.redact(u)
 	for _, unescape := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
 		if d, err := unescape(u); err == nil && d != u {
 			if r := c.redact(d); r != d {
-				return r
+				return r // shown decoded: the escaped form held a secret
 			}
 		}
 	}
