@@ -114,7 +114,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		}
 	}()
 
-	if err := os.MkdirAll(cfg.Agent.DataDir, 0o755); err != nil {
+	if err := privateDataDir(cfg.Agent.DataDir, a.log); err != nil {
 		return nil, fmt.Errorf("agent.data_dir: %w", err)
 	}
 	var sinks []reporting.NamedSink

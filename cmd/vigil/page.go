@@ -32,7 +32,7 @@ func (a *app) statusPage() http.Handler {
 		// Only <data_dir>/artifacts is served: the data dir also holds the
 		// store and alerts.json, which must never be downloadable.
 		dir := scripts.ArtifactsDir(a.cfg.Agent.DataDir)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			a.log.Warn("status page: artifacts not served", "dir", dir, "error", err)
 		} else {
 			o.ArtifactsDir = dir
