@@ -2,6 +2,7 @@ package checks
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
@@ -86,8 +87,11 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 		got := "(absent)"
 		if len(vals) > 0 {
 			got = abbrev(joinValues(vals), 200)
+			if sensitiveHeader(h.name) {
+				got = maskValues(vals)
+			}
 		}
-		ok := h.m.Match(vals)
+		ok := h.m.Match(vals) // on the real values; only got is masked
 		var msg string
 		switch h.m.Kind {
 		case MatchPresent:
@@ -193,6 +197,37 @@ func daysLeft(c *x509.Certificate, now time.Time) int {
 		days--
 	}
 	return days
+}
+
+// sensitiveHeader reports whether a header's values are masked in an
+// assertion's got and error text, which end up on the status page, in the
+// API and in alerts: Set-Cookie, Cookie, Authorization,
+// Proxy-Authorization and any name containing token, secret, password,
+// credential, session, api-key, api_key or apikey (case-insensitive).
+func sensitiveHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "set-cookie", "cookie", "authorization", "proxy-authorization":
+		return true
+	}
+	for _, s := range []string{"token", "secret", "password", "credential", "session", "api-key", "api_key", "apikey"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// maskValues replaces each value by its length and the first 8 hex digits
+// of its SHA-256, e.g. "[masked: 34 bytes, sha256:1f0c9a2e]", so two values
+// can be told apart without showing either.
+func maskValues(vals []string) string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		sum := sha256.Sum256([]byte(v))
+		out[i] = fmt.Sprintf("[masked: %d bytes, sha256:%s]", len(v), hex.EncodeToString(sum[:4]))
+	}
+	return joinValues(out)
 }
 
 func mediaMatch(want, got string) bool {
