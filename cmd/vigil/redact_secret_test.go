@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestSecretEchoedByOriginRedacted: an origin that echoes the request's
+// Authorization header makes a json assertion fail with the header's value
+// as "got". The value came from ${…}, so the running agent shows it as ***
+// everywhere a verdict goes — the API, the status page, history, alerts,
+// the webhook and the log — as `vigil check` does. A secret in the URL path
+// or as a bare query key is redacted in the verdict URL too.
+func TestSecretEchoedByOriginRedacted(t *testing.T) {
+	const (
+		headerSecret = "checktokCT999"
+		pathSecret   = "pathtokPS4242"
+		keySecret    = "querykeyBQ777"
+		newSecret    = "reloadtokRL55" // only a reloaded config refers to it
+	)
+	t.Setenv("REDACT_CT", headerSecret)
+	t.Setenv("REDACT_PS", pathSecret)
+	t.Setenv("REDACT_BQ", keySecret)
+	t.Setenv("REDACT_NEW", newSecret)
+	secrets := []string{headerSecret, pathSecret, keySecret, newSecret}
+
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/fail/") {
+			http.Error(w, "failing on purpose", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"headers": map[string]string{"Authorization": r.Header.Get("Authorization")}})
+	}))
+	defer origin.Close()
+	var hookMu sync.Mutex
+	var hookBodies bytes.Buffer
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		hookMu.Lock()
+		hookBodies.Write(b)
+		hookBodies.WriteString("\n")
+		hookMu.Unlock()
+	}))
+	defer hook.Close()
+
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := fmt.Sprintf(`
+agent: {region: r1, data_dir: %s}
+defaults: {interval: 300ms, timeout: 250ms, rise: 1, fall: 1, jitter: "0%%"}
+targets:
+  - {name: o, url: %s}
+checks:
+  - name: echo
+    targets: [o]
+    http: {path: /echo, headers: {Authorization: "Bearer ${REDACT_CT}"}}
+    expect: {json: [{path: headers.Authorization, equals: "x"}]}
+  - name: pathsecret
+    targets: [o]
+    http: {path: "/fail/${REDACT_PS}?${REDACT_BQ}"}
+alerting:
+  evaluation_interval: 1s
+  down: {for: 1s}
+  receivers:
+    - name: hook
+      webhook: {url: "%s/hook"}
+`, t.TempDir(), origin.URL, hook.URL)
+	a := startBadApp(t, cfg, logger, nil)
+
+	var echo, path map[string]any
+	waitFor(t, 15*time.Second, "both verdicts and a webhook", func() bool {
+		_, body := do(t, "GET", a.base+"/api/v1/verdicts", "", nil)
+		var vs []map[string]any
+		if json.Unmarshal([]byte(body), &vs) != nil {
+			return false
+		}
+		for _, v := range vs {
+			switch v["check"] {
+			case "echo":
+				echo = v
+			case "pathsecret":
+				path = v
+			}
+		}
+		hookMu.Lock()
+		n := hookBodies.Len()
+		hookMu.Unlock()
+		return echo != nil && path != nil && echo["error"] != nil && n > 0
+	})
+	if got, want := fmt.Sprint(echo["error"]), `got "Bearer ***"`; !strings.Contains(got, want) {
+		t.Errorf("echo verdict error = %q, want it to contain %q", got, want)
+	}
+	if got := fmt.Sprint(path["url"]); !strings.Contains(got, "/fail/***?***") {
+		t.Errorf("pathsecret verdict url = %q, want /fail/***?***", got)
+	}
+
+	outputs := map[string]string{}
+	for _, p := range []string{"/", "/api/v1/verdicts", "/api/v1/alerts", "/api/v1/checks/echo/history",
+		"/api/v1/checks/pathsecret/history", "/check/echo", "/check/pathsecret"} {
+		code, body := do(t, "GET", a.base+p, "", nil)
+		if code != http.StatusOK {
+			t.Errorf("GET %s: %d %s", p, code, body)
+		}
+		outputs["GET "+p] = body
+	}
+	if !strings.Contains(outputs["GET /"], "***") {
+		t.Errorf("the status page does not show the redacted error:\n%s", outputs["GET /"])
+	}
+
+	// A reload that adds a check echoing a newly referenced secret: the
+	// canary redacts with the new config's redactor.
+	reloaded := strings.Replace(cfg, "checks:\n", `checks:
+  - name: reloaded
+    targets: [o]
+    http: {path: /echo, headers: {Authorization: "Bearer ${REDACT_NEW}"}}
+    expect: {json: [{path: headers.Authorization, equals: "x"}]}
+`, 1)
+	if err := os.WriteFile(a.a.path, []byte(reloaded), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.a.reload()
+	var rv map[string]any
+	waitFor(t, 15*time.Second, "a verdict of the reloaded check", func() bool {
+		_, body := do(t, "GET", a.base+"/api/v1/verdicts", "", nil)
+		var vs []map[string]any
+		if json.Unmarshal([]byte(body), &vs) != nil {
+			return false
+		}
+		for _, v := range vs {
+			if v["check"] == "reloaded" && v["error"] != nil {
+				rv = v
+			}
+		}
+		return rv != nil
+	})
+	if got, want := fmt.Sprint(rv["error"]), `got "Bearer ***"`; !strings.Contains(got, want) {
+		t.Errorf("reloaded verdict error = %q, want it to contain %q", got, want)
+	}
+	_, outputs["GET /api/v1/verdicts after reload"] = do(t, "GET", a.base+"/api/v1/verdicts", "", nil)
+	_, outputs["GET / after reload"] = do(t, "GET", a.base+"/", "", nil)
+
+	a.stop()
+	hookMu.Lock()
+	outputs["webhook bodies"] = hookBodies.String()
+	hookMu.Unlock()
+	outputs["logs"] = logs.String()
+	for what, text := range outputs {
+		for _, sec := range secrets {
+			if i := strings.Index(text, sec); i >= 0 {
+				t.Errorf("%s shows the secret %q: …%s…", what, sec, text[max(i-120, 0):min(i+40, len(text))])
+			}
+		}
+	}
+}
