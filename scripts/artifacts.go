@@ -48,18 +48,19 @@ func ArtifactsDir(dataDir string) string { return filepath.Join(dataDir, "artifa
 // timestamp>.png and returns its artifact reference: the file name,
 // relative to the artifacts directory (the form Result.Artifacts and
 // Verdict.Artifact carry, and the status page serves at /artifacts/NAME).
-// It returns "" without a DataDir.
+// It returns "" without a DataDir. Screenshots show logged-in pages, so
+// the file is 0600 in a 0700 directory.
 func (r *run) saveArtifact(png []byte, suffix string) (string, error) {
 	if r.runner.o.DataDir == "" {
 		return "", nil
 	}
 	dir := ArtifactsDir(r.runner.o.DataDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	ts := time.Now().UTC().Format("20060102T150405.000000000Z")
 	name := fmt.Sprintf("%s-%s-%s%s.png", fileSafe(r.runner.o.Check), fileSafe(r.target.Name), ts, suffix)
-	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o600); err != nil {
 		return "", err
 	}
 	return name, nil
@@ -72,5 +73,5 @@ func (r *run) saveSidecar(name string, info failureInfo) error {
 		return err
 	}
 	side := strings.TrimSuffix(name, ".png") + ".json"
-	return os.WriteFile(filepath.Join(ArtifactsDir(r.runner.o.DataDir), side), b, 0o644)
+	return os.WriteFile(filepath.Join(ArtifactsDir(r.runner.o.DataDir), side), b, 0o600)
 }

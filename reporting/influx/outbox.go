@@ -54,9 +54,14 @@ func segName(id uint64) string { return fmt.Sprintf("%016x.lp", id) }
 
 // openOutbox opens or creates the outbox in dir, repairs a torn last line and
 // counts undelivered lines.
+// The outbox is private to this user: the directory is 0700 (an existing
+// one left 0755 by an older version is tightened) and its files 0600.
 func openOutbox(dir string, max int64) (*outbox, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		_ = os.Chmod(dir, 0o700) // best effort: fails only if another user owns it
 	}
 	o := &outbox{dir: dir, max: max, segMax: min(max/8, 16<<20)}
 	if o.segMax < 64<<10 {
@@ -90,7 +95,7 @@ func openOutbox(dir string, max int64) (*outbox, error) {
 	if err := o.repairTail(last); err != nil {
 		return nil, err
 	}
-	o.head, err = os.OpenFile(filepath.Join(dir, segName(last.id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	o.head, err = os.OpenFile(filepath.Join(dir, segName(last.id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +244,7 @@ func (o *outbox) rotate() error {
 		return err
 	}
 	id := o.segs[len(o.segs)-1].id + 1
-	f, err := os.OpenFile(filepath.Join(o.dir, segName(id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(o.dir, segName(id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -309,7 +314,7 @@ func (o *outbox) ack(from, to position, n int) error {
 	o.curOff = to.off
 	o.pending -= int64(n)
 	tmp := filepath.Join(o.dir, cursorFile+".tmp")
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%x %d\n", to.id, to.off), 0o644); err != nil {
+	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%x %d\n", to.id, to.off), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(o.dir, cursorFile))

@@ -22,6 +22,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -127,10 +128,19 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
+	// The database is private to this user (0600). SQLite creates it and
+	// its -wal and -shm files itself, giving the latter the mode of the
+	// database file; so the file is created here first, and files left by
+	// a version that made them 0644 are tightened below.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("store: create %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -152,6 +162,13 @@ func Open(dir string, o Options) (*Store, error) {
 	if _, err := w.Exec(schema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: schema %s: %w", path, err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(f, 0o600); err != nil {
+				o.Log.Warn("store: file is open to other users and could not be made private", "file", f, "error", err)
+			}
+		}
 	}
 	rq := url.Values{}
 	rq.Add("_pragma", "busy_timeout(10000)")
