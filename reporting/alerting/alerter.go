@@ -57,6 +57,9 @@ type Alerter struct {
 	statePath string // Options.StatePath; "" for none
 	savedKey  string // change key of the last saved state; guarded by evalMu
 	saveErr   string // last save error logged, "" after a success; guarded by evalMu
+	// readFailedAt is the time of the last evaluation whose store reads
+	// failed; zero if none. Guarded by evalMu. See evalDeadMan.
+	readFailedAt time.Time
 
 	mu     sync.Mutex // guards the fields below
 	cfg    Config
@@ -191,7 +194,8 @@ func (a *Alerter) Run(ctx context.Context) {
 // changed. Deliveries run in the background; Evaluate does not wait for
 // them. On a store error nothing
 // changes (no alert resolves because the store is unreachable) and the
-// error is returned.
+// error is returned; for the dead-man window plus WriterMaxBackoff after
+// it, no new dead-man alert fires (see evalDeadMan).
 func (a *Alerter) Evaluate(ctx context.Context) error {
 	a.evalMu.Lock()
 	defer a.evalMu.Unlock()
@@ -205,11 +209,20 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	for k, v := range a.seen {
 		seen[k] = v
 	}
+	deadFiring := map[string]bool{}
+	for _, st := range a.states {
+		if st.firing && st.alert.Rule == RuleDeadMan {
+			deadFiring[st.alert.Region+"\x00"+st.alert.Check] = true
+		}
+	}
 	a.mu.Unlock()
 	now := a.now()
-	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache}
+	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache,
+		readFailedAt: a.readFailedAt, deadFiring: deadFiring}
 	cands, err := e.run(ctx, slos)
 	if err != nil {
+		// Nothing changes: no alert resolves or fires on a failed read.
+		a.readFailedAt = now
 		a.metrics.evalErrors.Inc()
 		return fmt.Errorf("alerting: evaluate: %w", err)
 	}
@@ -239,6 +252,10 @@ type evaluator struct {
 	links linker
 	seen  map[string]reporting.Verdict
 	rc    rollupCaches
+	// readFailedAt is when the store's reads last failed (zero: never);
+	// deadFiring holds the region+"\x00"+check of firing dead-man alerts.
+	readFailedAt time.Time
+	deadFiring   map[string]bool
 }
 
 func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {

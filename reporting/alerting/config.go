@@ -160,6 +160,13 @@ type BurnRateRule struct {
 	// NoTicket turns off the slow (ticket) pairs 3×1d/2h and 1×3d/6h, which
 	// read three days of rollups every evaluation. Default false.
 	NoTicket bool `mapstructure:"no_ticket"`
+	// MinRuns is the number of runs a region needs in a pair's long window
+	// before that pair can count it as burning, so a new check (or a fresh
+	// start) does not page on its first failed run: 1 failure in 5 runs is
+	// a 200× burn of a 99.9% objective. Default 10. At a 30s interval the
+	// 1h window holds 120 runs, so the guard only matters in a check's
+	// first minutes and for very long intervals.
+	MinRuns int `mapstructure:"min_runs"`
 }
 
 // CertRule configures the certificate rule.
@@ -471,6 +478,12 @@ func (c *Config) ValidateAndSetDefaults() error {
 		c.TTFB.MinSamples = 3
 	}
 	add(severity("ttfb.severity", &c.TTFB.Severity, SeverityTicket))
+	if c.BurnRate.MinRuns < 0 {
+		add(fmt.Errorf("burn_rate.min_runs: %w", ErrNotPositive))
+	}
+	if c.BurnRate.MinRuns == 0 {
+		c.BurnRate.MinRuns = 10
+	}
 	if c.CertExpiryDays < 0 {
 		add(fmt.Errorf("cert_expiry_days: %w", ErrNotPositive))
 	}

@@ -86,7 +86,7 @@ func TestValidConfigDefaults(t *testing.T) {
 	c := f.Alerting
 	if c.Quorum != 2 || c.EvaluationInterval != 15*time.Second || c.RepeatInterval != 4*time.Hour ||
 		c.ResolveTimeout != 5*time.Minute || c.GroupWait != 0 || c.Down.For != time.Minute ||
-		c.Down.Severity != SeverityPage || c.TTFB.Severity != SeverityTicket || c.TTFB.MinSamples != 3 ||
+		c.Down.Severity != SeverityPage || c.TTFB.Severity != SeverityTicket || c.TTFB.MinSamples != 3 || c.BurnRate.MinRuns != 10 ||
 		c.DeadMan.Intervals != 3 || c.DeadMan.ForgetAfter != 24*time.Hour || c.CertExpiryDays != 14 ||
 		c.StatusPageURL != "http://127.0.0.1:9470" || c.Retry != (RetryConfig{5, time.Second, 30 * time.Second, 10 * time.Second}) {
 		t.Fatalf("defaults: %+v", c)

@@ -131,10 +131,25 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 	return out
 }
 
+// WriterMaxBackoff is the longest wait between a writer's retries: a
+// canary's outbox retries a failed write to InfluxDB after 0.5s doubling up
+// to 30s (influx.Options.MaxBackoff's default). After a store outage the
+// verdicts queued meanwhile can therefore arrive up to this long after the
+// store is readable again, which is why the dead-man rule waits that much
+// longer than its window after a failed read (see evalDeadMan).
+const WriterMaxBackoff = 30 * time.Second
+
 // evalDeadMan finds region × check pairs whose newest verdict (any target,
 // any vantage) is older than intervals × the check's interval. Pairs seen
 // earlier by this alerter are remembered, so one that vanishes from the
 // store still alerts.
+//
+// After the store's reads failed (e.readFailedAt), a pair does not start
+// firing until reads have worked for the dead-man window plus
+// WriterMaxBackoff: during the outage the canaries could not write either,
+// and their backlog arrives with the writers' retry backoff, so silence
+// then says nothing about the canaries. An alert already firing
+// (e.deadFiring) keeps firing.
 func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 	for _, v := range latest {
 		k := v.Region + "\x00" + v.Check
@@ -154,6 +169,9 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 			continue
 		}
 		if silent <= limit {
+			continue
+		}
+		if !e.readFailedAt.IsZero() && e.now.Sub(e.readFailedAt) <= limit+WriterMaxBackoff && !e.deadFiring[k] {
 			continue
 		}
 		a := Alert{Rule: RuleDeadMan, Severity: e.cfg.DeadMan.Severity, Check: v.Check, Region: v.Region,
@@ -320,7 +338,8 @@ func (c counts) ratio() float64 {
 // evalBurn runs the burn-rate rule for one SLO with an objective. The error
 // ratio is per region (failed runs / runs in that region's rollups); a pair
 // holds when at least quorum regions burn above the factor over both
-// windows.
+// windows, each of them with at least burn_rate.min_runs runs in the long
+// window.
 func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 	longest := time.Duration(0)
 	for _, w := range BurnWindows {
@@ -376,6 +395,9 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 		burning := map[seriesKey][]float64{}
 		regions := map[seriesKey][]string{}
 		for k, a := range accs {
+			if a.long[i].total < e.cfg.BurnRate.MinRuns {
+				continue
+			}
 			lr, sr := a.long[i].ratio(), a.short[i].ratio()
 			if lr < 0 || sr < 0 {
 				continue

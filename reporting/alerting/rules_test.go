@@ -238,6 +238,104 @@ func TestDeadMan(t *testing.T) {
 	}
 }
 
+// TestDeadManWaitsForStoreBacklog: the store's reads fail for 40s; the
+// canaries cannot write meanwhile and deliver their backlog 25s after reads
+// work again (their retry backoff). No region is reported silent for it, a
+// dead-man alert firing before the outage stays firing, and once the grace
+// (window + WriterMaxBackoff) has passed a canary that stops is caught at 3
+// intervals as usual.
+func TestDeadManWaitsForStoreBacklog(t *testing.T) {
+	h := newHarness(t, t0, Config{}, nil)
+	const every = 15 * time.Second // the canaries' interval: dead-man window 45s
+	var (
+		publishing = map[string]bool{"eu": true, "us": true, "ap": true}
+		writesDown bool
+		outbox     []reporting.Verdict
+		want       []string // regions with a dead-man alert after every step; nil: unchecked
+	)
+	deadMan := func() []string {
+		var out []string
+		for _, a := range h.a.Active() {
+			if a.Rule == RuleDeadMan {
+				out = append(out, a.Region)
+			}
+		}
+		return out
+	}
+	// step advances 5s: the publishing regions run on every 15s boundary,
+	// then the alerter evaluates (failing while the store's reads fail).
+	step := func() {
+		t.Helper()
+		now := h.clock.Add(5 * time.Second)
+		if now.Sub(t0)%every == 0 {
+			for r, on := range publishing {
+				if !on {
+					continue
+				}
+				v := verdict("asset", "origin-a", r, now, H, every)
+				if writesDown {
+					outbox = append(outbox, v)
+				} else {
+					h.store.add(v)
+				}
+			}
+		}
+		err := h.a.Evaluate(context.Background())
+		if (err != nil) != (h.store.err != nil) {
+			t.Fatalf("Evaluate at +%s: %v (store error %v)", now.Sub(t0), err, h.store.err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.a.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := deadMan(); want != nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("+%s: dead-man for %v, want %v", now.Sub(t0), got, want)
+		}
+	}
+	until := func(d time.Duration) {
+		t.Helper()
+		for h.clock.Now().Before(t0.Add(d)) {
+			step()
+		}
+	}
+	// ap stops after +1m and is reported silent: its last verdict is 50s
+	// old at +1m50s.
+	until(time.Minute)
+	publishing["ap"] = false
+	until(time.Minute + 50*time.Second)
+	if got := deadMan(); !reflect.DeepEqual(got, []string{"ap"}) {
+		t.Fatalf("+1m50s: dead-man for %v, want [ap]", got)
+	}
+	want = []string{"ap"}
+	until(3 * time.Minute)
+
+	// Outage: reads fail from +3m (evaluations +3m05s … +3m40s), writes
+	// fail until +4m05s, when the outbox is delivered.
+	h.store.err = errors.New("influxdb: 503 Service Unavailable")
+	writesDown = true
+	until(3*time.Minute + 40*time.Second)
+	h.store.err = nil
+	until(4*time.Minute + 5*time.Second)
+	h.store.add(outbox...)
+	writesDown = false
+	until(6 * time.Minute)
+	got := h.hook.webhooks(t)
+	if len(got) != 1 || got[0].Rule != RuleDeadMan || got[0].Status != StatusFiring || got[0].Alerts[0].Region != "ap" {
+		t.Fatalf("notifications through the outage: %+v", got)
+	}
+
+	// Long after the outage, us stops after +6m: caught when its last
+	// verdict is more than 3 intervals old, at +6m50s.
+	publishing["us"] = false
+	until(6*time.Minute + 45*time.Second) // exactly 3 intervals: not yet
+	want = nil
+	step()
+	if got := deadMan(); !reflect.DeepEqual(got, []string{"ap", "us"}) {
+		t.Fatalf("+6m50s: dead-man for %v, want [ap us]", got)
+	}
+}
+
 func TestTTFBQuorum(t *testing.T) {
 	slo := SLO{Name: "asset-ttfb", Check: "asset", TTFBP95: 600 * time.Millisecond, Window: 5 * time.Minute}
 	h := newHarness(t, t0, Config{Quorum: 2}, []SLO{slo})
@@ -413,6 +511,39 @@ func TestBurnRatePairs(t *testing.T) {
 				t.Fatalf("notifications %v, want %s", statuses, want)
 			}
 		})
+	}
+}
+
+// TestBurnRateMinRuns: a new check's first failed run is 1 of 5 runs in
+// the last hour (a 200× burn of 99.9%) and must not page; the page pairs
+// fire once the region has burn_rate.min_runs (10) runs in the long window.
+func TestBurnRateMinRuns(t *testing.T) {
+	slo := SLO{Name: "asset-availability", Check: "asset", Objective: 99.9}
+	h := newHarness(t, t0, Config{Down: DownRule{Disabled: true}, BurnRate: BurnRateRule{NoTicket: true}}, []SLO{slo})
+	for range 4 {
+		h.tick(map[string]reporting.State{"eu": H})
+	}
+	h.tick(map[string]reporting.State{"eu": U})
+	if got := h.hook.webhooks(t); len(got) != 0 {
+		t.Fatalf("5 runs, 1 failed: %+v", got)
+	}
+	for range 4 { // 9 runs
+		h.tick(map[string]reporting.State{"eu": H})
+	}
+	if got := h.hook.webhooks(t); len(got) != 0 {
+		t.Fatalf("9 runs, 1 failed: %+v", got)
+	}
+	h.tick(map[string]reporting.State{"eu": H}) // 10 runs: 10% failed, 100× the budget
+	got := h.hook.webhooks(t)
+	if len(got) != 1 || got[0].Rule != RuleBurnRate || got[0].Severity != SeverityPage ||
+		!strings.Contains(got[0].Alerts[0].Summary, "burning 100.0× over 1h/5m, 6h/30m in 1 regions (eu)") {
+		t.Fatalf("10 runs, 1 failed: %+v", got)
+	}
+	for range 10 { // 20 runs: still burning
+		h.tick(map[string]reporting.State{"eu": H})
+	}
+	if got := h.hook.webhooks(t); len(got) != 1 || len(h.a.Active()) != 1 {
+		t.Fatalf("20 runs, 1 failed: %d notifications, active %v", len(got), h.a.Active())
 	}
 }
 
