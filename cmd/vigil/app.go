@@ -64,6 +64,8 @@ type app struct {
 	opts appOptions
 	log  *slog.Logger
 	reg  *prometheus.Registry
+	// locks are the data dir parts this process holds (lockDataDir).
+	locks []*os.File
 
 	path string // the config file
 
@@ -130,6 +132,9 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		sinks = append(sinks, reporting.NamedSink{Name: "embedded", Sink: s})
 	}
 	if cfg.Store.InfluxDB != nil {
+		if err := a.lock(cfg.Agent.DataDir, "influx-outbox", "the InfluxDB outbox"); err != nil {
+			return nil, err
+		}
 		s, err := influx.Open(*cfg.Store.InfluxDB, cfg.Agent.DataDir, influx.Options{Log: a.log})
 		if err != nil {
 			return nil, fmt.Errorf("store.influxdb: %w", err)
@@ -189,6 +194,9 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 	if o.roles.alerter && !cfg.Alerting.Disabled {
 		if a.hist == nil {
 			return nil, errors.New("alerting: needs a store to read (store.embedded or store.influxdb)")
+		}
+		if err := a.lock(cfg.Agent.DataDir, "alerter", "the alerter's state (alerts.json)"); err != nil {
+			return nil, err
 		}
 		al, err := alerting.New(cfg.Alerting, cfg.SLOs, a.hist, alerting.Options{Log: a.log, Registry: a.reg,
 			StatePath: filepath.Join(cfg.Agent.DataDir, "alerts.json")})
@@ -489,6 +497,22 @@ func (a *app) close(ctx context.Context) {
 	if a.browser != nil {
 		a.browser.Close()
 	}
+	for _, f := range a.locks {
+		f.Close()
+	}
+	a.locks = nil
+}
+
+// lock holds <data_dir>/<part>.lock until close (see lockDataDir).
+func (a *app) lock(dir, part, what string) error {
+	f, err := lockDataDir(dir, part, what)
+	if err != nil {
+		return err
+	}
+	if f != nil {
+		a.locks = append(a.locks, f)
+	}
+	return nil
 }
 
 // watchReload reloads the config on SIGHUP and when the file changes.

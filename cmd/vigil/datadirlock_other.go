@@ -1,0 +1,8 @@
+//go:build !unix
+
+package main
+
+import "os"
+
+// lockDataDir is a no-op where flock(2) is not available.
+func lockDataDir(dir, part, what string) (*os.File, error) { return nil, nil }
