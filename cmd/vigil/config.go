@@ -112,6 +112,21 @@ func (f *File) ValidateAndSetDefaults() error {
 		}
 	}
 	if f.Proxy != nil {
+		// Two listeners on one address: the second fails to bind at start.
+		// Port 0 (any free port) never clashes.
+		seen := map[string]string{}
+		for _, l := range []struct{ key, addr string }{
+			{"agent.listen", f.Agent.Listen}, {"proxy.listen", f.Proxy.Listen}, {"proxy.tls_listen", f.Proxy.TLSListen},
+		} {
+			if l.addr == "" || strings.HasSuffix(l.addr, ":0") {
+				continue
+			}
+			if prev, ok := seen[l.addr]; ok {
+				errs = append(errs, fmt.Errorf("%s: %s is also %s: each listener needs its own address", l.key, l.addr, prev))
+				continue
+			}
+			seen[l.addr] = l.key
+		}
 		for i, p := range f.Proxy.Pools {
 			for j, c := range p.Verdicts.Checks {
 				errs = append(errs, knownCheck(fmt.Sprintf("proxy.pools[%d].verdicts.checks[%d]", i, j), c))

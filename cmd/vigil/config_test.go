@@ -43,6 +43,7 @@ func TestInvalidConfigs(t *testing.T) {
 		"invalid-missing-env.yaml":      "agent.admin_token: ${VIGIL_TEST_UNSET_TOKEN} is not set in the environment (use ${VIGIL_TEST_UNSET_TOKEN:-default} for an optional value)",
 		"invalid-status-range.yaml":     wantStatusRange,
 		"invalid-status-list.yaml":      `checks[0].expect.status[1]: "20x": not a status code or range`,
+		"invalid-listen-clash.yaml":     "proxy.listen: 127.0.0.1:19471 is also agent.listen: each listener needs its own address",
 		"invalid-regex.yaml":            wantRegex,
 		"invalid-checksum.yaml":         wantChecksum,
 		// The compile step of vigil run / vigil check, now part of loading.
