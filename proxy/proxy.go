@@ -66,11 +66,8 @@ type Proxy struct {
 	addrMu sync.Mutex
 	addrs  []net.Addr
 
-	// Verdict source health, kept by the poller: when reads began failing
-	// (zero while they succeed) and the last error.
-	vhMu      sync.Mutex
-	vhSince   time.Time
-	vhLastErr error
+	// vh is the verdict source's read health, kept by the poller.
+	vh reporting.Failing
 }
 
 // VerdictHealth is nil while the verdict source is readable (or there is
@@ -78,13 +75,12 @@ type Proxy struct {
 // last error: "verdicts unreadable since T from SOURCE: ERR". It clears on the
 // next successful read.
 func (p *Proxy) VerdictHealth() error {
-	p.vhMu.Lock()
-	defer p.vhMu.Unlock()
-	if p.vhLastErr == nil {
+	since, err := p.vh.State()
+	if err == nil {
 		return nil
 	}
 	return fmt.Errorf("verdicts unreadable since %s from %s: %w",
-		p.vhSince.UTC().Format(time.RFC3339), sourceName(p.src), p.vhLastErr)
+		since.UTC().Format(time.RFC3339), sourceName(p.src), err)
 }
 
 // runtimeState is one configuration generation.

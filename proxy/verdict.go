@@ -36,7 +36,7 @@ func (p *Proxy) pollVerdicts(ctx context.Context) {
 				p.log.Info("proxy: verdict source readable again", "source", sourceName(p.src))
 			}
 			failing = false
-			p.setVerdictHealth(nil)
+			p.vh.Record(nil)
 		case ctx.Err() != nil:
 			return
 		default:
@@ -45,7 +45,7 @@ func (p *Proxy) pollVerdicts(ctx context.Context) {
 					"source", sourceName(p.src), "err", err)
 				failing = true
 			}
-			p.setVerdictHealth(err)
+			p.vh.Record(err)
 		}
 		now := time.Now()
 		for _, pl := range st.pools {
@@ -57,22 +57,6 @@ func (p *Proxy) pollVerdicts(ctx context.Context) {
 		case <-time.After(st.cfg.VerdictPoll):
 		}
 	}
-}
-
-// setVerdictHealth records a read's outcome for VerdictHealth: the first
-// failure after a success starts the "since" clock, later ones update the
-// error, a success clears both.
-func (p *Proxy) setVerdictHealth(err error) {
-	p.vhMu.Lock()
-	defer p.vhMu.Unlock()
-	if err == nil {
-		p.vhSince, p.vhLastErr = time.Time{}, nil
-		return
-	}
-	if p.vhLastErr == nil {
-		p.vhSince = time.Now()
-	}
-	p.vhLastErr = err
 }
 
 // sourceName describes a verdict source for logs and /healthz: its String

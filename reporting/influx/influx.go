@@ -75,7 +75,7 @@ type Store struct {
 
 	written, rejected, spoolDropped, retries atomic.Uint64
 
-	writes, reads failureTracker // for Health
+	writes, reads reporting.Failing // for Health
 
 	mWritten  prometheus.Counter
 	mDropped  *prometheus.CounterVec
@@ -312,7 +312,7 @@ func (s *Store) sendLoop() {
 		}
 		err := s.sendOne(ctx)
 		if err == nil || ctx.Err() == nil {
-			s.writes.record(err)
+			s.writes.Record(err)
 		}
 		if err == nil {
 			if failures > 0 {
@@ -463,43 +463,17 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// failureTracker remembers since when an operation has been failing.
-type failureTracker struct {
-	mu    sync.Mutex
-	since time.Time // zero: the last attempt succeeded
-	last  error
-}
-
-func (f *failureTracker) record(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err == nil {
-		f.since, f.last = time.Time{}, nil
-		return
-	}
-	if f.since.IsZero() {
-		f.since = time.Now()
-	}
-	f.last = err
-}
-
-func (f *failureTracker) state() (time.Time, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.since, f.last
-}
-
 // Health reports failing writes (points wait in the outbox) and failing
 // reads (the proxy, alerter and status page see no verdicts from InfluxDB)
 // as one error per line, nil when the last write and the last read worked.
 func (s *Store) Health() error {
 	var errs []error
-	if since, err := s.writes.state(); err != nil {
+	if since, err := s.writes.State(); err != nil {
 		p, _ := s.out.stats()
 		errs = append(errs, fmt.Errorf("writes failing since %s (%d points waiting in the outbox): %w",
 			since.UTC().Format(time.RFC3339), p, err))
 	}
-	if since, err := s.reads.state(); err != nil {
+	if since, err := s.reads.State(); err != nil {
 		errs = append(errs, fmt.Errorf("reads failing since %s: %w", since.UTC().Format(time.RFC3339), err))
 	}
 	return errors.Join(errs...)

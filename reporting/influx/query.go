@@ -260,7 +260,7 @@ func (s *Store) each(ctx context.Context, q string, fn func(*query.FluxRecord) e
 	defer func() {
 		// A caller that went away says nothing about InfluxDB.
 		if err == nil || caller.Err() == nil {
-			s.reads.record(err)
+			s.reads.Record(err)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
