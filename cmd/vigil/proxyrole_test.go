@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -41,33 +40,7 @@ proxy:
 // startProxyApp runs an app in the proxy role (vigil proxy).
 func startProxyApp(t *testing.T, path string, verdictsFrom ...string) (*app, func()) {
 	t.Helper()
-	cfg, err := loadConfig(path, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(cfg, appOptions{roles: roles{proxy: true}, verdictsFrom: verdictsFrom, listener: ln,
-		watch: 100 * time.Millisecond, log: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	return a, func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("app stopped with error: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("app did not stop within 20s")
-		}
-	}
+	return startAppWith(t, path, appOptions{roles: roles{proxy: true}, verdictsFrom: verdictsFrom})
 }
 
 // serveVerdicts serves an empty verdict list on addr ("127.0.0.1:0" for any).

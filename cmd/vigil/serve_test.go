@@ -18,6 +18,13 @@ import (
 
 func startApp(t *testing.T, path string, r roles) (*app, func()) {
 	t.Helper()
+	return startAppWith(t, path, appOptions{roles: r})
+}
+
+// startAppWith runs an app on a free 127.0.0.1 port with o (listener, a
+// 100ms file watch and a silent logger filled in); the returned func stops it.
+func startAppWith(t *testing.T, path string, o appOptions) (*app, func()) {
+	t.Helper()
 	cfg, err := loadConfig(path, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +33,8 @@ func startApp(t *testing.T, path string, r roles) (*app, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(cfg, appOptions{roles: r, listener: ln, watch: 100 * time.Millisecond, log: discardLogger()})
+	o.listener, o.watch, o.log = ln, 100*time.Millisecond, discardLogger()
+	a, err := newApp(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
