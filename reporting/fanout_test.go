@@ -1,7 +1,6 @@
 package reporting_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
@@ -175,7 +175,7 @@ func TestFanoutNeverBlocksAndCountsDrops(t *testing.T) {
 }
 
 func TestFanoutRecoversPanicsWithStack(t *testing.T) {
-	var buf syncBuffer
+	var buf checktest.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	s := &recordSink{panicOn: 1}
 	f := reporting.NewFanout(log, 0, reporting.NamedSink{Name: "bad", Sink: s})
@@ -216,21 +216,4 @@ func TestFanoutCloseOnceAndDeadline(t *testing.T) {
 	if err := f.PublishSignals(context.Background(), []reporting.Signal{{}}); !errors.Is(err, reporting.ErrFanoutClosed) {
 		t.Fatalf("PublishSignals after Close = %v", err)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -30,24 +30,6 @@ import (
 // the environment never come back out. Every test runs the real wiring
 // (loadConfig + newApp on 127.0.0.1:0) against local origins only.
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // badApp is a running app with its agent and proxy addresses.
 type badApp struct {
 	a     *app
@@ -873,7 +855,7 @@ func TestBadInputSecrets(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	// Capture the process-wide loggers too (libraries that log on their own).
-	var logs syncBuffer
+	var logs checktest.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prevSlog, prevLog := slog.Default(), log.Writer()
 	slog.SetDefault(logger)

@@ -30,18 +30,7 @@ func TestPermDataDir(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			path := filepath.Join(t.TempDir(), "vigil.yaml")
-			cfgText := fmt.Sprintf(`
-agent: {region: test, data_dir: %s}
-defaults: {interval: 1s, timeout: 500ms}
-targets: [{name: a, url: %s}]
-checks:
-  - {name: healthz, targets: [a], http: {path: /healthz}}
-`, dir, o.URL())
-			if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := loadConfig(path, os.LookupEnv)
+			cfg, err := loadConfig(writeConfig(t, healthzConfig(dir, o.URL())), os.LookupEnv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,4 +61,16 @@ checks:
 			}
 		})
 	}
+}
+
+// healthzConfig is a one-check config (healthz of target a every second)
+// with data_dir dir.
+func healthzConfig(dir, url string) string {
+	return fmt.Sprintf(`
+agent: {region: test, data_dir: %s}
+defaults: {interval: 1s, timeout: 500ms}
+targets: [{name: a, url: %s}]
+checks:
+  - {name: healthz, targets: [a], http: {path: /healthz}}
+`, dir, url)
 }

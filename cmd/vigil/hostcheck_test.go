@@ -74,19 +74,7 @@ func TestHostCheckDemo(t *testing.T) {
 func TestHostCheckExposedListener(t *testing.T) {
 	o := checktest.NewOrigin()
 	defer o.Close()
-	dir := t.TempDir()
-	path := dir + "/vigil.yaml"
-	cfg := fmt.Sprintf(`
-agent: {region: test, data_dir: %s}
-defaults: {interval: 1s, timeout: 500ms}
-targets: [{name: a, url: %s}]
-checks:
-  - {name: healthz, targets: [a], http: {path: /healthz}}
-`, dir, o.URL())
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := loadConfig(path, os.LookupEnv)
+	c, err := loadConfig(writeConfig(t, healthzConfig(t.TempDir(), o.URL())), os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 // TestSecretEchoedByOriginRedacted: an origin that echoes the request's
@@ -54,7 +56,7 @@ func TestSecretEchoedByOriginRedacted(t *testing.T) {
 	}))
 	defer hook.Close()
 
-	var logs syncBuffer
+	var logs checktest.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := fmt.Sprintf(`
 agent: {region: r1, data_dir: %s}

@@ -1,7 +1,6 @@
 package alerting
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -16,26 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/reporting"
 )
-
-// syncBuffer is a log destination safe for the delivery workers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // deadURL is a local address nothing listens on: listen, then close.
 func deadURL(t *testing.T) string {
@@ -91,7 +73,7 @@ func TestCloseBoundedWhileReceiverFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			badURL, hits := tc.url(t)
 			ok := newRecorder(t)
-			logs := &syncBuffer{}
+			logs := &checktest.SyncBuffer{}
 			clock := &fakeClock{t: t0}
 			store := &memStore{clock: clock.Now}
 			a, err := New(Config{Down: DownRule{For: time.Second}, Receivers: []Receiver{

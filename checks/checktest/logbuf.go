@@ -1,0 +1,25 @@
+package checktest
+
+import (
+	"bytes"
+	"sync"
+)
+
+// SyncBuffer is a goroutine-safe bytes.Buffer, for logs written by workers
+// while a test reads them.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
