@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -263,6 +264,9 @@ func (b *replayBody) Read(p []byte) (int, error) {
 }
 func (b *replayBody) Close() error { return nil }
 
+// hdrPool holds the fast path's outgoing header maps.
+var hdrPool = sync.Pool{New: func() any { return make(http.Header, 16) }}
+
 // serve forwards one request through the pool with failover.
 func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	start := time.Now()
@@ -305,7 +309,20 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	replaySafe := (!hasBody || buffered) &&
 		(method != http.MethodPost && method != http.MethodPut && method != http.MethodPatch || r.Header.Get("Idempotency-Key") != "")
 
-	hdr := make(http.Header, len(r.Header)+3)
+	// A body-less GET or HEAD gets a pooled header map: the fast path does
+	// not keep it after its round trip, and a try through http.Transport
+	// (which might) gets a copy.
+	pooled := !hasBody && (method == http.MethodGet || method == http.MethodHead)
+	var hdr http.Header
+	if pooled {
+		hdr = hdrPool.Get().(http.Header)
+		defer func() {
+			clear(hdr)
+			hdrPool.Put(hdr)
+		}()
+	} else {
+		hdr = make(http.Header, len(r.Header)+3)
+	}
 	copyHeaders(hdr, r.Header)
 	if te := r.Header["Te"]; te != nil && namedIn(te, "trailers") {
 		hdr["Te"] = []string{"trailers"}
@@ -329,7 +346,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	}
 	hdr["X-Forwarded-Host"] = fwd[1:2:2]
 
-	fast := !hasBody && (method == http.MethodGet || method == http.MethodHead) && up == ""
+	fast := pooled && up == ""
 	deadline := start.Add(cfg.Budget)
 	var tried uint64
 	lastCause := ""
@@ -376,6 +393,10 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 			// The fast path bounds the try with connection deadlines.
 			resp, err = o.h1.roundTrip(ctx, r, hdr, now.Add(tryTimeout))
 		} else {
+			th := hdr
+			if pooled {
+				th = maps.Clone(hdr)
+			}
 			ctx, cancel = context.WithCancelCause(ctx)
 			timer = time.AfterFunc(tryTimeout, func() { cancel(errTryTimeout) })
 			out := (&http.Request{
@@ -383,7 +404,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 				URL: &url.URL{Scheme: o.url.Scheme, Host: o.url.Host, Path: r.URL.Path,
 					RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery},
 				Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-				Header: hdr, Body: outBody, ContentLength: r.ContentLength, Host: r.Host,
+				Header: th, Body: outBody, ContentLength: r.ContentLength, Host: r.Host,
 			}).WithContext(ctx)
 			if buffered {
 				out.ContentLength = int64(len(body))

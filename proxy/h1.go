@@ -35,7 +35,7 @@ type h1Conn struct {
 	bw       *bufio.Writer
 	lastUsed time.Time
 	dl       time.Time // the deadline in force
-	scratch  []byte    // response head buffer
+	rb       respBuf   // reused response state
 }
 
 // h1Pool holds one origin's idle keep-alive connections (LIFO).
@@ -139,11 +139,11 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		err := writeHead(c.bw, r, hdr)
 		var resp *http.Response
 		if err == nil {
-			resp, err = readResponse(c.br, r.Method, &c.scratch)
+			resp, err = readResponse(c.br, r.Method, &c.rb)
 			// Interim answers (103 Early Hints, a stray 100) are skipped.
 			for i := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 &&
 				resp.StatusCode != http.StatusSwitchingProtocols && i < 10; i++ {
-				resp, err = readResponse(c.br, r.Method, &c.scratch)
+				resp, err = readResponse(c.br, r.Method, &c.rb)
 			}
 		}
 		if err == nil && !bodyBuffered(resp, c.br) {

@@ -22,11 +22,22 @@ const maxResponseHead = 256 << 10
 // errBadResponse is a malformed origin response head.
 var errBadResponse = errors.New("malformed response from origin")
 
-// readResponse reads one response to a request with method from br;
-// scratch is a reusable buffer for the head.
-func readResponse(br *bufio.Reader, method string, scratch *[]byte) (*http.Response, error) {
-	raw := (*scratch)[:0]
-	defer func() { *scratch = raw[:0] }()
+// respBuf is what readResponse reuses from one response to the next on a
+// connection: the head buffer, the Response and its header map. The
+// returned Response and header are valid until the next readResponse with
+// the same respBuf (the fast path reads the next response only after the
+// body was closed). Header values are freshly allocated per response: the
+// client side shares them.
+type respBuf struct {
+	scratch []byte
+	resp    http.Response
+	hdr     http.Header
+}
+
+// readResponse reads one response to a request with method from br.
+func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response, error) {
+	raw := rb.scratch[:0]
+	defer func() { rb.scratch = raw[:0] }()
 	for {
 		line, err := br.ReadSlice('\n')
 		for err == bufio.ErrBufferFull {
@@ -52,7 +63,8 @@ func readResponse(br *bufio.Reader, method string, scratch *[]byte) (*http.Respo
 	}
 	s := string(raw)
 	line, rest := cutLine(s)
-	resp := &http.Response{ContentLength: -1}
+	rb.resp = http.Response{ContentLength: -1}
+	resp := &rb.resp
 	// Status line: HTTP/1.x SP 3DIGIT [SP reason]
 	if len(line) < 12 || !strings.HasPrefix(line, "HTTP/1.") || line[8] != ' ' ||
 		(line[7] != '0' && line[7] != '1') || len(line) > 12 && line[12] != ' ' {
@@ -76,7 +88,13 @@ func readResponse(br *bufio.Reader, method string, scratch *[]byte) (*http.Respo
 	}
 
 	vals := make([]string, strings.Count(rest, "\n"))
-	hdr := make(http.Header, len(vals))
+	hdr := rb.hdr
+	if hdr == nil || len(hdr) > 64 {
+		hdr = make(http.Header, len(vals))
+		rb.hdr = hdr
+	} else {
+		clear(hdr)
+	}
 	var (
 		clSeen  string
 		te      int

@@ -127,8 +127,8 @@ func FuzzReadResponse(f *testing.F) {
 		if head {
 			method = http.MethodHead
 		}
-		var scratch []byte
-		resp, err := readResponse(bufio.NewReader(bytes.NewReader(data)), method, &scratch)
+		var rb respBuf
+		resp, err := readResponse(bufio.NewReader(bytes.NewReader(data)), method, &rb)
 		if err != nil {
 			return
 		}
