@@ -31,14 +31,17 @@ type Options struct {
 	// default transport; each request is bounded by retry.timeout.
 	HTTPClient *http.Client
 	// StatePath is a JSON file that keeps alert and group state across
-	// restarts: New restores it, and every evaluation that changes the
-	// firing set, a pending timer or what a group was told rewrites it
-	// atomically. After a restart a still-firing alert is not notified
-	// again before repeat_interval from its last notification, and one
-	// whose condition cleared meanwhile gets its resolved notification on
-	// the first evaluation. A file that cannot be read or used is logged
-	// and renamed to StatePath+".bad". Default "": state lives in memory
-	// only and a restart starts fresh.
+	// restarts: New restores it, and every evaluation or delivery result
+	// that changes the firing set, a pending timer, what a group was told
+	// or what a receiver has not accepted rewrites it atomically. After a
+	// restart a still-firing alert is not notified again before
+	// repeat_interval from its last notification, and one whose condition
+	// cleared meanwhile gets its resolved notification on the first
+	// evaluation; a notification a receiver had not accepted (its
+	// delivery failed, or was cut short by the shutdown) is sent to that
+	// receiver on the first evaluation. A file that cannot be read or used
+	// is logged and renamed to StatePath+".bad". Default "": state lives
+	// in memory only and a restart starts fresh.
 	StatePath string
 }
 
@@ -54,9 +57,10 @@ type Alerter struct {
 	evalMu sync.Mutex   // serialises Evaluate
 	rcache rollupCaches // guarded by evalMu
 
-	statePath string // Options.StatePath; "" for none
-	savedKey  string // change key of the last saved state; guarded by evalMu
-	saveErr   string // last save error logged, "" after a success; guarded by evalMu
+	statePath string     // Options.StatePath; "" for none
+	saveMu    sync.Mutex // serialises saves; taken before mu
+	savedKey  string     // change key of the last saved state; guarded by saveMu
+	saveErr   string     // last save error logged, "" after a success; guarded by saveMu
 	// readFailedAt is the time of the last evaluation whose store reads
 	// failed; zero if none. Guarded by evalMu. See evalDeadMan.
 	readFailedAt time.Time
@@ -69,7 +73,11 @@ type Alerter struct {
 	states map[string]*alertState // by fingerprint
 	groups map[string]*groupState // by group key
 	seen   map[string]reporting.Verdict
-	closed bool
+	// streamOwed are the resolved alerts each stream receiver has not
+	// accepted, by receiver name.
+	streamOwed map[string]*owed
+	nextID     uint64 // id of the last notification queued
+	closed     bool
 }
 
 // alertState tracks one alert from the first evaluation its condition held.
@@ -84,9 +92,14 @@ type alertState struct {
 type groupState struct {
 	firstSeen time.Time
 	lastSent  time.Time
-	lastSet   string          // sorted fingerprints of the last firing notification
-	notified  map[string]bool // fingerprints sent as firing and not yet as resolved
-	resolved  []Alert         // resolved since the last notification, notified ones only
+	lastSet   string           // sorted fingerprints of the last firing notification
+	notified  map[string]bool  // fingerprints sent as firing and not yet as resolved
+	resolved  []Alert          // resolved since the last notification, notified ones only
+	owed      map[string]*owed // by receiver: what it has not accepted yet
+}
+
+func newGroupState(firstSeen time.Time) *groupState {
+	return &groupState{firstSeen: firstSeen, notified: map[string]bool{}, owed: map[string]*owed{}}
 }
 
 // New validates cfg and slos (ValidateAndSetDefaults is called on both),
@@ -124,13 +137,13 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m,
 		cfg: cfg, slos: slos, links: newLinker(cfg),
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
-		rcache: rollupCaches{}, statePath: o.StatePath,
+		streamOwed: map[string]*owed{}, rcache: rollupCaches{}, statePath: o.StatePath,
 	}
 	if a.statePath != "" {
 		a.load()
 		_, a.savedKey = a.snapshot(a.now())
 	}
-	a.disp = newDispatcher(cfg, a.client, a.log, m)
+	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered)
 	return a, nil
 }
 
@@ -153,7 +166,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	}
 	old := a.disp
 	a.cfg, a.slos, a.links = cfg, slos, newLinker(cfg)
-	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics)
+	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -192,7 +205,7 @@ func (a *Alerter) Run(ctx context.Context) {
 // and queues the notifications that are due (nothing when
 // alerting.disabled), then saves the state to Options.StatePath if it
 // changed. Deliveries run in the background; Evaluate does not wait for
-// them. On a store error nothing
+// them (each result that changes the state saves it). On a store error nothing
 // changes (no alert resolves because the store is unreachable) and the
 // error is returned; for the dead-man window plus WriterMaxBackoff after
 // it, no new dead-man alert fires (see evalDeadMan).
@@ -232,14 +245,9 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	if !a.closed {
 		a.notify(now)
 	}
-	if a.statePath == "" {
-		a.mu.Unlock()
-		return nil
-	}
-	f, key := a.snapshot(now)
 	a.mu.Unlock()
-	if key != a.savedKey {
-		a.persist(f, key)
+	if a.statePath != "" {
+		a.saveState(now)
 	}
 	return nil
 }
@@ -333,7 +341,14 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 			delete(g.notified, fp)
 		}
 		if st.streamed {
-			a.disp.resolvedStream(r)
+			for _, w := range a.disp.workers {
+				if w.stream && w.takes(r.Severity) {
+					if a.streamOwed[w.name] == nil {
+						a.streamOwed[w.name] = &owed{}
+					}
+					a.streamOwed[w.name].add(r)
+				}
+			}
 		}
 	}
 	a.setActive()
@@ -362,7 +377,8 @@ func (a *Alerter) silencedBy(now time.Time, check string) string {
 	return ""
 }
 
-// notify decides, per group, what is due and queues it. a.mu held.
+// notify decides, per group, what is due and queues it; and, per
+// receiver, what it did not accept and is due again. a.mu held.
 func (a *Alerter) notify(now time.Time) {
 	firing := map[string][]Alert{}
 	var stream []Alert
@@ -372,7 +388,7 @@ func (a *Alerter) notify(now time.Time) {
 		}
 		k := st.alert.groupKey()
 		if a.groups[k] == nil {
-			a.groups[k] = &groupState{firstSeen: now, notified: map[string]bool{}}
+			a.groups[k] = newGroupState(now)
 		}
 		if st.alert.Silenced == "" {
 			firing[k] = append(firing[k], st.alert)
@@ -381,6 +397,14 @@ func (a *Alerter) notify(now time.Time) {
 		}
 	}
 	for k, g := range a.groups {
+		sev := severityOf(k)
+		// What is owed to a receiver that is gone or no longer takes the
+		// group's severity (after a reload) cannot be delivered.
+		for name := range g.owed {
+			if w := a.disp.worker(name); w == nil || w.stream || !w.takes(sev) {
+				delete(g.owed, name)
+			}
+		}
 		fs := firing[k]
 		sortAlerts(fs)
 		sortAlerts(g.resolved)
@@ -400,19 +424,93 @@ func (a *Alerter) notify(now time.Time) {
 		}
 		if due {
 			n := newNotification(k, fs, g.resolved, now, a.cfg)
-			a.disp.send(n)
+			for _, w := range a.disp.workers {
+				if w.stream || !w.takes(sev) {
+					continue
+				}
+				wn := n
+				// A receiver's failed resolves go out with the group's next
+				// notification.
+				if o := g.owed[w.name]; o != nil {
+					if retry := o.retry(); len(retry) > 0 {
+						wn = newNotification(k, fs, mergeResolved(g.resolved, retry), now, a.cfg)
+					}
+				}
+				a.queue(g.owed, w, wn, len(fs) > 0)
+			}
 			for _, f := range fs {
 				g.notified[f.Fingerprint] = true
 			}
 			g.resolved = nil
 			g.lastSent, g.lastSet = now, set
+		} else {
+			// A receiver that did not accept the group's last notification
+			// gets it again (with the current firing alerts) repeat_interval
+			// after the failure, or at once after a restart.
+			for _, name := range sortedOwed(g.owed) {
+				o := g.owed[name]
+				if !o.due() || now.Sub(o.failedAt) < a.cfg.RepeatInterval {
+					continue
+				}
+				retry := o.retry()
+				if len(fs) == 0 && len(retry) == 0 {
+					// Firing alerts it missed are no longer firing unsilenced
+					// (their resolve, if any, goes out with the group's).
+					o.firing, o.firingID = false, 0
+					if o.empty() {
+						delete(g.owed, name)
+					}
+					continue
+				}
+				a.queue(g.owed, a.disp.worker(name), newNotification(k, fs, retry, now, a.cfg), len(fs) > 0)
+			}
 		}
-		if !a.groupHasFiring(k) && len(g.resolved) == 0 && len(g.notified) == 0 {
-			delete(a.groups, k)
-		}
+		a.dropIdleGroup(k, g)
 	}
 	sortAlerts(stream)
-	a.disp.stream(stream, now)
+	a.notifyStream(stream, now)
+}
+
+// dropIdleGroup forgets group k once nothing of it fires, waits to be
+// notified or is owed to a receiver. a.mu held.
+func (a *Alerter) dropIdleGroup(k string, g *groupState) {
+	if !a.groupHasFiring(k) && len(g.resolved) == 0 && len(g.notified) == 0 && len(g.owed) == 0 {
+		delete(a.groups, k)
+	}
+}
+
+// notifyStream queues, for every stream receiver (Alertmanager), the
+// active (unsilenced) alerts of the severities it takes plus the resolved
+// alerts it has not accepted yet. a.mu held.
+func (a *Alerter) notifyStream(active []Alert, now time.Time) {
+	for name := range a.streamOwed {
+		if w := a.disp.worker(name); w == nil || !w.stream {
+			delete(a.streamOwed, name)
+		}
+	}
+	for _, w := range a.disp.workers {
+		if !w.stream {
+			continue
+		}
+		n := Notification{GroupKey: "", Status: StatusFiring, At: now}
+		for _, x := range active {
+			if w.takes(x.Severity) {
+				n.Firing = append(n.Firing, x)
+			}
+		}
+		o := a.streamOwed[w.name]
+		if o != nil {
+			for _, x := range o.retry() {
+				if w.takes(x.Severity) {
+					n.Resolved = append(n.Resolved, x)
+				}
+			}
+		}
+		if len(n.Firing)+len(n.Resolved) == 0 {
+			continue
+		}
+		a.queue(a.streamOwed, w, n, false)
+	}
 }
 
 func (a *Alerter) groupHasFiring(k string) bool {
@@ -470,13 +568,19 @@ func (a *Alerter) Flush(ctx context.Context) error {
 // Close stops the delivery workers: retries stop, and every queued or
 // in-flight delivery gets one final attempt within min(retry.timeout, 2s)
 // (or until ctx ends). It returns an error counting the notifications not
-// delivered. Evaluate after Close still evaluates but delivers nothing.
+// delivered; with Options.StatePath those are saved as undelivered and
+// sent after a restart. Evaluate after Close still evaluates but delivers
+// nothing.
 func (a *Alerter) Close(ctx context.Context) error {
 	a.mu.Lock()
 	a.closed = true
 	d := a.disp
 	a.mu.Unlock()
-	return d.close(ctx)
+	err := d.close(ctx)
+	if a.statePath != "" {
+		a.saveState(a.now())
+	}
+	return err
 }
 
 // linker builds the links in notifications.

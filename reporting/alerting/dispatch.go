@@ -43,6 +43,20 @@ const (
 // closeGrace) in all, so a failing receiver cannot hold up shutdown.
 const closeGrace = 2 * time.Second
 
+// resultFunc learns the outcome of every delivery queued with an id:
+// ok when the receiver accepted it, false when it failed for good, was
+// dropped, or was still undelivered at shutdown. It runs on the receiver's
+// worker (or the caller of sendTo for a drop) and must not call into the
+// dispatcher.
+type resultFunc func(receiver string, n Notification, id uint64, ok bool)
+
+// delivery is one queued notification and the id its result is reported
+// under.
+type delivery struct {
+	n  Notification
+	id uint64
+}
+
 // dispatcher owns one worker per receiver.
 type dispatcher struct {
 	log     *slog.Logger
@@ -50,6 +64,7 @@ type dispatcher struct {
 	retry   RetryConfig
 	resolve time.Duration
 	workers []*worker
+	result  resultFunc // nil: results are not reported
 	// ctx bounds every request; it is cancelled when close's final
 	// attempts run out of time.
 	ctx    context.Context
@@ -59,12 +74,11 @@ type dispatcher struct {
 	// deliveries are no longer retried.
 	closing chan struct{}
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	closed   bool // close started; enqueue drops. Guarded by mu.
-	pending  int
-	fails    map[string]string
-	resolved []Alert // resolved alerts for the next stream
+	mu      sync.Mutex
+	cond    *sync.Cond
+	closed  bool // close started; enqueue drops. Guarded by mu.
+	pending int
+	fails   map[string]string
 }
 
 type worker struct {
@@ -72,7 +86,7 @@ type worker struct {
 	n      Notifier
 	sev    map[string]bool // empty: all
 	stream bool            // Alertmanager: gets every active alert each evaluation
-	q      chan Notification
+	q      chan delivery
 
 	// Notifications not delivered after close started, logged once when
 	// the worker stops. Touched only by the worker's goroutine.
@@ -80,13 +94,14 @@ type worker struct {
 	lostErr            string
 }
 
-func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics) *dispatcher {
-	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{}}
+func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics, result resultFunc) *dispatcher {
+	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{},
+		result: result}
 	d.cond = sync.NewCond(&d.mu)
 	d.closing = make(chan struct{})
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for _, r := range cfg.Receivers {
-		w := &worker{name: r.Name, sev: map[string]bool{}, q: make(chan Notification, queueSize)}
+		w := &worker{name: r.Name, sev: map[string]bool{}, q: make(chan delivery, queueSize)}
 		for _, s := range r.Severities {
 			w.sev[s] = true
 		}
@@ -109,64 +124,38 @@ func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics
 	return d
 }
 
-// send queues a group notification for every non-stream receiver that takes
-// its severity.
-func (d *dispatcher) send(n Notification) {
+// takes reports whether the worker receives alerts of severity sev.
+func (w *worker) takes(sev string) bool { return len(w.sev) == 0 || w.sev[sev] }
+
+// worker returns the receiver named name, nil if there is none.
+func (d *dispatcher) worker(name string) *worker {
 	for _, w := range d.workers {
-		if w.stream || (len(w.sev) > 0 && !w.sev[n.Severity]) {
-			continue
+		if w.name == name {
+			return w
 		}
-		d.enqueue(w, n)
 	}
+	return nil
 }
 
-// resolvedStream remembers a resolved alert for the stream receivers.
-func (d *dispatcher) resolvedStream(a Alert) {
-	d.mu.Lock()
-	d.resolved = append(d.resolved, a)
-	d.mu.Unlock()
+// sendTo queues n for receiver w; its result is reported under id. It
+// returns false, after counting the drop, when the queue is full or close
+// started; the result function is then not called.
+func (d *dispatcher) sendTo(w *worker, n Notification, id uint64) bool {
+	return d.enqueue(w, delivery{n: n, id: id})
 }
 
-// stream queues the full set of active (unsilenced) alerts plus those
-// resolved since the last call for every stream receiver (Alertmanager).
-func (d *dispatcher) stream(active []Alert, now time.Time) {
-	d.mu.Lock()
-	resolved := d.resolved
-	d.resolved = nil
-	d.mu.Unlock()
-	for _, w := range d.workers {
-		if !w.stream {
-			continue
-		}
-		n := Notification{GroupKey: "", Status: StatusFiring, At: now}
-		for _, a := range active {
-			if len(w.sev) == 0 || w.sev[a.Severity] {
-				n.Firing = append(n.Firing, a)
-			}
-		}
-		for _, a := range resolved {
-			if len(w.sev) == 0 || w.sev[a.Severity] {
-				n.Resolved = append(n.Resolved, a)
-			}
-		}
-		if len(n.Firing)+len(n.Resolved) == 0 {
-			continue
-		}
-		d.enqueue(w, n)
-	}
-}
-
-func (d *dispatcher) enqueue(w *worker, n Notification) {
+func (d *dispatcher) enqueue(w *worker, x delivery) bool {
 	d.mu.Lock()
 	if d.closed { // nobody would deliver it
 		d.mu.Unlock()
 		d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
-		return
+		return false
 	}
 	d.pending++
 	select {
-	case w.q <- n:
+	case w.q <- x:
 		d.mu.Unlock()
+		return true
 	default:
 		d.pending--
 		if d.pending == 0 {
@@ -174,8 +163,23 @@ func (d *dispatcher) enqueue(w *worker, n Notification) {
 		}
 		d.mu.Unlock()
 		d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
-		d.log.Warn("alerting: receiver queue full, notification dropped", "receiver", w.name, "group", n.GroupKey)
+		d.log.Warn("alerting: receiver queue full, notification dropped", "receiver", w.name, "group", x.n.GroupKey)
+		return false
 	}
+}
+
+// report passes a delivery's outcome to the result function.
+func (d *dispatcher) report(w *worker, x delivery, ok bool) {
+	if d.result == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("alerting: panic recording a delivery result", "receiver", w.name, "panic", r,
+				"stack", string(debug.Stack()))
+		}
+	}()
+	d.result(w.name, x.n, x.id, ok)
 }
 
 func (d *dispatcher) done() {
@@ -203,8 +207,8 @@ func (d *dispatcher) loop(w *worker) {
 		case <-d.closing:
 			d.finish(w)
 			return
-		case n := <-w.q:
-			d.deliver(w, n)
+		case x := <-w.q:
+			d.report(w, x, d.deliver(w, x.n))
 			d.done()
 		}
 	}
@@ -216,13 +220,15 @@ func (d *dispatcher) loop(w *worker) {
 func (d *dispatcher) finish(w *worker) {
 	for {
 		select {
-		case n := <-w.q:
+		case x := <-w.q:
+			ok := false
 			if d.ctx.Err() != nil {
 				d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
-				w.undelivered(n, "shutdown deadline passed before an attempt")
+				w.undelivered(x.n, "shutdown deadline passed before an attempt")
 			} else {
-				d.deliver(w, n)
+				ok = d.deliver(w, x.n)
 			}
+			d.report(w, x, ok)
 			d.done()
 		default:
 			if w.lost > 0 {
@@ -245,10 +251,12 @@ func (w *worker) undelivered(n Notification, err string) {
 // deliver tries one notification up to retry.attempts times with doubling
 // backoff. Once close started it makes no further retry: a delivery
 // waiting for its next try gets one final attempt at once, and a failure
-// is counted for finish's log line rather than logged.
-func (d *dispatcher) deliver(w *worker, n Notification) {
+// is counted for finish's log line rather than logged. It reports whether
+// the receiver accepted the notification.
+func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
+			ok = false
 			d.log.Error("alerting: panic in delivery", "receiver", w.name, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
@@ -262,7 +270,7 @@ func (d *dispatcher) deliver(w *worker, n Notification) {
 			d.mu.Lock()
 			delete(d.fails, w.name)
 			d.mu.Unlock()
-			return
+			return true
 		}
 		var perm *PermanentError
 		closing := d.isClosing()
@@ -273,11 +281,11 @@ func (d *dispatcher) deliver(w *worker, n Notification) {
 			d.mu.Unlock()
 			if closing {
 				w.undelivered(n, err.Error())
-				return
+				return false
 			}
 			d.log.Warn("alerting: delivery failed", "receiver", w.name, "group", n.GroupKey,
 				"status", n.Status, "attempts", attempt, "err", err)
-			return
+			return false
 		}
 		d.metrics.notifications.WithLabelValues(w.name, ResultRetry).Inc()
 		d.log.Debug("alerting: delivery failed, retrying", "receiver", w.name, "attempt", attempt,

@@ -188,8 +188,8 @@ func TestDrainRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDispatcher(cfg, &http.Client{}, slog.New(slog.NewTextHandler(io.Discard, nil)), m)
-	d.send(Notification{GroupKey: "down/asset/page", Status: StatusFiring, Severity: SeverityPage, At: t0})
+	d := newDispatcher(cfg, &http.Client{}, slog.New(slog.NewTextHandler(io.Discard, nil)), m, nil)
+	d.sendTo(d.worker("ops"), Notification{GroupKey: "down/asset/page", Status: StatusFiring, Severity: SeverityPage, At: t0}, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.drain(ctx); err != nil {

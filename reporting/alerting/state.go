@@ -14,9 +14,11 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
-// stateVersion is the version of the state file's layout. A file with
-// another version is treated like a corrupt one: moved aside, not read.
-const stateVersion = 1
+// stateVersion is the version of the state file's layout. Version 1
+// lacks what receivers had not accepted (groups' undelivered, stream); it
+// is read as "everything was delivered". A file with another version is
+// treated like a corrupt one: moved aside, not read.
+const stateVersion = 2
 
 // stateFile is what Options.StatePath holds: enough to continue after a
 // restart without re-notifying firing alerts or losing their resolve.
@@ -29,6 +31,9 @@ type stateFile struct {
 	// Seen are the dead-man rule's last verdict per region × check, so an
 	// alert for a region that vanished from the store keeps firing.
 	Seen []storedSeen `json:"seen,omitempty"`
+	// Stream are the resolved alerts each stream receiver (Alertmanager)
+	// has not accepted. Since version 2.
+	Stream []storedOwed `json:"stream,omitempty"`
 }
 
 // storedAlert is an Alert in its Go field form. Alert.MarshalJSON writes
@@ -54,6 +59,55 @@ type storedGroup struct {
 	LastSet   string        `json:"last_set"`
 	Notified  []storedAlert `json:"notified,omitempty"`
 	Resolved  []storedAlert `json:"resolved,omitempty"`
+	// Undelivered is, per receiver, what it has not accepted of the
+	// group's notifications; it is sent again on the first evaluation.
+	// Since version 2.
+	Undelivered []storedOwed `json:"undelivered,omitempty"`
+}
+
+// storedOwed is one receiver's owed, in flight or failed alike.
+type storedOwed struct {
+	Receiver string `json:"receiver"`
+	// Firing: the receiver has not accepted the group's firing alerts.
+	Firing   bool          `json:"firing,omitempty"`
+	Resolved []storedAlert `json:"resolved,omitempty"`
+}
+
+// storeOwed converts owed maps for the state file, sorted by receiver.
+func storeOwed(m map[string]*owed) []storedOwed {
+	var out []storedOwed
+	for _, name := range sortedOwed(m) {
+		o := m[name]
+		so := storedOwed{Receiver: name, Firing: o.firing}
+		for _, r := range o.resolved {
+			so.Resolved = append(so.Resolved, storedAlert(r.alert))
+		}
+		sort.SliceStable(so.Resolved, func(i, j int) bool { return so.Resolved[i].Fingerprint < so.Resolved[j].Fingerprint })
+		out = append(out, so)
+	}
+	return out
+}
+
+// restoreOwed converts stored owed back: everything due at once.
+func restoreOwed(s []storedOwed) map[string]*owed {
+	m := map[string]*owed{}
+	for _, so := range s {
+		o := m[so.Receiver]
+		if o == nil {
+			o = &owed{}
+			m[so.Receiver] = o
+		}
+		o.firing = o.firing || so.Firing
+		for _, r := range so.Resolved {
+			o.add(Alert(r))
+		}
+	}
+	for name, o := range m {
+		if o.empty() {
+			delete(m, name)
+		}
+	}
+	return m
 }
 
 // storedSeen is the part of a verdict the dead-man rule reads.
@@ -90,7 +144,8 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		g := a.groups[k]
-		sg := storedGroup{Key: k, FirstSeen: g.firstSeen, LastSent: g.lastSent, LastSet: g.lastSet}
+		sg := storedGroup{Key: k, FirstSeen: g.firstSeen, LastSent: g.lastSent, LastSet: g.lastSet,
+			Undelivered: storeOwed(g.owed)}
 		var notified []string
 		for fp := range g.notified {
 			notified = append(notified, fp)
@@ -104,9 +159,11 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 			sg.Resolved = append(sg.Resolved, storedAlert(r))
 		}
 		f.Groups = append(f.Groups, sg)
-		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s]\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
-			strings.Join(notified, ","), fingerprints(g.resolved))
+		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s] [%s]\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
+			strings.Join(notified, ","), fingerprints(g.resolved), owedKey(g.owed))
 	}
+	f.Stream = storeOwed(a.streamOwed)
+	fmt.Fprintf(&key, "s [%s]\n", owedKey(a.streamOwed))
 	for _, v := range a.seen {
 		f.Seen = append(f.Seen, storedSeen{Check: v.Check, Region: v.Region, At: v.At, Interval: v.Interval})
 	}
@@ -127,7 +184,8 @@ func (a *Alerter) restore(f stateFile) {
 			firing: s.Firing, streamed: s.Streamed}
 	}
 	for _, sg := range f.Groups {
-		g := &groupState{firstSeen: sg.FirstSeen, lastSent: sg.LastSent, lastSet: sg.LastSet, notified: map[string]bool{}}
+		g := &groupState{firstSeen: sg.FirstSeen, lastSent: sg.LastSent, lastSet: sg.LastSet, notified: map[string]bool{},
+			owed: restoreOwed(sg.Undelivered)}
 		for _, n := range sg.Notified {
 			g.notified[n.Fingerprint] = true
 			// A notified alert is firing until an evaluation finds its
@@ -146,6 +204,7 @@ func (a *Alerter) restore(f stateFile) {
 	for _, s := range f.Seen {
 		a.seen[s.Region+"\x00"+s.Check] = reporting.Verdict{Check: s.Check, Region: s.Region, At: s.At, Interval: s.Interval}
 	}
+	a.streamOwed = restoreOwed(f.Stream)
 	a.setActive()
 }
 
@@ -163,8 +222,8 @@ func readState(path string) (stateFile, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return f, fmt.Errorf("%w: %w", errBadState, err)
 	}
-	if f.Version != stateVersion {
-		return f, fmt.Errorf("%w: version %d, want %d", errBadState, f.Version, stateVersion)
+	if f.Version < 1 || f.Version > stateVersion {
+		return f, fmt.Errorf("%w: version %d, want 1 to %d", errBadState, f.Version, stateVersion)
 	}
 	for i, s := range f.Alerts {
 		if s.Alert.Fingerprint == "" || s.Alert.Rule == "" {
@@ -180,8 +239,30 @@ func readState(path string) (stateFile, error) {
 				return f, fmt.Errorf("%w: groups[%d] (%s) alert %d has no fingerprint or rule", errBadState, i, g.Key, j)
 			}
 		}
+		if err := checkOwed(g.Undelivered, fmt.Sprintf("groups[%d] (%s) undelivered", i, g.Key)); err != nil {
+			return f, err
+		}
+	}
+	if err := checkOwed(f.Stream, "stream"); err != nil {
+		return f, err
 	}
 	return f, nil
+}
+
+// checkOwed checks stored owed entries; where names them in errors.
+func checkOwed(s []storedOwed, where string) error {
+	for i, so := range s {
+		if so.Receiver == "" {
+			return fmt.Errorf("%w: %s[%d] has no receiver", errBadState, where, i)
+		}
+		for j, r := range so.Resolved {
+			if r.Fingerprint == "" || r.Rule == "" {
+				return fmt.Errorf("%w: %s[%d] (%s) resolved alert %d has no fingerprint or rule", errBadState, where, i,
+					so.Receiver, j)
+			}
+		}
+	}
+	return nil
 }
 
 // load restores the state saved at a.statePath, if any. A file that cannot
@@ -194,13 +275,18 @@ func (a *Alerter) load() {
 	switch {
 	case err == nil:
 		a.restore(f)
-		firing := 0
+		firing, undelivered := 0, 0
 		for _, st := range a.states {
 			if st.firing {
 				firing++
 			}
 		}
-		a.log.Info("alerting: state restored", "path", p, "saved", f.Saved, "firing", firing, "groups", len(a.groups))
+		for _, g := range a.groups {
+			undelivered += len(g.owed)
+		}
+		undelivered += len(a.streamOwed)
+		a.log.Info("alerting: state restored", "path", p, "saved", f.Saved, "firing", firing, "groups", len(a.groups),
+			"undelivered", undelivered)
 	case errors.Is(err, fs.ErrNotExist):
 		a.log.Debug("alerting: no saved state, starting fresh", "path", p)
 	default:
@@ -251,9 +337,22 @@ func (a *Alerter) save(f stateFile) error {
 	return nil
 }
 
-// persist saves the state when its change key differs from the last
-// saved one. A failed save is logged once per distinct error and retried
-// on the next evaluation. a.evalMu held, a.mu not held.
+// saveState saves the current state (as of now) if it changed since the
+// last save. a.mu not held.
+func (a *Alerter) saveState(now time.Time) {
+	a.saveMu.Lock()
+	defer a.saveMu.Unlock()
+	a.mu.Lock()
+	f, key := a.snapshot(now)
+	a.mu.Unlock()
+	if key != a.savedKey {
+		a.persist(f, key)
+	}
+}
+
+// persist saves the state and records its change key. A failed save is
+// logged once per distinct error and retried on the next change or
+// evaluation. a.saveMu held, a.mu not held.
 func (a *Alerter) persist(f stateFile, key string) {
 	if err := a.save(f); err != nil {
 		if msg := err.Error(); msg != a.saveErr {

@@ -26,6 +26,8 @@ type restartRig struct {
 	hook, pd, am *recorder
 	path         string // Options.StatePath
 	logs         *strings.Builder
+	retry        RetryConfig          // default: 5ms backoff
+	reg          *prometheus.Registry // the last started Alerter's
 }
 
 func newRestartRig(t *testing.T, path string) *restartRig {
@@ -33,6 +35,7 @@ func newRestartRig(t *testing.T, path string) *restartRig {
 		path: path, logs: &strings.Builder{}}
 	r.pd.okStatus = http.StatusAccepted
 	r.store = &memStore{clock: r.clock.Now}
+	r.retry = RetryConfig{Backoff: 5 * time.Millisecond}
 	return r
 }
 
@@ -46,14 +49,15 @@ func (r *restartRig) start() *Alerter {
 		// instead of firing would be visible.
 		Down:           DownRule{For: 30 * time.Second},
 		RepeatInterval: time.Hour,
-		Retry:          RetryConfig{Backoff: 5 * time.Millisecond},
+		Retry:          r.retry,
 		Receivers: []Receiver{
 			{Name: "ops", Webhook: &WebhookConfig{URL: Secret(r.hook.srv.URL + "/hook")}},
 			{Name: "pd", PagerDuty: &PagerDutyConfig{RoutingKey: "rk", URL: r.pd.srv.URL + "/v2/enqueue"}},
 			{Name: "am", Alertmanager: &AlertmanagerConfig{URL: r.am.srv.URL}},
 		},
 	}
-	a, err := New(cfg, nil, r.store, Options{Now: r.clock.Now, Registry: prometheus.NewRegistry(), StatePath: r.path,
+	r.reg = prometheus.NewRegistry()
+	a, err := New(cfg, nil, r.store, Options{Now: r.clock.Now, Registry: r.reg, StatePath: r.path,
 		Log: slog.New(slog.NewTextHandler(lockedWriter{r.logs}, nil))})
 	if err != nil {
 		r.t.Fatalf("New: %v", err)
@@ -70,15 +74,21 @@ func (r *restartRig) start() *Alerter {
 // origin-a, evaluates with a and waits for the deliveries.
 func (r *restartRig) step(a *Alerter, st reporting.State) {
 	r.t.Helper()
-	now := r.clock.Add(15 * time.Second)
-	r.store.add(verdict("asset", "origin-a", "eu", now.Add(-time.Second), st, 15*time.Second))
-	if err := a.Evaluate(context.Background()); err != nil {
-		r.t.Fatalf("Evaluate: %v", err)
-	}
+	r.evaluate(a, st)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.Flush(ctx); err != nil {
 		r.t.Fatalf("Flush: %v", err)
+	}
+}
+
+// evaluate is step without waiting for the deliveries.
+func (r *restartRig) evaluate(a *Alerter, st reporting.State) {
+	r.t.Helper()
+	now := r.clock.Add(15 * time.Second)
+	r.store.add(verdict("asset", "origin-a", "eu", now.Add(-time.Second), st, 15*time.Second))
+	if err := a.Evaluate(context.Background()); err != nil {
+		r.t.Fatalf("Evaluate: %v", err)
 	}
 }
 
@@ -252,7 +262,9 @@ func TestCorruptStateFile(t *testing.T) {
 		name, body, reason string
 	}{
 		{"truncated", `{"version": 1, "alerts": [{"alert": {"Rule": "do`, "unexpected end of JSON input"},
-		{"other version", `{"version": 99}`, "version 99, want 1"},
+		{"other version", `{"version": 99}`, "version 99, want 1 to 2"},
+		{"undelivered without receiver", `{"version": 2, "groups": [{"key": "down/asset/page", "undelivered": [{"firing": true}]}]}`,
+			"groups[0] (down/asset/page) undelivered[0] has no receiver"},
 		{"alert without fingerprint", `{"version": 1, "alerts": [{"alert": {"Rule": "down"}, "firing": true}]}`,
 			"alerts[0] has no fingerprint"},
 	} {

@@ -1,0 +1,229 @@
+package alerting
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// A notification counts as delivered to a receiver only once the receiver
+// accepted it (a 2xx answer). Until then, per group and receiver, an owed
+// records what it carried: whether it listed firing alerts, and its
+// resolved alerts. A delivery that fails for good (after its retries, or
+// its final attempt at shutdown) leaves the owed in place and marks it due
+// again; it is folded into the group's next notification to that receiver,
+// re-sent on its own repeat_interval after the failure, and right away at
+// the first evaluation after a restart (the owed part of the state file
+// is "undelivered").
+//
+// Stream receivers (Alertmanager) are told every active alert on every
+// evaluation, so only their resolved alerts are owed; a failed one goes
+// out again with the next evaluation's stream.
+
+// owed is what one receiver has not (yet) accepted of one group's
+// notifications, or of a stream receiver's resolved alerts.
+type owed struct {
+	// firing: the latest notification queued for the receiver listed
+	// firing alerts and the receiver has not accepted it. firingID is that
+	// notification's id; 0 once it failed (or after a restart): the
+	// group's current firing alerts are then due again.
+	firing   bool
+	firingID uint64
+	// resolved are resolved alerts the receiver has not accepted, each
+	// with the id of the notification carrying it (0: due again).
+	resolved []owedAlert
+	// failedAt is when a delivery to the receiver last failed; zero after
+	// a restart.
+	failedAt time.Time
+}
+
+// owedAlert is one resolved alert and the notification carrying it.
+type owedAlert struct {
+	alert Alert
+	id    uint64
+}
+
+func (o *owed) empty() bool { return !o.firing && len(o.resolved) == 0 }
+
+// due reports whether something failed and waits for a new attempt.
+func (o *owed) due() bool {
+	if o.firing && o.firingID == 0 {
+		return true
+	}
+	for _, r := range o.resolved {
+		if r.id == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// retry returns the resolved alerts waiting for a new attempt, sorted.
+func (o *owed) retry() []Alert {
+	var out []Alert
+	for _, r := range o.resolved {
+		if r.id == 0 {
+			out = append(out, r.alert)
+		}
+	}
+	sortAlerts(out)
+	return out
+}
+
+// add records a resolved alert due for its first attempt (a stream
+// receiver's). One not yet attempted with the same fingerprint is replaced.
+func (o *owed) add(a Alert) {
+	o.dropWaiting(map[string]bool{a.Fingerprint: true})
+	o.resolved = append(o.resolved, owedAlert{alert: a})
+}
+
+// dropWaiting removes the resolved alerts waiting for an attempt whose
+// fingerprint is in fps (nil: all of them).
+func (o *owed) dropWaiting(fps map[string]bool) {
+	keep := o.resolved[:0]
+	for _, r := range o.resolved {
+		if r.id != 0 || (fps != nil && !fps[r.alert.Fingerprint]) {
+			keep = append(keep, r)
+		}
+	}
+	clear(o.resolved[len(keep):])
+	o.resolved = keep
+}
+
+// queued records notification id, with firing alerts or not and the
+// resolved alerts resolved (which include every one retry returned), as
+// queued for the receiver.
+func (o *owed) queued(id uint64, firing bool, resolved []Alert) {
+	o.firing, o.firingID = firing, id
+	o.dropWaiting(nil)
+	for _, r := range resolved {
+		o.resolved = append(o.resolved, owedAlert{alert: r, id: id})
+	}
+}
+
+// done records the outcome of notification id: accepted (ok), or failed
+// at now.
+func (o *owed) done(id uint64, ok bool, now time.Time) {
+	if ok {
+		if o.firingID == id {
+			o.firing, o.firingID = false, 0
+		}
+		keep := o.resolved[:0]
+		for _, r := range o.resolved {
+			if r.id != id {
+				keep = append(keep, r)
+			}
+		}
+		clear(o.resolved[len(keep):])
+		o.resolved = keep
+		return
+	}
+	if o.firingID == id {
+		o.firingID = 0
+	}
+	for i := range o.resolved {
+		if o.resolved[i].id == id {
+			o.resolved[i].id = 0
+		}
+	}
+	o.failedAt = now
+}
+
+// mergeResolved returns the alerts of a and then those of b whose
+// fingerprint a lacks, sorted.
+func mergeResolved(a, b []Alert) []Alert {
+	out := append([]Alert(nil), a...)
+	in := map[string]bool{}
+	for _, x := range a {
+		in[x.Fingerprint] = true
+	}
+	for _, x := range b {
+		if !in[x.Fingerprint] {
+			out = append(out, x)
+		}
+	}
+	sortAlerts(out)
+	return out
+}
+
+// queue sends n to receiver w under a new id and records it in m (by
+// receiver name) as owed until w accepts it. A stream notification
+// (firing false) owes only its resolved alerts. a.mu held.
+func (a *Alerter) queue(m map[string]*owed, w *worker, n Notification, firing bool) {
+	a.nextID++
+	id := a.nextID
+	o := m[w.name]
+	if o == nil {
+		if !firing && len(n.Resolved) == 0 {
+			a.disp.sendTo(w, n, 0)
+			return
+		}
+		o = &owed{}
+		m[w.name] = o
+	}
+	o.queued(id, firing, n.Resolved)
+	if !a.disp.sendTo(w, n, id) {
+		o.done(id, false, n.At)
+	}
+}
+
+// delivered is the dispatcher's result function: it settles what
+// notification id owed receiver and saves the state when that changed it.
+func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool) {
+	if id == 0 {
+		return
+	}
+	a.mu.Lock()
+	now := a.now()
+	if n.GroupKey == "" {
+		if o := a.streamOwed[receiver]; o != nil {
+			o.done(id, ok, now)
+			if o.empty() {
+				delete(a.streamOwed, receiver)
+			}
+		}
+	} else if g := a.groups[n.GroupKey]; g != nil {
+		if o := g.owed[receiver]; o != nil {
+			o.done(id, ok, now)
+			if o.empty() {
+				delete(g.owed, receiver)
+			}
+		}
+		a.dropIdleGroup(n.GroupKey, g)
+	}
+	a.mu.Unlock()
+	if a.statePath != "" {
+		a.saveState(now)
+	}
+}
+
+// severityOf returns the severity part of a group key
+// (rule/check/severity).
+func severityOf(groupKey string) string {
+	return groupKey[strings.LastIndex(groupKey, "/")+1:]
+}
+
+// owedKey is the change key of one owed map: what the state file keeps of
+// it.
+func owedKey(m map[string]*owed) string {
+	var b strings.Builder
+	for _, name := range sortedOwed(m) {
+		o := m[name]
+		fps := make([]string, len(o.resolved))
+		for i, r := range o.resolved {
+			fps[i] = r.alert.Fingerprint
+		}
+		sort.Strings(fps)
+		b.WriteString(name + " " + map[bool]string{true: "F", false: "-"}[o.firing] + " " + strings.Join(fps, ",") + ";")
+	}
+	return b.String()
+}
+
+func sortedOwed(m map[string]*owed) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
