@@ -110,13 +110,21 @@ func (p *h1Pool) dialConn(ctx context.Context, deadline time.Time) (*h1Conn, err
 
 // roundTrip sends a body-less GET/HEAD on a pooled connection and reads the
 // response head before deadline (the try timeout); ctx cancellation (client
-// gone) aborts a blocked exchange. A reused connection that the origin had
-// closed (nothing read back) is retried once on a new connection, as
+// gone) aborts a blocked exchange. An idle connection is checked before use:
+// one the origin closed, or one with bytes the origin sent unasked (which
+// would be read as the answer to the next request: another client's), is
+// dropped. A reused connection that fails before anything was read back
+// (the origin closed it meanwhile) is retried once on a new connection, as
 // http.Transport does.
 func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header, deadline time.Time) (*http.Response, error) {
+	fresh := false
+	dropped := 0
 	for attempt := 0; ; attempt++ {
 		now := time.Now()
-		c := p.get(now)
+		var c *h1Conn
+		if !fresh {
+			c = p.get(now)
+		}
 		reused := c != nil
 		if !reused {
 			var err error
@@ -130,6 +138,14 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		if c.dl.IsZero() || c.dl.After(deadline) || deadline.Sub(c.dl) > deadline.Sub(now)/64 {
 			c.c.SetDeadline(deadline)
 			c.dl = deadline
+		}
+		if reused && !idleUsable(c.c) {
+			c.c.Close()
+			attempt--
+			if dropped++; dropped >= 64 {
+				fresh = true
+			}
+			continue
 		}
 		stop := neverStopped
 		if ctx.Done() != nil {
@@ -153,8 +169,9 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		if err != nil {
 			stop()
 			c.c.Close()
-			if reused && attempt == 0 && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err)) {
-				continue // stale keep-alive connection
+			if reused && !fresh && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err)) {
+				fresh = true // stale keep-alive connection: once more on a new one
+				continue
 			}
 			return nil, err
 		}
@@ -230,7 +247,10 @@ func (b *h1Body) Close() error {
 	}
 	b.done = true
 	live := b.stop() // false: ctx fired and poisoned the deadline
-	if b.eof && b.keep && live {
+	// Bytes past the end of the answer (a body after a 204 or to a HEAD,
+	// more than Content-Length said) would be read as the next request's
+	// answer: such a connection is not reused.
+	if b.eof && b.keep && live && b.c.br.Buffered() == 0 {
 		b.body.Close()
 		b.p.put(b.c)
 		return nil

@@ -197,3 +197,28 @@ func (c *rawConn) Write(p []byte) (int, error) {
 func (c *rawConn) CloseWrite() error {
 	return c.Conn.(*net.TCPConn).CloseWrite()
 }
+
+// idleUsable reports whether an idle keep-alive connection can carry a new
+// request: nothing to read (EAGAIN). End of stream (the origin closed it), a
+// reset, or bytes the origin sent unasked make it unusable. One non-blocking
+// peek; the read deadline must not have passed.
+func idleUsable(c net.Conn) bool {
+	r, ok := c.(*rawConn)
+	if !ok {
+		return true
+	}
+	usable := false
+	var b [1]byte
+	err := r.rc.Read(func(fd uintptr) bool {
+		for {
+			_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+				syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+			if e == syscall.EINTR {
+				continue
+			}
+			usable = e == syscall.EAGAIN
+			return true
+		}
+	})
+	return err == nil && usable
+}
