@@ -264,6 +264,19 @@ func (b *replayBody) Read(p []byte) (int, error) {
 }
 func (b *replayBody) Close() error { return nil }
 
+// replayMethod reports whether a request with this method may be sent again
+// after it reached an origin: an allow-list of the methods RFC 9110 §9.2.2
+// defines as idempotent, less PUT (a PUT that timed out may still be
+// running). Methods are case-sensitive: "get" or LOCK, MOVE, PATCH, POST and
+// any unknown method are never replayed without an Idempotency-Key.
+func replayMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
 // hdrPool holds the fast path's outgoing header maps.
 var hdrPool = sync.Pool{New: func() any { return make(http.Header, 16) }}
 
@@ -306,8 +319,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		}
 	}
 	method := r.Method
-	replaySafe := (!hasBody || buffered) &&
-		(method != http.MethodPost && method != http.MethodPut && method != http.MethodPatch || r.Header.Get("Idempotency-Key") != "")
+	replaySafe := (!hasBody || buffered) && (replayMethod(method) || r.Header.Get("Idempotency-Key") != "")
 
 	// A body-less GET or HEAD gets a pooled header map: the fast path does
 	// not keep it after its round trip, and a try through http.Transport
