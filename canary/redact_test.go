@@ -3,7 +3,14 @@ package canary
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -188,5 +195,84 @@ func TestRestoreRedacts(t *testing.T) {
 	v, _ := latestOf(c, "echo", "x")
 	if v.Err != "got Bearer ***" || v.URL != "http://127.0.0.1:1/p/***" {
 		t.Fatalf("restored verdict err=%q url=%q", v.Err, v.URL)
+	}
+}
+
+// TestRedactEncodedEcho runs real HTTP checks against an origin that echoes
+// the request body — a secret — back encoded, with checks.Redactor as the
+// hook: no verdict shows the secret as written or in any of the encodings,
+// and a json assertion on a sensitive key shows a masked got.
+func TestRedactEncodedEcho(t *testing.T) {
+	const secret = `p/a+s s"w\<&>é-tok1`
+	encodings := map[string]func(string) string{
+		"b64":      func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
+		"b64url":   func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
+		"basic":    func(s string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+s)) },
+		"query":    url.QueryEscape,
+		"path":     url.PathEscape,
+		"asis":     func(s string) string { return s },
+		"jsonbody": func(s string) string { return s }, // json-escaped by the encoder below
+	}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<10))
+		kind := path.Base(r.URL.Path)
+		enc, ok := encodings[kind]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("X-Echo", enc(string(b)))
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"echo": enc(string(b)), "access_token": string(b)})
+	}))
+	defer origin.Close()
+
+	var chs []CheckConfig
+	for kind := range encodings {
+		chs = append(chs, CheckConfig{Name: kind, Targets: []string{"o"}, Fall: 1,
+			HTTP:   &checks.HTTPSpec{Method: "POST", Path: "/echo/" + url.PathEscape(secret) + "/" + kind, Body: secret},
+			Expect: &checks.Expect{JSON: []checks.JSONExpect{{Path: "echo", Equals: "x"}}}})
+	}
+	chs = append(chs,
+		CheckConfig{Name: "header", Targets: []string{"o"}, Fall: 1,
+			HTTP:   &checks.HTTPSpec{Method: "POST", Path: "/echo/b64", Body: secret},
+			Expect: &checks.Expect{Headers: map[string]string{"X-Echo": "=x"}}},
+		CheckConfig{Name: "token", Targets: []string{"o"}, Fall: 1,
+			HTTP:   &checks.HTTPSpec{Method: "POST", Path: "/echo/asis", Body: secret},
+			Expect: &checks.Expect{JSON: []checks.JSONExpect{{Path: "access_token", Equals: "x"}}}})
+	cfg := testConfig(t, map[string]string{"o": origin.URL}, chs...)
+	var red checks.Redactor
+	red.Add(secret)
+	c, err := New(cfg, compile(t, cfg), Options{Log: testLog(t), Redact: red.Redact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks := []string{secret}
+	for _, enc := range encodings {
+		leaks = append(leaks, enc(secret))
+	}
+	jsonSecret, _ := json.Marshal(secret)
+	leaks = append(leaks, string(jsonSecret[1:len(jsonSecret)-1]))
+	for _, ch := range chs {
+		t.Run(ch.Name, func(t *testing.T) {
+			v, err := c.Trigger(ch.Name, "o")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.OK || !strings.Contains(v.Err, "***") && ch.Name != "token" {
+				t.Errorf("err %q, want a failure showing the echoed secret as ***", v.Err)
+			}
+			if !strings.Contains(v.URL, "/echo/***/") && ch.Name != "header" && ch.Name != "token" {
+				t.Errorf("url %q, want the secret path segment as ***", v.URL)
+			}
+			if ch.Name == "token" && !strings.HasPrefix(v.Err, "json access_token: got [masked: 20 bytes, sha256:") {
+				t.Errorf("err %q, want the masked access_token", v.Err)
+			}
+			for _, l := range leaks {
+				if strings.Contains(v.Err+"\n"+v.URL, l) {
+					t.Errorf("verdict shows %q:\nerr %s\nurl %s", l, v.Err, v.URL)
+				}
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -87,7 +88,7 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 		got := "(absent)"
 		if len(vals) > 0 {
 			got = abbrev(joinValues(vals), 200)
-			if sensitiveHeader(h.name) {
+			if sensitiveName(h.name) {
 				got = maskValues(vals)
 			}
 		}
@@ -199,24 +200,25 @@ func daysLeft(c *x509.Certificate, now time.Time) int {
 	return days
 }
 
-// sensitiveHeader reports whether a header's values are masked in an
-// assertion's got and error text, which end up on the status page, in the
-// API and in alerts: Set-Cookie, Cookie, Authorization,
-// Proxy-Authorization and any name containing token, secret, password,
-// credential, session, api-key, api_key or apikey (case-insensitive).
-func sensitiveHeader(name string) bool {
+// sensitiveName reports whether values under a response header or a JSON
+// key of this name are masked in an assertion's got and error text, which
+// end up on the status page, in the API and in alerts: any name containing
+// token, secret, password, credential, session, api-key, api_key, apikey,
+// authorization or cookie (case-insensitive) — Set-Cookie, Cookie,
+// Authorization, Proxy-Authorization, X-CSRF-Token, access_token,
+// clientSecret, …
+func sensitiveName(name string) bool {
 	n := strings.ToLower(name)
-	switch n {
-	case "set-cookie", "cookie", "authorization", "proxy-authorization":
-		return true
-	}
-	for _, s := range []string{"token", "secret", "password", "credential", "session", "api-key", "api_key", "apikey"} {
+	for _, s := range sensitiveWords {
 		if strings.Contains(n, s) {
 			return true
 		}
 	}
 	return false
 }
+
+var sensitiveWords = []string{"token", "secret", "password", "credential", "session",
+	"api-key", "api_key", "apikey", "authorization", "cookie"}
 
 // maskValues replaces each value by its length and the first 8 hex digits
 // of its SHA-256, e.g. "[masked: 34 bytes, sha256:1f0c9a2e]", so two values
@@ -267,7 +269,7 @@ func (e *Expect) evalBody(o *observation, v *verdict) {
 		r := gjson.GetBytes(o.body, j.path)
 		got := "(missing)"
 		if r.Exists() {
-			got = abbrev(r.Raw, 200)
+			got = jsonGot(o.body, j.path, r) // only got is masked; the checks below see r
 		}
 		ok := true
 		if j.exists != nil {
@@ -285,6 +287,152 @@ func (e *Expect) evalBody(o *observation, v *verdict) {
 		}
 		v.add(CauseJSON, name, ok, got, want, fmt.Sprintf("json %s: got %s, want %s", j.name, got, want))
 	}
+}
+
+// jsonGot is the got text of a JSON value the path selected: masked like a
+// sensitive header (see maskValues) when any key of the path, or the key
+// the value sits under in the body, is a sensitiveName; otherwise its raw
+// JSON, with the values of sensitive keys inside an object or array masked
+// (the text is then re-written compactly). A masked string's length and
+// digest are those of its decoded contents, any other value's those of its
+// JSON text; an array's elements are masked one by one; null stays null.
+func jsonGot(body []byte, path string, r gjson.Result) string {
+	if pathSensitive(path) || sensitiveName(keyBefore(body, r)) {
+		return maskJSON(r)
+	}
+	// sensitiveName(Raw) is a cheap test that some key may be sensitive
+	// before the value is walked.
+	if (r.IsObject() || r.IsArray()) && sensitiveName(r.Raw) {
+		if s, masked := maskNested(r); masked {
+			return abbrev(s, 200)
+		}
+	}
+	return abbrev(r.Raw, 200)
+}
+
+// maskJSON masks a whole JSON value.
+func maskJSON(r gjson.Result) string {
+	text := func(v gjson.Result) string {
+		if v.Type == gjson.String {
+			return v.Str
+		}
+		return v.Raw
+	}
+	if r.Type == gjson.Null {
+		return r.Raw // nothing to hide, and "token is null" is worth seeing
+	}
+	if !r.IsArray() {
+		return maskValues([]string{text(r)})
+	}
+	var vals []string
+	r.ForEach(func(_, v gjson.Result) bool {
+		vals = append(vals, text(v))
+		return true
+	})
+	if len(vals) == 0 {
+		return "[]"
+	}
+	return maskValues(vals)
+}
+
+// maskNested re-writes an object or array with the value of every
+// sensitive key masked as a JSON string, and reports whether it masked
+// any; other values are returned as they are.
+func maskNested(r gjson.Result) (string, bool) {
+	if !r.IsObject() && !r.IsArray() {
+		return r.Raw, false
+	}
+	var b strings.Builder
+	lb, rb := byte('['), byte(']')
+	if r.IsObject() {
+		lb, rb = '{', '}'
+	}
+	b.WriteByte(lb)
+	masked, n := false, 0
+	r.ForEach(func(k, v gjson.Result) bool {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		if r.IsObject() {
+			b.WriteString(k.Raw)
+			b.WriteByte(':')
+			if sensitiveName(k.Str) && v.Type != gjson.Null {
+				q, _ := json.Marshal(maskJSON(v))
+				b.Write(q)
+				masked = true
+				return true
+			}
+		}
+		s, m := maskNested(v)
+		b.WriteString(s)
+		masked = masked || m
+		return true
+	})
+	b.WriteByte(rb)
+	return b.String(), masked
+}
+
+// pathSensitive reports whether any key of a gjson path ("data.token",
+// "sessions.0.id", "users.#.api_key") is a sensitiveName. Keys are split
+// at unescaped "." and "|"; "\." is a literal dot.
+func pathSensitive(path string) bool {
+	var key strings.Builder
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '\\' && i+1 < len(path):
+			i++
+			key.WriteByte(path[i])
+		case c == '.' || c == '|':
+			if sensitiveName(key.String()) {
+				return true
+			}
+			key.Reset()
+		default:
+			key.WriteByte(c)
+		}
+	}
+	return sensitiveName(key.String())
+}
+
+// keyBefore is the object key the value r sits under in body, read back
+// from r.Index ("" when r is not an object member or its place is
+// unknown, as for a path with a modifier). It catches a sensitive key
+// that a wildcard path ("data.tok*") does not spell out.
+func keyBefore(body []byte, r gjson.Result) string {
+	i := r.Index
+	if i <= 0 || i+len(r.Raw) > len(body) || string(body[i:i+len(r.Raw)]) != r.Raw {
+		return ""
+	}
+	i = skipSpaceBack(body, i)
+	if i == 0 || body[i-1] != ':' {
+		return ""
+	}
+	end := skipSpaceBack(body, i-1)
+	if end == 0 || body[end-1] != '"' {
+		return ""
+	}
+	for start := end - 2; start >= 0; start-- {
+		if body[start] != '"' {
+			continue
+		}
+		bs := 0
+		for j := start - 1; j >= 0 && body[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return gjson.ParseBytes(body[start:end]).Str
+		}
+	}
+	return ""
+}
+
+// skipSpaceBack returns the index after the last non-space byte before i.
+func skipSpaceBack(b []byte, i int) int {
+	for i > 0 && (b[i-1] == ' ' || b[i-1] == '\t' || b[i-1] == '\n' || b[i-1] == '\r') {
+		i--
+	}
+	return i
 }
 
 func (j jsonExpect) want() string {

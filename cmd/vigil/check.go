@@ -224,14 +224,10 @@ func toJSON(r pairResult, red *redactor) checkJSON {
 		TTFBMs: ms(res.Phases.TTFB), DurationMs: ms(res.Phases.Total),
 		Phases: phasesJSON{ms(res.Phases.DNS), ms(res.Phases.Connect), ms(res.Phases.TLS),
 			ms(res.Phases.TTFB), ms(res.Phases.Transfer)},
-		Assertions: res.Assertions, Artifacts: res.Artifacts,
+		Assertions: redactAssertions(res.Assertions, red), Artifacts: res.Artifacts,
 	}
 	if j.Assertions == nil {
 		j.Assertions = []checks.AssertionResult{}
-	}
-	for i := range j.Assertions {
-		j.Assertions[i].Got = red.redact(j.Assertions[i].Got)
-		j.Assertions[i].Want = red.redact(j.Assertions[i].Want)
 	}
 	if !res.CertExpiry.IsZero() {
 		t := res.CertExpiry
@@ -240,9 +236,23 @@ func toJSON(r pairResult, red *redactor) checkJSON {
 	for _, s := range res.Steps {
 		j.Steps = append(j.Steps, stepJSON{Name: s.Name, OK: s.OK, Skipped: s.Skipped, Cause: string(s.Cause),
 			Error: red.redact(s.Err), StatusCode: s.StatusCode, URL: red.redact(s.URL), DurationMs: ms(s.Duration), TTFBMs: ms(s.TTFB),
-			Assertions: s.Assertions, Metrics: s.Metrics})
+			Assertions: redactAssertions(s.Assertions, red), Metrics: s.Metrics})
 	}
 	return j
+}
+
+// redactAssertions returns a copy of as with every name, got and want
+// redacted (a name may quote a configured value, a got an echoed one).
+func redactAssertions(as []checks.AssertionResult, red *redactor) []checks.AssertionResult {
+	if as == nil {
+		return nil
+	}
+	out := make([]checks.AssertionResult, len(as))
+	for i, a := range as {
+		a.Name, a.Got, a.Want = red.redact(a.Name), red.redact(a.Got), red.redact(a.Want)
+		out[i] = a
+	}
+	return out
 }
 
 func writeJSONLines(w io.Writer, results []pairResult, red *redactor) error {
@@ -276,7 +286,7 @@ func writeTable(w io.Writer, results []pairResult, red *redactor) error {
 		}
 		detail := ""
 		if !res.OK {
-			detail = red.redact(oneLine(res.Err))
+			detail = oneLine(red.redact(res.Err)) // redact first: a cut secret no longer matches
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Check, r.Target, verdict, cause, status,
 			fmtDur(res.Phases.TTFB), fmtDur(res.Phases.Total), detail)
@@ -362,7 +372,7 @@ func writeJUnit(path string, results []pairResult, red *redactor) error {
 		}
 		c.SystemOut = red.redact(strings.Join(lines, "\n"))
 		if !r.Result.OK {
-			c.Failure = &junitFailure{Message: red.redact(oneLine(r.Result.Err)), Type: string(r.Result.Cause),
+			c.Failure = &junitFailure{Message: oneLine(red.redact(r.Result.Err)), Type: string(r.Result.Cause),
 				Body: red.redact(r.Result.Err)}
 			s.Failures++
 			doc.Failures++

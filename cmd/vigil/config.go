@@ -624,26 +624,3 @@ func interpolate(v any, path string, env func(string) (string, bool), red *redac
 	}
 	return v
 }
-
-// redactor remembers values taken from the environment so that no printed
-// error or output shows them.
-type redactor struct{ secrets []string }
-
-func (r *redactor) add(key, val string) {
-	if r == nil || len(val) < 3 {
-		return
-	}
-	// Region names and the like are not secrets; anything from ${…} or a
-	// token/password/key field is treated as one.
-	r.secrets = append(r.secrets, val)
-}
-
-func (r *redactor) redact(s string) string {
-	if r == nil {
-		return s
-	}
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, "***")
-	}
-	return s
-}

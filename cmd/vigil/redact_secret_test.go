@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +22,9 @@ import (
 )
 
 // TestSecretEchoedByOriginRedacted: an origin that echoes the request's
-// Authorization header makes a json assertion fail with the header's value
-// as "got". The value came from ${…}, so the running agent shows it as ***
+// Authorization header (under a key that is not sensitive, so got is not
+// masked) makes a json assertion fail with the header's value as "got".
+// The value came from ${…}, so the running agent shows it as ***
 // everywhere a verdict goes — the API, the status page, history, alerts,
 // the webhook and the log — as `vigil check` does. A secret in the URL path
 // or as a bare query key is redacted in the verdict URL too.
@@ -42,7 +47,7 @@ func TestSecretEchoedByOriginRedacted(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"headers": map[string]string{"Authorization": r.Header.Get("Authorization")}})
+		json.NewEncoder(w).Encode(map[string]any{"echo": r.Header.Get("Authorization")})
 	}))
 	defer origin.Close()
 	var hookMu sync.Mutex
@@ -67,7 +72,7 @@ checks:
   - name: echo
     targets: [o]
     http: {path: /echo, headers: {Authorization: "Bearer ${REDACT_CT}"}}
-    expect: {json: [{path: headers.Authorization, equals: "x"}]}
+    expect: {json: [{path: echo, equals: "x"}]}
   - name: pathsecret
     targets: [o]
     http: {path: "/fail/${REDACT_PS}?${REDACT_BQ}"}
@@ -126,7 +131,7 @@ alerting:
   - name: reloaded
     targets: [o]
     http: {path: /echo, headers: {Authorization: "Bearer ${REDACT_NEW}"}}
-    expect: {json: [{path: headers.Authorization, equals: "x"}]}
+    expect: {json: [{path: echo, equals: "x"}]}
 `, 1)
 	if err := os.WriteFile(a.a.path, []byte(reloaded), 0o600); err != nil {
 		t.Fatal(err)
@@ -161,6 +166,107 @@ alerting:
 		for _, sec := range secrets {
 			if i := strings.Index(text, sec); i >= 0 {
 				t.Errorf("%s shows the secret %q: …%s…", what, sec, text[max(i-120, 0):min(i+40, len(text))])
+			}
+		}
+	}
+}
+
+// TestCheckJSONHidesEncodedSecrets: an origin echoes the Authorization
+// header's ${…} secret back base64-, percent- and JSON-encoded, and cut
+// short at got's 200 bytes; it also answers an access_token of its own.
+// `vigil check --json` and the JUnit report show none of them, while a
+// json assertion on a non-sensitive key still shows its value.
+func TestCheckJSONHidesEncodedSecrets(t *testing.T) {
+	const secret = `s3cr3t/va+lue "q" <&>é`
+	const token = "origin-issued-token-9f8e7d"
+	t.Setenv("VIGIL_TEST_ECHO", secret)
+	encodings := map[string]func(string) string{
+		"asis":   func(s string) string { return s },
+		"b64":    func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
+		"b64url": func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
+		"basic":  func(s string) string { return base64.StdEncoding.EncodeToString([]byte("me:" + s)) },
+		"query":  url.QueryEscape,
+		"path":   url.PathEscape,
+		"long":   func(s string) string { return strings.Repeat("x", 190) + s }, // got is cut inside the secret
+	}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/login" {
+			json.NewEncoder(w).Encode(map[string]string{"access_token": token, "user": "ann"})
+			return
+		}
+		enc, ok := encodings[strings.TrimPrefix(r.URL.Path, "/echo/")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]string{"echo": enc(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))})
+	}))
+	defer origin.Close()
+
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "targets:\n  - {name: o, url: %s}\nchecks:\n", origin.URL)
+	kinds := make([]string, 0, len(encodings))
+	for kind := range encodings {
+		kinds = append(kinds, kind)
+		fmt.Fprintf(&cfg, `  - name: echo-%s
+    targets: [o]
+    http: {path: /echo/%s, headers: {Authorization: "Bearer ${VIGIL_TEST_ECHO}"}}
+    expect: {json: [{path: echo, equals: "x"}]}
+`, kind, kind)
+	}
+	cfg.WriteString(`  - name: login
+    targets: [o]
+    http: {path: /login}
+    expect: {json: [{path: access_token, equals: "x"}, {path: user, equals: "bob"}]}
+`)
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	out, code := runCLI(t, "check", "-c", writeConfig(t, cfg.String()), "--json", "--junit", junit)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (every check fails)\n%s", code, out)
+	}
+	report, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got := map[string]map[string]string{} // check → assertion name → got
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var row struct {
+			Check      string
+			Assertions []struct{ Name, Got string }
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("bad JSON line %q: %v", line, err)
+		}
+		got[row.Check] = map[string]string{}
+		for _, a := range row.Assertions {
+			got[row.Check][a.Name] = a.Got
+		}
+	}
+	for _, kind := range kinds {
+		if g := got["echo-"+kind]["json echo"]; !strings.Contains(g, "***") {
+			t.Errorf("echo-%s: got %q, want the echoed secret as ***", kind, g)
+		}
+	}
+	if g := got["login"]["json access_token"]; !regexp.MustCompile(`^\[masked: 26 bytes, sha256:[0-9a-f]{8}\]$`).MatchString(g) {
+		t.Errorf("login: access_token got %q, want it masked", g)
+	}
+	if g := got["login"]["json user"]; g != `"ann"` {
+		t.Errorf("login: user got %q, want \"ann\" shown", g)
+	}
+
+	leaks := []string{token, secret[:9]} // the first 9 bytes: what the cut got would keep
+	for _, enc := range encodings {
+		leaks = append(leaks, enc(secret))
+	}
+	for _, l := range leaks {
+		for what, text := range map[string]string{"output": out, "junit": string(report)} {
+			js, _ := json.Marshal(l)
+			for _, form := range []string{l, string(js[1 : len(js)-1])} {
+				if i := strings.Index(text, form); i >= 0 {
+					t.Errorf("%s shows %q: …%s…", what, form, text[max(i-60, 0):min(i+len(form)+20, len(text))])
+				}
 			}
 		}
 	}

@@ -1,0 +1,178 @@
+package checks_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vigil-synthetics/vigil/checks"
+)
+
+// TestRedactorEncodings: a secret of at least MinEncodedSecret bytes is
+// hidden in every encoding an origin or an error message may echo it in.
+// Each case builds the text with the encoder itself, not with a copy of
+// the redactor's rules.
+func TestRedactorEncodings(t *testing.T) {
+	// Characters every encoder treats differently: / + space " \ < & é 😀.
+	const odd = `p/a+s s"w\<&>é😀-1`
+	const plain = "hunter2-Secret"
+	goJSON := func(s string, html bool) string {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		q := strings.TrimSpace(b.String())
+		return q[1 : len(q)-1]
+	}
+	b64 := func(enc *base64.Encoding, s string) string { return enc.EncodeToString([]byte(s)) }
+	// Each text is pre + the encoded secret + post; only the middle goes.
+	cases := []struct {
+		name, secret, pre, enc, post string
+	}{
+		{"as written", odd, "got ", odd, ""},
+		{"base64 std", odd, "got ", b64(base64.StdEncoding, odd), ""},
+		{"base64 std unpadded", odd, "got ", b64(base64.RawStdEncoding, odd), "."},
+		{"base64 url", odd, "got ", b64(base64.URLEncoding, odd), ""},
+		{"base64 url unpadded", odd, "got ", b64(base64.RawURLEncoding, odd), "."},
+		{"query escape", odd, "/cb?x=", url.QueryEscape(odd), "&y=1"},
+		{"path escape", odd, "/cb/", url.PathEscape(odd), "/z"},
+		{"lower-case hex", odd, "/cb/", strings.ToLower(url.PathEscape(odd)), "/z"},
+		{"json html-escaped", odd, `{"echo":"`, goJSON(odd, true), `"}`},
+		{"json plain", odd, `{"echo":"`, goJSON(odd, false), `"}`},
+		{"json php-style", odd, `{"echo":"`, `p\/a+s s\"w\\<&>\u00e9\ud83d\ude00-1`, `"}`},
+		{"go-quoted", odd, "header X-Echo: got \"", strconv.Quote(odd)[1 : len(strconv.Quote(odd))-1], `"`},
+		{"go-quoted json", odd, `got "\"`, goQuoteInner(goJSON(odd, true)), `\""`},
+		{"plain base64", plain, "Bearer ", b64(base64.StdEncoding, plain), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var r checks.Redactor
+			r.Add(tc.secret)
+			text := tc.pre + tc.enc + tc.post
+			if got, want := r.Redact(text), tc.pre+checks.Redacted+tc.post; got != want {
+				t.Errorf("Redact(%q) = %q, want %q", text, got, want)
+			}
+		})
+	}
+}
+
+func goQuoteInner(s string) string {
+	q := fmt.Sprintf("%q", s)
+	return q[1 : len(q)-1]
+}
+
+// TestRedactorBase64InsideLongerText: the secret inside a longer base64
+// text — the password of a Basic credential, or followed by more bytes — is
+// hidden whatever its offset; only the characters shared with the bytes
+// around it stay.
+func TestRedactorBase64InsideLongerText(t *testing.T) {
+	const secret = "hunter2-Secret"
+	var r checks.Redactor
+	r.Add(secret)
+	enc := base64.StdEncoding.EncodeToString
+	cases := []struct{ plain, want string }{
+		{"user:" + secret, "Basic dXNlcjp***=="},         // offset 5: k = 2
+		{secret + ":x", "Basic ***6eA=="},                // offset 0, more after
+		{"ab:" + secret + ":x", "Basic YWI6***6eA=="},    // offset 3: k = 0
+		{"abc:" + secret + ":xy", "Basic YWJjOm***Onh5"}, // offset 4: k = 1
+	}
+	for _, tc := range cases {
+		if got := r.Redact("Basic " + enc([]byte(tc.plain))); got != tc.want {
+			t.Errorf("base64(%q): Redact = %q, want %q", tc.plain, got, tc.want)
+		}
+	}
+}
+
+// TestRedactorShortSecretExactOnly: below MinEncodedSecret bytes only the
+// secret as written is hidden (documented), so a short base64 word in
+// unrelated text stays.
+func TestRedactorShortSecretExactOnly(t *testing.T) {
+	const secret = "s3cr3t!" // 7 bytes
+	var r checks.Redactor
+	r.Add(secret)
+	encoded := base64.StdEncoding.EncodeToString([]byte(secret))
+	if got, want := r.Redact("a "+secret+" b "+encoded), "a *** b "+encoded; got != want {
+		t.Errorf("Redact = %q, want %q", got, want)
+	}
+}
+
+// TestRedactorTruncated: an assertion's got is cut at 200 bytes with "…";
+// a secret (or its encoding) cut there is hidden from its fourth byte on.
+func TestRedactorTruncated(t *testing.T) {
+	const secret = "tok-0123456789abcdef"
+	var r checks.Redactor
+	r.Add(secret)
+	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
+	cases := []struct{ in, want string }{
+		{`{"a":"` + secret[:9] + "…", `{"a":"***…`},
+		{`x ` + b64[:10] + "…", `x ***…`},
+		{`{"a":"tok…`, `{"a":"tok…`},                           // 3 bytes: too short to tell
+		{"one " + secret + " two tok-01…", "one *** two ***…"}, // whole and cut
+		{"no secret here…", "no secret here…"},
+	}
+	for _, tc := range cases {
+		if got := r.Redact(tc.in); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestRedactorNilAndOverlap: a nil Redactor keeps text; of two secrets
+// where one contains the other, the longer is hidden whole.
+func TestRedactorNilAndOverlap(t *testing.T) {
+	var nilR *checks.Redactor
+	if got := nilR.Redact("abc"); got != "abc" {
+		t.Errorf("nil Redactor: %q", got)
+	}
+	var r checks.Redactor
+	r.Add("secret-part")
+	r.Add("the-secret-part-and-more")
+	r.Add("") // ignored
+	if got, want := r.Redact("x the-secret-part-and-more y secret-part"), "x *** y ***"; got != want {
+		t.Errorf("Redact = %q, want %q", got, want)
+	}
+}
+
+// BenchmarkRedact: ten secrets, one error text of the size an assertion
+// failure has, no secret in it (the common case).
+func BenchmarkRedact(b *testing.B) {
+	var r checks.Redactor
+	for i := range 10 {
+		r.Add(fmt.Sprintf(`secret-%d/with "odd" chars é`, i))
+	}
+	text := `json data.items: got {"id":12,"name":"widget","tags":["a","b"],"price":9.5}, want "x"` +
+		strings.Repeat(" filler", 30)
+	r.Redact(text)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Redact(text)
+	}
+}
+
+// FuzzRedactor: whatever surrounds it, a secret (without "*", which the
+// replacement itself is made of) never survives Redact as written, nor
+// base64- or percent-encoded on its own.
+func FuzzRedactor(f *testing.F) {
+	f.Add("hunter2-Secret", "got ", "…")
+	f.Add(`p/a+s s"w\<&>é`, `{"a":"`, `"}`)
+	f.Add("aaaaaaaa", "aaaa", "aa…aaaa")
+	f.Fuzz(func(t *testing.T, secret, pre, post string) {
+		if len(secret) < checks.MinEncodedSecret || strings.Contains(secret, "*") {
+			return
+		}
+		var r checks.Redactor
+		r.Add(secret)
+		for _, enc := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret)), url.QueryEscape(secret)} {
+			if got := r.Redact(pre + enc + post); strings.Contains(got, enc) {
+				t.Fatalf("Redact(%q) = %q shows %q", pre+enc+post, got, enc)
+			}
+		}
+	})
+}

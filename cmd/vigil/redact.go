@@ -1,0 +1,30 @@
+package main
+
+import "github.com/vigil-synthetics/vigil/checks"
+
+// redactor remembers values taken from the environment (${NAME}, and
+// VIGIL_* overrides of secret keys) so that no printed error or output
+// shows them: as written, and from checks.MinEncodedSecret bytes on also
+// base64-, percent-, JSON-escaped or Go-quoted, as an origin or an error
+// message may echo them (see checks.Redactor).
+type redactor struct{ r checks.Redactor }
+
+// add remembers val, the value of key. Values under 3 bytes are not
+// treated as secrets: hiding every "on" or "1" would blank ordinary text.
+func (r *redactor) add(key, val string) {
+	if r == nil || len(val) < 3 {
+		return
+	}
+	// Region names and the like are not secrets; anything from ${…} or a
+	// token/password/key field is treated as one.
+	r.r.Add(val)
+}
+
+// redact returns s with every remembered secret replaced by "***". A nil
+// redactor returns s unchanged.
+func (r *redactor) redact(s string) string {
+	if r == nil {
+		return s
+	}
+	return r.r.Redact(s)
+}
