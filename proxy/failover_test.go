@@ -380,6 +380,14 @@ func TestRoutingByHostAndPrefix(t *testing.T) {
 		{"", "/api/v1/x", "ok api"},
 		{"", "/apix", "ok web"},
 		{"img.example.com", "/api/x", "ok img"},
+		{"img.example.com.", "/x", "ok img"}, // the fully qualified name
+		// Routing matches the path with dot segments resolved and slashes
+		// merged, as an origin resolves it: a prefix cannot be escaped.
+		{"", "/api/../name", "ok web"},
+		{"", "/api/%2e%2e/name", "ok web"},
+		{"", "/name/../api/x", "ok api"},
+		{"", "/./api/x", "ok api"},
+		{"", "//api/x", "ok api"},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest("GET", h.front.URL+tt.path, nil)
@@ -394,6 +402,20 @@ func TestRoutingByHostAndPrefix(t *testing.T) {
 		resp.Body.Close()
 		if string(b) != tt.want {
 			t.Errorf("%s%s: got %q, want %q", tt.host, tt.path, b, tt.want)
+		}
+	}
+	// Empty labels are no host name ("..example.com" would match
+	// "*.example.com").
+	for _, host := range []string{"..img.example.com", ".img.example.com", "img..example.com"} {
+		req, _ := http.NewRequest("GET", h.front.URL+"/", nil)
+		req.Host = host
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("Host %q: got %d, want 400", host, resp.StatusCode)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"path"
+	"strings"
 )
 
 // Handler returns the data plane. It serves only configured hosts: a request
@@ -26,12 +28,32 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	pl := st.route(host, r.URL.Path)
+	if strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
+		refuse(w, http.StatusBadRequest, "malformed Host")
+		return
+	}
+	pl := st.route(host, routePath(r.URL.Path))
 	if pl == nil {
 		refuse(w, http.StatusMisdirectedRequest, "no pool serves this host and path")
 		return
 	}
 	pl.serve(w, r, int64(st.cfg.MaxBody))
+}
+
+// routePath is the path routing matches on: dot segments resolved and
+// repeated slashes merged (RFC 3986 §5.2.4), as nginx matches locations and
+// as most origins resolve paths, so "/api/../admin" or "//api/x" (also
+// written with %2e) cannot reach one pool's origin through another pool's
+// prefix. The request is forwarded as the client wrote it.
+func routePath(p string) string {
+	if !strings.Contains(p, "/.") && !strings.Contains(p, "//") {
+		return p
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // explicitHost reports whether a pool names host by an exact or wildcard

@@ -66,21 +66,10 @@ type Proxy struct {
 	addrMu sync.Mutex
 	addrs  []net.Addr
 
-	// vh is the verdict source's read health, kept by the poller.
-	vh reporting.Failing
-}
-
-// VerdictHealth is nil while the verdict source is readable (or there is
-// none), else an error saying since when and from where reads fail, with the
-// last error: "verdicts unreadable since T from SOURCE: ERR". It clears on the
-// next successful read.
-func (p *Proxy) VerdictHealth() error {
-	since, err := p.vh.State()
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("verdicts unreadable since %s from %s: %w",
-		since.UTC().Format(time.RFC3339), sourceName(p.src), err)
+	// feeds are the verdict sources (one per member of a Sources), each
+	// with its last verdicts and read health, kept by the poller.
+	feeds   []*verdictFeed
+	applyMu sync.Mutex // serialises applyFeeds
 }
 
 // runtimeState is one configuration generation.
@@ -115,7 +104,7 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	p := &Proxy{src: src, log: log, m: m, signals: o.signals}
+	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m)}
 	st, err := p.build(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -256,6 +245,7 @@ func hostOf(h string) string {
 		h = h[:i]
 	}
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	h = strings.TrimSuffix(h, ".") // the fully qualified form names the same host
 	for i := 0; i < len(h); i++ {
 		if c := h[i]; c >= 'A' && c <= 'Z' {
 			return strings.ToLower(h)
