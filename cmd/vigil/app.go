@@ -75,11 +75,15 @@ type app struct {
 	local   *store.Store  // embedded store; nil when disabled
 	remote  *influx.Store // InfluxDB; nil when not configured
 	fan     *reporting.Fanout
-	hist    reporting.HistorySource // what readers (alerter, status page, API) read
+	hist    reporting.HistorySource // what readers (alerter; status page and API via shown) read
 	browser *scripts.Browser
 	can     *canary.Canary
 	prx     *proxy.Proxy
 	alr     *alerting.Alerter
+
+	// fallback, with a canary and InfluxDB, is what the status page and API
+	// read (see shown); nil otherwise.
+	fallback *reporting.Fallback
 
 	sloMu    sync.Mutex
 	sloCache []statuspage.SLOStatus
@@ -170,6 +174,15 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 			return nil, err
 		}
 		a.can = c
+		if a.remote != nil {
+			// While InfluxDB reads fail, the status page and API show this
+			// canary's own results (the embedded store, else its memory).
+			var own reporting.Source = c
+			if a.local != nil {
+				own = a.local
+			}
+			a.fallback = &reporting.Fallback{Primary: a.remote, Own: own, Name: "InfluxDB", Log: a.log}
+		}
 		if a.local != nil {
 			if vs, err := a.local.Verdicts(context.Background(), 0); err == nil {
 				if n := c.Restore(vs); n > 0 {
@@ -285,8 +298,8 @@ func (a *app) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}))
 	if a.can != nil {
-		h := a.can.Handler(a.hist)
-		mux.Handle("/api/v1/", h)
+		h := a.can.Handler(a.shown())
+		mux.Handle("/api/v1/", a.fallback.Mark(h))
 	} else if a.hist != nil {
 		mux.HandleFunc("GET /api/v1/verdicts", a.verdictsFromStore)
 	}
@@ -303,10 +316,19 @@ func (a *app) routes() http.Handler {
 	}
 	if a.opts.roles.page {
 		if page := a.statusPage(); page != nil {
-			mux.Handle("/", page)
+			mux.Handle("/", a.fallback.Mark(page))
 		}
 	}
 	return a.hostCheck(mux)
+}
+
+// shown is what the status page and API read: the fallback if there is
+// one, else hist.
+func (a *app) shown() reporting.HistorySource {
+	if a.fallback != nil {
+		return a.fallback
+	}
+	return a.hist
 }
 
 // healthz is 200 "ok" or 503 with one reason per line.

@@ -21,7 +21,8 @@ func (a *app) statusPage() http.Handler {
 		return nil
 	}
 	o := statuspage.Options{
-		Verdicts:   a.hist,
+		Verdicts:   a.shown(),
+		Notice:     a.fallback.Notice, // "" without a fallback
 		AdminToken: a.cfg.Agent.AdminToken,
 		Faults:     a.opts.faults,
 		Title:      sp.Title,

@@ -305,6 +305,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	if !d.Known && code == http.StatusOK {
 		code = http.StatusNotFound
 	}
+	d.Notice = p.notice()
 	p.render(w, code, "check.html", d)
 }
 

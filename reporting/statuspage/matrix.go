@@ -280,6 +280,7 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Faults = fv
 	}
+	d.Notice = p.notice()
 	p.render(w, code, "index.html", d)
 }
 
@@ -302,10 +303,19 @@ type base struct {
 	Refresh time.Duration
 	Path    string
 	Error   string
+	Notice  string // Options.Notice, "" for none
 }
 
 func (p *Page) base(r *http.Request, now time.Time, page string) base {
 	return base{Title: p.o.Title, Page: page, Now: now, Refresh: p.o.Refresh, Path: r.URL.RequestURI()}
+}
+
+// notice is Options.Notice's line, "" without one.
+func (p *Page) notice() string {
+	if p.o.Notice == nil {
+		return ""
+	}
+	return p.o.Notice()
 }
 
 func (p *Page) serveNotFound(w http.ResponseWriter, r *http.Request) {

@@ -91,6 +91,11 @@ type Options struct {
 	// kept (assertions with got/want, script steps), one per target ×
 	// region; nil hides the section on check pages.
 	LastRuns func(check string) []RunDetail
+	// Notice returns a line shown in a banner above the page, e.g. that
+	// Verdicts reads a fallback ("InfluxDB unreachable since T: showing this
+	// canary's own results only"); it is called after the page's reads. nil
+	// or "": no banner.
+	Notice func() string
 	// Faults enables the demo fault switches; nil hides them.
 	Faults *FaultControl
 	// Title is the page title and heading. Default "vigil".
