@@ -39,6 +39,8 @@ type metrics struct {
 	ejections  *prometheus.CounterVec   // pool, origin, reason
 	retries    *prometheus.CounterVec   // pool, cause
 	budgetDeny *prometheus.CounterVec   // pool
+	sourceUp   *prometheus.GaugeVec     // source
+	sourceOK   *prometheus.GaugeVec     // source
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -68,8 +70,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_retry_budget_exhausted_total",
 			Help: "Retries not made because the pool's retry budget was spent.",
 		}, []string{"pool"}),
+		sourceUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vigil_proxy_verdict_source_up",
+			Help: "1 when the last read of the verdict source succeeded, 0 when it failed or none was made yet. source is its URL without password.",
+		}, []string{"source"}),
+		sourceOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vigil_proxy_verdict_source_last_success_timestamp_seconds",
+			Help: "When the verdict source was last read successfully, Unix seconds (0: never).",
+		}, []string{"source"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.budgetDeny} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.budgetDeny, m.sourceUp, m.sourceOK} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

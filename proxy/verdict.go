@@ -3,23 +3,129 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
-// pollVerdicts reads the Source every VerdictPoll and applies the verdicts to
-// every pool. When a read fails the last verdicts read are applied again, so
-// they age out by max_age and Expires instead of sticking.
+// Sources is a verdict source made of several, one per canary (vigil proxy
+// --verdicts-from URL…). Its Verdicts merges theirs and fails only when every
+// one fails. A Proxy built on Sources reads each one on its own instead: it
+// keeps each source's last verdicts, health and metrics apart, so one dead
+// canary shows on /healthz and in vigil_proxy_verdict_source_up while the
+// others keep answering, and its last verdicts age out by max_age.
+type Sources []reporting.Source
+
+var _ reporting.Source = Sources(nil)
+
+// String names the sources (their URLs, passwords redacted).
+func (m Sources) String() string {
+	names := make([]string, len(m))
+	for i, s := range m {
+		names[i] = sourceName(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Verdicts merges the verdicts of every source that answers; it fails,
+// joining their errors, only when none does.
+func (m Sources) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
+	var out []reporting.Verdict
+	var errs []error
+	for _, s := range m {
+		vs, err := s.Verdicts(ctx, maxAge)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, vs...)
+	}
+	if len(out) == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// verdictFeed is one verdict source as the poller sees it: the verdicts it
+// last returned, since when reads fail, and its two gauges.
+type verdictFeed struct {
+	src    reporting.Source
+	name   string // sourceName(src): logs, /healthz, the source label
+	fail   reporting.Failing
+	up, ok prometheus.Gauge
+
+	mu   sync.Mutex
+	last []reporting.Verdict // the last successful read's verdicts
+}
+
+// newVerdictFeeds makes one feed per source: the members of a Sources
+// (nested ones flattened, a repeated name kept once), else src itself; none
+// for a nil src. Their gauges exist from the start at 0 (not read yet).
+func newVerdictFeeds(src reporting.Source, m *metrics) []*verdictFeed {
+	var feeds []*verdictFeed
+	seen := map[string]bool{}
+	var add func(reporting.Source)
+	add = func(s reporting.Source) {
+		if ss, ok := s.(Sources); ok {
+			for _, x := range ss {
+				add(x)
+			}
+			return
+		}
+		if s == nil {
+			return
+		}
+		name := sourceName(s)
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		f := &verdictFeed{src: s, name: name, up: m.sourceUp.WithLabelValues(name), ok: m.sourceOK.WithLabelValues(name)}
+		f.up.Set(0)
+		f.ok.Set(0)
+		feeds = append(feeds, f)
+	}
+	add(src)
+	return feeds
+}
+
+// pollVerdicts runs one reader per verdict source (see pollFeed) until ctx
+// ends. A source that hangs delays no other: each reads on its own clock.
 func (p *Proxy) pollVerdicts(ctx context.Context) {
-	var last []reporting.Verdict
-	failing := false
+	var wg sync.WaitGroup
+	for _, f := range p.feeds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if !p.guard("verdict poller "+f.name, func() { p.pollFeed(ctx, f) }) {
+					return
+				}
+				select { // restarted after a panic, with a pause
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// pollFeed reads one source every VerdictPoll, then applies the last
+// verdicts of every source to every pool. When a read fails that source's
+// last verdicts are applied again, so they age out by max_age and Expires
+// instead of sticking, and the other sources' verdicts keep counting.
+func (p *Proxy) pollFeed(ctx context.Context, f *verdictFeed) {
 	for {
 		st := p.state.Load()
 		var maxAge time.Duration
@@ -27,36 +133,100 @@ func (p *Proxy) pollVerdicts(ctx context.Context) {
 			maxAge = max(maxAge, pl.cfg.Verdicts.MaxAge)
 		}
 		rctx, cancel := context.WithTimeout(ctx, max(st.cfg.VerdictPoll, time.Second))
-		vs, err := p.src.Verdicts(rctx, maxAge)
+		vs, err := f.src.Verdicts(rctx, maxAge)
 		cancel()
+		_, wasFailing := f.fail.State()
 		switch {
 		case err == nil:
-			last = vs
-			if failing {
-				p.log.Info("proxy: verdict source readable again", "source", sourceName(p.src))
+			f.mu.Lock()
+			f.last = vs
+			f.mu.Unlock()
+			if wasFailing != nil {
+				p.log.Info("proxy: verdict source readable again", "source", f.name)
 			}
-			failing = false
-			p.vh.Record(nil)
+			f.fail.Record(nil)
+			f.up.Set(1)
+			f.ok.SetToCurrentTime()
 		case ctx.Err() != nil:
 			return
 		default:
-			if !failing {
-				p.log.Warn("proxy: reading verdicts failed; keeping the last ones until they age out",
-					"source", sourceName(p.src), "err", err)
-				failing = true
+			if wasFailing == nil {
+				p.log.Warn("proxy: reading verdicts failed; keeping its last ones until they age out",
+					"source", f.name, "err", err, "sources", len(p.feeds))
 			}
-			p.vh.Record(err)
+			f.fail.Record(err)
+			f.up.Set(0)
 		}
-		now := time.Now()
-		for _, pl := range st.pools {
-			pl.applyVerdicts(last, now)
-		}
+		p.applyFeeds()
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(st.cfg.VerdictPoll):
 		}
 	}
+}
+
+// applyFeeds applies the last verdicts of every source to every pool; calls
+// from the sources' readers take turns.
+func (p *Proxy) applyFeeds() {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	var all []reporting.Verdict
+	for _, f := range p.feeds {
+		f.mu.Lock()
+		all = append(all, f.last...)
+		f.mu.Unlock()
+	}
+	now := time.Now()
+	for _, pl := range p.state.Load().pools {
+		pl.applyVerdicts(all, now)
+	}
+}
+
+// VerdictHealth is nil while at least one verdict source is readable (or
+// there is none), else an error with one line per source saying since when
+// and from where reads fail, with the last error: "verdicts unreadable since
+// T from SOURCE: ERR". It clears on the next successful read of any source.
+func (p *Proxy) VerdictHealth() error {
+	_, err := p.VerdictReport()
+	return err
+}
+
+// VerdictReport is the warnings /healthz lists beside VerdictHealth, and
+// VerdictHealth, from one look at the sources. When some sources fail and at least one
+// answers, the proxy keeps working on the verdicts it has (the failing ones'
+// last verdicts count until they are older than max_age), so unreadable is
+// nil and warnings has one line per failing source: "verdict source SOURCE
+// failing since T, last error: ERR (N of M verdict sources answer)". When
+// every source fails, unreadable says so and warnings is empty.
+func (p *Proxy) VerdictReport() (warnings []string, unreadable error) {
+	type failure struct {
+		name  string
+		since time.Time
+		err   error
+	}
+	var fs []failure
+	for _, f := range p.feeds {
+		if since, err := f.fail.State(); err != nil {
+			fs = append(fs, failure{f.name, since, err})
+		}
+	}
+	if len(fs) == 0 {
+		return nil, nil
+	}
+	if len(fs) == len(p.feeds) {
+		errs := make([]error, len(fs))
+		for i, f := range fs {
+			errs[i] = fmt.Errorf("verdicts unreadable since %s from %s: %w",
+				f.since.UTC().Format(time.RFC3339), f.name, f.err)
+		}
+		return nil, errors.Join(errs...)
+	}
+	for _, f := range fs {
+		warnings = append(warnings, fmt.Sprintf("verdict source %s failing since %s, last error: %v (%d of %d verdict sources answer)",
+			f.name, f.since.UTC().Format(time.RFC3339), f.err, len(p.feeds)-len(fs), len(p.feeds)))
+	}
+	return warnings, nil
 }
 
 // sourceName describes a verdict source for logs and /healthz: its String

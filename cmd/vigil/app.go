@@ -236,7 +236,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 func (a *app) verdictSource() reporting.Source {
 	switch {
 	case len(a.opts.verdictsFrom) > 0:
-		var srcs multiSource
+		var srcs proxy.Sources // read one by one: a dead canary shows on /healthz
 		for _, u := range a.opts.verdictsFrom {
 			srcs = append(srcs, proxy.HTTPSource(u, &http.Client{Timeout: 5 * time.Second}))
 		}
@@ -261,36 +261,6 @@ type namedSource struct {
 }
 
 func (n namedSource) String() string { return n.name }
-
-// multiSource merges the verdicts of several sources; one failing source
-// does not hide the others' verdicts.
-type multiSource []reporting.Source
-
-// String names the sources (their URLs) for logs and /healthz.
-func (m multiSource) String() string {
-	names := make([]string, len(m))
-	for i, s := range m {
-		names[i] = fmt.Sprint(s)
-	}
-	return strings.Join(names, ", ")
-}
-
-func (m multiSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
-	var out []reporting.Verdict
-	var errs []error
-	for _, s := range m {
-		vs, err := s.Verdicts(ctx, maxAge)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, vs...)
-	}
-	if len(out) == 0 && len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
-}
 
 // routes builds the agent listener's handler.
 func (a *app) routes() http.Handler {
@@ -355,11 +325,16 @@ func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	var warnings []string // listed, but not a reason for 503
 	if a.prx != nil {
-		if err := a.prx.VerdictHealth(); err != nil {
+		warns, err := a.prx.VerdictReport()
+		if err != nil {
 			for _, e := range strings.Split(err.Error(), "\n") {
 				reasons = append(reasons, "proxy: "+a.current().redactor.redact(e))
 			}
+		}
+		for _, w := range warns {
+			warnings = append(warnings, "warning: proxy: "+a.current().redactor.redact(w))
 		}
 	}
 	if a.alr != nil {
@@ -371,10 +346,10 @@ func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if len(reasons) > 0 {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, strings.Join(reasons, "\n"))
+		fmt.Fprintln(w, strings.Join(append(reasons, warnings...), "\n"))
 		return
 	}
-	fmt.Fprintln(w, "ok")
+	fmt.Fprintln(w, strings.Join(append([]string{"ok"}, warnings...), "\n"))
 }
 
 func (a *app) verdictsFromStore(w http.ResponseWriter, r *http.Request) {

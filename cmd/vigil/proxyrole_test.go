@@ -149,3 +149,71 @@ func TestReloadMetricsInRunRole(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthzProxyOneOfTwoCanariesDead: vigil proxy reading two canaries
+// keeps answering 200 on /healthz when one dies, lists it ("warning: proxy:
+// verdict source URL failing since T, last error: E", no password) and sets
+// its vigil_proxy_verdict_source_up to 0; 503 once both are dead; 200 with
+// only the still-dead one listed after the other returns.
+func TestHealthzProxyOneOfTwoCanariesDead(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	eu, us := serveVerdicts(t, "127.0.0.1:0"), serveVerdicts(t, "127.0.0.1:0")
+	euURL := "http://" + eu.Addr + "/api/v1/verdicts"
+	usURL := "http://vigil:xxxxx@" + us.Addr + "/api/v1/verdicts"
+	a, stop := startProxyApp(t, proxyOnlyConfig(t, o.URL()), "http://"+eu.Addr, "http://vigil:s3cret@"+us.Addr)
+	defer stop()
+	base := "http://" + a.Addr()
+	up := func(metrics, source string) string {
+		v, _ := metricValue(metrics, `vigil_proxy_verdict_source_up{source="`+source+`"}`)
+		return v
+	}
+	waitFor(t, 10*time.Second, "/healthz 200 ok and both sources up", func() bool {
+		code, body := do(t, "GET", base+"/healthz", "", nil)
+		_, m := do(t, "GET", base+"/metrics", "", nil)
+		return code == 200 && body == "ok\n" && up(m, euURL) == "1" && up(m, usURL) == "1"
+	})
+
+	us.Close()
+	var body, metrics string
+	waitFor(t, 10*time.Second, "/healthz 200 listing the dead canary", func() bool {
+		var code int
+		code, body = do(t, "GET", base+"/healthz", "", nil)
+		return code == 200 && strings.Contains(body, "warning: proxy: verdict source "+usURL+" failing since ")
+	})
+	t.Logf("/healthz with one canary dead:\n%s", body)
+	lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "ok" || !strings.Contains(lines[1], ", last error: ") ||
+		!strings.Contains(lines[1], "connection refused") || !strings.HasSuffix(lines[1], "(1 of 2 verdict sources answer)") {
+		t.Fatalf("/healthz body = %q, want \"ok\" then one warning line naming %s with its last error", body, usURL)
+	}
+	_, metrics = do(t, "GET", base+"/metrics", "", nil)
+	if up(metrics, usURL) != "0" || up(metrics, euURL) != "1" {
+		t.Fatalf("vigil_proxy_verdict_source_up: dead %q, alive %q; want 0 and 1", up(metrics, usURL), up(metrics, euURL))
+	}
+	for _, src := range []string{euURL, usURL} {
+		if v, ok := metricValue(metrics, `vigil_proxy_verdict_source_last_success_timestamp_seconds{source="`+src+`"}`); !ok || v == "0" {
+			t.Errorf("last success of %s = %q (exported %v), want a time", src, v, ok)
+		}
+	}
+	if strings.Contains(body+metrics, "s3cret") {
+		t.Fatal("/healthz or /metrics shows a source's password")
+	}
+
+	eu.Close()
+	waitFor(t, 10*time.Second, "/healthz 503 naming both sources", func() bool {
+		var code int
+		code, body = do(t, "GET", base+"/healthz", "", nil)
+		return code == 503 && strings.Contains(body, "proxy: verdicts unreadable since ") &&
+			strings.Contains(body, " from "+euURL+": ") && strings.Contains(body, " from "+usURL+": ") &&
+			!strings.Contains(body, "warning:")
+	})
+
+	serveVerdicts(t, eu.Addr)
+	waitFor(t, 10*time.Second, "/healthz 200 listing only the still-dead canary", func() bool {
+		var code int
+		code, body = do(t, "GET", base+"/healthz", "", nil)
+		return code == 200 && strings.HasPrefix(body, "ok\nwarning: proxy: verdict source "+usURL+" failing since ") &&
+			!strings.Contains(body, euURL)
+	})
+}
