@@ -250,17 +250,45 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 
 // replayBody is a request body that can be offered to another origin: the
 // transport's Close is ignored, and read reports whether any byte was taken.
+//
+// For a streamed body it also tells whose fault a failed try was: inRead is
+// true while the transport waits for the client's next bytes (a try timer
+// firing then means the client stalled, not the origin), cerr keeps an error
+// reading the client (a malformed chunk, a body over max_body), and
+// progress, when set, is called after each read that returned bytes.
 type replayBody struct {
-	r    io.Reader
-	read atomic.Bool
+	r        io.Reader
+	read     atomic.Bool
+	inRead   atomic.Bool
+	stalled  atomic.Bool // the try timer fired while waiting for the client
+	progress func()
+	mu       sync.Mutex
+	cerr     error
 }
 
 func (b *replayBody) Read(p []byte) (int, error) {
+	b.inRead.Store(true)
 	n, err := b.r.Read(p)
+	b.inRead.Store(false)
 	if n > 0 {
 		b.read.Store(true)
+		if b.progress != nil {
+			b.progress()
+		}
+	}
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		b.cerr = err
+		b.mu.Unlock()
 	}
 	return n, err
+}
+
+// clientErr is the error reading the client's body, if any.
+func (b *replayBody) clientErr() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cerr
 }
 func (b *replayBody) Close() error { return nil }
 
@@ -307,7 +335,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 				pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
 				return
 			case err != nil:
-				return // client went away
+				// A malformed body (bad chunk framing) or a client gone
+				// mid-body: nothing to forward.
+				pl.log.Debug("proxy: request body unreadable", "pool", pl.name, "path", r.URL.Path, "err", err.Error())
+				pl.answer(w, http.StatusBadRequest, "malformed or incomplete request body", start)
+				return
 			}
 			if int64(len(b)) <= limit {
 				body, buffered = b, true
@@ -359,7 +391,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 	hdr["X-Forwarded-Host"] = fwd[1:2:2]
 
 	fast := pooled && up == ""
-	deadline := start.Add(cfg.Budget)
+	// The budget counts from now: reading a buffered body is the client's
+	// time, not the origins'.
+	deadline := time.Now().Add(cfg.Budget)
 	var tried uint64
 	lastCause := ""
 	timedOut := false
@@ -410,7 +444,27 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 				th = maps.Clone(hdr)
 			}
 			ctx, cancel = context.WithCancelCause(ctx)
-			timer = time.AfterFunc(tryTimeout, func() { cancel(errTryTimeout) })
+			if rb != nil {
+				// A streamed body: try_timeout bounds each wait for the
+				// client's next bytes, then the wait for the answer, not the
+				// whole upload (which may take longer than the budget).
+				// A stalled client read is aborted through the connection's
+				// read deadline: the transport waits for its body reader to
+				// return before RoundTrip does.
+				tryTimeout = cfg.TryTimeout
+				body, ctl := rb, http.NewResponseController(w)
+				t := time.AfterFunc(tryTimeout, func() {
+					if body.inRead.Load() {
+						body.stalled.Store(true)
+						ctl.SetReadDeadline(aLongTimeAgo)
+					}
+					cancel(errTryTimeout)
+				})
+				rb.progress = func() { t.Reset(tryTimeout) }
+				timer = t
+			} else {
+				timer = time.AfterFunc(tryTimeout, func() { cancel(errTryTimeout) })
+			}
 			out := (&http.Request{
 				Method: method,
 				URL: &url.URL{Scheme: o.url.Scheme, Host: o.url.Host, Path: r.URL.Path,
@@ -431,11 +485,33 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		if err != nil {
 			o.inflight.Add(-1)
 			stopTimer(timer)
+			var mbe *http.MaxBytesError
+			if rb != nil {
+				// The client's fault, not the origin's: a body that broke, went
+				// over max_body or stalled longer than try_timeout.
+				cerr := rb.clientErr()
+				switch {
+				case rb.stalled.Load():
+					cancel(nil)
+					pl.log.Info("proxy: client stopped sending its body", "pool", pl.name, "origin", o.name,
+						"path", r.URL.Path, "waited", tryTimeout.String())
+					pl.answer(w, http.StatusRequestTimeout, "request body not received in time", start)
+					return
+				case errors.As(cerr, &mbe):
+					cancel(nil)
+					pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+					return
+				case cerr != nil:
+					cancel(nil)
+					pl.log.Debug("proxy: request body unreadable", "pool", pl.name, "path", r.URL.Path, "err", cerr.Error())
+					pl.answer(w, http.StatusBadRequest, "malformed or incomplete request body", start)
+					return
+				}
+			}
 			if r.Context().Err() != nil {
 				cancel(nil)
 				return // the client went away; not the origin's fault
 			}
-			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				cancel(nil)
 				pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)

@@ -729,6 +729,16 @@ func (w *respWriter) Flush() {
 	w.c.bw.Flush()
 }
 
+// SetReadDeadline sets the client connection's read deadline (for
+// http.ResponseController): the proxy uses it to abort the read of a body
+// whose client stalled. Safe from any goroutine; the connection then does
+// not carry another request.
+func (w *respWriter) SetReadDeadline(t time.Time) error {
+	w.c.c.SetReadDeadline(t)
+	w.closeAfter = true
+	return nil
+}
+
 // Hijack hands the connection to the caller (WebSocket upgrades).
 func (w *respWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.hijacked {
