@@ -35,8 +35,51 @@ type pool struct {
 	retries   map[string]interfaceCounter
 	budget    retryBudget
 
+	tunnels   *tunnelSet // the proxy's WebSocket tunnels (nil in some tests)
+
 	mu        sync.Mutex // serialises ejections against max_ejected
 	capLogged atomic.Bool
+}
+
+// tunnelSet holds the client side of every WebSocket tunnel, which the
+// servers' Shutdown does not track (the connection was hijacked), so that
+// shutdown can wait for them and close those still open when the grace
+// period ends.
+type tunnelSet struct {
+	mu sync.Mutex
+	m  map[net.Conn]struct{}
+}
+
+func (t *tunnelSet) add(c net.Conn) {
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = map[net.Conn]struct{}{}
+	}
+	t.m[c] = struct{}{}
+	t.mu.Unlock()
+}
+
+func (t *tunnelSet) remove(c net.Conn) {
+	t.mu.Lock()
+	delete(t.m, c)
+	t.mu.Unlock()
+}
+
+func (t *tunnelSet) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// closeAll closes every open tunnel's client connection (its copy loops
+// then end and close the origin side).
+func (t *tunnelSet) closeAll() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for c := range t.m {
+		c.Close()
+	}
+	return len(t.m)
 }
 
 type interfaceCounter interface{ Inc() }
@@ -725,6 +768,10 @@ func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		return
 	}
 	defer conn.Close()
+	if pl.tunnels != nil {
+		pl.tunnels.add(conn)
+		defer pl.tunnels.remove(conn)
+	}
 	h := http.Header{}
 	copyHeaders(h, resp.Header)
 	h["Connection"] = []string{"Upgrade"}

@@ -796,6 +796,9 @@ func (w *respWriter) commit() error {
 	if w.chunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
+	if w.c.e.shutting.Load() {
+		w.closeAfter = true // shutting down: the client must not send another request here
+	}
 	if w.closeAfter {
 		bw.WriteString("Connection: close\r\n")
 	} else if w.c.head.minor == 0 {

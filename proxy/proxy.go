@@ -68,6 +68,7 @@ type Proxy struct {
 
 	// feeds are the verdict sources (one per member of a Sources), each
 	// with its last verdicts and read health, kept by the poller.
+	tunnels tunnelSet // WebSocket tunnels, closed at the end of the shutdown grace
 	feeds   []*verdictFeed
 	applyMu sync.Mutex // serialises applyFeeds
 }
@@ -170,6 +171,7 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 	for i := range cfg.Pools {
 		pc := &cfg.Pools[i]
 		pl := newPool(pc, p.log, p.m)
+		pl.tunnels = &p.tunnels
 		for j := range pc.Origins {
 			oc := &pc.Origins[j]
 			o := &origin{idx: j, name: oc.Name(), target: oc.Target, url: oc.u, weight: oc.Weight, maxConns: int64(oc.MaxConns), h1: pl.h1PoolFor(oc.u)}
@@ -254,6 +256,10 @@ func hostOf(h string) string {
 	return h
 }
 
+// shutdownGrace is how long in-flight requests and WebSocket tunnels get to
+// end when the proxy stops.
+var shutdownGrace = 10 * time.Second
+
 // Addrs returns the addresses Run listens on (empty before it listens).
 func (p *Proxy) Addrs() []net.Addr {
 	p.addrMu.Lock()
@@ -318,10 +324,20 @@ func (p *Proxy) Run(ctx context.Context) error {
 		return nil
 	}
 	shutdown := func() {
-		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, c := context.WithTimeout(context.Background(), shutdownGrace)
 		defer c()
 		for _, s := range servers {
 			_ = s.Shutdown(sctx)
+		}
+		// WebSocket tunnels get what is left of the grace period.
+		for p.tunnels.len() > 0 && sctx.Err() == nil {
+			select {
+			case <-sctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if n := p.tunnels.closeAll(); n > 0 {
+			p.log.Info("proxy: closed WebSocket tunnels still open at the end of the shutdown grace", "tunnels", n)
 		}
 	}
 	if err := serve(cfg.Listen, false); err != nil {
