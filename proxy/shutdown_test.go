@@ -16,6 +16,12 @@ import (
 // WebSocket tunnels, which the servers' Shutdown does not see, get the grace
 // period and are then closed, so Run returns.
 func TestShutdownClosesKeepAliveAndTunnels(t *testing.T) {
+	for _, engineName := range []string{EngineFast, EngineStdlib} {
+		t.Run(engineName, func(t *testing.T) { testShutdownClosesKeepAliveAndTunnels(t, engineName) })
+	}
+}
+
+func testShutdownClosesKeepAliveAndTunnels(t *testing.T, engineName string) {
 	old := shutdownGrace
 	shutdownGrace = 700 * time.Millisecond
 	defer func() { shutdownGrace = old }()
@@ -41,7 +47,9 @@ func TestShutdownClosesKeepAliveAndTunnels(t *testing.T) {
 		}
 	}))
 	defer origin.Close()
-	p, err := New(pool1(PolicyFirst, origin.URL), nil, testLogger(t))
+	cfg := pool1(PolicyFirst, origin.URL)
+	cfg.Engine = engineName
+	p, err := New(cfg, nil, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
