@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -598,5 +599,44 @@ func TestMaxConns(t *testing.T) {
 	h.p.Drain("o1", "maintenance")
 	if code, _, _ := h.do("GET", "/third", ""); code != http.StatusServiceUnavailable || slow.hits.Load() != 1 {
 		t.Fatalf("all full or drained: %d, slow hits %d; want 503 and no new try", code, slow.hits.Load())
+	}
+}
+
+// A client cannot pass its own client address or scheme to the origin:
+// underscore look-alikes of the forwarding headers (which CGI, PHP and WSGI
+// origins read as the real ones) are dropped, and a chain the client named
+// in Connection is not extended.
+func TestForwardedHeaderSpoofing(t *testing.T) {
+	var mu sync.Mutex
+	var got http.Header
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Header.Clone()
+		mu.Unlock()
+	}))
+	defer origin.Close()
+	h := start(t, pool1(PolicyFirst, origin.URL), nil, false)
+	if code, _, _ := h.do("GET", "/", "",
+		"X_Forwarded_For", "6.6.6.6", "X-Forwarded_Host", "evil.example", "x_forwarded_proto", "https",
+		"X_Real_IP", "6.6.6.6", "X_Custom", "kept"); code != 200 {
+		t.Fatal(code)
+	}
+	mu.Lock()
+	for k := range got {
+		if strings.Contains(k, "_") && !strings.EqualFold(k, "X_Custom") {
+			t.Errorf("origin received %s: %q", k, got[k])
+		}
+	}
+	if got.Get("X_Custom") != "kept" {
+		t.Error("an ordinary header with an underscore was dropped")
+	}
+	mu.Unlock()
+	if code, _, _ := h.do("GET", "/", "", "X-Forwarded-For", "6.6.6.6", "Connection", "X-Forwarded-For"); code != 200 {
+		t.Fatal(code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if xff := got.Get("X-Forwarded-For"); xff != "127.0.0.1" {
+		t.Errorf("X-Forwarded-For %q after the client named it in Connection, want only the client address", xff)
 	}
 }

@@ -35,7 +35,7 @@ type pool struct {
 	retries   map[string]interfaceCounter
 	budget    retryBudget
 
-	tunnels   *tunnelSet // the proxy's WebSocket tunnels (nil in some tests)
+	tunnels *tunnelSet // the proxy's WebSocket tunnels (nil in some tests)
 
 	mu        sync.Mutex // serialises ejections against max_ejected
 	capLogged atomic.Bool
@@ -166,7 +166,7 @@ func newTransport(connectTimeout time.Duration) (*http.Transport, func(context.C
 		},
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       h1IdleTimeout, // as the fast path
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
@@ -246,6 +246,19 @@ func copyHeaders(dst, src http.Header) {
 		}
 		dst[k] = vv
 	}
+}
+
+// forwardedLookAlike reports whether header name k, with '_' read as '-',
+// is one of the headers the proxy sets or that origins trust for the client
+// address.
+func forwardedLookAlike(k string) bool {
+	n := strings.ReplaceAll(k, "_", "-")
+	for _, f := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded"} {
+		if strings.EqualFold(n, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // namedIn reports whether header k is listed in Connection values.
@@ -419,8 +432,18 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		hdr["Connection"] = []string{"Upgrade"}
 		hdr["Upgrade"] = []string{up}
 	}
+	// Look-alikes of the forwarding headers with underscores
+	// (X_Forwarded_For) are dropped: CGI, PHP and WSGI origins map '-' and
+	// '_' to the same variable, so a client could pass its own value as the
+	// proxy's (nginx drops them too). A chain the client named in
+	// Connection was removed as hop-by-hop and is not extended.
+	for k := range hdr {
+		if strings.IndexByte(k, '_') >= 0 && forwardedLookAlike(k) {
+			delete(hdr, k)
+		}
+	}
 	ip := clientIP(r)
-	if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
+	if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 && !namedIn(r.Header["Connection"], "X-Forwarded-For") {
 		ip = strings.Join(prior, ", ") + ", " + ip
 	}
 	fwd := make([]string, 2) // X-Forwarded-For and -Host share one allocation
