@@ -59,6 +59,7 @@ type engine struct {
 	readTimeout       time.Duration
 	writeTimeout      time.Duration
 	idleTimeout       time.Duration
+	onRefuse          func(code int) // counts requests the engine answers itself (may be nil)
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -318,6 +319,9 @@ const (
 // fail answers a malformed request; the connection then closes.
 func (c *econn) fail(code int, msg string) {
 	c.linger = true
+	if c.e.onRefuse != nil {
+		c.e.onRefuse(code)
+	}
 	text := strconv.Itoa(code) + " " + http.StatusText(code) + ": " + msg + "\n"
 	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code) +
 		"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +

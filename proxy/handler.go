@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -17,24 +18,24 @@ func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveHTTP) }
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	st := p.state.Load()
 	if r.Method == http.MethodConnect {
-		refuse(w, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
+		p.refuse(w, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
 		return
 	}
 	host := hostOf(r.Host)
 	if r.URL.Host != "" || (len(r.RequestURI) > 0 && r.RequestURI[0] != '/' && r.RequestURI != "*") {
 		// Absolute-form target: only for a host some pool names explicitly.
 		if !st.explicitHost(hostOf(r.URL.Host)) {
-			refuse(w, http.StatusBadRequest, "absolute request target for a host this proxy does not serve")
+			p.refuse(w, http.StatusBadRequest, "absolute request target for a host this proxy does not serve")
 			return
 		}
 	}
 	if strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
-		refuse(w, http.StatusBadRequest, "malformed Host")
+		p.refuse(w, http.StatusBadRequest, "malformed Host")
 		return
 	}
 	pl := st.route(host, routePath(r.URL.Path))
 	if pl == nil {
-		refuse(w, http.StatusMisdirectedRequest, "no pool serves this host and path")
+		p.refuse(w, http.StatusMisdirectedRequest, "no pool serves this host and path")
 		return
 	}
 	pl.serve(w, r, int64(st.cfg.MaxBody))
@@ -67,7 +68,8 @@ func (st *runtimeState) explicitHost(host string) bool {
 	return false
 }
 
-func refuse(w http.ResponseWriter, code int, msg string) {
+func (p *Proxy) refuse(w http.ResponseWriter, code int, msg string) {
+	p.m.refused.WithLabelValues(strconv.Itoa(code)).Inc()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(code)

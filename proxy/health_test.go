@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
@@ -488,5 +493,81 @@ func TestReloadSameConfigWhileServing(t *testing.T) {
 	<-done
 	if a.hits.Load()+b.hits.Load() != 50 {
 		t.Fatalf("hits %d+%d, want 50", a.hits.Load(), b.hits.Load())
+	}
+}
+
+// A reload that changes a key applied only at start says so, naming it.
+func TestReloadWarnsAboutRestartOnlyKeys(t *testing.T) {
+	a := newBackend(t, "a")
+	var logs checktest.SyncBuffer
+	cfg := pool1(PolicyFirst, a.srv.URL)
+	p, err := New(cfg, nil, slog.New(slog.NewTextHandler(&logs, nil)), WithRegistry(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "take effect on restart") {
+		t.Fatalf("an unchanged reload warned: %s", logs.String())
+	}
+	cfg.Listen = "127.0.0.1:1"
+	cfg.MaxHeaderBytes = 1 << 10
+	cfg.Pools[0].Retry.Tries = 1 // applied by the reload: not named
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, "take effect on restart") ||
+		!strings.Contains(out, "proxy.listen, proxy.max_header_bytes") {
+		t.Fatalf("log after changing listen and max_header_bytes:\n%s", out)
+	}
+}
+
+// Requests the proxy refuses before choosing a pool are counted by code,
+// whether the engine (a malformed head) or the router (CONNECT, a bad Host)
+// refused them.
+func TestRefusedRequestsCounted(t *testing.T) {
+	a := newBackend(t, "a")
+	reg := prometheus.NewRegistry()
+	p, err := New(pool1(PolicyFirst, a.srv.URL), nil, testLogger(t), WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "listening", func() bool { return len(p.Addrs()) == 1 })
+	addr := p.Addrs()[0].String()
+	for _, raw := range []string{
+		"GET / HTTP/1.1\r\nHost: ..x\r\n\r\n",                                             // router: 400
+		"CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n",                   // router: 405
+		"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",     // engine: 400
+		"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", 70<<10) + "\r\n\r\n", // engine: 431
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, raw)
+		io.Copy(io.Discard, c)
+		c.Close()
+	}
+	want := map[string]float64{"400": 2, "405": 1, "431": 1, "421": 0}
+	got := map[string]float64{}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != "vigil_proxy_refused_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	for code, n := range want {
+		if v, ok := got[code]; !ok || v != n {
+			t.Errorf("vigil_proxy_refused_total{code=%q} = %v (present %v), want %v", code, v, ok, n)
+		}
 	}
 }

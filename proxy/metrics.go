@@ -41,6 +41,7 @@ type metrics struct {
 	budgetDeny *prometheus.CounterVec   // pool
 	sourceUp   *prometheus.GaugeVec     // source
 	sourceOK   *prometheus.GaugeVec     // source
+	refused    *prometheus.CounterVec   // code
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -78,8 +79,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_verdict_source_last_success_timestamp_seconds",
 			Help: "When the verdict source was last read successfully, Unix seconds (0: never).",
 		}, []string{"source"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_refused_total",
+			Help: "Requests answered before any pool was chosen, by status code: malformed (400), too large (413, 431), unsupported (405, 417, 501, 505), or for a host and path no pool serves (421).",
+		}, []string{"code"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.budgetDeny, m.sourceUp, m.sourceOK} {
+	for _, code := range []string{"400", "421"} {
+		m.refused.WithLabelValues(code)
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,7 +144,37 @@ func (p *Proxy) Reload(cfg Config) error {
 		pl.closeIdle()
 	}
 	p.log.Info("proxy: configuration reloaded", "pools", len(st.pools))
+	if keys := restartOnly(old.cfg, st.cfg); len(keys) > 0 {
+		p.log.Warn("proxy: changed keys take effect on restart; the running listeners keep the old values",
+			"keys", strings.Join(keys, ", "))
+	}
 	return nil
+}
+
+// restartOnly lists the keys that differ between a and b and are applied
+// only when the listeners start.
+func restartOnly(a, b Config) []string {
+	var keys []string
+	for _, k := range []struct {
+		name    string
+		changed bool
+	}{
+		{"proxy.listen", a.Listen != b.Listen},
+		{"proxy.tls_listen", a.TLSListen != b.TLSListen},
+		{"proxy.engine", a.Engine != b.Engine},
+		{"proxy.cert_file", a.CertFile != b.CertFile},
+		{"proxy.key_file", a.KeyFile != b.KeyFile},
+		{"proxy.max_header_bytes", a.MaxHeaderBytes != b.MaxHeaderBytes},
+		{"proxy.read_header_timeout", a.ReadHeaderTimeout != b.ReadHeaderTimeout},
+		{"proxy.idle_timeout", a.IdleTimeout != b.IdleTimeout},
+		{"proxy.read_timeout", a.ReadTimeout != b.ReadTimeout},
+		{"proxy.write_timeout", a.WriteTimeout != b.WriteTimeout},
+	} {
+		if k.changed {
+			keys = append(keys, k.name)
+		}
+	}
+	return keys
 }
 
 func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
@@ -284,6 +315,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		}
 		if !tlsFiles && cfg.Engine == EngineFast {
 			eng := newEngine(p.Handler(), cfg, p.log)
+			eng.onRefuse = func(code int) { p.m.refused.WithLabelValues(strconv.Itoa(code)).Inc() }
 			p.addrMu.Lock()
 			p.addrs = append(p.addrs, ln.Addr())
 			p.addrMu.Unlock()
