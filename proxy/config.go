@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -115,6 +118,8 @@ type PoolConfig struct {
 	SlowStart time.Duration `mapstructure:"slow_start"`
 	// ConnectTimeout bounds TCP connect plus TLS handshake to an origin. Default 2s.
 	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
+	// TLS configures the connections to the pool's https:// origins.
+	TLS OriginTLSConfig `mapstructure:"tls"`
 
 	hosts    []hostPattern
 	hashKey  hashKey
@@ -389,6 +394,9 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	if p.ConnectTimeout < 0 {
 		errs = append(errs, errors.New("connect_timeout: must not be negative"))
 	}
+	if err := p.TLS.validateAndLoad(); err != nil {
+		errs = append(errs, units.Prefix("tls", err))
+	}
 	if p.Retry.TryTimeout > 0 && p.ConnectTimeout > p.Retry.TryTimeout {
 		errs = append(errs, fmt.Errorf("connect_timeout: %s is longer than retry.try_timeout %s", p.ConnectTimeout, p.Retry.TryTimeout))
 	}
@@ -616,4 +624,66 @@ func parseHashKey(k string) hashKey {
 		return hashKey{kind: 2, name: k[7:]}
 	}
 	return hashKey{}
+}
+
+// OriginTLSConfig configures TLS to a pool's https:// origins. Verification
+// is on by default against the system's CAs and the origin URL's host.
+type OriginTLSConfig struct {
+	// CAFile is a PEM file of CAs to trust instead of the system pool (an
+	// internal CA).
+	CAFile string `mapstructure:"ca_file"`
+	// ServerName is the SNI name sent and the name verified. Default: the
+	// origin URL's host (for origins addressed by IP behind one name).
+	ServerName string `mapstructure:"server_name"`
+	// InsecureSkipVerify turns off chain and name verification.
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+	// MinVersion is the lowest TLS version accepted: "1.2" (default) or "1.3".
+	MinVersion string `mapstructure:"min_version"`
+
+	roots  *x509.CertPool
+	minVer uint16
+}
+
+// validateAndLoad reads the CA file and checks the version.
+func (c *OriginTLSConfig) validateAndLoad() error {
+	var errs []error
+	switch c.MinVersion {
+	case "", "1.2":
+		c.minVer = tls.VersionTLS12
+	case "1.3":
+		c.minVer = tls.VersionTLS13
+	default:
+		errs = append(errs, fmt.Errorf("min_version: %q: want \"1.2\" or \"1.3\"", c.MinVersion))
+	}
+	c.roots = nil
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("ca_file: %w", err))
+		default:
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				errs = append(errs, fmt.Errorf("ca_file: %s: no PEM certificate in it", c.CAFile))
+			} else {
+				c.roots = pool
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// clientConfig is the tls.Config for a connection to host (the origin
+// URL's host without port).
+func (c *OriginTLSConfig) clientConfig(host string) *tls.Config {
+	name := c.ServerName
+	if name == "" {
+		name = host
+	}
+	minVer := c.minVer
+	if minVer == 0 {
+		minVer = tls.VersionTLS12
+	}
+	return &tls.Config{ServerName: name, RootCAs: c.roots, InsecureSkipVerify: c.InsecureSkipVerify,
+		NextProtos: []string{"http/1.1"}, MinVersion: minVer}
 }

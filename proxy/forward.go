@@ -95,7 +95,10 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
 		pl.none.code(code)
 	}
-	pl.transport, pl.dial = newTransport(pc.ConnectTimeout)
+	pl.transport, pl.dial = newTransport(pc.ConnectTimeout, &pc.TLS)
+	if pc.TLS.InsecureSkipVerify {
+		log.Warn("proxy: TLS verification of this pool's https origins is off (tls.insecure_skip_verify)", "pool", pc.Name)
+	}
 	return pl
 }
 
@@ -135,7 +138,7 @@ func (e *dialError) Unwrap() error { return e.err }
 
 // newTransport is the shared, tuned origin transport of a pool: HTTP/1.1
 // keep-alive with a large idle pool per origin, no compression, no proxy.
-func newTransport(connectTimeout time.Duration) (*http.Transport, func(context.Context, string, string) (net.Conn, error)) {
+func newTransport(connectTimeout time.Duration, tc *OriginTLSConfig) (*http.Transport, func(context.Context, string, string) (net.Conn, error)) {
 	d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
@@ -155,14 +158,14 @@ func newTransport(connectTimeout time.Duration) (*http.Transport, func(context.C
 				return nil, err
 			}
 			host, _, _ := net.SplitHostPort(addr)
-			tc := tls.Client(c, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+			conn := tls.Client(c, tc.clientConfig(host))
 			hctx, cancel := context.WithTimeout(ctx, connectTimeout)
 			defer cancel()
-			if err := tc.HandshakeContext(hctx); err != nil {
+			if err := conn.HandshakeContext(hctx); err != nil {
 				c.Close()
 				return nil, &dialError{err: err, tls: true}
 			}
-			return tc, nil
+			return conn, nil
 		},
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   1024,
