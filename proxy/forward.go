@@ -780,7 +780,7 @@ func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	up := upgradeType(resp.Header)
 	if want := upgradeType(r.Header); up == "" || !strings.EqualFold(up, want) {
 		pl.log.Warn("proxy: origin switched to a protocol the client did not ask for", "pool", pl.name, "upgrade", up)
-		w.WriteHeader(http.StatusBadGateway)
+		pl.answer(w, http.StatusBadGateway, "the origin switched to a protocol the client did not ask for", time.Now())
 		return
 	}
 	backConn, ok := resp.Body.(io.ReadWriteCloser)

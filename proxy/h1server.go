@@ -396,7 +396,9 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 		body.mu.Unlock()
 		if bad && !c.w.wroteHeader {
 			c.w.closeAfter = true
+			c.w.hdr["Content-Type"] = []string{"text/plain; charset=utf-8"}
 			c.w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(&c.w, "400 Bad Request: malformed request body\n")
 		}
 	}
 	c.w.finish()
