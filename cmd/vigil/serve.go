@@ -139,7 +139,11 @@ func newProxyCmd() *cobra.Command {
 		Short: "Run the health-aware reverse proxy",
 		Long: `Runs the proxy section of the config. Verdicts come from --verdicts-from canary URLs
 (their GET /api/v1/verdicts), else from store.influxdb, else from the embedded store in
-agent.data_dir. Without any, the proxy relies on passive detection alone.`,
+agent.data_dir. Without any, the proxy relies on passive detection alone.
+Each --verdicts-from canary is read on its own: one that fails is listed on
+/healthz as a warning (200) and in vigil_proxy_verdict_source_up; /healthz
+answers 503 only when every source fails. A failing source's last verdicts
+count until they are older than the pool's verdicts.max_age.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, u := range f.verdictsFrom {
