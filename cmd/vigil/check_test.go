@@ -146,7 +146,8 @@ checks:
 			}
 			sum += ct
 		}
-		if err != nil || suite <= 0 || math.Abs(suite-sum) > 0.0021 {
+		// Local checks can take under 0.5 ms each: "0.000" is a valid time.
+		if err != nil || suite < 0 || math.Abs(suite-sum) > 0.0021 {
 			t.Errorf("testsuite time %q, testcases sum to %.3f", doc.Suites[0].Time, sum)
 		}
 	}
