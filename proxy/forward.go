@@ -351,6 +351,58 @@ func (b *replayBody) clientErr() error {
 }
 func (b *replayBody) Close() error { return nil }
 
+// tryTimer is the try timer of a streamed request body: reset as the body
+// arrives, stopped for good once the try ended (the answer arrived or the
+// round trip failed). A nil *tryTimer does nothing.
+type tryTimer struct {
+	mu      sync.Mutex
+	t       *time.Timer
+	d       time.Duration
+	stopped bool
+}
+
+func (tt *tryTimer) reset() {
+	tt.mu.Lock()
+	if !tt.stopped {
+		tt.t.Reset(tt.d)
+	}
+	tt.mu.Unlock()
+}
+
+func (tt *tryTimer) stop() {
+	if tt == nil {
+		return
+	}
+	tt.mu.Lock()
+	tt.stopped = true
+	tt.t.Stop()
+	tt.mu.Unlock()
+}
+
+// fire runs f unless the timer was stopped.
+func (tt *tryTimer) fire(f func()) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if !tt.stopped {
+		f()
+	}
+}
+
+// idleReader bounds each wait for the client's next body bytes by d, through
+// the connection's read deadline; cleared by done.
+type idleReader struct {
+	r   io.Reader
+	ctl *http.ResponseController
+	d   time.Duration
+}
+
+func (b *idleReader) Read(p []byte) (int, error) {
+	b.ctl.SetReadDeadline(time.Now().Add(b.d))
+	return b.r.Read(p)
+}
+
+func (b *idleReader) done() { b.ctl.SetReadDeadline(time.Time{}) }
+
 // replayMethod reports whether a request with this method may be sent again
 // after it reached an origin: an allow-list of the methods RFC 9110 §9.2.2
 // defines as idempotent, less PUT (a PUT that timed out may still be
@@ -387,11 +439,19 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		rb := http.MaxBytesReader(w, r.Body, maxBody)
 		limit := int64(cfg.MaxBufferedBody)
 		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
-			b, err := io.ReadAll(io.LimitReader(rb, limit+1))
+			// A client that stops sending for try_timeout gets 408 (read_timeout
+			// is off by default so that long uploads work).
+			ir := &idleReader{r: rb, ctl: http.NewResponseController(w), d: cfg.TryTimeout}
+			b, err := io.ReadAll(io.LimitReader(ir, limit+1))
 			var mbe *http.MaxBytesError
 			switch {
 			case errors.As(err, &mbe):
 				pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+				return
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				pl.log.Info("proxy: client stopped sending its body", "pool", pl.name, "path", r.URL.Path,
+					"waited", cfg.TryTimeout.String())
+				pl.answer(w, http.StatusRequestTimeout, "request body not received in time", start)
 				return
 			case err != nil:
 				// A malformed body (bad chunk framing) or a client gone
@@ -400,6 +460,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 				pl.answer(w, http.StatusBadRequest, "malformed or incomplete request body", start)
 				return
 			}
+			ir.done()
 			if int64(len(b)) <= limit {
 				body, buffered = b, true
 			} else {
@@ -407,6 +468,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 			}
 		} else {
 			stream = rb
+		}
+		if stream != nil {
+			// The origin may answer while the upload goes on: net/http's
+			// server would otherwise try to read the rest of the body away
+			// before it writes the answer's head (the fast engine always
+			// allows this).
+			http.NewResponseController(w).EnableFullDuplex()
 		}
 	}
 	method := r.Method
@@ -501,6 +569,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		}
 		tryTimeout := min(cfg.TryTimeout, deadline.Sub(now))
 		ctx, cancel, timer := r.Context(), noCancel, (*time.Timer)(nil)
+		var tt *tryTimer // a streamed body's try timer
 		o.inflight.Add(1)
 		var resp *http.Response
 		var err error
@@ -520,17 +589,22 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 				// A stalled client read is aborted through the connection's
 				// read deadline: the transport waits for its body reader to
 				// return before RoundTrip does.
+				// Once the answer arrived the timer is stopped for good:
+				// the transport may go on reading the client's body while
+				// the answer streams, and that must not re-arm it.
 				tryTimeout = cfg.TryTimeout
 				body, ctl := rb, http.NewResponseController(w)
-				t := time.AfterFunc(tryTimeout, func() {
-					if body.inRead.Load() {
-						body.stalled.Store(true)
-						ctl.SetReadDeadline(aLongTimeAgo)
-					}
-					cancel(errTryTimeout)
+				tt = &tryTimer{d: tryTimeout}
+				tt.t = time.AfterFunc(tryTimeout, func() {
+					tt.fire(func() {
+						if body.inRead.Load() {
+							body.stalled.Store(true)
+							ctl.SetReadDeadline(aLongTimeAgo)
+						}
+						cancel(errTryTimeout)
+					})
 				})
-				rb.progress = func() { t.Reset(tryTimeout) }
-				timer = t
+				rb.progress = tt.reset
 			} else {
 				timer = time.AfterFunc(tryTimeout, func() { cancel(errTryTimeout) })
 			}
@@ -551,6 +625,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 		}
 		tryEnd := time.Now()
 		lat := tryEnd.Sub(now)
+		tt.stop()
 		if err != nil {
 			o.inflight.Add(-1)
 			stopTimer(timer)

@@ -169,7 +169,8 @@ type econn struct {
 	bw     *bufio.Writer
 	remote string
 	state  atomic.Int32
-	rdl    time.Time // the read deadline in force
+	rdl    time.Time   // the read deadline in force
+	rdlSet atomic.Bool // the handler set a read deadline: rdl is unknown
 
 	head reqHead
 	req  http.Request
@@ -275,7 +276,7 @@ func (c *econn) serve() {
 // readDeadline sets the read deadline to t unless the one in force is
 // earlier than t by at most slack.
 func (c *econn) readDeadline(t time.Time, slack time.Duration) {
-	if t.IsZero() == c.rdl.IsZero() && !c.rdl.After(t) && t.Sub(c.rdl) <= slack {
+	if !c.rdlSet.Swap(false) && t.IsZero() == c.rdl.IsZero() && !c.rdl.After(t) && t.Sub(c.rdl) <= slack {
 		return
 	}
 	c.rdl = t
@@ -736,12 +737,12 @@ func (w *respWriter) Flush() {
 }
 
 // SetReadDeadline sets the client connection's read deadline (for
-// http.ResponseController): the proxy uses it to abort the read of a body
-// whose client stalled. Safe from any goroutine; the connection then does
-// not carry another request.
+// http.ResponseController): the proxy uses it to bound each wait for a
+// request body's next bytes, and to abort the read of a body whose client
+// stalled. Safe from any goroutine.
 func (w *respWriter) SetReadDeadline(t time.Time) error {
+	w.c.rdlSet.Store(true) // the engine sets its own again before it next reads
 	w.c.c.SetReadDeadline(t)
-	w.closeAfter = true
 	return nil
 }
 

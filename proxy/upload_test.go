@@ -3,8 +3,10 @@ package proxy
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +72,15 @@ func TestSlowUploadIsNotTheOriginsFault(t *testing.T) {
 			if code := sendSlowly(t, h, head, large, 8, 50*time.Millisecond, 3); code != http.StatusRequestTimeout {
 				t.Fatalf("client stalled mid-body: %d, want 408", code)
 			}
+			// A small (buffered) body that stalls gets 408 too, not a request
+			// held open forever.
+			began := time.Now()
+			head = "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+			if code := sendSlowly(t, h, head, "5\r\nhello\r\n", 1, 0, 0); code != http.StatusRequestTimeout {
+				t.Fatalf("client stalled in a small chunked body: %d, want 408", code)
+			} else if d := time.Since(began); d > 5*time.Second {
+				t.Fatalf("the 408 came after %v, want about try_timeout (300ms)", d)
+			}
 			if n := o.stats.timeouts.Load() + o.stats.connErrors.Load(); n != 0 {
 				t.Fatalf("the origin was charged %d timeouts/connection errors for the client's slowness", n)
 			}
@@ -98,6 +109,69 @@ func TestMalformedChunkedBody400(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusBadRequest || a.hits.Load() != 0 {
 				t.Fatalf("got %d with %d origin hits, want 400 and none", resp.StatusCode, a.hits.Load())
+			}
+		})
+	}
+}
+
+// An origin may answer while the client is still uploading (full duplex):
+// the answer must stream to its end even when the upload goes on for longer
+// than try_timeout, on both engines.
+func TestAnswerStreamsWhileUploadContinues(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctl := http.NewResponseController(w)
+		ctl.EnableFullDuplex()
+		w.WriteHeader(200)
+		ctl.Flush()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Body.Read(buf)
+			if n > 0 {
+				fmt.Fprintf(w, "got %d\n", n)
+				ctl.Flush()
+			}
+			if err != nil {
+				break
+			}
+		}
+		for i := 0; i < 3; i++ { // the answer goes on after the upload ended
+			time.Sleep(300 * time.Millisecond)
+			io.WriteString(w, "tail\n")
+			ctl.Flush()
+		}
+		io.WriteString(w, "end\n")
+	}))
+	defer origin.Close()
+	for _, engineName := range []string{EngineFast, EngineStdlib} {
+		t.Run(engineName, func(t *testing.T) {
+			cfg := pool1(PolicyFirst, origin.URL)
+			cfg.Pools[0].Retry.TryTimeout = 400 * time.Millisecond
+			cfg.Pools[0].Retry.Budget = 800 * time.Millisecond
+			cfg.Pools[0].ConnectTimeout = 200 * time.Millisecond
+			h := startWith(t, cfg, nil, false, engineName)
+			c, err := net.Dial("tcp", strings.TrimPrefix(h.front.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			big := strings.Repeat("b", 70000) // over max_buffered_body: streamed
+			fmt.Fprintf(c, "POST /duplex HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(big), big)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("answer head: %v %v", resp, err)
+			}
+			done := make(chan string, 1)
+			go func() { b, _ := io.ReadAll(resp.Body); done <- string(b) }()
+			for i := 0; i < 6; i++ { // 1.5 s more upload: several try_timeouts
+				time.Sleep(250 * time.Millisecond)
+				fmt.Fprintf(c, "3\r\nabc\r\n")
+			}
+			io.WriteString(c, "0\r\n\r\n")
+			body := <-done
+			if !strings.HasSuffix(body, "end\n") {
+				t.Fatalf("the answer was cut while the upload went on: %q", body)
 			}
 		})
 	}
