@@ -639,4 +639,17 @@ func TestForwardedHeaderSpoofing(t *testing.T) {
 	if xff := got.Get("X-Forwarded-For"); xff != "127.0.0.1" {
 		t.Errorf("X-Forwarded-For %q after the client named it in Connection, want only the client address", xff)
 	}
+	mu.Unlock()
+	// X-Real-IP is the client address; a Forwarded chain gets this hop.
+	if code, _, _ := h.do("GET", "/", "", "X-Real-IP", "7.7.7.7", "Forwarded", "for=8.8.8.8"); code != 200 {
+		t.Fatal(code)
+	}
+	mu.Lock()
+	if v := got.Values("X-Real-Ip"); len(v) != 1 || v[0] != "127.0.0.1" {
+		t.Errorf("X-Real-IP %q, want the client address only", v)
+	}
+	front := strings.TrimPrefix(h.front.URL, "http://")
+	if v := got.Get("Forwarded"); v != `for=8.8.8.8, for=127.0.0.1;host="`+front+`";proto=http` {
+		t.Errorf("Forwarded %q, want the client's element and this hop's", v)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,6 +250,16 @@ func copyHeaders(dst, src http.Header) {
 		}
 		dst[k] = vv
 	}
+}
+
+// forwardedElement is this hop's RFC 7239 element: for, host and proto,
+// quoted where the syntax needs it (IPv6, host with a port).
+func forwardedElement(ip, host, proto string) string {
+	node := ip
+	if strings.Contains(ip, ":") {
+		node = `"[` + ip + `]"`
+	}
+	return "for=" + node + ";host=" + strconv.Quote(host) + ";proto=" + proto
 }
 
 // forwardedLookAlike reports whether header name k, with '_' read as '-',
@@ -513,19 +524,29 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 			delete(hdr, k)
 		}
 	}
-	ip := clientIP(r)
+	cip := clientIP(r)
+	xff := cip
 	if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 && !namedIn(r.Header["Connection"], "X-Forwarded-For") {
-		ip = strings.Join(prior, ", ") + ", " + ip
+		xff = strings.Join(prior, ", ") + ", " + cip
 	}
-	fwd := make([]string, 2) // X-Forwarded-For and -Host share one allocation
-	fwd[0], fwd[1] = ip, r.Host
+	// X-Real-IP is set to the client address (a client-sent value is
+	// replaced); X-Forwarded-For, -Host and X-Real-IP share one allocation.
+	fwd := make([]string, 3)
+	fwd[0], fwd[1], fwd[2] = xff, r.Host, cip
 	hdr["X-Forwarded-For"] = fwd[0:1:1]
+	proto := protoHTTP
 	if r.TLS != nil {
-		hdr["X-Forwarded-Proto"] = protoHTTPS
-	} else {
-		hdr["X-Forwarded-Proto"] = protoHTTP
+		proto = protoHTTPS
 	}
+	hdr["X-Forwarded-Proto"] = proto
 	hdr["X-Forwarded-Host"] = fwd[1:2:2]
+	hdr["X-Real-Ip"] = fwd[2:3:3]
+	if prior := hdr["Forwarded"]; len(prior) > 0 {
+		// RFC 7239 §4: a proxy appends its element to a Forwarded chain
+		// (only when the client sent one: origins that read it must not see
+		// a client's own for= as the last element).
+		hdr["Forwarded"] = []string{strings.Join(prior, ", ") + ", " + forwardedElement(cip, r.Host, proto[0])}
+	}
 
 	fast := pooled && up == ""
 	// The budget counts from now: reading a buffered body is the client's
