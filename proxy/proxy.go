@@ -71,6 +71,7 @@ type Proxy struct {
 	// with its last verdicts and read health, kept by the poller.
 	tunnels tunnelSet // WebSocket tunnels, closed at the end of the shutdown grace
 	feeds   []*verdictFeed
+	running atomic.Pointer[Config] // the config Run started the listeners with
 	applyMu sync.Mutex // serialises applyFeeds
 }
 
@@ -144,7 +145,11 @@ func (p *Proxy) Reload(cfg Config) error {
 		pl.closeIdle()
 	}
 	p.log.Info("proxy: configuration reloaded", "pools", len(st.pools))
-	if keys := restartOnly(old.cfg, st.cfg); len(keys) > 0 {
+	base := old.cfg
+	if r := p.running.Load(); r != nil {
+		base = *r // what the listeners started with, not the last reload
+	}
+	if keys := restartOnly(base, st.cfg); len(keys) > 0 {
 		p.log.Warn("proxy: changed keys take effect on restart; the running listeners keep the old values",
 			"keys", strings.Join(keys, ", "))
 	}
@@ -305,6 +310,7 @@ func (p *Proxy) Addrs() []net.Addr {
 func (p *Proxy) Run(ctx context.Context) error {
 	cfg := p.state.Load().cfg
 	ctx, cancel := context.WithCancel(ctx)
+	p.running.Store(&cfg)
 	defer cancel()
 	var servers []interface{ Shutdown(context.Context) error }
 	errc := make(chan error, 2)
