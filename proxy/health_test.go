@@ -571,3 +571,35 @@ func TestRefusedRequestsCounted(t *testing.T) {
 		}
 	}
 }
+
+// The restart-only warning compares with what the listeners run, not with
+// the last reload: a second reload of a changed listen still warns, and a
+// reload back to the running value does not.
+func TestReloadWarnsAgainstRunningListeners(t *testing.T) {
+	a := newBackend(t, "a")
+	var logs checktest.SyncBuffer
+	cfg := pool1(PolicyFirst, a.srv.URL)
+	p, err := New(cfg, nil, slog.New(slog.NewTextHandler(&logs, nil)), WithRegistry(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "listening", func() bool { return len(p.Addrs()) == 1 })
+	warnings := func() int { return strings.Count(logs.String(), "take effect on restart") }
+	moved := cfg
+	moved.Listen = "127.0.0.1:1"
+	for i, tc := range []struct {
+		cfg  Config
+		want int
+	}{{moved, 1}, {moved, 2}, {cfg, 2}} {
+		if err := p.Reload(tc.cfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := warnings(); got != tc.want {
+			t.Fatalf("after reload %d: %d warnings, want %d\n%s", i+1, got, tc.want, logs.String())
+		}
+	}
+}
