@@ -389,6 +389,8 @@ func TestRoutingByHostAndPrefix(t *testing.T) {
 		{"", "/name/../api/x", "ok api"},
 		{"", "/./api/x", "ok api"},
 		{"", "//api/x", "ok api"},
+		{"", "/api/..;/name", "ok web"}, // Tomcat's path-parameter bypass
+		{"", "/api;v=1/x", "ok api"},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest("GET", h.front.URL+tt.path, nil)

@@ -41,14 +41,27 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	pl.serve(w, r, int64(st.cfg.MaxBody))
 }
 
-// routePath is the path routing matches on: dot segments resolved and
-// repeated slashes merged (RFC 3986 §5.2.4), as nginx matches locations and
-// as most origins resolve paths, so "/api/../admin" or "//api/x" (also
-// written with %2e) cannot reach one pool's origin through another pool's
-// prefix. The request is forwarded as the client wrote it.
+// routePath is the path routing matches on: path parameters dropped, dot
+// segments resolved and repeated slashes merged (RFC 3986 §5.2.4), as nginx
+// matches locations and as most origins resolve paths, so "/api/../admin",
+// "/api/..;/admin" or "//api/x" (also written with %2e) cannot reach one
+// pool's origin through another pool's prefix. The path is the decoded one
+// (%2F is a slash here, where some origins keep it as a byte). The request
+// is forwarded as the client wrote it.
 func routePath(p string) string {
-	if !strings.Contains(p, "/.") && !strings.Contains(p, "//") {
+	if !strings.Contains(p, "/.") && !strings.Contains(p, "//") && !strings.Contains(p, ";") {
 		return p
+	}
+	if strings.Contains(p, ";") {
+		// Path parameters ("/api/..;/admin", "/x;jsessionid=1/y") are
+		// dropped per segment, as Tomcat and Jetty do before resolving.
+		segs := strings.Split(p, "/")
+		for i, s := range segs {
+			if j := strings.IndexByte(s, ';'); j >= 0 {
+				segs[i] = s[:j]
+			}
+		}
+		p = strings.Join(segs, "/")
 	}
 	c := path.Clean(p)
 	if strings.HasSuffix(p, "/") && c != "/" {
