@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,15 +34,24 @@ const Redacted = "***"
 //   - base64-encoded, in the standard and URL alphabets, padded or not,
 //     alone or inside a longer base64 text (the "user:password" of a Basic
 //     Authorization header);
-//   - percent-encoded as url.QueryEscape and url.PathEscape do, with upper-
-//     or lower-case hex digits;
+//   - percent-encoded as url.QueryEscape and url.PathEscape do;
 //   - JSON-escaped, with and without HTML escaping (\u003c), with non-ASCII
-//     as \uXXXX, and with "/" as "\/";
+//     as \uXXXX, with "/" as "\/", and as .NET's System.Text.Json writes
+//     by default (\u0022 for a quote; \u002B, \u0027, \u0060 and the
+//     HTML characters escaped; non-ASCII as \uXXXX);
 //   - Go-quoted (%q), as error messages quote values.
 //
 // JSON escaping and Go quoting apply to the base64 and percent-encoded
 // forms too: an origin's JSON may echo the percent-encoded secret, and an
 // error quote that JSON.
+//
+// Hex digits are written in either case by different encoders (%2f and
+// %2F; Go's \u003c and .NET's \u003C) and a text may mix them, so every
+// form matches with the letters a-f in any case: A-F and a-f compare
+// equal everywhere in a form, not only inside escapes. Case variants of a
+// secret in those letters alone ("Secret-ab" for "secret-AB") are hidden
+// too; that over-redaction is the price of one pass over the text whatever
+// the mix of cases.
 //
 // Where a value was shortened with "…" (an assertion's got is cut at 200
 // bytes) and the text before "…" ends with at least the first minTruncated
@@ -53,8 +61,8 @@ const Redacted = "***"
 type Redactor struct {
 	mu      sync.Mutex
 	secrets []string
-	forms   []string          // every form of every secret, longest first
-	rep     *strings.Replacer // nil: rebuilt from forms by the next Redact
+	forms   []string // every form of every secret, hex-folded, longest first
+	m       *matcher // nil: rebuilt from forms by the next Redact
 }
 
 // Add makes r hide secret. An empty secret is ignored.
@@ -68,7 +76,7 @@ func (r *Redactor) Add(secret string) {
 		return
 	}
 	r.secrets = append(r.secrets, secret)
-	r.rep = nil
+	r.m = nil
 }
 
 // Redact returns s with every form of every secret replaced by Redacted.
@@ -78,41 +86,154 @@ func (r *Redactor) Redact(s string) string {
 		return s
 	}
 	r.mu.Lock()
-	if r.rep == nil && len(r.secrets) > 0 {
+	if r.m == nil && len(r.secrets) > 0 {
 		r.build()
 	}
-	rep, forms := r.rep, r.forms
+	m, forms := r.m, r.forms
 	r.mu.Unlock()
-	if rep == nil {
+	if m == nil {
 		return s
 	}
-	s = rep.Replace(s)
+	s = m.replace(s)
 	if strings.Contains(s, "…") {
 		s = redactTruncated(s, forms)
 	}
 	return s
 }
 
-// build compiles the replacer; r.mu is held. strings.Replacer picks, at
-// each position, the first matching pattern in argument order, so longer
-// forms come first: a padded base64 form wins over its unpadded prefix.
+// build compiles the matcher; r.mu is held.
 func (r *Redactor) build() {
 	seen := map[string]bool{}
 	var forms []string
 	for _, sec := range r.secrets {
 		for _, f := range secretForms(sec) {
-			if !seen[f] {
+			// Forms that differ only in the case of a-f are one form.
+			if f = foldHex(f); !seen[f] {
 				seen[f] = true
 				forms = append(forms, f)
 			}
 		}
 	}
 	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	args := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		args = append(args, f, Redacted)
+	r.forms, r.m = forms, newMatcher(forms)
+}
+
+// hexFold maps A-F to a-f and every other byte to itself.
+var hexFold = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
 	}
-	r.forms, r.rep = forms, strings.NewReplacer(args...)
+	for c := byte('A'); c <= 'F'; c++ {
+		t[c] = c + 'a' - 'A'
+	}
+	return t
+}()
+
+// foldHex is s with A-F lower-cased. It keeps every byte's offset (a
+// UTF-8 sequence has no byte in A-F, so it stays whole).
+func foldHex(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return 'A' <= r && r <= 'F' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for ; i < len(b); i++ {
+		b[i] = hexFold[b[i]]
+	}
+	return string(b)
+}
+
+// matcher finds forms in a text in one pass, comparing bytes through
+// hexFold. It is a trie: at each offset the longest form that starts
+// there is replaced, as a strings.Replacer given the forms longest first
+// would, and the scan goes on after it.
+type matcher struct {
+	root  [256]int32 // the node after the first (folded) byte; 0: none
+	nodes []trieNode // nodes[0] is the root; its children are in root
+}
+
+type trieNode struct {
+	end  bool    // a form ends here
+	keys []byte  // folded bytes of the children
+	kids []int32 // the children, as keys
+}
+
+func newMatcher(forms []string) *matcher {
+	m := &matcher{nodes: make([]trieNode, 1, 1+8*len(forms))}
+	for _, f := range forms {
+		n := int32(0)
+		for i := 0; i < len(f); i++ {
+			c := hexFold[f[i]]
+			next := m.child(n, c)
+			if next == 0 {
+				next = int32(len(m.nodes))
+				m.nodes = append(m.nodes, trieNode{})
+				if n == 0 {
+					m.root[c] = next
+				} else {
+					m.nodes[n].keys = append(m.nodes[n].keys, c)
+					m.nodes[n].kids = append(m.nodes[n].kids, next)
+				}
+			}
+			n = next
+		}
+		m.nodes[n].end = true
+	}
+	return m
+}
+
+// child is n's child for the folded byte c, 0 if none.
+func (m *matcher) child(n int32, c byte) int32 {
+	if n == 0 {
+		return m.root[c]
+	}
+	nd := &m.nodes[n]
+	if i := bytes.IndexByte(nd.keys, c); i >= 0 {
+		return nd.kids[i]
+	}
+	return 0
+}
+
+// replace returns s with every form replaced by Redacted; s itself (no
+// allocation) when it holds none.
+func (m *matcher) replace(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		n := m.root[hexFold[s[i]]]
+		if n == 0 {
+			i++
+			continue
+		}
+		match := 0
+		for j := i + 1; ; j++ {
+			if m.nodes[n].end {
+				match = j - i
+			}
+			if j == len(s) {
+				break
+			}
+			if n = m.child(n, hexFold[s[j]]); n == 0 {
+				break
+			}
+		}
+		if match == 0 {
+			i++
+			continue
+		}
+		if b.Cap() == 0 {
+			b.Grow(len(s))
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(Redacted)
+		i += match
+		last = i
+	}
+	if b.Cap() == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // redactTruncated hides the start of a form that ends right before a "…".
@@ -125,8 +246,9 @@ func redactTruncated(s string, forms []string) string {
 			return b.String()
 		}
 		head, cut := s[:i], 0
+		folded := foldHex(head) // forms are folded; offsets are kept
 		for _, f := range forms {
-			cut = max(cut, longestTail(head, f))
+			cut = max(cut, longestTail(folded, f))
 		}
 		if cut >= minTruncated {
 			head = head[:len(head)-cut] + Redacted
@@ -176,9 +298,9 @@ func secretForms(sec string) []string {
 			forms = append(forms, e)
 		}
 	}
-	for _, esc := range []string{url.QueryEscape(sec), url.PathEscape(sec)} {
-		forms = append(forms, esc, lowerHex.ReplaceAllStringFunc(esc, strings.ToLower))
-	}
+	// Lower-case hex digits need no form of their own: the matcher folds
+	// A-F (see Redactor).
+	forms = append(forms, url.QueryEscape(sec), url.PathEscape(sec))
 	// An encoded secret may in turn sit in a JSON string and be Go-quoted
 	// in an error: `got "p%2Fa\u0026b"`.
 	for _, f := range slices.Clone(forms) {
@@ -192,11 +314,10 @@ func secretForms(sec string) []string {
 	return forms
 }
 
-var lowerHex = regexp.MustCompile(`%[0-9A-F]{2}`)
-
 // jsonForms are the ways JSON encoders write sec inside a string literal
 // (without the quotes): Go's default (HTML-safe), Go without HTML escaping,
-// ASCII-only with \uXXXX (Python's default), and each with "\/" (PHP's).
+// ASCII-only with \uXXXX (Python's default), each with "\/" (PHP's), and
+// .NET's.
 func jsonForms(sec string) []string {
 	html, _ := json.Marshal(sec)
 	var buf bytes.Buffer
@@ -213,7 +334,45 @@ func jsonForms(sec string) []string {
 			out = append(out, strings.ReplaceAll(f, "/", `\/`))
 		}
 	}
-	return out
+	return append(out, dotnetJSON(sec))
+}
+
+// dotnetJSON is sec as System.Text.Json writes it by default
+// (JavaScriptEncoder.Default): a quote as \u0022, the HTML characters and
+// + ' ` as \uXXXX, every non-ASCII rune as \uXXXX (upper-case hex digits).
+func dotnetJSON(sec string) string {
+	var b strings.Builder
+	for _, r := range sec {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '"', '&', '\'', '+', '<', '>', '`':
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			switch {
+			case r < 0x20 || r == 0x7F:
+				fmt.Fprintf(&b, `\u%04X`, r)
+			case r < utf8.RuneSelf:
+				b.WriteRune(r)
+			case r > 0xFFFF:
+				r -= 0x10000
+				fmt.Fprintf(&b, `\u%04X\u%04X`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
+			default:
+				fmt.Fprintf(&b, `\u%04X`, r)
+			}
+		}
+	}
+	return b.String()
 }
 
 // asciiJSON writes every non-ASCII rune of an escaped JSON string as

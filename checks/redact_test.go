@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/vigil-synthetics/vigil/checks"
 )
@@ -32,6 +34,20 @@ func TestRedactorEncodings(t *testing.T) {
 		return q[1 : len(q)-1]
 	}
 	b64 := func(enc *base64.Encoding, s string) string { return enc.EncodeToString([]byte(s)) }
+	// upperHex writes the hex digits of every \uXXXX escape in upper case,
+	// as .NET's System.Text.Json does (\u003C where Go writes \u003c).
+	upperHex := func(s string) string {
+		return regexp.MustCompile(`\\u[0-9a-f]{4}`).ReplaceAllStringFunc(s, func(e string) string {
+			return `\u` + strings.ToUpper(e[2:])
+		})
+	}
+	// mixHex lower-cases the first %XX escape only: "%2fPa%3Css".
+	mixHex := func(s string) string {
+		i := strings.IndexByte(s, '%')
+		return s[:i] + strings.ToLower(s[i:i+3]) + s[i+3:]
+	}
+	// The secret of the review: a .NET origin echoed it with \u003C.
+	const review = `S3cr3t/Pa<ss>w0rd+é`
 	// Each text is pre + the encoded secret + post; only the middle goes.
 	cases := []struct {
 		name, secret, pre, enc, post string
@@ -50,6 +66,15 @@ func TestRedactorEncodings(t *testing.T) {
 		{"go-quoted", odd, "header X-Echo: got \"", strconv.Quote(odd)[1 : len(strconv.Quote(odd))-1], `"`},
 		{"go-quoted json", odd, `got "\"`, goQuoteInner(goJSON(odd, true)), `\""`},
 		{"plain base64", plain, "Bearer ", b64(base64.StdEncoding, plain), ""},
+		// Hex digits in either case, mixed in one text. The text around the
+		// secret keeps its own escapes as they were.
+		{"json upper-case hex", review, `{"a%2Fb":"\u00E9","echo":"`, upperHex(goJSON(review, true)), `"}`},
+		{"json upper-case hex, as reported", review, `{"echo":"`, `S3cr3t/Pa\u003Css\u003Ew0rd+é`, `"}`},
+		{"json upper-case hex ascii-only", odd, `{"echo":"`, upperHex(asciiJSON(goJSON(odd, true))), `"}`},
+		{"json .NET default encoder", odd, `{"echo":"`, `p/a\u002Bs s\u0022w\\\u003C\u0026\u003E\u00E9\uD83D\uDE00-1`, `"}`},
+		{"query escape mixed-case hex", review, "/cb?A%2F=", mixHex(url.QueryEscape(review)), "&y=%3C"},
+		{"path escape mixed-case hex", odd, "/cb/", mixHex(url.PathEscape(odd)), "/z"},
+		{"go-quoted json upper-case hex", review, `got "\"`, goQuoteInner(upperHex(goJSON(review, true))), `\""`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +86,22 @@ func TestRedactorEncodings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// asciiJSON writes s's non-ASCII runes as \uXXXX in UTF-16 (lower-case
+// hex), keeping the rest: Python's json.dumps with ensure_ascii.
+func asciiJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x80 {
+			b.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&b, `\u%04x`, u)
+		}
+	}
+	return b.String()
 }
 
 func goQuoteInner(s string) string {
@@ -113,6 +154,7 @@ func TestRedactorTruncated(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{`{"a":"` + secret[:9] + "…", `{"a":"***…`},
 		{`x ` + b64[:10] + "…", `x ***…`},
+		{`{"a":"tok-0123456789ABC…`, `{"a":"***…`},             // hex letters in either case
 		{`{"a":"tok…`, `{"a":"tok…`},                           // 3 bytes: too short to tell
 		{"one " + secret + " two tok-01…", "one *** two ***…"}, // whole and cut
 		{"no secret here…", "no secret here…"},
