@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	influxhttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 )
 
 // DefaultFallbackRetry is how often a Fallback tries its Primary again while
@@ -22,16 +25,48 @@ const DegradedHeader = "Vigil-Degraded"
 // waiting for Primary (Own is local: the embedded store or memory).
 const ownReadTimeout = 5 * time.Second
 
+// probeTimeout bounds a probe read of Primary (see Fallback); Primary's own
+// timeout, if shorter, applies too.
+const probeTimeout = 5 * time.Second
+
+// probeWindow is the maxAge of a probe read: the latest verdicts of the last
+// second, a query as cheap as Primary has.
+const probeWindow = time.Second
+
 // Fallback is a HistorySource that reads Primary (InfluxDB, which holds
 // every region) and, while Primary's reads fail, serves them from Own (this
 // agent's own results) instead of failing: a status page and API that stay
 // up, with fewer regions, through an outage of the shared store.
 //
-// A failed read of Primary puts the Fallback in the degraded state (Notice
-// is non-empty). While degraded, Primary is tried again by one read at most
-// every Retry; the reads in between go straight to Own, so a Primary that
-// hangs until its timeout slows one read per Retry, not every one. The first
-// read of Primary that succeeds ends the degraded state.
+// A read of Primary that fails because Primary is failing puts the Fallback
+// in the degraded state (Notice is non-empty). While degraded, Primary is
+// tried again by one read at most every Retry; the reads in between go
+// straight to Own, so a Primary that hangs until its timeout slows one read
+// per Retry, not every one. The first read of Primary that succeeds ends the
+// degraded state.
+//
+// A read that failed for reasons of its own leaves the state as it is and
+// returns its error (it is not answered from Own, which would show fewer
+// regions with no banner), so one caller cannot turn the page degraded for
+// everyone:
+//
+//   - the caller's context ended (cancelled, or its deadline passed): the
+//     caller's time budget, not Primary, decided;
+//   - Primary answered and refused the query: an HTTP 4xx from InfluxDB
+//     (influxdb-client-go's *http.Error) other than 401, 403, 404, 408 and
+//     429, which say that every read would fail (bad token, missing bucket
+//     or org, overload);
+//   - the read timed out (Primary's own timeout) while a probe, a read of
+//     the last second's verdicts, then succeeded: the query was too heavy,
+//     Primary answers. A timeout is the one error that cannot tell a heavy
+//     query from a hung store, so the probe decides.
+//
+// When the caller's deadline passed, a probe runs in the background as well
+// (one at a time) and its outcome alone counts: a store that accepts
+// connections and never answers still turns the page degraded even where
+// the caller's deadline comes before Primary's own timeout. Every other
+// error — refused or reset connections, DNS, TLS, a dial timeout, a 5xx,
+// the statuses above, an answer that does not parse — counts.
 //
 // Fallback only reads; writes to Primary are the Sink's business (the
 // InfluxDB outbox keeps them through the outage). The zero value is not
@@ -55,8 +90,15 @@ type Fallback struct {
 	Now func() time.Time
 
 	mu      sync.Mutex
-	since   time.Time // when Primary's reads began failing; zero: they work
-	lastTry time.Time // the last read of Primary while failing
+	since   time.Time  // when Primary's reads began failing; zero: they work
+	lastTry time.Time  // the last read of Primary while failing
+	probing *probeCall // the probe in flight, if any
+}
+
+// probeCall is one probe read of Primary that concurrent reads share.
+type probeCall struct {
+	done chan struct{}
+	err  error // nil: Primary answered
 }
 
 var _ HistorySource = (*Fallback)(nil)
@@ -157,7 +199,8 @@ func (m *markWriter) Write(b []byte) (int, error) {
 func (m *markWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
 
 // fallbackRead runs one read: Primary unless it is failing and was tried
-// less than Retry ago, then Own if Primary was skipped or failed.
+// less than Retry ago, then Own if Primary was skipped or failed because it
+// is failing (see Fallback for the errors that do not count).
 func fallbackRead[T any](f *Fallback, ctx context.Context, primary, own func(context.Context) (T, error)) (T, error) {
 	var perr error
 	if f.tryPrimary() {
@@ -166,16 +209,28 @@ func fallbackRead[T any](f *Fallback, ctx context.Context, primary, own func(con
 			f.record(nil)
 			return v, nil
 		}
-		if errors.Is(ctx.Err(), context.Canceled) {
-			// The caller went away: that says nothing about Primary.
+		switch f.cause(ctx, err) {
+		case causeCaller:
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// Too slow for this caller: heavy query, or a hung store.
+				go f.probeAndRecord(err)
+			}
 			return v, err
+		case causeQuery:
+			return v, err
+		case causeTimeout:
+			if !f.probeAndRecord(err) {
+				return v, err
+			}
+		default:
+			f.record(err)
 		}
-		f.record(err)
 		perr = err
 	}
 	octx := ctx
 	if ctx.Err() != nil {
-		// Primary spent the caller's deadline; Own is local and quick.
+		// Primary (and the probe) spent the caller's deadline; Own is
+		// local and quick.
 		var cancel context.CancelFunc
 		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ownReadTimeout)
 		defer cancel()
@@ -188,6 +243,78 @@ func fallbackRead[T any](f *Fallback, ctx context.Context, primary, own func(con
 		return v, fmt.Errorf("%s: %w; and reading this canary's own results failed: %w", f.name(), perr, err)
 	}
 	return v, nil
+}
+
+// cause says why a read of Primary with context ctx failed with err.
+type cause int
+
+const (
+	causeStore   cause = iota // Primary is failing: counts
+	causeCaller               // ctx ended: does not count
+	causeQuery                // Primary refused this query: does not count
+	causeTimeout              // Primary's own timeout: a probe decides
+)
+
+func (f *Fallback) cause(ctx context.Context, err error) cause {
+	if ctx.Err() != nil {
+		return causeCaller
+	}
+	if he, ok := errors.AsType[*influxhttp.Error](err); ok && he.StatusCode >= 400 && he.StatusCode < 500 {
+		switch he.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+			http.StatusRequestTimeout, http.StatusTooManyRequests:
+			return causeStore
+		}
+		return causeQuery
+	}
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+		return causeStore // a dial timeout is a store that cannot be reached
+	}
+	if ne, ok := errors.AsType[net.Error](err); (ok && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {
+		return causeTimeout
+	}
+	return causeStore
+}
+
+// probeAndRecord probes Primary after a read failed with err and records the
+// outcome: degraded (reporting true) when the probe fails too, Primary
+// answering when it succeeds.
+func (f *Fallback) probeAndRecord(err error) (failing bool) {
+	perr := f.probe()
+	if perr == nil {
+		f.record(nil)
+		return false
+	}
+	f.record(fmt.Errorf("%w; a probe read failed too: %w", err, perr))
+	return true
+}
+
+// probe reads Primary's latest verdicts of the last probeWindow, within
+// probeTimeout, and returns nil if Primary answered (a refused query is an
+// answer). Concurrent callers share one probe.
+func (f *Fallback) probe() error {
+	f.mu.Lock()
+	if c := f.probing; c != nil {
+		f.mu.Unlock()
+		<-c.done
+		return c.err
+	}
+	c := &probeCall{done: make(chan struct{})}
+	f.probing = c
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.probing = nil
+		f.mu.Unlock()
+		close(c.done)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	_, err := f.Primary.Verdicts(ctx, probeWindow)
+	if err != nil && f.cause(context.Background(), err) != causeQuery {
+		c.err = err
+	}
+	return c.err
 }
 
 // tryPrimary reports whether this read goes to Primary: always while it

@@ -3,6 +3,7 @@ package reporting_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	influxhttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 
 	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/influx"
@@ -28,7 +31,15 @@ type fakeSource struct {
 	reads int
 	// block makes reads wait for their context and return its error.
 	block bool
+	// hang makes reads (hangHistory: History and Rollups only) wait that
+	// long and fail as a store's own timeout does, or end with their
+	// context if it ends first.
+	hang, hangHistory time.Duration
 }
+
+// errStoreTimeout is what influx.Store returns when its own timeout ends a
+// query.
+var errStoreTimeout = fmt.Errorf("influx: history: %w", context.DeadlineExceeded)
 
 var _ reporting.HistorySource = (*fakeSource)(nil)
 
@@ -44,14 +55,25 @@ func (s *fakeSource) count() int {
 	return s.reads
 }
 
-func (s *fakeSource) read(ctx context.Context) ([]reporting.Verdict, error) {
+func (s *fakeSource) read(ctx context.Context, history bool) ([]reporting.Verdict, error) {
 	s.mu.Lock()
 	s.reads++
-	vs, err, block := s.vs, s.err, s.block
+	vs, err, block, hang := s.vs, s.err, s.block, s.hang
+	if history && s.hangHistory > 0 {
+		hang = s.hangHistory
+	}
 	s.mu.Unlock()
 	if block {
 		<-ctx.Done()
 		return nil, ctx.Err()
+	}
+	if hang > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(hang):
+			return nil, errStoreTimeout
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -60,15 +82,15 @@ func (s *fakeSource) read(ctx context.Context) ([]reporting.Verdict, error) {
 }
 
 func (s *fakeSource) Verdicts(ctx context.Context, _ time.Duration) ([]reporting.Verdict, error) {
-	return s.read(ctx)
+	return s.read(ctx, false)
 }
 
 func (s *fakeSource) History(ctx context.Context, _ reporting.HistoryQuery) ([]reporting.Verdict, error) {
-	return s.read(ctx)
+	return s.read(ctx, true)
 }
 
 func (s *fakeSource) Rollups(ctx context.Context, _ reporting.HistoryQuery) ([]reporting.Rollup, error) {
-	vs, err := s.read(ctx)
+	vs, err := s.read(ctx, true)
 	var rs []reporting.Rollup
 	for _, v := range vs {
 		rs = append(rs, reporting.Rollup{Check: v.Check, Target: v.Target, Region: v.Region, Total: 1})
@@ -191,21 +213,131 @@ func TestFallbackCallerGone(t *testing.T) {
 	}
 }
 
-// TestFallbackPrimarySpentDeadline: a Primary that hangs past the caller's
-// deadline still leaves the caller an answer from Own.
-func TestFallbackPrimarySpentDeadline(t *testing.T) {
-	f := &reporting.Fallback{Primary: &fakeSource{block: true}, Own: &fakeSource{vs: []reporting.Verdict{{Region: "eu"}}},
-		Name: "InfluxDB", Log: quiet()}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	vs, err := f.Verdicts(ctx, 0)
-	if err != nil || regions(vs) != "eu" {
-		t.Fatalf("Verdicts = %s, %v; want Own's (eu)", regions(vs), err)
+// TestFallbackCallerDeadline: a read that runs past the caller's deadline
+// fails with the caller's error and is not answered from Own. It does not
+// count against Primary by itself: a probe in the background decides, so a
+// store that hangs on every read turns the page degraded, and a slow query
+// on a store that answers does not (here it even ends a degraded state,
+// since the probe shows Primary answering).
+func TestFallbackCallerDeadline(t *testing.T) {
+	deadline := func(t *testing.T, f *reporting.Fallback, own *fakeSource) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		if _, err := f.History(ctx, reporting.HistoryQuery{Check: "c"}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("History past the caller's deadline: error %v, want context.DeadlineExceeded", err)
+		}
+		if own.count() != 0 {
+			t.Errorf("Own read %d times, want none (the caller is gone)", own.count())
+		}
 	}
-	if f.Notice() == "" {
-		t.Error("no notice after Primary timed out")
+	t.Run("store hangs on every read", func(t *testing.T) {
+		own := &fakeSource{vs: []reporting.Verdict{{Region: "eu"}}}
+		primary := &fakeSource{hang: 100 * time.Millisecond}
+		f := &reporting.Fallback{Primary: primary, Own: own, Name: "InfluxDB", Log: quiet()}
+		deadline(t, f, own)
+		if n := f.Notice(); n != "" {
+			t.Errorf("Notice right after the caller's deadline = %q, want none until the probe fails", n)
+		}
+		if !eventually(func() bool { return f.Notice() != "" }) {
+			t.Fatal("the probe of a hung store did not turn the Fallback degraded within 2s")
+		}
+		if got := primary.count(); got != 2 {
+			t.Errorf("Primary read %d times, want 2 (the read and one probe)", got)
+		}
+		if vs, err := f.Verdicts(context.Background(), 0); err != nil || regions(vs) != "eu" {
+			t.Errorf("next read: %s, %v; want Own's (eu)", regions(vs), err)
+		}
+	})
+	t.Run("slow query on a store that answers", func(t *testing.T) {
+		own := &fakeSource{vs: []reporting.Verdict{{Region: "eu"}}}
+		primary := &fakeSource{err: errDown, vs: []reporting.Verdict{{Region: "eu"}, {Region: "us"}}}
+		f := &reporting.Fallback{Primary: primary, Own: own, Name: "InfluxDB", Retry: time.Nanosecond, Log: quiet()}
+		if _, err := f.Verdicts(context.Background(), 0); err != nil || f.Notice() == "" {
+			t.Fatalf("Primary down: %v, Notice %q; want Own's answer and a notice", err, f.Notice())
+		}
+		primary.set(nil)
+		primary.mu.Lock()
+		primary.hangHistory = time.Minute
+		primary.mu.Unlock()
+		own.mu.Lock()
+		own.reads = 0
+		own.mu.Unlock()
+		deadline(t, f, own)
+		if !eventually(func() bool { return f.Notice() == "" }) {
+			t.Fatalf("Notice = %q after a probe that Primary answered, want none", f.Notice())
+		}
+	})
+}
+
+// eventually polls cond every 5ms for at most 2s.
+func eventually(cond func() bool) bool {
+	for range 400 {
+		if cond() {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+// TestFallbackWhatCounts: which failed reads of Primary turn the Fallback
+// degraded (the read is answered from Own, with a notice) and which fail
+// alone (the caller gets Primary's error, everyone else keeps Primary).
+func TestFallbackWhatCounts(t *testing.T) {
+	status := func(code int) error {
+		return fmt.Errorf("influx: history: %w", &influxhttp.Error{StatusCode: code, Code: http.StatusText(code), Message: "m"})
+	}
+	dialTimeout := &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}
+	cases := []struct {
+		name      string
+		primary   *fakeSource
+		counts    bool
+		wantReads int // of Primary: 2 when a probe followed the read
+	}{
+		{"400 bad query", &fakeSource{err: status(http.StatusBadRequest)}, false, 1},
+		{"413 query too large", &fakeSource{err: status(http.StatusRequestEntityTooLarge)}, false, 1},
+		{"422 unprocessable", &fakeSource{err: status(http.StatusUnprocessableEntity)}, false, 1},
+		{"timeout, probe answered", &fakeSource{hangHistory: 10 * time.Millisecond}, false, 2},
+		{"connection refused", &fakeSource{err: errDown}, true, 1},
+		{"dial timeout", &fakeSource{err: fmt.Errorf("influx: history: %w", dialTimeout)}, true, 1},
+		{"401 bad token", &fakeSource{err: status(http.StatusUnauthorized)}, true, 1},
+		{"403 forbidden", &fakeSource{err: status(http.StatusForbidden)}, true, 1},
+		{"404 no such bucket", &fakeSource{err: status(http.StatusNotFound)}, true, 1},
+		{"408 request timeout", &fakeSource{err: status(http.StatusRequestTimeout)}, true, 1},
+		{"429 too many requests", &fakeSource{err: status(http.StatusTooManyRequests)}, true, 1},
+		{"500 internal error", &fakeSource{err: status(http.StatusInternalServerError)}, true, 1},
+		{"503 unavailable", &fakeSource{err: status(http.StatusServiceUnavailable)}, true, 1},
+		{"timeout, probe timed out too", &fakeSource{hang: 10 * time.Millisecond}, true, 2},
+		{"answer does not parse", &fakeSource{err: errors.New("influx: history: parsing error, annotations not found")}, true, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			own := &fakeSource{vs: []reporting.Verdict{{Region: "eu"}}}
+			f := &reporting.Fallback{Primary: tc.primary, Own: own, Name: "InfluxDB", Log: quiet()}
+			vs, err := f.History(context.Background(), reporting.HistoryQuery{Check: "c"})
+			if tc.counts {
+				if err != nil || regions(vs) != "eu" || !strings.HasPrefix(f.Notice(), "InfluxDB unreachable since ") {
+					t.Errorf("History = %s, %v, Notice %q; want Own's (eu) and the notice", regions(vs), err, f.Notice())
+				}
+			} else {
+				if err == nil || f.Notice() != "" || own.count() != 0 {
+					t.Errorf("History = %s, %v, Notice %q, Own read %d times; want Primary's error, no notice, no read of Own",
+						regions(vs), err, f.Notice(), own.count())
+				}
+			}
+			if got := tc.primary.count(); got != tc.wantReads {
+				t.Errorf("Primary read %d times, want %d", got, tc.wantReads)
+			}
+		})
 	}
 }
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
 
 // TestFallbackMark: responses carry Vigil-Degraded while reads come from
 // Own, and not once Primary answers again.
@@ -271,8 +403,103 @@ func TestFallbackHangingInfluxDB(t *testing.T) {
 			t.Fatalf("read %d: %s, %v; want Own's (eu)", i, regions(vs), err)
 		}
 	}
-	if n := queries.Load(); n != 1 {
-		t.Errorf("InfluxDB got %d queries for 5 reads, want 1 (then none until Retry passes)", n)
+	if n := queries.Load(); n != 2 {
+		t.Errorf("InfluxDB got %d queries for 5 reads, want 2 (the first read and the probe that confirms the timeout, then none until Retry passes)", n)
+	}
+}
+
+// TestFallbackRealInfluxDBErrors: through the real InfluxDB client, a query
+// InfluxDB answers with 400 (the history query of one caller was bad) fails
+// that read alone; InfluxDB answering 503 or refusing connections turns the
+// Fallback degraded; a history query that runs past the client's timeout
+// while the probe (latest verdicts) is answered fails alone.
+func TestFallbackRealInfluxDBErrors(t *testing.T) {
+	answer := func(code int, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			io.WriteString(w, body)
+		}
+	}
+	// heavy hangs on the history query (it has group()) until the client
+	// gives up, and answers every other query with no rows.
+	heavy := func(queries *atomic.Int64) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			queries.Add(1)
+			b, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(b), "group()") {
+				select {
+				case <-r.Context().Done():
+				case <-time.After(5 * time.Second):
+				}
+				return
+			}
+			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		}
+	}
+	cases := []struct {
+		name    string
+		handler func(*atomic.Int64) http.HandlerFunc // nil: a dead port
+		counts  bool
+		queries int64
+		wantErr string // in the History error when it does not count
+	}{
+		{"400 bad query", func(q *atomic.Int64) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				q.Add(1)
+				answer(http.StatusBadRequest, `{"code":"invalid","message":"compilation failed: error @1:1-1:5: undefined identifier"}`)(w, r)
+			}
+		}, false, 1, "compilation failed"},
+		{"history past the client timeout", heavy, false, 2, "deadline exceeded"},
+		{"503 unavailable", func(q *atomic.Int64) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				q.Add(1)
+				answer(http.StatusServiceUnavailable, `{"code":"unavailable","message":"service unavailable"}`)(w, r)
+			}
+		}, true, 1, ""},
+		{"connection refused", nil, true, 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var queries atomic.Int64
+			var url string
+			if tc.handler == nil {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				url = "http://" + ln.Addr().String()
+				ln.Close()
+			} else {
+				srv := httptest.NewServer(tc.handler(&queries))
+				defer srv.Close()
+				url = srv.URL
+			}
+			primary, err := influx.Open(influx.Config{URL: url, Bucket: "vigil/autogen", Timeout: 300 * time.Millisecond},
+				t.TempDir(), influx.Options{Log: quiet()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer primary.Close()
+			own := &fakeSource{vs: []reporting.Verdict{{Region: "eu"}}}
+			f := &reporting.Fallback{Primary: primary, Own: own, Name: "InfluxDB", Log: quiet()}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			vs, err := f.History(ctx, reporting.HistoryQuery{Check: "c"})
+			if tc.counts {
+				if err != nil || regions(vs) != "eu" || !strings.HasPrefix(f.Notice(), "InfluxDB unreachable since ") {
+					t.Errorf("History = %s, %v, Notice %q; want Own's (eu) and the notice", regions(vs), err, f.Notice())
+				}
+			} else {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || f.Notice() != "" || own.count() != 0 {
+					t.Errorf("History = %s, %v, Notice %q, Own read %d times; want an error with %q, no notice, no read of Own",
+						regions(vs), err, f.Notice(), own.count(), tc.wantErr)
+				}
+			}
+			if got := queries.Load(); got != tc.queries {
+				t.Errorf("InfluxDB got %d queries, want %d", got, tc.queries)
+			}
+		})
 	}
 }
 
