@@ -1,15 +1,18 @@
 package canary
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +30,8 @@ const (
 	MaxHistoryLimit = 10000
 	// maxTriggerBody caps a trigger request body, bytes.
 	maxTriggerBody = 4096
+	// triggerUsage says what POST /api/v1/trigger reads, for its 400s.
+	triggerUsage = `want a JSON body {"check": "<check>", "target": "<target>"}, form values, or query parameters ?check=<check>&target=<target>`
 )
 
 // Handler serves the canary's HTTP API:
@@ -247,14 +252,36 @@ func (c *Canary) serveTrigger(w http.ResponseWriter, r *http.Request) {
 		Check  string `json:"check"`
 		Target string `json:"target"`
 	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTriggerBody))
+	if err != nil {
+		apiError(w, http.StatusBadRequest, fmt.Sprintf("body: %v (at most %d bytes)", err, maxTriggerBody))
+		return
+	}
+	// A body that starts with '{' is JSON whatever its Content-Type says:
+	// curl -d sends application/x-www-form-urlencoded unless told otherwise,
+	// and the README's own example is curl -d '{"check":…}'. A real form
+	// body (check=…&target=…) is read as form values.
+	trimmed := bytes.TrimSpace(body)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct == "application/json" || (ct == "" && r.ContentLength > 0) {
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxTriggerBody))
+	switch {
+	case len(trimmed) == 0:
+	case trimmed[0] == '{':
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			apiError(w, http.StatusBadRequest, "body: want {\"check\": …, \"target\": …}: "+err.Error())
+			apiError(w, http.StatusBadRequest, triggerUsage+": body: "+err.Error())
 			return
 		}
+	case ct == "application/x-www-form-urlencoded":
+		form, err := url.ParseQuery(string(trimmed))
+		if err != nil {
+			apiError(w, http.StatusBadRequest, triggerUsage+": form body: "+err.Error())
+			return
+		}
+		req.Check, req.Target = form.Get("check"), form.Get("target")
+	default:
+		apiError(w, http.StatusBadRequest, fmt.Sprintf("%s: body is neither a JSON object nor a form (Content-Type %q)", triggerUsage, ct))
+		return
 	}
 	q := r.URL.Query()
 	if req.Check == "" {
@@ -264,7 +291,14 @@ func (c *Canary) serveTrigger(w http.ResponseWriter, r *http.Request) {
 		req.Target = q.Get("target")
 	}
 	if req.Check == "" || req.Target == "" {
-		apiError(w, http.StatusBadRequest, "check and target are required")
+		var missing []string
+		if req.Check == "" {
+			missing = append(missing, "check")
+		}
+		if req.Target == "" {
+			missing = append(missing, "target")
+		}
+		apiError(w, http.StatusBadRequest, fmt.Sprintf("%s: missing %s", triggerUsage, strings.Join(missing, " and ")))
 		return
 	}
 	v, err := c.TriggerContext(r.Context(), req.Check, req.Target)

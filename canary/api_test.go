@@ -121,6 +121,55 @@ func TestTriggerAPI(t *testing.T) {
 	})
 }
 
+// TestTriggerBodies: what a user's client sends. curl -d '{…}' (the
+// README's example) labels the JSON application/x-www-form-urlencoded; a
+// real form and query parameters work too; a request naming nothing gets a
+// 400 that says what was expected.
+func TestTriggerBodies(t *testing.T) {
+	const token = "s3cret-token"
+	_, _, srv := apiCanary(t, token)
+	for _, tc := range []struct {
+		name, query, ctype, body string
+		code                     int
+		want                     string
+	}{
+		{"curl -d JSON (form content type)", "", "application/x-www-form-urlencoded", `{"check":"home","target":"o1"}`, 200, `"target":"o1"`},
+		{"JSON with no content type", "", "", ` {"check":"home","target":"o2"}`, 200, `"target":"o2"`},
+		{"JSON as text/plain", "", "text/plain", `{"check":"home","target":"o1"}`, 200, `"target":"o1"`},
+		{"form values", "", "application/x-www-form-urlencoded", `check=home&target=o2`, 200, `"target":"o2"`},
+		{"form check, query target", "?target=o1", "application/x-www-form-urlencoded", `check=home`, 200, `"target":"o1"`},
+		{"nothing", "", "", "", 400, `want a JSON body {\"check\": \"\u003ccheck\u003e\"`},
+		{"nothing says what is missing", "?check=home", "", "", 400, `missing target`},
+		{"JSON missing target", "", "application/json", `{"check":"home"}`, 400, `query parameters ?check=`},
+		{"unknown JSON field", "", "application/x-www-form-urlencoded", `{"check":"home","target":"o1","x":1}`, 400, `unknown field \"x\"`},
+		{"neither JSON nor form", "", "text/plain", `home o1`, 400, `neither a JSON object nor a form`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body io.Reader
+			if tc.body != "" {
+				body = strings.NewReader(tc.body)
+			}
+			req, err := http.NewRequest("POST", srv.URL+"/api/v1/trigger"+tc.query, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.want) {
+				t.Fatalf("status %d, body %s; want %d containing %s", resp.StatusCode, b, tc.code, tc.want)
+			}
+		})
+	}
+}
+
 // TestTriggerRefusedWithoutConfiguredToken: with agent.admin_token empty the
 // trigger is disabled: 403 whatever the request carries (as the proxy's
 // drain answers), never 401, which would suggest a token could work.

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"reflect"
@@ -73,6 +75,8 @@ func (f *File) ValidateAndSetDefaults() error {
 		if _, err := f.Config.Compile(canary.CompileOptions{IncludeDisabled: true}); err != nil {
 			errs = append(errs, err)
 		}
+	} else {
+		errs = append(errs, f.compileValidChecks(canaryErr)...)
 	}
 	errs = append(errs, units.Prefix("store", f.Store.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("status_page", f.StatusPage.ValidateAndSetDefaults()))
@@ -173,6 +177,43 @@ func (f *File) ValidateAndSetDefaults() error {
 	return errors.Join(errs...)
 }
 
+// compileValidChecks compiles, one by one, the checks that passed
+// validation when others did not, so that one run of validate lists their
+// compile errors too. It compiles nothing when an error lies outside
+// checks[] (agent, defaults, targets), since every check depends on those,
+// nor a check whose name is empty or shared.
+func (f *File) compileValidChecks(canaryErr error) []error {
+	bad := map[int]bool{}
+	for _, e := range units.Errors(canaryErr) {
+		m := checkIndexRE.FindStringSubmatch(e.Error())
+		if m == nil {
+			return nil
+		}
+		i, _ := strconv.Atoi(m[1])
+		bad[i] = true
+	}
+	names := map[string]int{}
+	for _, ch := range f.Checks {
+		names[ch.Name]++
+	}
+	var errs []error
+	for i, ch := range f.Checks {
+		if bad[i] || ch.Name == "" || names[ch.Name] > 1 {
+			continue
+		}
+		_, err := f.Config.Compile(canary.CompileOptions{IncludeDisabled: true, Check: ch.Name})
+		for _, e := range units.Errors(err) {
+			if checkIndexRE.MatchString(e.Error()) {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs
+}
+
+// checkIndexRE matches an error about one check: "checks[3]…".
+var checkIndexRE = regexp.MustCompile(`^checks\[(\d+)\]`)
+
 // checkIntervals rejects intervals set in the file below minCheckInterval
 // (before defaults fill them in, so an inherited interval is reported once,
 // at defaults.interval).
@@ -213,14 +254,25 @@ func (e *LoadError) Error() string {
 func (e *LoadError) Unwrap() []error { return e.Errors }
 
 // loadConfig reads, interpolates, decodes and validates a config file.
-// env is the environment lookup (os.LookupEnv in production).
+// env is the environment lookup (os.LookupEnv in production). VIGIL_*
+// variables of the process environment that override no key are logged as
+// warnings (see unknownEnv).
 func loadConfig(path string, env func(string) (string, bool)) (*File, error) {
+	return loadConfigWarn(path, env, os.Environ(), func(msg string) { slog.Warn(msg) })
+}
+
+// loadConfigWarn is loadConfig with the environment listing to look for
+// misspelled overrides in and the function that reports them.
+func loadConfigWarn(path string, env func(string) (string, bool), environ []string, warn func(string)) (*File, error) {
 	// Stamped before reading: a change written while the file is read is
 	// seen by the reload watcher as a change.
 	stamp := fileStamp(path)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	for _, msg := range unknownEnv(environ, raw) {
+		warn(msg)
 	}
 	f, err := parseConfig(path, raw, env)
 	if f != nil {
@@ -293,30 +345,89 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			durationHook,
 			unitHook,
+			scalarHook,
 			mapstructure.TextUnmarshallerHookFunc(),
 		),
 	})
 	if err != nil {
 		return nil, fail(err)
 	}
+	var badKeys []string // keys whose value did not decode (left at zero)
 	if err := dec.Decode(settings); err != nil {
-		errs = append(errs, decodeErrors(err)...)
+		for _, e := range decodeErrors(err) {
+			errs = append(errs, e)
+			if k, _, ok := strings.Cut(e.Error(), ": "); ok {
+				badKeys = append(badKeys, decodeScope(k))
+			}
+		}
 	}
 	unused := md.Unused
 	sort.Strings(unused)
 	for _, k := range unused {
 		errs = append(errs, fmt.Errorf("%s: %w", k, ErrUnknownKey))
 	}
+	f.sections = sections
 	if len(errs) > 0 {
+		// Validate what did decode too, so one run lists every error: an
+		// unknown key is ignored and a value that did not decode is left at
+		// its zero value (as if omitted), which validation must accept
+		// anyway. Errors about the list element or section holding such a
+		// value are dropped: they could only follow from the missing value
+		// (url: [1] → "name at least one target, or set url"). A whole
+		// section that did not decode (checks: "x") leaves nothing worth
+		// validating.
+		if !topLevel(badKeys) {
+			if err := f.ValidateAndSetDefaults(); err != nil {
+				errs = append(errs, dropUnder(units.Errors(err), badKeys)...)
+			}
+		}
 		return nil, fail(errs...)
 	}
-	f.sections = sections
 	if err := f.ValidateAndSetDefaults(); err != nil {
 		return nil, fail(units.Errors(err)...)
 	}
 	f.path = path
 	f.redactor = red
 	return &f, nil
+}
+
+// decodeScope is the part of the config a key that did not decode can
+// affect: its list element ("checks[0].http.url" → "checks[0]"), else its
+// parent ("agent.concurrency" → "agent"), else itself.
+func decodeScope(key string) string {
+	if i := strings.LastIndex(key, "]"); i >= 0 {
+		return key[:i+1]
+	}
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// topLevel reports whether any of keys is a whole section (no "." or "[").
+func topLevel(keys []string) bool {
+	for _, k := range keys {
+		if !strings.ContainsAny(k, ".[") {
+			return true
+		}
+	}
+	return false
+}
+
+// dropUnder leaves out the errors about a key in keys or below it.
+func dropUnder(errs []error, keys []string) []error {
+	out := errs[:0:0]
+next:
+	for _, err := range errs {
+		msg := err.Error()
+		for _, k := range keys {
+			if rest, ok := strings.CutPrefix(msg, k); ok && (rest == "" || strings.ContainsRune(":.[ ", rune(rest[0]))) {
+				continue next
+			}
+		}
+		out = append(out, err)
+	}
+	return out
 }
 
 // envError is a config error whose value came from an environment override.
@@ -450,6 +561,45 @@ func unitHook(from, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("%v: a size needs a unit, e.g. \"%vB\" or \"%vMiB\"", data, data, data)
 	}
 	return data, nil
+}
+
+var textUnmarshalerType = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
+
+// scalarHook says in words what a string given for a number or a bool
+// should be (`"abc": want an integer`) where the weak decoder would say
+// `cannot parse value as 'int': strconv.ParseInt: invalid syntax`. Every
+// environment override is such a string. A value that parses goes on to
+// the decoder unchanged, so what it accepts is as before.
+func scalarHook(from, to reflect.Type, data any) (any, error) {
+	s, ok := data.(string)
+	if !ok || s == "" || reflect.PointerTo(to).Implements(textUnmarshalerType) {
+		return data, nil
+	}
+	var err error
+	var want string
+	switch to.Kind() {
+	case reflect.Bool:
+		_, err = strconv.ParseBool(s)
+		want = "want true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		_, err = strconv.ParseInt(s, 0, to.Bits())
+		want = "want an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		_, err = strconv.ParseUint(s, 0, to.Bits())
+		want = "want a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		_, err = strconv.ParseFloat(s, to.Bits())
+		want = "want a number"
+	default:
+		return data, nil
+	}
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.Is(err, strconv.ErrRange):
+		return nil, fmt.Errorf("%q: out of range (%s)", s, to.Kind())
+	}
+	return nil, fmt.Errorf("%q: %s", s, want)
 }
 
 var daysRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)d(.*)$`)
@@ -623,4 +773,104 @@ func interpolate(v any, path string, env func(string) (string, bool), red *redac
 		})
 	}
 	return v
+}
+
+// nonKeyEnv are VIGIL_* variables that are not config overrides: the
+// README's conventional ${VIGIL_ADMIN_TOKEN}, the Grafana provisioning
+// variables, and the test and benchmark switches (names ending in "_" are
+// prefixes).
+var nonKeyEnv = []string{
+	"VIGIL_ADMIN_TOKEN", "VIGIL_INFLUXDB_ORG", "VIGIL_INFLUXDB_TOKEN",
+	"VIGIL_INFLUXD", "VIGIL_CHROMIUM", "VIGIL_SCREENSHOT_DIR", "VIGIL_FLAGS",
+	"VIGIL_OUTAGE", "VIGIL_SCENARIOS", "VIGIL_STORE_CRASH_CHILD", "VIGIL_INFLUX_CRASH_CHILD",
+	"VIGIL_TEST_", "VIGIL_BENCH_", "VIGIL_BENCH", "VIGIL_SOAK_", "VIGIL_SOAK", "VIGIL_CANARY_CHILD_",
+}
+
+// unknownEnv returns a warning for each VIGIL_* variable in environ
+// ("NAME=value" entries) that overrides no config key: a misspelled
+// override (VIGIL_AGENT_REGOIN) would otherwise be ignored without a word.
+// Variables the file reads with ${NAME} and those in nonKeyEnv are not
+// reported. These are warnings, not errors, because the environment is
+// shared with other programs (compose files, CI, Grafana) that vigil cannot
+// know.
+func unknownEnv(environ []string, raw []byte) []string {
+	known := map[string]bool{}
+	var keys []string
+	for _, key := range scalarKeys(reflect.TypeOf(File{}), "") {
+		name := "VIGIL_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+		known[name] = true
+		keys = append(keys, name)
+	}
+	for _, m := range interpRE.FindAllStringSubmatch(string(raw), -1) {
+		if m[2] != "" {
+			known[m[2]] = true
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "VIGIL_") || known[name] || seen[name] || exemptEnv(name) {
+			continue
+		}
+		seen[name] = true
+		msg := fmt.Sprintf("environment variable %s overrides no config key and is ignored", name)
+		if near := nearestName(name, keys); near != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", near)
+		} else if listEnvRE.MatchString(name) {
+			msg += " (keys inside lists such as checks[] cannot be set from the environment)"
+		}
+		out = append(out, msg)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var listEnvRE = regexp.MustCompile(`^VIGIL_[A-Z_]*_[0-9]+(_|$)`)
+
+func exemptEnv(name string) bool {
+	for _, n := range nonKeyEnv {
+		if name == n || (strings.HasSuffix(n, "_") && strings.HasPrefix(name, n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// nearestName returns the name in names closest to name by edit distance,
+// if it is at most 2 edits away (a typo), else "".
+func nearestName(name string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau–Levenshtein distance (optimal string
+// alignment: a swap of two neighbours counts as one edit).
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }

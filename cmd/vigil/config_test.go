@@ -60,6 +60,15 @@ func TestInvalidConfigs(t *testing.T) {
 		"invalid-defaults-interval-min.yaml": "defaults.interval: 500ms is below the 1s minimum",
 		"invalid-objective-fraction.yaml":    `slos[0].objective: 0.999: a percentage needs a % sign, e.g. "99.9%"`,
 		"invalid-retention-number.yaml":      `store.embedded.retention: 7: a duration needs a unit, e.g. "7d"`,
+		// Decode errors, validation errors and compile errors in one run.
+		"invalid-many.yaml": strings.Join([]string{
+			`checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
+			`checks[0].expect.statuss: unknown key`,
+			`checks[1].expect.status: "2xx-3": not a status code or range`,
+			`checks[2].expect.checksum: want "sha256:<64 hex>" (or sha1, md5, crc32), got "sha257:…"`,
+			"checks[3].expect.headers.Cache-Control: bad regex \"max-age=(\\\\d+\": missing closing ): `max-age=(\\d+`",
+			`checks[4] (big): expect.size.max: 3MiB is above http.body_limit 1KiB`,
+		}, "\n"),
 	}
 	withMinInterval(t, time.Second)
 	files, _ := filepath.Glob("testdata/invalid-*.yaml")
@@ -78,8 +87,9 @@ func TestInvalidConfigs(t *testing.T) {
 				t.Fatalf("loaded without error; want %q", exp)
 			}
 			got := err.Error()
-			if got != f+": "+exp {
-				t.Errorf("error:\n got %s\nwant %s", got, f+": "+exp)
+			// Every line names the file.
+			if exp = f + ": " + strings.ReplaceAll(exp, "\n", "\n"+f+": "); got != exp {
+				t.Errorf("error:\n got %s\nwant %s", got, exp)
 			}
 		})
 	}
@@ -302,6 +312,28 @@ func TestEnvOverrideErrorsNameVariable(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "x.yaml: agent.concurrency (from VIGIL_AGENT_CONCURRENCY): ") {
 		t.Errorf("want the variable named, got %v", err)
 	}
+	// The value and what it should be, in words.
+	for name, tc := range map[string]struct{ env, val, want string }{
+		"int":       {"VIGIL_AGENT_CONCURRENCY", "abc", `agent.concurrency (from VIGIL_AGENT_CONCURRENCY): "abc": want an integer`},
+		"int range": {"VIGIL_AGENT_CONCURRENCY", "99999999999999999999", `agent.concurrency (from VIGIL_AGENT_CONCURRENCY): "99999999999999999999": out of range (int)`},
+		"bool":      {"VIGIL_STORE_EMBEDDED_ENABLED", "yes", `store.embedded.enabled (from VIGIL_STORE_EMBEDDED_ENABLED): "yes": want true or false`},
+		"duration":  {"VIGIL_DEFAULTS_INTERVAL", "5", `defaults.interval (from VIGIL_DEFAULTS_INTERVAL): "5": a duration needs a unit, e.g. "5s"`},
+		"size":      {"VIGIL_PROXY_MAX_BODY", "10", `proxy.max_body (from VIGIL_PROXY_MAX_BODY): "10": want a size with a unit, e.g. "10MiB", "512KiB", "100B"`},
+	} {
+		withProxy := raw + "proxy: {pools: [{name: p, origins: [{url: \"http://127.0.0.1:1\"}]}]}\n"
+		_, err := parseConfig("x.yaml", []byte(withProxy), envOf(map[string]string{tc.env: tc.val}))
+		if want := "x.yaml: " + tc.want; err == nil || err.Error() != want {
+			t.Errorf("%s: got %v\nwant %s", name, err, want)
+		}
+	}
+	// The same words for a string in the file; a number-like string still parses.
+	_, err = parseConfig("x.yaml", []byte("agent: {concurrency: \"many\"}\n"+raw), noEnv)
+	if want := `x.yaml: agent.concurrency: "many": want an integer`; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	if f, err := parseConfig("x.yaml", []byte(raw), envOf(map[string]string{"VIGIL_AGENT_CONCURRENCY": "7"})); err != nil || f.Agent.Concurrency != 7 {
+		t.Errorf("VIGIL_AGENT_CONCURRENCY=7: %v", err)
+	}
 	_, err = parseConfig("x.yaml", []byte(raw), envOf(map[string]string{"VIGIL_AGENT_CONCURRENCY": "-3"}))
 	if want := "x.yaml: agent.concurrency (from VIGIL_AGENT_CONCURRENCY): must be positive, got -3"; err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
@@ -340,5 +372,85 @@ func TestRemoteVerdictFilesValid(t *testing.T) {
 		if _, err := parseConfig("x.yaml", []byte(raw), noEnv); err != nil {
 			t.Errorf("%s: %v", raw, err)
 		}
+	}
+}
+
+// TestUnknownEnvWarned: a VIGIL_* variable that overrides no key is named
+// on stderr by validate (with the key it was probably meant for), and the
+// file still validates; variables the file reads with ${…} and the
+// documented non-key ones are not reported.
+func TestUnknownEnvWarned(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "v.yaml")
+	raw := "agent: {admin_token: \"${VIGIL_MY_TOKEN}\"}\nchecks: [{name: h, url: \"http://127.0.0.1:1/\"}]\n"
+	if err := os.WriteFile(file, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VIGIL_AGENT_REGOIN", "x")
+	t.Setenv("VIGIL_CHECKS_0_INTERVAL", "5s")
+	t.Setenv("VIGIL_MY_TOKEN", "some-token-value")
+	t.Setenv("VIGIL_ADMIN_TOKEN", "t")
+	t.Setenv("VIGIL_INFLUXDB_ORG", "o")
+	t.Setenv("VIGIL_AGENT_REGION", "eu")
+	out, code := runCLI(t, "validate", "-c", file)
+	if code != 0 || !strings.HasPrefix(out, "ok\n") {
+		t.Fatalf("exit %d, want 0 and ok: %s", code, out)
+	}
+	for _, want := range []string{
+		"warning: environment variable VIGIL_AGENT_REGOIN overrides no config key and is ignored (did you mean VIGIL_AGENT_REGION?)\n",
+		"warning: environment variable VIGIL_CHECKS_0_INTERVAL overrides no config key and is ignored (keys inside lists such as checks[] cannot be set from the environment)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, quiet := range []string{"VIGIL_MY_TOKEN", "VIGIL_ADMIN_TOKEN", "VIGIL_INFLUXDB_ORG", "VIGIL_AGENT_REGION "} {
+		if strings.Contains(out, quiet) {
+			t.Errorf("%s reported:\n%s", quiet, out)
+		}
+	}
+}
+
+// TestValidateListsEveryError: what `vigil validate` prints for a file with
+// decode, validation and compile errors: all of them, exit 2.
+func TestValidateListsEveryError(t *testing.T) {
+	withMinInterval(t, time.Second)
+	out, code := runCLI(t, "validate", "-c", "testdata/invalid-many.yaml")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	for _, key := range []string{"checks[0].interval:", "checks[0].expect.statuss:", "checks[1].expect.status:", "checks[2].expect.checksum:", "checks[3].expect.headers.Cache-Control:", "checks[4] (big): expect.size.max:"} {
+		if !strings.Contains(out, "testdata/invalid-many.yaml: "+key) {
+			t.Errorf("output lacks %s:\n%s", key, out)
+		}
+	}
+	// A value that did not decode is not reported a second time as missing.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "v.yaml")
+	if err := os.WriteFile(file, []byte("checks:\n  - {name: a, url: [1]}\n  - {name: b, url: \"http://127.0.0.1:1/\", expect: {status: \"2xx-3\"}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runCLI(t, "validate", "-c", file)
+	want := file + ": checks[0].url: expected type 'string', got unconvertible type '[]interface {}'\n" +
+		file + `: checks[1].expect.status: "2xx-3": not a status code or range`
+	if code != 2 || strings.TrimSpace(out) != want {
+		t.Errorf("exit %d, output:\n%s\nwant:\n%s", code, out, want)
+	}
+}
+
+// TestProxyLabelsInheritAgent: proxy.region and proxy.vantage default to
+// the agent's, as the README's proxy key table says.
+func TestProxyLabelsInheritAgent(t *testing.T) {
+	raw := "agent: {region: eu-west, vantage: edge-1}\nproxy: {pools: [{name: p, origins: [{url: \"http://127.0.0.1:1\"}]}]}\n"
+	f, err := parseConfig("x.yaml", []byte(raw), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Proxy.Region != "eu-west" || f.Proxy.Vantage != "edge-1" {
+		t.Errorf("proxy labels %q/%q, want the agent's eu-west/edge-1", f.Proxy.Region, f.Proxy.Vantage)
+	}
+	f, err = parseConfig("x.yaml", []byte("agent: {region: eu-west}\nproxy: {region: us-east, pools: [{name: p, origins: [{url: \"http://127.0.0.1:1\"}]}]}\n"), noEnv)
+	if err != nil || f.Proxy.Region != "us-east" {
+		t.Errorf("proxy.region set: %v, region %q", err, f.Proxy.Region)
 	}
 }

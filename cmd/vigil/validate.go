@@ -16,7 +16,8 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check a config file: prints ok, or every error with its key path (exit 2)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := loadConfig(file, os.LookupEnv); err != nil {
+			warn := func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }
+			if _, err := loadConfigWarn(file, os.LookupEnv, os.Environ(), warn); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")

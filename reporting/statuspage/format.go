@@ -132,12 +132,26 @@ func fmtPct(r float64) string {
 	return strconv.FormatFloat(v, 'f', 3, 64) + "%"
 }
 
+// fmtBudget formats the error budget left (1 = untouched, 0 = spent,
+// below 0 = overspent). An overspent budget reads as how many times over it
+// was spent ("exhausted (1000× spent)" for -999), never as a negative
+// percentage such as -99900.0%, which a short window on a fresh store
+// easily reaches.
 func fmtBudget(b float64) string {
 	if math.IsNaN(b) {
 		return "unknown"
 	}
 	if b <= 0 {
-		return "exhausted (" + strconv.FormatFloat(b*100, 'f', 1, 64) + "%)"
+		spent := 1 - b
+		switch {
+		case math.IsInf(spent, 1):
+			return "exhausted"
+		case spent < 1.05:
+			return "exhausted"
+		case spent < 10:
+			return "exhausted (" + strconv.FormatFloat(spent, 'f', 1, 64) + "× spent)"
+		}
+		return "exhausted (" + strconv.FormatFloat(math.Round(spent), 'f', 0, 64) + "× spent)"
 	}
 	return strconv.FormatFloat(b*100, 'f', 1, 64) + "% left"
 }
