@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -317,7 +318,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 	serve := func(addr string, tlsFiles bool) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("proxy: listen %s: %w", addr, err)
+			key := map[bool]string{false: "proxy.listen", true: "proxy.tls_listen"}[tlsFiles]
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return fmt.Errorf("%s: %s already in use", key, addr)
+			}
+			return fmt.Errorf("%s: %w", key, err)
 		}
 		if !tlsFiles && cfg.Engine == EngineFast {
 			eng := newEngine(p.Handler(), cfg, p.log)

@@ -388,6 +388,9 @@ func (a *app) Run(ctx context.Context) error {
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", listen); err != nil {
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return fmt.Errorf("agent.listen: %s already in use", listen)
+			}
 			return fmt.Errorf("agent.listen: %w", err)
 		}
 	}
@@ -413,7 +416,10 @@ func (a *app) Run(ctx context.Context) error {
 				}
 			}()
 			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("%s: %w", name, err)
+				if !strings.HasPrefix(err.Error(), name) { // "proxy.listen: …" names its part already
+					err = fmt.Errorf("%s: %w", name, err)
+				}
+				errc <- err
 				cancel()
 			}
 		}()
@@ -427,6 +433,22 @@ func (a *app) Run(ctx context.Context) error {
 		}()
 		return a.srv.Serve(ln)
 	})
+	// The proxy listens first: a port already in use fails the start before
+	// the canary runs or "vigil started" is logged.
+	if a.prx != nil {
+		start("proxy", a.prx.Run)
+		want := 1
+		if cfg.Proxy != nil && cfg.Proxy.TLSListen != "" {
+			want = 2
+		}
+		for deadline := time.Now().Add(10 * time.Second); len(a.prx.Addrs()) < want && time.Now().Before(deadline); {
+			select {
+			case <-ctx.Done(): // the proxy failed (or we are stopping)
+				return a.stop(&wg, errc)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
 	if a.can != nil {
 		start("canary", a.can.Run)
 		// Passive → active: the proxies' signals (through the store) run a
@@ -435,9 +457,6 @@ func (a *app) Run(ctx context.Context) error {
 			trig := cfg.Agent.Triggers
 			start("triggers", func(ctx context.Context) error { return a.can.WatchSignals(ctx, sigs, trig) })
 		}
-	}
-	if a.prx != nil {
-		start("proxy", a.prx.Run)
 	}
 	if a.alr != nil {
 		start("alerter", func(ctx context.Context) error { a.alr.Run(ctx); return nil })
@@ -448,6 +467,12 @@ func (a *app) Run(ctx context.Context) error {
 		"region", cfg.Agent.Region, "vantage", cfg.Agent.Vantage)
 
 	<-ctx.Done()
+	return a.stop(&wg, errc)
+}
+
+// stop waits for Run's parts, closes the stores and returns the parts'
+// errors.
+func (a *app) stop(wg *sync.WaitGroup, errc chan error) error {
 	wg.Wait()
 	sctx, c := context.WithTimeout(context.Background(), 15*time.Second)
 	defer c()

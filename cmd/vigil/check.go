@@ -67,6 +67,9 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 				why := "the file defines no checks"
 				if len(f.Checks) > 0 {
 					why = fmt.Sprintf("all %d checks are disabled (run one with --check NAME)", len(f.Checks))
+					if len(f.Checks) == 1 {
+						why = "its only check is disabled (run it with --check NAME)"
+					}
 				}
 				return &exitError{code: 2, err: fmt.Errorf("%s: no checks to run: %s", file, why)}
 			}
@@ -294,7 +297,7 @@ func writeTable(w io.Writer, results []pairResult, red *redactor) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d checks, %d passed, %d failed\n", len(results), len(results)-failed, failed)
+	_, err := fmt.Fprintf(w, "\n%s, %d passed, %d failed\n", plural(len(results), "check"), len(results)-failed, failed)
 	return err
 }
 

@@ -200,7 +200,7 @@ func TestCheckNothingToRun(t *testing.T) {
 	}{
 		{"empty file", []string{"-c", "testdata/invalid-empty.yaml"}, "testdata/invalid-empty.yaml: no checks, proxy or alerting configured"},
 		{"proxy only", []string{"-c", proxyOnly}, proxyOnly + ": no checks to run: the file defines no checks"},
-		{"all disabled", []string{"-c", disabled}, disabled + ": no checks to run: all 1 checks are disabled (run one with --check NAME)"},
+		{"all disabled", []string{"-c", disabled}, disabled + ": no checks to run: its only check is disabled (run it with --check NAME)"},
 		{"filter matches nothing", []string{"-c", disabled, "--check", "nosuch"}, disabled + `: no checks to run: no check named "nosuch"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

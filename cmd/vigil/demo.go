@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,33 +75,78 @@ watch the verdicts flip, the proxy route around it and an alert fire and resolve
 	return cmd
 }
 
-// startDemoOrigins starts the three origins, on consecutive ports from base
-// (any free port when base is 0 or a port is taken).
-func startDemoOrigins(base int) (map[string]*checktest.Origin, error) {
-	return startDemoOriginsOn("127.0.0.1", base)
-}
+// demoSlowDelay is the demo's `slow` delay: over the asset check's TTFB
+// objective (500ms), so the check turns degraded with cause ttfb, and under
+// the demo's 2s timeout, so it does not time out.
+const demoSlowDelay = time.Second
 
-// startDemoOriginsOn is startDemoOrigins on another host address.
-func startDemoOriginsOn(host string, base int) (map[string]*checktest.Origin, error) {
+// startDemoOrigins starts the three origins on host, on consecutive ports
+// from base (any free port when base is 0). A port in use is an error,
+// unless moved is set: then that origin takes any free port and moved is
+// told which.
+func startDemoOrigins(host string, base int, moved func(name string, port int, o *checktest.Origin)) (map[string]*checktest.Origin, error) {
 	out := map[string]*checktest.Origin{}
-	for i, name := range demoOrigins {
-		var o *checktest.Origin
-		var err error
-		if base > 0 {
-			o, err = checktest.StartOrigin(nil, checktest.WithAddr(net.JoinHostPort(host, fmt.Sprint(base+i))))
+	fail := func(err error) (map[string]*checktest.Origin, error) {
+		for _, o := range out {
+			o.Close()
 		}
-		if base == 0 || err != nil {
-			o, err = checktest.StartOrigin(nil)
+		return nil, err
+	}
+	for i, name := range demoOrigins {
+		port := 0
+		if base > 0 {
+			port = base + i
+		}
+		o, err := checktest.StartOrigin(nil, checktest.WithAddr(net.JoinHostPort(host, fmt.Sprint(port))),
+			checktest.WithSlowDelay(demoSlowDelay))
+		if err != nil && errors.Is(err, syscall.EADDRINUSE) {
+			if moved == nil {
+				return fail(fmt.Errorf("port %d in use (is 'vigil demo' running?): stop it or pass --origin-port N", port))
+			}
+			o, err = checktest.StartOrigin(nil, checktest.WithAddr(net.JoinHostPort(host, "0")),
+				checktest.WithSlowDelay(demoSlowDelay))
+			if err == nil {
+				moved(name, port, o)
+			}
 		}
 		if err != nil {
-			for _, o := range out {
-				o.Close()
-			}
-			return nil, fmt.Errorf("origin %s: %w", name, err)
+			return fail(fmt.Errorf("origin %s: %w", name, err))
 		}
 		out[name] = o
 	}
 	return out, nil
+}
+
+// listenError is a listen failure of the address a flag names; a port in
+// use says what may hold it.
+func listenError(flag, addr string, err error, holder string) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s: %s already in use (is '%s' running?): stop it or pass %s ADDR", flag, addr, holder, flag)
+	}
+	return fmt.Errorf("%s: %w", flag, err)
+}
+
+// selfName is how to run this binary again from the current directory: the
+// path it was started as (bin/vigil), or just its name when that is the
+// same file found on PATH.
+func selfName() string { return selfNameOf(os.Args[0]) }
+
+func selfNameOf(arg0 string) string {
+	if arg0 == "" {
+		return "vigil"
+	}
+	if !strings.ContainsRune(arg0, filepath.Separator) && !strings.ContainsRune(arg0, '/') {
+		return arg0 // found on PATH
+	}
+	base := filepath.Base(arg0)
+	if p, err := exec.LookPath(base); err == nil {
+		if a, err := os.Stat(p); err == nil {
+			if b, err := os.Stat(arg0); err == nil && os.SameFile(a, b) {
+				return base
+			}
+		}
+	}
+	return arg0
 }
 
 // demoConfig is the config the demo generates: short intervals so changes
@@ -233,17 +277,18 @@ vigil demo is running (Ctrl-C stops everything)
 Break an origin from the page, or:  %s
 Modes: %s; with a parameter: %s.
 Config: %s
-`, demoFaultHint(d.app.Addr()), strings.Join(demoModes, ", "), strings.Join(demoParamForms, ", "), d.configPath)
+`, demoFaultHint(selfName(), d.app.Addr()), strings.Join(demoModes, ", "), strings.Join(demoParamForms, ", "), d.configPath)
 	return d.wait()
 }
 
-// demoFaultHint is the banner's example command for a demo whose agent
-// listens on addr: --addr is spelled out unless addr is the default.
-func demoFaultHint(addr string) string {
+// demoFaultHint is the example command, run as prog, that breaks origin-b
+// of the fault switches on addr: --addr is spelled out unless addr is the
+// default.
+func demoFaultHint(prog, addr string) string {
 	if addr == defaultDemoListen {
-		return "vigil demo fault origin-b corrupt"
+		return prog + " demo fault origin-b corrupt"
 	}
-	return "vigil demo fault --addr " + addr + " origin-b corrupt"
+	return prog + " demo fault --addr " + addr + " origin-b corrupt"
 }
 
 // demo is a running demo: origins, the main app (region 1) and the extra
@@ -268,7 +313,9 @@ func (d *demo) proxyAddr() string {
 
 // startDemo starts everything and returns once the agent listens.
 func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Writer) (*demo, error) {
-	origins, err := startDemoOrigins(f.originPort)
+	origins, err := startDemoOrigins("127.0.0.1", f.originPort, func(name string, port int, o *checktest.Origin) {
+		fmt.Fprintf(out, "port %d in use: %s listens on %s instead\n", port, name, o.URL())
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -282,18 +329,20 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 		}
 		return nil, err
 	}
-	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
+	// 0700 like every data dir (privateDataDir): a later `vigil run` with
+	// data_dir ./vigil-data finds it private already.
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		return fail(fmt.Errorf("--data-dir: %w", err))
 	}
 	// Listen first so the generated config (alert webhook) names the real address.
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return fail(fmt.Errorf("--listen: %w", err))
+		return fail(listenError("--listen", f.listen, err, "vigil demo"))
 	}
 	f.listen = ln.Addr().String()
 	d.configPath = filepath.Join(f.dataDir, "demo.yaml")
 	withBrowser := f.browser && chromiumAvailable()
-	if err := os.WriteFile(d.configPath, []byte(demoConfig(origins, f, withBrowser)), 0o644); err != nil {
+	if err := os.WriteFile(d.configPath, []byte(demoConfig(origins, f, withBrowser)), 0o600); err != nil {
 		return fail(err)
 	}
 	cfg, err := loadConfig(d.configPath, os.LookupEnv)
@@ -375,6 +424,9 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 		}
 		select {
 		case err := <-d.errc:
+			if strings.HasPrefix(err.Error(), "proxy.listen:") {
+				err = fmt.Errorf("%w (pass --proxy-listen ADDR)", err)
+			}
 			return fail(err)
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -414,7 +466,7 @@ func (d *demo) setFault(origin, mode string) error {
 }
 
 // demoModeDefaults are the checktest defaults of the parameterised modes.
-var demoModeDefaults = map[string]string{"partial": "partial:25%", "slow": "slow:2.4s", "flapping": "flapping:5"}
+var demoModeDefaults = map[string]string{"partial": "partial:25%", "slow": "slow:" + demoSlowDelay.String(), "flapping": "flapping:5"}
 
 // faultAPI is POST /demo/fault?origin=…&mode=… (the demo listens on loopback
 // only). mode is a mode name or a parameterised form such as partial:40%;
@@ -471,29 +523,48 @@ func demoTraffic(ctx context.Context, base string, rate float64) {
 	}
 }
 
+// demoFaultUsage is what `vigil demo fault` with the wrong arguments says.
+func demoFaultUsage(cmd *cobra.Command, got int) error {
+	return &exitError{code: 2, err: fmt.Errorf(`vigil demo fault: want ORIGIN and MODE, got %s
+usage: %s
+origins: %s
+modes: %s; with a parameter: %s`, plural(got, "argument"), cmd.CommandPath()+" [--addr ADDR] ORIGIN MODE", strings.Join(demoOrigins, ", "),
+		strings.Join(demoModes, ", "), strings.Join(demoParamForms, ", "))}
+}
+
 func newDemoFaultCmd() *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
-		Use:   "fault ORIGIN MODE",
+		Use:   "fault [--addr ADDR] ORIGIN MODE",
 		Short: "Switch a running demo's origin to a fault mode (" + strings.Join(demoModes, ", ") + ")",
-		Long: `Switches one origin of a running 'vigil demo' (` + strings.Join(demoOrigins, ", ") + `) to a fault mode.
+		Long: `Switches one origin of a running 'vigil demo' or 'vigil demo origins' (` + strings.Join(demoOrigins, ", ") + `) to a fault mode.
 
 Modes: ` + strings.Join(demoModes, ", ") + `.
 partial, slow and flapping take a parameter after a colon:
   partial:40%    40 % of /api/* answer 503 (default 25 %)
-  slow:3s        first byte after 3 s, /healthz excepted (default 2.4s)
+  slow:3s        first byte after 3 s, /healthz excepted (default ` + demoSlowDelay.String() + `: over the demo's
+                 500ms TTFB objective, under its 2s timeout)
   flapping:10    ok / 503, switching every 10 requests (default 5)
   flapping:30s   ok / 503, switching every 30 s
-'ok' heals the origin. Use --addr when the demo runs with a non-default --listen.`,
-		Example: "  vigil demo fault origin-b corrupt\n  vigil demo fault origin-c partial:40%\n  vigil demo fault --addr 127.0.0.1:9471 origin-a ok",
-		Args:    cobra.ExactArgs(2),
+'ok' heals the origin. Use --addr when the demo runs with a non-default --listen, and
+for 'vigil demo origins' (default 127.0.0.1:9204; it prints the command).`,
+		Example: "  vigil demo fault origin-b corrupt\n  vigil demo fault origin-c partial:40%\n  vigil demo fault --addr 127.0.0.1:9204 origin-a ok",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return demoFaultUsage(cmd, len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resp, err := http.PostForm("http://"+addr+"/demo/fault", url.Values{"origin": {args[0]}, "mode": {args[1]}})
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("is 'vigil demo' running on %s? %w", addr, err)}
+				return &exitError{code: 1, err: fmt.Errorf("is 'vigil demo' (or 'vigil demo origins') running on %s? %w", addr, err)}
 			}
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+				return &exitError{code: 1, err: fmt.Errorf("%s has no demo fault switches (is it 'vigil run'?): pass the --addr that 'vigil demo' or 'vigil demo origins' printed", addr)}
+			}
 			if resp.StatusCode != http.StatusOK {
 				return &exitError{code: 1, err: fmt.Errorf("%s", strings.TrimSpace(string(b)))}
 			}
@@ -501,40 +572,79 @@ partial, slow and flapping take a parameter after a colon:
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", defaultDemoListen, "the demo's status page address (its --listen)")
+	cmd.Flags().StringVar(&addr, "addr", defaultDemoListen, "the demo's status page address (its --listen), or the address 'vigil demo origins' prints")
 	return cmd
+}
+
+// demoOriginsListen is where `vigil demo origins` serves POST
+// /demo/fault by default: the port after its three origins.
+func demoOriginsListen(originPort int) string {
+	if originPort <= 0 {
+		return "127.0.0.1:0"
+	}
+	return net.JoinHostPort("127.0.0.1", fmt.Sprint(originPort+len(demoOrigins)))
 }
 
 func newDemoOriginsCmd() *cobra.Command {
 	var port int
-	var host string
+	var host, listen string
 	cmd := &cobra.Command{
 		Use:   "origins",
-		Short: "Serve only the three demo origins (for 'vigil check -c examples/quickstart.yaml')",
-		Args:  cobra.NoArgs,
+		Short: "Serve only the three demo origins, with their fault switches (for examples/quickstart.yaml)",
+		Long: `Serves the three demo origins on --host, ports --origin-port to --origin-port+2 (9201-9203,
+the ports examples/quickstart.yaml points at), and their fault switches (POST /demo/fault, what
+'vigil demo fault' calls) on --listen, default 127.0.0.1 and the port after the origins (9204).
+It prints the command that breaks an origin. A port in use is an error (exit 1).`,
+		Example: "  vigil demo origins &\n  vigil demo fault --addr 127.0.0.1:9204 origin-b corrupt\n  vigil check -c examples/quickstart.yaml",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			origins, err := startDemoOriginsOn(host, port)
+			if port < 0 || port > 65535-len(demoOrigins) {
+				return &exitError{code: 2, err: fmt.Errorf("--origin-port: %d: want 1-%d, or 0 for any free ports", port, 65535-len(demoOrigins))}
+			}
+			origins, err := startDemoOrigins(host, port, nil)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			names := make([]string, 0, len(origins))
-			for n := range origins {
-				names = append(names, n)
+			defer func() {
+				for _, o := range origins {
+					o.Close()
+				}
+			}()
+			if listen == "" {
+				listen = demoOriginsListen(port)
 			}
-			sort.Strings(names)
-			for _, n := range names {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", n, origins[n].URL())
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return &exitError{code: 1, err: listenError("--listen", listen, err, "vigil demo origins")}
 			}
+			d := &demo{origins: origins}
+			mux := http.NewServeMux()
+			mux.Handle("POST /demo/fault", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.faultAPI)))
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			go func() { _ = srv.Serve(ln) }()
+			defer srv.Close()
+			out := cmd.OutOrStdout()
+			for _, n := range demoOrigins {
+				fmt.Fprintf(out, "%s %s\n", n, origins[n].URL())
+			}
+			fmt.Fprintf(out, "fault switches on %s: %s\nmodes: %s; with a parameter: %s\n",
+				ln.Addr(), selfName()+" demo fault --addr "+ln.Addr().String()+" origin-b corrupt", strings.Join(demoModes, ", "), strings.Join(demoParamForms, ", "))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			<-ctx.Done()
-			for _, o := range origins {
-				o.Close()
-			}
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&port, "origin-port", 9201, "first origin port")
-	cmd.Flags().StringVar(&host, "host", "127.0.0.1", "address to listen on (0.0.0.0 inside a container)")
+	cmd.Flags().IntVar(&port, "origin-port", 9201, "first origin port (three consecutive ports; 0: any free ports)")
+	cmd.Flags().StringVar(&host, "host", "127.0.0.1", "address the origins listen on (0.0.0.0 inside a container)")
+	cmd.Flags().StringVar(&listen, "listen", "", "fault switch address for 'vigil demo fault --addr' (default 127.0.0.1 and the port after the origins)")
 	return cmd
+}
+
+// plural is "1 region", "2 regions".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -338,10 +338,10 @@ func TestDemoFaultHelpAndBanner(t *testing.T) {
 	if !strings.Contains(out, "reset") {
 		t.Error("demo fault --help lacks reset")
 	}
-	if got := demoFaultHint("127.0.0.1:9470"); got != "vigil demo fault origin-b corrupt" {
+	if got := demoFaultHint("bin/vigil", "127.0.0.1:9470"); got != "bin/vigil demo fault origin-b corrupt" {
 		t.Errorf("default address hint: %q", got)
 	}
-	if got := demoFaultHint("127.0.0.1:9555"); got != "vigil demo fault --addr 127.0.0.1:9555 origin-b corrupt" {
+	if got := demoFaultHint("vigil", "127.0.0.1:9555"); got != "vigil demo fault --addr 127.0.0.1:9555 origin-b corrupt" {
 		t.Errorf("other address hint: %q", got)
 	}
 }

@@ -358,7 +358,7 @@ func (d *dispatcher) close(ctx context.Context) error {
 		lost += w.lost
 	}
 	if lost > 0 && first {
-		return fmt.Errorf("alerting: close: %d notifications not delivered", lost)
+		return fmt.Errorf("alerting: close: %s not delivered", pluralN(lost, "notification"))
 	}
 	return nil
 }

@@ -157,7 +157,7 @@ func TestReceiverPayloads(t *testing.T) {
 		if err := json.Unmarshal(reqs[0].Body, &m); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(m.Text, "[FIRING:1]") || !strings.Contains(m.Attachments[0].Text, "down in 1 regions (eu)") ||
+		if !strings.HasPrefix(m.Text, "[FIRING:1]") || !strings.Contains(m.Attachments[0].Text, "down in 1 region (eu)") ||
 			m.Attachments[0].TitleLink != "http://127.0.0.1:9470/check/asset?target=origin-a" {
 			t.Fatalf("slack firing: %s", reqs[0].Body)
 		}

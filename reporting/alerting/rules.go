@@ -91,8 +91,8 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 			if len(agree) >= c.Quorum {
 				a := Alert{Rule: RuleDown, Severity: c.Down.Severity, Check: k.check, Target: k.target, Regions: agree}
 				describe(&a, hits, e.links)
-				a.Summary = fmt.Sprintf("%s down in %d regions (%s)%s", series(k.check, k.target),
-					len(agree), strings.Join(agree, ", "), causeSuffix(a.Cause, a.Err))
+				a.Summary = fmt.Sprintf("%s down in %s (%s)%s", series(k.check, k.target),
+					regionsN(len(agree)), strings.Join(agree, ", "), causeSuffix(a.Cause, a.Err))
 				out = append(out, candidate{Alert: a, hold: c.Down.For})
 			}
 		}
@@ -114,12 +114,12 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 				if !soonest.IsZero() && soonest.Before(horizon) {
 					days := soonest.Sub(e.now).Hours() / 24
 					a.Value = days
-					a.Summary = fmt.Sprintf("%s certificate expires in %.1f days (%s; limit %d days) in %d regions (%s)",
-						series(k.check, k.target), days, soonest.UTC().Format(time.RFC3339), c.CertExpiryDays,
-						len(agree), strings.Join(agree, ", "))
+					a.Summary = fmt.Sprintf("%s certificate expires in %.1f days (%s; limit %s) in %s (%s)",
+						series(k.check, k.target), days, soonest.UTC().Format(time.RFC3339), pluralN(c.CertExpiryDays, "day"),
+						regionsN(len(agree)), strings.Join(agree, ", "))
 				} else {
-					a.Summary = fmt.Sprintf("%s certificate check failing in %d regions (%s)%s", series(k.check, k.target),
-						len(agree), strings.Join(agree, ", "), causeSuffix("", a.Err))
+					a.Summary = fmt.Sprintf("%s certificate check failing in %s (%s)%s", series(k.check, k.target),
+						regionsN(len(agree)), strings.Join(agree, ", "), causeSuffix("", a.Err))
 				}
 				out = append(out, candidate{Alert: a})
 			}
@@ -286,8 +286,8 @@ func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 		sort.Strings(agree)
 		a := Alert{Rule: RuleTTFB, Severity: e.cfg.TTFB.Severity, SLO: s.Name, Check: k.check, Target: k.target,
 			Regions: agree, TTFB: worst, Value: worst.Seconds()}
-		a.Summary = fmt.Sprintf("%s TTFB p95 over %s up to %s, objective %s, in %d regions (%s)",
-			series(k.check, k.target), shortDur(s.Window), worst.Round(time.Millisecond), s.TTFBP95, len(agree), strings.Join(agree, ", "))
+		a.Summary = fmt.Sprintf("%s TTFB p95 over %s up to %s, objective %s, in %s (%s)",
+			series(k.check, k.target), shortDur(s.Window), worst.Round(time.Millisecond), s.TTFBP95, regionsN(len(agree)), strings.Join(agree, ", "))
 		out = append(out, candidate{Alert: a, hold: e.cfg.TTFB.For})
 	}
 	return out, nil
@@ -437,9 +437,9 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 			sort.Strings(regs)
 			a := Alert{Rule: RuleBurnRate, Severity: sev, SLO: s.Name, Check: sk.check, Target: sk.target,
 				Regions: regs, Value: h.value, Windows: h.windows}
-			a.Summary = fmt.Sprintf("%s error budget of %s (objective %s) burning %.1f× over %s in %d regions (%s)",
+			a.Summary = fmt.Sprintf("%s error budget of %s (objective %s) burning %.1f× over %s in %s (%s)",
 				series(sk.check, sk.target), s.Name, s.Objective, h.value, strings.Join(h.windows, ", "),
-				len(regs), strings.Join(regs, ", "))
+				regionsN(len(regs)), strings.Join(regs, ", "))
 			out = append(out, candidate{Alert: a})
 		}
 	}
@@ -477,3 +477,14 @@ func shortDur(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// pluralN is "1 day", "3 days".
+func pluralN(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// regionsN is "1 region", "2 regions".
+func regionsN(n int) string { return pluralN(n, "region") }

@@ -536,7 +536,7 @@ func TestBurnRateMinRuns(t *testing.T) {
 	h.tick(map[string]reporting.State{"eu": H}) // 10 runs: 10% failed, 100× the budget
 	got := h.hook.webhooks(t)
 	if len(got) != 1 || got[0].Rule != RuleBurnRate || got[0].Severity != SeverityPage ||
-		!strings.Contains(got[0].Alerts[0].Summary, "burning 100.0× over 1h/5m, 6h/30m in 1 regions (eu)") {
+		!strings.Contains(got[0].Alerts[0].Summary, "burning 100.0× over 1h/5m, 6h/30m in 1 region (eu)") {
 		t.Fatalf("10 runs, 1 failed: %+v", got)
 	}
 	for range 10 { // 20 runs: still burning

@@ -153,8 +153,8 @@ func TestRestartDeliversFiringLostAtShutdown(t *testing.T) {
 	firedAt := r.clock.Now()
 	r.waitRetrying("ops")
 	waitRequests(t, r.pd, 1)
-	if err := stop(t, a); err == nil || !strings.Contains(err.Error(), "1 notifications not delivered") {
-		t.Fatalf("Close: %v, want 1 notifications not delivered", err)
+	if err := stop(t, a); err == nil || !strings.Contains(err.Error(), "1 notification not delivered") {
+		t.Fatalf("Close: %v, want 1 notification not delivered", err)
 	}
 
 	r.hook.failNext(0, 0)
