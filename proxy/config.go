@@ -66,7 +66,7 @@ type Config struct {
 	// reporting.Signal per origin. Default 10s.
 	SignalWindow time.Duration `mapstructure:"signal_window"`
 	// Region and Vantage label published signals (this proxy's location and
-	// instance name). Default "".
+	// instance name). Unset, the config file's agent.region and agent.vantage.
 	Region  string `mapstructure:"region"`
 	Vantage string `mapstructure:"vantage"`
 	// Engine serves the plain HTTP listener: "fast" (vigil's own HTTP/1.1
