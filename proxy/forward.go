@@ -400,19 +400,25 @@ func (tt *tryTimer) fire(f func()) {
 }
 
 // idleReader bounds each wait for the client's next body bytes by d, through
-// the connection's read deadline; cleared by done.
+// the connection's read deadline, never past end (read_timeout, when set);
+// done puts back the deadline of the whole request.
 type idleReader struct {
 	r   io.Reader
 	ctl *http.ResponseController
 	d   time.Duration
+	end time.Time
 }
 
 func (b *idleReader) Read(p []byte) (int, error) {
-	b.ctl.SetReadDeadline(time.Now().Add(b.d))
+	dl := time.Now().Add(b.d)
+	if !b.end.IsZero() && dl.After(b.end) {
+		dl = b.end
+	}
+	b.ctl.SetReadDeadline(dl)
 	return b.r.Read(p)
 }
 
-func (b *idleReader) done() { b.ctl.SetReadDeadline(time.Time{}) }
+func (b *idleReader) done() { b.ctl.SetReadDeadline(b.end) }
 
 // replayMethod reports whether a request with this method may be sent again
 // after it reached an origin: an allow-list of the methods RFC 9110 §9.2.2
@@ -431,7 +437,7 @@ func replayMethod(m string) bool {
 var hdrPool = sync.Pool{New: func() any { return make(http.Header, 16) }}
 
 // serve forwards one request through the pool with failover.
-func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
+func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, readTimeout time.Duration) {
 	start := time.Now()
 	cfg := &pl.cfg.Retry
 
@@ -453,6 +459,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64) {
 			// A client that stops sending for try_timeout gets 408 (read_timeout
 			// is off by default so that long uploads work).
 			ir := &idleReader{r: rb, ctl: http.NewResponseController(w), d: cfg.TryTimeout}
+			if readTimeout > 0 {
+				ir.end = start.Add(readTimeout) // read_timeout still bounds the whole request
+			}
 			b, err := io.ReadAll(io.LimitReader(ir, limit+1))
 			var mbe *http.MaxBytesError
 			switch {

@@ -38,7 +38,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, http.StatusMisdirectedRequest, "no pool serves this host and path")
 		return
 	}
-	pl.serve(w, r, int64(st.cfg.MaxBody))
+	pl.serve(w, r, int64(st.cfg.MaxBody), st.cfg.ReadTimeout)
 }
 
 // routePath is the path routing matches on: path parameters dropped, dot
