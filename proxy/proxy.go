@@ -68,11 +68,11 @@ type Proxy struct {
 	addrMu sync.Mutex
 	addrs  []net.Addr
 
+	tunnels tunnelSet              // WebSocket tunnels, closed at the end of the shutdown grace
+	running atomic.Pointer[Config] // the config Run started the listeners with
 	// feeds are the verdict sources (one per member of a Sources), each
 	// with its last verdicts and read health, kept by the poller.
-	tunnels tunnelSet // WebSocket tunnels, closed at the end of the shutdown grace
 	feeds   []*verdictFeed
-	running atomic.Pointer[Config] // the config Run started the listeners with
 	applyMu sync.Mutex // serialises applyFeeds
 }
 
