@@ -639,9 +639,14 @@ type OriginTLSConfig struct {
 	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
 	// MinVersion is the lowest TLS version accepted: "1.2" (default) or "1.3".
 	MinVersion string `mapstructure:"min_version"`
+	// CertFile and KeyFile are a PEM client certificate and key presented to
+	// origins that require one (mutual TLS). Both or neither.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
 
 	roots  *x509.CertPool
 	minVer uint16
+	certs  []tls.Certificate
 }
 
 // validateAndLoad reads the CA file and checks the version.
@@ -670,6 +675,20 @@ func (c *OriginTLSConfig) validateAndLoad() error {
 			}
 		}
 	}
+	c.certs = nil
+	switch {
+	case c.CertFile != "" && c.KeyFile == "":
+		errs = append(errs, errors.New("key_file: required with cert_file"))
+	case c.CertFile == "" && c.KeyFile != "":
+		errs = append(errs, errors.New("cert_file: required with key_file"))
+	case c.CertFile != "":
+		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cert_file: %s with key_file %s: %w", c.CertFile, c.KeyFile, err))
+		} else {
+			c.certs = []tls.Certificate{pair}
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -685,5 +704,5 @@ func (c *OriginTLSConfig) clientConfig(host string) *tls.Config {
 		minVer = tls.VersionTLS12
 	}
 	return &tls.Config{ServerName: name, RootCAs: c.roots, InsecureSkipVerify: c.InsecureSkipVerify,
-		NextProtos: []string{"http/1.1"}, MinVersion: minVer}
+		Certificates: c.certs, NextProtos: []string{"http/1.1"}, MinVersion: minVer}
 }
