@@ -222,7 +222,7 @@ func drawCharts(stats map[chartKey]*chartStats, from, to time.Time) []chart {
 				series{Region: r, Stat: "p95", Color: col, Segments: segments(s.Hi[:], xs, ys)},
 				series{Region: r, Stat: l.LoName, Color: col, Dashed: true, Segments: segments(s.Lo[:], xs, ys)})
 			c.Legend = append(c.Legend, l)
-			desc = append(desc, fmt.Sprintf("%s: %s %s, %s %s over %d runs", regionLabel(r), l.LoName, fmtMs(l.Lo), l.HiName, fmtMs(l.Hi), l.Runs))
+			desc = append(desc, fmt.Sprintf("%s: %s %s, %s %s over %s", regionLabel(r), l.LoName, fmtMs(l.Lo), l.HiName, fmtMs(l.Hi), fmtRuns(l.Runs)))
 		}
 		c.Desc = "TTFB of " + t + " by region: " + strings.Join(desc, "; ")
 		out = append(out, c)

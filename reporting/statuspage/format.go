@@ -18,6 +18,7 @@ import (
 var assets embed.FS
 
 var funcs = template.FuncMap{
+	"runs":       fmtRuns,
 	"icon":       stateIcon,
 	"ms":         fmtMs,
 	"ago":        fmtAgo,
@@ -173,4 +174,12 @@ func regionLabel(r string) string {
 		return "(no region)"
 	}
 	return r
+}
+
+// fmtRuns is "1 run" or "N runs".
+func fmtRuns(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return strconv.Itoa(n) + " runs"
 }

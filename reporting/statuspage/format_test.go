@@ -10,6 +10,8 @@ import (
 
 func TestFormatting(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
+		{fmtRuns(1), "1 run"},
+		{fmtRuns(2), "2 runs"},
 		{fmtPct(0.99999), "99.999%"},
 		{fmtPct(0.999996), "99.999%"}, // never rounds up to 100
 		{fmtPct(1), "100.000%"},
