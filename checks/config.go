@@ -43,6 +43,11 @@ const (
 	// HTTP2Required is HTTP2Auto plus the `protocol` assertion: a response
 	// over anything but HTTP/2 fails the run with cause protocol.
 	HTTP2Required = "required"
+	// HTTP2H2C speaks HTTP/2 over plain http:// with prior knowledge (no
+	// HTTP/1.1 upgrade), as gRPC gateways and h2c listeners expect; an
+	// origin that does not answer in HTTP/2 fails the run with cause
+	// protocol.
+	HTTP2H2C = "h2c"
 )
 
 // Options are the per-check settings the canary passes in.
@@ -272,12 +277,17 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 		if v == HTTP2Required && strings.HasPrefix(strings.ToLower(s.URL), "http://") {
 			errs = append(errs, errorf(ErrConflict, "http2: required needs an https:// url (h2 is negotiated by TLS ALPN; plain http:// speaks HTTP/1.1)"))
 		}
+	case HTTP2H2C:
+		s.HTTP2 = v
+		if strings.HasPrefix(strings.ToLower(s.URL), "https://") {
+			errs = append(errs, errorf(ErrConflict, "http2: h2c is HTTP/2 over plain http://; an https:// url negotiates h2 with auto or required"))
+		}
 	default:
 		hint := ""
 		if v == "0" || v == "1" || v == "true" || v == "false" {
 			hint = " (not a boolean)"
 		}
-		errs = append(errs, errorf(ErrBadValue, "http2: %q: want \"auto\", \"off\" or \"required\"%s", s.HTTP2, hint))
+		errs = append(errs, errorf(ErrBadValue, "http2: %q: want \"auto\", \"off\", \"required\" or \"h2c\"%s", s.HTTP2, hint))
 	}
 	err := errors.Join(errs...)
 	s.compiled = err == nil

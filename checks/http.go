@@ -116,6 +116,10 @@ func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
 // connection serves one request and is closed, as an HTTP/1.1 one is.
 func protocols(mode string) *http.Protocols {
 	p := new(http.Protocols)
+	if mode == HTTP2H2C {
+		p.SetUnencryptedHTTP2(true) // prior knowledge: no HTTP/1.1 at all
+		return p
+	}
 	p.SetHTTP1(true)
 	p.SetHTTP2(mode == HTTP2Auto || mode == HTTP2Required)
 	return p
@@ -202,6 +206,11 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		res.Phases = tr.phases(end)
 		res.Phases.Transfer = 0
 		res.Cause, res.Err = classify(err, tr, end.Sub(start))
+		if h.spec.HTTP2 == HTTP2H2C && (res.Cause == CauseInternal || res.Cause == CauseReset) {
+			// Connected, but no HTTP/2 came back: an HTTP/1.1-only origin
+			// answers the h2c preface with an HTTP/1.1 error or a close.
+			res.Cause, res.Err = CauseProtocol, "protocol: no HTTP/2 answer to h2c (http2: h2c): "+res.Err
+		}
 		if leaf := certFromErr(err); leaf != nil {
 			res.CertExpiry = leaf.NotAfter
 		}

@@ -190,8 +190,8 @@ func TestHTTP2Config(t *testing.T) {
 		want     string
 		sentinel error
 	}{
-		{checks.HTTPSpec{HTTP2: "yes"}, `http.http2: "yes": want "auto", "off" or "required"`, checks.ErrBadValue},
-		{checks.HTTPSpec{HTTP2: "1"}, `http.http2: "1": want "auto", "off" or "required" (not a boolean)`, checks.ErrBadValue},
+		{checks.HTTPSpec{HTTP2: "yes"}, `http.http2: "yes": want "auto", "off", "required" or "h2c"`, checks.ErrBadValue},
+		{checks.HTTPSpec{HTTP2: "1"}, `http.http2: "1": want "auto", "off", "required" or "h2c" (not a boolean)`, checks.ErrBadValue},
 		{checks.HTTPSpec{HTTP2: "required", URL: "http://127.0.0.1:9/"},
 			"http.http2: required needs an https:// url (h2 is negotiated by TLS ALPN; plain http:// speaks HTTP/1.1)", checks.ErrConflict},
 	}
@@ -222,5 +222,41 @@ func TestHTTP2RequiredPlainHTTP(t *testing.T) {
 	want := "protocol HTTP/1.1, want HTTP/2.0 (http2: required); plain http:// offers no h2"
 	if r.OK || r.Cause != checks.CauseProtocol || r.Err != want {
 		t.Fatalf("ok=%v cause=%q err=%q; want %q", r.OK, r.Cause, r.Err, want)
+	}
+}
+
+// http2: h2c speaks HTTP/2 over plain http:// with prior knowledge; an
+// origin that only speaks HTTP/1.1 fails the run with cause protocol.
+func TestHTTP2H2C(t *testing.T) {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	p.SetHTTP1(true)
+	var saw atomic.Value
+	h2c := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		saw.Store(r.Proto)
+		w.Write([]byte("ok"))
+	}))
+	h2c.Config.Protocols = &p
+	h2c.Start()
+	defer h2c.Close()
+	h1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer h1.Close()
+
+	h, err := checks.NewHTTP(checks.HTTPSpec{Path: "/", HTTP2: checks.HTTP2H2C}, checks.Expect{}, checks.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := h.Run(context.Background(), checks.Target{Name: "h2c", URL: h2c.URL})
+	if !res.OK || res.Proto != "HTTP/2.0" || saw.Load() != "HTTP/2.0" {
+		t.Fatalf("h2c origin: ok=%v cause=%s err=%q proto=%q, server saw %v", res.OK, res.Cause, res.Err, res.Proto, saw.Load())
+	}
+	res = h.Run(context.Background(), checks.Target{Name: "h1", URL: h1.URL})
+	if res.OK || res.Cause != checks.CauseProtocol || res.CouldNotRun() {
+		t.Fatalf("HTTP/1.1-only origin: ok=%v cause=%s err=%q, want a failure with cause protocol", res.OK, res.Cause, res.Err)
+	}
+	// h2c needs a plain http:// url.
+	spec := checks.HTTPSpec{URL: "https://example.com/", HTTP2: "h2c"}
+	if err := spec.ValidateAndSetDefaults(); err == nil || !strings.Contains(err.Error(), "http2: h2c is HTTP/2 over plain http://") {
+		t.Fatalf("h2c with an https url: %v", err)
 	}
 }
