@@ -330,7 +330,10 @@ type replayBody struct {
 	r        io.Reader
 	read     atomic.Bool
 	inRead   atomic.Bool
-	stalled  atomic.Bool // the try timer fired while waiting for the client
+	stalled  atomic.Bool   // the try timer fired while waiting for the client
+	eof      atomic.Bool   // the client's body was read to its end
+	ended    chan struct{} // closed when a read returned EOF or an error
+	endOnce  sync.Once
 	progress func()
 	mu       sync.Mutex
 	cerr     error
@@ -346,10 +349,15 @@ func (b *replayBody) Read(p []byte) (int, error) {
 			b.progress()
 		}
 	}
-	if err != nil && err != io.EOF {
+	if err == io.EOF {
+		b.eof.Store(true)
+	} else if err != nil {
 		b.mu.Lock()
 		b.cerr = err
 		b.mu.Unlock()
+	}
+	if err != nil {
+		b.endOnce.Do(func() { close(b.ended) })
 	}
 	return n, err
 }
@@ -400,25 +408,20 @@ func (tt *tryTimer) fire(f func()) {
 }
 
 // idleReader bounds each wait for the client's next body bytes by d, through
-// the connection's read deadline, never past end (read_timeout, when set);
-// done puts back the deadline of the whole request.
+// the connection's read deadline (used when the listener has no
+// read_timeout); done clears it.
 type idleReader struct {
 	r   io.Reader
 	ctl *http.ResponseController
 	d   time.Duration
-	end time.Time
 }
 
 func (b *idleReader) Read(p []byte) (int, error) {
-	dl := time.Now().Add(b.d)
-	if !b.end.IsZero() && dl.After(b.end) {
-		dl = b.end
-	}
-	b.ctl.SetReadDeadline(dl)
+	b.ctl.SetReadDeadline(time.Now().Add(b.d))
 	return b.r.Read(p)
 }
 
-func (b *idleReader) done() { b.ctl.SetReadDeadline(b.end) }
+func (b *idleReader) done() { b.ctl.SetReadDeadline(time.Time{}) }
 
 // replayMethod reports whether a request with this method may be sent again
 // after it reached an origin: an allow-list of the methods RFC 9110 §9.2.2
@@ -450,37 +453,46 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	hasBody := r.Body != nil && r.Body != http.NoBody && (r.ContentLength != 0 || len(r.TransferEncoding) > 0)
 	if hasBody {
 		if r.ContentLength > maxBody {
-			pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+			pl.answerClose(w, http.StatusRequestEntityTooLarge, "request body too large", start)
 			return
 		}
 		rb := http.MaxBytesReader(w, r.Body, maxBody)
 		limit := int64(cfg.MaxBufferedBody)
 		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
-			// A client that stops sending for try_timeout gets 408 (read_timeout
-			// is off by default so that long uploads work).
-			ir := &idleReader{r: rb, ctl: http.NewResponseController(w), d: cfg.TryTimeout}
-			if readTimeout > 0 {
-				ir.end = start.Add(readTimeout) // read_timeout still bounds the whole request
+			// A client that stops sending for try_timeout gets 408. When the
+			// listener has a read_timeout, that bounds the whole request
+			// instead and is left alone.
+			var src io.Reader = rb
+			var ir *idleReader
+			if readTimeout == 0 {
+				ir = &idleReader{r: rb, ctl: http.NewResponseController(w), d: cfg.TryTimeout}
+				src = ir
 			}
-			b, err := io.ReadAll(io.LimitReader(ir, limit+1))
+			b, err := io.ReadAll(io.LimitReader(src, limit+1))
 			var mbe *http.MaxBytesError
 			switch {
 			case errors.As(err, &mbe):
-				pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+				pl.answerClose(w, http.StatusRequestEntityTooLarge, "request body too large", start)
 				return
 			case errors.Is(err, os.ErrDeadlineExceeded):
+				limitName := "retry.try_timeout"
+				if ir == nil {
+					limitName = "read_timeout"
+				}
 				pl.log.Info("proxy: client stopped sending its body", "pool", pl.name, "path", r.URL.Path,
-					"waited", cfg.TryTimeout.String())
-				pl.answer(w, http.StatusRequestTimeout, "request body not received in time", start)
+					"limit", limitName)
+				pl.answerClose(w, http.StatusRequestTimeout, "request body not received in time", start)
 				return
 			case err != nil:
 				// A malformed body (bad chunk framing) or a client gone
 				// mid-body: nothing to forward.
 				pl.log.Debug("proxy: request body unreadable", "pool", pl.name, "path", r.URL.Path, "err", err.Error())
-				pl.answer(w, http.StatusBadRequest, "malformed or incomplete request body", start)
+				pl.answerClose(w, http.StatusBadRequest, "malformed or incomplete request body", start)
 				return
 			}
-			ir.done()
+			if ir != nil {
+				ir.done()
+			}
 			if int64(len(b)) <= limit {
 				body, buffered = b, true
 			} else {
@@ -594,7 +606,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		case buffered:
 			outBody = io.NopCloser(bytes.NewReader(body))
 		case stream != nil:
-			rb = &replayBody{r: stream}
+			rb = &replayBody{r: stream, ended: make(chan struct{})}
 			outBody = rb
 		}
 		tryTimeout := min(cfg.TryTimeout, deadline.Sub(now))
@@ -669,16 +681,16 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 					cancel(nil)
 					pl.log.Info("proxy: client stopped sending its body", "pool", pl.name, "origin", o.name,
 						"path", r.URL.Path, "waited", tryTimeout.String())
-					pl.answer(w, http.StatusRequestTimeout, "request body not received in time", start)
+					pl.answerClose(w, http.StatusRequestTimeout, "request body not received in time", start)
 					return
 				case errors.As(cerr, &mbe):
 					cancel(nil)
-					pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+					pl.answerClose(w, http.StatusRequestEntityTooLarge, "request body too large", start)
 					return
 				case cerr != nil:
 					cancel(nil)
 					pl.log.Debug("proxy: request body unreadable", "pool", pl.name, "path", r.URL.Path, "err", cerr.Error())
-					pl.answer(w, http.StatusBadRequest, "malformed or incomplete request body", start)
+					pl.answerClose(w, http.StatusBadRequest, "malformed or incomplete request body", start)
 					return
 				}
 			}
@@ -688,7 +700,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			if errors.As(err, &mbe) {
 				cancel(nil)
-				pl.answer(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+				pl.answerClose(w, http.StatusRequestEntityTooLarge, "request body too large", start)
 				return
 			}
 			cause, connLevel := classify(err, ctx)
@@ -747,11 +759,22 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// respond may panic (http.ErrAbortHandler) when the origin's body
 		// breaks; the in-flight count must still drop. (A function literal:
 		// defers inside the loop would be heap-allocated per request.)
+		if rb != nil && !rb.eof.Load() {
+			// The answer goes out while the upload is unfinished: the
+			// connection closes after it, and what is left of the body gets
+			// try_timeout to arrive (the server reads it away after the
+			// handler; a client that stops sending must not hold the
+			// connection).
+			w.Header()["Connection"] = []string{"close"}
+		}
 		func() {
 			defer cancel(nil)
 			defer o.inflight.Add(-1)
 			pl.respond(w, r, resp, method)
 		}()
+		if rb != nil && !rb.eof.Load() {
+			pl.finishUpload(w, r, rb, cfg.TryTimeout)
+		}
 		return
 	}
 	pl.budget.add(time.Now().UnixNano())
@@ -810,6 +833,40 @@ func (pl *pool) answer(w http.ResponseWriter, code int, msg string, start time.T
 	h["X-Content-Type-Options"] = []string{"nosniff"}
 	w.WriteHeader(code)
 	io.WriteString(w, http.StatusText(code)+": "+msg+"\n")
+}
+
+// finishUpload bounds what is left of an upload after its answer went out
+// (with Connection: close): the client gets d to send the rest. The fast
+// engine honours a read deadline for that. net/http's server reads the rest
+// of the body after the handler with no bound of its own, so there the
+// handler waits up to d itself and, if the body is still incomplete, fails
+// the read with a past deadline and closes the body, so the server closes
+// the connection after the answer at once.
+func (pl *pool) finishUpload(w http.ResponseWriter, r *http.Request, rb *replayBody, d time.Duration) {
+	ctl := http.NewResponseController(w)
+	if _, fast := w.(*respWriter); fast {
+		ctl.SetReadDeadline(time.Now().Add(d))
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-rb.ended:
+	case <-t.C:
+	}
+	if !rb.eof.Load() {
+		ctl.SetReadDeadline(aLongTimeAgo)
+		r.Body.Close()
+	}
+}
+
+// answerClose answers a request whose body was not read to its end (too
+// large, malformed, stalled) and closes the connection after the answer:
+// the rest of the body must not be parsed as the next request, and a
+// stalled client must not hold the connection.
+func (pl *pool) answerClose(w http.ResponseWriter, code int, msg string, start time.Time) {
+	w.Header()["Connection"] = []string{"close"}
+	pl.answer(w, code, msg, start)
 }
 
 // drain reads a little of a body we drop so the connection can be reused.

@@ -33,12 +33,21 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, http.StatusBadRequest, "malformed Host")
 		return
 	}
-	pl := st.route(host, routePath(r.URL.Path))
+	rp, ok := routePath(r.URL.Path)
+	if !ok {
+		p.refuse(w, http.StatusBadRequest, "ambiguous path: a dot segment with path parameters")
+		return
+	}
+	pl := st.route(host, rp)
 	if pl == nil {
 		p.refuse(w, http.StatusMisdirectedRequest, "no pool serves this host and path")
 		return
 	}
-	pl.serve(w, r, int64(st.cfg.MaxBody), st.cfg.ReadTimeout)
+	readTimeout := st.cfg.ReadTimeout
+	if run := p.running.Load(); run != nil {
+		readTimeout = run.ReadTimeout // restart-only: what the listener runs with
+	}
+	pl.serve(w, r, int64(st.cfg.MaxBody), readTimeout)
 }
 
 // routePath is the path routing matches on: path parameters dropped, dot
@@ -48,16 +57,22 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // pool's origin through another pool's prefix. The path is the decoded one
 // (%2F is a slash here, where some origins keep it as a byte). The request
 // is forwarded as the client wrote it.
-func routePath(p string) string {
+func routePath(p string) (string, bool) {
 	if !strings.Contains(p, "/.") && !strings.Contains(p, "//") && !strings.Contains(p, ";") {
-		return p
+		return p, true
 	}
 	if strings.Contains(p, ";") {
-		// Path parameters ("/api/..;/admin", "/x;jsessionid=1/y") are
-		// dropped per segment, as Tomcat and Jetty do before resolving.
+		// Path parameters ("/x;jsessionid=1/y") are dropped per segment,
+		// as Tomcat and Jetty do before resolving. A segment that becomes
+		// "." or ".." that way ("/api/..;/admin") is read differently by
+		// origins that keep parameters (nginx, Go, Node) and by those that
+		// drop them: it is refused rather than guessed.
 		segs := strings.Split(p, "/")
 		for i, s := range segs {
 			if j := strings.IndexByte(s, ';'); j >= 0 {
+				if seg := s[:j]; seg == "." || seg == ".." {
+					return "", false
+				}
 				segs[i] = s[:j]
 			}
 		}
@@ -67,7 +82,7 @@ func routePath(p string) string {
 	if strings.HasSuffix(p, "/") && c != "/" {
 		c += "/"
 	}
-	return c
+	return c, true
 }
 
 // explicitHost reports whether a pool names host by an exact or wildcard

@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -175,4 +178,85 @@ func TestAnswerStreamsWhileUploadContinues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A request whose body was not read to its end (malformed, stalled, or
+// still arriving when the answer went out) closes the connection after the
+// answer, on both engines: what follows in the stream must never be parsed
+// as another request (smuggling), and a client that stops sending must not
+// hold the connection.
+func TestBodyErrorsCloseTheConnection(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path == "/early" {
+			// The whole answer goes out before the body is read (net/http
+			// would read the body first without full duplex).
+			ctl := http.NewResponseController(w)
+			ctl.EnableFullDuplex()
+			w.Header().Set("Content-Length", "12")
+			io.WriteString(w, "early answer")
+			ctl.Flush()
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	}))
+	defer origin.Close()
+	for _, engineName := range []string{EngineFast, EngineStdlib} {
+		t.Run(engineName, func(t *testing.T) {
+			cfg := pool1(PolicyFirst, origin.URL)
+			cfg.Pools[0].Retry.TryTimeout = 500 * time.Millisecond
+			cfg.Pools[0].Retry.Budget = time.Second
+			cfg.Pools[0].ConnectTimeout = 200 * time.Millisecond
+			h := startWith(t, cfg, nil, false, engineName)
+			// exchange writes raw, reads one answer, then reports whether the
+			// proxy closed the connection within limit.
+			exchange := func(raw string, limit time.Duration) (*http.Response, bool) {
+				t.Helper()
+				c, err := net.Dial("tcp", strings.TrimPrefix(h.front.URL, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				io.WriteString(c, raw)
+				br := bufio.NewReader(c)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("no answer: %v", err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				c.SetReadDeadline(time.Now().Add(limit))
+				_, err = br.ReadByte()
+				return resp, err == io.EOF || err != nil && !isTimeoutErr(err)
+			}
+			big := strings.Repeat("b", 70000) // streamed (over max_buffered_body)
+			resp, closed := exchange(fmt.Sprintf("POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\nZZZ\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n", len(big), big), 3*time.Second)
+			if resp.StatusCode != http.StatusBadRequest || !closed {
+				t.Errorf("malformed chunk after a streamed one: %d, closed %v; want 400 and the connection closed", resp.StatusCode, closed)
+			}
+			resp, closed = exchange("POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n"+strings.Repeat("s", 100000), 3*time.Second)
+			if resp.StatusCode != http.StatusRequestTimeout || !resp.Close || !closed {
+				t.Errorf("stalled body: %d, Connection: close %v, closed %v; want 408, Connection: close and the connection closed", resp.StatusCode, resp.Close, closed)
+			}
+			resp, closed = exchange("POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n"+strings.Repeat("e", 100000), 3*time.Second)
+			if resp.StatusCode != 200 || !closed {
+				t.Errorf("answered before the upload ended, then the client stalled: %d, closed %v; want 200 and the connection closed within try_timeout", resp.StatusCode, closed)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if slices.Contains(paths, "/smuggled") {
+				t.Fatalf("the origin received the smuggled request: %v", paths)
+			}
+		})
+	}
+}
+
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
