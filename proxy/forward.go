@@ -760,6 +760,16 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// breaks; the in-flight count must still drop. (A function literal:
 		// defers inside the loop would be heap-allocated per request.)
 		if rb != nil && !rb.eof.Load() {
+			// An origin that read the whole body answers just as the
+			// transport reads its end: give that a moment before deciding.
+			t := time.NewTimer(10 * time.Millisecond)
+			select {
+			case <-rb.ended:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if rb != nil && !rb.eof.Load() {
 			// The answer goes out while the upload is unfinished: the
 			// connection closes after it, and what is left of the body gets
 			// try_timeout to arrive (the server reads it away after the

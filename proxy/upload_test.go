@@ -260,3 +260,32 @@ func isTimeoutErr(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// Uploads that complete normally keep the connection alive, on both
+// engines, whatever their size (buffered or streamed).
+func TestCompletedUploadsKeepAlive(t *testing.T) {
+	a := newBackend(t, "a")
+	for _, engineName := range []string{EngineFast, EngineStdlib} {
+		t.Run(engineName, func(t *testing.T) {
+			h := startWith(t, pool1(PolicyFirst, a.srv.URL), nil, false, engineName)
+			c, err := net.Dial("tcp", strings.TrimPrefix(h.front.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			br := bufio.NewReader(c)
+			for _, size := range []int{1 << 10, 100 << 10, 1 << 20, 100 << 10} {
+				fmt.Fprintf(c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", size, strings.Repeat("k", size))
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("%d-byte upload: %v (the connection was closed?)", size, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				if resp.StatusCode != 200 || resp.Close || len(a.body) != size {
+					t.Fatalf("%d-byte upload: %d, Connection: close %v, origin got %d bytes", size, resp.StatusCode, resp.Close, len(a.body))
+				}
+			}
+		})
+	}
+}
