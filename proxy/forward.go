@@ -453,7 +453,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	hasBody := r.Body != nil && r.Body != http.NoBody && (r.ContentLength != 0 || len(r.TransferEncoding) > 0)
 	if hasBody {
 		if r.ContentLength > maxBody {
-			pl.answerClose(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+			pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 			return
 		}
 		rb := http.MaxBytesReader(w, r.Body, maxBody)
@@ -472,7 +472,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			var mbe *http.MaxBytesError
 			switch {
 			case errors.As(err, &mbe):
-				pl.answerClose(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+				pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 				return
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				limitName := "retry.try_timeout"
@@ -481,13 +481,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				}
 				pl.log.Info("proxy: client stopped sending its body", "pool", pl.name, "path", r.URL.Path,
 					"limit", limitName)
-				pl.answerClose(w, http.StatusRequestTimeout, "request body not received in time", start)
+				pl.answerClose(w, r, http.StatusRequestTimeout, "request body not received in time", start)
 				return
 			case err != nil:
 				// A malformed body (bad chunk framing) or a client gone
 				// mid-body: nothing to forward.
 				pl.log.Debug("proxy: request body unreadable", "pool", pl.name, "path", r.URL.Path, "err", err.Error())
-				pl.answerClose(w, http.StatusBadRequest, "malformed or incomplete request body", start)
+				pl.answerClose(w, r, http.StatusBadRequest, "malformed or incomplete request body", start)
 				return
 			}
 			if ir != nil {
@@ -574,6 +574,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// time, not the origins'.
 	deadline := time.Now().Add(cfg.Budget)
 	var tried uint64
+	var lastRB *replayBody // the last try's streamed body, if any
 	lastCause := ""
 	timedOut := false
 	// answered: an origin that was available when picked gave an HTTP answer
@@ -607,6 +608,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			outBody = io.NopCloser(bytes.NewReader(body))
 		case stream != nil:
 			rb = &replayBody{r: stream, ended: make(chan struct{})}
+			lastRB = rb
 			outBody = rb
 		}
 		tryTimeout := min(cfg.TryTimeout, deadline.Sub(now))
@@ -681,16 +683,16 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 					cancel(nil)
 					pl.log.Info("proxy: client stopped sending its body", "pool", pl.name, "origin", o.name,
 						"path", r.URL.Path, "waited", tryTimeout.String())
-					pl.answerClose(w, http.StatusRequestTimeout, "request body not received in time", start)
+					pl.answerClose(w, r, http.StatusRequestTimeout, "request body not received in time", start)
 					return
 				case errors.As(cerr, &mbe):
 					cancel(nil)
-					pl.answerClose(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+					pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 					return
 				case cerr != nil:
 					cancel(nil)
 					pl.log.Debug("proxy: request body unreadable", "pool", pl.name, "path", r.URL.Path, "err", cerr.Error())
-					pl.answerClose(w, http.StatusBadRequest, "malformed or incomplete request body", start)
+					pl.answerClose(w, r, http.StatusBadRequest, "malformed or incomplete request body", start)
 					return
 				}
 			}
@@ -700,7 +702,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			if errors.As(err, &mbe) {
 				cancel(nil)
-				pl.answerClose(w, http.StatusRequestEntityTooLarge, "request body too large", start)
+				pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 				return
 			}
 			cause, connLevel := classify(err, ctx)
@@ -769,34 +771,40 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			t.Stop()
 		}
-		if rb != nil && !rb.eof.Load() {
+		unread := rb != nil && !rb.eof.Load()
+		if unread {
 			// The answer goes out while the upload is unfinished: the
-			// connection closes after it, and what is left of the body gets
-			// try_timeout to arrive (the server reads it away after the
-			// handler; a client that stops sending must not hold the
-			// connection).
-			w.Header()["Connection"] = []string{"close"}
+			// connection closes after it (the rest of the stream must never
+			// be read as another request) and the rest is bounded.
+			closeAfter(w, r)
 		}
 		func() {
 			defer cancel(nil)
 			defer o.inflight.Add(-1)
 			pl.respond(w, r, resp, method)
 		}()
-		if rb != nil && !rb.eof.Load() {
-			pl.finishUpload(w, r, rb, cfg.TryTimeout)
+		if unread {
+			finishUpload(w, r, rb.ended, cfg.TryTimeout)
 		}
 		return
 	}
 	pl.budget.add(time.Now().UnixNano())
-	if timedOut || !time.Now().Before(deadline) {
-		pl.answer(w, http.StatusGatewayTimeout, "no origin answered in time", start)
+	// The proxy's own answer. A streamed body that no try read to its end
+	// closes the connection after it, as above.
+	unread := stream != nil && (lastRB == nil || !lastRB.eof.Load())
+	code, msg := http.StatusBadGateway, "all origins failed"
+	switch {
+	case timedOut || !time.Now().Before(deadline):
+		code, msg = http.StatusGatewayTimeout, "no origin answered in time"
+	case tried == 0:
+		code, msg = http.StatusServiceUnavailable, "no origin available"
+	}
+	if unread {
+		pl.answerClose(w, r, code, msg, start)
+		finishUpload(w, r, nil, cfg.TryTimeout)
 		return
 	}
-	if tried == 0 {
-		pl.answer(w, http.StatusServiceUnavailable, "no origin available", start)
-		return
-	}
-	pl.answer(w, http.StatusBadGateway, "all origins failed", start)
+	pl.answer(w, code, msg, start)
 }
 
 // eligible returns the origins a try may go to: available and not tried,
@@ -845,38 +853,51 @@ func (pl *pool) answer(w http.ResponseWriter, code int, msg string, start time.T
 	io.WriteString(w, http.StatusText(code)+": "+msg+"\n")
 }
 
-// finishUpload bounds what is left of an upload after its answer went out
-// (with Connection: close): the client gets d to send the rest. The fast
-// engine honours a read deadline for that. net/http's server reads the rest
-// of the body after the handler with no bound of its own, so there the
-// handler waits up to d itself and, if the body is still incomplete, fails
-// the read with a past deadline and closes the body, so the server closes
-// the connection after the answer at once.
-func (pl *pool) finishUpload(w http.ResponseWriter, r *http.Request, rb *replayBody, d time.Duration) {
-	ctl := http.NewResponseController(w)
-	if _, fast := w.(*respWriter); fast {
-		ctl.SetReadDeadline(time.Now().Add(d))
+// finishUpload bounds what is left of an HTTP/1 upload after its answer
+// went out with Connection: close; ended, when not nil, is closed once the
+// transport stopped reading the body (it may still be forwarding it). The
+// answer is flushed at once. The fast engine reads the rest away itself,
+// bounded. net/http's server reads up to 256 KiB of it after the handler
+// with no bound of its own, so here the client gets d to finish (closing
+// earlier can reset the answer before the client read it), then the read
+// fails with a past deadline and the body is closed.
+func finishUpload(w http.ResponseWriter, r *http.Request, ended <-chan struct{}, d time.Duration) {
+	if r.ProtoMajor != 1 {
 		return
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-rb.ended:
-	case <-t.C:
+	ctl := http.NewResponseController(w)
+	ctl.Flush()
+	if _, fast := w.(*respWriter); fast {
+		return
 	}
-	if !rb.eof.Load() {
-		ctl.SetReadDeadline(aLongTimeAgo)
-		r.Body.Close()
+	if ended != nil {
+		t := time.NewTimer(d)
+		select {
+		case <-ended:
+		case <-t.C:
+		}
+		t.Stop()
 	}
+	ctl.SetReadDeadline(time.Now().Add(d))
+	r.Body.Close()
 }
 
 // answerClose answers a request whose body was not read to its end (too
 // large, malformed, stalled) and closes the connection after the answer:
 // the rest of the body must not be parsed as the next request, and a
 // stalled client must not hold the connection.
-func (pl *pool) answerClose(w http.ResponseWriter, code int, msg string, start time.Time) {
-	w.Header()["Connection"] = []string{"close"}
+func (pl *pool) answerClose(w http.ResponseWriter, r *http.Request, code int, msg string, start time.Time) {
+	closeAfter(w, r)
 	pl.answer(w, code, msg, start)
+}
+
+// closeAfter marks an HTTP/1 answer Connection: close. HTTP/2 frames every
+// request on its own stream, so nothing can be misread there, and net/http
+// would answer the header with a GOAWAY for the whole connection.
+func closeAfter(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header()["Connection"] = []string{"close"}
+	}
 }
 
 // drain reads a little of a body we drop so the connection can be reused.
