@@ -527,6 +527,10 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		hdr = make(http.Header, len(r.Header)+3)
 	}
 	copyHeaders(hdr, r.Header)
+	// The proxy answered the client's Expect: 100-continue itself; passed
+	// on, an origin that never sends 100 would cost every such request the
+	// transport's one-second wait.
+	delete(hdr, "Expect")
 	if te := r.Header["Te"]; te != nil && namedIn(te, "trailers") {
 		hdr["Te"] = []string{"trailers"}
 	}
@@ -849,18 +853,19 @@ func (pl *pool) answer(w http.ResponseWriter, code int, msg string, start time.T
 	h := w.Header()
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
 	h["X-Content-Type-Options"] = []string{"nosniff"}
+	text := http.StatusText(code) + ": " + msg + "\n"
+	h["Content-Length"] = []string{strconv.Itoa(len(text))} // also when flushed at once
 	w.WriteHeader(code)
-	io.WriteString(w, http.StatusText(code)+": "+msg+"\n")
+	io.WriteString(w, text)
 }
 
 // finishUpload bounds what is left of an HTTP/1 upload after its answer
 // went out with Connection: close; ended, when not nil, is closed once the
-// transport stopped reading the body (it may still be forwarding it). The
-// answer is flushed at once. The fast engine reads the rest away itself,
-// bounded. net/http's server reads up to 256 KiB of it after the handler
-// with no bound of its own, so here the client gets d to finish (closing
-// earlier can reset the answer before the client read it), then the read
-// fails with a past deadline and the body is closed.
+// transport's reads of the body ended. The answer is flushed at once. The
+// fast engine reads the rest away itself, bounded. net/http's server reads
+// up to 256 KiB of it after the handler with no bound of its own, so here
+// the rest is read away under a deadline d (closing with unread bytes could
+// reset the answer before the client read it).
 func finishUpload(w http.ResponseWriter, r *http.Request, ended <-chan struct{}, d time.Duration) {
 	if r.ProtoMajor != 1 {
 		return
@@ -871,13 +876,16 @@ func finishUpload(w http.ResponseWriter, r *http.Request, ended <-chan struct{},
 		return
 	}
 	if ended != nil {
-		t := time.NewTimer(d)
+		// The transport may still be forwarding the body: a moment for it
+		// to reach the end. It stops reading when the origin closed.
+		t := time.NewTimer(50 * time.Millisecond)
 		select {
 		case <-ended:
 		case <-t.C:
 		}
 		t.Stop()
 	}
+	// Closing the body reads the rest away (up to 256 KiB), now bounded.
 	ctl.SetReadDeadline(time.Now().Add(d))
 	r.Body.Close()
 }

@@ -257,8 +257,8 @@ func TestBodyErrorsCloseTheConnection(t *testing.T) {
 			// The proxy's own answer (no origin available) after a streamed
 			// body that no try read to its end: closed too, nothing smuggled.
 			resp, closed = exchange(fmt.Sprintf("POST /up HTTP/1.1\r\nHost: dead.example\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\nZZZ\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n", len(big), big), 3*time.Second)
-			if resp.StatusCode < 500 || !closed {
-				t.Errorf("proxy's own answer after an unread streamed body: %d, closed %v; want 5xx and the connection closed", resp.StatusCode, closed)
+			if resp.StatusCode < 500 || !closed || resp.ContentLength <= 0 {
+				t.Errorf("proxy's own answer after an unread streamed body: %d (Content-Length %d), closed %v; want 5xx with a Content-Length and the connection closed", resp.StatusCode, resp.ContentLength, closed)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -297,6 +297,40 @@ func TestCompletedUploadsKeepAlive(t *testing.T) {
 				io.Copy(io.Discard, resp.Body)
 				if resp.StatusCode != 200 || resp.Close || len(a.body) != size {
 					t.Fatalf("%d-byte upload: %d, Connection: close %v, origin got %d bytes", size, resp.StatusCode, resp.Close, len(a.body))
+				}
+			}
+		})
+	}
+}
+
+// The proxy answers Expect: 100-continue itself and does not pass it on: an
+// origin that never sends 100 must not cost the request the transport's
+// one-second wait.
+func TestExpectContinueNotForwarded(t *testing.T) {
+	var mu sync.Mutex
+	var expect []string
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		expect = append(expect, r.Header.Get("Expect"))
+		mu.Unlock()
+		io.Copy(io.Discard, r.Body)
+	}))
+	defer origin.Close()
+	for _, engineName := range []string{EngineFast, EngineStdlib} {
+		t.Run(engineName, func(t *testing.T) {
+			h := startWith(t, pool1(PolicyFirst, origin.URL), nil, false, engineName)
+			for _, size := range []int{1 << 10, 100 << 10} {
+				began := time.Now()
+				code, _, _ := h.do("POST", "/x", strings.Repeat("e", size), "Expect", "100-continue")
+				if d := time.Since(began); code != 200 || d > 700*time.Millisecond {
+					t.Fatalf("%d-byte POST with Expect: %d after %v, want 200 at once", size, code, d)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, e := range expect {
+				if e != "" {
+					t.Fatalf("the origin received Expect: %q", e)
 				}
 			}
 		})
