@@ -533,12 +533,7 @@ func TestRefusedRequestsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	eventually(t, "listening", func() bool { return len(p.Addrs()) == 1 })
-	addr := p.Addrs()[0].String()
+	addr := runProxy(t, p)
 	for _, raw := range []string{
 		"GET / HTTP/1.1\r\nHost: ..x\r\n\r\n",                                             // router: 400
 		"CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n",                   // router: 405
@@ -583,11 +578,7 @@ func TestReloadWarnsAgainstRunningListeners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	eventually(t, "listening", func() bool { return len(p.Addrs()) == 1 })
+	runProxy(t, p)
 	warnings := func() int { return strings.Count(logs.String(), "take effect on restart") }
 	moved := cfg
 	moved.Listen = "127.0.0.1:1"
@@ -602,4 +593,16 @@ func TestReloadWarnsAgainstRunningListeners(t *testing.T) {
 			t.Fatalf("after reload %d: %d warnings, want %d\n%s", i+1, got, tc.want, logs.String())
 		}
 	}
+}
+
+// runProxy runs p.Run until the test ends and returns the plain listener's
+// address once it listens.
+func runProxy(t *testing.T, p *Proxy) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	eventually(t, "listening", func() bool { return len(p.Addrs()) == 1 })
+	return p.Addrs()[0].String()
 }
