@@ -1,7 +1,6 @@
 package canary
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,11 +11,11 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
@@ -32,24 +31,6 @@ func (e echoing) Run(context.Context, checks.Target) checks.Result {
 		Steps: []checks.StepResult{{Name: "login", Cause: checks.CauseScript, Err: "echoed " + e.secret,
 			URL: "http://127.0.0.1:1/step/" + e.secret + "?" + e.secret + "&k=" + e.secret}},
 	}
-}
-
-// lockedBuf is a log destination safe for the canary's goroutines.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func replacer(secrets ...string) func(string) string {
@@ -89,7 +70,7 @@ func TestRedactHookCoversVerdicts(t *testing.T) {
 					pairs[i].Probe = panicsWith{"token " + secret}
 				}
 			}
-			logs := &lockedBuf{}
+			logs := &checktest.SyncBuffer{}
 			sink := &memSink{}
 			c := start(t, cfg, pairs, Options{Sink: sink, Redact: tc.redact,
 				Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})

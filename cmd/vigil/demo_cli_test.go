@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,29 +86,12 @@ func userEnv() []string {
 	return env
 }
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // vigilProc is a running vigil process started as a user would, from dir.
 type vigilProc struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stdout lockedBuf
-	stderr lockedBuf
+	stdout checktest.SyncBuffer
+	stderr checktest.SyncBuffer
 	done   chan struct{}
 }
 
