@@ -241,11 +241,15 @@ func isHop(k string) bool {
 }
 
 // copyHeaders copies src into dst without hop-by-hop headers. Value slices
-// are shared, not copied.
-func copyHeaders(dst, src http.Header) {
+// are shared, not copied. For a request (request true), underscore
+// look-alikes of the forwarding headers (X_Forwarded_For) are dropped too:
+// CGI, PHP and WSGI origins map '-' and '_' to the same variable, so a
+// client could pass its own value as the proxy's (nginx drops them too).
+func copyHeaders(dst, src http.Header, request bool) {
 	conn := src["Connection"]
 	for k, vv := range src {
-		if isHop(k) || (conn != nil && namedIn(conn, k)) {
+		if isHop(k) || (conn != nil && namedIn(conn, k)) ||
+			request && strings.IndexByte(k, '_') >= 0 && forwardedLookAlike(k) {
 			continue
 		}
 		dst[k] = vv
@@ -526,7 +530,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	} else {
 		hdr = make(http.Header, len(r.Header)+3)
 	}
-	copyHeaders(hdr, r.Header)
+	copyHeaders(hdr, r.Header, true)
 	// The proxy answered the client's Expect: 100-continue itself; passed
 	// on, an origin that never sends 100 would cost every such request the
 	// transport's one-second wait.
@@ -539,16 +543,8 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		hdr["Connection"] = []string{"Upgrade"}
 		hdr["Upgrade"] = []string{up}
 	}
-	// Look-alikes of the forwarding headers with underscores
-	// (X_Forwarded_For) are dropped: CGI, PHP and WSGI origins map '-' and
-	// '_' to the same variable, so a client could pass its own value as the
-	// proxy's (nginx drops them too). A chain the client named in
-	// Connection was removed as hop-by-hop and is not extended.
-	for k := range hdr {
-		if strings.IndexByte(k, '_') >= 0 && forwardedLookAlike(k) {
-			delete(hdr, k)
-		}
-	}
+	// A chain the client named in Connection was removed as hop-by-hop and
+	// is not extended.
 	cip := clientIP(r)
 	xff := cip
 	if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 && !namedIn(r.Header["Connection"], "X-Forwarded-For") {
@@ -924,7 +920,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		return
 	}
 	h := w.Header()
-	copyHeaders(h, resp.Header)
+	copyHeaders(h, resp.Header, false)
 	if len(resp.Trailer) > 0 {
 		keys := make([]string, 0, len(resp.Trailer))
 		for k := range resp.Trailer {
@@ -1000,7 +996,7 @@ func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		defer pl.tunnels.remove(conn)
 	}
 	h := http.Header{}
-	copyHeaders(h, resp.Header)
+	copyHeaders(h, resp.Header, false)
 	h["Connection"] = []string{"Upgrade"}
 	h["Upgrade"] = []string{up}
 	resp.Header = h
