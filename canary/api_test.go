@@ -271,6 +271,7 @@ func TestMetrics(t *testing.T) {
 		`probe_http_duration_seconds{check="home",phase="processing",region="test-region",target="o1",tier="deep"}`,
 		`probe_http_duration_seconds{check="home",phase="resolve",region="test-region",target="o1",tier="deep"}`,
 		`probe_http_status_code{` + lbl + `} 200`,
+		`probe_http_version{` + lbl + `} 1.1`,
 		`vigil_verdict_state{check="home",region="test-region",state="healthy",target="o1",tier="deep"} 1`,
 		`vigil_verdict_state{check="home",region="test-region",state="unhealthy",target="o1",tier="deep"} 0`,
 		`vigil_checks_total{check="home",region="test-region",result="pass",target="o1"} 1`,

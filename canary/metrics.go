@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,8 @@ var (
 		append(append([]string{}, pairLabels...), "phase"), nil)
 	descStatus = prometheus.NewDesc("probe_http_status_code",
 		"HTTP status code of the last run (0 when none).", pairLabels, nil)
+	descHTTPVersion = prometheus.NewDesc("probe_http_version",
+		"HTTP version of the last run's answer (1.1, 2), when the run got one.", pairLabels, nil)
 	descCertExpiry = prometheus.NewDesc("probe_ssl_earliest_cert_expiry",
 		"NotAfter of the leaf certificate seen by the last TLS run, Unix seconds.", pairLabels, nil)
 	descState = prometheus.NewDesc("vigil_verdict_state",
@@ -94,7 +97,7 @@ type pairCollector metrics
 // Describe implements prometheus.Collector.
 func (pc *pairCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descStatus,
-		descCertExpiry, descState, descStreak, descChecks, descSkipped, descPairs, descPubDropped} {
+		descCertExpiry, descHTTPVersion, descState, descStreak, descChecks, descSkipped, descPairs, descPubDropped} {
 		ch <- d
 	}
 }
@@ -154,6 +157,9 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		gauge(descStatus, float64(v.StatusCode), check, target, tier, region)
+		if ver, ok := httpVersion(v.Proto); ok {
+			gauge(descHTTPVersion, ver, check, target, tier, region)
+		}
 		processing := max(v.TTFB-v.DNS-v.Connect-v.TLS, 0)
 		if v.TTFB == 0 {
 			processing = 0
@@ -164,6 +170,16 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descPhase, processing.Seconds(), check, target, tier, region, "processing")
 		gauge(descPhase, v.Transfer.Seconds(), check, target, tier, region, "transfer")
 	}
+}
+
+// httpVersion maps "HTTP/1.1" to 1.1 and "HTTP/2.0" to 2, as
+// blackbox_exporter's probe_http_version does.
+func httpVersion(proto string) (float64, bool) {
+	var major, minor int
+	if _, err := fmt.Sscanf(proto, "HTTP/%d.%d", &major, &minor); err != nil || major < 1 || minor < 0 || minor > 9 {
+		return 0, false
+	}
+	return float64(major) + float64(minor)/10, true
 }
 
 func b2f(b bool) float64 {

@@ -18,6 +18,7 @@ type verdictJSON struct {
 	Cause      string     `json:"cause"`
 	Err        string     `json:"error,omitempty"`
 	StatusCode int        `json:"status_code"`
+	Proto      string     `json:"proto,omitempty"`
 	TTFBMs     float64    `json:"ttfb_ms"`
 	DurationMs float64    `json:"duration_ms"`
 	DNSMs      float64    `json:"dns_ms"`
@@ -43,7 +44,7 @@ func FromMs(ms float64) time.Duration { return time.Duration(ms * float64(time.M
 func (v Verdict) MarshalJSON() ([]byte, error) {
 	return json.Marshal(verdictJSON{
 		Check: v.Check, Target: v.Target, Tier: v.Tier, Region: v.Region, Vantage: v.Vantage,
-		State: v.State, OK: v.OK, Cause: v.Cause, Err: v.Err, StatusCode: v.StatusCode,
+		State: v.State, OK: v.OK, Cause: v.Cause, Err: v.Err, StatusCode: v.StatusCode, Proto: v.Proto,
 		TTFBMs: Ms(v.TTFB), DurationMs: Ms(v.Duration), DNSMs: Ms(v.DNS), ConnectMs: Ms(v.Connect),
 		TLSMs: Ms(v.TLS), TransferMs: Ms(v.Transfer), Streak: v.Streak, IntervalMs: Ms(v.Interval),
 		At: v.At, Expires: v.Expires, Artifact: v.Artifact, URL: v.URL, CertExpiry: timePtr(v.CertExpiry),
@@ -65,7 +66,7 @@ func (v *Verdict) UnmarshalJSON(b []byte) error {
 	}
 	*v = Verdict{
 		Check: w.Check, Target: w.Target, Tier: w.Tier, Region: w.Region, Vantage: w.Vantage,
-		State: w.State, OK: w.OK, Cause: w.Cause, Err: w.Err, StatusCode: w.StatusCode,
+		State: w.State, OK: w.OK, Cause: w.Cause, Err: w.Err, StatusCode: w.StatusCode, Proto: w.Proto,
 		TTFB: FromMs(w.TTFBMs), Duration: FromMs(w.DurationMs), DNS: FromMs(w.DNSMs),
 		Connect: FromMs(w.ConnectMs), TLS: FromMs(w.TLSMs), Transfer: FromMs(w.TransferMs),
 		Streak: w.Streak, Interval: FromMs(w.IntervalMs), At: w.At, Expires: w.Expires,

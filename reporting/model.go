@@ -46,6 +46,9 @@ type Verdict struct {
 	Cause      string // this run's failure cause, "" when OK
 	Err        string // this run's failure reason, human-readable
 	StatusCode int
+	// Proto is the protocol the answer came over (HTTP/1.1, HTTP/2.0) for
+	// http checks that got one; "" otherwise.
+	Proto string
 
 	TTFB     time.Duration
 	Duration time.Duration

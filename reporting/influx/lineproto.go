@@ -104,6 +104,9 @@ func verdictLine(l *lineBuilder, v *reporting.Verdict) []byte {
 	l.bool("ok", v.OK)
 	l.str("cause", v.Cause)
 	l.int("status_code", int64(v.StatusCode))
+	if v.Proto != "" {
+		l.str("proto", v.Proto)
+	}
 	l.float("ttfb_ms", reporting.Ms(v.TTFB))
 	l.float("duration_ms", reporting.Ms(v.Duration))
 	l.float("dns_ms", reporting.Ms(v.DNS))
@@ -145,12 +148,13 @@ type verdictBlob struct {
 	Artifact string   `json:"a,omitempty"`
 	URL      string   `json:"u,omitempty"`
 	Cert     int64    `json:"ce,omitempty"` // certificate NotAfter, unix ns
+	Proto    string   `json:"p,omitempty"`
 }
 
 func encodeVerdictBlob(v *reporting.Verdict) string {
 	b := verdictBlob{State: string(v.State), OK: v.OK, Cause: v.Cause, Err: v.Err, Status: v.StatusCode,
 		D:      [7]int64{int64(v.TTFB), int64(v.Duration), int64(v.DNS), int64(v.Connect), int64(v.TLS), int64(v.Transfer), int64(v.Interval)},
-		Streak: v.Streak, Artifact: v.Artifact, URL: v.URL}
+		Streak: v.Streak, Artifact: v.Artifact, URL: v.URL, Proto: v.Proto}
 	if !v.Expires.IsZero() {
 		b.Expires = v.Expires.UnixNano()
 	}
@@ -171,6 +175,7 @@ func decodeVerdictBlob(s string, v *reporting.Verdict) error {
 	v.TTFB, v.Duration, v.DNS = time.Duration(b.D[0]), time.Duration(b.D[1]), time.Duration(b.D[2])
 	v.Connect, v.TLS, v.Transfer = time.Duration(b.D[3]), time.Duration(b.D[4]), time.Duration(b.D[5])
 	v.Interval, v.Streak, v.Artifact, v.URL = time.Duration(b.D[6]), b.Streak, b.Artifact, b.URL
+	v.Proto = b.Proto
 	v.Expires, v.CertExpiry = time.Time{}, time.Time{}
 	if b.Expires != 0 {
 		v.Expires = time.Unix(0, b.Expires).UTC()

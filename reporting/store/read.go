@@ -18,7 +18,7 @@ func scanVerdicts(rows *sql.Rows) ([]reporting.Verdict, error) {
 		var state string
 		var ttfb, dur, dns, conn, tls, xfer, interval, at, exp, cert int64
 		if err := rows.Scan(&v.Check, &v.Target, &v.Tier, &v.Region, &v.Vantage, &state, &v.OK, &v.Cause, &v.Err,
-			&v.StatusCode, &ttfb, &dur, &dns, &conn, &tls, &xfer, &v.Streak, &interval, &at, &exp, &v.Artifact, &v.URL, &cert); err != nil {
+			&v.StatusCode, &ttfb, &dur, &dns, &conn, &tls, &xfer, &v.Streak, &interval, &at, &exp, &v.Artifact, &v.URL, &cert, &v.Proto); err != nil {
 			return nil, err
 		}
 		v.State = reporting.State(state)

@@ -76,6 +76,10 @@ func sample(check, target, region, vantage string, at time.Time, i int) reportin
 		At: at, Expires: at.Add(90 * time.Second),
 		URL:        "https://" + target + ".example/healthz",
 		CertExpiry: at.Add(40 * 24 * time.Hour).Truncate(time.Second),
+		Proto:      "HTTP/2.0",
+	}
+	if i%2 == 1 {
+		v.Proto = "HTTP/1.1"
 	}
 	if !ok {
 		v.State = reporting.StateUnhealthy
