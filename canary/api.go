@@ -3,8 +3,6 @@ package canary
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -228,15 +228,7 @@ func (c *Canary) authorized(w http.ResponseWriter, r *http.Request) bool {
 		apiError(w, http.StatusForbidden, "admin writes are disabled: set agent.admin_token")
 		return false
 	}
-	h := r.Header.Get("Authorization")
-	const prefix = "bearer "
-	ok := len(h) >= len(prefix) && strings.EqualFold(h[:len(prefix)], prefix)
-	var got string
-	if ok {
-		got = strings.TrimSpace(h[len(prefix):])
-	}
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
-	if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+	if !units.BearerMatches(r, want) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
 		apiError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <agent.admin_token>)")
 		return false

@@ -1,12 +1,11 @@
 package proxy
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // OriginStatus is one origin in GET /api/v1/origins.
@@ -154,16 +153,7 @@ func (p *Proxy) authorized(w http.ResponseWriter, r *http.Request) bool {
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin writes are disabled: set agent.admin_token (or proxy.admin_token)"})
 		return false
 	}
-	// The scheme is case-insensitive (RFC 9110 §11.1), as on /api/v1/trigger.
-	h := r.Header.Get("Authorization")
-	const prefix = "bearer "
-	ok := len(h) >= len(prefix) && strings.EqualFold(h[:len(prefix)], prefix)
-	var got string
-	if ok {
-		got = strings.TrimSpace(h[len(prefix):])
-	}
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(token))
-	if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+	if !units.BearerMatches(r, token) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
 		return false

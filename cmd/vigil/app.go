@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -369,11 +370,7 @@ func (a *app) alerts(w http.ResponseWriter, r *http.Request) {
 // authorized checks the admin bearer token in constant time; with no token
 // configured every write is refused.
 func authorized(r *http.Request, token string) bool {
-	if token == "" {
-		return false
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+	return units.BearerMatches(r, token)
 }
 
 // Run starts every part and blocks until ctx is done, then shuts down in

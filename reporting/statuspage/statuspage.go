@@ -17,7 +17,6 @@ package statuspage
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"html/template"
@@ -29,6 +28,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 
 	"github.com/vigil-synthetics/vigil/reporting"
 )
@@ -332,16 +333,13 @@ func (p *Page) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), DefaultQueryTimeout)
 }
 
-// tokenOK reports whether r carries the admin token (constant-time).
+// tokenOK reports whether r carries the admin token, in the form field
+// "token" or as a bearer token (constant-time).
 func (p *Page) tokenOK(r *http.Request) bool {
-	got := r.PostFormValue("token")
-	if a := r.Header.Get("Authorization"); got == "" && strings.HasPrefix(a, "Bearer ") {
-		got = strings.TrimPrefix(a, "Bearer ")
+	if got := r.PostFormValue("token"); got != "" {
+		return units.TokenMatches(got, p.o.AdminToken)
 	}
-	if got == "" || p.o.AdminToken == "" {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(p.o.AdminToken)) == 1
+	return units.BearerMatches(r, p.o.AdminToken)
 }
 
 // render executes the named page template into w with status code.
