@@ -292,11 +292,11 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	v := viper.New()
 	v.SetConfigType("yaml")
 	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
-		return nil, fail(fmt.Errorf("not valid YAML: %v", unwrapViper(err)))
+		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, unwrapViper(err))))
 	}
 	var tree any
 	if err := yaml.Unmarshal(raw, &tree); err != nil {
-		return nil, fail(fmt.Errorf("not valid YAML: %v", err))
+		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, err.Error())))
 	}
 	settings, _ := normalizeYAML(tree).(map[string]any)
 	if settings == nil {
