@@ -53,6 +53,11 @@ func locateYAMLError(raw []byte, msg string) string {
 		}
 	}
 	text := strings.TrimRight(string(lines[line-1]), "\r\n")
+	// The quoted line must not show a secret written in the file.
+	if i := strings.Index(text, ":"); i > 0 && (secretKey.MatchString(text[:i]) ||
+		strings.Contains(strings.ToLower(text[:i]), "cookie")) {
+		text = text[:i+1] + " …"
+	}
 	if len(text) > 80 {
 		text = text[:77] + "..."
 	}
