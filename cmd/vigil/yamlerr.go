@@ -58,8 +58,8 @@ func locateYAMLError(raw []byte, msg string) string {
 		strings.Contains(strings.ToLower(text[:i]), "cookie")) {
 		text = text[:i+1] + " …"
 	}
-	if len(text) > 80 {
-		text = text[:77] + "..."
+	if r := []rune(text); len(r) > 80 {
+		text = string(r[:77]) + "..."
 	}
 	return fmt.Sprintf("line %d: %s (%q)", line, problem, text)
 }
