@@ -2,8 +2,10 @@
 # Throughput comparison: vigil vs nginx proxy_pass vs HAProxy vs Caddy, all in
 # front of the same nginx origin serving a 1 KiB file, measured with
 # `wrk -c32` keep-alive. Each proxy runs with its default worker/thread
-# settings; nginx proxy_pass uses upstream keep-alive (as every production
-# setup does). "cpu µs/req" is
+# settings; "nginx" is proxy_pass with upstream keep-alive (as every
+# production setup does), "nginx-dflt" plain `proxy_pass` with nginx's
+# defaults (HTTP/1.0 to the origin, a new origin connection per request: the
+# configuration DESIGN.md's first measurements used). "cpu µs/req" is
 # the proxy's own CPU time (all its processes) per request, which stays
 # comparable when other work shares the machine.
 #
@@ -11,7 +13,7 @@
 # server (proxy.engine: stdlib). VIGIL_FLAGS passes extra vigil-bench flags
 # (e.g. VIGIL_FLAGS=-gomaxprocs=1). BARE=1 adds "bare-epoll"
 # (proxy/bench/bare-epoll): a featureless Go proxy on its own epoll loop, the
-# ceiling for a Go engine on this machine. Ports 19080-19086 must be free.
+# ceiling for a Go engine on this machine. Ports 19080-19087 must be free.
 #
 # usage: [ROUNDS=3] [VERBOSE=1] proxy/bench/run.sh [duration of one measurement, default 10s]
 set -eu
@@ -50,6 +52,18 @@ http {
     location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }
 NGINX
+cat > "$W/nginx-dflt.conf" <<NGINX
+worker_processes auto;
+pid $W/nginx-dflt.pid;
+error_log $W/nginx-dflt.err;
+events {}
+http {
+  access_log off;
+  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:19087; location / { proxy_pass http://127.0.0.1:19080; } }
+}
+NGINX
 cat > "$W/haproxy.cfg" <<HAP
 global
   pidfile $W/haproxy.pid
@@ -80,6 +94,7 @@ CADDY
 
 nginx -c "$W/nginx-origin.conf" -p "$W" </dev/null >/dev/null 2>&1
 nginx -c "$W/nginx-proxy.conf" -p "$W" </dev/null >/dev/null 2>&1
+nginx -c "$W/nginx-dflt.conf" -p "$W" </dev/null >/dev/null 2>&1
 haproxy -D -f "$W/haproxy.cfg" </dev/null >/dev/null 2>&1
 caddy run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 </dev/null &
 echo $! > "$W/caddy.pid"
@@ -117,7 +132,7 @@ lat_us() {
 # round, so load from other processes hits them all alike; the table gives
 # each column's median over the rounds.
 ROUNDS=${ROUNDS:-3}
-SPECS="origin:19080:nginx-origin vigil:19084:vigil vigil-std:19085:vigil-std nginx:19081:nginx-proxy haproxy:19082:haproxy caddy:19083:caddy"
+SPECS="origin:19080:nginx-origin vigil:19084:vigil vigil-std:19085:vigil-std nginx:19081:nginx-proxy nginx-dflt:19087:nginx-dflt haproxy:19082:haproxy caddy:19083:caddy"
 [ -n "${BARE:-}" ] && SPECS="$SPECS bare-epoll:19086:bare-epoll"
 : > "$W/results"
 r=0
