@@ -46,17 +46,35 @@ type pool struct {
 // servers' Shutdown does not track (the connection was hijacked), so that
 // shutdown can wait for them and close those still open when the grace
 // period ends.
+//
+// On net/http a connection is no longer tracked by Shutdown from the moment
+// it is hijacked, before add: a tunnel that begins after closeAll ran is
+// closed by add at once, so none outlives the shutdown.
 type tunnelSet struct {
-	mu sync.Mutex
-	m  map[net.Conn]struct{}
+	mu     sync.Mutex
+	m      map[net.Conn]struct{}
+	closed bool // closeAll ran: add closes
 }
 
-func (t *tunnelSet) add(c net.Conn) {
+// add tracks c; it reports false, having closed c, when the set was closed.
+func (t *tunnelSet) add(c net.Conn) bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		c.Close()
+		return false
+	}
 	if t.m == nil {
 		t.m = map[net.Conn]struct{}{}
 	}
 	t.m[c] = struct{}{}
+	return true
+}
+
+// open makes a closed set track tunnels again (Run starting anew).
+func (t *tunnelSet) open() {
+	t.mu.Lock()
+	t.closed = false
 	t.mu.Unlock()
 }
 
@@ -73,10 +91,11 @@ func (t *tunnelSet) len() int {
 }
 
 // closeAll closes every open tunnel's client connection (its copy loops
-// then end and close the origin side).
+// then end and close the origin side), and those added later.
 func (t *tunnelSet) closeAll() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.closed = true
 	for c := range t.m {
 		c.Close()
 	}
@@ -992,7 +1011,9 @@ func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	defer conn.Close()
 	if pl.tunnels != nil {
-		pl.tunnels.add(conn)
+		if !pl.tunnels.add(conn) {
+			return // shutting down: closed at once
+		}
 		defer pl.tunnels.remove(conn)
 	}
 	h := http.Header{}

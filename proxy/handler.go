@@ -12,7 +12,10 @@ import (
 // whose Host matches no pool gets 421, an absolute-form request target
 // ("GET http://other.example/ HTTP/1.1") for a host no pool names explicitly
 // gets 400, and CONNECT gets 405, so vigil is never an open proxy. It always
-// forwards to configured origins, whatever the request names.
+// forwards to configured origins, whatever the request names. "OPTIONS *"
+// (RFC 9110 §9.3.7, a question about the server, not a resource) is answered
+// by the proxy itself: 200 with Content-Length: 0; any other method with the
+// asterisk-form target gets 400.
 func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveHTTP) }
 
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -21,8 +24,16 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
 		return
 	}
+	if r.RequestURI == "*" {
+		if r.Method != http.MethodOptions {
+			p.refuse(w, http.StatusBadRequest, "the asterisk-form request target is for OPTIONS only")
+			return
+		}
+		serverOptions(w, r)
+		return
+	}
 	host := hostOf(r.Host)
-	if r.URL.Host != "" || (len(r.RequestURI) > 0 && r.RequestURI[0] != '/' && r.RequestURI != "*") {
+	if r.URL.Host != "" || (len(r.RequestURI) > 0 && r.RequestURI[0] != '/') {
 		// Absolute-form target: only for a host some pool names explicitly.
 		if !st.explicitHost(hostOf(r.URL.Host)) {
 			p.refuse(w, http.StatusBadRequest, "absolute request target for a host this proxy does not serve")
@@ -96,8 +107,25 @@ func (st *runtimeState) explicitHost(host string) bool {
 	return false
 }
 
-func (p *Proxy) refuse(w http.ResponseWriter, code int, msg string) {
+// serverOptions answers "OPTIONS *" as net/http's own handler for it does:
+// 200, Content-Length: 0, up to 4 KiB of a body read away (a larger one
+// closes the connection). No origin is asked: the question is about the
+// proxy.
+func serverOptions(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 4<<10))
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// countRefused counts a request answered before any pool was chosen.
+func (p *Proxy) countRefused(code int) {
 	p.m.refused.WithLabelValues(strconv.Itoa(code)).Inc()
+}
+
+func (p *Proxy) refuse(w http.ResponseWriter, code int, msg string) {
+	p.countRefused(code)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(code)

@@ -22,7 +22,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -312,6 +311,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	cfg := p.state.Load().cfg
 	ctx, cancel := context.WithCancel(ctx)
 	p.running.Store(&cfg)
+	p.tunnels.open()
 	defer cancel()
 	var servers []interface{ Shutdown(context.Context) error }
 	errc := make(chan error, 2)
@@ -326,7 +326,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		}
 		if !tlsFiles && cfg.Engine == EngineFast {
 			eng := newEngine(p.Handler(), cfg, p.log)
-			eng.onRefuse = func(code int) { p.m.refused.WithLabelValues(strconv.Itoa(code)).Inc() }
+			eng.onRefuse = p.countRefused
 			p.addrMu.Lock()
 			p.addrs = append(p.addrs, ln.Addr())
 			p.addrMu.Unlock()
@@ -340,26 +340,28 @@ func (p *Proxy) Run(ctx context.Context) error {
 			return nil
 		}
 		srv := p.server(cfg)
+		// net/http's own refusals are counted on the connections it writes
+		// to (refused.go): the plain ones, or the decrypted side of TLS.
+		var sln net.Listener = &refusalListener{Listener: ln, onRefuse: p.countRefused}
 		if tlsFiles {
 			certs, err := newCertStore(cfg.CertFile, cfg.KeyFile, p.log)
 			if err != nil {
 				ln.Close()
 				return err
 			}
-			srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12}
+			// HTTP/2 and HTTP/1.1 by ALPN. srv.TLSConfig naming "h2" makes
+			// Serve set up net/http's HTTP/2 server; the listener gets its
+			// own copy (Serve adjusts srv.TLSConfig concurrently).
+			srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12,
+				NextProtos: []string{"h2", "http/1.1"}}
+			sln = newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), p.countRefused, p.log)
 		}
 		p.addrMu.Lock()
 		p.addrs = append(p.addrs, ln.Addr())
 		p.addrMu.Unlock()
 		servers = append(servers, srv)
 		go func() {
-			var err error
-			if tlsFiles {
-				err = srv.ServeTLS(ln, "", "") // HTTP/2 and HTTP/1.1 by ALPN
-			} else {
-				err = srv.Serve(ln)
-			}
-			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(sln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
@@ -409,16 +411,22 @@ func (p *Proxy) Run(ctx context.Context) error {
 	return err
 }
 
-// server builds the data-plane http.Server with the configured limits.
+// server builds the data-plane http.Server with the configured limits. Its
+// listener's connections, when wrapped by refusalListener or tlsListener,
+// count net/http's own refusals. "OPTIONS *" is answered by the proxy's
+// handler, as on the fast engine, not by net/http's.
 func (p *Proxy) server(cfg Config) *http.Server {
 	return &http.Server{
-		Handler:           p.Handler(),
-		MaxHeaderBytes:    int(cfg.MaxHeaderBytes),
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.WriteTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		Handler:                      markAnswering(p.Handler()),
+		ConnContext:                  refusalConnContext,
+		ConnState:                    refusalConnState,
+		DisableGeneralOptionsHandler: true,
+		MaxHeaderBytes:               int(cfg.MaxHeaderBytes),
+		ReadHeaderTimeout:            cfg.ReadHeaderTimeout,
+		ReadTimeout:                  cfg.ReadTimeout,
+		WriteTimeout:                 cfg.WriteTimeout,
+		IdleTimeout:                  cfg.IdleTimeout,
+		ErrorLog:                     slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 	}
 }
 

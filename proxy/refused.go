@@ -1,0 +1,297 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// net/http answers a request it cannot parse itself, before any handler runs:
+// 400 for a malformed request line or header, 431 for a head over
+// max_header_bytes, 501 for an unknown transfer coding, 505 for a bad
+// version, 417 for an Expect other than 100-continue. It writes these answers
+// straight to the connection, so the listeners served by net/http (engine
+// stdlib, the TLS listener) wrap their HTTP/1 connections in a refusalConn
+// that counts them in vigil_proxy_refused_total, as the fast engine counts
+// its own.
+//
+// A connection is "answering" from the moment the proxy's handler is called
+// for a request (markAnswering marks it, found through ConnContext) until
+// net/http reports it idle again (ConnState): every byte written in between is
+// the handler's answer and is passed through after one atomic load. A write
+// that starts a status line while the connection is not answering is
+// net/http's own answer; a 4xx or 5xx one is a refusal. net/http can refuse a
+// later request on a kept-alive connection too, so the check is not limited to
+// a connection's first request. A hijacked connection (WebSocket) stays
+// answering for good: the tunnel's bytes are never looked at.
+
+var (
+	_ net.Listener = (*refusalListener)(nil)
+	_ net.Listener = (*tlsListener)(nil)
+	_ net.Conn     = (*refusalConn)(nil)
+	_ net.Conn     = (*tlsRefusalConn)(nil)
+)
+
+// refusalConn is an accepted HTTP/1 connection of a net/http listener.
+type refusalConn struct {
+	net.Conn
+	onRefuse  func(code int)
+	answering atomic.Bool
+}
+
+// tlsRefusalConn is a refusalConn over a *tls.Conn. net/http reads
+// Request.TLS from its ConnectionState (net/http's connectionStater), as it
+// would from the *tls.Conn itself.
+type tlsRefusalConn struct {
+	*refusalConn
+	tc *tls.Conn
+}
+
+func (c *tlsRefusalConn) ConnectionState() tls.ConnectionState { return c.tc.ConnectionState() }
+
+func (c *refusalConn) Write(p []byte) (int, error) {
+	if !c.answering.Load() {
+		if code := statusOf(p); code >= 400 && code <= 599 {
+			c.onRefuse(code)
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// CloseWrite half-closes the connection when the wrapped one can: net/http
+// uses it to close after a 431 without resetting the answer (Issue 3595).
+func (c *refusalConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// statusOf returns the status code of an HTTP/1 status line at the start of
+// p ("HTTP/1.1 431 ..."), 0 when p does not start with one.
+func statusOf(p []byte) int {
+	if len(p) < 13 || string(p[:7]) != "HTTP/1." || p[8] != ' ' || p[12] != ' ' && p[12] != '\r' {
+		return 0
+	}
+	code := 0
+	for _, b := range p[9:12] {
+		if b < '0' || b > '9' {
+			return 0
+		}
+		code = code*10 + int(b-'0')
+	}
+	return code
+}
+
+type refusalConnKey struct{}
+
+// refusalConnContext is the net/http servers' ConnContext: it makes a
+// connection's refusalConn reachable from its requests.
+func refusalConnContext(ctx context.Context, c net.Conn) context.Context {
+	switch rc := c.(type) {
+	case *refusalConn:
+		return context.WithValue(ctx, refusalConnKey{}, rc)
+	case *tlsRefusalConn:
+		return context.WithValue(ctx, refusalConnKey{}, rc.refusalConn)
+	}
+	return ctx
+}
+
+// refusalConnState is the net/http servers' ConnState: an idle connection's
+// next write is no handler's answer until the handler is called again.
+func refusalConnState(c net.Conn, s http.ConnState) {
+	if s != http.StateIdle {
+		return
+	}
+	switch rc := c.(type) {
+	case *refusalConn:
+		rc.answering.Store(false)
+	case *tlsRefusalConn:
+		rc.answering.Store(false)
+	}
+}
+
+// markAnswering wraps the handler of a net/http server: what the
+// connection carries from now on is the handler's answer.
+func markAnswering(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc, ok := r.Context().Value(refusalConnKey{}).(*refusalConn); ok {
+			rc.answering.Store(true)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// refusalListener wraps the accepted connections of the stdlib engine's
+// plain listener in refusalConns.
+type refusalListener struct {
+	net.Listener
+	onRefuse func(code int)
+}
+
+func (l *refusalListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &refusalConn{Conn: c, onRefuse: l.onRefuse}, nil
+}
+
+// tlsListener is the TLS listener's net.Listener. It does the TLS handshakes
+// itself, each in its own goroutine (as net/http would), and then hands
+// net/http an HTTP/2 connection as the *tls.Conn its HTTP/2 server needs, and
+// an HTTP/1 one wrapped in a tlsRefusalConn, so refusals are counted on the
+// decrypted side. A plain-HTTP request sent to it gets net/http's answer
+// (400, "Client sent an HTTP request to an HTTPS server."), counted too.
+type tlsListener struct {
+	ln       net.Listener // TCP
+	cfg      *tls.Config  // NextProtos must list "h2" only when net/http serves HTTP/2
+	timeout  time.Duration
+	onRefuse func(code int)
+	log      *slog.Logger
+
+	conns chan net.Conn
+	errc  chan error
+	done  chan struct{}
+	once  sync.Once
+
+	mu      sync.Mutex
+	pending map[net.Conn]struct{} // handshakes in progress, closed with the listener
+}
+
+// newTLSListener serves TLS on ln with cfg. timeout bounds each handshake
+// (0: no bound), as net/http bounds it by the smallest of the read header,
+// read and write timeouts.
+func newTLSListener(ln net.Listener, cfg *tls.Config, timeout time.Duration, onRefuse func(int), log *slog.Logger) *tlsListener {
+	l := &tlsListener{ln: ln, cfg: cfg, timeout: timeout, onRefuse: onRefuse, log: log,
+		conns: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}),
+		pending: map[net.Conn]struct{}{}}
+	go l.acceptLoop()
+	return l
+}
+
+func (l *tlsListener) acceptLoop() {
+	var backoff time.Duration
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			select {
+			case <-l.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && !errors.Is(err, net.ErrClosed) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				l.log.Warn("proxy: accept failed; retrying", "err", err.Error(), "in", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			l.errc <- err
+			return
+		}
+		backoff = 0
+		l.mu.Lock()
+		select {
+		case <-l.done:
+			l.mu.Unlock()
+			c.Close()
+			return
+		default:
+		}
+		l.pending[c] = struct{}{}
+		l.mu.Unlock()
+		go l.handshake(c)
+	}
+}
+
+func (l *tlsListener) handshake(raw net.Conn) {
+	defer func() {
+		l.mu.Lock()
+		delete(l.pending, raw)
+		l.mu.Unlock()
+	}()
+	if l.timeout > 0 {
+		raw.SetDeadline(time.Now().Add(l.timeout))
+	}
+	tc := tls.Server(raw, l.cfg)
+	if err := tc.Handshake(); err != nil {
+		reason := err.Error()
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && recordLooksLikeHTTP(re.RecordHeader) {
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+			l.onRefuse(http.StatusBadRequest)
+			reason = "client sent an HTTP request to an HTTPS server"
+		}
+		l.log.Debug("proxy: TLS handshake failed", "remote", raw.RemoteAddr().String(), "err", reason)
+		raw.Close()
+		return
+	}
+	raw.SetDeadline(time.Time{})
+	var c net.Conn = tc
+	if tc.ConnectionState().NegotiatedProtocol != "h2" {
+		c = &tlsRefusalConn{refusalConn: &refusalConn{Conn: tc, onRefuse: l.onRefuse}, tc: tc}
+	}
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		raw.Close()
+	}
+}
+
+// recordLooksLikeHTTP reports whether the first five bytes of a failed
+// handshake look like a plain-HTTP request (net/http's check).
+func recordLooksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
+}
+
+func (l *tlsListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case err := <-l.errc:
+		return nil, err
+	case <-l.done:
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.ln.Addr(), Err: net.ErrClosed}
+	}
+}
+
+// Close stops accepting and aborts the handshakes in progress.
+func (l *tlsListener) Close() error {
+	err := net.ErrClosed
+	l.once.Do(func() {
+		l.mu.Lock()
+		close(l.done)
+		for c := range l.pending {
+			c.Close()
+		}
+		l.mu.Unlock()
+		err = l.ln.Close()
+	})
+	return err
+}
+
+func (l *tlsListener) Addr() net.Addr { return l.ln.Addr() }
+
+// handshakeTimeout is net/http's bound on a TLS handshake: the smallest
+// positive of read_header_timeout, read_timeout and write_timeout.
+func handshakeTimeout(cfg Config) time.Duration {
+	var d time.Duration
+	for _, v := range []time.Duration{cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.WriteTimeout} {
+		if v > 0 && (d == 0 || v < d) {
+			d = v
+		}
+	}
+	return d
+}
