@@ -52,6 +52,10 @@ type AgentConfig struct {
 	AdminToken string `mapstructure:"admin_token"`
 	// Concurrency caps checks running at once in this process (default 256).
 	Concurrency int `mapstructure:"concurrency"`
+	// ShutdownDelay keeps the process serving this long after SIGTERM or
+	// SIGINT while GET /readyz answers 503, so load balancers stop sending
+	// it traffic before its listeners close (default 0: close at once).
+	ShutdownDelay time.Duration `mapstructure:"shutdown_delay"`
 	// Browser configures the shared Chromium for browser script steps.
 	Browser BrowserConfig `mapstructure:"browser"`
 	// Triggers runs deep and synthetic checks out of cycle when the proxy's
@@ -213,6 +217,9 @@ func (a *AgentConfig) ValidateAndSetDefaults() error {
 	}
 	if a.Concurrency == 0 {
 		a.Concurrency = 256
+	}
+	if a.ShutdownDelay < 0 || a.ShutdownDelay > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("shutdown_delay: %s: must be between 0s and 10m", a.ShutdownDelay))
 	}
 	if a.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("concurrency: must be positive, got %d", a.Concurrency))

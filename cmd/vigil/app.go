@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,7 +58,9 @@ type appOptions struct {
 	// proxyFromStore makes the proxy read verdicts from the local store (all
 	// regions that write to it) rather than from the in-process canary.
 	proxyFromStore bool
-	log            *slog.Logger
+	// hurry, closed, ends agent.shutdown_delay early (a second signal).
+	hurry <-chan struct{}
+	log   *slog.Logger
 }
 
 // app is one vigil process: the parts its roles need, wired together.
@@ -101,6 +104,9 @@ type app struct {
 	ln      net.Listener
 	srv     *http.Server
 	handler http.Handler
+
+	// stopping is set when shutdown begins (/readyz answers 503).
+	stopping atomic.Bool
 }
 
 // newApp builds every part the roles need from a validated config. Nothing
@@ -267,6 +273,7 @@ func (n namedSource) String() string { return n.name }
 func (a *app) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", a.healthz)
+	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}))
 	if a.can != nil {
 		h := a.can.Handler(a.shown())
@@ -304,7 +311,41 @@ func (a *app) shown() reporting.HistorySource {
 
 // healthz is 200 "ok" or 503 with one reason per line.
 func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
-	var reasons []string
+	reasons, warnings := a.health()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if len(reasons) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, strings.Join(append(reasons, warnings...), "\n"))
+		return
+	}
+	fmt.Fprintln(w, strings.Join(append([]string{"ok"}, warnings...), "\n"))
+}
+
+// readyz is for load balancers in front of the proxy (and orchestrators):
+// 200 "ready" for as long as the process serves, with what /healthz would
+// report listed as warnings, 503 once shutdown has begun. The proxy fails
+// open, so a lost verdict source, a rejected reload or a failing InfluxDB
+// must not take every proxy of a fleet out of its load balancer.
+func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if a.stopping.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "shutting down")
+		return
+	}
+	reasons, warnings := a.health()
+	lines := []string{"ready"}
+	for _, s := range reasons {
+		lines = append(lines, "warning: "+s)
+	}
+	fmt.Fprintln(w, strings.Join(append(lines, warnings...), "\n"))
+}
+
+// health lists what makes /healthz 503 (reasons) and what it lists without
+// failing (warnings).
+func (a *app) health() (reasons, warnings []string) {
 	a.mu.Lock()
 	if a.reloadErr != nil {
 		reasons = append(reasons, "config reload failed (old config still running): "+a.cfg.redactor.redact(a.reloadErr.Error()))
@@ -326,7 +367,6 @@ func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	var warnings []string // listed, but not a reason for 503
 	if a.prx != nil {
 		warns, err := a.prx.VerdictReport()
 		if err != nil {
@@ -343,14 +383,7 @@ func (a *app) healthz(w http.ResponseWriter, r *http.Request) {
 			reasons = append(reasons, fmt.Sprintf("alert receiver %s failing: %s", rcv, a.current().redactor.redact(e)))
 		}
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if len(reasons) > 0 {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, strings.Join(append(reasons, warnings...), "\n"))
-		return
-	}
-	fmt.Fprintln(w, strings.Join(append([]string{"ok"}, warnings...), "\n"))
+	return reasons, warnings
 }
 
 func (a *app) verdictsFromStore(w http.ResponseWriter, r *http.Request) {
@@ -375,7 +408,7 @@ func authorized(r *http.Request, token string) bool {
 
 // Run starts every part and blocks until ctx is done, then shuts down in
 // order: stop taking work, finish in-flight runs, flush sinks, close stores.
-func (a *app) Run(ctx context.Context) error {
+func (a *app) Run(parent context.Context) error {
 	cfg := a.current()
 	listen := cfg.Agent.Listen
 	if a.opts.listen != "" {
@@ -396,8 +429,29 @@ func (a *app) Run(ctx context.Context) error {
 	// headers or body is cut off rather than holding a goroutine.
 	a.srv = &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
 		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
-	ctx, cancel := context.WithCancel(ctx)
+	// The parts stop when parent is done, agent.shutdown_delay later: until
+	// then everything keeps serving and /readyz answers 503.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
+	go func() {
+		select {
+		case <-parent.Done():
+		case <-ctx.Done():
+			return
+		}
+		a.stopping.Store(true)
+		if d := a.current().Agent.ShutdownDelay; d > 0 {
+			a.log.Info("shutting down: /readyz answers 503; serving on for agent.shutdown_delay (a second signal ends it now)", "delay", d.String())
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			case <-a.opts.hurry:
+			}
+		}
+		cancel()
+	}()
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)

@@ -87,12 +87,31 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 		}
 		r.proxy = false // vigil run without a proxy section: run the rest
 	}
-	a, err := newApp(cfg, appOptions{roles: r, shard: shard, verdictsFrom: f.verdictsFrom, listen: f.listen, log: log})
+	hurry := make(chan struct{})
+	a, err := newApp(cfg, appOptions{roles: r, shard: shard, verdictsFrom: f.verdictsFrom, listen: f.listen, log: log, hurry: hurry})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("vigil: %s", cfg.redactor.redact(err.Error()))}
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A second signal during agent.shutdown_delay ends the delay.
+	ended := make(chan struct{})
+	defer close(ended)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-ended:
+			return
+		}
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(again)
+		select {
+		case <-again:
+			close(hurry)
+		case <-ended:
+		}
+	}()
 	start := time.Now()
 	err = a.Run(ctx)
 	log.Info("vigil stopped", "uptime", time.Since(start).Round(time.Second).String())
