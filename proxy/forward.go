@@ -34,7 +34,7 @@ type pool struct {
 	m         *metrics
 	none      *originMetrics // the proxy's own answers
 	retries   map[string]interfaceCounter
-	budget    retryBudget
+	budget    *retryBudget // kept across reloads while the pool exists
 
 	tunnels *tunnelSet // the proxy's WebSocket tunnels (nil in some tests)
 
@@ -107,7 +107,7 @@ type interfaceCounter interface{ Inc() }
 func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 	pl := &pool{name: pc.Name, cfg: pc, log: log, m: m, none: m.forProxyAnswers(pc.Name),
 		retries: map[string]interfaceCounter{}}
-	pl.budget.ratio = pc.Retry.RetryBudget.Fraction()
+	pl.budget = &retryBudget{ratio: pc.Retry.RetryBudget.Fraction()}
 	for _, c := range retryCauses {
 		pl.retries[c] = m.retries.WithLabelValues(pc.Name, c)
 	}

@@ -27,11 +27,17 @@ type origin struct {
 	// maxConns caps requests in flight (0: no cap): the "full" condition.
 	maxConns int64
 
-	flags      atomic.Uint32
-	inflight   atomic.Int64
+	flags atomic.Uint32
+	// inflight counts the requests at this origin now. It is shared with
+	// the same origin (same pool, same URL) of the previous and next
+	// configuration generations: a request started before a reload ends
+	// against the counter the new generation reads (max_conns, least_conn).
+	inflight   *atomic.Int64
 	returnedAt atomic.Int64 // unix nanos of the last return to service (slow start)
 
-	h1      *h1Pool // fast path, nil for https origins
+	// h1 is the fast path's connection pool, nil for https origins; kept
+	// across reloads while the address and the pool's dial settings are.
+	h1      *h1Pool
 	passive *detector
 	stats   *signalStats
 	m       *originMetrics

@@ -13,6 +13,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -117,8 +118,11 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 }
 
 // Reload swaps in cfg. Origin state (drain, verdict and passive flags,
-// ejection counts, observations) is kept for every origin whose pool name and
-// URL are unchanged. Listen addresses, TLS files and server timeouts take
+// ejection counts, observations, the count of requests in flight and the
+// keep-alive connections) is kept for every origin whose pool name and URL
+// are unchanged; a pool keeps its retry budget, and its connections while
+// connect_timeout and tls are unchanged. Only the connections of removed or
+// changed origins are closed. Listen addresses, TLS files and server timeouts take
 // effect only after a restart; everything else applies to new requests at
 // once, while requests in flight finish on the old configuration.
 func (p *Proxy) Reload(cfg Config) error {
@@ -131,9 +135,15 @@ func (p *Proxy) Reload(cfg Config) error {
 	}
 	p.state.Store(st)
 	kept := map[*originMetrics]bool{}
+	keptConns := map[*h1Pool]bool{}
+	keptOrigins := map[*atomic.Int64]bool{}
+	transports := map[*http.Transport]bool{}
 	for _, pl := range st.pools {
+		transports[pl.transport] = true
 		for _, o := range pl.origins {
 			kept[o.m] = true
+			keptConns[o.h1] = true
+			keptOrigins[o.inflight] = true
 		}
 	}
 	for _, pl := range old.pools {
@@ -142,7 +152,25 @@ func (p *Proxy) Reload(cfg Config) error {
 				p.m.forget(pl.name, o.name)
 			}
 		}
-		pl.closeIdle()
+		if !transports[pl.transport] {
+			pl.closeIdle() // connect_timeout or tls changed, or the pool is gone
+			continue
+		}
+		// The transport is kept: close only the connections of origins
+		// removed or changed. The transport cannot close one host's idle
+		// connections, so losing an origin costs the pool's others theirs.
+		gone := false
+		for _, o := range pl.origins {
+			if !keptOrigins[o.inflight] {
+				gone = true
+			}
+			if o.h1 != nil && !keptConns[o.h1] {
+				o.h1.closeIdle(true)
+			}
+		}
+		if gone {
+			pl.transport.CloseIdleConnections()
+		}
 	}
 	p.log.Info("proxy: configuration reloaded", "pools", len(st.pools))
 	base := old.cfg
@@ -196,8 +224,10 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 		return nil, units.Prefix("proxy", err)
 	}
 	prev := map[string]*origin{}
+	prevPools := map[string]*pool{}
 	if old != nil {
 		for _, pl := range old.pools {
+			prevPools[pl.name] = pl
 			for _, o := range pl.origins {
 				prev[pl.name+"\x00"+o.url.String()] = o
 			}
@@ -208,11 +238,24 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 		pc := &cfg.Pools[i]
 		pl := newPool(pc, p.log, p.m)
 		pl.tunnels = &p.tunnels
+		sameDial := false
+		if pp := prevPools[pc.Name]; pp != nil {
+			sameDial = pl.inheritPool(pp)
+		}
 		for j := range pc.Origins {
 			oc := &pc.Origins[j]
-			o := &origin{idx: j, name: oc.Name(), target: oc.Target, url: oc.u, weight: oc.Weight, maxConns: int64(oc.MaxConns), h1: pl.h1PoolFor(oc.u)}
+			o := &origin{idx: j, name: oc.Name(), target: oc.Target, url: oc.u, weight: oc.Weight, maxConns: int64(oc.MaxConns)}
 			if po := prev[pc.Name+"\x00"+oc.u.String()]; po != nil {
 				o.inherit(po)
+				if sameDial {
+					o.h1 = po.h1 // same address, same dial settings: keep its connections
+				}
+			}
+			if o.inflight == nil {
+				o.inflight = new(atomic.Int64)
+			}
+			if o.h1 == nil {
+				o.h1 = pl.h1PoolFor(oc.u)
 			}
 			if o.passive == nil || o.passive.width != max(int64(pc.Passive.Window)/10, 1) {
 				o.passive = newDetector(pc.Passive.Window)
@@ -255,6 +298,62 @@ func (o *origin) inherit(po *origin) {
 	o.why, o.since, o.ejections, o.ejectUntil, o.lastDecay = po.why, po.since, po.ejections, po.ejectUntil, po.lastDecay
 	po.mu.Unlock()
 	o.passive, o.stats, o.m = po.passive, po.stats, po.m
+	o.inflight = po.inflight
+}
+
+// inheritPool takes over what a pool of the same name in the previous
+// generation built up: its retry budget (the same counts; a changed
+// retry_budget applies to them), and, when connect_timeout and the tls
+// settings (including the contents of their files) are unchanged, its
+// transport with the keep-alive connections to the origins. It reports
+// whether the transport (and so the dial function) was taken over.
+func (pl *pool) inheritPool(pp *pool) (sameDial bool) {
+	if pp.budget.ratio == pl.budget.ratio {
+		pl.budget = pp.budget
+	} else {
+		pl.budget.copyCounts(pp.budget)
+	}
+	if pp.cfg.ConnectTimeout != pl.cfg.ConnectTimeout || !sameOriginTLS(&pp.cfg.TLS, &pl.cfg.TLS) {
+		return false
+	}
+	pl.transport.CloseIdleConnections() // the new one, unused
+	pl.transport, pl.dial = pp.transport, pp.dial
+	return true
+}
+
+// copyCounts starts b with the requests and retries counted by from.
+func (b *retryBudget) copyCounts(from *retryBudget) {
+	for i := range b.slots {
+		s, f := &b.slots[i], &from.slots[i]
+		s.epoch.Store(f.epoch.Load())
+		s.req.Store(f.req.Load())
+		s.retries.Store(f.retries.Load())
+	}
+}
+
+// sameOriginTLS reports whether two pools' origin TLS settings make the
+// same client connections: the same keys and the same loaded CA pool and
+// client certificates (a file rewritten in place counts as a change).
+func sameOriginTLS(a, b *OriginTLSConfig) bool {
+	if a.CAFile != b.CAFile || a.ServerName != b.ServerName || a.InsecureSkipVerify != b.InsecureSkipVerify ||
+		a.minVer != b.minVer || a.CertFile != b.CertFile || a.KeyFile != b.KeyFile || len(a.certs) != len(b.certs) {
+		return false
+	}
+	if (a.roots == nil) != (b.roots == nil) || (a.roots != nil && !a.roots.Equal(b.roots)) {
+		return false
+	}
+	for i := range a.certs {
+		ca, cb := a.certs[i].Certificate, b.certs[i].Certificate
+		if len(ca) != len(cb) {
+			return false
+		}
+		for k := range ca {
+			if !bytes.Equal(ca[k], cb[k]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // route finds the pool for host (lower-case, no port) and path.
