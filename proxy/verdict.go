@@ -66,6 +66,54 @@ type verdictFeed struct {
 
 	mu   sync.Mutex
 	last []reporting.Verdict // the last successful read's verdicts
+
+	// skewWarned is when a verdict dated too far ahead was last logged
+	// (pollFeed's goroutine only).
+	skewWarned time.Time
+}
+
+// skewWarnEvery is the least time between two warnings about one source's
+// verdicts dated too far ahead.
+const skewWarnEvery = 10 * time.Minute
+
+// fresh reports whether a verdict dated at counts at now under maxAge: from
+// maxAge ago up to maxAge ahead. The tolerance ahead absorbs clock skew
+// between canary and proxy; a verdict dated further ahead would otherwise
+// never age out (a canary with a clock a year fast, or a bad canary, would
+// hold an origin down long after it stopped answering).
+func fresh(at, now time.Time, maxAge time.Duration) bool {
+	return !at.Before(now.Add(-maxAge)) && !at.After(now.Add(maxAge))
+}
+
+// dropFuture removes the verdicts dated more than maxAge ahead of now and
+// logs them, at most once per skewWarnEvery per source, with the source,
+// how many and the largest skew.
+func (p *Proxy) dropFuture(f *verdictFeed, vs []reporting.Verdict, now time.Time, maxAge time.Duration) []reporting.Verdict {
+	var n int
+	var worst *reporting.Verdict
+	kept := vs[:0:0]
+	for i := range vs {
+		v := &vs[i]
+		if v.At.After(now.Add(maxAge)) {
+			n++
+			if worst == nil || v.At.After(worst.At) {
+				worst = v
+			}
+			continue
+		}
+		kept = append(kept, *v)
+	}
+	if n == 0 {
+		return vs
+	}
+	if f.skewWarned.IsZero() || now.Sub(f.skewWarned) >= skewWarnEvery {
+		f.skewWarned = now
+		p.log.Warn("proxy: ignoring verdicts dated in the future beyond max_age (clock skew on the canary, or a bad canary)",
+			"source", f.name, "verdicts", n, "skew", worst.At.Sub(now).Round(time.Second).String(),
+			"max_age", maxAge.String(), "check", worst.Check, "target", worst.Target, "region", worst.Region,
+			"next_warning_in", skewWarnEvery.String())
+	}
+	return kept
 }
 
 // newVerdictFeeds makes one feed per source: the members of a Sources
@@ -138,6 +186,7 @@ func (p *Proxy) pollFeed(ctx context.Context, f *verdictFeed) {
 		_, wasFailing := f.fail.State()
 		switch {
 		case err == nil:
+			vs = p.dropFuture(f, vs, time.Now(), maxAge)
 			f.mu.Lock()
 			f.last = vs
 			f.mu.Unlock()
@@ -248,7 +297,8 @@ func (pl *pool) counts(v *reporting.Verdict) bool {
 
 // verdictDown decides one origin: down when at least quorum distinct regions
 // hold a fresh unhealthy verdict for a counted check. Degraded, healthy,
-// unknown, expired and older-than-max_age verdicts never take an origin out.
+// unknown, expired verdicts and those not fresh (older than max_age, or
+// dated more than max_age ahead) never take an origin out.
 // It returns a reason listing the failing checks and regions.
 func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, now time.Time) (bool, string) {
 	if o.target == "" {
@@ -260,7 +310,7 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, now time.Time) (b
 		if v.Target != o.target || !pl.counts(v) {
 			continue
 		}
-		if v.Current(now) != reporting.StateUnhealthy || now.Sub(v.At) > pl.cfg.Verdicts.MaxAge {
+		if v.Current(now) != reporting.StateUnhealthy || !fresh(v.At, now, pl.cfg.Verdicts.MaxAge) {
 			continue
 		}
 		why := v.Check
@@ -339,7 +389,8 @@ func (pl *pool) applyVerdicts(vs []reporting.Verdict, now time.Time) {
 // returning a JSON array of reporting.Verdict in its wire form. base is the
 // canary agent's URL ("http://canary:9090"); a URL that already ends in
 // /api/v1/verdicts is used as is. client nil means a client with a 10s
-// timeout. Verdicts older than maxAge are dropped on this side.
+// timeout. Verdicts older than maxAge are dropped on this side; those dated
+// more than maxAge ahead are kept, for the proxy to report and ignore.
 func HTTPSource(base string, client *http.Client) reporting.Source {
 	u := strings.TrimSuffix(base, "/")
 	if !strings.HasSuffix(u, "/api/v1/verdicts") {
@@ -395,7 +446,7 @@ func (s *httpSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]repo
 		now := time.Now()
 		kept := vs[:0]
 		for _, v := range vs {
-			if now.Sub(v.At) <= maxAge {
+			if !v.At.Before(now.Add(-maxAge)) { // too far ahead: the proxy reports and drops them
 				kept = append(kept, v)
 			}
 		}
