@@ -60,6 +60,12 @@ type Config struct {
 	// response. Default 0 (none) so long uploads and streams work.
 	ReadTimeout  time.Duration `mapstructure:"read_timeout"`
 	WriteTimeout time.Duration `mapstructure:"write_timeout"`
+	// SendTimeout bounds each write of an answer to a client that makes no
+	// progress: a client that reads nothing for this long is cut off, and
+	// the origin connection and max_conns slot it held are freed. It is
+	// reset whenever bytes go out, so long streams and large downloads that
+	// keep moving are not limited (nginx's send_timeout). Default 60s.
+	SendTimeout time.Duration `mapstructure:"send_timeout"`
 	// VerdictPoll is how often the verdict source is read. Default 2s.
 	VerdictPoll time.Duration `mapstructure:"verdict_poll"`
 	// SignalWindow is the passive observation window published as
@@ -265,6 +271,14 @@ func (c *Config) ValidateAndSetDefaults() error {
 	}
 	if c.VerdictPoll == 0 {
 		c.VerdictPoll = 2 * time.Second
+	}
+	switch {
+	case c.SendTimeout == 0:
+		c.SendTimeout = 60 * time.Second
+	case c.SendTimeout < 0:
+		// There is no "off": a client that never reads would hold its
+		// origin connection for good.
+		errs = append(errs, fmt.Errorf("send_timeout: %s: must be positive (unset: 60s)", c.SendTimeout))
 	}
 	switch c.Engine {
 	case "":

@@ -58,6 +58,7 @@ type engine struct {
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	writeTimeout      time.Duration
+	sendTimeout       time.Duration // bounds each write that makes no progress (send_timeout)
 	idleTimeout       time.Duration
 	onRefuse          func(code int) // counts requests the engine answers itself (may be nil)
 
@@ -71,7 +72,8 @@ type engine struct {
 func newEngine(h http.Handler, cfg Config, log *slog.Logger) *engine {
 	return &engine{h: h, log: log, maxHeader: int(cfg.MaxHeaderBytes),
 		readHeaderTimeout: cfg.ReadHeaderTimeout, readTimeout: cfg.ReadTimeout,
-		writeTimeout: cfg.WriteTimeout, idleTimeout: cfg.IdleTimeout, conns: map[*econn]struct{}{}}
+		writeTimeout: cfg.WriteTimeout, sendTimeout: cfg.SendTimeout, idleTimeout: cfg.IdleTimeout,
+		conns: map[*econn]struct{}{}}
 }
 
 // Serve accepts connections on ln until Shutdown; it then returns
@@ -101,7 +103,10 @@ func (e *engine) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		c = wrapConn(c)
+		// A client that stops reading its answer fails the write after
+		// send_timeout: the answer ends, the origin connection is not
+		// reused, the connection closes.
+		c = setSendTimeout(wrapConn(c), e.sendTimeout)
 		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String()}
 		ec.head.header = make(http.Header, 16)
 		ec.w.hdr = make(http.Header, 16)

@@ -202,6 +202,7 @@ func restartOnly(a, b Config) []string {
 		{"proxy.idle_timeout", a.IdleTimeout != b.IdleTimeout},
 		{"proxy.read_timeout", a.ReadTimeout != b.ReadTimeout},
 		{"proxy.write_timeout", a.WriteTimeout != b.WriteTimeout},
+		{"proxy.send_timeout", a.SendTimeout != b.SendTimeout},
 	} {
 		if k.changed {
 			keys = append(keys, k.name)
@@ -441,7 +442,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		srv := p.server(cfg)
 		// net/http's own refusals are counted on the connections it writes
 		// to (refused.go): the plain ones, or the decrypted side of TLS.
-		var sln net.Listener = &refusalListener{Listener: ln, onRefuse: p.countRefused}
+		var sln net.Listener = &refusalListener{Listener: ln, onRefuse: p.countRefused, sendTimeout: cfg.SendTimeout}
 		if tlsFiles {
 			certs, err := newCertStore(cfg.CertFile, cfg.KeyFile, p.log)
 			if err != nil {
@@ -453,7 +454,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 			// own copy (Serve adjusts srv.TLSConfig concurrently).
 			srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12,
 				NextProtos: []string{"h2", "http/1.1"}}
-			sln = newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), p.countRefused, p.log)
+			sln = newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.countRefused, p.log)
 		}
 		p.addrMu.Lock()
 		p.addrs = append(p.addrs, ln.Addr())

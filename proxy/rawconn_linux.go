@@ -4,7 +4,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -29,6 +32,15 @@ type rawConn struct {
 	wn     int
 	werr   syscall.Errno
 	writeF func(uintptr) bool
+
+	// sendTimeout, when set (client connections), bounds each wait for the
+	// socket to take more bytes: see Write. dlMu guards wdl, the write
+	// deadline last set through SetDeadline or SetWriteDeadline, which the
+	// send timeout is capped by and gives way to after a wait.
+	sendTimeout time.Duration
+	dlMu        sync.Mutex
+	wdl         time.Time
+	armed       atomic.Bool // the send timeout's deadline is in force
 
 	// Deferred writes (deferWrites): sent by the next Read from inside the
 	// poller's read wait, so that the read is not first tried on an empty
@@ -172,6 +184,56 @@ func (c *rawConn) doWrite(fd uintptr) bool {
 	return true
 }
 
+// doWriteTimed is doWrite for a connection with a send timeout: before each
+// wait in the poller (the socket's buffer is full) the write deadline is set
+// to now + sendTimeout, so the wait fails when the peer takes nothing for
+// that long, and every wait after some progress starts a new period.
+func (c *rawConn) doWriteTimed(fd uintptr) bool {
+	if c.doWrite(fd) {
+		return true
+	}
+	c.dlMu.Lock()
+	d := time.Now().Add(c.sendTimeout)
+	if !c.wdl.IsZero() && c.wdl.Before(d) {
+		d = c.wdl
+	}
+	c.armed.Store(true)
+	c.Conn.SetWriteDeadline(d)
+	c.dlMu.Unlock()
+	return false
+}
+
+// setSendTimeout makes every write to c that cannot progress for d fail.
+// Only a rawConn (Linux TCP) can do so without a syscall per write; another
+// connection is wrapped in a sendTimeoutConn.
+func setSendTimeout(c net.Conn, d time.Duration) net.Conn {
+	if d <= 0 {
+		return c
+	}
+	if r, ok := c.(*rawConn); ok {
+		r.sendTimeout = d
+		r.writeF = r.doWriteTimed
+		return r
+	}
+	return newSendTimeoutConn(c, d)
+}
+
+func (c *rawConn) SetDeadline(t time.Time) error {
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	c.wdl = t
+	c.armed.Store(false)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *rawConn) SetWriteDeadline(t time.Time) error {
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	c.wdl = t
+	c.armed.Store(false)
+	return c.Conn.SetWriteDeadline(t)
+}
+
 func (c *rawConn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -184,6 +246,17 @@ func (c *rawConn) Write(p []byte) (int, error) {
 	err := c.rc.Write(c.writeF)
 	n := c.wn
 	c.wbuf = nil
+	if c.armed.Load() {
+		// Only a write that had to wait armed the send timeout: the
+		// deadline set through SetWriteDeadline (none, or write_timeout's)
+		// is in force again, so an expired period cannot fail a later
+		// write that would not wait.
+		c.dlMu.Lock()
+		if c.armed.Swap(false) {
+			c.Conn.SetWriteDeadline(c.wdl)
+		}
+		c.dlMu.Unlock()
+	}
 	if err != nil {
 		return n, err
 	}

@@ -2,7 +2,10 @@
 
 package proxy
 
-import "net"
+import (
+	"net"
+	"time"
+)
 
 // wrapConn returns c unchanged (raw socket calls are used on Linux only).
 func wrapConn(c net.Conn) net.Conn { return c }
@@ -13,3 +16,11 @@ func deferWrites(net.Conn) {}
 // idleUsable reports true off Linux: a stale connection is found by the
 // retry on a new connection.
 func idleUsable(net.Conn) bool { return true }
+
+// setSendTimeout makes every write to c that cannot progress for d fail.
+func setSendTimeout(c net.Conn, d time.Duration) net.Conn {
+	if d <= 0 {
+		return c
+	}
+	return newSendTimeoutConn(c, d)
+}

@@ -39,11 +39,14 @@ var (
 	_ net.Conn     = (*tlsRefusalConn)(nil)
 )
 
-// refusalConn is an accepted HTTP/1 connection of a net/http listener.
+// refusalConn is an accepted HTTP/1 connection of a net/http listener. With
+// a send timeout, each write that takes nothing for that long fails (see
+// sendTimer), which net/http takes as the client gone.
 type refusalConn struct {
 	net.Conn
 	onRefuse  func(code int)
 	answering atomic.Bool
+	send      sendTimer
 }
 
 // tlsRefusalConn is a refusalConn over a *tls.Conn. net/http reads
@@ -62,7 +65,96 @@ func (c *refusalConn) Write(p []byte) (int, error) {
 			c.onRefuse(code)
 		}
 	}
+	c.send.arm(c.Conn)
 	return c.Conn.Write(p)
+}
+
+func (c *refusalConn) SetDeadline(t time.Time) error {
+	c.send.base(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *refusalConn) SetWriteDeadline(t time.Time) error {
+	c.send.base(t)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// sendTimer is send_timeout on a connection whose writes cannot be timed
+// from inside the poller (net/http's, TLS, off Linux): before each write
+// the write deadline becomes now + d, or the deadline set by the server
+// (write_timeout) when that is earlier. So a write fails only when the
+// client takes too little for d, never because a long answer is long. The
+// deadline is moved only when it drifted by d/64: setting one costs a
+// runtime timer update. A zero d does nothing.
+type sendTimer struct {
+	d   time.Duration
+	mu  sync.Mutex
+	wdl time.Time // the deadline the server set (zero: none)
+	at  time.Time // when arm last set the deadline (zero: not in force)
+}
+
+func (s *sendTimer) arm(c net.Conn) {
+	if s.d <= 0 {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.at.IsZero() && now.Sub(s.at) < s.d/64 {
+		return
+	}
+	s.at = now
+	d := now.Add(s.d)
+	if !s.wdl.IsZero() && s.wdl.Before(d) {
+		d = s.wdl
+	}
+	c.SetWriteDeadline(d)
+}
+
+// base records a write deadline the server set; the next write re-arms.
+func (s *sendTimer) base(t time.Time) {
+	if s.d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.wdl, s.at = t, time.Time{}
+	s.mu.Unlock()
+}
+
+// sendTimeoutConn is a connection with a send timeout (the fast engine's
+// client connections where raw writes are not available).
+type sendTimeoutConn struct {
+	net.Conn
+	send sendTimer
+}
+
+var _ net.Conn = (*sendTimeoutConn)(nil)
+
+func newSendTimeoutConn(c net.Conn, d time.Duration) *sendTimeoutConn {
+	return &sendTimeoutConn{Conn: c, send: sendTimer{d: d}}
+}
+
+func (c *sendTimeoutConn) Write(p []byte) (int, error) {
+	c.send.arm(c.Conn)
+	return c.Conn.Write(p)
+}
+
+func (c *sendTimeoutConn) SetDeadline(t time.Time) error {
+	c.send.base(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *sendTimeoutConn) SetWriteDeadline(t time.Time) error {
+	c.send.base(t)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// CloseWrite half-closes the connection when the wrapped one can.
+func (c *sendTimeoutConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // CloseWrite half-closes the connection when the wrapped one can: net/http
@@ -133,7 +225,8 @@ func markAnswering(h http.Handler) http.Handler {
 // plain listener in refusalConns.
 type refusalListener struct {
 	net.Listener
-	onRefuse func(code int)
+	onRefuse    func(code int)
+	sendTimeout time.Duration // send_timeout (0: none)
 }
 
 func (l *refusalListener) Accept() (net.Conn, error) {
@@ -141,7 +234,7 @@ func (l *refusalListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &refusalConn{Conn: c, onRefuse: l.onRefuse}, nil
+	return &refusalConn{Conn: c, onRefuse: l.onRefuse, send: sendTimer{d: l.sendTimeout}}, nil
 }
 
 // tlsListener is the TLS listener's net.Listener. It does the TLS handshakes
@@ -154,6 +247,7 @@ type tlsListener struct {
 	ln       net.Listener // TCP
 	cfg      *tls.Config  // NextProtos must list "h2" only when net/http serves HTTP/2
 	timeout  time.Duration
+	send     time.Duration // send_timeout of HTTP/1 connections (0: none)
 	onRefuse func(code int)
 	log      *slog.Logger
 
@@ -168,9 +262,9 @@ type tlsListener struct {
 
 // newTLSListener serves TLS on ln with cfg. timeout bounds each handshake
 // (0: no bound), as net/http bounds it by the smallest of the read header,
-// read and write timeouts.
-func newTLSListener(ln net.Listener, cfg *tls.Config, timeout time.Duration, onRefuse func(int), log *slog.Logger) *tlsListener {
-	l := &tlsListener{ln: ln, cfg: cfg, timeout: timeout, onRefuse: onRefuse, log: log,
+// read and write timeouts; send is the HTTP/1 connections' send_timeout.
+func newTLSListener(ln net.Listener, cfg *tls.Config, timeout, send time.Duration, onRefuse func(int), log *slog.Logger) *tlsListener {
+	l := &tlsListener{ln: ln, cfg: cfg, timeout: timeout, send: send, onRefuse: onRefuse, log: log,
 		conns: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}),
 		pending: map[net.Conn]struct{}{}}
 	go l.acceptLoop()
@@ -237,7 +331,7 @@ func (l *tlsListener) handshake(raw net.Conn) {
 	raw.SetDeadline(time.Time{})
 	var c net.Conn = tc
 	if tc.ConnectionState().NegotiatedProtocol != "h2" {
-		c = &tlsRefusalConn{refusalConn: &refusalConn{Conn: tc, onRefuse: l.onRefuse}, tc: tc}
+		c = &tlsRefusalConn{refusalConn: &refusalConn{Conn: tc, onRefuse: l.onRefuse, send: sendTimer{d: l.send}}, tc: tc}
 	}
 	select {
 	case l.conns <- c:

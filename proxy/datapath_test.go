@@ -1,0 +1,155 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bigOrigin serves /big: size bytes with a Content-Length, written in 32 KiB
+// pieces until the proxy stops taking them; any other path answers "small".
+func bigOrigin(t *testing.T, size int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/big" {
+			io.WriteString(w, "small")
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		chunk := make([]byte, 32<<10)
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := w.Write(chunk[:min(len(chunk), size-sent)]); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestSendTimeoutFreesOriginOfNonReadingClient: a client that asks for a
+// large answer and never reads it is cut off after send_timeout on every
+// listener (fast engine, stdlib engine, TLS), and the origin's only
+// max_conns slot it held is freed: the next request to that origin is
+// answered 200 within a few seconds instead of 503 for as long as the
+// client likes.
+func TestSendTimeoutFreesOriginOfNonReadingClient(t *testing.T) {
+	// Far more than the socket buffers between the origin and the client
+	// can hold, so the proxy's writes to the client block.
+	const size = 64 << 20
+	origin := bigOrigin(t, size)
+	for _, engineName := range []string{EngineFast, EngineStdlib, "tls"} {
+		t.Run(engineName, func(t *testing.T) {
+			eng := engineName
+			if eng == "tls" {
+				eng = EngineFast
+			}
+			cfg := pool1(PolicyFirst, origin.URL)
+			cfg.Pools[0].Origins[0].MaxConns = 1
+			cfg.Pools[0].Retry.Tries = 1
+			cfg.SendTimeout = time.Second
+			_, fronts := runFronts(t, cfg, eng)
+			f := fronts[engineName]
+
+			stuck := f.dial(t)
+			defer stuck.Close()
+			if _, err := io.WriteString(stuck, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+
+			// The slot is freed once the proxy gave up on the client.
+			deadline := time.Now().Add(8 * time.Second)
+			for {
+				c := f.dial(t)
+				resp, body := roundTrip(t, c, bufio.NewReader(c), "GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+				c.Close()
+				if resp.StatusCode == http.StatusOK && body == "small" {
+					break
+				}
+				if resp.StatusCode != http.StatusServiceUnavailable {
+					t.Fatalf("GET /small: %d %q, want 200 (or 503 while the slot is held)", resp.StatusCode, body)
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the origin's max_conns slot is still held by a client that reads nothing, 8s after send_timeout 1s")
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+
+			// The proxy closed the client: what it had sent (what the
+			// socket buffers held) ends early.
+			stuck.SetReadDeadline(time.Now().Add(10 * time.Second))
+			n, err := io.Copy(io.Discard, stuck)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("the non-reading client's connection is still open (read %d bytes)", n)
+			}
+			if n >= size {
+				t.Fatalf("the client got the whole answer (%d bytes), want it cut off", n)
+			}
+		})
+	}
+}
+
+// TestSendTimeoutKeepsSlowReader: send_timeout bounds a write that makes no
+// progress, not an answer's length: a client that reads a large answer at a
+// steady, modest rate gets all of it over several times send_timeout.
+func TestSendTimeoutKeepsSlowReader(t *testing.T) {
+	const size = 16 << 20
+	origin := bigOrigin(t, size)
+	for _, engineName := range []string{EngineFast, EngineStdlib} {
+		t.Run(engineName, func(t *testing.T) {
+			cfg := pool1(PolicyFirst, origin.URL)
+			cfg.SendTimeout = time.Second
+			_, fronts := runFronts(t, cfg, engineName)
+			c := fronts[engineName].dial(t)
+			defer c.Close()
+			io.WriteString(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+			br := bufio.NewReaderSize(c, 4<<10)
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// About 6 MiB/s: 64 KiB, then a 10ms pause; 3 s or more in all.
+			var n int64
+			buf := make([]byte, 64<<10)
+			start := time.Now()
+			for n < size {
+				m, err := io.ReadFull(resp.Body, buf[:min(len(buf), int(size-n))])
+				n += int64(m)
+				if err != nil {
+					t.Fatalf("after %d bytes and %v: %v", n, time.Since(start).Round(time.Millisecond), err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if time.Since(start) < 2*cfg.SendTimeout {
+				t.Fatalf("the read took %v: too fast to show that send_timeout (%v) does not bound the whole answer",
+					time.Since(start), cfg.SendTimeout)
+			}
+		})
+	}
+}
+
+// TestSendTimeoutConfig: send_timeout defaults to 60s; a negative one is
+// refused with its key named.
+func TestSendTimeoutConfig(t *testing.T) {
+	cfg := pool1(PolicyFirst, "http://127.0.0.1:1")
+	if err := cfg.ValidateAndSetDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SendTimeout != 60*time.Second {
+		t.Errorf("default send_timeout = %v, want 60s", cfg.SendTimeout)
+	}
+	cfg = pool1(PolicyFirst, "http://127.0.0.1:1")
+	cfg.SendTimeout = -time.Second
+	err := cfg.ValidateAndSetDefaults()
+	if err == nil || !strings.Contains(err.Error(), "send_timeout: -1s: must be positive") {
+		t.Errorf("send_timeout -1s: got %v, want an error naming send_timeout", err)
+	}
+}
