@@ -18,29 +18,29 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
-// logBuf is a log the test reads back.
-type logBuf struct {
+// skewLog is a log the test reads back.
+type skewLog struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *logBuf) Write(p []byte) (int, error) {
+func (l *skewLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *logBuf) String() string {
+func (l *skewLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
 }
 
-// startLogged is start (with background loops) with the proxy's log kept
+// startSkewLogged is start (with background loops) with the proxy's log kept
 // for the test to read.
-func startLogged(t *testing.T, cfg Config, src reporting.Source) (*harness, *logBuf) {
+func startSkewLogged(t *testing.T, cfg Config, src reporting.Source) (*harness, *skewLog) {
 	t.Helper()
-	lb := &logBuf{}
+	lb := &skewLog{}
 	h := &harness{t: t, reg: prometheus.NewRegistry(), signals: &signalRecorder{}, bgDone: make(chan struct{})}
 	p, err := New(cfg, src, slog.New(slog.NewTextHandler(lb, nil)), WithRegistry(h.reg))
 	if err != nil {
@@ -77,7 +77,7 @@ func TestVerdictFromTheFutureIgnored(t *testing.T) {
 	cfg.VerdictPoll = 20 * time.Millisecond
 	cfg.Pools[0].Verdicts.MaxAge = 10 * time.Second
 	ahead.Store(int64(time.Hour))
-	h, log := startLogged(t, cfg, HTTPSource(canary.URL, &http.Client{Timeout: time.Second}))
+	h, log := startSkewLogged(t, cfg, HTTPSource(canary.URL, &http.Client{Timeout: time.Second}))
 
 	eventually(t, "the skew warning", func() bool { return strings.Contains(log.String(), "dated in the future") })
 	time.Sleep(300 * time.Millisecond) // ~15 more polls
