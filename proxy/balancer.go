@@ -78,8 +78,16 @@ func (b *roundRobin) Pick(_ *http.Request, eligible uint64) int {
 	return best
 }
 
-// leastConn is power of two choices: two random eligible origins, the one
-// with fewer in-flight requests per unit of effective weight wins.
+// leastConn is power of two choices, weighted: two distinct eligible origins
+// drawn at random in proportion to their effective weight (slow start
+// included), and the one with fewer requests in flight per unit of
+// effective weight wins. On a tie the first drawn wins, so when every
+// origin is idle (low, sequential traffic) the pick is a weighted random
+// choice: weights 1:2 get a third and two thirds of the requests, and an
+// origin in slow start gets its ramped share (as nginx's least_conn breaks
+// ties by weighted round robin). Comparing inflight/weight without the +1
+// of "after this request" is what keeps the heavier origin from winning
+// every idle tie.
 type leastConn struct {
 	origins   []*origin
 	slowStart time.Duration
@@ -93,19 +101,36 @@ func (b *leastConn) Pick(_ *http.Request, eligible uint64) int {
 	case 1:
 		return bits.TrailingZeros64(eligible)
 	}
-	x := rand.IntN(n)
-	y := rand.IntN(n - 1)
-	if y >= x {
-		y++
-	}
-	i, j := nthBit(eligible, x), nthBit(eligible, y)
 	now := time.Now().UnixNano()
-	oi, oj := b.origins[i], b.origins[j]
+	var w [64]int64
+	var total int64
+	for m := eligible; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		w[i] = max(b.origins[i].weightAt(now, b.slowStart), 1)
+		total += w[i]
+	}
+	i := weightedDraw(eligible, &w, total)
+	j := weightedDraw(eligible&^(1<<i), &w, total-w[i])
 	// Compare inflight_i/w_i with inflight_j/w_j without division.
-	li := (oi.inflight.Load() + 1) * oj.weightAt(now, b.slowStart)
-	lj := (oj.inflight.Load() + 1) * oi.weightAt(now, b.slowStart)
+	li := b.origins[i].inflight.Load() * w[j]
+	lj := b.origins[j].inflight.Load() * w[i]
 	if lj < li {
 		return j
+	}
+	return i
+}
+
+// weightedDraw picks a set bit of m at random in proportion to w; total is
+// the sum of w over m.
+func weightedDraw(m uint64, w *[64]int64, total int64) int {
+	r := rand.Int64N(total)
+	i := -1
+	for ; m != 0; m &= m - 1 {
+		i = bits.TrailingZeros64(m)
+		if r < w[i] {
+			break
+		}
+		r -= w[i]
 	}
 	return i
 }
