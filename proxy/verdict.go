@@ -417,8 +417,39 @@ var _ reporting.Source = (*httpSource)(nil)
 // String is the verdicts URL, password redacted.
 func (s *httpSource) String() string { return s.name }
 
-// maxVerdictsBody bounds the verdicts document read from a canary.
-const maxVerdictsBody = 32 << 20
+// maxVerdictsBody bounds the verdicts document read from a canary: 16 MiB,
+// about 25,000 verdicts of 700 bytes (long check and target names and an
+// error message; typical ones take 400). A larger answer is refused
+// (errVerdictsTooLarge) and counts as a failed read of that source: the
+// decoder would otherwise hold the whole document and its verdicts in
+// memory, per canary.
+const maxVerdictsBody = 16 << 20
+
+// errVerdictsTooLarge is the read error of a verdicts answer over
+// maxVerdictsBody.
+var errVerdictsTooLarge = fmt.Errorf("answer larger than the %d MiB limit for a verdicts document", maxVerdictsBody>>20)
+
+// capReader passes on the first n bytes of r and fails with
+// errVerdictsTooLarge when r has more (it reads one byte ahead to know).
+type capReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n < 0 {
+		return 0, errVerdictsTooLarge
+	}
+	if int64(len(p)) > c.n+1 {
+		p = p[:c.n+1]
+	}
+	k, err := c.r.Read(p)
+	c.n -= int64(k)
+	if c.n < 0 {
+		return k - 1, errVerdictsTooLarge // the byte past the limit is not passed on
+	}
+	return k, err
+}
 
 func (s *httpSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
 	u := s.url
@@ -438,8 +469,11 @@ func (s *httpSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]repo
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("verdicts: %s: status %d", s.name, resp.StatusCode)
 	}
+	if resp.ContentLength > maxVerdictsBody {
+		return nil, fmt.Errorf("verdicts: %s: %w (Content-Length %d)", s.name, errVerdictsTooLarge, resp.ContentLength)
+	}
 	var vs []reporting.Verdict
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxVerdictsBody)).Decode(&vs); err != nil {
+	if err := json.NewDecoder(&capReader{r: resp.Body, n: maxVerdictsBody}).Decode(&vs); err != nil {
 		return nil, fmt.Errorf("verdicts: %s: %w", s.name, err)
 	}
 	if maxAge > 0 {
