@@ -25,6 +25,12 @@ type OriginStatus struct {
 	Since map[string]time.Time `json:"since,omitempty"`
 	// EjectedUntil is the end of the current passive ejection.
 	EjectedUntil *time.Time `json:"ejected_until,omitempty"`
+	// EjectionDetail gives the numbers behind the current passive ejection,
+	// whose rule Why["passive"] names: "5 consecutive failed tries (5xx,
+	// connection error or timeout), consecutive_5xx 5", "failure rate 42%
+	// (21 of 50 requests in 10s) ≥ failure_rate 30%", "p95 1.2s >
+	// latency_p95 500ms (…)", "success rate 60% (…) vs pool median 99%, …".
+	EjectionDetail string `json:"ejection_detail,omitempty"`
 	// Ejections is the passive ejection count (grows per ejection, decays
 	// while healthy); the next ejection lasts (Ejections+1) × ejection.
 	Ejections int   `json:"ejections"`
@@ -58,6 +64,7 @@ func (p *Proxy) Origins() []OriginStatus {
 			if f&flagPassive != 0 {
 				t := o.ejectUntil
 				s.EjectedUntil = &t
+				s.EjectionDetail = o.ejectDetail
 			}
 			s.Ejections = o.ejections
 			o.mu.Unlock()

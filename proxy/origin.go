@@ -47,6 +47,7 @@ type origin struct {
 	since       [3]time.Time // per flag bit: when set
 	ejections   int          // passive ejection count (decays while healthy)
 	ejectUntil  time.Time    // end of the current passive ejection
+	ejectDetail string       // the numbers that triggered the current (last) passive ejection
 	lastDecay   time.Time
 	verdictSeen string // verdict reason while capped by max_ejected
 }

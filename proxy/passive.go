@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,7 +141,8 @@ func (p *pool) observe(o *origin, failed bool, lat time.Duration, now int64) {
 	}
 	n := o.passive.consecutive.Add(1)
 	if c := p.cfg.Passive.Consecutive5xx; c > 0 && n >= int64(c) && !o.has(flagPassive) {
-		p.eject(o, ReasonConsecutive5xx, time.Unix(0, now))
+		p.eject(o, ReasonConsecutive5xx, time.Unix(0, now),
+			fmt.Sprintf("%d consecutive failed tries (5xx, connection error or timeout), consecutive_5xx %d", n, c))
 	}
 }
 
@@ -166,8 +169,10 @@ func (p *pool) mayEject(o *origin) bool {
 }
 
 // eject takes o out passively for n × ejection (capped), unless max_ejected
-// forbids it.
-func (p *pool) eject(o *origin, reason string, now time.Time) {
+// forbids it. detail gives the numbers that triggered the rule ("failure
+// rate 42% (21 of 50 requests in 10s) ≥ 30%"): /api/v1/origins and the log
+// show it beside the rule's name.
+func (p *pool) eject(o *origin, reason string, now time.Time, detail string) {
 	p.mu.Lock()
 	if o.has(flagPassive) {
 		p.mu.Unlock()
@@ -176,7 +181,7 @@ func (p *pool) eject(o *origin, reason string, now time.Time) {
 	if !p.mayEject(o) {
 		p.mu.Unlock()
 		if p.capLogged.CompareAndSwap(false, true) {
-			p.log.Warn("proxy: ejection refused by max_ejected", "pool", p.name, "origin", o.name, "reason", reason, "max_ejected", p.cfg.MaxEjected.String())
+			p.log.Warn("proxy: ejection refused by max_ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detail, "max_ejected", p.cfg.MaxEjected.String())
 		}
 		return
 	}
@@ -186,6 +191,7 @@ func (p *pool) eject(o *origin, reason string, now time.Time) {
 	o.ejectUntil = now.Add(d)
 	o.lastDecay = now
 	count := o.ejections
+	o.ejectDetail = detail
 	o.mu.Unlock()
 	changed := o.set(flagPassive, reason, now)
 	p.mu.Unlock()
@@ -195,7 +201,7 @@ func (p *pool) eject(o *origin, reason string, now time.Time) {
 	o.passive.reset()
 	o.m.ejections[reason].Inc()
 	o.m.available.Set(0)
-	p.log.Warn("proxy: origin ejected", "pool", p.name, "origin", o.name, "reason", reason, "for", d, "ejections", count)
+	p.log.Warn("proxy: origin ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detail, "for", d, "ejections", count)
 }
 
 // evaluate runs the window rules, returns origins whose ejection ended and
@@ -206,6 +212,7 @@ func (p *pool) evaluate(now time.Time) {
 	type rate struct {
 		o    *origin
 		rate float64
+		req  int
 	}
 	var rates []rate
 	for _, o := range p.origins {
@@ -234,14 +241,16 @@ func (p *pool) evaluate(now time.Time) {
 			continue
 		}
 		if cfg.FailureRate > 0 && float64(fail) >= cfg.FailureRate.Fraction()*float64(req) {
-			p.eject(o, ReasonFailureRate, now)
+			p.eject(o, ReasonFailureRate, now, fmt.Sprintf("failure rate %s (%d of %d requests in %s) ≥ failure_rate %s",
+				pct(float64(fail)/float64(req)), fail, req, cfg.Window, pct(cfg.FailureRate.Fraction())))
 			continue
 		}
 		if cfg.LatencyP95 > 0 && p95 > cfg.LatencyP95 {
-			p.eject(o, ReasonLatencyP95, now)
+			p.eject(o, ReasonLatencyP95, now, fmt.Sprintf("p95 %s > latency_p95 %s (%d requests in %s)",
+				p95.Round(time.Millisecond), cfg.LatencyP95, req, cfg.Window))
 			continue
 		}
-		rates = append(rates, rate{o, 1 - float64(fail)/float64(req)})
+		rates = append(rates, rate{o, 1 - float64(fail)/float64(req), req})
 	}
 	if cfg.SuccessRateStdev <= 0 || len(rates) < 3 {
 		return
@@ -266,9 +275,15 @@ func (p *pool) evaluate(now time.Time) {
 	limit := median - max(cfg.SuccessRateStdev*stdev, minOutlierGap)
 	for _, r := range rates {
 		if r.rate < limit {
-			p.eject(r.o, ReasonSuccessRate, now)
+			p.eject(r.o, ReasonSuccessRate, now, fmt.Sprintf("success rate %s (%d requests in %s) vs pool median %s, below %s (median − max(%g × stdev %s, %s))",
+				pct(r.rate), r.req, cfg.Window, pct(median), pct(limit), cfg.SuccessRateStdev, pct(stdev), pct(minOutlierGap)))
 		}
 	}
+}
+
+// pct formats a share (0..1) as a percentage: "42%", "99.5%".
+func pct(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
 }
 
 func b2f(b bool) float64 {
