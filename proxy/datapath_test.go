@@ -2,15 +2,21 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // bigOrigin serves /big: size bytes with a Content-Length, written in 32 KiB
@@ -151,5 +157,140 @@ func TestSendTimeoutConfig(t *testing.T) {
 	err := cfg.ValidateAndSetDefaults()
 	if err == nil || !strings.Contains(err.Error(), "send_timeout: -1s: must be positive") {
 		t.Errorf("send_timeout -1s: got %v, want an error naming send_timeout", err)
+	}
+}
+
+// tryLogs collects a proxy's log lines (text format, debug level).
+type tryLogs struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *tryLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the log lines containing every one of parts.
+func (l *tryLogs) lines(parts ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+next:
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				continue next
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// startCapturing is startWith without background loops, logging to the
+// returned tryLogs.
+func startCapturing(t *testing.T, cfg Config, engineName string) (*harness, *tryLogs) {
+	t.Helper()
+	logs := &tryLogs{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := &harness{t: t, reg: prometheus.NewRegistry()}
+	p, err := New(cfg, nil, log, WithRegistry(h.reg))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	h.p = p
+	h.front = newTestFrontWith(t, p, engineName)
+	h.client = &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
+	t.Cleanup(func() {
+		h.front.CloseClientConnections()
+		h.front.Close()
+	})
+	return h, logs
+}
+
+// cannedOrigin is an origin that reads a request head and writes answer, then
+// closes the connection.
+func cannedOrigin(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if line == "\r\n" {
+						break
+					}
+				}
+				io.WriteString(c, answer)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+var bothEngines = []string{EngineFast, EngineStdlib}
+
+// TestOriginProtocolErrors: an origin answer that breaks HTTP/1.1 is a
+// failed try with cause protocol (logged, 502), on both engines: more than
+// 10 interim (1xx) answers before the final one (was passed on as an empty
+// 200), a malformed head (was logged as cause reset), a 101 to a request
+// that asked for no upgrade (was answered 502 without a failed try). Ten
+// interim answers are still skipped.
+func TestOriginProtocolErrors(t *testing.T) {
+	hints := func(k int) string {
+		return strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n", k) +
+			"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-Final: 1\r\n\r\nabc"
+	}
+	for _, engineName := range bothEngines {
+		for _, tc := range []struct {
+			name, answer string
+			code         int
+			body         string
+		}{
+			{"10 interim answers", hints(10), 200, "abc"},
+			{"11 interim answers", hints(11), 502, ""},
+			{"malformed head", "HTTP/1.1 200 OK\r\nX-Bad: a\rb\r\nContent-Length: 2\r\n\r\nok", 502, ""},
+			{"garbage", "NOT HTTP AT ALL\r\n\r\n", 502, ""},
+			{"unrequested 101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", 502, ""},
+		} {
+			t.Run(engineName+"/"+tc.name, func(t *testing.T) {
+				cfg := pool1(PolicyFirst, cannedOrigin(t, tc.answer))
+				cfg.Pools[0].Retry.Tries = 1
+				h, logs := startCapturing(t, cfg, engineName)
+				code, body, hdr := h.do("GET", "/x", "")
+				if code != tc.code || tc.code == 200 && body != tc.body {
+					t.Fatalf("got %d %q, want %d %q", code, body, tc.code, tc.body)
+				}
+				if tc.code == 200 {
+					if hdr.Get("Link") != "" || hdr.Get("X-Final") != "1" {
+						t.Errorf("final answer's header: %v", hdr)
+					}
+					return
+				}
+				if got := logs.lines(`msg="proxy: try failed"`, "cause=protocol", "origin=o0"); len(got) != 1 {
+					t.Errorf("want one try-failed line with cause=protocol, got %q", logs.lines("try failed"))
+				}
+				if v, _ := h.metric("vigil_proxy_requests_total", map[string]string{"origin": "o0"}); v != 0 {
+					t.Errorf("the origin's broken answer was counted as answered (%v)", v)
+				}
+			})
+		}
 	}
 }

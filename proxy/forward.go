@@ -233,6 +233,9 @@ func classify(err error, ctx context.Context) (cause string, connLevel bool) {
 		}
 		return CauseConnectRefused, true
 	}
+	if isProtocolError(err) {
+		return CauseProtocol, false
+	}
 	if context.Cause(ctx) == errTryTimeout {
 		return CauseTimeout, false
 	}
@@ -241,6 +244,25 @@ func classify(err error, ctx context.Context) (cause string, connLevel bool) {
 		return CauseTimeout, false
 	}
 	return CauseReset, false
+}
+
+// isProtocolError reports whether err is an origin answer that breaks
+// HTTP/1.1: the fast path's protocolError, or one of http.Transport's
+// (https origins), which it reports only as text.
+func isProtocolError(err error) bool {
+	var pe *protocolError
+	var tpe textproto.ProtocolError
+	if errors.As(err, &pe) || errors.As(err, &tpe) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"malformed HTTP", "too many 1xx informational responses",
+		"server response headers exceeded", "malformed MIME header"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded in either direction,
@@ -689,6 +711,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		tryEnd := time.Now()
 		lat := tryEnd.Sub(now)
 		tt.stop()
+		if err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !upgradeAsked(r.Header, resp.Header) {
+			// A switch to a protocol the client did not ask for: a failed
+			// try like a malformed answer (the client would get a tunnel
+			// to something it cannot speak).
+			resp.Body.Close()
+			resp, err = nil, errUnasked101
+		}
 		if err != nil {
 			o.inflight.Add(-1)
 			stopTimer(timer)
@@ -989,12 +1018,23 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 }
 
+// errUnasked101 is a 101 answer to a request that did not ask for that
+// upgrade.
+var errUnasked101 error = &protocolError{"the origin switched to a protocol the client did not ask for"}
+
+// upgradeAsked reports whether a 101 answer with header resp switches to the
+// WebSocket upgrade that the request with header req asked for.
+func upgradeAsked(req, resp http.Header) bool {
+	up := upgradeType(resp)
+	return up != "" && strings.EqualFold(up, upgradeType(req))
+}
+
 // upgrade passes a 101 Switching Protocols (WebSocket) through: the client
 // connection is hijacked and bytes are copied both ways until one side ends.
 // A 101 to anything but the WebSocket upgrade the client asked for is a 502.
 func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Response) {
 	up := upgradeType(resp.Header)
-	if want := upgradeType(r.Header); up == "" || !strings.EqualFold(up, want) {
+	if !upgradeAsked(r.Header, resp.Header) {
 		pl.log.Warn("proxy: origin switched to a protocol the client did not ask for", "pool", pl.name, "upgrade", up)
 		pl.answer(w, http.StatusBadGateway, "the origin switched to a protocol the client did not ask for", time.Now())
 		return

@@ -156,9 +156,15 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		var resp *http.Response
 		if err == nil {
 			resp, err = readResponse(c.br, r.Method, &c.rb)
-			// Interim answers (103 Early Hints, a stray 100) are skipped.
+			// Interim answers (103 Early Hints, a stray 100) are skipped, up
+			// to max1xx of them: past that, the origin fails the try rather
+			// than an interim answer going out as the final one.
 			for i := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 &&
-				resp.StatusCode != http.StatusSwitchingProtocols && i < 10; i++ {
+				resp.StatusCode != http.StatusSwitchingProtocols; i++ {
+				if i == max1xx {
+					err = errTooMany1xx
+					break
+				}
 				resp, err = readResponse(c.br, r.Method, &c.rb)
 			}
 		}

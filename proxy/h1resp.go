@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -19,8 +18,24 @@ import (
 // maxResponseHead bounds an origin's response head.
 const maxResponseHead = 256 << 10
 
-// errBadResponse is a malformed origin response head.
-var errBadResponse = errors.New("malformed response from origin")
+// protocolError is an origin answer that breaks HTTP/1.1 (a malformed head,
+// ambiguous framing, endless interim answers): the try fails with cause
+// protocol and the client gets 502.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return e.msg }
+
+var (
+	// errBadResponse is a malformed origin response head.
+	errBadResponse error = &protocolError{"malformed response from origin"}
+	// errTooMany1xx is an origin that sent more interim answers than
+	// max1xx before its final one (net/http's Transport fails the same way).
+	errTooMany1xx error = &protocolError{"too many interim (1xx) answers from origin"}
+)
+
+// max1xx bounds the interim answers (103 Early Hints, a stray 100) skipped
+// before a final answer.
+const max1xx = 10
 
 // respBuf is what readResponse reuses from one response to the next on a
 // connection: the head buffer, the Response and its header map. The

@@ -18,9 +18,13 @@ const (
 	CauseTimeout        = "timeout"
 	CauseReset          = "reset"
 	CauseStatus5xx      = "status_5xx"
+	// CauseProtocol is an answer that breaks HTTP/1.1: a malformed head,
+	// ambiguous framing, endless interim (1xx) answers, an unrequested
+	// protocol switch (101).
+	CauseProtocol = "protocol"
 )
 
-var retryCauses = []string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset, CauseStatus5xx}
+var retryCauses = []string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset, CauseStatus5xx, CauseProtocol}
 
 // noOrigin is the origin label of answers the proxy made itself (502, 503
 // when every origin is full, 504, 413, …). It labels only
