@@ -294,3 +294,75 @@ func TestOriginProtocolErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTryFailedLogRateLimited: with every try failing (a refused port), the
+// "try failed" line of an origin and cause is written once, then at most
+// once a second with the count of lines left out ("suppressed"); every
+// failure is still counted.
+func TestTryFailedLogRateLimited(t *testing.T) {
+	for _, engineName := range bothEngines {
+		t.Run(engineName, func(t *testing.T) {
+			cfg := pool1(PolicyFirst, deadURL(t))
+			h, logs := startCapturing(t, cfg, engineName)
+			const n = 200
+			for i := 0; i < n; i++ {
+				if code, body, _ := h.do("GET", "/", ""); code != http.StatusBadGateway {
+					t.Fatalf("request %d: %d %q, want 502", i, code, body)
+				}
+			}
+			time.Sleep(1100 * time.Millisecond)
+			h.do("GET", "/", "")
+			lines := logs.lines(`msg="proxy: try failed"`, "cause=connect_refused")
+			if len(lines) < 2 || len(lines) > 4 {
+				t.Fatalf("%d try-failed lines for %d failures, want 2 to 4 (one a second): %q", len(lines), n+1, lines)
+			}
+			total := 0
+			for _, l := range lines {
+				_, v, ok := strings.Cut(l, "suppressed=")
+				if !ok {
+					t.Fatalf("line without suppressed=: %q", l)
+				}
+				k, err := strconv.Atoi(strings.Fields(v)[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				total += k + 1
+			}
+			if total != n+1 {
+				t.Errorf("lines written + suppressed = %d, want %d", total, n+1)
+			}
+			if v, _ := h.metric("vigil_proxy_requests_total", map[string]string{"origin": noOrigin, "code": "502"}); v != n+1 {
+				t.Errorf("502s counted: %v, want %d", v, n+1)
+			}
+		})
+	}
+}
+
+// TestPassedThrough5xxLogged: an origin's 5xx that goes to the client (a
+// POST is not replayed; the last try of a GET) is logged as a failed try
+// with cause status_5xx, as the README says every failed try is.
+func TestPassedThrough5xxLogged(t *testing.T) {
+	for _, engineName := range bothEngines {
+		t.Run(engineName, func(t *testing.T) {
+			a := newBackend(t, "a")
+			a.mode.Store(mode503)
+			cfg := pool1(PolicyFirst, urls(a)...)
+			h, logs := startCapturing(t, cfg, engineName)
+			for _, m := range []string{"POST", "GET"} {
+				if code, _, _ := h.do(m, "/p", "x"); code != http.StatusServiceUnavailable {
+					t.Fatalf("%s: %d, want the origin's 503", m, code)
+				}
+			}
+			got := logs.lines(`msg="proxy: try failed"`, "cause=status_5xx", "status=503", "passed_through=true")
+			if len(got) != 1 {
+				// The second line falls in the same second: suppressed.
+				t.Fatalf("want one logged pass-through line, got %q", logs.lines("try failed"))
+			}
+			time.Sleep(1100 * time.Millisecond)
+			h.do("GET", "/p", "")
+			if got := logs.lines(`msg="proxy: try failed"`, "cause=status_5xx", "suppressed=1"); len(got) != 1 {
+				t.Fatalf("want a line counting the suppressed one, got %q", logs.lines("try failed"))
+			}
+		})
+	}
+}

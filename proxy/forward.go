@@ -40,6 +40,59 @@ type pool struct {
 
 	mu        sync.Mutex // serialises ejections against max_ejected
 	capLogged atomic.Bool
+	tryLog    logLimiter // "try failed" lines, per origin and cause
+}
+
+// logLimiter rate-limits a log line per key: the first line is written,
+// then at most one a second, which carries how many lines were left out
+// since the previous one. A dead pool would otherwise log a line per try
+// (tens of thousands a second); the metrics still count every failure. Its
+// keys are bounded by the config (a pool's origins × the causes).
+type logLimiter struct {
+	mu sync.Mutex
+	m  map[logKey]*logState
+}
+
+type logKey struct{ origin, cause string }
+
+type logState struct {
+	last       int64 // unix nanoseconds of the last line written
+	suppressed int64 // lines left out since then
+}
+
+// allow reports whether the line for (origin, cause) is written now, and how
+// many were left out before it.
+func (l *logLimiter) allow(origin, cause string, now int64) (ok bool, suppressed int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := logKey{origin, cause}
+	st := l.m[k]
+	if st == nil {
+		if l.m == nil {
+			l.m = map[logKey]*logState{}
+		}
+		l.m[k] = &logState{last: now}
+		return true, 0
+	}
+	if now-st.last < int64(time.Second) {
+		st.suppressed++
+		return false, 0
+	}
+	n := st.suppressed
+	st.last, st.suppressed = now, 0
+	return true, n
+}
+
+// tryFailed logs a failed try, rate-limited per origin and cause: attrs
+// follow the pool, origin and cause, and "suppressed" (the lines of this
+// origin and cause left out since the previous one) ends the line.
+func (pl *pool) tryFailed(origin, cause string, attrs ...any) {
+	ok, n := pl.tryLog.allow(origin, cause, time.Now().UnixNano())
+	if !ok {
+		return
+	}
+	args := append([]any{"pool", pl.name, "origin", origin, "cause", cause}, attrs...)
+	pl.log.Warn("proxy: try failed", append(args, "suppressed", n)...)
 }
 
 // tunnelSet holds the client side of every WebSocket tunnel, which the
@@ -762,8 +815,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			} else {
 				o.stats.connErrors.Add(1)
 			}
-			pl.log.Warn("proxy: try failed", "pool", pl.name, "origin", o.name, "cause", cause,
-				"method", method, "path", r.URL.Path, "try", try+1, "err", err.Error())
+			pl.tryFailed(o.name, cause, "method", method, "path", r.URL.Path, "try", try+1, "err", err.Error())
 			lastCause = cause
 			if cause == CauseTimeout {
 				timedOut = true
@@ -793,8 +845,8 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
 			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
 			if pl.budget.allow(tryEnd.UnixNano()) {
-				pl.log.Warn("proxy: try failed", "pool", pl.name, "origin", o.name, "cause", CauseStatus5xx,
-					"method", method, "path", r.URL.Path, "try", try+1, "status", resp.StatusCode)
+				pl.tryFailed(o.name, CauseStatus5xx, "method", method, "path", r.URL.Path, "try", try+1,
+					"status", resp.StatusCode)
 				drain(resp.Body)
 				o.inflight.Add(-1)
 				cancel(nil)
@@ -802,6 +854,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				continue
 			}
 			pl.m.budgetDeny.WithLabelValues(pl.name).Inc()
+		}
+		if failed {
+			// The origin's 5xx goes to the client (no retry allowed or left).
+			pl.tryFailed(o.name, CauseStatus5xx, "method", method, "path", r.URL.Path, "try", try+1,
+				"status", resp.StatusCode, "passed_through", true)
 		}
 		pl.budget.add(tryEnd.UnixNano())
 		o.m.code(resp.StatusCode).Inc()
