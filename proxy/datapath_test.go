@@ -295,6 +295,85 @@ func TestOriginProtocolErrors(t *testing.T) {
 	}
 }
 
+// TestClientGoneStopsRetries: a client that leaves while its GET waits for
+// a slow origin gets no retry on the other origins (was: every origin tried
+// on the fast engine); the request is counted as code 499 under origin
+// "none" and logged, and no origin is charged for the client leaving.
+func TestClientGoneStopsRetries(t *testing.T) {
+	for _, engineName := range bothEngines {
+		t.Run(engineName, func(t *testing.T) {
+			var bs []*backend
+			for _, n := range []string{"a", "b", "c"} {
+				b := newBackend(t, n)
+				b.mode.Store(modeHang)
+				bs = append(bs, b)
+			}
+			cfg := pool1(PolicyFirst, urls(bs...)...)
+			cfg.Pools[0].Retry.TryTimeout = 500 * time.Millisecond
+			cfg.Pools[0].ConnectTimeout = 500 * time.Millisecond
+			cfg.Pools[0].Retry.Budget = 5 * time.Second
+			h, logs := startCapturing(t, cfg, engineName)
+			c, err := net.Dial("tcp", h.front.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+			time.Sleep(200 * time.Millisecond)
+			c.Close()
+			// The first try ends at 500ms; retries would reach the next
+			// origins by 1s and 1.5s.
+			time.Sleep(1800 * time.Millisecond)
+			var hits int64
+			for _, b := range bs {
+				hits += b.hits.Load()
+			}
+			if hits > 1 {
+				t.Errorf("a request whose client left was sent to %d origins, want 1", hits)
+			}
+			eventually(t, "the request counted as 499", func() bool {
+				v, _ := h.metric("vigil_proxy_requests_total", map[string]string{"origin": noOrigin, "code": "499"})
+				return v == 1
+			})
+			if got := logs.lines("client closed the connection before the answer"); len(got) != 1 {
+				t.Errorf("want one client-closed line, got %q", got)
+			}
+			for _, code := range []string{"502", "504"} {
+				if v, _ := h.metric("vigil_proxy_requests_total", map[string]string{"origin": noOrigin, "code": code}); v != 0 {
+					t.Errorf("the abandoned request was also counted as %s", code)
+				}
+			}
+		})
+	}
+}
+
+// TestClientWithPipelinedRequestIsNotGone: bytes waiting on the client
+// connection (a pipelined request) do not make the client look gone between
+// tries: the retry happens and both requests are answered.
+func TestClientWithPipelinedRequestIsNotGone(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	a.mode.Store(mode503)
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	h, _ := startCapturing(t, cfg, EngineFast)
+	c, err := net.Dial("tcp", h.front.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+	for i := 1; i <= 2; i++ {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(body) != "ok b" {
+			t.Fatalf("answer %d: %d %q, want 200 from b after a's 503", i, resp.StatusCode, body)
+		}
+	}
+}
+
 // TestTryFailedLogRateLimited: with every try failing (a refused port), the
 // "try failed" line of an origin and cause is written once, then at most
 // once a second with the count of lines left out ("suppressed"); every

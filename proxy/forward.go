@@ -676,6 +676,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// that origin's answer rather than one from an origin taken out.
 	answered := false
 	for try := 0; try < cfg.Tries; try++ {
+		// A client that went away gets no retry (and the origins no more
+		// load for it). Checked only before a retry: the hot path makes no
+		// extra call.
+		if try > 0 && clientGone(w, r) {
+			pl.clientClosed(r, try, start)
+		}
 		now := time.Now()
 		if !now.Before(deadline) {
 			timedOut = true
@@ -799,7 +805,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			if r.Context().Err() != nil {
 				cancel(nil)
-				return // the client went away; not the origin's fault
+				pl.clientClosed(r, try+1, start) // not the origin's fault
 			}
 			if errors.As(err, &mbe) {
 				cancel(nil)
@@ -911,6 +917,43 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	}
 	pl.answer(w, code, msg, start)
 }
+
+// clientGone reports whether the client of r went away: net/http cancels
+// the request's context when it reads the end of the connection; the fast
+// engine reads nothing in the background, so its client socket is peeked
+// (one non-blocking recv, only between tries). A client that half-closed
+// after its request counts as gone, as for net/http.
+func clientGone(w http.ResponseWriter, r *http.Request) bool {
+	if r.Context().Err() != nil {
+		return true
+	}
+	if rw, ok := w.(*respWriter); ok {
+		return peerClosed(rw.c.c)
+	}
+	return false
+}
+
+// clientClosed ends a request whose client went away before an answer:
+// counted as code 499 (nginx's "client closed request") under origin
+// "none", logged at info (rate-limited), no origin charged; the handler is
+// aborted so nothing is written to the dead connection.
+func (pl *pool) clientClosed(r *http.Request, tries int, start time.Time) {
+	pl.none.code(statusClientClosed).Inc()
+	pl.none.latency.Observe(time.Since(start).Seconds())
+	pl.budget.add(time.Now().UnixNano())
+	if ok, n := pl.tryLog.allow("", causeClientClosed, time.Now().UnixNano()); ok {
+		pl.log.Info("proxy: client closed the connection before the answer", "pool", pl.name,
+			"method", r.Method, "path", r.URL.Path, "tries", tries, "suppressed", n)
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// statusClientClosed is the code counted for a request whose client went
+// away before the answer (nginx's 499); it is never sent.
+const statusClientClosed = 499
+
+// causeClientClosed keys the rate limit of the client-closed log line.
+const causeClientClosed = "client_closed"
 
 // eligible returns the origins a try may go to: available and not tried,
 // with fromAvail true; when none is left and resort is true, the last resort:

@@ -24,9 +24,10 @@ import (
 // per-connection, reused request, calls the same handler as net/http does
 // (Proxy.Handler: routing, balancing, failover, metrics, logs), and writes
 // the answer through a minimal ResponseWriter, then reads the next request.
-// Unlike net/http it starts no background read per request (a client that
-// goes away mid-request is noticed when the answer is written, and the try
-// is bounded by try_timeout). Upgrades, CONNECT, absolute-form and
+// Unlike net/http it starts no background read per request: a client that
+// goes away mid-request is noticed before a retry (the pool peeks at the
+// socket then) or when the answer is written, and the try in progress is
+// bounded by try_timeout. Upgrades, CONNECT, absolute-form and
 // asterisk-form requests are parsed by http.ReadRequest from the same bytes
 // and served by the same handler (with http.Hijacker for upgrades); the
 // connection closes after them unless it was hijacked.

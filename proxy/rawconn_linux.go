@@ -295,3 +295,35 @@ func idleUsable(c net.Conn) bool {
 	})
 	return err == nil && usable
 }
+
+// peerClosed reports whether the peer of c closed or reset the connection:
+// one non-blocking peek that reads nothing away. Bytes waiting (a pipelined
+// request) or none yet (EAGAIN) mean it is still there. It does not take
+// the connection's read lock, so a read in progress elsewhere does not
+// block it.
+func peerClosed(c net.Conn) bool {
+	var rc syscall.RawConn
+	switch v := c.(type) {
+	case *rawConn:
+		rc = v.rc
+	case syscall.Conn:
+		rc, _ = v.SyscallConn()
+	}
+	if rc == nil {
+		return false
+	}
+	closed := false
+	var b [1]byte
+	rc.Control(func(fd uintptr) {
+		for {
+			n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+				syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+			if e == syscall.EINTR {
+				continue
+			}
+			closed = e == 0 && n == 0 || e != 0 && e != syscall.EAGAIN
+			return
+		}
+	})
+	return closed
+}
