@@ -1,8 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting/units"
@@ -104,7 +109,150 @@ func (p *Proxy) setDrain(name, why string, on bool) bool {
 			}
 		}
 	}
+	if found {
+		p.saveDrains()
+	}
 	return found
+}
+
+// drainsFile is the file under the state dir (WithStateDir) that keeps
+// the drains across restarts.
+const drainsFile = "proxy-drains.json"
+
+// drainsDoc is the drains file: every drained origin, by pool and URL.
+type drainsDoc struct {
+	Drains []drainEntry `json:"drains"`
+}
+
+type drainEntry struct {
+	Pool   string    `json:"pool"`
+	Origin string    `json:"origin"` // its name when drained (target or host:port)
+	URL    string    `json:"url"`    // what a restored drain is matched on, with Pool
+	Since  time.Time `json:"since"`
+	Why    string    `json:"why,omitempty"`
+}
+
+// drained lists the drained origins of the running configuration.
+func (p *Proxy) drained() drainsDoc {
+	doc := drainsDoc{Drains: []drainEntry{}}
+	for _, pl := range p.state.Load().pools {
+		for _, o := range pl.origins {
+			if !o.has(flagDrained) {
+				continue
+			}
+			o.mu.Lock()
+			e := drainEntry{Pool: pl.name, Origin: o.name, URL: o.url.String(), Since: o.since[bit(flagDrained)], Why: o.why[bit(flagDrained)]}
+			o.mu.Unlock()
+			doc.Drains = append(doc.Drains, e)
+		}
+	}
+	return doc
+}
+
+// saveDrains writes the drains file when what it should hold changed: a
+// temporary file in the same directory, mode 0600, synced, then renamed
+// over the old one, so a crash leaves the old or the new file, never half
+// of one. A failure is logged; the drain itself applies in any case.
+func (p *Proxy) saveDrains() {
+	if p.stateDir == "" {
+		return
+	}
+	p.drainMu.Lock()
+	defer p.drainMu.Unlock()
+	b, err := json.MarshalIndent(p.drained(), "", "  ")
+	if err != nil || bytes.Equal(b, p.drainsAt) {
+		return
+	}
+	path := filepath.Join(p.stateDir, drainsFile)
+	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+		p.log.Error("proxy: saving drains failed; they hold until the proxy stops, but a restart will not restore them",
+			"file", path, "err", err)
+		return
+	}
+	p.drainsAt = b
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	if d, err := os.Open(filepath.Dir(path)); err == nil { // the rename itself
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// restoreDrains drains again the origins the drains file lists, matched by
+// pool and URL, logging each; a drain of an origin no longer in the
+// configuration is dropped (and logged). An unreadable file is logged and
+// ignored: the proxy starts with no drain rather than not at all.
+func (p *Proxy) restoreDrains() {
+	if p.stateDir == "" {
+		return
+	}
+	path := filepath.Join(p.stateDir, drainsFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var doc drainsDoc
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err != nil {
+		p.log.Error("proxy: the drains file is unreadable; starting with no origin drained", "file", path, "err", err)
+		return
+	}
+	type key struct{ pool, url string }
+	origins := map[key][]*origin{}
+	for _, pl := range p.state.Load().pools {
+		for _, o := range pl.origins {
+			k := key{pl.name, o.url.String()}
+			origins[k] = append(origins[k], o)
+		}
+	}
+	for _, e := range doc.Drains {
+		matches := origins[key{e.Pool, e.URL}]
+		if len(matches) == 0 {
+			p.log.Warn("proxy: dropped a saved drain: the origin is no longer in the config",
+				"pool", e.Pool, "origin", e.Origin, "url", e.URL, "drained_since", e.Since, "why", e.Why)
+			continue
+		}
+		for _, o := range matches {
+			if o.set(flagDrained, e.Why, e.Since) {
+				o.m.available.Set(b2f(o.Available()))
+			}
+			p.log.Info("proxy: restored a drain saved before the restart",
+				"pool", e.Pool, "origin", o.name, "url", e.URL, "drained_since", e.Since, "why", e.Why)
+		}
+	}
+	p.saveDrains()
 }
 
 // AdminHandler serves the admin API; mount it on the agent listener for the

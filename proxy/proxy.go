@@ -39,8 +39,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	reg     prometheus.Registerer
-	signals reporting.SignalSink
+	reg      prometheus.Registerer
+	signals  reporting.SignalSink
+	stateDir string
 }
 
 // WithRegistry registers the proxy's metrics on reg. Default: a private
@@ -53,6 +54,12 @@ func WithRegistry(reg prometheus.Registerer) Option { return func(o *options) { 
 func WithSignalSink(sink reporting.SignalSink) Option {
 	return func(o *options) { o.signals = sink }
 }
+
+// WithStateDir keeps the proxy's drains in dir/proxy-drains.json (mode
+// 0600, replaced atomically on every change) and restores them in New, so
+// an origin drained for maintenance stays drained across a restart or a
+// crash. vigil passes agent.data_dir. Default: drains live in memory only.
+func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
 
 // Proxy is a running proxy configuration. Its methods are safe for
 // concurrent use.
@@ -74,6 +81,10 @@ type Proxy struct {
 	// with its last verdicts and read health, kept by the poller.
 	feeds   []*verdictFeed
 	applyMu sync.Mutex // serialises applyFeeds
+
+	stateDir string     // WithStateDir; "" keeps drains in memory only
+	drainMu  sync.Mutex // serialises saving the drains file
+	drainsAt []byte     // what the drains file holds
 }
 
 // runtimeState is one configuration generation.
@@ -108,12 +119,13 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m)}
+	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir}
 	st, err := p.build(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
 	p.state.Store(st)
+	p.restoreDrains()
 	return p, nil
 }
 
@@ -173,6 +185,7 @@ func (p *Proxy) Reload(cfg Config) error {
 		}
 	}
 	p.log.Info("proxy: configuration reloaded", "pools", len(st.pools))
+	p.saveDrains() // a removed origin's drain leaves the file
 	base := old.cfg
 	if r := p.running.Load(); r != nil {
 		base = *r // what the listeners started with, not the last reload

@@ -204,7 +204,8 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 			return nil, errors.New("proxy: the config has no proxy section")
 		}
 		src := a.verdictSource()
-		p, err := proxy.New(*cfg.Proxy, src, a.log, proxy.WithRegistry(a.reg), proxy.WithSignalSink(a.fan))
+		p, err := proxy.New(*cfg.Proxy, src, a.log, proxy.WithRegistry(a.reg), proxy.WithSignalSink(a.fan),
+			proxy.WithStateDir(cfg.Agent.DataDir)) // drains survive restarts
 		if err != nil {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
