@@ -7,7 +7,7 @@ PKGS     := ./...
 # Integration dependencies (.ci/setup installs them): influxd is built once and cached here.
 export VIGIL_INFLUXD ?= $(CURDIR)/.cache/bin/influxd
 
-.PHONY: all build test test-short demo bench soak scenarios lint fuzz generate setup clean
+.PHONY: all build test test-short demo bench soak scenarios lint fuzz generate setup clean multi-region
 
 all: build
 
@@ -28,6 +28,12 @@ test-short:
 # the embedded store. No network, no external service. Ctrl-C stops everything.
 demo: build
 	./$(BIN) demo
+
+# examples/multi-region without Docker, on 127.0.0.1: InfluxDB 1.8 (influxd from make setup or
+# PATH), the demo origins, canaries in three regions, the proxy and the alerter. Ctrl-C stops
+# everything. `examples/multi-region/run-local.sh --check` is the same as a self-test.
+multi-region: build
+	examples/multi-region/run-local.sh
 
 # Benchmarks side by side with the named peers (see README "Performance").
 bench: build
