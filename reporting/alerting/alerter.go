@@ -423,20 +423,41 @@ func (a *Alerter) notify(now time.Time) {
 			due = len(g.resolved) > 0
 		}
 		if due {
-			n := newNotification(k, fs, g.resolved, now, a.cfg)
+			// Alerts notified as firing for the first time: each receiver
+			// owes them until it accepts a notification listing them.
+			var fresh []string
+			for _, f := range fs {
+				if !g.notified[f.Fingerprint] {
+					fresh = append(fresh, f.Fingerprint)
+				}
+			}
 			for _, w := range a.disp.workers {
 				if w.stream || !w.takes(sev) {
 					continue
 				}
-				wn := n
+				o := g.owed[w.name]
 				// A receiver's failed resolves go out with the group's next
-				// notification.
-				if o := g.owed[w.name]; o != nil {
-					if retry := o.retry(); len(retry) > 0 {
-						wn = newNotification(k, fs, mergeResolved(g.resolved, retry), now, a.cfg)
-					}
+				// notification; resolves of alerts it never accepted as
+				// firing are not sent to it.
+				resolved := g.resolved
+				if o != nil {
+					resolved = o.withoutUnaccepted(mergeResolved(g.resolved, o.retry()))
 				}
-				a.queue(g.owed, w, wn, len(fs) > 0)
+				if len(fs) == 0 && len(resolved) == 0 {
+					// Nothing it was told about fires or resolved.
+					if o != nil {
+						o.firing, o.firingID = false, 0
+						o.dropWaiting(nil)
+						if o.empty() {
+							delete(g.owed, w.name)
+						}
+					}
+					continue
+				}
+				a.queue(g.owed, w, newNotification(k, fs, resolved, now, a.cfg), len(fs) > 0)
+				if o := g.owed[w.name]; o != nil && len(fresh) > 0 {
+					o.sentFiring(fresh, o.firingID)
+				}
 			}
 			for _, f := range fs {
 				g.notified[f.Fingerprint] = true
@@ -445,18 +466,20 @@ func (a *Alerter) notify(now time.Time) {
 			g.lastSent, g.lastSet = now, set
 		} else {
 			// A receiver that did not accept the group's last notification
-			// gets it again (with the current firing alerts) repeat_interval
-			// after the failure, or at once after a restart.
+			// gets it again (with the current firing alerts) after
+			// retry.redeliver_backoff, doubling per failure in a row up to
+			// retry.redeliver_max_backoff, or at once after a restart.
 			for _, name := range sortedOwed(g.owed) {
 				o := g.owed[name]
-				if !o.due() || now.Sub(o.failedAt) < a.cfg.RepeatInterval {
+				if !o.due() || now.Before(o.redeliverAt(a.cfg.Retry.RedeliverBackoff, a.cfg.Retry.RedeliverMaxBackoff)) {
 					continue
 				}
-				retry := o.retry()
+				retry := o.withoutUnaccepted(o.retry())
 				if len(fs) == 0 && len(retry) == 0 {
 					// Firing alerts it missed are no longer firing unsilenced
 					// (their resolve, if any, goes out with the group's).
 					o.firing, o.firingID = false, 0
+					o.dropWaiting(nil)
 					if o.empty() {
 						delete(g.owed, name)
 					}

@@ -380,6 +380,13 @@ type RetryConfig struct {
 	MaxBackoff time.Duration `mapstructure:"max_backoff"`
 	// Timeout bounds each HTTP request. Default 10s.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// RedeliverBackoff is how long after a delivery failed for good (all
+	// Attempts spent) the receiver is sent what it did not accept again,
+	// firing alerts and resolves alike, whatever repeat_interval says. It
+	// doubles with every failure in a row. Default 10s.
+	RedeliverBackoff time.Duration `mapstructure:"redeliver_backoff"`
+	// RedeliverMaxBackoff caps RedeliverBackoff's doubling. Default 5m.
+	RedeliverMaxBackoff time.Duration `mapstructure:"redeliver_max_backoff"`
 }
 
 // Config is the `alerting` section.
@@ -526,7 +533,8 @@ func (c *Config) ValidateAndSetDefaults() error {
 		names["r\x00"+c.Receivers[i].Name] = true
 	}
 	r := &c.Retry
-	if r.Attempts < 0 || r.Backoff < 0 || r.MaxBackoff < 0 || r.Timeout < 0 {
+	if r.Attempts < 0 || r.Backoff < 0 || r.MaxBackoff < 0 || r.Timeout < 0 || r.RedeliverBackoff < 0 ||
+		r.RedeliverMaxBackoff < 0 {
 		add(fmt.Errorf("retry: %w", ErrNotPositive))
 	}
 	if r.Attempts == 0 {
@@ -546,6 +554,15 @@ func (c *Config) ValidateAndSetDefaults() error {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = 10 * time.Second
+	}
+	if r.RedeliverBackoff == 0 {
+		r.RedeliverBackoff = 10 * time.Second
+	}
+	if r.RedeliverMaxBackoff == 0 {
+		r.RedeliverMaxBackoff = max(5*time.Minute, r.RedeliverBackoff)
+	}
+	if r.RedeliverMaxBackoff < r.RedeliverBackoff {
+		add(fmt.Errorf("retry.redeliver_max_backoff: %w", ErrBackoffTooLarge))
 	}
 	return errors.Join(errs...)
 }

@@ -88,7 +88,7 @@ func TestValidConfigDefaults(t *testing.T) {
 		c.ResolveTimeout != 5*time.Minute || c.GroupWait != 0 || c.Down.For != time.Minute ||
 		c.Down.Severity != SeverityPage || c.TTFB.Severity != SeverityTicket || c.TTFB.MinSamples != 3 || c.BurnRate.MinRuns != 10 ||
 		c.DeadMan.Intervals != 3 || c.DeadMan.ForgetAfter != 24*time.Hour || c.CertExpiryDays != 14 ||
-		c.StatusPageURL != "http://127.0.0.1:9470" || c.Retry != (RetryConfig{5, time.Second, 30 * time.Second, 10 * time.Second}) {
+		c.StatusPageURL != "http://127.0.0.1:9470" || c.Retry != (RetryConfig{5, time.Second, 30 * time.Second, 10 * time.Second, 10 * time.Second, 5 * time.Minute}) {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if c.Receivers[2].PagerDuty.URL != DefaultPagerDutyURL || c.Receivers[3].Alertmanager.URL != "http://127.0.0.1:9093" {

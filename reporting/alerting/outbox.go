@@ -12,9 +12,18 @@ import (
 // resolved alerts. A delivery that fails for good (after its retries, or
 // its final attempt at shutdown) leaves the owed in place and marks it due
 // again; it is folded into the group's next notification to that receiver,
-// re-sent on its own repeat_interval after the failure, and right away at
-// the first evaluation after a restart (the owed part of the state file
-// is "undelivered").
+// re-sent on its own after retry.redeliver_backoff (doubling per failure
+// in a row up to retry.redeliver_max_backoff, independent of
+// repeat_interval), and right away at the first evaluation after a restart
+// (the owed part of the state file is "undelivered").
+//
+// A receiver whose deliveries of an alert as firing all failed is not sent
+// that alert's resolve: unaccepted holds the fingerprints of firing alerts
+// it was sent but has not accepted yet. When such an alert resolves while
+// no delivery listing it as firing is in flight, it is dropped from that
+// receiver's resolved list (and a notification left with nothing to say is
+// not sent), so a receiver does not learn of a page by its resolve. One
+// still in flight keeps its resolve, which is queued behind it.
 //
 // Stream receivers (Alertmanager) are told every active alert on every
 // evaluation, so only their resolved alerts are owed; a failed one goes
@@ -33,8 +42,15 @@ type owed struct {
 	// with the id of the notification carrying it (0: due again).
 	resolved []owedAlert
 	// failedAt is when a delivery to the receiver last failed; zero after
-	// a restart.
+	// a restart. failures counts the deliveries that failed in a row since
+	// the receiver last accepted one (0 after a restart).
 	failedAt time.Time
+	failures int
+	// unaccepted are the fingerprints of alerts sent to the receiver as
+	// firing in notifications it has not accepted, and never in one it
+	// accepted, each with the id of the latest such notification still in
+	// flight (0: every one failed).
+	unaccepted map[string]uint64
 }
 
 // owedAlert is one resolved alert and the notification carrying it.
@@ -43,7 +59,52 @@ type owedAlert struct {
 	id    uint64
 }
 
-func (o *owed) empty() bool { return !o.firing && len(o.resolved) == 0 }
+func (o *owed) empty() bool { return !o.firing && len(o.resolved) == 0 && len(o.unaccepted) == 0 }
+
+// redeliverAt is when what failed is due again: failedAt plus backoff
+// doubled per earlier failure in a row, capped at maxBackoff. A zero
+// failedAt (after a restart) is due at once.
+func (o *owed) redeliverAt(backoff, maxBackoff time.Duration) time.Time {
+	if o.failedAt.IsZero() {
+		return time.Time{}
+	}
+	d := backoff
+	for i := 1; i < o.failures && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return o.failedAt.Add(min(d, maxBackoff))
+}
+
+// sentFiring records fps as sent to the receiver as firing for the first
+// time in notification id (0: not in flight), not accepted yet.
+func (o *owed) sentFiring(fps []string, id uint64) {
+	for _, fp := range fps {
+		if o.unaccepted == nil {
+			o.unaccepted = map[string]uint64{}
+		}
+		o.unaccepted[fp] = id
+	}
+}
+
+// withoutUnaccepted returns the alerts of rs except those whose every
+// delivery as firing to the receiver failed; those are forgotten (their
+// resolve is not sent).
+func (o *owed) withoutUnaccepted(rs []Alert) []Alert {
+	if o == nil || len(o.unaccepted) == 0 {
+		return rs
+	}
+	var out []Alert
+	for _, r := range rs {
+		if id, ok := o.unaccepted[r.Fingerprint]; ok {
+			delete(o.unaccepted, r.Fingerprint)
+			if id == 0 {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 // due reports whether something failed and waits for a new attempt.
 func (o *owed) due() bool {
@@ -95,6 +156,11 @@ func (o *owed) dropWaiting(fps map[string]bool) {
 // queued for the receiver.
 func (o *owed) queued(id uint64, firing bool, resolved []Alert) {
 	o.firing, o.firingID = firing, id
+	if firing {
+		for fp := range o.unaccepted {
+			o.unaccepted[fp] = id
+		}
+	}
 	o.dropWaiting(nil)
 	for _, r := range resolved {
 		o.resolved = append(o.resolved, owedAlert{alert: r, id: id})
@@ -102,9 +168,14 @@ func (o *owed) queued(id uint64, firing bool, resolved []Alert) {
 }
 
 // done records the outcome of notification id: accepted (ok), or failed
-// at now.
-func (o *owed) done(id uint64, ok bool, now time.Time) {
+// at now. firing are the alerts it listed as firing: once accepted they
+// are no longer unaccepted.
+func (o *owed) done(id uint64, ok bool, now time.Time, firing []Alert) {
 	if ok {
+		o.failures = 0
+		for _, f := range firing {
+			delete(o.unaccepted, f.Fingerprint)
+		}
 		if o.firingID == id {
 			o.firing, o.firingID = false, 0
 		}
@@ -121,12 +192,18 @@ func (o *owed) done(id uint64, ok bool, now time.Time) {
 	if o.firingID == id {
 		o.firingID = 0
 	}
+	for fp, uid := range o.unaccepted {
+		if uid == id {
+			o.unaccepted[fp] = 0
+		}
+	}
 	for i := range o.resolved {
 		if o.resolved[i].id == id {
 			o.resolved[i].id = 0
 		}
 	}
 	o.failedAt = now
+	o.failures++
 }
 
 // mergeResolved returns the alerts of a and then those of b whose
@@ -163,7 +240,7 @@ func (a *Alerter) queue(m map[string]*owed, w *worker, n Notification, firing bo
 	}
 	o.queued(id, firing, n.Resolved)
 	if !a.disp.sendTo(w, n, id) {
-		o.done(id, false, n.At)
+		o.done(id, false, n.At, nil)
 	}
 }
 
@@ -177,14 +254,14 @@ func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool)
 	now := a.now()
 	if n.GroupKey == "" {
 		if o := a.streamOwed[receiver]; o != nil {
-			o.done(id, ok, now)
+			o.done(id, ok, now, nil)
 			if o.empty() {
 				delete(a.streamOwed, receiver)
 			}
 		}
 	} else if g := a.groups[n.GroupKey]; g != nil {
 		if o := g.owed[receiver]; o != nil {
-			o.done(id, ok, now)
+			o.done(id, ok, now, n.Firing)
 			if o.empty() {
 				delete(g.owed, receiver)
 			}
@@ -214,7 +291,13 @@ func owedKey(m map[string]*owed) string {
 			fps[i] = r.alert.Fingerprint
 		}
 		sort.Strings(fps)
-		b.WriteString(name + " " + map[bool]string{true: "F", false: "-"}[o.firing] + " " + strings.Join(fps, ",") + ";")
+		un := make([]string, 0, len(o.unaccepted))
+		for fp := range o.unaccepted {
+			un = append(un, fp)
+		}
+		sort.Strings(un)
+		b.WriteString(name + " " + map[bool]string{true: "F", false: "-"}[o.firing] + " " + strings.Join(fps, ",") +
+			" u" + strings.Join(un, ",") + ";")
 	}
 	return b.String()
 }

@@ -281,12 +281,19 @@ func TestRetryRecoversAndClearsFailure(t *testing.T) {
 	if !strings.Contains(r.a.DeliveryFailures()["ops"], r.hook.srv.Listener.Addr().String()+"/…") {
 		t.Fatalf("redacted URL missing host: %v", r.a.DeliveryFailures())
 	}
-	r.step(t, reporting.StateHealthy) // the resolve goes through
+	// 15s later (past retry.redeliver_backoff, 10s) the firing
+	// notification is sent again and goes through.
+	r.step(t, reporting.StateUnhealthy)
 	if _, ok := r.a.DeliveryFailures()["ops"]; ok {
 		t.Fatalf("failure not cleared by a success: %v", r.a.DeliveryFailures())
 	}
-	if n := len(r.hook.all()); n != 4 {
-		t.Fatalf("%d requests, want 3 failed + 1", n)
+	hooks := r.hook.webhooks(t)
+	if len(hooks) != 4 || hooks[3].Status != StatusFiring {
+		t.Fatalf("%d requests, want 3 failed + the firing one again", len(hooks))
+	}
+	r.step(t, reporting.StateHealthy)
+	if hooks := r.hook.webhooks(t); len(hooks) != 5 || hooks[4].Status != StatusResolved {
+		t.Fatalf("%d requests, want the resolve last", len(hooks))
 	}
 }
 

@@ -71,6 +71,10 @@ type storedOwed struct {
 	// Firing: the receiver has not accepted the group's firing alerts.
 	Firing   bool          `json:"firing,omitempty"`
 	Resolved []storedAlert `json:"resolved,omitempty"`
+	// Unaccepted are the fingerprints of alerts the receiver was sent as
+	// firing but never accepted: their resolve is not sent to it. Absent
+	// in files of older versions (every alert was accepted).
+	Unaccepted []string `json:"unaccepted,omitempty"`
 }
 
 // storeOwed converts owed maps for the state file, sorted by receiver.
@@ -83,6 +87,10 @@ func storeOwed(m map[string]*owed) []storedOwed {
 			so.Resolved = append(so.Resolved, storedAlert(r.alert))
 		}
 		sort.SliceStable(so.Resolved, func(i, j int) bool { return so.Resolved[i].Fingerprint < so.Resolved[j].Fingerprint })
+		for fp := range o.unaccepted {
+			so.Unaccepted = append(so.Unaccepted, fp)
+		}
+		sort.Strings(so.Unaccepted)
 		out = append(out, so)
 	}
 	return out
@@ -101,6 +109,7 @@ func restoreOwed(s []storedOwed) map[string]*owed {
 		for _, r := range so.Resolved {
 			o.add(Alert(r))
 		}
+		o.sentFiring(so.Unaccepted, 0)
 	}
 	for name, o := range m {
 		if o.empty() {

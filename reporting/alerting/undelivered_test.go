@@ -224,28 +224,32 @@ func TestRestartDoesNotResendDelivered(t *testing.T) {
 	}
 }
 
-// TestFailedResolveRetriedAfterRepeatInterval: a resolve the webhook
-// refused through all its retries is sent again repeat_interval (1h) after
-// the failure, once, without a restart.
-func TestFailedResolveRetriedAfterRepeatInterval(t *testing.T) {
+// TestFailedResolveRedeliveredWithBackoff: a resolve the webhook refused
+// through all its retries is sent again retry.redeliver_backoff (10s) after
+// the failure, not repeat_interval (1h); when that fails too the next try
+// waits twice as long; once accepted it is not sent again.
+func TestFailedResolveRedeliveredWithBackoff(t *testing.T) {
 	r := newRestartRig(t, filepath.Join(t.TempDir(), "alerts.json"))
 	a := r.start()
 	r.fire(a)
-	r.hook.failNext(5, http.StatusServiceUnavailable) // retry.attempts
+	r.hook.failNext(10, http.StatusServiceUnavailable) // 2 × retry.attempts
 	r.step(a, H)
 	if n := len(r.hook.all()); n != 6 {
 		t.Fatalf("webhook got %d requests, want 1 + 5 tries of the resolve", n)
 	}
-	r.clock.Add(time.Hour - 30*time.Second)
-	r.step(a, H)
-	if n := len(r.hook.all()); n != 6 {
-		t.Fatalf("15s before repeat_interval: %d webhook requests, want 6", n)
+	r.step(a, H) // 15s later: past 10s, tried again (5 tries, all refused)
+	if n := len(r.hook.all()); n != 11 {
+		t.Fatalf("15s after the failure: %d webhook requests, want 11", n)
+	}
+	r.step(a, H) // 15s after the second failure: the wait is now 20s
+	if n := len(r.hook.all()); n != 11 {
+		t.Fatalf("15s after the second failure: %d webhook requests, want still 11", n)
 	}
 	r.step(a, H)
 	r.step(a, H)
 	hooks := r.hook.webhooks(t)
-	if len(hooks) != 7 || hooks[6].Status != StatusResolved || len(hooks[6].Alerts) != 1 {
-		t.Fatalf("at repeat_interval: %d webhook requests, last %+v; want the resolve once more", len(hooks), hooks[len(hooks)-1])
+	if len(hooks) != 12 || hooks[11].Status != StatusResolved || len(hooks[11].Alerts) != 1 {
+		t.Fatalf("30s after the second failure: %d webhook requests, last %+v; want the resolve accepted once more", len(hooks), hooks[len(hooks)-1])
 	}
 	if evs := r.pdEvents(); len(evs) != 2 {
 		t.Fatalf("pagerduty got %d events, want trigger and resolve only", len(evs))
