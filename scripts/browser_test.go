@@ -221,20 +221,43 @@ func TestBrowserNavigateErrors(t *testing.T) {
 	}
 }
 
-func TestBrowserRunTimeout(t *testing.T) {
+// TestBrowserMissingElementAtRunDeadlineIsScript: an element that never
+// appears is a script failure naming the step and the selector, also when
+// the check's timeout (not a step timeout) ends the wait; the
+// failure screenshot is still taken and an always step still runs. A
+// navigation that never loads stays `timeout`.
+func TestBrowserMissingElementAtRunDeadlineIsScript(t *testing.T) {
 	b := needChromium(t)
 	o := newPageOrigin(t)
-	r := browserRunner(t, b, "", `
+	dir := t.TempDir()
+	const timeout = 3 * time.Second
+	r := browserRunner(t, b, dir, `
 - browser: {navigate: /shop}
-- browser: {wait_visible: "#never"}
+- name: checkout
+  browser: {wait_visible: "#checkout"}
 - {always: true, browser: {assert_title: Shop}}
-`, 2*time.Second)
+`, timeout)
 	res := r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
-	if res.OK || res.Cause != checks.CauseTimeout {
-		t.Fatalf("cause %s (%s), want timeout", res.Cause, res.Err)
+	if res.OK || res.Cause != checks.CauseScript || res.CouldNotRun() {
+		t.Fatalf("cause %s (%s), want script", res.Cause, res.Err)
+	}
+	if want := `step 1 "checkout" (browser.wait_visible): wait_visible #checkout: not visible within `; !strings.HasPrefix(res.Err, want) {
+		t.Errorf("err %q, want it to start with %q", res.Err, want)
+	}
+	if s := res.Steps[1]; s.Cause != checks.CauseScript {
+		t.Errorf("step cause %q, want script", s.Cause)
+	}
+	if len(res.Artifacts) != 1 {
+		t.Errorf("artifacts %v, want the failure screenshot (err %s)", res.Artifacts, res.Err)
 	}
 	if !res.Steps[2].OK {
 		t.Errorf("always step after the deadline did not run: %+v", res.Steps[2])
+	}
+
+	nav := browserRunner(t, b, "", `[{browser: {navigate: /stuck}}]`, 2*time.Second)
+	res = nav.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+	if res.OK || res.Cause != checks.CauseTimeout || !strings.Contains(res.Err, "no load event") {
+		t.Errorf("navigation that never loads: cause %s (%s), want timeout", res.Cause, res.Err)
 	}
 }
 

@@ -116,8 +116,22 @@ func failf(format string, a ...any) outcome {
 	return outcome{cause: checks.CauseScript, err: fmt.Errorf(format, a...)}
 }
 
-// waitErr is the error of a wait that ran out of time in a step.
-type waitErr struct{ what string }
+// roundForText rounds a step's time budget for messages: to 100ms from
+// one second up ("4s", not "3.999871s"), else to the millisecond.
+func roundForText(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// waitErr is the error of a wait that ran out of time in a step. element:
+// the step waited for an element (or its text), so running out of the run's
+// time is still a script failure, not the run's timeout.
+type waitErr struct {
+	what    string
+	element bool
+}
 
 func (e *waitErr) Error() string { return e.what }
 
@@ -226,7 +240,7 @@ func readText(ctx context.Context, sel string, cond func(elementText) bool) (ele
 func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) outcome {
 	b := s.Browser
 	x := r.vars.expand
-	timeoutText := timeout.String()
+	timeoutText := roundForText(timeout).String()
 	switch {
 	case b.Navigate != nil:
 		u, err := x(*b.Navigate)
@@ -272,7 +286,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return o
 		}
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-			return r.waitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: no visible element within %s (or the page hung)", sel, timeoutText))
+			return r.elementWaitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: no visible element within %s (or the page hung)", sel, timeoutText))
 		}
 		return outcome{}
 
@@ -289,7 +303,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return o
 		}
 		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
-			return r.waitFail(ctx, err, "type "+sel, fmt.Sprintf("type %s: no visible element within %s (or the page hung)", sel, timeoutText))
+			return r.elementWaitFail(ctx, err, "type "+sel, fmt.Sprintf("type %s: no visible element within %s (or the page hung)", sel, timeoutText))
 		}
 		return outcome{}
 
@@ -306,7 +320,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return o
 		}
 		if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(sel))); err != nil {
-			return r.waitFail(ctx, err, "select "+sel, fmt.Sprintf("select %s: no element within %s", sel, timeoutText))
+			return r.elementWaitFail(ctx, err, "select "+sel, fmt.Sprintf("select %s: no element within %s", sel, timeoutText))
 		}
 		res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectJS, jsString(sel), jsString(val))))
 		if err != nil {
@@ -326,7 +340,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return o
 		}
 		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-			return r.waitFail(ctx, err, "wait_visible "+sel, fmt.Sprintf("wait_visible %s: not visible within %s", sel, timeoutText))
+			return r.elementWaitFail(ctx, err, "wait_visible "+sel, fmt.Sprintf("wait_visible %s: not visible within %s", sel, timeoutText))
 		}
 		return outcome{}
 
@@ -357,7 +371,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			if !et.Found {
 				msg = fmt.Sprintf("%s %s: no element within %s", name, em.Selector, timeoutText)
 			}
-			o := r.waitFail(ctx, err, name+" "+em.Selector, msg)
+			o := r.elementWaitFail(ctx, err, name+" "+em.Selector, msg)
 			o.assertions = []checks.AssertionResult{a}
 			return o
 		}
@@ -481,6 +495,17 @@ func (r *run) waitFail(ctx context.Context, err error, what, timeoutMsg string) 
 		return outcome{cause: checks.CauseScript, err: &waitErr{what: timeoutMsg}}
 	}
 	return outcome{cause: checks.CauseScript, err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// elementWaitFail is waitFail for a step that waits for an element: when
+// its time ran out, the outcome stays a script failure even at the run's
+// deadline (the page answered; the element never came).
+func (r *run) elementWaitFail(ctx context.Context, err error, what, timeoutMsg string) outcome {
+	o := r.waitFail(ctx, err, what, timeoutMsg)
+	if we, ok := o.err.(*waitErr); ok {
+		we.element = true
+	}
+	return o
 }
 
 // expandMatch returns m with variables expanded.

@@ -192,6 +192,15 @@ func newPageOrigin(t testing.TB) *pageOrigin {
 <script>document.getElementById('b').onclick = () => { alert('hi');
 document.getElementById('out').textContent = confirm('sure?') ? 'yes' : 'no'; };</script>`))
 	mux.HandleFunc("/tiny", html(`<!doctype html><title>t</title><p id="x">ok</p>`))
+	// A page whose load never finishes: the document arrives, a script it
+	// needs never does (until the test ends).
+	mux.HandleFunc("/stuck", html(`<!doctype html><title>stuck</title><p id="x">x</p><script src="/never.js"></script>`))
+	mux.HandleFunc("/never.js", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(300 * time.Millisecond)
 		w.Header().Set("Content-Type", "text/html")

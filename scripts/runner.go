@@ -257,9 +257,13 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 	default:
 		o = outcome{cause: checks.CauseInternal, err: errors.New("step has no kind")}
 	}
+	// The run's deadline, not the step's own timeout, ended a wait. An
+	// element that never appeared stays a script failure: the
+	// page answered, without the element. A navigation (or an evaluation,
+	// a sleep) that did not finish is the run's timeout.
 	if o.err != nil && !late && (capped || runCtx.Err() != nil) && o.cause == checks.CauseScript {
 		var we *waitErr
-		if errors.As(o.err, &we) {
+		if errors.As(o.err, &we) && !we.element {
 			o.cause = checks.CauseTimeout
 			o.err = fmt.Errorf("run timed out: %w", o.err)
 		}
