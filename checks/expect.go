@@ -100,7 +100,10 @@ type BodyExpect struct {
 // With none of Equals, Exists and Regex set it asserts that Path exists.
 type JSONExpect struct {
 	// Path selects a value with gjson syntax ("ok", "items.0.id",
-	// "items.#"); a leading "$." is accepted and ignored.
+	// "items.#", `items.#(id==2).name`), checked at load (an unclosed
+	// bracket, quote or query is an error, see compileJSONPath). A leading
+	// "$." is dropped, and after it JSONPath's [1] and ['key'] are read as
+	// gjson's .1 and .key ("$.a.b[1]" is "a.b.1").
 	Path string `mapstructure:"path"`
 	// Equals is the expected value, compared as JSON: 1 equals 1.0, "1" does
 	// not equal 1. Objects and arrays compare by content.
@@ -295,15 +298,12 @@ func (e *Expect) onlyKeys(kind string, allowed ...string) error {
 
 func (j JSONExpect) compile() (jsonExpect, error) {
 	c := jsonExpect{name: j.Path, exists: j.Exists}
-	p := strings.TrimSpace(j.Path)
-	switch {
-	case p == "$":
-		p = "@this"
-	case strings.HasPrefix(p, "$."):
-		p = p[2:]
-	}
-	if p == "" {
-		return c, errorf(ErrBadValue, "path: empty JSON path")
+	p, err := compileJSONPath(j.Path)
+	if err != nil {
+		if strings.TrimSpace(j.Path) == "" {
+			return c, errorf(ErrBadValue, "path: %v", err)
+		}
+		return c, errorf(ErrBadValue, "path: %q: %v", j.Path, err)
 	}
 	c.path = p
 	if j.Equals != nil {
