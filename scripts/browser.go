@@ -33,7 +33,8 @@ type BrowserConfig struct {
 	// google-chrome, google-chrome-stable, headless-shell found in PATH.
 	ExecPath string `mapstructure:"exec_path"`
 	// MaxConcurrent is how many script runs may hold a browser tab at once;
-	// the others wait (within their own deadline). Default 2.
+	// the others wait for a slot before their timeout starts, at most
+	// Options.SlotWait (default 5m). Default 2.
 	MaxConcurrent int `mapstructure:"max_concurrent"`
 	// Log receives browser start, restart and stop events. Default
 	// slog.Default().

@@ -24,14 +24,28 @@ const cleanupBudget = 5 * time.Second
 // failureCaptureBudget bounds the screenshot taken after a failure.
 const failureCaptureBudget = 5 * time.Second
 
+// DefaultSlotWait is how long a browser run waits for a browser slot
+// (agent.browser.max_concurrent) when Options.SlotWait is 0.
+const DefaultSlotWait = 5 * time.Minute
+
 // Options configure a Runner.
 type Options struct {
 	// Check and Version name the check (artifact names, User-Agent of HTTP
 	// steps through package checks).
 	Check, Version string
 	// Timeout is the check's timeout for one whole run; 0 = only the
-	// context's deadline. Step timeouts are capped by it.
+	// context's deadline. Step timeouts are capped by it. For a script with
+	// browser steps it starts when the run holds a browser slot: the wait
+	// for the slot does not count, and a deadline on Run's context (the
+	// caller's copy of the same timeout, started before the wait) does not
+	// end the run; cancelling the context does. With Timeout 0 the
+	// context's deadline bounds the wait and the run.
 	Timeout time.Duration
+	// SlotWait bounds the wait for a browser slot before a browser run
+	// starts. Default DefaultSlotWait (5m). A run that gets no slot in time
+	// does not start: it fails with cause browser_unavailable, naming the
+	// contention.
+	SlotWait time.Duration
 	// DataDir is agent.data_dir. Screenshots are written under
 	// DataDir/artifacts and named relative to it in Result.Artifacts;
 	// empty = no files are written.
@@ -97,7 +111,8 @@ type run struct {
 	tab       *tab
 	tabErr    error
 	tabCause  checks.Cause
-	release   func()
+	release   func()        // gives the browser slot back; nil without one
+	slotWait  time.Duration // how long the run waited for its browser slot
 	artifacts []string
 	start     time.Time
 	pushed    map[string]bool // cookies copied into the browser
@@ -108,7 +123,27 @@ type run struct {
 // reported as skipped. The first failure decides Result.Cause and Err.
 // Result.Phases.TTFB is the TTFB of the first step that is not `always` and
 // got a response (http step or navigation); 0 when none did.
+//
+// A script with browser steps first waits for a browser slot (at most
+// Options.SlotWait); its Timeout starts when it has one (see
+// Options.Timeout).
 func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
+	browser := rn.steps.HasBrowser() && rn.o.Browser != nil
+	var release func()
+	var slotWait time.Duration
+	if browser {
+		if rn.o.Timeout > 0 {
+			var stop func()
+			ctx, stop = withoutDeadline(ctx)
+			defer stop()
+		}
+		queued := time.Now()
+		var err error
+		if release, err = rn.waitSlot(ctx); err != nil {
+			return rn.notStarted(queued, err, ctx.Err() != nil)
+		}
+		slotWait = time.Since(queued)
+	}
 	start := time.Now()
 	res := checks.Result{Start: start}
 	if rn.o.Timeout > 0 {
@@ -117,7 +152,8 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		defer cancel()
 	}
 	jar, _ := cookiejar.New(nil)
-	r := &run{runner: rn, target: t, vars: newRunVars(), jar: jar, start: start}
+	r := &run{runner: rn, target: t, vars: newRunVars(), jar: jar, start: start,
+		release: release, slotWait: slotWait}
 	defer r.close()
 
 	failed := false
@@ -185,6 +221,51 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	return res
 }
 
+// withoutDeadline returns a context with ctx's values that ends when ctx is
+// cancelled (Ctrl-C, shutdown) but not when ctx's deadline passes, and a
+// function that releases it.
+func withoutDeadline(ctx context.Context) (context.Context, func()) {
+	d, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
+		}
+	})
+	return d, func() { stop(); cancel(nil) }
+}
+
+// waitSlot waits, at most Options.SlotWait, for a slot of the browser.
+func (rn *Runner) waitSlot(ctx context.Context) (release func(), err error) {
+	wait := rn.o.SlotWait
+	if wait <= 0 {
+		wait = DefaultSlotWait
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	release, err = rn.o.Browser.acquire(wctx)
+	if err != nil && ctx.Err() == nil {
+		n := cap(rn.o.Browser.sem)
+		err = fmt.Errorf("no browser slot came free within %s: all %d (agent.browser.max_concurrent) were held by other runs", wait, n)
+	}
+	return release, err
+}
+
+// notStarted is the Result of a run that got no browser slot: every step
+// is skipped. Contention inside the agent is not the origin's failure, so
+// the cause is browser_unavailable ("could not run"), or internal when the
+// run was cancelled while it waited.
+func (rn *Runner) notStarted(queued time.Time, err error, cancelled bool) checks.Result {
+	res := checks.Result{Start: queued, Cause: checks.CauseBrowserUnavailable,
+		Err: "the run did not start: " + err.Error()}
+	if cancelled {
+		res.Cause, res.Err = checks.CauseInternal, "the run was canceled while waiting for a browser slot"
+	}
+	for i := range rn.steps {
+		res.Steps = append(res.Steps, checks.StepResult{Name: rn.steps[i].Name, Skipped: true})
+	}
+	return res
+}
+
 // topCause is the Result's cause for a failed step's cause: a step that
 // could not run (network, TLS, timeout, browser, internal) or failed an SLO
 // assertion (ttfb, duration) passes its cause on; any other assertion of
@@ -228,9 +309,10 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 	case s.program != nil:
 		o = r.runExpr(s)
 	case s.Browser != nil:
-		// The first browser step also waits for a browser slot and opens
-		// the run's tab, within its own timeout.
+		// The first browser step opens the run's tab, within its own
+		// timeout (the run already holds its browser slot).
 		octx, ocancel := context.WithTimeout(base, timeout)
+		opened := r.tab == nil
 		err := r.openTab(octx)
 		ocancel()
 		if err != nil {
@@ -254,6 +336,10 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		}
 		o.metrics["console_errors"] = float64(len(console))
 		o.metrics["failed_requests"] = float64(len(failedReqs))
+		if opened {
+			// Not part of the step's duration nor the run's timeout.
+			o.metrics["browser_slot_wait_ms"] = float64(r.slotWait) / float64(time.Millisecond)
+		}
 	default:
 		o = outcome{cause: checks.CauseInternal, err: errors.New("step has no kind")}
 	}
@@ -288,7 +374,8 @@ func (r *run) runExpr(s *Step) outcome {
 	return outcome{assertions: []checks.AssertionResult{a}}
 }
 
-// openTab opens the run's browser tab on the first browser step.
+// openTab opens the run's browser tab on the first browser step. The run
+// already holds its browser slot (Run).
 func (r *run) openTab(ctx context.Context) error {
 	if r.tab != nil {
 		return nil
@@ -301,14 +388,8 @@ func (r *run) openTab(ctx context.Context) error {
 		r.tabCause, r.tabErr = checks.CauseBrowserUnavailable, fmt.Errorf("%w: no browser configured", ErrBrowserUnavailable)
 		return r.tabErr
 	}
-	release, err := b.acquire(ctx)
-	if err != nil {
-		r.tabCause, r.tabErr = checks.CauseTimeout, fmt.Errorf("waiting for a browser slot: %w", err)
-		return r.tabErr
-	}
 	t, err := b.openTab(ctx)
 	if err != nil {
-		release()
 		switch {
 		case errors.Is(err, ErrBrowserUnavailable):
 			r.tabCause = checks.CauseBrowserUnavailable
@@ -320,16 +401,19 @@ func (r *run) openTab(ctx context.Context) error {
 		r.tabErr = err
 		return err
 	}
-	r.tab, r.release = t, release
+	r.tab = t
 	return nil
 }
 
-// close releases the run's browser tab.
+// close closes the run's browser tab, then gives the browser slot back.
 func (r *run) close() {
 	if r.tab != nil {
 		r.tab.close()
-		r.release()
 		r.tab = nil
+	}
+	if r.release != nil {
+		r.release()
+		r.release = nil
 	}
 }
 
