@@ -79,15 +79,17 @@ func (b *roundRobin) Pick(_ *http.Request, eligible uint64) int {
 }
 
 // leastConn is power of two choices, weighted: two distinct eligible origins
-// drawn at random in proportion to their effective weight (slow start
-// included), and the one with fewer requests in flight per unit of
-// effective weight wins. On a tie the first drawn wins, so when every
-// origin is idle (low, sequential traffic) the pick is a weighted random
-// choice: weights 1:2 get a third and two thirds of the requests, and an
-// origin in slow start gets its ramped share (as nginx's least_conn breaks
-// ties by weighted round robin). Comparing inflight/weight without the +1
-// of "after this request" is what keeps the heavier origin from winning
-// every idle tie.
+// are drawn at random in proportion to their effective weight (slow start
+// included) and compared on requests in flight per unit of effective
+// weight. One wins outright only when, even with this request added, its
+// load stays at or below the other's: (inflight_i+1)/w_i ≤ inflight_j/w_j.
+// Otherwise the two are within one request of each other, a near tie (at
+// low concurrency, the usual case; both idle is the exact one), and the
+// first drawn wins, which makes the pick a weighted random choice: weights
+// 1:2 get a third and two thirds of sequential requests, and an origin in
+// slow start gets its ramped share instead of none (it loses every
+// comparison on weight) or all it can hold (it wins every comparison on
+// being idle). nginx's least_conn breaks ties by weighted round robin.
 type leastConn struct {
 	origins   []*origin
 	slowStart time.Duration
@@ -111,13 +113,12 @@ func (b *leastConn) Pick(_ *http.Request, eligible uint64) int {
 	}
 	i := weightedDraw(eligible, &w, total)
 	j := weightedDraw(eligible&^(1<<i), &w, total-w[i])
-	// Compare inflight_i/w_i with inflight_j/w_j without division.
-	li := b.origins[i].inflight.Load() * w[j]
-	lj := b.origins[j].inflight.Load() * w[i]
-	if lj < li {
-		return j
+	// Loads compared without division: x/w_i against y/w_j as x*w_j, y*w_i.
+	ni, nj := b.origins[i].inflight.Load(), b.origins[j].inflight.Load()
+	if (nj+1)*w[i] <= ni*w[j] {
+		return j // j stays at or below i's load even with this request
 	}
-	return i
+	return i // i does, or a near tie: the first drawn
 }
 
 // weightedDraw picks a set bit of m at random in proportion to w; total is

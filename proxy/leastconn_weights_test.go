@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -62,5 +63,37 @@ func TestBalancerLeastConnSlowStart(t *testing.T) {
 	}
 	if after < 30 {
 		t.Errorf("after slow_start the origin got %d of 100 requests, want about half", after)
+	}
+}
+
+// With a little concurrency (two clients, each waiting for its answer) the
+// returning origin still gets about its slow-start share: being idle while
+// the other serves one request is a near tie, not a win.
+func TestBalancerLeastConnSlowStartConcurrent(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	a.mode.Store(modeSlow) // 50ms answers keep requests in flight
+	b.mode.Store(modeSlow)
+	cfg := pool1(PolicyLeastConn, urls(a, b)...)
+	cfg.Pools[0].SlowStart = time.Minute // stays near 10% during the test
+	h := start(t, cfg, nil, false)
+	h.p.Drain("o0", "maintenance")
+	h.p.Undrain("o0")
+	var wg sync.WaitGroup
+	for c := 0; c < 2; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 40; i++ {
+				if code, body, _ := h.do("GET", "/", ""); code != 200 {
+					t.Errorf("%d %s", code, body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Effective weights 1:10 → about 7 of 80; idle-wins would give about 40.
+	if got := a.hits.Load(); got < 1 || got > 24 {
+		t.Fatalf("during slow_start, with two concurrent clients, the returning origin got %d of 80 requests, want about 10%%", got)
 	}
 }
