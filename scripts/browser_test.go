@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/vigil-synthetics/vigil/checks"
 )
 
@@ -224,8 +225,8 @@ func TestBrowserNavigateErrors(t *testing.T) {
 // TestBrowserMissingElementAtRunDeadlineIsScript: an element that never
 // appears is a script failure naming the step and the selector, also when
 // the check's timeout (not a step timeout) ends the wait; the
-// failure screenshot is still taken and an always step still runs. A
-// navigation that never loads stays `timeout`.
+// failure screenshot is still taken, within the check's timeout, and an
+// always step still runs. A navigation that never loads stays `timeout`.
 func TestBrowserMissingElementAtRunDeadlineIsScript(t *testing.T) {
 	b := needChromium(t)
 	o := newPageOrigin(t)
@@ -237,7 +238,9 @@ func TestBrowserMissingElementAtRunDeadlineIsScript(t *testing.T) {
   browser: {wait_visible: "#checkout"}
 - {always: true, browser: {assert_title: Shop}}
 `, timeout)
+	start := time.Now()
 	res := r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+	took := time.Since(start)
 	if res.OK || res.Cause != checks.CauseScript || res.CouldNotRun() {
 		t.Fatalf("cause %s (%s), want script", res.Cause, res.Err)
 	}
@@ -253,11 +256,85 @@ func TestBrowserMissingElementAtRunDeadlineIsScript(t *testing.T) {
 	if !res.Steps[2].OK {
 		t.Errorf("always step after the deadline did not run: %+v", res.Steps[2])
 	}
+	// The always step has its own cleanup budget; the run up to it, with
+	// the screenshot, fits in the timeout.
+	if upTo := res.Steps[0].Duration + res.Steps[1].Duration; upTo > timeout {
+		t.Errorf("steps took %s, over the check's timeout %s", upTo, timeout)
+	}
+	t.Logf("run took %s: %s", took, res.Err)
 
 	nav := browserRunner(t, b, "", `[{browser: {navigate: /stuck}}]`, 2*time.Second)
 	res = nav.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
 	if res.OK || res.Cause != checks.CauseTimeout || !strings.Contains(res.Err, "no load event") {
 		t.Errorf("navigation that never loads: cause %s (%s), want timeout", res.Cause, res.Err)
+	}
+}
+
+// TestBrowserHungPageEndsWithinTimeout: a page that opens an alert and
+// then loops forever makes the run fail within the check's timeout, the
+// failure screenshot included (it is skipped, saying why), and neither its
+// tab nor its renderer keeps later runs from passing.
+func TestBrowserHungPageEndsWithinTimeout(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	dir := t.TempDir()
+	const timeout = 3 * time.Second
+	r := browserRunner(t, b, dir, `[{browser: {navigate: /hang}}]`, timeout)
+	for i := range 2 {
+		start := time.Now()
+		res := r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+		took := time.Since(start)
+		if res.OK {
+			t.Fatal("a hung page passed")
+		}
+		if res.Cause != checks.CauseTimeout {
+			t.Errorf("run %d: cause %s (%s), want timeout", i, res.Cause, res.Err)
+		}
+		if took > timeout+500*time.Millisecond || res.Phases.Total > timeout {
+			t.Errorf("run %d took %s (phases.total %s), over the check's timeout %s", i, took, res.Phases.Total, timeout)
+		}
+		if !strings.Contains(res.Err, "no failure screenshot: the page did not answer within") {
+			t.Errorf("run %d: err %q does not say why there is no screenshot", i, res.Err)
+		}
+		if len(res.Artifacts) != 0 {
+			t.Errorf("run %d: artifacts %v", i, res.Artifacts)
+		}
+	}
+	// The hung tabs are closed.
+	root, err := b.running(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		infos, err := chromedp.Targets(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, ti := range infos {
+			if strings.HasSuffix(ti.URL, "/hang") {
+				left = append(left, ti.URL)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hung tabs still open 10s after their runs: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The browser serves the next runs (as many at once as it has slots).
+	healthy := browserRunner(t, b, "", `[{browser: {navigate: /shop}}, {browser: {wait_visible: "#add-to-cart"}}]`, 10*time.Second)
+	results := make(chan checks.Result, 4)
+	for range 4 {
+		go func() { results <- healthy.Run(context.Background(), checks.Target{Name: "x", URL: o.URL}) }()
+	}
+	for range 4 {
+		if res := <-results; !res.OK {
+			t.Errorf("run after the hung page: %s: %s", res.Cause, res.Err)
+		}
 	}
 }
 

@@ -192,6 +192,8 @@ func newPageOrigin(t testing.TB) *pageOrigin {
 <script>document.getElementById('b').onclick = () => { alert('hi');
 document.getElementById('out').textContent = confirm('sure?') ? 'yes' : 'no'; };</script>`))
 	mux.HandleFunc("/tiny", html(`<!doctype html><title>t</title><p id="x">ok</p>`))
+	// A page that hangs its renderer: an alert, then a loop that never ends.
+	mux.HandleFunc("/hang", html(`<!doctype html><title>hang</title><script>alert("hi"); while (true) {}</script>`))
 	// A page whose load never finishes: the document arrives, a script it
 	// needs never does (until the test ends).
 	mux.HandleFunc("/stuck", html(`<!doctype html><title>stuck</title><p id="x">x</p><script src="/never.js"></script>`))

@@ -21,8 +21,21 @@ import (
 // deadline passed.
 const cleanupBudget = 5 * time.Second
 
-// failureCaptureBudget bounds the screenshot taken after a failure.
+// failureCaptureBudget bounds the screenshot taken after a failure (also
+// when the run has no deadline).
 const failureCaptureBudget = 5 * time.Second
+
+// maxCaptureReserve caps the slice of a browser run's timeout kept for the
+// failure screenshot: 20 % of the timeout, at most 1s. The steps run in the
+// rest, so that a failure at the steps' deadline still gets its screenshot
+// and the whole run ends within the check's timeout.
+const maxCaptureReserve = time.Second
+
+// maxResponsiveProbe bounds the question "does the page still answer?"
+// asked before a failure screenshot. A renderer busy in a script that never
+// yields, or held by a JavaScript dialog, does not answer it, and the
+// screenshot is skipped rather than waited for.
+const maxResponsiveProbe = 250 * time.Millisecond
 
 // DefaultSlotWait is how long a browser run waits for a browser slot
 // (agent.browser.max_concurrent) when Options.SlotWait is 0.
@@ -33,13 +46,13 @@ type Options struct {
 	// Check and Version name the check (artifact names, User-Agent of HTTP
 	// steps through package checks).
 	Check, Version string
-	// Timeout is the check's timeout for one whole run; 0 = only the
-	// context's deadline. Step timeouts are capped by it. For a script with
-	// browser steps it starts when the run holds a browser slot: the wait
-	// for the slot does not count, and a deadline on Run's context (the
-	// caller's copy of the same timeout, started before the wait) does not
-	// end the run; cancelling the context does. With Timeout 0 the
-	// context's deadline bounds the wait and the run.
+	// Timeout is the check's timeout for one whole run, failure screenshot
+	// included; 0 = only the context's deadline. Step timeouts are capped by
+	// it. For a script with browser steps it starts when the run holds a
+	// browser slot: the wait for the slot does not count, and a deadline on
+	// Run's context (the caller's copy of the same timeout, started before
+	// the wait) does not end the run; cancelling the context does. With
+	// Timeout 0 the context's deadline bounds the wait and the run.
 	Timeout time.Duration
 	// SlotWait bounds the wait for a browser slot before a browser run
 	// starts. Default DefaultSlotWait (5m). A run that gets no slot in time
@@ -115,6 +128,7 @@ type run struct {
 	slotWait  time.Duration // how long the run waited for its browser slot
 	artifacts []string
 	start     time.Time
+	end       time.Time       // the run's whole budget ends here (screenshot included); zero: no deadline
 	pushed    map[string]bool // cookies copied into the browser
 }
 
@@ -126,7 +140,10 @@ type run struct {
 //
 // A script with browser steps first waits for a browser slot (at most
 // Options.SlotWait); its Timeout starts when it has one (see
-// Options.Timeout).
+// Options.Timeout). The last min(1s, 20 %) of the timeout is kept for the
+// failure screenshot, so the run, screenshot included, ends within the
+// timeout; only `always` steps that start after the deadline add their
+// own cleanup budget.
 func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	browser := rn.steps.HasBrowser() && rn.o.Browser != nil
 	var release func()
@@ -146,13 +163,23 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	}
 	start := time.Now()
 	res := checks.Result{Start: start}
+	var end time.Time
 	if rn.o.Timeout > 0 {
+		end = start.Add(rn.o.Timeout)
+	} else if dl, ok := ctx.Deadline(); ok {
+		end = dl
+	}
+	if !end.IsZero() {
+		var reserve time.Duration
+		if browser {
+			reserve = min(maxCaptureReserve, end.Sub(start)/5)
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, rn.o.Timeout)
+		ctx, cancel = context.WithDeadline(ctx, end.Add(-reserve))
 		defer cancel()
 	}
 	jar, _ := cookiejar.New(nil)
-	r := &run{runner: rn, target: t, vars: newRunVars(), jar: jar, start: start,
+	r := &run{runner: rn, target: t, vars: newRunVars(), jar: jar, start: start, end: end,
 		release: release, slotWait: slotWait}
 	defer r.close()
 
@@ -203,14 +230,18 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		}
 		if o.err != nil && !failed {
 			failed = true
+			path, why := r.captureFailure(i, s, &sr)
+			if path != "" {
+				r.artifacts = append(r.artifacts, path)
+			}
+			if why != "" {
+				sr.Err += "; no failure screenshot: " + why
+			}
 			res.Cause = topCause(sr.Cause)
 			res.Err = fmt.Sprintf("step %d %q (%s): %s", i, s.Name, s.kind, sr.Err)
 			res.Assertions = sr.Assertions
 			if o.status != 0 {
 				res.StatusCode = o.status
-			}
-			if path := r.captureFailure(i, s, &sr); path != "" {
-				r.artifacts = append(r.artifacts, path)
 			}
 		}
 		res.Steps = append(res.Steps, sr)
@@ -405,36 +436,90 @@ func (r *run) openTab(ctx context.Context) error {
 	return nil
 }
 
-// close closes the run's browser tab, then gives the browser slot back.
+// close closes the run's browser tab (its target and browser context) and
+// gives the browser slot back once the tab is gone. It waits for that
+// until the run's budget ends; a tab that takes longer to close (a hung
+// renderer) is closed in the background, and keeps the slot until it is
+// gone, so hung pages never pile up beyond agent.browser.max_concurrent.
 func (r *run) close() {
-	if r.tab != nil {
-		r.tab.close()
-		r.tab = nil
+	t, release := r.tab, r.release
+	r.tab, r.release = nil, nil
+	if t == nil && release == nil {
+		return
 	}
-	if r.release != nil {
-		r.release()
-		r.release = nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if t != nil {
+			t.close()
+		}
+		if release != nil {
+			release()
+		}
+	}()
+	if r.end.IsZero() {
+		<-done
+		return
+	}
+	wait := time.NewTimer(max(time.Until(r.end), 0))
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-wait.C:
 	}
 }
 
 // captureFailure saves a screenshot of the tab after step i failed and puts
-// the page URL into the step result. It returns the PNG's path or "".
-func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) string {
+// the page URL into the step result, within what is left of the run's
+// budget (the reserve Run kept). It returns the PNG's reference, or "" and
+// why no screenshot was taken ("" when there is nothing to say: no tab,
+// a dead browser, no data dir).
+func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why string) {
 	if r.tab == nil || r.tab.browserDead() {
-		return ""
+		return "", ""
 	}
-	ctx, cancel := context.WithTimeout(r.tab.ctx, failureCaptureBudget)
+	budget := failureCaptureBudget
+	if !r.end.IsZero() {
+		budget = min(budget, time.Until(r.end))
+	}
+	if budget <= 0 {
+		return "", "no time left in the check's timeout"
+	}
+	ctx, cancel := context.WithTimeout(r.tab.ctx, budget)
 	defer cancel()
-	if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil && sr.URL == "" {
-		sr.URL = r.vars.redact(loc)
+	// A hung page would hold the screenshot (and Location) for the whole
+	// budget: ask it for a trivial value first.
+	probe := min(maxResponsiveProbe, budget/3)
+	pctx, pcancel := context.WithTimeout(ctx, probe)
+	_, err := chromedp.Run(pctx, chromedp.Evaluate[int]("1"))
+	pcancel()
+	if err != nil {
+		if r.tab.browserDead() {
+			return "", ""
+		}
+		return "", fmt.Sprintf("the page did not answer within %s (a script that never yields, or an open JavaScript dialog)", probe.Round(time.Millisecond))
+	}
+	if sr.URL == "" {
+		if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil {
+			sr.URL = r.vars.redact(loc)
+		}
+	}
+	if r.runner.o.DataDir == "" {
+		return "", ""
 	}
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
-		return ""
+		if ctx.Err() != nil {
+			return "", fmt.Sprintf("the screenshot did not finish within %s", budget.Round(time.Millisecond))
+		}
+		return "", "screenshot: " + firstLine(err.Error())
 	}
-	path, err := r.saveArtifact(png, "")
-	if err != nil || path == "" {
-		return ""
+	path, err = r.saveArtifact(png, "")
+	if err != nil {
+		return "", "saving the screenshot: " + err.Error()
+	}
+	if path == "" {
+		return "", ""
 	}
 	console, failedReqs := r.tab.events.snapshot()
 	for i := range console {
@@ -448,7 +533,7 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) string {
 		Kind: s.kind, Cause: string(sr.Cause), Error: sr.Err, URL: sr.URL, At: time.Now().UTC(),
 		ConsoleErrors: console, FailedRequests: failedReqs,
 	})
-	return path
+	return path, ""
 }
 
 func (r *run) redactAssertions(as []checks.AssertionResult) []checks.AssertionResult {
