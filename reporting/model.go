@@ -77,6 +77,25 @@ func (v Verdict) Key() string {
 	return v.Check + "\x00" + v.Target + "\x00" + v.Region + "\x00" + v.Vantage
 }
 
+// Latency causes: a run that failed only these assertions answered, but too
+// slowly (the canary's "slow" outcome, state degraded). They are the
+// values of checks.CauseTTFB and checks.CauseDuration; reporting does not
+// import checks.
+const (
+	CauseTTFB     = "ttfb"
+	CauseDuration = "duration"
+)
+
+// Unavailable reports whether the run counts as failed for availability
+// (Rollup.Failed, availability SLOs, burn rates, uptime): it did not pass,
+// and not only because of a latency objective. A run that failed only its
+// ttfb or duration assertion (Cause ttfb or duration: the cause order
+// puts every other failure before them) counts as available; it counts
+// against the TTFB SLO instead.
+func (v Verdict) Unavailable() bool {
+	return !v.OK && v.Cause != CauseTTFB && v.Cause != CauseDuration
+}
+
 // Current returns the verdict's state at now: StateUnknown once it expired.
 func (v Verdict) Current(now time.Time) State {
 	if v.State == "" || (!v.Expires.IsZero() && !now.Before(v.Expires)) {
@@ -140,11 +159,14 @@ type Rollup struct {
 	Check, Target, Region string
 	Minute                time.Time // start of the minute, UTC
 	Total                 int       // runs
-	Failed                int       // runs with OK false
-	Unhealthy             int       // runs whose verdict state was unhealthy
-	TTFBSum               time.Duration
-	TTFBMax               time.Duration
-	TTFBP95               time.Duration // p95 of this minute's runs
+	// Failed counts the runs that were Unavailable: runs that failed only a
+	// latency objective (cause ttfb or duration) are not counted. Rows the
+	// embedded store wrote before this rule keep counting them.
+	Failed    int
+	Unhealthy int // runs whose verdict state was unhealthy
+	TTFBSum   time.Duration
+	TTFBMax   time.Duration
+	TTFBP95   time.Duration // p95 of this minute's runs
 }
 
 // HistorySource reads verdict history and per-minute rollups (for SLOs,

@@ -183,7 +183,7 @@ func rollupsOf(vs []reporting.Verdict, q reporting.HistoryQuery, now time.Time) 
 		}
 		r := &out[i]
 		r.Total++
-		if !v.OK {
+		if v.Unavailable() {
 			r.Failed++
 		}
 		if v.State == reporting.StateUnhealthy {

@@ -121,12 +121,17 @@ func bounds(q reporting.HistoryQuery) (start, stop time.Time) {
 // merged), ordered by minute, check, target, region; with a Limit the newest
 // Limit rows. TTFBP95 is the exact nearest-rank p95 of the minute's runs.
 //
-// Flux selects the three fields a rollup needs and the minutes are summed
+// Failed counts the runs that were reporting.Verdict.Unavailable: ok false
+// and a cause other than ttfb or duration. Rollups are computed from the
+// raw points at every query, so this holds for points written by earlier
+// versions too.
+//
+// Flux selects the four fields a rollup needs and the minutes are summed
 // here, in one pass over the records:
 //
 //	from(bucket) |> range(start: From (minute), stop: To + 1ns)
 //	  |> filter(fn: (r) => r._measurement == "vigil_verdict" and
-//	       (r._field == "ttfb_ms" or r._field == "ok" or r._field == "state") and r.check == …)
+//	       (r._field == "ttfb_ms" or r._field == "ok" or r._field == "cause" or r._field == "state") and r.check == …)
 //
 // aggregateWindow(every: 1m) would do the sums in InfluxDB, but on 1.8 it
 // costs a table per window: 3.1 s for one count over 24 h of one check in
@@ -136,7 +141,7 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 	start = start.Truncate(time.Minute)
 	fq := s.from(start, stop) +
 		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and` +
-		` (r._field == "ttfb_ms" or r._field == "ok" or r._field == "state")` + tagFilter(q) + `)`
+		` (r._field == "ttfb_ms" or r._field == "ok" or r._field == "cause" or r._field == "state")` + tagFilter(q) + `)`
 
 	type key struct {
 		check, target, region string
@@ -147,6 +152,18 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		samples []time.Duration
 	}
 	accs := map[key]*acc{}
+	// A run's ok and cause arrive as separate records; runs pairs them by
+	// series (vantage included) and time.
+	type run struct {
+		k     key
+		notOK bool
+		cause string
+	}
+	type runKey struct {
+		series string
+		at     int64
+	}
+	runs := map[runKey]*run{}
 	err := s.each(ctx, fq, func(rec *query.FluxRecord) error {
 		t := rec.Time().UTC().Truncate(time.Minute)
 		k := key{str(rec, "check"), str(rec, "target"), str(rec, "region"), t.UnixNano()}
@@ -162,9 +179,18 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 			a.r.TTFBSum += d
 			a.r.TTFBMax = max(a.r.TTFBMax, d)
 			a.samples = append(a.samples, d)
-		case "ok":
-			if ok, isBool := rec.Value().(bool); isBool && !ok {
-				a.r.Failed++
+		case "ok", "cause":
+			rk := runKey{k.check + "\x00" + k.target + "\x00" + k.region + "\x00" + str(rec, "vantage"), rec.Time().UnixNano()}
+			ru := runs[rk]
+			if ru == nil {
+				ru = &run{k: k}
+				runs[rk] = ru
+			}
+			if rec.Field() == "ok" {
+				ok, isBool := rec.Value().(bool)
+				ru.notOK = isBool && !ok
+			} else {
+				ru.cause = str(rec, "_value")
 			}
 		case "state":
 			if st, _ := rec.Value().(string); st == string(reporting.StateUnhealthy) {
@@ -175,6 +201,11 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 	})
 	if err != nil {
 		return nil, fmt.Errorf("influx: rollups: %w", err)
+	}
+	for _, ru := range runs {
+		if ru.notOK && (reporting.Verdict{OK: false, Cause: ru.cause}).Unavailable() {
+			accs[ru.k].r.Failed++
+		}
 	}
 	out := make([]reporting.Rollup, 0, len(accs))
 	for _, a := range accs {

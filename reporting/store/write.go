@@ -106,7 +106,7 @@ func (s *Store) Publish(ctx context.Context, vs []reporting.Verdict) error {
 				order = append(order, k)
 			}
 			a.total++
-			if !v.OK {
+			if v.Unavailable() {
 				a.failed++
 			}
 			if v.State == reporting.StateUnhealthy {

@@ -302,8 +302,10 @@ func testRollups(t *testing.T, s Store) {
 	m1a := sample("home", "origin-a", "eu-west", "canary-1", m0.Add(time.Minute+10*time.Second), 0)
 	m1b := sample("home", "origin-a", "eu-west", "canary-1", m0.Add(time.Minute+40*time.Second), 1)
 	m1a.TTFB, m1b.TTFB = 5*ms, 300*ms
-	m1a.OK, m1b.OK = true, true
-	m1a.State, m1b.State = reporting.StateHealthy, reporting.StateHealthy
+	// m1b only failed its latency objective: it counts as available
+	// (reporting.Verdict.Unavailable), so minute m0+1 has no failed run.
+	m1a.OK, m1b.OK, m1b.Cause = true, false, reporting.CauseTTFB
+	m1a.State, m1b.State = reporting.StateHealthy, reporting.StateDegraded
 	us := sample("home", "origin-a", "us-east", "canary-1", m0.Add(20*time.Second), 0)
 	vs = append(vs, m1a, m1b, us)
 	publish(t, s, vs[:12]...)
