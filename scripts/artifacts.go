@@ -2,10 +2,17 @@ package scripts
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,11 +51,15 @@ func fileSafe(s string) string {
 // and only this one, at /artifacts/.
 func ArtifactsDir(dataDir string) string { return filepath.Join(dataDir, "artifacts") }
 
+// artifactStamp is the UTC timestamp format of artifact names.
+const artifactStamp = "20060102T150405.000000000Z"
+
 // saveArtifact writes a PNG as DataDir/artifacts/<check>-<target>-<UTC
 // timestamp>.png and returns its artifact reference: the file name,
 // relative to the artifacts directory (the form Result.Artifacts and
 // Verdict.Artifact carry, and the status page serves at /artifacts/NAME).
-// It returns "" without a DataDir. Screenshots show logged-in pages, so
+// It then prunes the directory (PruneArtifacts with the runner's
+// retention). It returns "" without a DataDir. Screenshots show logged-in pages, so
 // the file is 0600 in a 0700 directory.
 func (r *run) saveArtifact(png []byte, suffix string) (string, error) {
 	if r.runner.o.DataDir == "" {
@@ -58,11 +69,13 @@ func (r *run) saveArtifact(png []byte, suffix string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	ts := time.Now().UTC().Format("20060102T150405.000000000Z")
+	ts := time.Now().UTC().Format(artifactStamp)
 	name := fmt.Sprintf("%s-%s-%s%s.png", fileSafe(r.runner.o.Check), fileSafe(r.target.Name), ts, suffix)
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o600); err != nil {
 		return "", err
 	}
+	// The new file is its pair's newest, and is kept.
+	r.runner.pruneArtifacts(time.Now())
 	return name, nil
 }
 
@@ -74,4 +87,156 @@ func (r *run) saveSidecar(name string, info failureInfo) error {
 	}
 	side := strings.TrimSuffix(name, ".png") + ".json"
 	return os.WriteFile(filepath.Join(ArtifactsDir(r.runner.o.DataDir), side), b, 0o600)
+}
+
+// Artifact retention. Every browser run that writes an artifact prunes the
+// artifacts directory, and browser runs sweep it once at their first run in
+// the process and then every artifactSweepEvery, so that a failing check
+// cannot fill the disk.
+const (
+	// DefaultArtifactMaxAge is how long artifacts are kept: the embedded
+	// store's default retention, so a stored verdict's screenshot lives as
+	// long as the verdict.
+	DefaultArtifactMaxAge = 7 * 24 * time.Hour
+	// DefaultArtifactsPerPair is how many runs' artifacts (a PNG and its
+	// JSON note) are kept per check × target: the newest ones.
+	DefaultArtifactsPerPair = 20
+	// artifactSweepEvery is how often browser runs sweep the directory
+	// when they write nothing.
+	artifactSweepEvery = 10 * time.Minute
+)
+
+// artifactName matches the files saveArtifact and saveSidecar write:
+// <check>-<target>-<UTC timestamp><suffix>.png|.json. Group 1 is the
+// check × target prefix, group 2 the timestamp, group 3 the run's stamp
+// (timestamp and suffix) that a PNG and its note share.
+var artifactName = regexp.MustCompile(`^(.+)-((\d{8}T\d{6}\.\d{9}Z)[A-Za-z0-9_-]*)\.(png|json)$`)
+
+// PruneArtifacts deletes, in <dataDir>/artifacts only, the artifacts older
+// than maxAge (by the UTC timestamp in their names) and, per check ×
+// target, those of all but the newest keep runs. A run's PNG and its JSON
+// note go together. Only regular files named the way vigil names
+// artifacts are deleted: anything else in the directory, subdirectories
+// and what symbolic links point to are left alone. maxAge <= 0 and
+// keep <= 0 take the defaults. It returns how many files it deleted; a
+// missing directory is not an error.
+func PruneArtifacts(dataDir string, maxAge time.Duration, keep int, now time.Time) (int, error) {
+	if dataDir == "" {
+		return 0, nil
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultArtifactMaxAge
+	}
+	if keep <= 0 {
+		keep = DefaultArtifactsPerPair
+	}
+	root, err := os.OpenRoot(ArtifactsDir(dataDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pruning artifacts: %w", err)
+	}
+	defer root.Close()
+	f, err := root.Open(".")
+	if err != nil {
+		return 0, fmt.Errorf("pruning artifacts: %w", err)
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return 0, fmt.Errorf("pruning artifacts: %w", err)
+	}
+	type run struct {
+		stamp string
+		at    time.Time
+		files []string
+	}
+	byPair := map[string]map[string]*run{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		m := artifactName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		at, err := time.Parse(artifactStamp, m[3])
+		if err != nil {
+			continue
+		}
+		runs := byPair[m[1]]
+		if runs == nil {
+			runs = map[string]*run{}
+			byPair[m[1]] = runs
+		}
+		r := runs[m[2]]
+		if r == nil {
+			r = &run{stamp: m[2], at: at}
+			runs[m[2]] = r
+		}
+		r.files = append(r.files, e.Name())
+	}
+	cutoff := now.Add(-maxAge)
+	removed := 0
+	var errs []error
+	for _, runs := range byPair {
+		list := make([]*run, 0, len(runs))
+		for _, r := range runs {
+			list = append(list, r)
+		}
+		slices.SortFunc(list, func(a, b *run) int { return strings.Compare(b.stamp, a.stamp) }) // newest first
+		for i, r := range list {
+			if i < keep && !r.at.Before(cutoff) {
+				continue
+			}
+			for _, name := range r.files {
+				err := root.Remove(name)
+				switch {
+				case err == nil:
+					removed++
+				case !errors.Is(err, fs.ErrNotExist): // a concurrent prune got there first
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return removed, fmt.Errorf("pruning artifacts: %w", err)
+	}
+	return removed, nil
+}
+
+// lastSweep is when each artifacts directory was last swept, by data dir.
+var lastSweep sync.Map // string → *atomic.Int64 (unix nanoseconds)
+
+// sweepArtifacts prunes the artifacts directory when this process has not
+// done so in artifactSweepEvery: at its first browser run, then
+// periodically while browser checks run.
+func (rn *Runner) sweepArtifacts() {
+	if rn.o.DataDir == "" {
+		return
+	}
+	v, _ := lastSweep.LoadOrStore(rn.o.DataDir, new(atomic.Int64))
+	last := v.(*atomic.Int64)
+	now := time.Now()
+	prev := last.Load()
+	if prev != 0 && now.Sub(time.Unix(0, prev)) < artifactSweepEvery {
+		return
+	}
+	if !last.CompareAndSwap(prev, now.UnixNano()) {
+		return // another run sweeps
+	}
+	rn.pruneArtifacts(now)
+}
+
+// pruneArtifacts applies the runner's retention and logs what went wrong.
+func (rn *Runner) pruneArtifacts(now time.Time) {
+	n, err := PruneArtifacts(rn.o.DataDir, rn.o.ArtifactMaxAge, rn.o.ArtifactsPerPair, now)
+	if err != nil {
+		slog.Warn("artifacts", "dir", ArtifactsDir(rn.o.DataDir), "err", err)
+	}
+	if n > 0 {
+		slog.Debug("artifacts pruned", "dir", ArtifactsDir(rn.o.DataDir), "removed", n)
+	}
 }

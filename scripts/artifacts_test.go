@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
 )
@@ -41,5 +42,91 @@ func TestSaveArtifactReturnsNameUnderArtifactsDir(t *testing.T) {
 	r := &run{runner: &Runner{o: Options{Check: "c"}}}
 	if name, err := r.saveArtifact([]byte("x"), ""); name != "" || err != nil {
 		t.Errorf("without a data dir: %q, %v; want nothing written", name, err)
+	}
+}
+
+// TestPruneArtifacts: artifacts older than the retention go, and per check
+// × target only the newest runs' PNG + JSON pairs stay; nothing else in
+// the artifacts directory, nothing outside it and nothing a symbolic link
+// points to is touched.
+func TestPruneArtifacts(t *testing.T) {
+	data := t.TempDir()
+	dir := ArtifactsDir(data)
+	if err := os.MkdirAll(filepath.Join(dir, "keep-me"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	stamp := func(ago time.Duration) string { return now.Add(-ago).Format(artifactStamp) }
+	write := func(path string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// shop-eu: 25 runs a minute apart, PNG and note each.
+	var shop []string
+	for i := range 25 {
+		base := "shop-eu-" + stamp(time.Duration(i)*time.Minute)
+		write(filepath.Join(dir, base+".png"))
+		write(filepath.Join(dir, base+".json"))
+		shop = append(shop, base)
+	}
+	old := "login-us-" + stamp(8*24*time.Hour)    // past the retention
+	recent := "login-us-" + stamp(6*24*time.Hour) // within it
+	write(filepath.Join(dir, old+".png"))
+	write(filepath.Join(dir, old+".json"))
+	write(filepath.Join(dir, recent+".png"))
+	// Not vigil's, or not a regular file: left alone whatever their age.
+	outside := filepath.Join(data, "shop-eu-"+stamp(30*24*time.Hour)+".png")
+	write(outside)
+	others := []string{"notes.txt", "shop-eu-latest.png", "vigil.db"}
+	for _, n := range others {
+		write(filepath.Join(dir, n))
+	}
+	link := filepath.Join(dir, "shop-eu-"+stamp(40*24*time.Hour)+".png")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	subdir := filepath.Join(dir, "shop-eu-"+stamp(50*24*time.Hour)+".png")
+	if err := os.Mkdir(subdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := PruneArtifacts(data, 7*24*time.Hour, 20, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 5*2+2 {
+		t.Errorf("removed %d files, want 12 (5 shop-eu runs over the cap, the old login-us run)", n)
+	}
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	for i, base := range shop {
+		for _, ext := range []string{".png", ".json"} {
+			if got, want := exists(filepath.Join(dir, base+ext)), i < 20; got != want {
+				t.Errorf("%s%s (run %d, newest first): exists %v, want %v", base, ext, i, got, want)
+			}
+		}
+	}
+	if exists(filepath.Join(dir, old+".png")) || exists(filepath.Join(dir, old+".json")) {
+		t.Error("artifacts past the retention were kept")
+	}
+	if !exists(filepath.Join(dir, recent+".png")) {
+		t.Error("an artifact within the retention was removed")
+	}
+	for _, p := range append([]string{outside, link, subdir, filepath.Join(dir, "keep-me")}, others...) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if !exists(p) {
+			t.Errorf("%s was removed; it is not a vigil artifact file in the artifacts directory", p)
+		}
+	}
+
+	// Defaults (7 days, 20 per pair) and a missing directory.
+	if n, err := PruneArtifacts(data, 0, 0, now); n != 0 || err != nil {
+		t.Errorf("second prune removed %d (%v), want nothing left to do", n, err)
+	}
+	if n, err := PruneArtifacts(t.TempDir(), 0, 0, now); n != 0 || err != nil {
+		t.Errorf("no artifacts dir: %d, %v", n, err)
 	}
 }

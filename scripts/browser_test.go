@@ -545,3 +545,55 @@ func TestBrowserDialogsAreAccepted(t *testing.T) {
 		t.Fatalf("%s: %s", res.Cause, res.Err)
 	}
 }
+
+// TestBrowserFailureArtifactsArePruned: a check that fails on every run
+// keeps only its newest ArtifactsPerPair screenshots and notes, and its
+// first run sweeps away artifacts past the retention.
+func TestBrowserFailureArtifactsArePruned(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	data := t.TempDir()
+	dir := ArtifactsDir(data)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale := "gone-check-x-" + time.Now().Add(-8*24*time.Hour).UTC().Format(artifactStamp) + ".png"
+	if err := os.WriteFile(filepath.Join(dir, stale), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(mustScript(t, `[{browser: {navigate: /tiny}}, {browser: {wait_visible: "#never"}, timeout: 200ms}]`),
+		Options{Check: "never", Timeout: 10 * time.Second, DataDir: data, Browser: b, ArtifactsPerPair: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last []string
+	for i := range 5 {
+		res := r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+		if res.OK || len(res.Artifacts) != 1 {
+			t.Fatalf("run %d: ok %v, artifacts %v (%s)", i, res.OK, res.Artifacts, res.Err)
+		}
+		last = res.Artifacts
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pngs, notes []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".png":
+			pngs = append(pngs, e.Name())
+		case ".json":
+			notes = append(notes, e.Name())
+		}
+	}
+	if len(pngs) != 3 || len(notes) != 3 {
+		t.Errorf("after 5 failing runs: %d screenshots %v and %d notes, want the newest 3 of each", len(pngs), pngs, len(notes))
+	}
+	if _, err := os.Stat(filepath.Join(dir, last[0])); err != nil {
+		t.Errorf("the latest run's screenshot %s is gone: %v", last[0], err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, stale)); err == nil {
+		t.Errorf("%s, older than the retention, was kept", stale)
+	}
+}

@@ -66,6 +66,11 @@ type Options struct {
 	// Browser is the agent's shared browser. nil: browser steps fail with
 	// cause browser_unavailable.
 	Browser *Browser
+	// ArtifactMaxAge and ArtifactsPerPair bound the artifacts kept under
+	// DataDir/artifacts (see PruneArtifacts). Defaults
+	// DefaultArtifactMaxAge (7 days) and DefaultArtifactsPerPair (20).
+	ArtifactMaxAge   time.Duration
+	ArtifactsPerPair int
 }
 
 // Runner is a compiled script. It implements checks.Check and is safe for
@@ -149,6 +154,7 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	var release func()
 	var slotWait time.Duration
 	if browser {
+		rn.sweepArtifacts()
 		if rn.o.Timeout > 0 {
 			var stop func()
 			ctx, stop = withoutDeadline(ctx)
