@@ -224,6 +224,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		if err != nil {
 			return nil, fmt.Errorf("alerting: %w", err)
 		}
+		al.SetChecks(cfg.checkNames())
 		a.alr = al
 	}
 	if a.can == nil {
@@ -693,6 +694,7 @@ func (a *app) apply(cfg *File) error {
 		if err := a.alr.Reload(cfg.Alerting, cfg.SLOs); err != nil {
 			return fmt.Errorf("alerting: %w", err)
 		}
+		a.alr.SetChecks(cfg.checkNames())
 	}
 	if a.can != nil {
 		a.can.SetRedact(cfg.redactor.redact)
@@ -703,4 +705,18 @@ func (a *app) apply(cfg *File) error {
 	a.cfg = cfg
 	a.mu.Unlock()
 	return nil
+}
+
+// checkNames are the names of the file's checks, which only can be
+// dead-man silent (alerting.Alerter.SetChecks); nil when the file has no
+// checks section (a standalone alerter judges every check in the store).
+func (f *File) checkNames() []string {
+	if !f.sections["checks"] {
+		return nil
+	}
+	names := make([]string, 0, len(f.Checks))
+	for _, c := range f.Checks {
+		names = append(names, c.Name)
+	}
+	return names
 }

@@ -73,6 +73,9 @@ type Alerter struct {
 	states map[string]*alertState // by fingerprint
 	groups map[string]*groupState // by group key
 	seen   map[string]reporting.Verdict
+	// checks are the check names of the running config (SetChecks); nil:
+	// not known, every check seen can be dead.
+	checks map[string]bool
 	// streamOwed are the resolved alerts each stream receiver has not
 	// accepted, by receiver name.
 	streamOwed map[string]*owed
@@ -175,6 +178,28 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	return nil
 }
 
+// SetChecks tells the alerter the check names of the running config, the
+// checks the canaries are expected to run: only those can be dead-man
+// silent. A dead-man alert for a check not in names resolves at the next
+// evaluation (a check removed from the config stops alerting at once
+// instead of after dead_man.forget_after). Regions are not restricted: a
+// configured check run by another region's canary is judged as well. Call
+// it after New and after every Reload; a nil names (the default) means
+// the checks are not known and every region × check in the store counts,
+// for an alerter whose config has no checks section.
+func (a *Alerter) SetChecks(names []string) {
+	var m map[string]bool
+	if names != nil {
+		m = make(map[string]bool, len(names))
+		for _, n := range names {
+			m[n] = true
+		}
+	}
+	a.mu.Lock()
+	a.checks = m
+	a.mu.Unlock()
+}
+
 // Run evaluates every evaluation_interval until ctx ends, starting at once.
 // Evaluation errors are logged and counted; Run returns when ctx is done.
 // Call Close afterwards to drain deliveries.
@@ -222,6 +247,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	for k, v := range a.seen {
 		seen[k] = v
 	}
+	checks := a.checks
 	deadFiring := map[string]bool{}
 	for _, st := range a.states {
 		if st.firing && st.alert.Rule == RuleDeadMan {
@@ -231,7 +257,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	a.mu.Unlock()
 	now := a.now()
 	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache,
-		readFailedAt: a.readFailedAt, deadFiring: deadFiring}
+		readFailedAt: a.readFailedAt, deadFiring: deadFiring, checks: checks}
 	cands, err := e.run(ctx, slos)
 	if err != nil {
 		// Nothing changes: no alert resolves or fires on a failed read.
@@ -264,6 +290,8 @@ type evaluator struct {
 	// deadFiring holds the region+"\x00"+check of firing dead-man alerts.
 	readFailedAt time.Time
 	deadFiring   map[string]bool
+	// checks are the configured check names (nil: not known).
+	checks map[string]bool
 }
 
 func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {

@@ -184,9 +184,15 @@ type DeadManRule struct {
 	// Intervals is how many check intervals a region × check may go without
 	// a verdict before the alert fires. Default 3.
 	Intervals int `mapstructure:"intervals"`
+	// For is how long a region × check must stay silent past Intervals
+	// before the alert fires, so a process pause (SIGSTOP, a VM freeze)
+	// that the canary catches up on after it does not fire and resolve at
+	// once. Default 0: 2 × the check's interval.
+	For time.Duration `mapstructure:"for"`
 	// ForgetAfter drops a region × check that has been silent this long
-	// (its alert resolves): a check removed from the config, a region
-	// retired. Default 24h.
+	// (its alert resolves): a region retired, or a check removed while the
+	// alerter does not know the configured checks (see
+	// Alerter.SetChecks). Default 24h.
 	ForgetAfter time.Duration `mapstructure:"forget_after"`
 	// Severity of the alert. Default ticket.
 	Severity string `mapstructure:"severity"`
@@ -503,6 +509,9 @@ func (c *Config) ValidateAndSetDefaults() error {
 	}
 	if c.DeadMan.Intervals == 0 {
 		c.DeadMan.Intervals = 3
+	}
+	if c.DeadMan.For < 0 {
+		add(fmt.Errorf("dead_man.for: %w", ErrNotPositive))
 	}
 	if c.DeadMan.ForgetAfter < 0 {
 		add(fmt.Errorf("dead_man.forget_after: %w", ErrNotPositive))

@@ -142,7 +142,10 @@ const WriterMaxBackoff = 30 * time.Second
 // evalDeadMan finds region × check pairs whose newest verdict (any target,
 // any vantage) is older than intervals × the check's interval. Pairs seen
 // earlier by this alerter are remembered, so one that vanishes from the
-// store still alerts.
+// store still alerts. Only configured checks (e.checks, when known) can be
+// silent: a check removed from the config is not expected to run. A pair
+// must stay silent for dead_man.for (default 2 × its interval) more before
+// its alert fires.
 //
 // After the store's reads failed (e.readFailedAt), a pair does not start
 // firing until reads have worked for the dead-man window plus
@@ -171,6 +174,9 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 		if silent <= limit {
 			continue
 		}
+		if e.checks != nil && !e.checks[v.Check] {
+			continue
+		}
 		if !e.readFailedAt.IsZero() && e.now.Sub(e.readFailedAt) <= limit+WriterMaxBackoff && !e.deadFiring[k] {
 			continue
 		}
@@ -178,7 +184,11 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 			Regions: []string{v.Region}, Value: silent.Seconds()}
 		a.Summary = fmt.Sprintf("no verdict for check %s from region %s for %s (limit %d × %s)",
 			v.Check, v.Region, silent.Truncate(time.Second), e.cfg.DeadMan.Intervals, v.Interval)
-		out = append(out, candidate{Alert: a})
+		hold := e.cfg.DeadMan.For
+		if hold == 0 {
+			hold = 2 * v.Interval
+		}
+		out = append(out, candidate{Alert: a, hold: hold})
 	}
 	return out
 }

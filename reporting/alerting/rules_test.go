@@ -223,8 +223,22 @@ func TestDeadMan(t *testing.T) {
 	if n := len(h.hook.all()); n != 0 {
 		t.Fatalf("at 3 intervals: %d notifications, want 0", n)
 	}
-	h.clock.Add(15 * time.Second)
-	h.eval()
+	step := func() {
+		if h.clock.Now().Second() == 0 {
+			publish("eu")
+		}
+		h.clock.Add(15 * time.Second)
+		h.eval()
+	}
+	// Past the limit the pair is pending for dead_man.for (default 2 ×
+	// the interval): silent 3m15s … 5m, nothing is sent.
+	for range 8 {
+		step()
+		if n := len(h.hook.all()); n != 0 {
+			t.Fatalf("%s silent, within dead_man.for: %d notifications, want 0", h.clock.Now().Sub(stop), n)
+		}
+	}
+	step()
 	got := h.hook.webhooks(t)
 	if len(got) != 1 || got[0].Rule != RuleDeadMan || got[0].Alerts[0].Region != "us" || got[0].Alerts[0].Labels["region"] != "us" {
 		t.Fatalf("dead-man: %+v", got)
@@ -245,7 +259,8 @@ func TestDeadMan(t *testing.T) {
 // (window + WriterMaxBackoff) has passed a canary that stops is caught at 3
 // intervals as usual.
 func TestDeadManWaitsForStoreBacklog(t *testing.T) {
-	h := newHarness(t, t0, Config{}, nil)
+	// dead_man.for 5s: one evaluation past the window.
+	h := newHarness(t, t0, Config{DeadMan: DeadManRule{For: 5 * time.Second}}, nil)
 	const every = 15 * time.Second // the canaries' interval: dead-man window 45s
 	var (
 		publishing = map[string]bool{"eu": true, "us": true, "ap": true}
@@ -300,12 +315,16 @@ func TestDeadManWaitsForStoreBacklog(t *testing.T) {
 		}
 	}
 	// ap stops after +1m and is reported silent: its last verdict is 50s
-	// old at +1m50s.
+	// old at +1m50s, and 5s later (dead_man.for) the alert fires.
 	until(time.Minute)
 	publishing["ap"] = false
 	until(time.Minute + 50*time.Second)
+	if got := deadMan(); len(got) != 0 {
+		t.Fatalf("+1m50s: dead-man for %v, want none yet (dead_man.for)", got)
+	}
+	until(time.Minute + 55*time.Second)
 	if got := deadMan(); !reflect.DeepEqual(got, []string{"ap"}) {
-		t.Fatalf("+1m50s: dead-man for %v, want [ap]", got)
+		t.Fatalf("+1m55s: dead-man for %v, want [ap]", got)
 	}
 	want = []string{"ap"}
 	until(3 * time.Minute)
@@ -326,13 +345,13 @@ func TestDeadManWaitsForStoreBacklog(t *testing.T) {
 	}
 
 	// Long after the outage, us stops after +6m: caught when its last
-	// verdict is more than 3 intervals old, at +6m50s.
+	// verdict is more than 3 intervals old, at +6m50s, firing 5s later.
 	publishing["us"] = false
-	until(6*time.Minute + 45*time.Second) // exactly 3 intervals: not yet
+	until(6*time.Minute + 50*time.Second) // pending from +6m50s
 	want = nil
 	step()
 	if got := deadMan(); !reflect.DeepEqual(got, []string{"ap", "us"}) {
-		t.Fatalf("+6m50s: dead-man for %v, want [ap us]", got)
+		t.Fatalf("+6m55s: dead-man for %v, want [ap us]", got)
 	}
 }
 
