@@ -198,6 +198,8 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	client := http.Client{Transport: h.tr, Jar: o.Jar}
 	if !h.spec.FollowRedirects {
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	} else {
+		client.CheckRedirect = checkRedirect
 	}
 
 	resp, err := client.Do(req)
@@ -268,6 +270,48 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	}
 	res.OK = true
 	return res, out
+}
+
+// maxRedirects is how many redirects http.follow_redirects follows, as
+// net/http's default policy does.
+const maxRedirects = 10
+
+// redirectError ends a run that was redirected more than maxRedirects
+// times, or to a scheme other than http(s): the origin's doing, so its
+// cause is protocol, not internal.
+type redirectError struct {
+	// loop is true when a redirect led back to a URL already requested.
+	loop bool
+	// scheme is set when a Location named a scheme other than http(s).
+	scheme string
+}
+
+func (e *redirectError) Error() string {
+	if e.scheme != "" {
+		return fmt.Sprintf("protocol: redirected to an unsupported scheme %q", e.scheme)
+	}
+	if e.loop {
+		return fmt.Sprintf("protocol: redirect loop: stopped after %d redirects (a Location led back to a URL already requested)", maxRedirects)
+	}
+	return fmt.Sprintf("protocol: stopped after %d redirects", maxRedirects)
+}
+
+// checkRedirect is net/http's default redirect policy with a typed error.
+// URLs are not quoted: they may hold secrets.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if sc := req.URL.Scheme; sc != "http" && sc != "https" {
+		return &redirectError{scheme: abbrev(sc, 16)}
+	}
+	if len(via) < maxRedirects {
+		return nil
+	}
+	e := &redirectError{}
+	for _, v := range via {
+		if v.URL.String() == req.URL.String() {
+			e.loop = true
+		}
+	}
+	return e
 }
 
 // readBody streams up to limit bytes through sum (when set) and, when keep,

@@ -212,7 +212,44 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return CauseReset, resetMsg(err)
 	}
+	if c, msg, ok := protocolCause(err); ok {
+		return c, msg
+	}
 	return CauseInternal, rootMsg(err)
+}
+
+// protocolCause recognises answers that break HTTP: too many redirects,
+// a response head over the 1 MiB limit, a malformed status line, header or
+// Location, a redirect to a scheme other than http(s), bad chunked framing. They are the
+// origin's doing, so they fail the check with cause protocol rather than
+// internal, which is kept for vigil's own bugs. net/http reports most of
+// them as untyped errors, so they are recognised by their text.
+func protocolCause(err error) (Cause, string, bool) {
+	var re *redirectError
+	if errors.As(err, &re) {
+		return CauseProtocol, re.Error(), true
+	}
+	msg := rootMsg(err)
+	for _, s := range []string{
+		"server response headers exceeded", // Transport.MaxResponseHeaderBytes
+		"malformed HTTP",                   // status line, version, header, chunked framing
+		"malformed MIME header",
+		"invalid header field",
+		"failed to parse Location header",
+		"bad Content-Length",
+		"invalid Trailer",
+		"too many transfer encodings",
+		"unsupported transfer encoding",
+		"invalid byte in chunk length",
+		"http chunk length too large",
+	} {
+		if strings.Contains(msg, s) {
+			msg = strings.TrimPrefix(msg, "net/http: HTTP/1.x transport connection broken: ")
+			msg = strings.TrimPrefix(msg, "net/http: ")
+			return CauseProtocol, "protocol: " + msg, true
+		}
+	}
+	return "", "", false
 }
 
 // classifyDial maps an error from dialing (DNS + TCP connect).
