@@ -469,11 +469,43 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 		errs = append(errs, units.Prefix("expect", err))
 	} else if c.Script == nil {
 		errs = append(errs, units.Prefix("expect", c.Expect.ValidateFor(c.Kind())))
+		errs = append(errs, c.certOnPlainHTTP(targets)...)
 	}
 	if c.Script != nil {
 		errs = append(errs, units.Prefix("script", c.Script.ValidateAndSetDefaults(c.Timeout)))
 	}
 	return errors.Join(errs...)
+}
+
+// certOnPlainHTTP rejects expect.cert_min_days on an http check whose
+// request goes to a plain http:// URL: there is no certificate, so every
+// run would fail with cause cert.
+func (c *CheckConfig) certOnPlainHTTP(targets map[string]string) []error {
+	if c.Expect.CertMinDays <= 0 || c.Kind() != "http" {
+		return nil
+	}
+	const fix = "plain http:// has no TLS certificate to check (use an https:// URL or drop the key)"
+	plain := func(u string) bool { return strings.HasPrefix(strings.ToLower(u), "http://") }
+	key := "expect.cert_min_days"
+	switch {
+	case c.HTTP != nil && c.HTTP.URL != "":
+		if plain(c.HTTP.URL) {
+			return []error{fmt.Errorf("%s: check %q: http.url %q: %s", key, c.Name, units.RedactURL(c.HTTP.URL), fix)}
+		}
+	case c.URL != "":
+		if plain(c.URL) {
+			return []error{fmt.Errorf("%s: check %q: url %q: %s", key, c.Name, units.RedactURL(c.URL), fix)}
+		}
+	default:
+		var errs []error
+		for _, t := range c.Targets {
+			if u, ok := targets[t]; ok && plain(u) {
+				errs = append(errs, fmt.Errorf("%s: check %q, target %q (url %q): %s", key, c.Name, t, units.RedactURL(u), fix))
+			}
+		}
+		return errs
+	}
+	return nil
 }
 
 // urlFits reports whether a (valid) target URL suits what the check does: an

@@ -65,3 +65,39 @@ checks:
 		t.Errorf("jsonpath $.a.b[1]: %+v", c)
 	}
 }
+
+// validateErrors runs vigil validate on body and returns its output lines
+// without the file name, and the exit code.
+func validateErrors(t *testing.T, body string) ([]string, int) {
+	t.Helper()
+	p := writeConfig(t, body)
+	out, code := runCLI(t, "validate", "-c", p)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		lines = append(lines, strings.TrimPrefix(l, p+": "))
+	}
+	return lines, code
+}
+
+// wantValidate asserts that validate exits 2 with exactly the lines want.
+func wantValidate(t *testing.T, body string, want ...string) {
+	t.Helper()
+	got, code := validateErrors(t, body)
+	if code != 2 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("validate: exit %d\n got: %s\nwant: %s", code, strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+}
+
+// cert_min_days on a plain http:// URL used to validate and then fail
+// every run with "no TLS certificate".
+func TestCertMinDaysOnPlainHTTP(t *testing.T) {
+	wantValidate(t, `
+targets: [{name: plain, url: "http://127.0.0.1:9202"}, {name: tls, url: "https://127.0.0.1:9203"}]
+checks:
+  - {name: hz, targets: [tls, plain], expect: {cert_min_days: 10}}
+  - {name: direct, url: "http://127.0.0.1:9204/x", expect: {cert_min_days: 10}}
+  - {name: ok, targets: [tls], expect: {cert_min_days: 10}}
+`,
+		`checks[0].expect.cert_min_days: check "hz", target "plain" (url "http://127.0.0.1:9202"): plain http:// has no TLS certificate to check (use an https:// URL or drop the key)`,
+		`checks[1].expect.cert_min_days: check "direct": url "http://127.0.0.1:9204/x": plain http:// has no TLS certificate to check (use an https:// URL or drop the key)`)
+}
