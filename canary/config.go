@@ -79,7 +79,9 @@ type Defaults struct {
 	// Timeout of one run (default min(10s, 80% of the interval)); an inherited
 	// timeout is capped at 80% of each check's interval.
 	Timeout time.Duration `mapstructure:"timeout"`
-	// Jitter spreads runs by up to this share of the interval (default 10%).
+	// Jitter spreads runs by up to this share of the interval (default
+	// 10%). It does not apply to cron checks, which take only their own
+	// jitter.
 	Jitter *units.Percent `mapstructure:"jitter"`
 	// Rise passes turn a verdict healthy (default 2).
 	Rise int `mapstructure:"rise"`
@@ -123,9 +125,11 @@ type CheckConfig struct {
 	Targets []string `mapstructure:"targets"`
 	URL     string   `mapstructure:"url"`
 
-	Interval    time.Duration  `mapstructure:"interval"`
-	Cron        string         `mapstructure:"cron"`
-	Timeout     time.Duration  `mapstructure:"timeout"`
+	Interval time.Duration `mapstructure:"interval"`
+	Cron     string        `mapstructure:"cron"`
+	Timeout  time.Duration `mapstructure:"timeout"`
+	// Jitter delays each run by up to this share of the interval (default
+	// defaults.jitter; for a cron check 0%, and at most MaxCronJitter).
 	Jitter      *units.Percent `mapstructure:"jitter"`
 	Rise        int            `mapstructure:"rise"`
 	Fall        int            `mapstructure:"fall"`
@@ -423,8 +427,18 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 		}
 		c.Timeout = min(c.Timeout, capped)
 	}
-	if c.Jitter == nil {
+	switch {
+	case c.Jitter == nil && c.Cron != "":
+		// A cron check runs at the time written, as a crontab does;
+		// defaults.jitter (10% of a daily cron's 24 h is 2.4 h) does not
+		// apply to it.
+		zero := units.Percent(0)
+		c.Jitter = &zero
+	case c.Jitter == nil:
 		c.Jitter = d.Jitter
+	case c.Cron != "" && c.Interval > 0 && time.Duration(c.Jitter.Fraction()*float64(c.Interval)) > MaxCronJitter:
+		capped := units.Percent(100 * float64(MaxCronJitter) / float64(c.Interval))
+		c.Jitter = &capped
 	}
 	if c.Rise == 0 {
 		c.Rise = d.Rise
@@ -476,6 +490,10 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// MaxCronJitter caps an explicit jitter on a cron check: a cron check runs
+// at most this long after the time written.
+const MaxCronJitter = time.Minute
 
 // certOnPlainHTTP rejects expect.cert_min_days on an http check whose
 // request goes to a plain http:// URL: there is no certificate, so every
