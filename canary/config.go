@@ -90,6 +90,7 @@ type Defaults struct {
 	// Flap configures flap damping.
 	Flap FlapConfig `mapstructure:"flap"`
 	// ExpireAfter is how long a verdict stays valid (default 3 × interval).
+	// It must cover the interval plus jitter plus timeout.
 	ExpireAfter time.Duration `mapstructure:"expire_after"`
 	// Adaptive slows long-stable checks (default false).
 	Adaptive bool `mapstructure:"adaptive"`
@@ -460,6 +461,8 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 	}
 	if c.ExpireAfter == 0 {
 		c.ExpireAfter = 3 * c.Interval
+	} else if c.ExpireAfter > 0 && c.Interval > 0 {
+		errs = append(errs, c.expireFits(d.ExpireAfter > 0 && c.ExpireAfter == d.ExpireAfter))
 	}
 	if c.Adaptive == nil {
 		a := d.Adaptive
@@ -494,6 +497,46 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 // MaxCronJitter caps an explicit jitter on a cron check: a cron check runs
 // at most this long after the time written.
 const MaxCronJitter = time.Minute
+
+// expireFits rejects an expire_after that ends a verdict before the next
+// run can renew it: the pair would then stay unknown for ever, since a run
+// that comes after its predecessor expired starts again from unknown. The
+// longest wait is the interval (for cron, the longest gap between two
+// firings) plus the jitter plus the run's timeout.
+func (c *CheckConfig) expireFits(inherited bool) error {
+	gap, what := c.Interval, fmt.Sprintf("interval %s", c.Interval)
+	if c.schedule != nil {
+		gap = cronMaxGap(c.schedule, time.Now())
+		what = fmt.Sprintf("the longest gap between cron runs %s", gap)
+	}
+	jit := time.Duration(c.Jitter.Fraction() * float64(c.Interval))
+	need := gap + jit + c.Timeout
+	if c.ExpireAfter >= need {
+		return nil
+	}
+	from := ""
+	if inherited {
+		from = " (inherited from defaults.expire_after)"
+	}
+	return fmt.Errorf("expire_after: %s%s is shorter than %s + jitter %s + timeout %s = %s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least %s, or omit it for 3 × interval)",
+		c.ExpireAfter, from, what, jit, c.Timeout, need, need)
+}
+
+// cronMaxGap is the longest time between two consecutive firings of s over
+// its next 64 firings.
+func cronMaxGap(s cron.Schedule, from time.Time) time.Duration {
+	var gap time.Duration
+	t := s.Next(from)
+	for range 64 {
+		n := s.Next(t)
+		if n.IsZero() {
+			break
+		}
+		gap = max(gap, n.Sub(t))
+		t = n
+	}
+	return gap
+}
 
 // certOnPlainHTTP rejects expect.cert_min_days on an http check whose
 // request goes to a plain http:// URL: there is no certificate, so every

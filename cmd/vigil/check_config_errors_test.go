@@ -101,3 +101,20 @@ checks:
 		`checks[0].expect.cert_min_days: check "hz", target "plain" (url "http://127.0.0.1:9202"): plain http:// has no TLS certificate to check (use an https:// URL or drop the key)`,
 		`checks[1].expect.cert_min_days: check "direct": url "http://127.0.0.1:9204/x": plain http:// has no TLS certificate to check (use an https:// URL or drop the key)`)
 }
+
+// An expire_after that ends a verdict before the next run can renew it
+// left the pair unknown for ever; it is a config error naming both values.
+func TestExpireAfterShorterThanInterval(t *testing.T) {
+	wantValidate(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+defaults: {expire_after: 70s}
+checks:
+  - {name: j3, targets: [a], interval: 2s, expire_after: 1s}
+  - {name: inherits, targets: [a], interval: 1m}
+  - {name: nightly, targets: [a], cron: "0 2 * * *", timeout: 5s, expire_after: 12h}
+  - {name: fine, targets: [a], interval: 2s, expire_after: 4s}
+`,
+		`checks[0].expire_after: 1s is shorter than interval 2s + jitter 200ms + timeout 1.6s = 3.8s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 3.8s, or omit it for 3 × interval)`,
+		`checks[1].expire_after: 1m10s (inherited from defaults.expire_after) is shorter than interval 1m0s + jitter 6s + timeout 10s = 1m16s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 1m16s, or omit it for 3 × interval)`,
+		`checks[2].expire_after: 12h0m0s is shorter than the longest gap between cron runs 24h0m0s + jitter 0s + timeout 5s = 24h0m5s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 24h0m5s, or omit it for 3 × interval)`)
+}
