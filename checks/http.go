@@ -231,7 +231,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	if h.expect.sum != nil {
 		sum = newHash(h.expect.sum.algo)
 	}
-	readErr := readBody(resp.Body, obs.limit, sum, keep, &obs)
+	readErr := readBody(resp.Body, obs.limit, resp.ContentLength, sum, keep, &obs)
 	resp.Body.Close()
 	end := time.Now()
 	res.Phases = tr.phases(end)
@@ -316,11 +316,73 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 
 // readBody streams up to limit bytes through sum (when set) and, when keep,
 // into obs.body; it notes whether the body was longer than limit.
-func readBody(r io.Reader, limit int64, sum hash.Hash, keep bool, obs *observation) error {
+//
+// Memory: a kept body lives in one buffer that the reads fill directly
+// (no intermediate chunk, no copy for the matchers, which work on the
+// bytes). With a Content-Length the buffer is allocated once at
+// min(length, limit); without one it starts at 64 KiB and grows 4× at a
+// time up to limit, so all buffers of a run add up to at most 4/3 of the
+// final one. It grows only when a byte beyond it actually arrived (a one-byte
+// probe), so a body that fills it exactly is not copied.
+func readBody(r io.Reader, limit, contentLength int64, sum hash.Hash, keep bool, obs *observation) error {
+	if !keep {
+		return streamBody(r, limit, sum, obs)
+	}
+	size := min(int64(initialBodyBuf), limit)
+	if contentLength >= 0 {
+		size = min(contentLength, limit)
+	}
+	buf := make([]byte, 0, size)
+	var probe [1]byte
+	for {
+		if len(buf) == cap(buf) {
+			// Full: is there more?
+			k, err := io.ReadFull(r, probe[:])
+			if k == 0 {
+				obs.size, obs.body = int64(len(buf)), buf
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			if int64(len(buf)) >= limit {
+				obs.truncated = true
+				obs.size, obs.body = int64(len(buf)), buf
+				return nil
+			}
+			grown := make([]byte, len(buf), min(limit, max(4*int64(cap(buf)), initialBodyBuf)))
+			copy(grown, buf)
+			buf = append(grown, probe[0])
+			if sum != nil {
+				sum.Write(probe[:])
+			}
+		}
+		k, err := r.Read(buf[len(buf):cap(buf)])
+		if k > 0 {
+			if sum != nil {
+				sum.Write(buf[len(buf) : len(buf)+k])
+			}
+			buf = buf[:len(buf)+k]
+		}
+		if err == io.EOF {
+			obs.size, obs.body = int64(len(buf)), buf
+			return nil
+		}
+		if err != nil {
+			obs.size, obs.body = int64(len(buf)), buf
+			return err
+		}
+	}
+}
+
+// initialBodyBuf is the first buffer for a kept body of unknown length.
+const initialBodyBuf = 64 << 10
+
+// streamBody reads up to limit bytes through sum without keeping them.
+func streamBody(r io.Reader, limit int64, sum hash.Hash, obs *observation) error {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	p := *bp
-	var kept []byte
 	var n int64
 	lr := io.LimitReader(r, limit+1)
 	for {
@@ -335,19 +397,16 @@ func readBody(r io.Reader, limit int64, sum hash.Hash, keep bool, obs *observati
 			if sum != nil {
 				sum.Write(chunk)
 			}
-			if keep {
-				kept = append(kept, chunk...)
-			}
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			obs.size, obs.body = n, kept
+			obs.size = n
 			return err
 		}
 	}
-	obs.size, obs.body = n, kept
+	obs.size = n
 	return nil
 }
 
