@@ -11,8 +11,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -29,23 +32,30 @@ func init() { commands = append(commands, newCheckCmd) }
 
 func newCheckCmd() *cobra.Command {
 	var (
-		file, only, junit string
-		asJSON            bool
-		parallel          int
+		file, junit string
+		only        []string
+		asJSON      bool
+		parallel    int
 	)
 	cmd := &cobra.Command{
-		Use:   "check -c FILE [--check NAME] [--json] [--junit FILE]",
+		Use:   "check -c FILE [--check NAME]... [--json] [--junit FILE]",
 		Short: "Run every check once against each of its targets; exit 1 if any failed",
 		Long: `Runs each check × target once, concurrently, and prints a table (or JSON Lines with
---json, one object per check × target). Exit status: 0 all passed, 1 any failed, 2 bad config.
+--json, one object per check × target). --check may be repeated (or list names
+separated by commas) to run only those checks. Exit status: 0 all passed, 1 any
+failed, 2 bad config or usage, 130 interrupted (SIGINT/SIGTERM: runs in flight are
+cancelled and reported as interrupted, not as failures).
 Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if parallel < 1 {
+				return &exitError{code: 2, err: fmt.Errorf("--parallel: must be at least 1, got %d", parallel)}
+			}
 			f, err := loadConfig(file, os.LookupEnv)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// Logs would mix with the table: only warnings go to stderr.
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -55,10 +65,22 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 					MaxConcurrent: f.Agent.Browser.MaxConcurrent, Log: log})
 				defer browser.Close()
 			}
-			if only != "" && !hasCheck(f, only) {
-				return &exitError{code: 2, err: fmt.Errorf("%s: no checks to run: no check named %q", file, only)}
+			names, err := selectChecks(f, only)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("%s: no checks to run: %w", file, err)}
 			}
-			pairs, err := f.Compile(canary.CompileOptions{Version: version, Check: only, Browser: browser, IncludeDisabled: only != ""})
+			var pairs []canary.Pair
+			if len(names) == 0 {
+				pairs, err = f.Compile(canary.CompileOptions{Version: version, Browser: browser})
+			}
+			for _, name := range names {
+				var ps []canary.Pair
+				ps, err = f.Compile(canary.CompileOptions{Version: version, Check: name, Browser: browser, IncludeDisabled: true})
+				if err != nil {
+					break
+				}
+				pairs = append(pairs, ps...)
+			}
 			if err != nil {
 				return &exitError{code: 2, err: prefixLines(file, err)}
 			}
@@ -95,6 +117,9 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 					return &exitError{code: 2, err: err}
 				}
 			}
+			if n := countInterrupted(results); n > 0 {
+				return &exitError{code: 130, err: fmt.Errorf("interrupted: %d of %d runs did not finish", n, len(results))}
+			}
 			for _, r := range results {
 				if !r.Result.OK {
 					return &exitError{code: 1}
@@ -104,20 +129,46 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "vigil.yaml", "config file")
-	cmd.Flags().StringVar(&only, "check", "", "run only the check with this name")
+	cmd.Flags().StringSliceVar(&only, "check", nil, "run only the check with this name (repeatable, or comma-separated names)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: one object per check × target")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to this file")
-	cmd.Flags().IntVar(&parallel, "parallel", 16, "checks run at once")
+	cmd.Flags().IntVar(&parallel, "parallel", 16, "checks run at once (at least 1)")
 	return cmd
 }
 
-func hasCheck(f *File, name string) bool {
+// selectChecks returns the names given with --check in file order, each
+// once, or an error naming those the file does not define. No names: nil
+// (every enabled check runs).
+func selectChecks(f *File, only []string) ([]string, error) {
+	if len(only) == 0 {
+		return nil, nil
+	}
+	want := map[string]bool{}
+	for _, n := range only {
+		want[strings.TrimSpace(n)] = true
+	}
+	var names []string
 	for _, c := range f.Checks {
-		if c.Name == name {
-			return true
+		if want[c.Name] {
+			names = append(names, c.Name)
+			delete(want, c.Name)
 		}
 	}
-	return false
+	if len(want) > 0 {
+		var missing []string
+		for _, n := range only {
+			if n = strings.TrimSpace(n); want[n] {
+				missing = append(missing, strconv.Quote(n))
+				delete(want, n)
+			}
+		}
+		what := "no check named "
+		if len(missing) > 1 {
+			what = "no checks named "
+		}
+		return nil, errors.New(what + strings.Join(missing, ", "))
+	}
+	return names, nil
 }
 
 // prefixLines puts "file: " before every line of a (possibly joined) error.
@@ -141,31 +192,88 @@ func hasBrowserSteps(c *canary.Config) bool {
 type pairResult struct {
 	Check, Target, Tier string
 	Result              checks.Result
+	// Interrupted is set when a signal cancelled the run before it ended,
+	// or before it started (NotStarted). Its Result is not a verdict.
+	Interrupted, NotStarted bool
 }
 
+// interruptGrace is how long runOnce waits, after ctx is cancelled, for
+// runs in flight to return before it reports them as interrupted anyway
+// (a browser step may not notice the cancellation at once).
+const interruptGrace = 2 * time.Second
+
 // runOnce runs every pair once with at most parallel in flight, each under
-// its check's timeout, and returns results in pair order.
+// its check's timeout, and returns results in pair order. When ctx is
+// cancelled (SIGINT), no further run starts, runs in flight are cancelled,
+// and runOnce returns within interruptGrace with those runs marked
+// Interrupted.
 func runOnce(ctx context.Context, pairs []canary.Pair, parallel int) []pairResult {
-	if parallel < 1 {
-		parallel = 1
-	}
+	parallel = max(parallel, 1)
+	var mu sync.Mutex
 	out := make([]pairResult, len(pairs))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
 	for i, p := range pairs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			rctx, cancel := context.WithTimeout(ctx, p.Check.Timeout)
-			defer cancel()
-			res := safeRun(rctx, p)
-			out[i] = pairResult{Check: p.Check.Name, Target: p.Target.Name, Tier: p.Check.Tier, Result: res}
-		}()
+		out[i] = pairResult{Check: p.Check.Name, Target: p.Target.Name, Tier: p.Check.Tier, Interrupted: true, NotStarted: true}
 	}
-	wg.Wait()
-	return out
+	sem := make(chan struct{}, parallel)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for i, p := range pairs {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			out[i].NotStarted = false
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				rctx, cancel := context.WithTimeout(ctx, p.Check.Timeout)
+				defer cancel()
+				res := safeRun(rctx, p)
+				mu.Lock()
+				out[i].Result, out[i].Interrupted = res, ctx.Err() != nil
+				mu.Unlock()
+			}()
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		select {
+		case <-done:
+		case <-time.After(interruptGrace):
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(out)
+}
+
+func countInterrupted(results []pairResult) int {
+	n := 0
+	for _, r := range results {
+		if r.Interrupted {
+			n++
+		}
+	}
+	return n
+}
+
+// interruptedMsg is the detail shown for an interrupted run.
+func interruptedMsg(r pairResult) string {
+	if r.NotStarted {
+		return "interrupted before it started"
+	}
+	return "interrupted: the run was cancelled by a signal before it ended"
 }
 
 func safeRun(ctx context.Context, p canary.Pair) (res checks.Result) {
@@ -180,21 +288,24 @@ func safeRun(ctx context.Context, p canary.Pair) (res checks.Result) {
 func ms(d time.Duration) float64 { return reporting.Ms(d) }
 
 type checkJSON struct {
-	Check      string                   `json:"check"`
-	Target     string                   `json:"target"`
-	Tier       string                   `json:"tier"`
-	OK         bool                     `json:"ok"`
-	Cause      string                   `json:"cause"`
-	Error      string                   `json:"error,omitempty"`
-	StatusCode int                      `json:"status_code"`
-	Proto      string                   `json:"proto,omitempty"`
-	TTFBMs     float64                  `json:"ttfb_ms"`
-	DurationMs float64                  `json:"duration_ms"`
-	Phases     phasesJSON               `json:"phases"`
-	Assertions []checks.AssertionResult `json:"assertions"`
-	Steps      []stepJSON               `json:"steps,omitempty"`
-	CertExpiry *time.Time               `json:"cert_expiry,omitempty"`
-	Artifacts  []string                 `json:"artifacts,omitempty"`
+	Check  string `json:"check"`
+	Target string `json:"target"`
+	Tier   string `json:"tier"`
+	OK     bool   `json:"ok"`
+	// Interrupted: a signal cancelled the run; ok is false but it is
+	// not a failure, and cause and error are empty.
+	Interrupted bool                     `json:"interrupted,omitempty"`
+	Cause       string                   `json:"cause"`
+	Error       string                   `json:"error,omitempty"`
+	StatusCode  int                      `json:"status_code"`
+	Proto       string                   `json:"proto,omitempty"`
+	TTFBMs      float64                  `json:"ttfb_ms"`
+	DurationMs  float64                  `json:"duration_ms"`
+	Phases      phasesJSON               `json:"phases"`
+	Assertions  []checks.AssertionResult `json:"assertions"`
+	Steps       []stepJSON               `json:"steps,omitempty"`
+	CertExpiry  *time.Time               `json:"cert_expiry,omitempty"`
+	Artifacts   []string                 `json:"artifacts,omitempty"`
 }
 
 type phasesJSON struct {
@@ -231,6 +342,9 @@ func toJSON(r pairResult, red *redactor) checkJSON {
 	}
 	if j.Assertions == nil {
 		j.Assertions = []checks.AssertionResult{}
+	}
+	if r.Interrupted {
+		j.OK, j.Interrupted, j.Cause, j.Error = false, true, "", interruptedMsg(r)
 	}
 	if !res.CertExpiry.IsZero() {
 		t := res.CertExpiry
@@ -271,11 +385,15 @@ func writeJSONLines(w io.Writer, results []pairResult, red *redactor) error {
 func writeTable(w io.Writer, results []pairResult, red *redactor) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tTARGET\tRESULT\tCAUSE\tSTATUS\tTTFB\tTOTAL\tDETAIL")
-	failed := 0
+	failed, interrupted := 0, 0
 	for _, r := range results {
 		res := r.Result
 		verdict := "pass"
-		if !res.OK {
+		switch {
+		case r.Interrupted:
+			verdict = "INTERRUPTED"
+			interrupted++
+		case !res.OK:
 			verdict = "FAIL"
 			failed++
 		}
@@ -291,13 +409,20 @@ func writeTable(w io.Writer, results []pairResult, red *redactor) error {
 		if !res.OK {
 			detail = oneLine(red.redact(res.Err)) // redact first: a cut secret no longer matches
 		}
+		if r.Interrupted {
+			cause, detail = "-", interruptedMsg(r)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Check, r.Target, verdict, cause, status,
 			fmtDur(res.Phases.TTFB), fmtDur(res.Phases.Total), detail)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%s, %d passed, %d failed\n", plural(len(results), "check"), len(results)-failed, failed)
+	summary := fmt.Sprintf("\n%s, %d passed, %d failed", plural(len(results), "check"), len(results)-failed-interrupted, failed)
+	if interrupted > 0 {
+		summary += fmt.Sprintf(", %d interrupted", interrupted)
+	}
+	_, err := fmt.Fprintln(w, summary)
 	return err
 }
 
@@ -342,7 +467,13 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+// junitSkipped marks an interrupted run: neither a pass nor a failure.
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -374,7 +505,9 @@ func writeJUnit(path string, results []pairResult, red *redactor) error {
 			lines = append(lines, fmt.Sprintf("%s %s: got %s, want %s", mark, a.Name, a.Got, a.Want))
 		}
 		c.SystemOut = red.redact(strings.Join(lines, "\n"))
-		if !r.Result.OK {
+		if r.Interrupted {
+			c.Skipped = &junitSkipped{Message: interruptedMsg(r)}
+		} else if !r.Result.OK {
 			c.Failure = &junitFailure{Message: oneLine(red.redact(r.Result.Err)), Type: string(r.Result.Cause),
 				Body: red.redact(r.Result.Err)}
 			s.Failures++

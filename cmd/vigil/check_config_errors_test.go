@@ -118,3 +118,54 @@ checks:
 		`checks[1].expire_after: 1m10s (inherited from defaults.expire_after) is shorter than interval 1m0s + jitter 6s + timeout 10s = 1m16s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 1m16s, or omit it for 3 × interval)`,
 		`checks[2].expire_after: 12h0m0s is shorter than the longest gap between cron runs 24h0m0s + jitter 0s + timeout 5s = 24h0m5s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 24h0m5s, or omit it for 3 × interval)`)
 }
+
+// checksRun returns the check names of vigil check --json output.
+func checksRun(out string) []string {
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var j checkJSON
+		if json.Unmarshal([]byte(line), &j) == nil && j.Check != "" {
+			names = append(names, j.Check)
+		}
+	}
+	return names
+}
+
+// --check is repeatable (it used to keep only the last one) and takes
+// comma-separated names; --parallel below 1 is a usage error.
+func TestCheckFlags(t *testing.T) {
+	origin := servicesOrigin(t)
+	cfg := writeConfig(t, fmt.Sprintf(`
+targets: [{name: a, url: %q}]
+checks:
+  - {name: asset, targets: [a]}
+  - {name: healthz, targets: [a]}
+  - {name: other, targets: [a]}
+  - {name: off, targets: [a], disabled: true}
+`, origin))
+	cases := []struct {
+		args []string
+		code int
+		want string // the run's checks, or the error
+	}{
+		{[]string{"--check", "asset", "--check", "healthz"}, 0, "asset healthz"},
+		{[]string{"--check", "healthz,asset"}, 0, "asset healthz"},
+		{[]string{"--check", "off", "--check", "asset", "--check", "asset"}, 0, "asset off"},
+		{nil, 0, "asset healthz other"},
+		{[]string{"--check", "asset", "--check", "nope", "--check", "nix"}, 2, cfg + `: no checks to run: no checks named "nope", "nix"`},
+		{[]string{"--parallel", "-3"}, 2, "--parallel: must be at least 1, got -3"},
+		{[]string{"--parallel", "0"}, 2, "--parallel: must be at least 1, got 0"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			out, code := runCLI(t, append([]string{"check", "--json", "-c", cfg}, c.args...)...)
+			got := strings.TrimSpace(out)
+			if code == 0 {
+				got = strings.Join(checksRun(out), " ")
+			}
+			if code != c.code || got != c.want {
+				t.Errorf("exit %d, %q; want exit %d, %q", code, got, c.code, c.want)
+			}
+		})
+	}
+}
