@@ -175,6 +175,14 @@ func (m *Machine) State(now time.Time) reporting.State {
 // state, streak and expiry. An expired verdict leaves the machine unknown.
 // The consecutive counters are rebuilt from the streak, so a pair that was
 // healthy with a streak of passes stays healthy through fall-1 failures.
+//
+// A verdict with HeldUntil set was published during a flap hold-down or
+// while the pair recovered from one: the hold-down is restored (the pair
+// stays unhealthy until HeldUntil) and recovery again needs Rise +
+// Flap.ExtraPasses passes. Passes made during the hold do not count, so
+// of the verdict's streak only the runs that can have come after HeldUntil
+// (one per Interval) are counted. The flap history (changes that could
+// start a new hold-down) is not restored.
 func (m *Machine) Seed(v reporting.Verdict) {
 	if v.Expires.IsZero() || v.State == "" || v.Streak <= 0 {
 		return
@@ -189,6 +197,25 @@ func (m *Machine) Seed(v reporting.Verdict) {
 	default:
 		m.notPass, m.fails = v.Streak, v.Streak
 	}
+	m.holdUntil, m.recovering = time.Time{}, false
+	if !v.HeldUntil.IsZero() && v.State == reporting.StateUnhealthy {
+		m.holdUntil, m.recovering = v.HeldUntil, true
+		after := 0
+		if !v.At.Before(v.HeldUntil) {
+			after = int(v.At.Sub(v.HeldUntil)/m.p.Interval) + 1
+		}
+		m.pass, m.answered = min(m.pass, after), min(m.answered, after)
+	}
+}
+
+// heldUntil is what a verdict reports as HeldUntil: the end of the
+// hold-down while the pair is held or still needs the extra passes after
+// it, zero otherwise.
+func (m *Machine) heldUntil() time.Time {
+	if !m.recovering {
+		return time.Time{}
+	}
+	return m.holdUntil
 }
 
 // HeldUntil returns the end of the current flap hold-down (zero if none).
@@ -206,6 +233,11 @@ type Step struct {
 	Streak int
 	// HeldDown reports that flap damping holds the state unhealthy.
 	HeldDown bool
+	// HeldUntil is the end of the flap hold-down while the pair is held
+	// down or recovering from one (it needs Rise + Flap.ExtraPasses
+	// passes); zero otherwise. Published as Verdict.HeldUntil so a restart
+	// (Seed) keeps the hold-down.
+	HeldUntil time.Time
 	// Next is the delay until the next run the adaptive logic asks for:
 	// shorter than Interval to confirm a first failure, longer (up to
 	// 2 × Interval, adaptive only) for a long-stable pair, else Interval.
@@ -291,7 +323,7 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 	m.expires = at.Add(p.ExpireAfter)
 	return Step{
 		State: next, From: prev, Changed: next != prev, Streak: m.streak, HeldDown: held,
-		Next: m.nextDelay(o), Expires: m.expires,
+		HeldUntil: m.heldUntil(), Next: m.nextDelay(o), Expires: m.expires,
 	}
 }
 

@@ -26,6 +26,7 @@ type verdictJSON struct {
 	TLSMs      float64    `json:"tls_ms"`
 	TransferMs float64    `json:"transfer_ms"`
 	Streak     int        `json:"streak"`
+	HeldUntil  *time.Time `json:"held_until,omitempty"`
 	IntervalMs float64    `json:"interval_ms"`
 	At         time.Time  `json:"at"`
 	Expires    time.Time  `json:"expires"`
@@ -48,6 +49,7 @@ func (v Verdict) MarshalJSON() ([]byte, error) {
 		TTFBMs: Ms(v.TTFB), DurationMs: Ms(v.Duration), DNSMs: Ms(v.DNS), ConnectMs: Ms(v.Connect),
 		TLSMs: Ms(v.TLS), TransferMs: Ms(v.Transfer), Streak: v.Streak, IntervalMs: Ms(v.Interval),
 		At: v.At, Expires: v.Expires, Artifact: v.Artifact, URL: v.URL, CertExpiry: timePtr(v.CertExpiry),
+		HeldUntil: timePtr(v.HeldUntil),
 	})
 }
 
@@ -74,6 +76,9 @@ func (v *Verdict) UnmarshalJSON(b []byte) error {
 	}
 	if w.CertExpiry != nil {
 		v.CertExpiry = *w.CertExpiry
+	}
+	if w.HeldUntil != nil {
+		v.HeldUntil = *w.HeldUntil
 	}
 	return nil
 }

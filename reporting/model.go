@@ -59,6 +59,11 @@ type Verdict struct {
 
 	// Streak counts consecutive runs with the same OK value, this one included.
 	Streak int
+	// HeldUntil is the end of the flap hold-down while the pair is held
+	// unhealthy by flap damping or still recovering from it (it then needs
+	// rise + flap.extra_passes passes); zero otherwise. A restarted canary
+	// restores the hold-down from it.
+	HeldUntil time.Time
 	// Interval is the check's scheduled interval (for dead-man rules).
 	Interval time.Duration
 	// At is when the run finished; Expires is when the verdict turns unknown.

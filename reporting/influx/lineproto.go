@@ -149,6 +149,7 @@ type verdictBlob struct {
 	URL      string   `json:"u,omitempty"`
 	Cert     int64    `json:"ce,omitempty"` // certificate NotAfter, unix ns
 	Proto    string   `json:"p,omitempty"`
+	Held     int64    `json:"h,omitempty"` // flap hold-down end, unix ns
 }
 
 func encodeVerdictBlob(v *reporting.Verdict) string {
@@ -160,6 +161,9 @@ func encodeVerdictBlob(v *reporting.Verdict) string {
 	}
 	if !v.CertExpiry.IsZero() {
 		b.Cert = v.CertExpiry.UnixNano()
+	}
+	if !v.HeldUntil.IsZero() {
+		b.Held = v.HeldUntil.UnixNano()
 	}
 	out, _ := json.Marshal(b) // cannot fail: strings, ints and bools only
 	return string(out)
@@ -176,12 +180,15 @@ func decodeVerdictBlob(s string, v *reporting.Verdict) error {
 	v.Connect, v.TLS, v.Transfer = time.Duration(b.D[3]), time.Duration(b.D[4]), time.Duration(b.D[5])
 	v.Interval, v.Streak, v.Artifact, v.URL = time.Duration(b.D[6]), b.Streak, b.Artifact, b.URL
 	v.Proto = b.Proto
-	v.Expires, v.CertExpiry = time.Time{}, time.Time{}
+	v.Expires, v.CertExpiry, v.HeldUntil = time.Time{}, time.Time{}, time.Time{}
 	if b.Expires != 0 {
 		v.Expires = time.Unix(0, b.Expires).UTC()
 	}
 	if b.Cert != 0 {
 		v.CertExpiry = time.Unix(0, b.Cert).UTC()
+	}
+	if b.Held != 0 {
+		v.HeldUntil = time.Unix(0, b.Held).UTC()
 	}
 	return nil
 }

@@ -84,7 +84,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
 	state TEXT NOT NULL, ok INTEGER NOT NULL, cause TEXT NOT NULL, err TEXT NOT NULL, status_code INTEGER NOT NULL,
 	ttfb INTEGER NOT NULL, duration INTEGER NOT NULL, dns INTEGER NOT NULL, connect INTEGER NOT NULL, tls INTEGER NOT NULL, transfer INTEGER NOT NULL,
 	streak INTEGER NOT NULL, interval INTEGER NOT NULL, at INTEGER NOT NULL, expires INTEGER NOT NULL,
-	artifact TEXT NOT NULL, url TEXT NOT NULL, cert_expiry INTEGER NOT NULL DEFAULT 0, proto TEXT NOT NULL DEFAULT ''
+	artifact TEXT NOT NULL, url TEXT NOT NULL, cert_expiry INTEGER NOT NULL DEFAULT 0, proto TEXT NOT NULL DEFAULT '',
+	held_until INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts(at);
 CREATE INDEX IF NOT EXISTS verdicts_series ON verdicts(check_name, target, region, at);
@@ -94,6 +95,7 @@ CREATE TABLE IF NOT EXISTS latest (
 	ttfb INTEGER NOT NULL, duration INTEGER NOT NULL, dns INTEGER NOT NULL, connect INTEGER NOT NULL, tls INTEGER NOT NULL, transfer INTEGER NOT NULL,
 	streak INTEGER NOT NULL, interval INTEGER NOT NULL, at INTEGER NOT NULL, expires INTEGER NOT NULL,
 	artifact TEXT NOT NULL, url TEXT NOT NULL, cert_expiry INTEGER NOT NULL DEFAULT 0, proto TEXT NOT NULL DEFAULT '',
+	held_until INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (check_name, target, region, vantage)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS latest_at ON latest(at);
@@ -154,11 +156,13 @@ func Open(dir string, o Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	// Files written before cert_expiry and proto existed gain the columns;
+	// Files written before cert_expiry, proto and held_until existed gain
+	// the columns;
 	// "duplicate column" errors mean they are already there.
 	for _, t := range []string{"verdicts", "latest"} {
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN cert_expiry INTEGER NOT NULL DEFAULT 0")
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN proto TEXT NOT NULL DEFAULT ''")
+		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN held_until INTEGER NOT NULL DEFAULT 0")
 	}
 	if _, err := w.Exec(schema); err != nil {
 		w.Close()

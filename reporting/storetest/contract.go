@@ -87,6 +87,8 @@ func sample(check, target, region, vantage string, at time.Time, i int) reportin
 		v.Err = fmt.Sprintf(`status 503, want 200 (run %d, "quoted", comma,=space)`, i)
 		v.StatusCode = 503
 		v.Artifact = "artifacts/" + check + "/run.png"
+		// held down by flap damping: a restarted canary restores this
+		v.HeldUntil = at.Add(5 * time.Minute)
 	}
 	return v
 }
@@ -115,6 +117,9 @@ func norm(v reporting.Verdict) reporting.Verdict {
 	v.Expires = v.Expires.Round(0).UTC()
 	if !v.CertExpiry.IsZero() {
 		v.CertExpiry = v.CertExpiry.Round(0).UTC()
+	}
+	if !v.HeldUntil.IsZero() {
+		v.HeldUntil = v.HeldUntil.Round(0).UTC()
 	}
 	if v.At.Equal(time.Unix(0, 0)) {
 		v.At = time.Time{}
