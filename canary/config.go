@@ -33,7 +33,28 @@ type Config struct {
 	Defaults Defaults       `mapstructure:"defaults"`
 	Targets  []TargetConfig `mapstructure:"targets"`
 	Checks   []CheckConfig  `mapstructure:"checks"`
+
+	// set holds the keys the file set (see SetKeys).
+	set map[string]bool
 }
+
+// SetKeys records which keys the config file (or an environment
+// override) set, as the decoder names them: "defaults.interval",
+// "checks[0].rise", "agent.browser.max_concurrent". Validation uses it to
+// tell an explicit 0 from an omitted key: an omitted key takes its
+// default, an explicit 0 where 0 makes no sense (interval, timeout, rise,
+// fall, expire_after, concurrency, …) is an error, and an explicit
+// flap.max_changes: 0 (no flap damping) or flap.extra_passes: 0 is kept.
+// Without SetKeys every 0 is read as omitted.
+func (c *Config) SetKeys(keys []string) {
+	c.set = make(map[string]bool, len(keys))
+	for _, k := range keys {
+		c.set[k] = true
+	}
+}
+
+// isSet reports whether the file set key.
+func (c *Config) isSet(key string) bool { return c.set[key] }
 
 // AgentConfig is the `agent:` section.
 type AgentConfig struct {
@@ -100,10 +121,13 @@ type Defaults struct {
 // Window hold the verdict unhealthy for HoldDown; it then needs ExtraPasses
 // passes on top of rise to recover.
 type FlapConfig struct {
-	MaxChanges  int           `mapstructure:"max_changes"`  // default 4
+	MaxChanges  int           `mapstructure:"max_changes"`  // default 4; an explicit 0 turns damping off
 	Window      time.Duration `mapstructure:"window"`       // default 10m
 	HoldDown    time.Duration `mapstructure:"hold_down"`    // default 5m
-	ExtraPasses int           `mapstructure:"extra_passes"` // default 2
+	ExtraPasses int           `mapstructure:"extra_passes"` // default 2; an explicit 0 is kept
+
+	// noDamping and noExtraPasses record an explicit 0 (Config.SetKeys).
+	noDamping, noExtraPasses bool
 }
 
 // TargetConfig is one entry of `targets:`.
@@ -115,8 +139,8 @@ type TargetConfig struct {
 }
 
 // CheckConfig is one entry of `checks:`. Exactly one of HTTP, TCP, TLS or
-// Script says what the check does. Zero-valued scheduling fields inherit
-// from Defaults.
+// Script says what the check does. Omitted scheduling fields inherit from
+// Defaults; an explicit 0 is an error (see Config.SetKeys).
 type CheckConfig struct {
 	Name string `mapstructure:"name"`
 	// Tier is shallow, deep or synthetic (default: shallow for tcp/tls,
@@ -174,6 +198,20 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // config, returning every error with its key path.
 func (c *Config) ValidateAndSetDefaults() error {
 	var errs []error
+	errs = append(errs, c.explicitZeros()...)
+	if c.isSet("defaults.flap.max_changes") && c.Defaults.Flap.MaxChanges == 0 {
+		c.Defaults.Flap.noDamping = true
+	}
+	if c.isSet("defaults.flap.extra_passes") && c.Defaults.Flap.ExtraPasses == 0 {
+		c.Defaults.Flap.noExtraPasses = true
+	}
+	for i := range c.Checks {
+		if f := c.Checks[i].Flap; f != nil {
+			p := fmt.Sprintf("checks[%d].flap.", i)
+			f.noDamping = c.isSet(p+"max_changes") && f.MaxChanges == 0
+			f.noExtraPasses = c.isSet(p+"extra_passes") && f.ExtraPasses == 0
+		}
+	}
 	errs = append(errs, units.Prefix("agent", c.Agent.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("defaults", c.Defaults.ValidateAndSetDefaults()))
 	targets := map[string]string{}
@@ -200,6 +238,51 @@ func (c *Config) ValidateAndSetDefaults() error {
 		names[ch.Name] = true
 	}
 	return errors.Join(errs...)
+}
+
+// explicitZeros rejects keys the file set to 0 where 0 makes no sense and
+// an omitted key takes a default (interval: 0s used to run every 30s).
+func (c *Config) explicitZeros() []error {
+	type key struct {
+		name string
+		zero bool   // the decoded value is 0
+		def  string // what omitting the key gives
+	}
+	const holdDown = "5m; flap.max_changes: 0 turns flap damping off"
+	d := &c.Defaults
+	keys := []key{
+		{"defaults.interval", d.Interval == 0, "30s"},
+		{"defaults.timeout", d.Timeout == 0, "min(10s, 80% of the interval)"},
+		{"defaults.expire_after", d.ExpireAfter == 0, "3 × interval"},
+		{"defaults.rise", d.Rise == 0, "2"},
+		{"defaults.fall", d.Fall == 0, "3"},
+		{"defaults.flap.window", d.Flap.Window == 0, "10m"},
+		{"defaults.flap.hold_down", d.Flap.HoldDown == 0, holdDown},
+		{"agent.concurrency", c.Agent.Concurrency == 0, "256"},
+		{"agent.browser.max_concurrent", c.Agent.Browser.MaxConcurrent == 0, "2"},
+	}
+	for i := range c.Checks {
+		ch := &c.Checks[i]
+		p := fmt.Sprintf("checks[%d].", i)
+		keys = append(keys,
+			key{p + "interval", ch.Interval == 0, "defaults.interval"},
+			key{p + "timeout", ch.Timeout == 0, "defaults.timeout, capped at 80% of the interval"},
+			key{p + "expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval"},
+			key{p + "rise", ch.Rise == 0, "defaults.rise"},
+			key{p + "fall", ch.Fall == 0, "defaults.fall"})
+		if ch.Flap != nil {
+			keys = append(keys,
+				key{p + "flap.window", ch.Flap.Window == 0, "10m"},
+				key{p + "flap.hold_down", ch.Flap.HoldDown == 0, holdDown})
+		}
+	}
+	var errs []error
+	for _, k := range keys {
+		if k.zero && c.isSet(k.name) {
+			errs = append(errs, fmt.Errorf("%s: 0: must be positive (omit the key for the default, %s)", k.name, k.def))
+		}
+	}
+	return errs
 }
 
 // ValidateAndSetDefaults fills the agent defaults.
@@ -261,8 +344,11 @@ func (d *Defaults) ValidateAndSetDefaults() error {
 	if d.Fall == 0 {
 		d.Fall = 3
 	}
-	if d.Rise < 0 || d.Fall < 0 {
-		errs = append(errs, fmt.Errorf("rise/fall: must be positive"))
+	if d.Rise < 0 {
+		errs = append(errs, fmt.Errorf("rise: must be positive, got %d", d.Rise))
+	}
+	if d.Fall < 0 {
+		errs = append(errs, fmt.Errorf("fall: must be positive, got %d", d.Fall))
 	}
 	errs = append(errs, units.Prefix("flap", d.Flap.ValidateAndSetDefaults()))
 	if d.ExpireAfter < 0 {
@@ -273,7 +359,7 @@ func (d *Defaults) ValidateAndSetDefaults() error {
 
 // ValidateAndSetDefaults fills flap damping defaults.
 func (f *FlapConfig) ValidateAndSetDefaults() error {
-	if f.MaxChanges == 0 {
+	if f.MaxChanges == 0 && !f.noDamping {
 		f.MaxChanges = 4
 	}
 	if f.Window == 0 {
@@ -282,7 +368,7 @@ func (f *FlapConfig) ValidateAndSetDefaults() error {
 	if f.HoldDown == 0 {
 		f.HoldDown = 5 * time.Minute
 	}
-	if f.ExtraPasses == 0 {
+	if f.ExtraPasses == 0 && !f.noExtraPasses {
 		f.ExtraPasses = 2
 	}
 	if f.MaxChanges < 0 || f.Window < 0 || f.HoldDown < 0 || f.ExtraPasses < 0 {
@@ -447,8 +533,11 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 	if c.Fall == 0 {
 		c.Fall = d.Fall
 	}
-	if c.Rise < 0 || c.Fall < 0 {
-		errs = append(errs, errors.New("rise/fall: must be positive"))
+	if c.Rise < 0 {
+		errs = append(errs, fmt.Errorf("rise: must be positive, got %d", c.Rise))
+	}
+	if c.Fall < 0 {
+		errs = append(errs, fmt.Errorf("fall: must be positive, got %d", c.Fall))
 	}
 	if c.Flap == nil {
 		f := d.Flap

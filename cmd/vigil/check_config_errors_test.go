@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // servicesOrigin serves a JSON document listing one service down.
@@ -167,5 +168,53 @@ checks:
 				t.Errorf("exit %d, %q; want exit %d, %q", code, got, c.code, c.want)
 			}
 		})
+	}
+}
+
+// An explicit 0 used to mean "the default" (interval: 0s ran every 30s);
+// where 0 makes no sense it is an error naming the key, and rise/fall
+// errors name their own key.
+func TestExplicitZeroIsAnError(t *testing.T) {
+	wantValidate(t, `
+agent: {concurrency: 0, browser: {max_concurrent: 0}}
+defaults: {interval: 0s, rise: 0}
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks:
+  - {name: zero, targets: [a], interval: 0s, timeout: 0s, expire_after: 0s}
+  - {name: rf, targets: [a], interval: 10s, rise: 0, fall: -1, flap: {window: 0s}}
+`,
+		`defaults.interval: 0: must be positive (omit the key for the default, 30s)`,
+		`defaults.rise: 0: must be positive (omit the key for the default, 2)`,
+		`agent.concurrency: 0: must be positive (omit the key for the default, 256)`,
+		`agent.browser.max_concurrent: 0: must be positive (omit the key for the default, 2)`,
+		`checks[0].interval: 0: must be positive (omit the key for the default, defaults.interval)`,
+		`checks[0].timeout: 0: must be positive (omit the key for the default, defaults.timeout, capped at 80% of the interval)`,
+		`checks[0].expire_after: 0: must be positive (omit the key for the default, defaults.expire_after or 3 × interval)`,
+		`checks[1].rise: 0: must be positive (omit the key for the default, defaults.rise)`,
+		`checks[1].flap.window: 0: must be positive (omit the key for the default, 10m)`,
+		`checks[1].fall: must be positive, got -1`)
+
+	// Omitted keys still take their defaults; flap.max_changes: 0 and
+	// flap.extra_passes: 0 are kept (no damping, no extra passes).
+	if lines, code := validateErrors(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+defaults: {flap: {max_changes: 0, extra_passes: 0}}
+checks: [{name: ok, targets: [a]}]
+`); code != 0 {
+		t.Errorf("omitted keys: exit %d: %s", code, lines)
+	}
+	f, err := loadConfig(writeConfig(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+defaults: {flap: {max_changes: 0, extra_passes: 0}}
+checks: [{name: ok, targets: [a]}, {name: own, targets: [a], flap: {extra_passes: 0}}]
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Checks[0]; c.Interval != 30*time.Second || c.Rise != 2 || c.Flap.MaxChanges != 0 || c.Flap.ExtraPasses != 0 {
+		t.Errorf("ok: interval %s rise %d flap %+v", c.Interval, c.Rise, *c.Flap)
+	}
+	if c := f.Checks[1]; c.Flap.MaxChanges != 4 || c.Flap.ExtraPasses != 0 {
+		t.Errorf("own: flap %+v, want max_changes 4, extra_passes 0", *c.Flap)
 	}
 }

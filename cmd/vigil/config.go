@@ -361,6 +361,9 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 			}
 		}
 	}
+	// Which keys were set, so that validation tells an explicit 0 from
+	// an omitted key.
+	f.Config.SetKeys(md.Keys)
 	unused := md.Unused
 	sort.Strings(unused)
 	for _, k := range unused {
