@@ -231,6 +231,9 @@ func (v *pathValidator) path(s string, base int) error {
 	i := 0
 	if strings.HasPrefix(s, "..") { // JSON Lines
 		i = 2
+		if len(s) == 2 {
+			return v.errorf(base+2, "empty path after \"..\"")
+		}
 	}
 	if s[i] == '!' && i == 0 { // a literal: !true, !"text", !{"a":1}
 		end := componentEnd(s, 1)

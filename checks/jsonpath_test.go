@@ -47,6 +47,7 @@ func TestJSONPathSyntaxErrors(t *testing.T) {
 		{`$..a`, `json[1].path: "$..a": recursive descent ".." at 1 has no gjson form`},
 		{`$.a[-1]`, `json[1].path: "$.a[-1]": negative index [-1] at 3`},
 		{` `, `json[1].path: empty JSON path`},
+		{`..`, `json[1].path: "..": empty path after ".." at 2`},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
