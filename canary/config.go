@@ -256,10 +256,15 @@ func (c *Config) explicitZeros() []error {
 		{"defaults.expire_after", d.ExpireAfter == 0, "3 × interval"},
 		{"defaults.rise", d.Rise == 0, "2"},
 		{"defaults.fall", d.Fall == 0, "3"},
-		{"defaults.flap.window", d.Flap.Window == 0, "10m"},
-		{"defaults.flap.hold_down", d.Flap.HoldDown == 0, holdDown},
 		{"agent.concurrency", c.Agent.Concurrency == 0, "256"},
 		{"agent.browser.max_concurrent", c.Agent.Browser.MaxConcurrent == 0, "2"},
+	}
+	// With flap damping off (an explicit max_changes: 0), a zero window or
+	// hold_down means nothing either way.
+	if !(c.isSet("defaults.flap.max_changes") && d.Flap.MaxChanges == 0) {
+		keys = append(keys,
+			key{"defaults.flap.window", d.Flap.Window == 0, "10m"},
+			key{"defaults.flap.hold_down", d.Flap.HoldDown == 0, holdDown})
 	}
 	for i := range c.Checks {
 		ch := &c.Checks[i]
@@ -270,7 +275,7 @@ func (c *Config) explicitZeros() []error {
 			key{p + "expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval"},
 			key{p + "rise", ch.Rise == 0, "defaults.rise"},
 			key{p + "fall", ch.Fall == 0, "defaults.fall"})
-		if ch.Flap != nil {
+		if ch.Flap != nil && !(c.isSet(p+"flap.max_changes") && ch.Flap.MaxChanges == 0) {
 			keys = append(keys,
 				key{p + "flap.window", ch.Flap.Window == 0, "10m"},
 				key{p + "flap.hold_down", ch.Flap.HoldDown == 0, holdDown})

@@ -206,7 +206,8 @@ checks: [{name: ok, targets: [a]}]
 	f, err := loadConfig(writeConfig(t, `
 targets: [{name: a, url: "http://127.0.0.1:9"}]
 defaults: {flap: {max_changes: 0, extra_passes: 0}}
-checks: [{name: ok, targets: [a]}, {name: own, targets: [a], flap: {extra_passes: 0}}]
+checks: [{name: ok, targets: [a]}, {name: own, targets: [a], flap: {extra_passes: 0}},
+  {name: off, targets: [a], flap: {max_changes: 0, window: 0s}}]
 `), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -216,5 +217,8 @@ checks: [{name: ok, targets: [a]}, {name: own, targets: [a], flap: {extra_passes
 	}
 	if c := f.Checks[1]; c.Flap.MaxChanges != 4 || c.Flap.ExtraPasses != 0 {
 		t.Errorf("own: flap %+v, want max_changes 4, extra_passes 0", *c.Flap)
+	}
+	if c := f.Checks[2]; c.Flap.MaxChanges != 0 {
+		t.Errorf("off: flap %+v, want max_changes 0 (window: 0s is no error with damping off)", *c.Flap)
 	}
 }
