@@ -133,6 +133,10 @@ type entry struct {
 	machine *Machine
 	latest  reporting.Verdict
 	has     bool
+	// lastRes is the latest run's result (redacted), for LastRuns; lastAt
+	// is when it finished. Zero until the pair ran in this process.
+	lastRes checks.Result
+	lastAt  time.Time
 	// certExpiry is the leaf certificate NotAfter of the last TLS run.
 	certExpiry time.Time
 	done       chan struct{} // non-nil while a run is in flight; closed when it ends
@@ -397,6 +401,7 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 		}
 	}
 	e.latest, e.has = v, true
+	e.lastRes, e.lastAt = res, at
 	e.certExpiry = res.CertExpiry
 	done := e.done
 	e.done = nil
@@ -671,6 +676,43 @@ func (c *Canary) Restore(vs []reporting.Verdict) int {
 		e.mu.Unlock()
 	}
 	return n
+}
+
+// LastRun is the latest run of one pair made by this canary: the full
+// result with its assertions (got and want) and script steps, its texts
+// redacted as in verdicts.
+type LastRun struct {
+	Target, Region, Vantage string
+	// At is when the run finished.
+	At     time.Time
+	Result checks.Result
+}
+
+// LastRuns returns the latest run of each configured target of check that
+// this canary ran since it started (a verdict restored from the store has
+// no run details), sorted by target.
+func (c *Canary) LastRuns(check string) []LastRun {
+	c.mu.Lock()
+	agent := c.labels.Load()
+	var es []*entry
+	for _, e := range c.entries {
+		if p := e.pair.Load(); p != nil && p.Check.Name == check {
+			es = append(es, e)
+		}
+	}
+	c.mu.Unlock()
+	var out []LastRun
+	for _, e := range es {
+		p := e.pair.Load()
+		e.mu.Lock()
+		if !e.lastAt.IsZero() {
+			out = append(out, LastRun{Target: p.Target.Name, Region: agent.Region, Vantage: agent.Vantage,
+				At: e.lastAt, Result: e.lastRes})
+		}
+		e.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out
 }
 
 // Latest returns the latest verdict of every configured pair that has run,

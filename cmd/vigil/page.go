@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting/statuspage"
 	"github.com/vigil-synthetics/vigil/scripts"
 )
@@ -42,6 +43,9 @@ func (a *app) statusPage() http.Handler {
 	if a.prx != nil {
 		o.Origins = a.pageOrigins
 	}
+	if a.can != nil {
+		o.LastRuns = a.pageLastRuns
+	}
 	if a.alr != nil {
 		o.Alerts = a.pageAlerts
 		o.Failing = a.alr.DeliveryFailures
@@ -70,6 +74,32 @@ func (a *app) pageOrigins() []statuspage.Origin {
 			o.Flags = append(o.Flags, statuspage.Flag{Source: f.src, Bad: f.bad, Reason: s.Why[f.key], Since: s.Since[f.key]})
 		}
 		out = append(out, o)
+	}
+	return out
+}
+
+// pageLastRuns gives the check page the local canary's latest run of
+// each target of check: assertions with got and want, script steps. The
+// canary redacted their texts (secrets from ${…} read ***).
+func (a *app) pageLastRuns(check string) []statuspage.RunDetail {
+	var out []statuspage.RunDetail
+	for _, r := range a.can.LastRuns(check) {
+		res := r.Result
+		d := statuspage.RunDetail{Target: r.Target, Region: r.Region, Vantage: r.Vantage, At: r.At, OK: res.OK,
+			Cause: string(res.Cause), Err: res.Err, Assertions: pageAssertions(res.Assertions)}
+		for _, s := range res.Steps {
+			d.Steps = append(d.Steps, statuspage.Step{Name: s.Name, OK: s.OK, Skipped: s.Skipped, Cause: string(s.Cause),
+				Err: s.Err, Duration: s.Duration, Assertions: pageAssertions(s.Assertions)})
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func pageAssertions(as []checks.AssertionResult) []statuspage.Assertion {
+	out := make([]statuspage.Assertion, 0, len(as))
+	for _, x := range as {
+		out = append(out, statuspage.Assertion{Name: x.Name, OK: x.OK, Got: x.Got, Want: x.Want})
 	}
 	return out
 }
