@@ -69,6 +69,15 @@ func TestSendTimeoutFreesOriginOfNonReadingClient(t *testing.T) {
 			if _, err := io.WriteString(stuck, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 				t.Fatal(err)
 			}
+			// Its answer has begun (reading the head takes a few KiB of
+			// the 64 MiB off the socket: the proxy's writes still block).
+			stuckR := bufio.NewReader(stuck)
+			stuck.SetReadDeadline(time.Now().Add(10 * time.Second))
+			head, err := http.ReadResponse(stuckR, nil)
+			if err != nil || head.StatusCode != http.StatusOK {
+				t.Fatalf("GET /big: %v, %v; want a 200 answer under way", head, err)
+			}
+			stuck.SetReadDeadline(time.Time{})
 
 			// The slot is freed once the proxy gave up on the client.
 			deadline := time.Now().Add(8 * time.Second)
@@ -91,7 +100,7 @@ func TestSendTimeoutFreesOriginOfNonReadingClient(t *testing.T) {
 			// The proxy closed the client: what it had sent (what the
 			// socket buffers held) ends early.
 			stuck.SetReadDeadline(time.Now().Add(10 * time.Second))
-			n, err := io.Copy(io.Discard, stuck)
+			n, err := io.Copy(io.Discard, head.Body)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("the non-reading client's connection is still open (read %d bytes)", n)
 			}
