@@ -276,6 +276,7 @@ func TestMetrics(t *testing.T) {
 		`vigil_verdict_state{check="home",region="test-region",state="unhealthy",target="o1",tier="deep"} 0`,
 		`vigil_checks_total{check="home",region="test-region",result="pass",target="o1"} 1`,
 		`vigil_checks_total{check="home",region="test-region",result="fail",target="o1"} 0`,
+		`vigil_checks_total{check="home",region="test-region",result="slow",target="o1"} 0`,
 		`vigil_skipped_runs_total{check="home",region="test-region",target="o1"} 0`,
 		`vigil_schedule_lag_seconds_bucket{le="0.1"}`,
 		`vigil_config_last_reload_successful 1`,
@@ -333,5 +334,43 @@ func TestMetricsTCPCheck(t *testing.T) {
 	}
 	if strings.Contains(body, `probe_http_duration_seconds{check="port"`) || strings.Contains(body, `probe_http_status_code{check="port"`) {
 		t.Errorf("HTTP series for a tcp check:\n%s", body)
+	}
+}
+
+// TestMetricsSlowRunsAreNotFailures: a run that failed only its TTFB
+// objective counts as result="slow" in vigil_checks_total, not "fail", so
+// availability rules built on result="fail" do not count it as down.
+func TestMetricsSlowRunsAreNotFailures(t *testing.T) {
+	o := checktest.NewOrigin()
+	t.Cleanup(o.Close)
+	if err := o.SetFault("slow:200ms"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, map[string]string{"o1": o.URL()},
+		CheckConfig{Name: "asset", Targets: []string{"o1"}, Rise: 1, Interval: time.Hour,
+			HTTP: &checks.HTTPSpec{Path: "/asset.bin"}, Expect: &checks.Expect{TTFB: 50 * time.Millisecond}},
+		CheckConfig{Name: "down", Targets: []string{"o1"}, Rise: 1, Interval: time.Hour,
+			HTTP: &checks.HTTPSpec{Path: "/asset.bin"}, Expect: &checks.Expect{Status: checks.StatusList{"404"}}})
+	c := start(t, cfg, compile(t, cfg), Options{})
+	srv := httptest.NewServer(c.Handler(nil))
+	t.Cleanup(srv.Close)
+	for _, check := range []string{"asset", "down"} {
+		if _, err := c.Trigger(check, "o1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body := do(t, "GET", srv.URL+"/metrics", "", "")
+	for _, want := range []string{
+		`vigil_checks_total{check="asset",region="test-region",result="fail",target="o1"} 0`,
+		`vigil_checks_total{check="asset",region="test-region",result="slow",target="o1"} 1`,
+		`vigil_checks_total{check="down",region="test-region",result="fail",target="o1"} 1`,
+		`vigil_checks_total{check="down",region="test-region",result="slow",target="o1"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(body)
 	}
 }

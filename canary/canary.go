@@ -141,7 +141,7 @@ type entry struct {
 	certExpiry time.Time
 	done       chan struct{} // non-nil while a run is in flight; closed when it ends
 
-	passes, fails, skipped atomic.Uint64
+	passes, fails, slows, skipped atomic.Uint64 // slows: failed only a latency objective
 }
 
 // New builds a canary for a validated config and its compiled pairs
@@ -406,10 +406,13 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 	done := e.done
 	e.done = nil
 	e.mu.Unlock()
-	if res.OK {
+	switch {
+	case res.OK:
 		e.passes.Add(1)
-	} else {
+	case v.Unavailable():
 		e.fails.Add(1)
+	default: // slow, not down: counts as available
+		e.slows.Add(1)
 	}
 	if step.Changed {
 		level := slog.LevelInfo

@@ -42,7 +42,7 @@ var (
 	descStreak = prometheus.NewDesc("vigil_verdict_streak",
 		"Consecutive runs with the same pass/fail outcome as the last one.", pairLabels, nil)
 	descChecks = prometheus.NewDesc("vigil_checks_total",
-		"Runs of the check against the target by result (pass, fail).",
+		"Runs of the check against the target by result: pass, fail, or slow (failed only a ttfb or duration objective: available, but over the latency objective).",
 		[]string{"check", "target", "region", "result"}, nil)
 	descSkipped = prometheus.NewDesc("vigil_skipped_runs_total",
 		"Scheduled runs skipped because the previous run of the pair was still in flight.",
@@ -123,6 +123,7 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		check, target, tier := p.Check.Name, p.Target.Name, p.Check.Tier
 		ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(e.passes.Load()), check, target, region, "pass")
 		ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(e.fails.Load()), check, target, region, "fail")
+		ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(e.slows.Load()), check, target, region, "slow")
 		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(e.skipped.Load()), check, target, region)
 		e.mu.Lock()
 		v, has := e.latest, e.has

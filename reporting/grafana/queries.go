@@ -22,6 +22,11 @@ const (
 	byCheck = `
   |> filter(fn: (r) => r.check == "${check}")`
 
+	// availableRun is true for a run that counts as available: it passed,
+	// or it failed only a latency objective (cause ttfb or duration; "slow
+	// is not down", as in the store's rollups and the alerter). ok and cause
+	// are paired by a pivot on the run's time.
+	availableRun = `(exists r.ok and r.ok) or (exists r.cause and (r.cause == "ttfb" or r.cause == "duration"))`
 	// severityOfState maps the string state field to its severity.
 	severityOfState = `if r._value == "unhealthy" then 3
       else if r._value == "degraded" then 1
@@ -84,8 +89,9 @@ const (
 
 	// qAvailability: share of passing runs per check over the range, in %.
 	qAvailability = fromVerdicts + byRegion + `
-  |> filter(fn: (r) => r._field == "ok")
-  |> map(fn: (r) => ({r with _value: if r._value then 100.0 else 0.0}))
+  |> filter(fn: (r) => r._field == "ok" or r._field == "cause")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({r with _value: if ` + availableRun + ` then 100.0 else 0.0}))
   |> group(columns: ["check"])
   |> mean()
   |> keep(columns: ["check", "_value"])`
@@ -161,8 +167,9 @@ const (
 
 	// qCheckAvailability: share of passing runs per region, in %.
 	qCheckAvailability = fromVerdicts + byCheck + byRegion + `
-  |> filter(fn: (r) => r._field == "ok")
-  |> map(fn: (r) => ({r with _value: if r._value then 100.0 else 0.0}))
+  |> filter(fn: (r) => r._field == "ok" or r._field == "cause")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({r with _value: if ` + availableRun + ` then 100.0 else 0.0}))
   |> group(columns: ["region"])
   |> mean()
   |> keep(columns: ["region", "_value"])`
@@ -230,8 +237,9 @@ const (
 	// qAlertBurnRate is completed with the error budget (1 - SLO target):
 	// the error-budget burn rate per check over the range.
 	qAlertBurnRate = fromVerdicts + `
-  |> filter(fn: (r) => r._field == "ok")
-  |> map(fn: (r) => ({r with _value: if r._value then 0.0 else 1.0}))
+  |> filter(fn: (r) => r._field == "ok" or r._field == "cause")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({r with _value: if ` + availableRun + ` then 0.0 else 1.0}))
   |> group(columns: ["check"])
   |> mean()
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, _value: r._value / %s}))`

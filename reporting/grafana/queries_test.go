@@ -2,6 +2,8 @@ package grafana
 
 import (
 	"fmt"
+	gomath "math"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +13,8 @@ import (
 // Sample data: 3 regions × 2 checks × 2 targets, one run every 30 s over
 // the last 30 minutes, plus proxy signals. edge-b is down in us-east and
 // eu-west for the last 5 minutes; ap-south is slow (TTFB > 600 ms); every
-// 10th run of edge-a in us-east fails its status assertion.
+// 10th run of edge-a in us-east fails its status assertion; every 10th run
+// of edge-a in ap-south fails only its TTFB objective (slow, not down).
 var (
 	sampleRegions = []string{"ap-south", "eu-west", "us-east"}
 	sampleChecks  = []string{"api", "home"}
@@ -33,6 +36,8 @@ func sampleLines(now time.Time) string {
 						state, ok, cause, errText, status = "unhealthy", false, "timeout", `context deadline exceeded after 5s`, 0
 					case target == "edge-a" && region == "us-east" && i%10 == 3:
 						state, ok, cause, errText, status = "degraded", false, "status", `status 503, want 200`, 503
+					case target == "edge-a" && region == "ap-south" && i%10 == 5:
+						state, ok, cause, errText = "degraded", false, "ttfb", `ttfb 690ms > 600ms`
 					}
 					ttfb := 120.0 + float64(i%7)*5
 					if region == "ap-south" {
@@ -148,10 +153,12 @@ func TestQueryResults(t *testing.T) {
 		if len(res.rows) != len(sampleChecks) {
 			t.Fatalf("rows = %v, want one per check", res.rows)
 		}
+		// Per check: 360 runs, 26 failed (20 timeouts, 6 status); the 6
+		// slow-only runs count as available.
 		for _, row := range res.rows {
 			v := row[col(t, res, "_value")]
-			if v == "100" || v == "0" {
-				t.Errorf("check %s availability %s%%: want between 0 and 100", row[col(t, res, "check")], v)
+			if f, err := strconv.ParseFloat(v, 64); err != nil || gomath.Abs(f-100*334.0/360) > 0.01 {
+				t.Errorf("check %s availability %s%%: want %.2f (slow-only runs available)", row[col(t, res, "check")], v, 100*334.0/360)
 			}
 		}
 	})
@@ -168,8 +175,9 @@ func TestQueryResults(t *testing.T) {
 	})
 	t.Run("recent failures", func(t *testing.T) {
 		res := run(t, DashboardCheck, "Recent failures", "A")
-		if len(res.rows) != 26 {
-			t.Errorf("recent failures: %d rows, want 26", len(res.rows))
+		// 26 failed runs and 6 slow-only ones (a failed TTFB objective).
+		if len(res.rows) != 32 {
+			t.Errorf("recent failures: %d rows, want 32", len(res.rows))
 		}
 		if c := col(t, res, "err"); !strings.Contains(res.rows[0][c], "deadline") {
 			t.Errorf("newest failure err = %q, want the timeout", res.rows[0][c])
