@@ -53,9 +53,12 @@ func locateYAMLError(raw []byte, msg string) string {
 		}
 	}
 	text := strings.TrimRight(string(lines[line-1]), "\r\n")
-	// The quoted line must not show a secret written in the file.
-	if i := strings.Index(text, ":"); i > 0 && (secretKey.MatchString(text[:i]) ||
-		strings.Contains(strings.ToLower(text[:i]), "cookie")) {
+	// The quoted line must not show a secret written in the file: when any
+	// part of it looks like a secret's key (also inside a flow mapping such
+	// as `headers: {Authorization: …`), only what precedes the first ":"
+	// is shown.
+	if i := strings.Index(text, ":"); i > 0 && (secretKey.MatchString(text) ||
+		strings.Contains(strings.ToLower(text), "cookie")) {
 		text = text[:i+1] + " …"
 	}
 	if r := []rune(text); len(r) > 80 {

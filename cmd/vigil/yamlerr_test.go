@@ -28,6 +28,8 @@ func TestYAMLSyntaxErrorNamesTheLineAtFault(t *testing.T) {
 			`line 7: found a tab character that violates indentation ("\tinterval: 10s")`},
 		{"secret on the quoted line", "agent:\n  region: r1\n  admin_token: \"hunter2-s3cret\n",
 			`line 3: found unexpected end of stream ("  admin_token: …")`},
+		{"secret inside a flow mapping on the quoted line", head + "      headers: {Authorization: \"Bearer hunter2-s3cret\"\n",
+			`line 7: did not find expected ',' or '}' ("      headers: …")`},
 		{"multi-line flow value before the fault", head + "      headers: {a: b,\n        c: d}\n    interval: 10s\n   timeout: 2s\n",
 			`line 10: did not find expected '-' indicator ("   timeout: 2s")`},
 	}
