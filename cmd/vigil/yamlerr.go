@@ -13,6 +13,9 @@ import (
 // yamlLineErr matches yaml.v3's syntax errors: "yaml: line N: message".
 var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// urlPassword matches the password of a URL's userinfo.
+var urlPassword = regexp.MustCompile(`(://[^/@\s:]*:)[^@\s/]*@`)
+
 // maxLocateLines bounds the work locateYAMLError does (it parses the file up
 // to once per line after the reported one).
 const maxLocateLines = 4000
@@ -61,6 +64,7 @@ func locateYAMLError(raw []byte, msg string) string {
 		strings.Contains(strings.ToLower(text), "cookie")) {
 		text = text[:i+1] + " …"
 	}
+	text = urlPassword.ReplaceAllString(text, "${1}xxxxx@")
 	if r := []rune(text); len(r) > 80 {
 		text = string(r[:77]) + "..."
 	}

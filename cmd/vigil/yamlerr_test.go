@@ -30,6 +30,8 @@ func TestYAMLSyntaxErrorNamesTheLineAtFault(t *testing.T) {
 			`line 3: found unexpected end of stream ("  admin_token: …")`},
 		{"secret inside a flow mapping on the quoted line", head + "      headers: {Authorization: \"Bearer hunter2-s3cret\"\n",
 			`line 7: did not find expected ',' or '}' ("      headers: …")`},
+		{"password in a URL on the quoted line", "targets:\n  - {name: a, url: \"https://vigil:hunter2-s3cret@127.0.0.1:1/\n",
+			`line 2: found unexpected end of stream ("  - {name: a, url: \"https://vigil:xxxxx@127.0.0.1:1/")`},
 		{"multi-line flow value before the fault", head + "      headers: {a: b,\n        c: d}\n    interval: 10s\n   timeout: 2s\n",
 			`line 10: did not find expected '-' indicator ("   timeout: 2s")`},
 	}
