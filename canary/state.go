@@ -183,6 +183,11 @@ func (m *Machine) State(now time.Time) reporting.State {
 // of the verdict's streak only the runs that can have come after HeldUntil
 // (one per Interval) are counted. The flap history (changes that could
 // start a new hold-down) is not restored.
+//
+// The flap damping in force decides, not the one the verdict was published
+// under: with damping off (Flap.MaxChanges 0) the hold-down is not restored
+// at all, and it ends at the latest at the verdict's At + Flap.HoldDown, so
+// a hold_down shortened before the restart applies at once.
 func (m *Machine) Seed(v reporting.Verdict) {
 	if v.Expires.IsZero() || v.State == "" || v.Streak <= 0 {
 		return
@@ -198,11 +203,15 @@ func (m *Machine) Seed(v reporting.Verdict) {
 		m.notPass, m.fails = v.Streak, v.Streak
 	}
 	m.holdUntil, m.recovering = time.Time{}, false
-	if !v.HeldUntil.IsZero() && v.State == reporting.StateUnhealthy {
-		m.holdUntil, m.recovering = v.HeldUntil, true
+	if !v.HeldUntil.IsZero() && v.State == reporting.StateUnhealthy && m.p.Flap.MaxChanges > 0 {
+		held := v.HeldUntil
+		if !v.At.IsZero() && held.After(v.At.Add(m.p.Flap.HoldDown)) {
+			held = v.At.Add(m.p.Flap.HoldDown)
+		}
+		m.holdUntil, m.recovering = held, true
 		after := 0
-		if !v.At.Before(v.HeldUntil) {
-			after = int(v.At.Sub(v.HeldUntil)/m.p.Interval) + 1
+		if !v.At.Before(held) {
+			after = int(v.At.Sub(held)/m.p.Interval) + 1
 		}
 		m.pass, m.answered = min(m.pass, after), min(m.answered, after)
 	}
