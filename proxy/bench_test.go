@@ -177,3 +177,42 @@ func readRawResponse(br *bufio.Reader) (status, n int, err error) {
 	d, err := br.Discard(cl)
 	return status, d, err
 }
+
+// BenchmarkEngine5xx measures the fast engine passing an origin's 503
+// through (one origin, so no retry): the "try failed" line is rate-limited,
+// so nearly every request's line is left out and must cost nothing.
+func BenchmarkEngine5xx(b *testing.B) {
+	origin := rawResponder(b, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n"+
+		"Connection: keep-alive\r\n\r\n"+strings.Repeat("x", 1024), false)
+	cfg := pool1(PolicyRoundRobin, origin)
+	cfg.Engine = EngineFast
+	p, err := New(cfg, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), WithRegistry(prometheus.NewRegistry()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := newEngine(p.Handler(), p.state.Load().cfg, p.log)
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+	req := []byte("GET /asset HTTP/1.1\r\nHost: bench.example\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		status, n, err := readRawResponse(br)
+		if err != nil || n != 1024 || status != 503 {
+			b.Fatalf("got %d bytes, status %d, err %v", n, status, err)
+		}
+	}
+}

@@ -83,15 +83,29 @@ func (l *logLimiter) allow(origin, cause string, now int64) (ok bool, suppressed
 	return true, n
 }
 
-// tryFailed logs a failed try, rate-limited per origin and cause: attrs
-// follow the pool, origin and cause, and "suppressed" (the lines of this
-// origin and cause left out since the previous one) ends the line.
-func (pl *pool) tryFailed(origin, cause string, attrs ...any) {
+// tryFailed logs a failed try, rate-limited per origin and cause. The line
+// has the pool, origin, cause, method, path and try (1-based), then err (when
+// not nil) or status (when not 0), passed_through=true when the origin's
+// answer went to the client, and "suppressed" (the lines of this origin and
+// cause left out since the previous one). The parameters are typed, not
+// ...any, so that a line the limiter leaves out allocates nothing: it is on
+// the path of every 5xx answer passed through.
+func (pl *pool) tryFailed(origin, cause, method, path string, try int, err error, status int, passedThrough bool) {
 	ok, n := pl.tryLog.allow(origin, cause, time.Now().UnixNano())
 	if !ok {
 		return
 	}
-	args := append([]any{"pool", pl.name, "origin", origin, "cause", cause}, attrs...)
+	args := make([]any, 0, 18)
+	args = append(args, "pool", pl.name, "origin", origin, "cause", cause, "method", method, "path", path, "try", try)
+	if err != nil {
+		args = append(args, "err", err.Error())
+	}
+	if status != 0 {
+		args = append(args, "status", status)
+	}
+	if passedThrough {
+		args = append(args, "passed_through", true)
+	}
 	pl.log.Warn("proxy: try failed", append(args, "suppressed", n)...)
 }
 
@@ -821,7 +835,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			} else {
 				o.stats.connErrors.Add(1)
 			}
-			pl.tryFailed(o.name, cause, "method", method, "path", r.URL.Path, "try", try+1, "err", err.Error())
+			pl.tryFailed(o.name, cause, method, r.URL.Path, try+1, err, 0, false)
 			lastCause = cause
 			if cause == CauseTimeout {
 				timedOut = true
@@ -851,8 +865,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
 			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
 			if pl.budget.allow(tryEnd.UnixNano()) {
-				pl.tryFailed(o.name, CauseStatus5xx, "method", method, "path", r.URL.Path, "try", try+1,
-					"status", resp.StatusCode)
+				pl.tryFailed(o.name, CauseStatus5xx, method, r.URL.Path, try+1, nil, resp.StatusCode, false)
 				drain(resp.Body)
 				o.inflight.Add(-1)
 				cancel(nil)
@@ -863,8 +876,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		}
 		if failed {
 			// The origin's 5xx goes to the client (no retry allowed or left).
-			pl.tryFailed(o.name, CauseStatus5xx, "method", method, "path", r.URL.Path, "try", try+1,
-				"status", resp.StatusCode, "passed_through", true)
+			pl.tryFailed(o.name, CauseStatus5xx, method, r.URL.Path, try+1, nil, resp.StatusCode, true)
 		}
 		pl.budget.add(tryEnd.UnixNano())
 		o.m.code(resp.StatusCode).Inc()

@@ -141,8 +141,9 @@ func (p *pool) observe(o *origin, failed bool, lat time.Duration, now int64) {
 	}
 	n := o.passive.consecutive.Add(1)
 	if c := p.cfg.Passive.Consecutive5xx; c > 0 && n >= int64(c) && !o.has(flagPassive) {
-		p.eject(o, ReasonConsecutive5xx, time.Unix(0, now),
-			fmt.Sprintf("%d consecutive failed tries (5xx, connection error or timeout), consecutive_5xx %d", n, c))
+		p.eject(o, ReasonConsecutive5xx, time.Unix(0, now), func() string {
+			return fmt.Sprintf("%d consecutive failed tries (5xx, connection error or timeout), consecutive_5xx %d", n, c)
+		})
 	}
 }
 
@@ -169,10 +170,12 @@ func (p *pool) mayEject(o *origin) bool {
 }
 
 // eject takes o out passively for n × ejection (capped), unless max_ejected
-// forbids it. detail gives the numbers that triggered the rule ("failure
+// forbids it. detailf gives the numbers that triggered the rule ("failure
 // rate 42% (21 of 50 requests in 10s) ≥ 30%"): /api/v1/origins and the log
-// show it beside the rule's name.
-func (p *pool) eject(o *origin, reason string, now time.Time, detail string) {
+// show it beside the rule's name. It is a function, called only when the
+// text is used: observe calls eject on every failed try while max_ejected
+// refuses (the only origin answering 5xx), and that must not allocate.
+func (p *pool) eject(o *origin, reason string, now time.Time, detailf func() string) {
 	p.mu.Lock()
 	if o.has(flagPassive) {
 		p.mu.Unlock()
@@ -181,10 +184,11 @@ func (p *pool) eject(o *origin, reason string, now time.Time, detail string) {
 	if !p.mayEject(o) {
 		p.mu.Unlock()
 		if p.capLogged.CompareAndSwap(false, true) {
-			p.log.Warn("proxy: ejection refused by max_ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detail, "max_ejected", p.cfg.MaxEjected.String())
+			p.log.Warn("proxy: ejection refused by max_ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detailf(), "max_ejected", p.cfg.MaxEjected.String())
 		}
 		return
 	}
+	detail := detailf()
 	o.mu.Lock()
 	o.ejections++
 	d := min(time.Duration(o.ejections)*p.cfg.Passive.Ejection, p.cfg.Passive.MaxEjection)
@@ -241,13 +245,17 @@ func (p *pool) evaluate(now time.Time) {
 			continue
 		}
 		if cfg.FailureRate > 0 && float64(fail) >= cfg.FailureRate.Fraction()*float64(req) {
-			p.eject(o, ReasonFailureRate, now, fmt.Sprintf("failure rate %s (%d of %d requests in %s) ≥ failure_rate %s",
-				pct(float64(fail)/float64(req)), fail, req, cfg.Window, pct(cfg.FailureRate.Fraction())))
+			p.eject(o, ReasonFailureRate, now, func() string {
+				return fmt.Sprintf("failure rate %s (%d of %d requests in %s) ≥ failure_rate %s",
+					pct(float64(fail)/float64(req)), fail, req, cfg.Window, pct(cfg.FailureRate.Fraction()))
+			})
 			continue
 		}
 		if cfg.LatencyP95 > 0 && p95 > cfg.LatencyP95 {
-			p.eject(o, ReasonLatencyP95, now, fmt.Sprintf("p95 %s > latency_p95 %s (%d requests in %s)",
-				p95.Round(time.Millisecond), cfg.LatencyP95, req, cfg.Window))
+			p.eject(o, ReasonLatencyP95, now, func() string {
+				return fmt.Sprintf("p95 %s > latency_p95 %s (%d requests in %s)",
+					p95.Round(time.Millisecond), cfg.LatencyP95, req, cfg.Window)
+			})
 			continue
 		}
 		rates = append(rates, rate{o, 1 - float64(fail)/float64(req), req})
@@ -275,8 +283,10 @@ func (p *pool) evaluate(now time.Time) {
 	limit := median - max(cfg.SuccessRateStdev*stdev, minOutlierGap)
 	for _, r := range rates {
 		if r.rate < limit {
-			p.eject(r.o, ReasonSuccessRate, now, fmt.Sprintf("success rate %s (%d requests in %s) vs pool median %s, below %s (median − max(%g × stdev %s, %s))",
-				pct(r.rate), r.req, cfg.Window, pct(median), pct(limit), cfg.SuccessRateStdev, pct(stdev), pct(minOutlierGap)))
+			p.eject(r.o, ReasonSuccessRate, now, func() string {
+				return fmt.Sprintf("success rate %s (%d requests in %s) vs pool median %s, below %s (median − max(%g × stdev %s, %s))",
+					pct(r.rate), r.req, cfg.Window, pct(median), pct(limit), cfg.SuccessRateStdev, pct(stdev), pct(minOutlierGap))
+			})
 		}
 	}
 }
