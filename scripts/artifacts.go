@@ -32,7 +32,11 @@ type failureInfo struct {
 	FailedRequests []string `json:"failed_requests,omitempty"`
 }
 
-// fileSafe keeps letters, digits, '.', '_' and '-', replacing the rest.
+// fileSafe is a check or target name as it appears in artifact names: letters,
+// digits, '.', '_' and '-' are kept, ':' becomes '+' and anything else '_'.
+// For the names the config allows (letters, digits and _ . : -) it is one to
+// one, and it never contains '~', which separates the parts of an artifact
+// name.
 func fileSafe(s string) string {
 	if s == "" {
 		return "unnamed"
@@ -41,9 +45,17 @@ func fileSafe(s string) string {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
 			return r
+		case r == ':':
+			return '+'
 		}
 		return '_'
 	}, s)
+}
+
+// artifactPrefix is the part of an artifact name that names its check ×
+// target: <check>~<target>.
+func artifactPrefix(check, target string) string {
+	return fileSafe(check) + "~" + fileSafe(target)
 }
 
 // ArtifactsDir is the directory failure artifacts are written to under a
@@ -54,8 +66,8 @@ func ArtifactsDir(dataDir string) string { return filepath.Join(dataDir, "artifa
 // artifactStamp is the UTC timestamp format of artifact names.
 const artifactStamp = "20060102T150405.000000000Z"
 
-// saveArtifact writes a PNG as DataDir/artifacts/<check>-<target>-<UTC
-// timestamp>.png and returns its artifact reference: the file name,
+// saveArtifact writes a PNG as DataDir/artifacts/<check>~<target>~<UTC
+// timestamp>.png (see fileSafe) and returns its artifact reference: the file name,
 // relative to the artifacts directory (the form Result.Artifacts and
 // Verdict.Artifact carry, and the status page serves at /artifacts/NAME).
 // It then prunes the directory (PruneArtifacts with the runner's
@@ -70,7 +82,7 @@ func (r *run) saveArtifact(png []byte, suffix string) (string, error) {
 		return "", err
 	}
 	ts := time.Now().UTC().Format(artifactStamp)
-	name := fmt.Sprintf("%s-%s-%s%s.png", fileSafe(r.runner.o.Check), fileSafe(r.target.Name), ts, suffix)
+	name := fmt.Sprintf("%s~%s%s.png", artifactPrefix(r.runner.o.Check, r.target.Name), ts, suffix)
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o600); err != nil {
 		return "", err
 	}
@@ -107,15 +119,24 @@ const (
 )
 
 // artifactName matches the files saveArtifact and saveSidecar write:
-// <check>-<target>-<UTC timestamp><suffix>.png|.json. Group 1 is the
-// check × target prefix, group 2 the timestamp, group 3 the run's stamp
-// (timestamp and suffix) that a PNG and its note share.
-var artifactName = regexp.MustCompile(`^(.+)-((\d{8}T\d{6}\.\d{9}Z)[A-Za-z0-9_-]*)\.(png|json)$`)
+// <check>~<target>~<UTC timestamp><suffix>.png|.json. Group 1 is the
+// check × target prefix, group 2 the run's stamp (timestamp and suffix)
+// that a PNG and its note share, group 3 the timestamp. fileSafe never
+// emits '~', so the prefix names one check × target.
+var artifactName = regexp.MustCompile(`^([A-Za-z0-9._+-]+~[A-Za-z0-9._+-]+)~((\d{8}T\d{6}\.\d{9}Z)[A-Za-z0-9_-]*)\.(png|json)$`)
+
+// legacyArtifactName matches the names earlier versions wrote,
+// <check>-<target>-<UTC timestamp>.png|.json, whose prefix does not tell
+// check from target ("api-eu-west" is api × eu-west or api-eu × west).
+// Such files are only deleted by age, never by the per-pair cap.
+var legacyArtifactName = regexp.MustCompile(`^(.+)-((\d{8}T\d{6}\.\d{9}Z)[A-Za-z0-9_-]*)\.(png|json)$`)
 
 // PruneArtifacts deletes, in <dataDir>/artifacts only, the artifacts older
 // than maxAge (by the UTC timestamp in their names) and, per check ×
 // target, those of all but the newest keep runs. A run's PNG and its JSON
-// note go together. Only regular files named the way vigil names
+// note go together. Files named by earlier versions
+// (<check>-<target>-<timestamp>, see legacyArtifactName) are only deleted
+// by age. Only regular files named the way vigil names
 // artifacts are deleted: anything else in the directory, subdirectories
 // and what symbolic links point to are left alone. maxAge <= 0 and
 // keep <= 0 take the defaults. It returns how many files it deleted; a
@@ -158,17 +179,23 @@ func PruneArtifacts(dataDir string, maxAge time.Duration, keep int, now time.Tim
 			continue
 		}
 		m := artifactName.FindStringSubmatch(e.Name())
-		if m == nil {
+		pair := ""
+		if m != nil {
+			pair = m[1]
+		} else if m = legacyArtifactName.FindStringSubmatch(e.Name()); m != nil {
+			// A group of its own per run: aged out, not capped.
+			pair = "\x00" + m[1] + "\x00" + m[2]
+		} else {
 			continue
 		}
 		at, err := time.Parse(artifactStamp, m[3])
 		if err != nil {
 			continue
 		}
-		runs := byPair[m[1]]
+		runs := byPair[pair]
 		if runs == nil {
 			runs = map[string]*run{}
-			byPair[m[1]] = runs
+			byPair[pair] = runs
 		}
 		r := runs[m[2]]
 		if r == nil {

@@ -25,8 +25,8 @@ func TestSaveArtifactReturnsNameUnderArtifactsDir(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(name, "shop_flow-eu_1-") || !strings.HasSuffix(name, ".png") || strings.ContainsAny(name, `/\`) {
-				t.Fatalf("reference %q, want a bare file name shop_flow-eu_1-<ts>.png", name)
+			if !strings.HasPrefix(name, "shop_flow~eu_1~") || !strings.HasSuffix(name, ".png") || strings.ContainsAny(name, `/\`) {
+				t.Fatalf("reference %q, want a bare file name shop_flow~eu_1~<ts>.png", name)
 			}
 			if b, err := os.ReadFile(filepath.Join(dataDir, "artifacts", name)); err != nil || string(b) != "\x89PNG fake" {
 				t.Fatalf("screenshot not at <data_dir>/artifacts/%s: %v", name, err)
@@ -63,19 +63,30 @@ func TestPruneArtifacts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// shop-eu: 25 runs a minute apart, PNG and note each.
+	// shop × eu: 25 runs a minute apart, PNG and note each.
 	var shop []string
 	for i := range 25 {
-		base := "shop-eu-" + stamp(time.Duration(i)*time.Minute)
+		base := "shop~eu~" + stamp(time.Duration(i)*time.Minute)
 		write(filepath.Join(dir, base+".png"))
 		write(filepath.Join(dir, base+".json"))
 		shop = append(shop, base)
 	}
-	old := "login-us-" + stamp(8*24*time.Hour)    // past the retention
-	recent := "login-us-" + stamp(6*24*time.Hour) // within it
+	old := "login~us~" + stamp(8*24*time.Hour)    // past the retention
+	recent := "login~us~" + stamp(6*24*time.Hour) // within it
 	write(filepath.Join(dir, old+".png"))
 	write(filepath.Join(dir, old+".json"))
 	write(filepath.Join(dir, recent+".png"))
+	// Named by earlier versions (<check>-<target>-<ts>): aged out, not
+	// capped, as the name does not say which check × target wrote them.
+	legacyOld := "shop-eu-" + stamp(9*24*time.Hour)
+	write(filepath.Join(dir, legacyOld+".png"))
+	write(filepath.Join(dir, legacyOld+".json"))
+	var legacy []string
+	for i := range 25 {
+		base := "shop-eu-" + stamp(time.Duration(i)*time.Minute+time.Second)
+		write(filepath.Join(dir, base+".png"))
+		legacy = append(legacy, base)
+	}
 	// Not vigil's, or not a regular file: left alone whatever their age.
 	outside := filepath.Join(data, "shop-eu-"+stamp(30*24*time.Hour)+".png")
 	write(outside)
@@ -96,8 +107,8 @@ func TestPruneArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 5*2+2 {
-		t.Errorf("removed %d files, want 12 (5 shop-eu runs over the cap, the old login-us run)", n)
+	if n != 5*2+2+2 {
+		t.Errorf("removed %d files, want 14 (5 shop × eu runs over the cap, the old login × us run, the old file pair of an earlier version)", n)
 	}
 	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
 	for i, base := range shop {
@@ -112,6 +123,14 @@ func TestPruneArtifacts(t *testing.T) {
 	}
 	if !exists(filepath.Join(dir, recent+".png")) {
 		t.Error("an artifact within the retention was removed")
+	}
+	if exists(filepath.Join(dir, legacyOld+".png")) || exists(filepath.Join(dir, legacyOld+".json")) {
+		t.Error("artifacts named by an earlier version past the retention were kept")
+	}
+	for _, base := range legacy {
+		if !exists(filepath.Join(dir, base+".png")) {
+			t.Errorf("%s.png, named by an earlier version and within the retention, was removed", base)
+		}
 	}
 	for _, p := range append([]string{outside, link, subdir, filepath.Join(dir, "keep-me")}, others...) {
 		if !filepath.IsAbs(p) {
@@ -128,5 +147,58 @@ func TestPruneArtifacts(t *testing.T) {
 	}
 	if n, err := PruneArtifacts(t.TempDir(), 0, 0, now); n != 0 || err != nil {
 		t.Errorf("no artifacts dir: %d, %v", n, err)
+	}
+}
+
+// TestPruneArtifactsKeepsPairsApart: check × target pairs whose names join
+// alike with a '-' (api × eu-west, api-eu × west) or differ only in ':' and
+// '_' keep their artifacts apart: the busy pair's runs, over the cap, prune
+// only its own, and the other pair's only screenshot (the one its verdict
+// links to) stays.
+func TestPruneArtifactsKeepsPairsApart(t *testing.T) {
+	for _, tc := range []struct{ lone, busy [2]string }{
+		{lone: [2]string{"api", "eu-west"}, busy: [2]string{"api-eu", "west"}},
+		{lone: [2]string{"api-eu", "west"}, busy: [2]string{"api", "eu-west"}},
+		{lone: [2]string{"a:b", "x"}, busy: [2]string{"a_b", "x"}},
+		{lone: [2]string{"a", "b-c-d"}, busy: [2]string{"a-b", "c-d"}},
+	} {
+		t.Run(tc.lone[0]+"×"+tc.lone[1], func(t *testing.T) {
+			data := t.TempDir()
+			save := func(pair [2]string) string {
+				t.Helper()
+				r := &run{runner: &Runner{o: Options{Check: pair[0], DataDir: data, ArtifactsPerPair: 3}},
+					target: checks.Target{Name: pair[1]}}
+				name, err := r.saveArtifact([]byte("\x89PNG fake"), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return name
+			}
+			lone := save(tc.lone)
+			var busy []string
+			for range 5 {
+				busy = append(busy, save(tc.busy))
+			}
+			if _, err := os.Stat(filepath.Join(ArtifactsDir(data), lone)); err != nil {
+				t.Errorf("the only artifact of %s × %s (%s) was pruned by the runs of %s × %s: %v",
+					tc.lone[0], tc.lone[1], lone, tc.busy[0], tc.busy[1], err)
+			}
+			entries, err := os.ReadDir(ArtifactsDir(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != 1+3 {
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				t.Errorf("artifacts %v, want the lone pair's one and the busy pair's newest 3", names)
+			}
+			for _, name := range busy[2:] {
+				if _, err := os.Stat(filepath.Join(ArtifactsDir(data), name)); err != nil {
+					t.Errorf("%s, one of its pair's newest 3, is gone", name)
+				}
+			}
+		})
 	}
 }

@@ -102,8 +102,8 @@ func TestBrowserBrokenSelectorFailsWithScreenshot(t *testing.T) {
 		t.Fatalf("artifacts %v", res.Artifacts)
 	}
 	// The reference is the bare file name under <data_dir>/artifacts.
-	if a := res.Artifacts[0]; !strings.HasPrefix(a, "shop-flow-local-") || strings.ContainsAny(a, `/\`) {
-		t.Errorf("artifact reference %q, want a file name shop-flow-local-*.png", a)
+	if a := res.Artifacts[0]; !strings.HasPrefix(a, "shop-flow~local~") || strings.ContainsAny(a, `/\`) {
+		t.Errorf("artifact reference %q, want a file name shop-flow~local~*.png", a)
 	}
 	png := filepath.Join(dir, "artifacts", res.Artifacts[0])
 	data, err := os.ReadFile(png)
