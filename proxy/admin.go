@@ -88,7 +88,13 @@ func (p *Proxy) Drain(name, why string) bool { return p.setDrain(name, why, true
 // configured, once no other flag holds them out).
 func (p *Proxy) Undrain(name string) bool { return p.setDrain(name, "", false) }
 
+// setDrain holds p.mu, as Reload does: a drain set on the origins of the
+// generation a concurrent Reload has already copied its flags from would be
+// lost, in memory and in the drains file, though the caller was told it
+// applied.
 func (p *Proxy) setDrain(name, why string, on bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	found := false
 	now := time.Now()
 	for _, pl := range p.state.Load().pools {

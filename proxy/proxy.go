@@ -70,7 +70,7 @@ type Proxy struct {
 	signals reporting.SignalSink
 
 	state atomic.Pointer[runtimeState]
-	mu    sync.Mutex // serialises Reload
+	mu    sync.Mutex // serialises Reload, Drain and Undrain
 
 	addrMu sync.Mutex
 	addrs  []net.Addr
