@@ -64,7 +64,9 @@ type Config struct {
 	// progress: a client that reads nothing for this long is cut off, and
 	// the origin connection and max_conns slot it held are freed. It is
 	// reset whenever bytes go out, so long streams and large downloads that
-	// keep moving are not limited (nginx's send_timeout). Default 60s.
+	// keep moving are not limited (nginx's send_timeout). Over HTTP/2 it
+	// bounds each stream's writes (streamSend): the stuck stream is reset,
+	// the connection's others go on. Default 60s.
 	SendTimeout time.Duration `mapstructure:"send_timeout"`
 	// VerdictPoll is how often the verdict source is read. Default 2s.
 	VerdictPoll time.Duration `mapstructure:"verdict_poll"`

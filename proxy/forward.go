@@ -552,7 +552,9 @@ func replayMethod(m string) bool {
 var hdrPool = sync.Pool{New: func() any { return make(http.Header, 16) }}
 
 // serve forwards one request through the pool with failover.
-func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, readTimeout time.Duration) {
+// h2Send is the send_timeout of an HTTP/2 answer's stream (0 for HTTP/1,
+// whose connection bounds its writes).
+func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, readTimeout, h2Send time.Duration) {
 	start := time.Now()
 	cfg := &pl.cfg.Retry
 
@@ -904,7 +906,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		func() {
 			defer cancel(nil)
 			defer o.inflight.Add(-1)
-			pl.respond(w, r, resp, method)
+			pl.respond(w, r, resp, method, h2Send)
 		}()
 		if unread {
 			finishUpload(w, r, rb.ended, cfg.TryTimeout)
@@ -1073,7 +1075,7 @@ func drain(b io.ReadCloser) {
 // respond copies the origin's answer to the client. From the first byte on
 // there is no retry; a broken origin body aborts the client connection so
 // the client sees a truncated response, not a complete-looking one.
-func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, method string) {
+func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, method string, h2Send time.Duration) {
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		pl.upgrade(w, r, resp)
@@ -1097,21 +1099,35 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	var fl http.Flusher
 	if flush {
 		fl, _ = w.(http.Flusher)
-		if fl != nil {
-			fl.Flush()
+	}
+	var st *streamSend
+	if h2Send > 0 {
+		st = newStreamSend(w, h2Send)
+		defer st.close()
+		if fl == nil {
+			fl, _ = w.(http.Flusher) // the end of the body is flushed in time too
 		}
+	}
+	if flush && fl != nil {
+		st.flush(fl)
 	}
 	bp := bufPool.Get().(*[]byte)
 	buf := *bp
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+			var werr error
+			if st != nil {
+				werr = st.write(w, buf[:n])
+			} else {
+				_, werr = w.Write(buf[:n])
+			}
+			if werr != nil {
 				bufPool.Put(bp)
 				return // client went away
 			}
-			if fl != nil {
-				fl.Flush()
+			if flush && fl != nil {
+				st.flush(fl)
 			}
 		}
 		if rerr == io.EOF {
@@ -1125,6 +1141,9 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		}
 	}
 	bufPool.Put(bp)
+	if st != nil && fl != nil {
+		st.flush(fl)
+	}
 	for k, vv := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vv
 	}

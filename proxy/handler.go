@@ -6,6 +6,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Handler returns the data plane. It serves only configured hosts: a request
@@ -55,10 +56,20 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	readTimeout := st.cfg.ReadTimeout
-	if run := p.running.Load(); run != nil {
+	run := p.running.Load()
+	if run != nil {
 		readTimeout = run.ReadTimeout // restart-only: what the listener runs with
 	}
-	pl.serve(w, r, int64(st.cfg.MaxBody), readTimeout)
+	// send_timeout of HTTP/1 answers is the connection's (refused.go,
+	// rawconn_linux.go); an HTTP/2 answer's is its stream's (respond).
+	var h2Send time.Duration
+	if r.ProtoMajor == 2 {
+		h2Send = st.cfg.SendTimeout
+		if run != nil {
+			h2Send = run.SendTimeout
+		}
+	}
+	pl.serve(w, r, int64(st.cfg.MaxBody), readTimeout, h2Send)
 }
 
 // routePath is the path routing matches on: path parameters dropped, dot
