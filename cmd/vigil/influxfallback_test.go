@@ -94,12 +94,21 @@ checks:
 		t.Fatal(err)
 	}
 	for _, ag := range agents {
-		code, hdr, body := getHeader(t, ag.base+"/api/v1/verdicts")
-		mark := hdr.Get(reporting.DegradedHeader)
-		if regions := verdictRegions(t, body); code != 200 || !strings.HasPrefix(mark, "InfluxDB unreachable since ") ||
-			!strings.HasSuffix(mark, ": showing this canary's own results only") || !slices.Equal(regions, []string{"r1"}) {
+		// The own results are there within a run or two (a busy machine
+		// can hold the embedded store's first write back for a moment).
+		var code int
+		var hdr http.Header
+		var body string
+		ok := false
+		for deadline := time.Now().Add(10 * time.Second); !ok && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			code, hdr, body = getHeader(t, ag.base+"/api/v1/verdicts")
+			mark := hdr.Get(reporting.DegradedHeader)
+			ok = code == 200 && strings.HasPrefix(mark, "InfluxDB unreachable since ") &&
+				strings.HasSuffix(mark, ": showing this canary's own results only") && slices.Equal(verdictRegions(t, body), []string{"r1"})
+		}
+		if !ok {
 			t.Fatalf("%s: /api/v1/verdicts with InfluxDB down = %d, %s %q, regions %v; want 200, the mark, r1 only\n%s",
-				ag.name, code, reporting.DegradedHeader, mark, regions, body)
+				ag.name, code, reporting.DegradedHeader, hdr.Get(reporting.DegradedHeader), verdictRegions(t, body), body)
 		}
 		code, hdr, body = getHeader(t, ag.base+"/")
 		if code != 200 || !strings.Contains(body, banner) || !strings.Contains(body, tail) || hdr.Get(reporting.DegradedHeader) == "" {
