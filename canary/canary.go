@@ -27,6 +27,7 @@ import (
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/units"
+	"github.com/vigil-synthetics/vigil/scripts"
 )
 
 // Errors returned by Trigger and Run.
@@ -92,13 +93,17 @@ type Canary struct {
 	browser chan struct{}
 	wake    chan struct{}
 
-	labels    atomic.Pointer[agentLabels]
-	redactFn  atomic.Pointer[func(string) string]
-	running   atomic.Bool
-	stopped   atomic.Bool
-	stopping  atomic.Bool     // Run's ctx is done: queued scheduled runs are dropped
-	runCtx    context.Context // base of every run's context; never cancelled before runs end
-	wg        sync.WaitGroup  // in-flight runs
+	labels   atomic.Pointer[agentLabels]
+	redactFn atomic.Pointer[func(string) string]
+	running  atomic.Bool
+	stopped  atomic.Bool
+	stopping atomic.Bool     // Run's ctx is done: queued scheduled runs are dropped
+	runCtx   context.Context // base of every run's context; never cancelled before runs end
+	// stopCtx is done once Run's ctx is: browser runs still waiting for a
+	// browser slot give up (scripts.WithSlotWaitCancel) and are dropped.
+	stopCtx   context.Context
+	stopWaits context.CancelFunc
+	wg        sync.WaitGroup // in-flight runs
 	reloadErr atomic.Pointer[errBox]
 
 	pubMu sync.RWMutex
@@ -179,6 +184,7 @@ func New(cfg *Config, pairs []Pair, o Options) (*Canary, error) {
 		wake:    make(chan struct{}, 1),
 		runCtx:  context.Background(),
 	}
+	c.stopCtx, c.stopWaits = context.WithCancel(context.Background())
 	c.SetRedact(o.Redact)
 	c.m = newMetrics(c)
 	for _, col := range c.m.collectors() {
@@ -192,7 +198,9 @@ func New(cfg *Config, pairs []Pair, o Options) (*Canary, error) {
 
 // Run schedules every pair until ctx is done, then waits for in-flight runs
 // (each ends within its own timeout), publishes what they produced and
-// returns nil. It does not close the sink.
+// returns nil. Browser runs still waiting for a browser slot then give up
+// and are dropped without a verdict, like scheduled runs that had not
+// started. It does not close the sink.
 func (c *Canary) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrRunning
@@ -213,6 +221,7 @@ func (c *Canary) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			c.stopping.Store(true)
+			c.stopWaits()
 			c.wg.Wait()
 			c.stopPublisher(pubDone)
 			c.stopped.Store(true)
@@ -329,6 +338,17 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		<-bsem
 	}
 	<-sem
+	if c.stopping.Load() && scripts.WaitCanceled(res) {
+		// Shutting down: a browser run that was still waiting for its
+		// browser slot did not start, and is dropped like a queued run.
+		e.mu.Lock()
+		v := e.latest
+		done := e.done
+		e.done = nil
+		e.mu.Unlock()
+		close(done)
+		return v
+	}
 	v := c.judge(e, p, res)
 	c.publish(v)
 	return v
@@ -342,14 +362,11 @@ func usesBrowser(p *Pair) bool {
 	return false
 }
 
-// probe runs the check with its timeout, turning a panic into a Result with
-// cause internal and logging the stack.
+// probe runs the check with its timeout (Pair.RunContext), turning a panic
+// into a Result with cause internal and logging the stack. A browser run
+// still waiting for its browser slot when the canary stops gives up.
 func (c *Canary) probe(p *Pair) (res checks.Result) {
-	timeout := p.Check.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(c.runCtx, timeout)
+	ctx, cancel := p.RunContext(scripts.WithSlotWaitCancel(c.runCtx, c.stopCtx))
 	defer cancel()
 	start := c.now()
 	defer func() {

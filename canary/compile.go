@@ -1,10 +1,12 @@
 package canary
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting/units"
@@ -17,6 +19,26 @@ type Pair struct {
 	Check  *CheckConfig
 	Target checks.Target
 	Probe  checks.Check
+}
+
+// defaultRunTimeout bounds a run whose check has no timeout.
+const defaultRunTimeout = 10 * time.Second
+
+// RunContext returns the context a run of the pair gets from parent: parent
+// with the check's timeout (default 10s), or parent itself, with a no-op
+// cancel, for a probe that enforces its timeout itself (a script: it starts
+// the timeout when it holds its browser slot). A deadline put on the
+// context before such a run waits for its slot would, once passed, hide a
+// later cancellation of parent (Ctrl-C, shutdown) from the queued run.
+func (p *Pair) RunContext(parent context.Context) (context.Context, context.CancelFunc) {
+	if e, ok := p.Probe.(interface{ EnforcesTimeout() bool }); ok && e.EnforcesTimeout() {
+		return parent, func() {}
+	}
+	timeout := p.Check.Timeout
+	if timeout <= 0 {
+		timeout = defaultRunTimeout
+	}
+	return context.WithTimeout(parent, timeout)
 }
 
 // Key identifies the pair across reloads: check name × target name × what

@@ -53,6 +53,11 @@ type Options struct {
 	// Run's context (the caller's copy of the same timeout, started before
 	// the wait) does not end the run; cancelling the context does. With
 	// Timeout 0 the context's deadline bounds the wait and the run.
+	//
+	// Callers should not put the timeout on Run's context (see
+	// EnforcesTimeout): once such a deadline has passed, the context is done
+	// for good and a later cancellation of its parent (Ctrl-C, shutdown)
+	// can no longer reach a run still waiting for its slot.
 	Timeout time.Duration
 	// SlotWait bounds the wait for a browser slot before a browser run
 	// starts. Default DefaultSlotWait (5m). A run that gets no slot in time
@@ -115,6 +120,37 @@ func New(steps Script, o Options) (*Runner, error) {
 // holds its browser concurrency slot for such checks).
 func (rn *Runner) UsesBrowser() bool { return rn.steps.HasBrowser() }
 
+// EnforcesTimeout reports whether Run bounds every run by Options.Timeout
+// itself (Timeout > 0), from when the run holds its browser slot. Callers
+// then pass Run a context without the check's timeout, so that cancelling
+// it still ends a run that is queued for a browser slot after the timeout
+// would have passed.
+func (rn *Runner) EnforcesTimeout() bool { return rn.o.Timeout > 0 }
+
+// slotWaitStopKey is the context key of WithSlotWaitCancel.
+type slotWaitStopKey struct{}
+
+// WithSlotWaitCancel returns a copy of ctx carrying stop. A browser run
+// given that context that is still waiting for its browser slot when stop
+// is done gives up at once (it did not start: see WaitCanceled); a run that
+// holds its slot, or finds one free, is not affected. The canary passes its
+// stop context, so a shutdown drops queued browser runs and lets runs in
+// flight finish.
+func WithSlotWaitCancel(ctx, stop context.Context) context.Context {
+	return context.WithValue(ctx, slotWaitStopKey{}, stop)
+}
+
+// slotWaitCanceled is the error of a run cancelled while it waited for a
+// browser slot.
+const slotWaitCanceled = "the run was canceled while waiting for a browser slot"
+
+// WaitCanceled reports whether res is the Result of a browser run that was
+// cancelled (its context, or WithSlotWaitCancel's stop) while it waited for
+// its browser slot: it did not start, every step is skipped.
+func WaitCanceled(res checks.Result) bool {
+	return res.Cause == checks.CauseInternal && res.Err == slotWaitCanceled
+}
+
 // Steps returns the compiled script (names and defaults filled in).
 func (rn *Runner) Steps() Script { return rn.steps }
 
@@ -162,8 +198,9 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		}
 		queued := time.Now()
 		var err error
-		if release, err = rn.waitSlot(ctx); err != nil {
-			return rn.notStarted(queued, err, ctx.Err() != nil)
+		var cancelled bool
+		if release, cancelled, err = rn.waitSlot(ctx); err != nil {
+			return rn.notStarted(queued, err, cancelled)
 		}
 		slotWait = time.Since(queued)
 	}
@@ -260,7 +297,9 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 
 // withoutDeadline returns a context with ctx's values that ends when ctx is
 // cancelled (Ctrl-C, shutdown) but not when ctx's deadline passes, and a
-// function that releases it.
+// function that releases it. A cancellation of ctx's parent after ctx's
+// deadline passed cannot be seen through ctx: callers that cancel runs pass
+// a context without the timeout (EnforcesTimeout).
 func withoutDeadline(ctx context.Context) (context.Context, func()) {
 	d, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
@@ -272,19 +311,37 @@ func withoutDeadline(ctx context.Context) (context.Context, func()) {
 }
 
 // waitSlot waits, at most Options.SlotWait, for a slot of the browser.
-func (rn *Runner) waitSlot(ctx context.Context) (release func(), err error) {
+// cancelled reports that ctx, or the stop of WithSlotWaitCancel, ended the
+// wait.
+func (rn *Runner) waitSlot(ctx context.Context) (release func(), cancelled bool, err error) {
 	wait := rn.o.SlotWait
 	if wait <= 0 {
 		wait = DefaultSlotWait
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	release, err = rn.o.Browser.acquire(wctx)
-	if err != nil && ctx.Err() == nil {
-		n := cap(rn.o.Browser.sem)
-		err = fmt.Errorf("no browser slot came free within %s: all %d (agent.browser.max_concurrent) were held by other runs", wait, n)
+	if err := ctx.Err(); err != nil {
+		return nil, true, err
 	}
-	return release, err
+	// A free slot is taken without waiting, also once stop is done.
+	select {
+	case rn.o.Browser.sem <- struct{}{}:
+		return func() { <-rn.o.Browser.sem }, false, nil
+	default:
+	}
+	stop, _ := ctx.Value(slotWaitStopKey{}).(context.Context)
+	if stop != nil {
+		defer context.AfterFunc(stop, cancel)()
+	}
+	release, err = rn.o.Browser.acquire(wctx)
+	if err == nil {
+		return release, false, nil
+	}
+	if ctx.Err() != nil || (stop != nil && stop.Err() != nil) {
+		return nil, true, err
+	}
+	n := cap(rn.o.Browser.sem)
+	return nil, false, fmt.Errorf("no browser slot came free within %s: all %d (agent.browser.max_concurrent) were held by other runs", wait, n)
 }
 
 // notStarted is the Result of a run that got no browser slot: every step
@@ -295,7 +352,7 @@ func (rn *Runner) notStarted(queued time.Time, err error, cancelled bool) checks
 	res := checks.Result{Start: queued, Cause: checks.CauseBrowserUnavailable,
 		Err: "the run did not start: " + err.Error()}
 	if cancelled {
-		res.Cause, res.Err = checks.CauseInternal, "the run was canceled while waiting for a browser slot"
+		res.Cause, res.Err = checks.CauseInternal, slotWaitCanceled
 	}
 	for i := range rn.steps {
 		res.Steps = append(res.Steps, checks.StepResult{Name: rn.steps[i].Name, Skipped: true})

@@ -236,7 +236,7 @@ func runOnce(ctx context.Context, pairs []canary.Pair, parallel int) []pairResul
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				rctx, cancel := context.WithTimeout(ctx, p.Check.Timeout)
+				rctx, cancel := p.RunContext(ctx)
 				defer cancel()
 				res := safeRun(rctx, p)
 				mu.Lock()

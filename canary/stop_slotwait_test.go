@@ -1,0 +1,136 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+	"github.com/vigil-synthetics/vigil/scripts"
+)
+
+// holdBrowserSlot starts a Chromium with one browser slot and a run that
+// holds that slot for about 5s (a page, then a sleep). It returns the
+// browser and the origin's URL; the holding run is cancelled when the test
+// ends.
+func holdBrowserSlot(t *testing.T) (*scripts.Browser, string) {
+	t.Helper()
+	b := scripts.NewBrowser(scripts.BrowserConfig{MaxConcurrent: 1})
+	t.Cleanup(func() { b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	checktest.NeedDependency(t, "chromium", b.Start(ctx))
+	holding := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			select {
+			case holding <- struct{}{}:
+			default:
+			}
+		}
+		fmt.Fprint(w, "<!doctype html><title>t</title><p>ok</p>")
+	}))
+	t.Cleanup(srv.Close)
+	nav, sleep := "/hold", 5*time.Second
+	holder, err := scripts.New(scripts.Script{{Browser: &scripts.BrowserStep{Navigate: &nav}}, {Browser: &scripts.BrowserStep{Sleep: &sleep}}},
+		scripts.Options{Check: "holder", Timeout: 8 * time.Second, Browser: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hctx, hcancel := context.WithCancel(context.Background())
+	held := make(chan checks.Result, 1)
+	go func() { held <- holder.Run(hctx, checks.Target{Name: "o", URL: srv.URL}) }()
+	t.Cleanup(func() {
+		hcancel()
+		select {
+		case <-held:
+		case <-time.After(15 * time.Second):
+			t.Error("the run holding the browser slot did not end")
+		}
+	})
+	select {
+	case <-holding:
+	case res := <-held:
+		t.Fatalf("the run meant to hold the browser slot ended: %s: %s", res.Cause, res.Err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the run meant to hold the browser slot never loaded its page")
+	}
+	return b, srv.URL
+}
+
+// TestStopEndsBrowserSlotWait: a scheduled browser run is queued for the
+// browser's only slot (held by another run) longer than its check's
+// timeout. Stopping the canary ends that wait at once: Run returns within
+// a second, and the run that never started publishes no verdict.
+func TestStopEndsBrowserSlotWait(t *testing.T) {
+	b, url := holdBrowserSlot(t)
+	nav := "/"
+	cfg := testConfig(t, map[string]string{"o": url}, CheckConfig{Name: "queued", Targets: []string{"o"},
+		Interval: time.Second, Timeout: 500 * time.Millisecond,
+		Script: scripts.Script{{Browser: &scripts.BrowserStep{Navigate: &nav}}}})
+	pairs, err := cfg.Compile(CompileOptions{Version: "test", DataDir: t.TempDir(), Browser: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	c, err := New(cfg, pairs, Options{Sink: sink, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	// A skipped run means the first one was still queued an interval
+	// (about 1s) later: past its 500ms timeout.
+	waitFor(t, "a run skipped while the first one waits for the browser slot", func() bool { return c.Skipped("queued", "o") > 0 })
+	cancel()
+	stopped := time.Now()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if took := time.Since(stopped); took > time.Second {
+			t.Errorf("Run returned %s after the stop, want within 1s", took)
+		}
+	case <-time.After(time.Second):
+		t.Error("Run did not return within 1s of the stop: the queued browser run kept waiting for its slot")
+		<-done
+	}
+	if vs := sink.of("queued", "o"); len(vs) != 0 {
+		t.Errorf("published %d verdicts (first: %s %s), want none for a run that never started", len(vs), vs[0].Cause, vs[0].Err)
+	}
+}
+
+// TestRunContextLeavesTimeoutToScripts: a script enforces its timeout
+// itself (from when it holds its browser slot), so its run's context has no
+// deadline and a later cancellation reaches it; other checks get the
+// check's timeout.
+func TestRunContextLeavesTimeoutToScripts(t *testing.T) {
+	nav := "/"
+	cfg := testConfig(t, map[string]string{"o": "http://127.0.0.1:1"},
+		CheckConfig{Name: "s", Targets: []string{"o"}, Interval: time.Second, Timeout: 500 * time.Millisecond,
+			Script: scripts.Script{{Browser: &scripts.BrowserStep{Navigate: &nav}}}},
+		CheckConfig{Name: "h", Targets: []string{"o"}, Interval: time.Second, Timeout: 500 * time.Millisecond,
+			HTTP: &checks.HTTPSpec{}})
+	for _, p := range compile(t, cfg) {
+		ctx, cancel := p.RunContext(context.Background())
+		dl, has := ctx.Deadline()
+		cancel()
+		switch p.Check.Name {
+		case "s":
+			if has {
+				t.Errorf("script run context has a deadline in %s, want none (the script times itself)", time.Until(dl))
+			}
+		case "h":
+			if !has || time.Until(dl) > 500*time.Millisecond {
+				t.Errorf("http run context: deadline %v (%v), want the check's 500ms", has, time.Until(dl))
+			}
+		}
+	}
+}
