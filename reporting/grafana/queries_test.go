@@ -3,8 +3,8 @@ package grafana
 import (
 	"fmt"
 	gomath "math"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
