@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,9 +11,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -170,24 +170,13 @@ func TestSendTimeoutConfig(t *testing.T) {
 }
 
 // tryLogs collects a proxy's log lines (text format, debug level).
-type tryLogs struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *tryLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type tryLogs struct{ checktest.SyncBuffer }
 
 // lines returns the log lines containing every one of parts.
 func (l *tryLogs) lines(parts ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
 next:
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(l.String(), "\n") {
 		for _, p := range parts {
 			if !strings.Contains(line, p) {
 				continue next

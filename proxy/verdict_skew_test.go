@@ -1,17 +1,17 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,22 +19,7 @@ import (
 )
 
 // skewLog is a log the test reads back.
-type skewLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *skewLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *skewLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type skewLog = checktest.SyncBuffer
 
 // startSkewLogged is start (with background loops) with the proxy's log kept
 // for the test to read.
