@@ -43,10 +43,9 @@ var (
 // a send timeout, each write that takes nothing for that long fails (see
 // sendTimer), which net/http takes as the client gone.
 type refusalConn struct {
-	net.Conn
+	sendTimeoutConn
 	onRefuse  func(code int)
 	answering atomic.Bool
-	send      sendTimer
 }
 
 // tlsRefusalConn is a refusalConn over a *tls.Conn. net/http reads
@@ -65,18 +64,7 @@ func (c *refusalConn) Write(p []byte) (int, error) {
 			c.onRefuse(code)
 		}
 	}
-	c.send.arm(c.Conn)
-	return c.Conn.Write(p)
-}
-
-func (c *refusalConn) SetDeadline(t time.Time) error {
-	c.send.base(t)
-	return c.Conn.SetDeadline(t)
-}
-
-func (c *refusalConn) SetWriteDeadline(t time.Time) error {
-	c.send.base(t)
-	return c.Conn.SetWriteDeadline(t)
+	return c.sendTimeoutConn.Write(p)
 }
 
 // sendTimer is send_timeout on a connection whose writes cannot be timed
@@ -149,17 +137,9 @@ func (c *sendTimeoutConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-// CloseWrite half-closes the connection when the wrapped one can.
-func (c *sendTimeoutConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
-
 // CloseWrite half-closes the connection when the wrapped one can: net/http
 // uses it to close after a 431 without resetting the answer (Issue 3595).
-func (c *refusalConn) CloseWrite() error {
+func (c *sendTimeoutConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
@@ -234,7 +214,7 @@ func (l *refusalListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &refusalConn{Conn: c, onRefuse: l.onRefuse, send: sendTimer{d: l.sendTimeout}}, nil
+	return &refusalConn{sendTimeoutConn: sendTimeoutConn{Conn: c, send: sendTimer{d: l.sendTimeout}}, onRefuse: l.onRefuse}, nil
 }
 
 // tlsListener is the TLS listener's net.Listener. It does the TLS handshakes
@@ -331,7 +311,7 @@ func (l *tlsListener) handshake(raw net.Conn) {
 	raw.SetDeadline(time.Time{})
 	var c net.Conn = tc
 	if tc.ConnectionState().NegotiatedProtocol != "h2" {
-		c = &tlsRefusalConn{refusalConn: &refusalConn{Conn: tc, onRefuse: l.onRefuse, send: sendTimer{d: l.send}}, tc: tc}
+		c = &tlsRefusalConn{refusalConn: &refusalConn{sendTimeoutConn: sendTimeoutConn{Conn: tc, send: sendTimer{d: l.send}}, onRefuse: l.onRefuse}, tc: tc}
 	}
 	select {
 	case l.conns <- c:
