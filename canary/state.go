@@ -133,7 +133,10 @@ const (
 // Flap.MaxChanges such changes within Flap.Window, the state is held
 // unhealthy until
 // Flap.HoldDown has passed; runs during the hold do not count towards
-// recovery, and recovery then needs Rise + Flap.ExtraPasses passes.
+// recovery, and recovery then needs Rise + Flap.ExtraPasses passes. A
+// reload (SetParams) or restart (Seed) that turns damping off ends a hold
+// at once; one that shortens HoldDown ends it at most HoldDown after it
+// began.
 // Changes between healthy and degraded do not count: an origin whose
 // latency hovers around its SLO is reported as such, not ejected as down.
 //
@@ -147,7 +150,7 @@ type Machine struct {
 	lastOK                         bool
 	streak                         int
 	changes                        []time.Time
-	holdUntil                      time.Time
+	holdStart, holdUntil           time.Time // the current or last flap hold-down
 	recovering                     bool
 	expires                        time.Time
 }
@@ -158,7 +161,24 @@ func NewMachine(p Params) *Machine {
 }
 
 // SetParams changes the thresholds (on reload) and keeps the state.
-func (m *Machine) SetParams(p Params) { m.p = p.normalized() }
+//
+// A flap hold-down follows the new flap damping at once, as Seed does at a
+// restart: with damping off (Flap.MaxChanges 0) the hold ends now, the
+// extra passes are no longer asked for and the flap history is dropped, so
+// recovery needs Rise passes; otherwise a hold ends at the latest
+// Flap.HoldDown after it began (a shortened hold_down applies at once, a
+// longer one does not lengthen a running hold).
+func (m *Machine) SetParams(p Params) {
+	m.p = p.normalized()
+	if m.p.Flap.MaxChanges <= 0 {
+		m.changes = nil
+		m.holdStart, m.holdUntil, m.recovering = time.Time{}, time.Time{}, false
+		return
+	}
+	if end := m.holdStart.Add(m.p.Flap.HoldDown); !m.holdUntil.IsZero() && m.holdUntil.After(end) {
+		m.holdUntil = end
+	}
+}
 
 // Params returns the machine's thresholds.
 func (m *Machine) Params() Params { return m.p }
@@ -202,13 +222,18 @@ func (m *Machine) Seed(v reporting.Verdict) {
 	default:
 		m.notPass, m.fails = v.Streak, v.Streak
 	}
-	m.holdUntil, m.recovering = time.Time{}, false
+	m.holdStart, m.holdUntil, m.recovering = time.Time{}, time.Time{}, false
 	if !v.HeldUntil.IsZero() && v.State == reporting.StateUnhealthy && m.p.Flap.MaxChanges > 0 {
 		held := v.HeldUntil
 		if !v.At.IsZero() && held.After(v.At.Add(m.p.Flap.HoldDown)) {
 			held = v.At.Add(m.p.Flap.HoldDown)
 		}
-		m.holdUntil, m.recovering = held, true
+		// The hold began at the latest at v.At (unknown without it): a
+		// later SetParams caps it from there.
+		m.holdStart, m.holdUntil, m.recovering = v.At, held, true
+		if v.At.IsZero() {
+			m.holdStart = held.Add(-m.p.Flap.HoldDown)
+		}
 		after := 0
 		if !v.At.Before(held) {
 			after = int(v.At.Sub(held)/m.p.Interval) + 1
@@ -318,7 +343,7 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 		m.changes = m.changes[cut:]
 		if len(m.changes) > p.Flap.MaxChanges {
 			m.changes = m.changes[:0]
-			m.holdUntil = at.Add(p.Flap.HoldDown)
+			m.holdStart, m.holdUntil = at, at.Add(p.Flap.HoldDown)
 			m.recovering = true
 			m.pass, m.answered = 0, 0
 			next = reporting.StateUnhealthy
