@@ -16,6 +16,34 @@ import (
 // check interval, so it is fixed.
 const DeadManPromWindow = 10 * time.Minute
 
+// DeadManPromFor is the `for` of the generated dead-man alert, the
+// equivalent of the built-in rule's dead_man.for: how long a region × check
+// must stay silent past DeadManPromWindow before it fires, so a process
+// pause (SIGSTOP, a frozen VM) that the canary catches up on sends nothing.
+//
+// A set dead_man.for is used as is. Otherwise the built-in rule waits
+// 2 × each check's interval, but the generated rule is one expression for
+// every check, so it waits 2 × the longest of intervals (the configured
+// checks' intervals): no check fires on a pause its own alerter would
+// ignore, and a check with a shorter interval fires at most
+// 2 × (longest − its interval) later than the built-in rule. Without
+// intervals it waits 2 × DeadManPromWindow / dead_man.intervals, twice the
+// interval the fixed window stands for (6m40s at the default 3 intervals).
+// cfg must be validated (defaults set).
+func DeadManPromFor(cfg Config, intervals []time.Duration) time.Duration {
+	if cfg.DeadMan.For > 0 {
+		return cfg.DeadMan.For
+	}
+	var longest time.Duration
+	for _, iv := range intervals {
+		longest = max(longest, iv)
+	}
+	if longest > 0 {
+		return 2 * longest
+	}
+	return 2 * DeadManPromWindow / time.Duration(max(cfg.DeadMan.Intervals, 1))
+}
+
 // CertPromFor is the `for` of the generated certificate alert. The built-in
 // cert_expiry rule fires on the first evaluation where quorum regions agree;
 // over scrapes, the hour keeps one scrape of a stray certificate (an edge
@@ -41,13 +69,15 @@ var (
 // probe_http_duration_seconds{…,phase} and probe_ssl_earliest_cert_expiry.
 // cfg and slos are validated (defaults set) first. Regions are counted with
 // max by region, so several vantages (instances) in one region count once.
+// intervals are the intervals of the configured checks, for the dead-man
+// alert's `for` (DeadManPromFor); none: it is derived from the window.
 //
 // Differences from the built-in alerter: rates come from scrapes, so the
 // error ratio is per scrape interval rather than per run; the TTFB p95 is
 // quantile_over_time over the scraped last-run TTFB; dead-man uses
-// DeadManPromWindow; maintenance windows are not rendered (use Alertmanager
+// DeadManPromWindow and holds DeadManPromFor; maintenance windows are not rendered (use Alertmanager
 // silences or time_intervals); the certificate alert holds CertPromFor.
-func PrometheusRules(cfg Config, slos []SLO) ([]byte, error) {
+func PrometheusRules(cfg Config, slos []SLO, intervals ...time.Duration) ([]byte, error) {
 	if err := cfg.ValidateAndSetDefaults(); err != nil {
 		return nil, err
 	}
@@ -85,7 +115,7 @@ func PrometheusRules(cfg Config, slos []SLO) ([]byte, error) {
 		win := promDur(DeadManPromWindow)
 		w.alert(RuleDeadMan, "",
 			`sum by (check, region) (increase(vigil_checks_total[`+win+`])) == 0`,
-			0, cfg.DeadMan.Severity, "",
+			DeadManPromFor(cfg, intervals), cfg.DeadMan.Severity, "",
 			"no run of check {{ $labels.check }} in region {{ $labels.region }} for "+win, cfg)
 	}
 
@@ -253,20 +283,26 @@ func promEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
 
-// promDur writes a duration the PromQL way: 5m, 1h, 1d, 30d, 600ms.
+// promDur writes a duration the PromQL way: 5m, 1h, 1d, 30d, 600ms, and
+// compound where needed: 6m40s, 1h30m.
 func promDur(d time.Duration) string {
 	if d%time.Second != 0 {
 		return fmt.Sprintf("%dms", d/time.Millisecond)
 	}
-	switch {
-	case d%(24*time.Hour) == 0:
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
+	if d == 0 {
+		return "0s"
 	}
-	return fmt.Sprintf("%ds", d/time.Second)
+	var b strings.Builder
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.d; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.d
+		}
+	}
+	return b.String()
 }
 
 func sortDurations(ds []time.Duration) { sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] }) }

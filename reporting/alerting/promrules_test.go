@@ -200,3 +200,125 @@ func TestExamplePrometheusConfigs(t *testing.T) {
 		t.Fatalf("amtool check-config: %v\n%s", err, out)
 	}
 }
+
+// deadManRule returns the generated VigilCanarySilent rule's `for` and
+// expression.
+func deadManRule(t *testing.T, b []byte) (hold, expr string) {
+	t.Helper()
+	var doc struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr, For string }
+		}
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("not YAML: %v\n%s", err, b)
+	}
+	for _, g := range doc.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "VigilCanarySilent" {
+				return r.For, r.Expr
+			}
+		}
+	}
+	t.Fatalf("no VigilCanarySilent rule in\n%s", b)
+	return "", ""
+}
+
+// TestPrometheusDeadManFor: the generated dead-man alert holds the
+// equivalent of dead_man.for: the configured value, else 2 × the longest
+// check interval (one rule serves every check), else, with no intervals
+// known, 2 × the 10m window / dead_man.intervals.
+func TestPrometheusDeadManFor(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		intervals []time.Duration
+		want      string
+	}{
+		{name: "dead_man.for set", cfg: Config{DeadMan: DeadManRule{For: 3 * time.Minute}},
+			intervals: []time.Duration{30 * time.Second, time.Hour}, want: "3m"},
+		{name: "2 × the longest interval", intervals: []time.Duration{5 * time.Second, 90 * time.Second, 30 * time.Second},
+			want: "3m"},
+		{name: "one interval", intervals: []time.Duration{30 * time.Second}, want: "1m"},
+		{name: "no intervals: 2 × 10m / 3", want: "6m40s"},
+		{name: "no intervals: 2 × 10m / dead_man.intervals 5", cfg: Config{DeadMan: DeadManRule{Intervals: 5}}, want: "4m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := PrometheusRules(tc.cfg, nil, tc.intervals...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hold, expr := deadManRule(t, b)
+			if hold != tc.want {
+				t.Errorf("for: %q, want %q", hold, tc.want)
+			}
+			if want := "sum by (check, region) (increase(vigil_checks_total[10m])) == 0"; expr != want {
+				t.Errorf("expr %q, want %q", expr, want)
+			}
+		})
+	}
+}
+
+// TestPrometheusDeadManPromtool runs the generated dead-man alert (checks
+// every 30s and 2m: for 4m) with `promtool test rules`: a canary paused
+// for 12 minutes that then catches up sends nothing, one silent from
+// minute 60 fires only after the 10m window and the 4m hold.
+func TestPrometheusDeadManPromtool(t *testing.T) {
+	bin := promtool(t)
+	b, err := PrometheusRules(ExampleConfig, nil, 30*time.Second, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hold, _ := deadManRule(t, b); hold != "4m" {
+		t.Fatalf("for: %q, want 4m", hold)
+	}
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yml")
+	if err := os.WriteFile(rules, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 120 // minutes
+	// paused: no run from minute 100 to 112, then the backlog (a counter
+	// catching up).
+	paused := counterValues(n, func(m int) bool { return m < 100 || m >= 112 })
+	// stopped: no run after minute 60.
+	stopped := counterValues(n, func(m int) bool { return m <= 60 })
+	silent := `
+          - exp_labels: {alertname: VigilCanarySilent, check: asset, region: eu, rule: dead_man, severity: ticket, source: prometheus}
+            exp_annotations:
+              summary: 'no run of check asset in region eu for 10m'
+              status_url: 'http://127.0.0.1:9470/check/asset'`
+	test := fmt.Sprintf(`rule_files:
+  - %[1]s
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'vigil_checks_total{check="asset",target="o1",region="eu",result="pass"}'
+        values: '%[2]s'
+      - series: 'vigil_checks_total{check="home",target="o1",region="eu",result="pass"}'
+        values: '%[3]s'
+    alert_rule_test:
+      - {eval_time: 59m, alertname: VigilCanarySilent, exp_alerts: []}
+      - {eval_time: 72m, alertname: VigilCanarySilent, exp_alerts: []}
+      - eval_time: 76m
+        alertname: VigilCanarySilent
+        exp_alerts:%[4]s
+      - eval_time: 111m
+        alertname: VigilCanarySilent
+        exp_alerts:%[4]s
+      - eval_time: 115m
+        alertname: VigilCanarySilent
+        exp_alerts:%[4]s
+`, rules, stopped, paused, silent)
+	// At 111m and 115m only the stopped check fires: the paused one was
+	// silent for its 10m window for less than the 4m hold.
+	f := filepath.Join(dir, "test.yml")
+	if err := os.WriteFile(f, []byte(test), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "test", "rules", f).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
