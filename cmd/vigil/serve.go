@@ -194,7 +194,7 @@ and alerting rules for the same SLOs over vigil's metrics, for teams that alert 
 				if err != nil {
 					return &exitError{code: 2, err: err}
 				}
-				b, err := alerting.PrometheusRules(cfg.Alerting, cfg.SLOs)
+				b, err := alerting.PrometheusRules(cfg.Alerting, cfg.SLOs, cfg.intervalsOfChecks()...)
 				if err != nil {
 					return &exitError{code: 1, err: err}
 				}
