@@ -22,6 +22,13 @@ import (
 // form. Wildcards (`[*]`), filters (`[?(...)]`), slices and negative indexes
 // have no one-to-one gjson form and are errors that point at gjson's `#`.
 
+// CompileJSONPath checks a JSON path as written in config (gjson syntax, or
+// JSONPath after a leading "$") and returns the gjson path to evaluate, or
+// an error like `unclosed "(" at 10` (a byte offset into written). Other
+// packages that take JSON paths (script extractors) use it so a path means
+// the same everywhere.
+func CompileJSONPath(written string) (string, error) { return compileJSONPath(written) }
+
 // compileJSONPath turns a path as written into the gjson path to evaluate,
 // or returns an error like `unclosed "(" at 10`.
 func compileJSONPath(written string) (string, error) {

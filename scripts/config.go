@@ -87,7 +87,10 @@ type Step struct {
 // set.
 type Extract struct {
 	// JSON is a gjson path into the response body, e.g. `token` or
-	// `data.items.0.id`. Objects and arrays are extracted as raw JSON.
+	// `data.items.0.id`, checked at load like expect.json[].path (see
+	// checks.CompileJSONPath): a leading "$." reads JSONPath's [1] and
+	// ['key'] as gjson's .1 and .key. Objects and arrays are extracted as
+	// raw JSON.
 	JSON string `mapstructure:"json"`
 	// Regex is matched against the body; the first capture group (or the
 	// whole match when it has none) is extracted.
@@ -99,10 +102,12 @@ type Extract struct {
 	// jar for the response URL).
 	Cookie string `mapstructure:"cookie"`
 
-	re *regexp.Regexp
+	re       *regexp.Regexp
+	jsonPath string // JSON compiled to gjson
 }
 
-// ValidateAndSetDefaults validates the extractor and compiles its regex.
+// ValidateAndSetDefaults validates the extractor and compiles its JSON path
+// or regex.
 func (e *Extract) ValidateAndSetDefaults() error {
 	n := 0
 	for _, s := range []string{e.JSON, e.Regex, e.Header, e.Cookie} {
@@ -115,6 +120,13 @@ func (e *Extract) ValidateAndSetDefaults() error {
 		return errors.New("want one of json, regex, header, cookie")
 	case n > 1:
 		return errors.New("more than one of json, regex, header, cookie")
+	}
+	if e.JSON != "" {
+		p, err := checks.CompileJSONPath(e.JSON)
+		if err != nil {
+			return fmt.Errorf("json: %q: %w", e.JSON, err)
+		}
+		e.jsonPath = p
 	}
 	if e.Regex != "" {
 		re, err := regexp.Compile(e.Regex)

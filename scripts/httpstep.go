@@ -84,7 +84,7 @@ func (e *Extract) from(resp *checks.Response, jar http.CookieJar) (string, error
 		if !gjson.ValidBytes(resp.Body) {
 			return "", fmt.Errorf("json %s: body is not JSON", e.JSON)
 		}
-		v := gjson.GetBytes(resp.Body, e.JSON)
+		v := gjson.GetBytes(resp.Body, e.jsonPath)
 		if !v.Exists() {
 			return "", fmt.Errorf("json %s: no such path in the body", e.JSON)
 		}
