@@ -51,6 +51,11 @@ type CompileOptions struct {
 	Version string
 	// DataDir is where scripts write artifacts (default: agent.data_dir).
 	DataDir string
+	// ArtifactMaxAge is how long scripts keep failure artifacts under
+	// DataDir (scripts.Options.ArtifactMaxAge). The agent passes
+	// store.embedded.retention when the embedded store is on. Default
+	// scripts.DefaultArtifactMaxAge (7 days).
+	ArtifactMaxAge time.Duration
 	// Browser is the shared browser for browser script steps; nil: browser
 	// steps fail with cause browser_unavailable.
 	Browser *scripts.Browser
@@ -147,7 +152,7 @@ func (ch *CheckConfig) compile(o CompileOptions) (checks.Check, error) {
 	switch ch.Kind() {
 	case "script":
 		return scripts.New(ch.Script, scripts.Options{Check: ch.Name, Version: o.Version,
-			Timeout: ch.Timeout, DataDir: o.DataDir, Browser: o.Browser})
+			Timeout: ch.Timeout, DataDir: o.DataDir, ArtifactMaxAge: o.ArtifactMaxAge, Browser: o.Browser})
 	case "tcp":
 		return checks.NewTCP(*ch.TCP, *ch.Expect, opts)
 	case "tls":

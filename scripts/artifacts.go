@@ -106,8 +106,10 @@ func (r *run) saveSidecar(name string, info failureInfo) error {
 // the process and then every artifactSweepEvery, so that a failing check
 // cannot fill the disk.
 const (
-	// DefaultArtifactMaxAge is how long artifacts are kept: the embedded
-	// store's default retention, so a stored verdict's screenshot lives as
+	// DefaultArtifactMaxAge is how long artifacts are kept when
+	// Options.ArtifactMaxAge is 0: the embedded store's default retention.
+	// The agent sets Options.ArtifactMaxAge to store.embedded.retention when
+	// the embedded store is on, so a stored verdict's screenshot lives as
 	// long as the verdict.
 	DefaultArtifactMaxAge = 7 * 24 * time.Hour
 	// DefaultArtifactsPerPair is how many runs' artifacts (a PNG and its

@@ -73,7 +73,9 @@ type Options struct {
 	Browser *Browser
 	// ArtifactMaxAge and ArtifactsPerPair bound the artifacts kept under
 	// DataDir/artifacts (see PruneArtifacts). Defaults
-	// DefaultArtifactMaxAge (7 days) and DefaultArtifactsPerPair (20).
+	// DefaultArtifactMaxAge (7 days) and DefaultArtifactsPerPair (20); the
+	// agent passes store.embedded.retention as ArtifactMaxAge when the
+	// embedded store is on.
 	ArtifactMaxAge   time.Duration
 	ArtifactsPerPair int
 }

@@ -109,6 +109,18 @@ type app struct {
 	stopping atomic.Bool
 }
 
+// Compile is canary.Config.Compile with the file's other sections applied:
+// failure artifacts are kept for store.embedded.retention when the embedded
+// store is on, so a stored verdict's screenshot lives as long as the
+// verdict (scripts.DefaultArtifactMaxAge, 7 days, without it). Every
+// command that runs checks compiles through it.
+func (f *File) Compile(o canary.CompileOptions) ([]canary.Pair, error) {
+	if o.ArtifactMaxAge == 0 && f.Store.Embedded.On() {
+		o.ArtifactMaxAge = f.Store.Embedded.Retention
+	}
+	return f.Config.Compile(o)
+}
+
 // newApp builds every part the roles need from a validated config. Nothing
 // runs until Run.
 func newApp(cfg *File, o appOptions) (*app, error) {
