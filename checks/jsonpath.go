@@ -416,12 +416,12 @@ type part struct {
 	off int
 }
 
-// splitTop splits s at commas outside brackets and strings.
-func splitTop(s string) []part {
-	var out []part
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
+// indexTop is the index of the first byte at or after i, outside brackets
+// and strings (and not escaped), for which stop is true, or -1.
+func indexTop(s string, i int, stop func(byte) bool) int {
+	depth := 0
+	for ; i < len(s); i++ {
+		switch c := s[i]; c {
 		case '\\':
 			i++
 		case '"':
@@ -432,14 +432,27 @@ func splitTop(s string) []part {
 			depth++
 		case ')', ']', '}':
 			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, part{s[start:i], start})
-				start = i + 1
+		default:
+			if depth == 0 && stop(c) {
+				return i
 			}
 		}
 	}
-	return append(out, part{s[start:], start})
+	return -1
+}
+
+// splitTop splits s at commas outside brackets and strings.
+func splitTop(s string) []part {
+	var out []part
+	start := 0
+	for {
+		i := indexTop(s, start, func(c byte) bool { return c == ',' })
+		if i < 0 {
+			return append(out, part{s[start:], start})
+		}
+		out = append(out, part{s[start:i], start})
+		start = i + 1
+	}
 }
 
 // topColon is the index of the first ":" outside strings, before any
@@ -479,26 +492,7 @@ func (v *pathValidator) query(s string, base, i int) (int, error) {
 	}
 	// The comparison starts at the first operator byte outside brackets,
 	// as gjson reads it.
-	op := -1
-	depth := 0
-	for k := 0; k < len(inner) && op < 0; k++ {
-		switch inner[k] {
-		case '\\':
-			k++
-		case '"':
-			if j := skipString(inner, k, '"'); j > 0 {
-				k = j
-			}
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case '!', '=', '<', '>', '%':
-			if depth == 0 {
-				op = k
-			}
-		}
-	}
+	op := indexTop(inner, 0, func(c byte) bool { return strings.IndexByte("!=<>%", c) >= 0 })
 	lhs := inner
 	if op >= 0 {
 		lhs = inner[:op]
@@ -563,24 +557,8 @@ func unclosedString(s string) int {
 // componentEnd is the index of the first "." or "|" at or after i outside
 // brackets and strings, or len(s).
 func componentEnd(s string, i int) int {
-	depth := 0
-	for ; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			if j := skipString(s, i, '"'); j > 0 {
-				i = j
-			}
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case '.', '|':
-			if depth == 0 {
-				return i
-			}
-		}
+	if k := indexTop(s, i, func(c byte) bool { return c == '.' || c == '|' }); k >= 0 {
+		return k
 	}
 	return len(s)
 }
