@@ -1,49 +1,18 @@
 package checks_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+
 	"github.com/vigil-synthetics/vigil/checks"
 )
-
-// rawHTTPOrigin answers every request on a loopback socket with raw bytes.
-func rawHTTPOrigin(t *testing.T, answer string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				r := bufio.NewReader(c)
-				for { // read the request head
-					line, err := r.ReadString('\n')
-					if err != nil || line == "\r\n" {
-						break
-					}
-				}
-				c.Write([]byte(answer))
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
 
 // An origin that breaks HTTP (redirect loop, oversized or malformed head,
 // redirect to another scheme) fails the check with cause protocol, an
@@ -62,8 +31,8 @@ func TestHTTPProtocolCauses(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	bigHead := rawHTTPOrigin(t, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 1<<20+10)+"\r\nContent-Length: 0\r\n\r\n")
-	badStatus := rawHTTPOrigin(t, "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n")
+	bigHead := checktest.CannedOrigin(t, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 1<<20+10)+"\r\nContent-Length: 0\r\n\r\n")
+	badStatus := checktest.CannedOrigin(t, "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n")
 
 	cases := []struct {
 		name, url, path string

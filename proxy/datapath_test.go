@@ -208,41 +208,6 @@ func startCapturing(t *testing.T, cfg Config, engineName string) (*harness, *try
 	return h, logs
 }
 
-// cannedOrigin is an origin that reads a request head and writes answer, then
-// closes the connection.
-func cannedOrigin(t *testing.T, answer string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				br := bufio.NewReader(c)
-				for {
-					line, err := br.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if line == "\r\n" {
-						break
-					}
-				}
-				io.WriteString(c, answer)
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
-
 var bothEngines = []string{EngineFast, EngineStdlib}
 
 // TestOriginProtocolErrors: an origin answer that breaks HTTP/1.1 is a
@@ -269,7 +234,7 @@ func TestOriginProtocolErrors(t *testing.T) {
 			{"unrequested 101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", 502, ""},
 		} {
 			t.Run(engineName+"/"+tc.name, func(t *testing.T) {
-				cfg := pool1(PolicyFirst, cannedOrigin(t, tc.answer))
+				cfg := pool1(PolicyFirst, checktest.CannedOrigin(t, tc.answer))
 				cfg.Pools[0].Retry.Tries = 1
 				h, logs := startCapturing(t, cfg, engineName)
 				code, body, hdr := h.do("GET", "/x", "")
