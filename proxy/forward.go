@@ -680,6 +680,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	}
 
 	fast := pooled && up == ""
+	// The fast engine's client watcher aborts a try whose client left.
+	var watch *tryWatch
+	if rw, ok := w.(*respWriter); ok {
+		watch = &rw.c.watch
+	}
 	// The budget counts from now: reading a buffered body is the client's
 	// time, not the origins'.
 	deadline := time.Now().Add(cfg.Budget)
@@ -695,7 +700,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// A client that went away gets no retry (and the origins no more
 		// load for it). Checked only before a retry: the hot path makes no
 		// extra call.
-		if try > 0 && clientGone(w, r) {
+		if try > 0 && (watch.isGone() || clientGone(w, r)) {
 			pl.clientClosed(r, try, start)
 		}
 		now := time.Now()
@@ -735,7 +740,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		var err error
 		if fast && o.h1 != nil {
 			// The fast path bounds the try with connection deadlines.
-			resp, err = o.h1.roundTrip(ctx, r, hdr, now.Add(tryTimeout))
+			resp, err = o.h1.roundTrip(ctx, r, hdr, now.Add(tryTimeout), watch)
 		} else {
 			th := hdr
 			if pooled {
@@ -781,7 +786,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			if outBody == nil {
 				out.ContentLength = 0
 			}
+			if watch != nil {
+				cf := cancel // its own variable: only this path allocates it
+				watch.beginCancel(&cf, now)
+			}
 			resp, err = pl.transport.RoundTrip(out)
+			watch.endCancel()
 		}
 		tryEnd := time.Now()
 		lat := tryEnd.Sub(now)
@@ -819,7 +829,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 					return
 				}
 			}
-			if r.Context().Err() != nil {
+			if r.Context().Err() != nil || watch.isGone() {
 				cancel(nil)
 				pl.clientClosed(r, try+1, start) // not the origin's fault
 			}

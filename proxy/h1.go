@@ -116,7 +116,11 @@ func (p *h1Pool) dialConn(ctx context.Context, deadline time.Time) (*h1Conn, err
 // dropped. A reused connection that fails before anything was read back
 // (the origin closed it meanwhile) is retried once on a new connection, as
 // http.Transport does.
-func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header, deadline time.Time) (*http.Response, error) {
+//
+// watch (nil outside the fast engine) lets the engine's client watcher abort
+// the wait for the answer when the client leaves: the error is then
+// errClientGone.
+func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header, deadline time.Time, watch *tryWatch) (*http.Response, error) {
 	fresh := false
 	dropped := 0
 	for attempt := 0; ; attempt++ {
@@ -147,6 +151,10 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 			}
 			continue
 		}
+		if !watch.beginConn(c, now) {
+			c.c.Close()
+			return nil, errClientGone
+		}
 		stop := neverStopped
 		if ctx.Done() != nil {
 			stop = context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
@@ -167,6 +175,12 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 				}
 				resp, err = readResponse(c.br, r.Method, &c.rb)
 			}
+		}
+		if !watch.endConn() {
+			// The client left; the watcher poisoned c's deadline.
+			stop()
+			c.c.Close()
+			return nil, errClientGone
 		}
 		if err == nil && !bodyBuffered(resp, c.br) {
 			c.c.SetDeadline(time.Time{}) // the body may stream for long

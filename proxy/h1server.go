@@ -26,8 +26,9 @@ import (
 // the answer through a minimal ResponseWriter, then reads the next request.
 // Unlike net/http it starts no background read per request: a client that
 // goes away mid-request is noticed before a retry (the pool peeks at the
-// socket then) or when the answer is written, and the try in progress is
-// bounded by try_timeout. Upgrades, CONNECT, absolute-form and
+// socket then), by the engine's client watcher while a try has waited for
+// its answer longer than clientWatchInterval (clientwatch.go), or when the
+// answer is written. Upgrades, CONNECT, absolute-form and
 // asterisk-form requests are parsed by http.ReadRequest from the same bytes
 // and served by the same handler (with http.Hijacker for upgrades); the
 // connection closes after them unless it was hijacked.
@@ -68,6 +69,7 @@ type engine struct {
 	conns    map[*econn]struct{}
 	shutting atomic.Bool
 	wg       sync.WaitGroup
+	watcher  sync.Once // starts watchClients
 }
 
 func newEngine(h http.Handler, cfg Config, log *slog.Logger) *engine {
@@ -87,6 +89,7 @@ func (e *engine) Serve(ln net.Listener) error {
 		ln.Close()
 		return http.ErrServerClosed
 	}
+	e.watcher.Do(func() { go e.watchClients() })
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -190,6 +193,8 @@ type econn struct {
 	// wmu serialises writes to bw: the answer, and a 100 Continue sent by a
 	// body read that net/http's Transport may do from its own goroutine.
 	wmu sync.Mutex
+	// watch is the try in progress, for the client watcher (clientwatch.go).
+	watch tryWatch
 }
 
 var (

@@ -36,6 +36,8 @@ type backend struct {
 	mode  atomic.Int32
 	hits  atomic.Int64 // every request
 	posts atomic.Int64 // POST requests
+	// abandoned counts hanging requests whose connection the proxy closed
+	abandoned atomic.Int64
 	mu    sync.Mutex
 	seen  map[string]int // X-Req-Id → times received (replay detection)
 	last  http.Header
@@ -67,6 +69,7 @@ func newBackend(t *testing.T, name string) *backend {
 		case modeHang:
 			select {
 			case <-r.Context().Done():
+				b.abandoned.Add(1)
 			case <-b.done:
 			}
 			return
