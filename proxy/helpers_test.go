@@ -38,11 +38,11 @@ type backend struct {
 	posts atomic.Int64 // POST requests
 	// abandoned counts hanging requests whose connection the proxy closed
 	abandoned atomic.Int64
-	mu    sync.Mutex
-	seen  map[string]int // X-Req-Id → times received (replay detection)
-	last  http.Header
-	body  string
-	done  chan struct{}
+	mu        sync.Mutex
+	seen      map[string]int // X-Req-Id → times received (replay detection)
+	last      http.Header
+	body      string
+	done      chan struct{}
 }
 
 func newBackend(t *testing.T, name string) *backend {
