@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -230,7 +231,21 @@ func (p *pool) evaluate(now time.Time) {
 				o.lastDecay = now // decay starts one ejection period after the return
 				o.mu.Unlock()
 				o.m.available.Set(b2f(o.Available()))
-				p.log.Info("proxy: origin returned after ejection", "pool", p.name, "origin", o.name)
+				if o.Available() {
+					p.log.Info("proxy: origin returned after ejection", "pool", p.name, "origin", o.name)
+				} else {
+					// Still out for another reason: say so, rather than a
+					// "returned" line for an origin that gets no traffic.
+					var still []string
+					if o.has(flagVerdict) {
+						still = append(still, "verdict_down")
+					}
+					if o.has(flagDrained) {
+						still = append(still, "drained")
+					}
+					p.log.Info("proxy: passive ejection ended; origin still out", "pool", p.name, "origin", o.name,
+						"still", strings.Join(still, ","))
+				}
 			}
 			continue
 		}
