@@ -52,6 +52,9 @@ type Step struct {
 	// Expect holds the assertions on the HTTP step's response (`expect:`),
 	// with every key of package checks: status, headers, body, json, …
 	// Only for http steps. Default: the checks defaults (status 200-399).
+	// Variables are not expanded in it: a `${name}` naming a variable of the
+	// script, or a `${env:NAME}`, is a config error (ErrVarInExpect); any
+	// other "${" is matched as written.
 	Expect *checks.Expect `mapstructure:"expect"`
 	// Extract sets variables from the HTTP step's response, by variable
 	// name (lower-case). Only for http steps.
@@ -154,7 +157,9 @@ func (sc Script) HasBrowser() bool {
 
 // ValidateAndSetDefaults validates every step, sets names and timeouts,
 // compiles regexes and expressions, checks that every `${var}` is extracted
-// by an earlier step, and that the explicit step timeouts fit in
+// by an earlier step, that no http step's expect holds a `${name}` of a
+// variable of the script or a `${env:NAME}` (ErrVarInExpect: expect is not
+// expanded), and that the explicit step timeouts fit in
 // checkTimeout (0 = no limit). Errors start with the step's index, e.g.
 // `[2].browser.click: selector is empty`; the caller prefixes the key of the
 // list: units.Prefix("script", err).
@@ -163,6 +168,14 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		return ErrEmptyScript
 	}
 	var errs []error
+	// Every variable the script extracts, for the expect check below: a
+	// ${name} of a later step's extract is as likely a mistake.
+	extracted := map[string]bool{}
+	for i := range sc {
+		for name := range sc[i].Extract {
+			extracted[strings.ToLower(name)] = true
+		}
+	}
 	defined := map[string]bool{}
 	var sum time.Duration
 	sumReported := false
@@ -172,6 +185,11 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		if err := s.validate(i); err != nil {
 			errs = append(errs, units.Prefix(idx, err))
 			continue
+		}
+		if s.HTTP != nil {
+			for _, err := range expectRefs(s.Expect, extracted, s.Name) {
+				errs = append(errs, units.Prefix(idx, err))
+			}
 		}
 		for _, r := range s.refs {
 			if !r.env && !defined[r.name] {

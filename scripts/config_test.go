@@ -3,6 +3,9 @@ package scripts
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +136,20 @@ func TestValidateErrors(t *testing.T) {
 			[]string{"script[0].browser.navigate: undefined variable ${order}: no earlier step extracts it"}, ErrUndefinedVar},
 		{"undefined variable in expr", `[{expr: 'vars.nope == "x"'}]`, 0,
 			[]string{"script[0].expr: undefined variable vars.nope: no earlier step extracts it"}, ErrUndefinedVar},
+		{"variables in expect", `
+- http: {path: /login}
+  extract: {token: {json: token}, Order: {regex: "order=(\\d+)"}}
+- name: me
+  http: {path: /me}
+  expect: {body: {contains: ["${token}"], not_contains: ["id ${ORDER} and ${order}"]}, headers: {X-Token: "${env:API_TOKEN}"}, json: [{path: id, equals: "${later}"}]}
+- http: {path: /x}
+  extract: {later: {header: X-Later}}`, 0,
+			[]string{
+				`script[1].expect.headers.x-token: variables are not expanded in expect (step "me"): ${env:API_TOKEN} would be matched as literal text; expect cannot use environment variables (their values are secrets)`,
+				`script[1].expect.body.contains[0]: variables are not expanded in expect (step "me"): ${token} would be matched as literal text; compare the variable in an expr step instead, e.g. expr: 'last.body contains vars.token'`,
+				`script[1].expect.body.not_contains[0]: variables are not expanded in expect (step "me"): ${ORDER} would be matched as literal text; compare the variable in an expr step instead, e.g. expr: 'last.body contains vars.order'`,
+				`script[1].expect.json[0].equals: variables are not expanded in expect (step "me"): ${later} would be matched as literal text; compare the variable in an expr step instead, e.g. expr: 'last.body contains vars.later'`,
+			}, ErrVarInExpect},
 		{"bad expr", `[{expr: 'last.status_code +'}]`, 0, nil, nil},
 		{"expr not bool", `[{expr: 'last.status_code'}]`, 0, nil, nil},
 		{"timeouts over check timeout", `
@@ -246,6 +263,40 @@ func TestResolveURL(t *testing.T) {
 	} {
 		if got := resolveURL(tc[0], tc[1]); got != tc[2] {
 			t.Errorf("resolveURL(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+		}
+	}
+}
+
+// TestExpectLiteralDollarBrace: a "${" in expect that names no variable of
+// the script is matched as written, so a check for unrendered templates
+// loads and fails on the page that shows one.
+func TestExpectLiteralDollarBrace(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "Hello Ann, order 42") })
+	mux.HandleFunc("/tpl", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "Hello ${user.name}") })
+	o := httptest.NewServer(mux)
+	defer o.Close()
+	src := `
+- http: {path: /ok}
+  extract: {order: {regex: "order (\\d+)"}}
+  expect: {body: {not_contains: ["${", "$${order}"]}}
+- name: template
+  http: {path: PATH}
+  expect: {body: {not_contains: ["${user.name}", "${unknown}"]}}
+`
+	for _, tc := range []struct {
+		path, cause, err string
+	}{
+		{"/ok", "", ""},
+		{"/tpl", "script", `step 1 "template" (http): body contains "${user.name}"`},
+	} {
+		r, err := New(mustScript(t, strings.Replace(src, "PATH", tc.path, 1)), Options{Check: "c", Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("a literal ${ in expect rejected: %v", err)
+		}
+		res := r.Run(context.Background(), checks.Target{Name: "o", URL: o.URL})
+		if res.OK != (tc.cause == "") || string(res.Cause) != tc.cause || !strings.HasPrefix(res.Err, tc.err) {
+			t.Errorf("%s: ok %v cause %q err %q; want cause %q err %q", tc.path, res.OK, res.Cause, res.Err, tc.cause, tc.err)
 		}
 	}
 }

@@ -96,8 +96,7 @@ func expand(s string, lookup func(ref) (string, bool)) (string, error) {
 	}
 }
 
-// collectRefs walks every string reachable from v (struct fields by their
-// mapstructure key, maps in key order, slices, pointers, interfaces) and
+// collectRefs walks every string reachable from v (see walkStrings) and
 // returns the references found, each with its key under prefix (e.g.
 // "http.headers.Authorization", "http.json.items[0]"), or the first
 // malformed-reference error, prefixed with its key. It lets the script
@@ -105,11 +104,19 @@ func expand(s string, lookup func(ref) (string, bool)) (string, error) {
 // their fields.
 func collectRefs(prefix string, v reflect.Value) ([]ref, error) {
 	var out []ref
+	err := walkStrings(prefix, v, func(key, s string) error { return addRefs(&out, key, s) })
+	return out, err
+}
+
+// walkStrings calls fn with every string reachable from v (struct fields by
+// their mapstructure key, maps in key order, slices, pointers, interfaces)
+// and its key under prefix, and stops at fn's first error.
+func walkStrings(prefix string, v reflect.Value, fn func(key, s string) error) error {
 	var walk func(key string, v reflect.Value) error
 	walk = func(key string, v reflect.Value) error {
 		switch v.Kind() {
 		case reflect.String:
-			return addRefs(&out, key, v.String())
+			return fn(key, v.String())
 		case reflect.Pointer, reflect.Interface:
 			if v.IsNil() {
 				return nil
@@ -152,8 +159,58 @@ func collectRefs(prefix string, v reflect.Value) ([]ref, error) {
 		}
 		return nil
 	}
-	err := walk(prefix, v)
-	return out, err
+	return walk(prefix, v)
+}
+
+// ErrVarInExpect: an http step's `expect` holds a ${name} that names a
+// variable of the script, or a ${env:NAME}. expect is compiled at load
+// and compared as written, so the reference would be matched as literal
+// text (a not_contains of it would always pass).
+var ErrVarInExpect = errors.New("variables are not expanded in expect")
+
+// expectRefs returns one error for every string under the step's expect
+// (walked like collectRefs, keys under "expect") that holds a ${name}
+// naming one of vars (lower-case names of the script's extracts), or a
+// ${env:NAME}. Any other "${" is left alone: expect may look for an
+// unrendered template (`not_contains: ["${"]`, "${user.name}"). "$${" is
+// not a reference.
+func expectRefs(e any, vars map[string]bool, step string) []error {
+	var errs []error
+	_ = walkStrings("expect", reflect.ValueOf(e), func(key, s string) error {
+		seen := map[string]bool{}
+		for rest := s; ; {
+			i := strings.Index(rest, "${")
+			if i < 0 {
+				break
+			}
+			escaped := i > 0 && rest[i-1] == '$'
+			rest = rest[i+2:]
+			j := strings.IndexByte(rest, '}')
+			if j < 0 {
+				break
+			}
+			body := rest[:j]
+			if escaped {
+				continue
+			}
+			rest = rest[j+1:]
+			var why, name string
+			if env, ok := strings.CutPrefix(body, "env:"); ok && envName.MatchString(env) {
+				name, why = body, "expect cannot use environment variables (their values are secrets)"
+			} else if name = strings.ToLower(strings.TrimSpace(body)); varName.MatchString(name) && vars[name] {
+				why = fmt.Sprintf("compare the variable in an expr step instead, e.g. expr: 'last.body contains vars.%s'", name)
+			} else {
+				continue
+			}
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			errs = append(errs, fmt.Errorf("%s: %w (step %q): ${%s} would be matched as literal text; %s", key, ErrVarInExpect, step, body, why))
+		}
+		return nil
+	})
+	return errs
 }
 
 // addRefs appends the references in s, found at key, to out. A malformed
