@@ -222,6 +222,49 @@ func TestBrowserNavigateErrors(t *testing.T) {
 	}
 }
 
+// TestBrowserStepTimeoutCauses: a step that runs out of its own timeout
+// (the check's is far off) while the origin has not delivered the page is
+// cause timeout ("could not run"), as an http step to the same origin is;
+// an element (or text) that never appears on a page that loaded is cause
+// script, naming the step and the selector.
+func TestBrowserStepTimeoutCauses(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	for _, tc := range []struct {
+		name, script string
+		cause        checks.Cause
+		err          string
+	}{
+		{"slow origin, navigate", `[{name: open, timeout: 500ms, browser: {navigate: /slower}}]`, checks.CauseTimeout,
+			`step 0 "open" (browser.navigate): navigate ` + o.URL + `/slower: no load event within 500ms`},
+		{"slow origin, http step", `[{name: get, timeout: 500ms, http: {path: /slower}}]`, checks.CauseTimeout,
+			`step 0 "get" (http): `},
+		{"element never appears", `
+- browser: {navigate: /tiny}
+- {name: wait, timeout: 500ms, browser: {wait_visible: "#never"}}`, checks.CauseScript,
+			`step 1 "wait" (browser.wait_visible): wait_visible #never: not visible within 500ms`},
+		{"text never appears", `
+- browser: {navigate: /tiny}
+- {name: wait, timeout: 500ms, browser: {wait_text: {selector: "#x", equals: "done"}}}`, checks.CauseScript,
+			`step 1 "wait" (browser.wait_text): wait_text #x: text "ok", want equals "done", within 500ms`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := browserRunner(t, b, "", tc.script, 10*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+			last := res.Steps[len(res.Steps)-1]
+			if res.OK || res.Cause != tc.cause || last.Cause != tc.cause || !strings.HasPrefix(res.Err, tc.err) {
+				t.Fatalf("cause %s / step %s (%s)\nwant %s: %s", res.Cause, last.Cause, res.Err, tc.cause, tc.err)
+			}
+			if res.CouldNotRun() != (tc.cause == checks.CauseTimeout) {
+				t.Errorf("could not run: %v, want %v", res.CouldNotRun(), tc.cause == checks.CauseTimeout)
+			}
+			if res.Phases.Total > 5*time.Second {
+				t.Errorf("the run took %s: the step's timeout did not end it", res.Phases.Total)
+			}
+		})
+	}
+}
+
 // TestBrowserMissingElementAtRunDeadlineIsScript: an element that never
 // appears is a script failure naming the step and the selector, also when
 // the check's timeout (not a step timeout) ends the wait; the

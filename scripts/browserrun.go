@@ -127,10 +127,14 @@ func roundForText(d time.Duration) time.Duration {
 
 // waitErr is the error of a wait that ran out of time in a step. element:
 // the step waited for an element (or its text), so running out of the run's
-// time is still a script failure, not the run's timeout.
+// time is still a script failure, not the run's timeout. load: the step
+// waited for a navigation's load event, so running out of the step's own
+// timeout is a timeout too (the origin did not deliver the page in time,
+// like an http step that runs out of its timeout).
 type waitErr struct {
 	what    string
 	element bool
+	load    bool
 }
 
 func (e *waitErr) Error() string { return e.what }
@@ -255,6 +259,9 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 				return outcome{cause: loadErrorCause(le.ErrorText), err: fmt.Errorf("navigate %s: %s", u, le.ErrorText), url: u}
 			}
 			o := r.waitFail(ctx, err, "navigate "+u, fmt.Sprintf("navigate %s: no load event within %s", u, timeoutText))
+			if we, ok := o.err.(*waitErr); ok {
+				we.load = true
+			}
 			o.url = u
 			return o
 		}
@@ -482,7 +489,7 @@ func (r *run) badSelector(ctx context.Context, action, sel string) (outcome, boo
 // waitFail turns an action's error into an outcome. When the step's context
 // ended, the page never got where the step waited for: a script failure
 // with timeoutMsg (the runner turns it into CauseTimeout when the run's own
-// deadline passed). A browser that died is CauseBrowser. Any other error is
+// deadline passed, and for a navigation also when the step's timeout did). A browser that died is CauseBrowser. Any other error is
 // a script failure prefixed with what.
 func (r *run) waitFail(ctx context.Context, err error, what, timeoutMsg string) outcome {
 	if r.tab.browserDead() {

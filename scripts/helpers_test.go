@@ -203,6 +203,17 @@ document.getElementById('out').textContent = confirm('sure?') ? 'yes' : 'no'; };
 		case <-time.After(30 * time.Second):
 		}
 	})
+	// An origin far too slow for the tests' step timeouts: the document
+	// comes after 5s (or never, once the request is cancelled).
+	mux.HandleFunc("/slower", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><title>Slower</title>`)
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(300 * time.Millisecond)
 		w.Header().Set("Content-Type", "text/html")

@@ -439,15 +439,23 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 	default:
 		o = outcome{cause: checks.CauseInternal, err: errors.New("step has no kind")}
 	}
-	// The run's deadline, not the step's own timeout, ended a wait. An
-	// element that never appeared stays a script failure: the
-	// page answered, without the element. A navigation (or an evaluation,
-	// a sleep) that did not finish is the run's timeout.
-	if o.err != nil && !late && (capped || runCtx.Err() != nil) && o.cause == checks.CauseScript {
+	// A wait ran out of time. An element that never appeared stays a
+	// script failure: the page answered, without the element. A
+	// navigation without its load event within the step's timeout is
+	// cause timeout, as an http step that runs out of its timeout is: the
+	// origin did not deliver the page in time. When the run's deadline,
+	// not the step's own timeout, ended the wait, a navigation (or an
+	// evaluation, a sleep) that did not finish is the run's timeout.
+	if o.err != nil && o.cause == checks.CauseScript {
 		var we *waitErr
 		if errors.As(o.err, &we) && !we.element {
-			o.cause = checks.CauseTimeout
-			o.err = fmt.Errorf("run timed out: %w", o.err)
+			switch {
+			case !late && (capped || runCtx.Err() != nil):
+				o.cause = checks.CauseTimeout
+				o.err = fmt.Errorf("run timed out: %w", o.err)
+			case we.load:
+				o.cause = checks.CauseTimeout
+			}
 		}
 	}
 	return o
