@@ -153,6 +153,41 @@ func TestExprStepFails(t *testing.T) {
 	}
 }
 
+// TestExprVarNamesIgnoreCase: variable names in expressions match
+// case-insensitively, as in extract and ${name}: vars.TOKEN is the variable
+// extracted as Token, and a false comparison with it fails the step.
+func TestExprVarNamesIgnoreCase(t *testing.T) {
+	o := newAPIOrigin(t)
+	t.Setenv("DEMO_PASSWORD", demoPassword)
+	for _, tc := range []struct {
+		expr, err string
+	}{
+		{`vars.TOKEN == "tok-4711" && vars["Token"] == "tok-4711" && "TOKEN" in vars && !("NOPE" in vars)`, ""},
+		{`vars.TOKEN == "other"`, `step 1 "1 expr" (expr): expr vars.TOKEN == "other": false (last.status_code=200)`},
+	} {
+		r := apiScript(t, `
+- http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}
+  extract: {Token: {json: token}}
+- expr: '`+tc.expr+`'
+`)
+		res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+		if tc.err == "" {
+			if !res.OK {
+				t.Errorf("%s: cause %s: %s", tc.expr, res.Cause, res.Err)
+			}
+			continue
+		}
+		if res.OK || res.Cause != checks.CauseScript || res.Err != tc.err {
+			t.Errorf("%s: ok %v cause %s err %q; want script, %q", tc.expr, res.OK, res.Cause, res.Err, tc.err)
+		}
+	}
+	// An undefined name is still a config error, whatever its case.
+	_, err := New(mustScript(t, `[{http: {path: /}, extract: {token: {json: t}}}, {expr: 'vars.TOKN == "x"'}]`), Options{})
+	if want := "script[1].expr: undefined variable vars.tokn: no earlier step extracts it"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 func TestExtractMissingFailsStep(t *testing.T) {
 	o := newAPIOrigin(t)
 	r := apiScript(t, `

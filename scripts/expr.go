@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -25,9 +26,32 @@ type lastResponse struct {
 	DurationMS float64           `expr:"duration_ms"`
 }
 
-// compileExpr type-checks and compiles a boolean expression.
+// compileExpr type-checks and compiles a boolean expression. Variable names
+// written as literals (`vars.TOKEN`, `vars["Token"]`, `"TOKEN" in vars`)
+// are lower-cased first, as `extract` names and `${name}` are: script
+// variables match case-insensitively everywhere.
 func compileExpr(src string) (*vm.Program, error) {
-	return expr.Compile(src, expr.Env(exprEnv{}), expr.AsBool())
+	return expr.Compile(src, expr.Env(exprEnv{}), expr.AsBool(), expr.Patch(lowerVarNames{}))
+}
+
+// lowerVarNames lower-cases the literal variable names of an expression.
+type lowerVarNames struct{}
+
+func (lowerVarNames) Visit(n *ast.Node) {
+	switch x := (*n).(type) {
+	case *ast.MemberNode:
+		if id, ok := x.Node.(*ast.IdentifierNode); ok && id.Value == "vars" {
+			if s, ok := x.Property.(*ast.StringNode); ok {
+				s.Value = strings.ToLower(s.Value)
+			}
+		}
+	case *ast.BinaryNode:
+		if id, ok := x.Right.(*ast.IdentifierNode); ok && id.Value == "vars" && x.Operator == "in" {
+			if s, ok := x.Left.(*ast.StringNode); ok {
+				s.Value = strings.ToLower(s.Value)
+			}
+		}
+	}
 }
 
 // runExpr evaluates a compiled expression.
@@ -43,7 +67,8 @@ func runExpr(p *vm.Program, env exprEnv) (bool, error) {
 	return b, nil
 }
 
-// exprVars lists the names used as `vars.name` or `vars["name"]` in src.
+// exprVars lists the names used as `vars.name` or `vars["name"]` in src,
+// lower-cased.
 func exprVars(src string) []string {
 	tree, err := parser.Parse(src)
 	if err != nil {
@@ -66,6 +91,6 @@ func (v *varVisitor) Visit(n *ast.Node) {
 		return
 	}
 	if s, ok := m.Property.(*ast.StringNode); ok {
-		v.names = append(v.names, s.Value)
+		v.names = append(v.names, strings.ToLower(s.Value))
 	}
 }
