@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/page"
@@ -96,7 +97,9 @@ func (c *BrowserConfig) findExec() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: no chromium, chromium-browser or google-chrome in PATH (set agent.browser.exec_path)", ErrBrowserUnavailable)
+	last := len(execCandidates) - 1
+	return "", fmt.Errorf("%w: no %s or %s in PATH (set agent.browser.exec_path)", ErrBrowserUnavailable,
+		strings.Join(execCandidates[:last], ", "), execCandidates[last])
 }
 
 func (b *Browser) mustLock() { b.lock <- struct{}{} }

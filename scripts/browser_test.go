@@ -382,11 +382,18 @@ func TestBrowserHungPageEndsWithinTimeout(t *testing.T) {
 }
 
 func TestBrowserUnavailable(t *testing.T) {
-	for _, tc := range []struct{ name, path string }{
-		{"missing", filepath.Join(t.TempDir(), "no-such-chromium")},
-		{"cannot start", "/bin/false"},
+	for _, tc := range []struct{ name, path, err string }{
+		{"missing", filepath.Join(t.TempDir(), "no-such-chromium"), ""},
+		{"cannot start", "/bin/false", ""},
+		// With no exec_path and none of the binaries on PATH, the error
+		// names every binary that was looked for.
+		{"none on PATH", "", `step 0 "0 browser.navigate" (browser.navigate): browser unavailable: ` +
+			`no chromium, chromium-browser, google-chrome, google-chrome-stable or headless-shell in PATH (set agent.browser.exec_path)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.path == "" {
+				t.Setenv("PATH", t.TempDir())
+			}
 			b := NewBrowser(BrowserConfig{ExecPath: tc.path})
 			defer b.Close()
 			if err := b.Start(context.Background()); !errors.Is(err, ErrBrowserUnavailable) {
@@ -396,6 +403,9 @@ func TestBrowserUnavailable(t *testing.T) {
 			res := r.Run(context.Background(), checks.Target{Name: "x", URL: "http://127.0.0.1:1"})
 			if res.OK || res.Cause != checks.CauseBrowserUnavailable || !res.CouldNotRun() {
 				t.Fatalf("cause %s (%s), want browser_unavailable", res.Cause, res.Err)
+			}
+			if tc.err != "" && res.Err != tc.err {
+				t.Errorf("err %q, want %q", res.Err, tc.err)
 			}
 		})
 	}
