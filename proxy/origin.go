@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +101,21 @@ func (o *origin) clear(flag uint32, now time.Time) bool {
 }
 
 func (o *origin) has(flag uint32) bool { return o.flags.Load()&flag != 0 }
+
+// stillOut names the flags that keep the origin out of service, for logs:
+// "drained,verdict_down,passive_ejected" (the API's field names).
+func (o *origin) stillOut() string {
+	var out []string
+	for _, f := range []struct {
+		flag uint32
+		name string
+	}{{flagDrained, "drained"}, {flagVerdict, "verdict_down"}, {flagPassive, "passive_ejected"}} {
+		if o.has(f.flag) {
+			out = append(out, f.name)
+		}
+	}
+	return strings.Join(out, ",")
+}
 
 func bit(flag uint32) int {
 	switch flag {

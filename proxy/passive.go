@@ -5,7 +5,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,15 +235,8 @@ func (p *pool) evaluate(now time.Time) {
 				} else {
 					// Still out for another reason: say so, rather than a
 					// "returned" line for an origin that gets no traffic.
-					var still []string
-					if o.has(flagVerdict) {
-						still = append(still, "verdict_down")
-					}
-					if o.has(flagDrained) {
-						still = append(still, "drained")
-					}
 					p.log.Info("proxy: passive ejection ended; origin still out", "pool", p.name, "origin", o.name,
-						"still", strings.Join(still, ","))
+						"still", o.stillOut())
 				}
 			}
 			continue

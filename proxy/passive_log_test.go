@@ -31,3 +31,22 @@ func TestPassiveReturnWhileVerdictDownLogged(t *testing.T) {
 		t.Errorf("want one still-out line naming verdict_down, got %q", got)
 	}
 }
+
+// TestVerdictClearWhilePassiveEjectedLogged: verdicts that clear an origin
+// still passively ejected log that it is still out, naming why.
+func TestVerdictClearWhilePassiveEjectedLogged(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	h, logs := startCapturing(t, pool1(PolicyFirst, urls(a, b)...), EngineFast)
+	p := h.pool("web")
+	o := p.origins[0]
+	now := time.Now()
+	o.set(flagVerdict, "canaries: unhealthy", now)
+	p.eject(o, "consecutive_5xx", now, func() string { return "test" })
+	p.applyVerdicts(nil, now) // no verdict any more: unknown clears the flag
+	if o.has(flagVerdict) {
+		t.Fatal("the verdict flag was not cleared")
+	}
+	if got := logs.lines("verdicts cleared origin; origin still out"); len(got) != 1 || !strings.Contains(got[0], "still=passive_ejected") {
+		t.Errorf("want one still-out line naming passive_ejected, got %q (all: %q)", got, logs.lines("verdicts cleared"))
+	}
+}

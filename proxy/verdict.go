@@ -375,7 +375,12 @@ func (pl *pool) applyVerdicts(vs []reporting.Verdict, now time.Time) {
 		case !down && o.has(flagVerdict):
 			if o.clear(flagVerdict, now) {
 				o.m.available.Set(b2f(o.Available()))
-				pl.log.Info("proxy: verdicts cleared origin", "pool", pl.name, "origin", o.name)
+				if o.Available() {
+					pl.log.Info("proxy: verdicts cleared origin", "pool", pl.name, "origin", o.name)
+				} else {
+					pl.log.Info("proxy: verdicts cleared origin; origin still out", "pool", pl.name, "origin", o.name,
+						"still", o.stillOut())
+				}
 			}
 		default:
 			o.mu.Lock()
