@@ -43,7 +43,9 @@ type BrowserConfig struct {
 }
 
 // ValidateAndSetDefaults sets the defaults. A missing binary is not a config
-// error: it is reported by every browser run as browser_unavailable.
+// error for the agent (it may be installed later): it is reported by every
+// browser run as browser_unavailable. `vigil validate` reports an ExecPath
+// that names no executable on the machine it runs on.
 func (c *BrowserConfig) ValidateAndSetDefaults() error {
 	if c.MaxConcurrent < 0 {
 		return errors.New("max_concurrent: must not be negative")

@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -17,8 +20,12 @@ func newValidateCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			warn := func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }
-			if _, err := loadConfigWarn(file, os.LookupEnv, os.Environ(), warn); err != nil {
+			f, err := loadConfigWarn(file, os.LookupEnv, os.Environ(), warn)
+			if err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			if err := checkExecPath(f.Agent.Browser.ExecPath); err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("%s: agent.browser.exec_path: %w", file, err)}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")
 			return nil
@@ -26,4 +33,44 @@ func newValidateCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "vigil.yaml", "config file")
 	return cmd
+}
+
+// checkExecPath reports an agent.browser.exec_path that names no executable
+// file on the machine running `vigil validate` (a path that does not exist,
+// a directory, a file without execute permission, or a name not on PATH).
+// An empty exec_path (auto-detect) is not checked. The agent resolves the
+// path again where it runs; a missing browser there fails browser runs with
+// cause browser_unavailable.
+func checkExecPath(p string) error {
+	if p == "" {
+		return nil
+	}
+	const where = "on this machine (checked where vigil validate runs; the agent needs it where the agent runs)"
+	if !strings.Contains(p, "/") {
+		if _, err := exec.LookPath(p); err != nil {
+			return fmt.Errorf("%s: not found in PATH %s", p, where)
+		}
+		return nil
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil && os.IsNotExist(err):
+		return fmt.Errorf("%s: no such file %s", p, where)
+	case err != nil:
+		return fmt.Errorf("%s: %v %s", p, unwrapPathError(err), where)
+	case fi.IsDir():
+		return fmt.Errorf("%s: is a directory, not a program, %s", p, where)
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s: not executable (mode %#o) %s", p, fi.Mode().Perm(), where)
+	}
+	return nil
+}
+
+// unwrapPathError drops the operation and path of a *fs.PathError, which
+// the message already names.
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		return pe.Err
+	}
+	return err
 }
