@@ -3,9 +3,11 @@ package canary
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -215,11 +217,15 @@ func (c *Config) ValidateAndSetDefaults() error {
 	errs = append(errs, units.Prefix("agent", c.Agent.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("defaults", c.Defaults.ValidateAndSetDefaults()))
 	targets := map[string]string{}
+	// invalid holds the names of targets that failed validation: a check
+	// naming one gets no "unknown target" error on top of the target's own.
+	invalid := map[string]bool{}
 	for i := range c.Targets {
 		t := &c.Targets[i]
 		p := fmt.Sprintf("targets[%d]", i)
 		if err := t.ValidateAndSetDefaults(); err != nil {
 			errs = append(errs, units.Prefix(p, err))
+			invalid[t.Name] = true
 			continue
 		}
 		if _, dup := targets[t.Name]; dup {
@@ -231,7 +237,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	for i := range c.Checks {
 		ch := &c.Checks[i]
 		p := fmt.Sprintf("checks[%d]", i)
-		errs = append(errs, units.Prefix(p, ch.validate(c.Defaults, targets)))
+		errs = append(errs, units.Prefix(p, ch.validate(c.Defaults, targets, invalid)))
 		if ch.Name != "" && names[ch.Name] {
 			errs = append(errs, fmt.Errorf("%s.name: %q: %w", p, ch.Name, ErrDuplicate))
 		}
@@ -305,6 +311,9 @@ func (a *AgentConfig) ValidateAndSetDefaults() error {
 	if a.Listen == "" {
 		a.Listen = "127.0.0.1:9470"
 	}
+	if err := checkListen(a.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen: %w", err))
+	}
 	if a.DataDir == "" {
 		a.DataDir = "./vigil-data"
 	}
@@ -325,6 +334,19 @@ func (a *AgentConfig) ValidateAndSetDefaults() error {
 	}
 	errs = append(errs, units.Prefix("triggers", a.Triggers.ValidateAndSetDefaults()))
 	return errors.Join(errs...)
+}
+
+// checkListen rejects a listen address that net.Listen would refuse:
+// not host:port, or a port outside 0..65535 (0: any free port).
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port, e.g. 127.0.0.1:9470", addr)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return fmt.Errorf("%q: port %q: want a number from 0 to 65535", addr, port)
+	}
+	return nil
 }
 
 // ValidateAndSetDefaults fills the global defaults.
@@ -376,10 +398,20 @@ func (f *FlapConfig) ValidateAndSetDefaults() error {
 	if f.ExtraPasses == 0 && !f.noExtraPasses {
 		f.ExtraPasses = 2
 	}
-	if f.MaxChanges < 0 || f.Window < 0 || f.HoldDown < 0 || f.ExtraPasses < 0 {
-		return errors.New("max_changes, window, hold_down and extra_passes must be positive")
+	var errs []error
+	if f.MaxChanges < 0 {
+		errs = append(errs, fmt.Errorf("max_changes: %d: must not be negative (0 turns flap damping off)", f.MaxChanges))
 	}
-	return nil
+	if f.Window < 0 {
+		errs = append(errs, fmt.Errorf("window: %s: must be positive", f.Window))
+	}
+	if f.HoldDown < 0 {
+		errs = append(errs, fmt.Errorf("hold_down: %s: must be positive", f.HoldDown))
+	}
+	if f.ExtraPasses < 0 {
+		errs = append(errs, fmt.Errorf("extra_passes: %d: must not be negative (0: rise alone recovers)", f.ExtraPasses))
+	}
+	return errors.Join(errs...)
 }
 
 // ValidateAndSetDefaults checks a target's name and URL.
@@ -400,9 +432,12 @@ func validateURL(raw string) error {
 	if raw == "" {
 		return errors.New("required")
 	}
+	if !strings.Contains(raw, "://") {
+		return fmt.Errorf("%q: no scheme: write it as http://%s (or https://, tcp://, tls://)", units.RedactURL(raw), units.RedactURL(raw))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%q: %v", units.RedactURL(raw), err)
+		return fmt.Errorf("%q: not a URL: %v", units.RedactURL(raw), errors.Unwrap(err))
 	}
 	switch u.Scheme {
 	case "http", "https", "tcp", "tls":
@@ -415,7 +450,7 @@ func validateURL(raw string) error {
 	return nil
 }
 
-func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
+func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid map[string]bool) error {
 	var errs []error
 	if c.Name == "" {
 		errs = append(errs, errors.New("name: required"))
@@ -475,10 +510,15 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 	}
 	for i, t := range c.Targets {
 		u, ok := targets[t]
-		if !ok {
+		switch {
+		case !ok && invalid[t]:
+			// The target's own error says what is wrong.
+		case !ok:
 			errs = append(errs, fmt.Errorf("targets[%d]: %q: %w (define it under targets:)", i, t, ErrUnknownTarget))
-		} else if err := c.urlFits(u); err != nil {
-			errs = append(errs, fmt.Errorf("targets[%d]: %q (url %q): %w", i, t, units.RedactURL(u), err))
+		default:
+			if err := c.urlFits(u); err != nil {
+				errs = append(errs, fmt.Errorf("targets[%d]: %q (url %q): %w", i, t, units.RedactURL(u), err))
+			}
 		}
 	}
 
@@ -585,7 +625,31 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string) error {
 	if c.Script != nil {
 		errs = append(errs, units.Prefix("script", c.Script.ValidateAndSetDefaults(c.Timeout)))
 	}
+	errs = append(errs, c.expectFitsTimeout()...)
 	return errors.Join(errs...)
+}
+
+// expectFitsTimeout rejects an expect.duration or expect.ttfb at or above
+// the check's timeout: the run is cancelled at the timeout (cause timeout)
+// before either can be exceeded, so the assertion could never fail.
+func (c *CheckConfig) expectFitsTimeout() []error {
+	if c.Expect == nil || c.Timeout <= 0 {
+		return nil
+	}
+	timeout := fmt.Sprintf("timeout %s", c.Timeout)
+	if !c.timeoutExplicit {
+		timeout = fmt.Sprintf("timeout %s (inherited: defaults.timeout or min(10s, 80%% of the interval))", c.Timeout)
+	}
+	var errs []error
+	for _, e := range []struct {
+		key string
+		d   time.Duration
+	}{{"expect.duration", c.Expect.Duration}, {"expect.ttfb", c.Expect.TTFB}} {
+		if e.d > 0 && e.d >= c.Timeout {
+			errs = append(errs, fmt.Errorf("%s: %s ≥ %s: the run times out first, so the assertion can never fail (set %s below timeout, or raise timeout)", e.key, e.d, timeout, e.key))
+		}
+	}
+	return errs
 }
 
 // MaxCronJitter caps an explicit jitter on a cron check: a cron check runs
@@ -664,7 +728,8 @@ func (c *CheckConfig) certOnPlainHTTP(targets map[string]string) []error {
 }
 
 // urlFits reports whether a (valid) target URL suits what the check does: an
-// http check without http.url requests http:// or https:// URLs, and a tcp
+// http check without http.url, and a script's http steps without their own
+// http.url, request http:// or https:// URLs, and a tcp
 // check needs a port unless the scheme implies one (http 80, https/tls 443).
 // Without this a run would fail every time with cause internal.
 func (c *CheckConfig) urlFits(raw string) error {
@@ -675,6 +740,15 @@ func (c *CheckConfig) urlFits(raw string) error {
 		}
 		if !strings.HasPrefix(raw, "http://") && !strings.HasPrefix(raw, "https://") {
 			return errors.New("want an http:// or https:// URL for an http check")
+		}
+	case "script":
+		if strings.HasPrefix(raw, "http://") || strings.HasPrefix(raw, "https://") {
+			return nil
+		}
+		for i, st := range c.Script {
+			if st.HTTP != nil && st.HTTP.URL == "" {
+				return fmt.Errorf("want an http:// or https:// URL: script[%d] is an http step without its own http.url", i)
+			}
 		}
 	case "tcp":
 		u, err := url.Parse(raw)

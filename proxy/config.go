@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +85,78 @@ type Config struct {
 	Engine string `mapstructure:"engine"`
 	// Pools route requests by Host and path prefix.
 	Pools []PoolConfig `mapstructure:"pools"`
+
+	// set holds the keys the file set, relative to the section (see SetKeys).
+	set map[string]bool
+}
+
+// SetKeys records which keys the config file set, relative to the
+// section ("listen", "pools[0].max_ejected"), so that validation tells an
+// explicit 0 from an omitted key: an omitted key takes its default; an
+// explicit 0 is an error where 0 has no meaning of its own
+// (pools[].retry.tries, pools[].origins[].weight, …), is kept where it has
+// one (pools[].max_ejected: 0% never ejects; read_timeout, write_timeout,
+// slow_start, failure_rate, latency_p95 and max_conns default to 0), and
+// send_timeout: 0 still reads as the default. Without SetKeys every 0
+// reads as omitted.
+func (c *Config) SetKeys(keys []string) {
+	c.set = make(map[string]bool, len(keys))
+	for _, k := range keys {
+		c.set[k] = true
+	}
+}
+
+// explicitZeros rejects keys the file set to 0 where 0 has no meaning and
+// an omitted key takes a non-zero default (tries: 0 used to mean 3).
+func (c *Config) explicitZeros() []error {
+	if c.set == nil {
+		return nil
+	}
+	type key struct {
+		name string
+		zero bool   // the decoded value is 0
+		def  string // what omitting the key gives
+	}
+	keys := []key{
+		{"max_header_bytes", c.MaxHeaderBytes == 0, "64KiB"},
+		{"max_body", c.MaxBody == 0, "10MiB"},
+		{"read_header_timeout", c.ReadHeaderTimeout == 0, "10s"},
+		{"idle_timeout", c.IdleTimeout == 0, "60s"},
+		{"verdict_poll", c.VerdictPoll == 0, "2s"},
+		{"signal_window", c.SignalWindow == 0, "10s"},
+	}
+	for i := range c.Pools {
+		p := &c.Pools[i]
+		k := fmt.Sprintf("pools[%d].", i)
+		keys = append(keys,
+			key{k + "hash.bounded_load", p.Hash.BoundedLoad == 0, "1.25"},
+			key{k + "verdicts.quorum", p.Verdicts.Quorum == 0, "1"},
+			key{k + "verdicts.max_age", p.Verdicts.MaxAge == 0, "60s"},
+			key{k + "passive.consecutive_5xx", p.Passive.Consecutive5xx == 0, "5; -1 turns the rule off"},
+			key{k + "passive.window", p.Passive.Window == 0, "30s"},
+			key{k + "passive.min_requests", p.Passive.MinRequests == 0, "20"},
+			key{k + "passive.success_rate_stdev", p.Passive.SuccessRateStdev == 0, "1.9; -1 turns the rule off"},
+			key{k + "passive.ejection", p.Passive.Ejection == 0, "30s"},
+			key{k + "passive.max_ejection", p.Passive.MaxEjection == 0, "300s"},
+			key{k + "retry.tries", p.Retry.Tries == 0, "3; 1 sends each request to one origin only"},
+			key{k + "retry.try_timeout", p.Retry.TryTimeout == 0, "15s"},
+			key{k + "retry.budget", p.Retry.Budget == 0, "30s"},
+			key{k + "retry.retry_budget", p.Retry.RetryBudget == 0, "20%"},
+			key{k + "retry.max_buffered_body", p.Retry.MaxBufferedBody == 0, "64KiB"},
+			key{k + "connect_timeout", p.ConnectTimeout == 0, "2s"},
+		)
+		for j := range p.Origins {
+			keys = append(keys, key{fmt.Sprintf("%sorigins[%d].weight", k, j), p.Origins[j].Weight == 0,
+				"1; to send an origin no new requests, drain it with POST /api/v1/origins/{name}/drain"})
+		}
+	}
+	var errs []error
+	for _, k := range keys {
+		if k.zero && c.set[k.name] {
+			errs = append(errs, fmt.Errorf("%s: 0: must be positive (omit the key for the default, %s)", k.name, k.def))
+		}
+	}
+	return errs
 }
 
 // Engine names accepted in Config.Engine.
@@ -116,8 +189,10 @@ type PoolConfig struct {
 	// Passive configures the outlier detector on live traffic.
 	Passive PassiveConfig `mapstructure:"passive"`
 	// MaxEjected caps the share of the pool that verdicts and the passive
-	// detector together may take out (drained origins do not count). Default 50%.
-	// "0%" means the default; use "100%" to allow every origin to be ejected.
+	// detector together may take out (drained origins do not count). Default 50%
+	// when omitted; an explicit "0%" (Config.SetKeys) never ejects: verdicts
+	// and the passive detector only log, as with Envoy's
+	// max_ejection_percent: 0. "100%" allows every origin to be ejected.
 	MaxEjected units.Percent `mapstructure:"max_ejected"`
 	// Retry bounds failover.
 	Retry RetryConfig `mapstructure:"retry"`
@@ -133,6 +208,8 @@ type PoolConfig struct {
 	hashKey  hashKey
 	checkSet map[string]bool
 	tierSet  map[string]bool
+	// noEject records an explicit max_ejected: 0% (Config.SetKeys).
+	noEject bool
 }
 
 // OriginConfig is one origin. Either URL is set directly, or Target names an
@@ -241,16 +318,19 @@ type RetryConfig struct {
 
 // ValidateAndSetDefaults fills defaults and validates the section.
 func (c *Config) ValidateAndSetDefaults() error {
-	var errs []error
+	errs := c.explicitZeros()
+	for i := range c.Pools {
+		c.Pools[i].noEject = c.set[fmt.Sprintf("pools[%d].max_ejected", i)] && c.Pools[i].MaxEjected == 0
+	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
 	}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("listen: %q: want host:port", c.Listen))
+	if err := checkListen(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen: %w", err))
 	}
 	if c.TLSListen != "" {
-		if _, _, err := net.SplitHostPort(c.TLSListen); err != nil {
-			errs = append(errs, fmt.Errorf("tls_listen: %q: want host:port", c.TLSListen))
+		if err := checkListen(c.TLSListen); err != nil {
+			errs = append(errs, fmt.Errorf("tls_listen: %w", err))
 		}
 		if c.CertFile == "" {
 			errs = append(errs, errors.New("cert_file: required with tls_listen"))
@@ -395,9 +475,10 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	if err := p.Passive.ValidateAndSetDefaults(); err != nil {
 		errs = append(errs, units.Prefix("passive", err))
 	}
-	if p.MaxEjected == 0 {
+	if p.MaxEjected == 0 && !p.noEject {
 		p.MaxEjected = 50
 	}
+
 	if err := p.Retry.ValidateAndSetDefaults(); err != nil {
 		errs = append(errs, units.Prefix("retry", err))
 	}
@@ -562,6 +643,19 @@ func (r *RetryConfig) ValidateAndSetDefaults() error {
 		errs = append(errs, errors.New("max_buffered_body: must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// checkListen rejects a listen address that net.Listen would refuse:
+// not host:port, or a port outside 0..65535.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port", addr)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return fmt.Errorf("%q: port %q: want a number from 0 to 65535", addr, port)
+	}
+	return nil
 }
 
 func toSet(xs []string) map[string]bool {

@@ -32,6 +32,9 @@ import (
 // ErrUnknownKey marks a config key that vigil does not know.
 var ErrUnknownKey = errors.New("unknown key")
 
+// errNothingConfigured: the file gives no role anything to do.
+var errNothingConfigured = errors.New("no checks, proxy or alerting configured (add a checks:, proxy:, alerting:, slos: or store: section)")
+
 // File is the whole config file. Each section is owned by the package that
 // uses it; File only composes them.
 type File struct {
@@ -63,7 +66,7 @@ func (f *File) ValidateAndSetDefaults() error {
 	if len(f.Checks) == 0 && len(f.SLOs) == 0 && f.Proxy == nil && !f.sections["alerting"] && !f.sections["store"] {
 		// Nothing for any role to do: an empty file, or a typo'd section name
 		// caught as an unknown key already.
-		errs = append(errs, errors.New("no checks, proxy or alerting configured (add a checks:, proxy: or alerting: section)"))
+		errs = append(errs, errNothingConfigured)
 	}
 	errs = append(errs, f.checkIntervals()...)
 	canaryErr := f.Config.ValidateAndSetDefaults()
@@ -87,6 +90,15 @@ func (f *File) ValidateAndSetDefaults() error {
 	targets := map[string]string{}
 	for _, t := range f.Targets {
 		targets[t.Name] = t.URL
+	}
+	// Targets with an error of their own (targets[i]…).
+	badTargets := map[string]bool{}
+	for _, e := range units.Errors(canaryErr) {
+		for i, t := range f.Targets {
+			if strings.HasPrefix(e.Error(), fmt.Sprintf("targets[%d].", i)) {
+				badTargets[t.Name] = true
+			}
+		}
 	}
 	for i := range f.SLOs {
 		p := fmt.Sprintf("slos[%d]", i)
@@ -172,7 +184,16 @@ func (f *File) ValidateAndSetDefaults() error {
 				o.URL = u
 			}
 		}
-		errs = append(errs, units.Prefix("proxy", f.Proxy.ValidateAndSetDefaults()))
+		// An origin whose target is invalid gets the target's error only.
+		var fromBad []string
+		for i, p := range f.Proxy.Pools {
+			for j, o := range p.Origins {
+				if o.Target != "" && badTargets[o.Target] {
+					fromBad = append(fromBad, fmt.Sprintf("proxy.pools[%d].origins[%d].url", i, j))
+				}
+			}
+		}
+		errs = append(errs, dropUnder(units.Errors(units.Prefix("proxy", f.Proxy.ValidateAndSetDefaults())), fromBad)...)
 	}
 	return errors.Join(errs...)
 }
@@ -269,6 +290,10 @@ func loadConfigWarn(path string, env func(string) (string, bool), environ []stri
 	stamp := fileStamp(path)
 	raw, err := os.ReadFile(path)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && path == defaultConfigFile {
+			// A user who forgot -c sees where the name came from.
+			return nil, fmt.Errorf("config: %w (%s is the default of -c; pass -c FILE)", err, defaultConfigFile)
+		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	for _, msg := range unknownEnv(environ, raw) {
@@ -281,6 +306,9 @@ func loadConfigWarn(path string, env func(string) (string, bool), environ []stri
 	return f, err
 }
 
+// defaultConfigFile is the config file of every command without -c.
+const defaultConfigFile = "vigil.yaml"
+
 func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*File, error) {
 	red := &redactor{}
 	fail := func(errs ...error) error { return &LoadError{File: path, Errors: errs, red: red} }
@@ -289,11 +317,8 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	// (spf13/viper#411), which would break header names, JSON bodies and
 	// script variables. The struct decoder matches keys case-insensitively,
 	// so vigil decodes from the case-preserving YAML tree instead.
-	v := viper.New()
-	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
-		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, unwrapViper(err))))
-	}
+	// The YAML tree is read first so that a top-level list or scalar gets
+	// the message below rather than viper's "cannot unmarshal !!seq".
 	var tree any
 	if err := yaml.Unmarshal(raw, &tree); err != nil {
 		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, err.Error())))
@@ -304,6 +329,11 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 			return nil, fail(errors.New("the top level must be a mapping of sections (agent, targets, checks, …)"))
 		}
 		settings = map[string]any{}
+	}
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
+		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, unwrapViper(err))))
 	}
 
 	sections := map[string]bool{}
@@ -346,6 +376,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 			durationHook,
 			unitHook,
 			scalarHook,
+			strictHook,
 			mapstructure.TextUnmarshallerHookFunc(),
 		),
 	})
@@ -364,9 +395,18 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	// Which keys were set, so that validation tells an explicit 0 from
 	// an omitted key.
 	f.Config.SetKeys(md.Keys)
+	f.Alerting.SetKeys(keysUnder(md.Keys, "alerting."))
+	f.StatusPage.SetKeys(keysUnder(md.Keys, "status_page."))
+	if f.Proxy != nil {
+		f.Proxy.SetKeys(keysUnder(md.Keys, "proxy."))
+	}
 	unused := md.Unused
 	sort.Strings(unused)
 	for _, k := range unused {
+		if known := caseTwin(settings, k); known != "" {
+			errs = append(errs, fmt.Errorf("%s: duplicates %s (keys match case-insensitively: keep one)", k, known))
+			continue
+		}
 		errs = append(errs, fmt.Errorf("%s: %w", k, ErrUnknownKey))
 	}
 	f.sections = sections
@@ -381,7 +421,14 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		// validating.
 		if !topLevel(badKeys) {
 			if err := f.ValidateAndSetDefaults(); err != nil {
-				errs = append(errs, dropUnder(units.Errors(err), badKeys)...)
+				for _, e := range dropUnder(units.Errors(err), badKeys) {
+					// A proxy or slos section that did not decode is
+					// still a section: "nothing configured" would be wrong.
+					if errors.Is(e, errNothingConfigured) && (underAny(badKeys, "proxy") || underAny(badKeys, "slos")) {
+						continue
+					}
+					errs = append(errs, e)
+				}
 			}
 		}
 		return nil, fail(errs...)
@@ -392,6 +439,78 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	f.path = path
 	f.redactor = red
 	return &f, nil
+}
+
+// caseTwin returns the name of another key beside key (a decoder path,
+// "checks[0].Interval") in the same mapping that differs from it only in
+// case, or "". The decoder matches keys case-insensitively, so of two such
+// keys it reads one and reports the other as unused.
+func caseTwin(tree map[string]any, key string) string {
+	var node any = tree
+	segs := strings.Split(key, ".")
+	for i, seg := range segs {
+		name, idx := seg, ""
+		if j := strings.IndexByte(seg, '['); j >= 0 {
+			name, idx = seg[:j], seg[j:]
+		}
+		m, ok := node.(map[string]any)
+		if !ok {
+			return ""
+		}
+		if i == len(segs)-1 && idx == "" {
+			for k := range m {
+				if k != name && strings.EqualFold(k, name) {
+					return k
+				}
+			}
+			return ""
+		}
+		next, ok := m[name]
+		if !ok {
+			// The decoder names the struct key; the file may spell it otherwise.
+			for k, v := range m {
+				if strings.EqualFold(k, name) {
+					next, ok = v, true
+					break
+				}
+			}
+		}
+		if !ok {
+			return ""
+		}
+		for idx != "" {
+			end := strings.IndexByte(idx, ']')
+			n, err := strconv.Atoi(idx[1:end])
+			l, isList := next.([]any)
+			if err != nil || !isList || n < 0 || n >= len(l) {
+				return ""
+			}
+			next, idx = l[n], idx[end+1:]
+		}
+		node = next
+	}
+	return ""
+}
+
+// underAny reports whether any of keys is section or below it.
+func underAny(keys []string, section string) bool {
+	for _, k := range keys {
+		if k == section || strings.HasPrefix(k, section+".") || strings.HasPrefix(k, section+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// keysUnder returns the keys that start with prefix, without it.
+func keysUnder(keys []string, prefix string) []string {
+	var out []string
+	for _, k := range keys {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
 }
 
 // decodeScope is the part of the config a key that did not decode can
@@ -603,6 +722,52 @@ func scalarHook(from, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("%q: out of range (%s)", s, to.Kind())
 	}
 	return nil, fmt.Errorf("%q: %s", s, want)
+}
+
+// strictHook rejects the conversions of the weak decoder (and of
+// mapstructure's plain integer decoding) that lose what the file says:
+// a fraction for an integer (`rise: 2.5` would be 2), a bool for a number
+// (`fall: true` would be 1) and a number for a bool (`disabled: 1` would
+// be true). A bool for a string keeps its words ("true", not the weak
+// decoder's "1"). Strings are scalarHook's; weak typing stays on for them,
+// since every environment override and ${VAR} is a string.
+func strictHook(from, to reflect.Type, data any) (any, error) {
+	for to.Kind() == reflect.Pointer {
+		to = to.Elem()
+	}
+	if reflect.PointerTo(to).Implements(textUnmarshalerType) {
+		return data, nil
+	}
+	switch to.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		switch d := data.(type) {
+		case bool:
+			return nil, fmt.Errorf("%v: want an integer", d)
+		case float64:
+			if d != math.Trunc(d) || math.IsInf(d, 0) {
+				return nil, fmt.Errorf("%v: want an integer", d)
+			}
+		case float32:
+			if float64(d) != math.Trunc(float64(d)) {
+				return nil, fmt.Errorf("%v: want an integer", d)
+			}
+		}
+	case reflect.Float32, reflect.Float64:
+		if d, ok := data.(bool); ok {
+			return nil, fmt.Errorf("%v: want a number", d)
+		}
+	case reflect.Bool:
+		switch data.(type) {
+		case int, int64, uint64, float64, float32, int32, uint, uint32:
+			return nil, fmt.Errorf("%v: want true or false", data)
+		}
+	case reflect.String:
+		if d, ok := data.(bool); ok {
+			return strconv.FormatBool(d), nil
+		}
+	}
+	return data, nil
 }
 
 var daysRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)d(.*)$`)

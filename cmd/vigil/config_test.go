@@ -55,7 +55,7 @@ func TestInvalidConfigs(t *testing.T) {
 		"invalid-verdict-check.yaml":         `proxy.pools[0].verdicts.checks[0]: unknown check "nosuch"`,
 		"invalid-verdict-tier.yaml":          `proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`,
 		"invalid-maintenance-check.yaml":     `alerting.maintenance[0].checks[1]: unknown check "nosuch"`,
-		"invalid-empty.yaml":                 "no checks, proxy or alerting configured (add a checks:, proxy: or alerting: section)",
+		"invalid-empty.yaml":                 "no checks, proxy or alerting configured (add a checks:, proxy:, alerting:, slos: or store: section)",
 		"invalid-interval-min.yaml":          "checks[0].interval: 5ms is below the 1s minimum",
 		"invalid-defaults-interval-min.yaml": "defaults.interval: 500ms is below the 1s minimum",
 		"invalid-objective-fraction.yaml":    `slos[0].objective: 0.999: a percentage needs a % sign, e.g. "99.9%"`,

@@ -131,8 +131,8 @@ type DownRule struct {
 	// Disabled turns the rule off. Default false.
 	Disabled bool `mapstructure:"disabled"`
 	// For is how long the condition must hold before the alert fires.
-	// Default 1m (0 means the default; write 1s to fire on the first
-	// evaluation that sees the condition).
+	// Default 1m when omitted; an explicit 0s (Config.SetKeys) fires on the
+	// first evaluation that sees the condition, as Prometheus's `for: 0`.
 	For time.Duration `mapstructure:"for"`
 	// Severity of the alert. Default page.
 	Severity string `mapstructure:"severity"`
@@ -212,6 +212,9 @@ type Maintenance struct {
 	Checks []string `mapstructure:"checks"`
 
 	sched cron.Schedule
+	// durationSet records that the file wrote duration (Config.SetKeys), to
+	// tell "required" from "must be positive".
+	durationSet bool
 }
 
 // ValidateAndSetDefaults compiles the cron expression.
@@ -220,8 +223,11 @@ func (m *Maintenance) ValidateAndSetDefaults() error {
 	if m.Name == "" {
 		errs = append(errs, fmt.Errorf("name: %w", ErrRequired))
 	}
-	if m.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("duration: %w", ErrNotPositive))
+	switch {
+	case m.Duration == 0 && !m.durationSet:
+		errs = append(errs, fmt.Errorf("duration: %w (how long each window lasts, e.g. 2h)", ErrRequired))
+	case m.Duration <= 0:
+		errs = append(errs, fmt.Errorf("duration: %s: %w", m.Duration, ErrNotPositive))
 	}
 	if m.Cron == "" {
 		errs = append(errs, fmt.Errorf("cron: %w", ErrRequired))
@@ -437,12 +443,67 @@ type Config struct {
 	Maintenance []Maintenance `mapstructure:"maintenance"`
 	Receivers   []Receiver    `mapstructure:"receivers"`
 	Retry       RetryConfig   `mapstructure:"retry"`
+
+	// set holds the keys the file set, relative to the section (see SetKeys).
+	set map[string]bool
+}
+
+// SetKeys records which keys the config file set, relative to the section
+// ("down.for", "retry.attempts"), so that validation tells an explicit 0
+// from an omitted key: an omitted key takes its default; an explicit 0 is
+// an error where 0 has no meaning of its own (quorum, dead_man.intervals,
+// retry.attempts, …) and is kept where it has one (down.for: 0s fires on
+// the first evaluation; group_wait and ttfb.for default to 0;
+// dead_man.for: 0 still means 2 × the check's interval). Without SetKeys
+// every 0 reads as omitted.
+func (c *Config) SetKeys(keys []string) {
+	c.set = make(map[string]bool, len(keys))
+	for _, k := range keys {
+		c.set[k] = true
+	}
+}
+
+// explicitZeros rejects keys the file set to 0 where 0 has no meaning and
+// an omitted key takes a non-zero default (retry.attempts: 0 used to mean 5).
+func (c *Config) explicitZeros() []error {
+	if c.set == nil {
+		return nil
+	}
+	r := &c.Retry
+	keys := []struct {
+		name string
+		zero bool   // the decoded value is 0
+		def  string // what omitting the key gives
+	}{
+		{"quorum", c.Quorum == 0, "1"},
+		{"evaluation_interval", c.EvaluationInterval == 0, "15s"},
+		{"repeat_interval", c.RepeatInterval == 0, "4h"},
+		{"resolve_timeout", c.ResolveTimeout == 0, "5m"},
+		{"ttfb.min_samples", c.TTFB.MinSamples == 0, "3"},
+		{"burn_rate.min_runs", c.BurnRate.MinRuns == 0, "10; 1 counts a region from its first run"},
+		{"cert_expiry_days", c.CertExpiryDays == 0, "14"},
+		{"dead_man.intervals", c.DeadMan.Intervals == 0, "3"},
+		{"dead_man.forget_after", c.DeadMan.ForgetAfter == 0, "24h"},
+		{"retry.attempts", r.Attempts == 0, "5; 1 sends once without retrying"},
+		{"retry.backoff", r.Backoff == 0, "1s"},
+		{"retry.max_backoff", r.MaxBackoff == 0, "30s"},
+		{"retry.timeout", r.Timeout == 0, "10s"},
+		{"retry.redeliver_backoff", r.RedeliverBackoff == 0, "10s"},
+		{"retry.redeliver_max_backoff", r.RedeliverMaxBackoff == 0, "5m"},
+	}
+	var errs []error
+	for _, k := range keys {
+		if k.zero && c.set[k.name] {
+			errs = append(errs, fmt.Errorf("%s: 0: %w (omit the key for the default, %s)", k.name, ErrNotPositive, k.def))
+		}
+	}
+	return errs
 }
 
 // ValidateAndSetDefaults sets every default and validates the section, with
 // key paths relative to `alerting`.
 func (c *Config) ValidateAndSetDefaults() error {
-	var errs []error
+	errs := c.explicitZeros()
 	add := func(err error) { errs = append(errs, err) }
 	if c.Quorum < 0 {
 		add(fmt.Errorf("quorum: %w", ErrNotPositive))
@@ -477,7 +538,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.Down.For < 0 {
 		add(fmt.Errorf("down.for: %w", ErrNotPositive))
 	}
-	if c.Down.For == 0 {
+	if c.Down.For == 0 && !c.set["down.for"] {
 		c.Down.For = time.Minute
 	}
 	add(severity("down.severity", &c.Down.Severity, SeverityPage))
@@ -527,6 +588,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	names := map[string]bool{}
 	for i := range c.Maintenance {
 		p := fmt.Sprintf("maintenance[%d]", i)
+		c.Maintenance[i].durationSet = c.Maintenance[i].durationSet || c.set[p+".duration"]
 		add(units.Prefix(p, c.Maintenance[i].ValidateAndSetDefaults()))
 		if n := c.Maintenance[i].Name; n != "" && names["m\x00"+n] {
 			add(units.Prefix(p, fmt.Errorf("name: %q: %w", n, ErrDuplicateName)))

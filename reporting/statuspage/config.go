@@ -22,12 +22,27 @@ type Config struct {
 	Enabled *bool `mapstructure:"enabled"`
 	// Title is the page title and heading. Default "vigil".
 	Title string `mapstructure:"title"`
-	// Refresh is the auto-refresh interval. Default 5s; 1s..1h.
+	// Refresh is the auto-refresh interval. Default 5s; 1s..1h. An explicit
+	// 0s (Config.SetKeys) is an error, not the default.
 	Refresh time.Duration `mapstructure:"refresh"`
 	// Artifacts serves failure screenshots (Verdict.Artifact) from
 	// agent.data_dir under /artifacts/ (images, text and JSON only).
 	// Default true.
 	Artifacts *bool `mapstructure:"artifacts"`
+
+	// refreshSet records that the file wrote refresh (SetKeys).
+	refreshSet bool
+}
+
+// SetKeys records which keys the config file set, relative to the section
+// ("refresh"), so that an explicit refresh: 0s is an error rather than the
+// default. Without SetKeys a 0 reads as omitted.
+func (c *Config) SetKeys(keys []string) {
+	for _, k := range keys {
+		if k == "refresh" {
+			c.refreshSet = true
+		}
+	}
 }
 
 // ValidateAndSetDefaults sets the defaults and checks the ranges. Errors
@@ -43,6 +58,9 @@ func (c *Config) ValidateAndSetDefaults() error {
 	}
 	if c.Title == "" {
 		c.Title = DefaultTitle
+	}
+	if c.Refresh == 0 && c.refreshSet {
+		return fmt.Errorf("refresh: 0: must be positive (omit the key for the default, %s)", DefaultRefresh)
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultRefresh
