@@ -51,6 +51,12 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			if parallel < 1 {
 				return &exitError{code: 2, err: fmt.Errorf("--parallel: must be at least 1, got %d", parallel)}
 			}
+			if junit != "" {
+				// A usage error before the checks run, not after.
+				if err := checkWritable(junit); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--junit: %w", err)}
+				}
+			}
 			f, err := loadConfig(file, os.LookupEnv)
 			if err != nil {
 				return &exitError{code: 2, err: err}
@@ -114,7 +120,7 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			}
 			if junit != "" {
 				if err := writeJUnit(junit, results, f.redactor); err != nil {
-					return &exitError{code: 2, err: err}
+					return &exitError{code: 2, err: fmt.Errorf("--junit: %w", err)}
 				}
 			}
 			if n := countInterrupted(results); n > 0 {
@@ -480,6 +486,32 @@ type junitFailure struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
 	Body    string `xml:",chardata"`
+}
+
+// checkWritable reports whether path can be written, without changing
+// it: an existing file is opened for writing (not truncated), else a
+// temporary file is created and removed beside it.
+func checkWritable(path string) error {
+	if st, err := os.Stat(path); err == nil {
+		if st.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return fh.Close()
+	}
+	dir := filepath.Dir(path)
+	fh, err := os.CreateTemp(dir, ".vigil-junit-*")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("open %s: directory %s does not exist", path, dir)
+		}
+		return fmt.Errorf("open %s: %w", path, errors.Unwrap(err))
+	}
+	fh.Close()
+	return os.Remove(fh.Name())
 }
 
 // writeJUnit writes one testsuite per check and one testcase per target.

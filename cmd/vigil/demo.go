@@ -249,6 +249,9 @@ func chromiumAvailable() bool {
 }
 
 func runDemo(cmd *cobra.Command, f demoFlags) error {
+	if err := checkOriginPort(f.originPort); err != nil {
+		return err
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--log-level: %q: want debug, info, warn or error", f.logLevel)}
@@ -523,6 +526,15 @@ func demoTraffic(ctx context.Context, base string, rate float64) {
 	}
 }
 
+// checkOriginPort rejects an --origin-port whose three ports do not all
+// fit below 65536 (a usage error, exit 2).
+func checkOriginPort(port int) error {
+	if port < 0 || port > 65535-len(demoOrigins) {
+		return &exitError{code: 2, err: fmt.Errorf("--origin-port: %d: want 1-%d, or 0 for any free ports", port, 65535-len(demoOrigins))}
+	}
+	return nil
+}
+
 // demoFaultUsage is what `vigil demo fault` with the wrong arguments says.
 func demoFaultUsage(cmd *cobra.Command, got int) error {
 	return &exitError{code: 2, err: fmt.Errorf(`vigil demo fault: want ORIGIN and MODE, got %s
@@ -565,6 +577,12 @@ for 'vigil demo origins' (default 127.0.0.1:9204; it prints the command).`,
 			if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
 				return &exitError{code: 1, err: fmt.Errorf("%s has no demo fault switches (is it 'vigil run'?): pass the --addr that 'vigil demo' or 'vigil demo origins' printed", addr)}
 			}
+			if resp.StatusCode == http.StatusBadRequest {
+				// An unknown origin or mode, or a bad parameter: a usage
+				// error like a missing MODE (exit 2), with the same lists.
+				return &exitError{code: 2, err: fmt.Errorf("vigil demo fault: %s\norigins: %s\nmodes: %s; with a parameter: %s",
+					strings.TrimSpace(string(b)), strings.Join(demoOrigins, ", "), strings.Join(demoModes, ", "), strings.Join(demoParamForms, ", "))}
+			}
 			if resp.StatusCode != http.StatusOK {
 				return &exitError{code: 1, err: fmt.Errorf("%s", strings.TrimSpace(string(b)))}
 			}
@@ -598,8 +616,8 @@ It prints the command that breaks an origin. A port in use is an error (exit 1).
 		Example: "  vigil demo origins &\n  vigil demo fault --addr 127.0.0.1:9204 origin-b corrupt\n  vigil check -c examples/quickstart.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if port < 0 || port > 65535-len(demoOrigins) {
-				return &exitError{code: 2, err: fmt.Errorf("--origin-port: %d: want 1-%d, or 0 for any free ports", port, 65535-len(demoOrigins))}
+			if err := checkOriginPort(port); err != nil {
+				return err
 			}
 			origins, err := startDemoOrigins(host, port, nil)
 			if err != nil {
