@@ -25,6 +25,9 @@ type observation struct {
 	size      int64  // bytes read (capped at limit)
 	truncated bool   // the body was longer than limit
 	limit     int64
+	// undecoded names a Content-Encoding vigil does not decode ("br"):
+	// body holds the encoded bytes, so content assertions fail.
+	undecoded string
 	digest    []byte // checksum of the bytes read
 	ttfb      time.Duration
 	total     time.Duration
@@ -129,7 +132,10 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 
 	if e.sum != nil {
 		want := e.sum.algo + ":" + hex.EncodeToString(e.sum.want)
-		if o.truncated {
+		if o.undecoded != "" {
+			v.add(CauseChecksum, "checksum", false, "(body is "+o.undecoded+"-encoded)", want,
+				fmt.Sprintf("checksum %s not computed: %s", e.sum.algo, undecodedMsg(o.undecoded)))
+		} else if o.truncated {
 			v.add(CauseChecksum, "checksum", false, "(body over body_limit "+units.ByteSize(o.limit).String()+")", want,
 				fmt.Sprintf("checksum %s not computed: body over body_limit %s", e.sum.algo, units.ByteSize(o.limit)))
 		} else {
@@ -240,22 +246,54 @@ func mediaMatch(want, got string) bool {
 }
 
 func (e *Expect) evalBody(o *observation, v *verdict) {
+	if o.undecoded != "" {
+		e.evalUndecoded(o, v)
+		return
+	}
+	// A body cut at body_limit: a match in the part read still counts, a
+	// miss says the body was cut, and absence cannot be shown at all.
+	var cut, over string
+	if o.truncated {
+		over = fmt.Sprintf("body over body_limit %s (%d bytes read)", units.ByteSize(o.limit), o.size)
+		cut = fmt.Sprintf(" (body cut at body_limit %s: only the first %d bytes were read)", units.ByteSize(o.limit), o.size)
+	}
 	for _, s := range e.Body.Contains {
 		ok := bytes.Contains(o.body, []byte(s))
-		v.add(CauseBody, fmt.Sprintf("body contains %q", s), ok, foundStr(ok), "found",
-			fmt.Sprintf("body does not contain %q", s))
+		got := foundStr(ok)
+		if !ok && o.truncated {
+			got = "not found in the first " + strconv.FormatInt(o.size, 10) + " bytes"
+		}
+		v.add(CauseBody, fmt.Sprintf("body contains %q", s), ok, got, "found",
+			fmt.Sprintf("body does not contain %q%s", s, cut))
 	}
 	for _, s := range e.Body.NotContains {
 		found := bytes.Contains(o.body, []byte(s))
-		v.add(CauseBody, fmt.Sprintf("body not_contains %q", s), !found, foundStr(found), "not found",
+		name := fmt.Sprintf("body not_contains %q", s)
+		if !found && o.truncated {
+			v.add(CauseBody, name, false, "(unknown: "+over+")", "not found",
+				fmt.Sprintf("body not_contains %q cannot be checked: %s, so its absence cannot be shown", s, over))
+			continue
+		}
+		v.add(CauseBody, name, !found, foundStr(found), "not found",
 			fmt.Sprintf("body contains %q", s))
 	}
 	for i, re := range e.bodyRegex {
 		ok := re.Match(o.body)
-		v.add(CauseBody, "body regex ~"+e.Body.Regex[i], ok, map[bool]string{true: "match", false: "no match"}[ok], "match",
-			fmt.Sprintf("body does not match ~%s", e.Body.Regex[i]))
+		got := map[bool]string{true: "match", false: "no match"}[ok]
+		if !ok && o.truncated {
+			got = "no match in the first " + strconv.FormatInt(o.size, 10) + " bytes"
+		}
+		v.add(CauseBody, "body regex ~"+e.Body.Regex[i], ok, got, "match",
+			fmt.Sprintf("body does not match ~%s%s", e.Body.Regex[i], cut))
 	}
 	if len(e.json) == 0 {
+		return
+	}
+	if o.truncated {
+		for _, j := range e.json {
+			v.add(CauseJSON, "json "+j.name, false, "("+over+")", j.want(),
+				fmt.Sprintf("json %s: not parsed: %s", j.name, over))
+		}
 		return
 	}
 	valid := gjson.ValidBytes(o.body)
@@ -287,6 +325,31 @@ func (e *Expect) evalBody(o *observation, v *verdict) {
 		}
 		v.add(CauseJSON, name, ok, got, want, fmt.Sprintf("json %s: got %s, want %s", j.name, got, want))
 	}
+}
+
+// evalUndecoded fails every body and json assertion of a body whose
+// Content-Encoding vigil does not decode: matching the encoded bytes could
+// only mislead (not_contains would pass whatever the content).
+func (e *Expect) evalUndecoded(o *observation, v *verdict) {
+	got := "(body is " + o.undecoded + "-encoded)"
+	msg := undecodedMsg(o.undecoded)
+	for _, s := range e.Body.Contains {
+		v.add(CauseBody, fmt.Sprintf("body contains %q", s), false, got, "found", "body contains: "+msg)
+	}
+	for _, s := range e.Body.NotContains {
+		v.add(CauseBody, fmt.Sprintf("body not_contains %q", s), false, got, "not found", "body not_contains: "+msg)
+	}
+	for _, s := range e.Body.Regex {
+		v.add(CauseBody, "body regex ~"+s, false, got, "match", "body regex: "+msg)
+	}
+	for _, j := range e.json {
+		v.add(CauseJSON, "json "+j.name, false, got, j.want(), fmt.Sprintf("json %s: %s", j.name, msg))
+	}
+}
+
+// undecodedMsg says why the content of a body was not asserted on.
+func undecodedMsg(enc string) string {
+	return fmt.Sprintf("body has Content-Encoding %s, which vigil does not decode (gzip and deflate only); send Accept-Encoding: gzip or identity", enc)
 }
 
 // jsonGot is the got text of a JSON value the path selected: masked like a

@@ -175,8 +175,11 @@ type HTTPSpec struct {
 	ReuseConnections bool `mapstructure:"reuse_connections"`
 	// BodyLimit is how much of the body is read, in bytes with a unit.
 	// Reading stops there: body, json and checksum assertions see only the
-	// first body_limit bytes (a checksum over a longer body fails), and
-	// expect.size reports the size as "over body_limit". Default "10MiB".
+	// first body_limit bytes (a checksum over a longer body fails, json
+	// assertions and body not_contains fail, and a body contains or regex
+	// that finds nothing says the body was cut), and expect.size reports the
+	// size as "over body_limit". With Content-Encoding gzip or deflate the
+	// limit counts decoded bytes. Default "10MiB".
 	BodyLimit units.ByteSize `mapstructure:"body_limit"`
 	// UserAgent is the User-Agent sent. Default "vigil/<version>".
 	UserAgent string `mapstructure:"user_agent"`

@@ -37,16 +37,21 @@ type Expect struct {
 	// checks: "200-399".
 	Status StatusList `mapstructure:"status"`
 	// Headers maps a response header name (any case) to a matcher: an exact
-	// value, "~regex", "present" or "absent" ("=text" forces an exact match).
-	Headers map[string]string `mapstructure:"headers"`
+	// value, "~regex", "present" or "absent" (keywords in any case; "=text"
+	// forces an exact match). A list in place of the map is a config error.
+	Headers HeaderMatchers `mapstructure:"headers"`
 	// Body holds substring and regex assertions on the response body (the
-	// first http.body_limit bytes).
+	// first http.body_limit bytes, after gzip or deflate Content-Encoding is
+	// decoded).
 	Body BodyExpect `mapstructure:"body"`
 	// JSON holds assertions on the response body parsed as JSON.
 	JSON []JSONExpect `mapstructure:"json"`
 	// Checksum is the expected digest of the whole body, computed while
 	// streaming: "sha256:<64 hex>", "sha1:<40 hex>", "md5:<32 hex>" or
-	// "crc32:<8 hex>" (IEEE). A body longer than http.body_limit fails it.
+	// "crc32:<8 hex>" (IEEE). It covers the decoded content when the body
+	// came with Content-Encoding gzip or deflate (the bytes of the published
+	// file), else the bytes served. A body longer than http.body_limit fails
+	// it, and so does an encoding vigil does not decode (br, zstd, …).
 	Checksum string `mapstructure:"checksum"`
 	// Size bounds the body length in bytes.
 	Size SizeExpect `mapstructure:"size"`
@@ -87,6 +92,11 @@ func (l StatusList) isSet() bool {
 }
 
 // BodyExpect asserts on the response body text (config key `expect.body`).
+// An empty string in any list is a config error (it would match every
+// body). When the body is longer than http.body_limit only the first
+// body_limit bytes are searched: a match found there passes, a miss fails
+// saying the body was cut, and not_contains always fails (absence from the
+// rest cannot be shown).
 type BodyExpect struct {
 	// Contains lists substrings that must all occur in the body.
 	Contains []string `mapstructure:"contains"`
@@ -106,7 +116,11 @@ type JSONExpect struct {
 	// gjson's .1 and .key ("$.a.b[1]" is "a.b.1").
 	Path string `mapstructure:"path"`
 	// Equals is the expected value, compared as JSON: 1 equals 1.0, "1" does
-	// not equal 1. Objects and arrays compare by content.
+	// not equal 1, numbers compare as exact decimals (12345678901234567890
+	// does not equal 12345678901234567891). Objects and arrays compare by
+	// content. YAML null (`equals: null`, `~` or empty) asserts JSON null:
+	// the loader's DecodeHook turns it into JSONNull{}; a nil Equals is
+	// unset.
 	Equals any `mapstructure:"equals"`
 	// Exists asserts that the path exists (true) or does not (false).
 	Exists *bool `mapstructure:"exists"`
@@ -181,8 +195,21 @@ func (e *Expect) ValidateAndSetDefaults() error {
 		e.headers = append(e.headers, headerExpect{name: http.CanonicalHeaderKey(k), m: m})
 	}
 
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"contains", e.Body.Contains}, {"not_contains", e.Body.NotContains}, {"regex", e.Body.Regex}} {
+		for i, s := range l.list {
+			if s == "" {
+				errs = append(errs, errorf(ErrBadValue, "body.%s[%d]: empty string (it matches every body)", l.key, i))
+			}
+		}
+	}
 	e.bodyRegex = e.bodyRegex[:0]
 	for i, src := range e.Body.Regex {
+		if src == "" {
+			continue
+		}
 		re, err := compileRegex(src)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("body.regex[%d]: %w", i, err))
@@ -192,6 +219,9 @@ func (e *Expect) ValidateAndSetDefaults() error {
 	}
 
 	e.json = e.json[:0]
+	if e.JSON != nil && len(e.JSON) == 0 {
+		errs = append(errs, errorf(ErrBadValue, "json: empty list (omit the key, or list {path: …} assertions)"))
+	}
 	for i, j := range e.JSON {
 		c, err := j.compile()
 		if err != nil {
@@ -331,17 +361,86 @@ func (j JSONExpect) compile() (jsonExpect, error) {
 }
 
 // canonicalJSON re-encodes a JSON document so that equal values compare
-// byte-equal: object keys sorted, numbers normalised through float64
-// (1 and 1.0 compare equal), no insignificant space.
+// byte-equal: object keys sorted, no insignificant space, and every number
+// rewritten by canonicalNumber, so 1, 1.0 and 1e0 compare equal while
+// integers above 2^53 keep every digit (12345678901234567890 and
+// 12345678901234567891 differ; float64 would make them equal).
 func canonicalJSON(b []byte) []byte {
 	var v any
 	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
 	if err := d.Decode(&v); err != nil {
 		return b
 	}
-	out, err := json.Marshal(v)
+	out, err := json.Marshal(canonicalNumbers(v))
 	if err != nil {
 		return b
+	}
+	return out
+}
+
+// canonicalNumbers rewrites every json.Number in a decoded value with
+// canonicalNumber.
+func canonicalNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		return json.Number(canonicalNumber(string(x)))
+	case map[string]any:
+		for k, e := range x {
+			x[k] = canonicalNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = canonicalNumbers(e)
+		}
+	}
+	return v
+}
+
+// canonicalNumber writes a JSON number as an exact decimal in one form per
+// value: no leading zeros, no trailing fractional zeros, no exponent unless
+// the plain form would need more than 21 zeros ("1.0" → "1", "1e2" →
+// "100", "-0" → "0", "1.5e-3" → "0.0015", "1e40" → "1e40"). A string that
+// is not a JSON number is returned as it is.
+func canonicalNumber(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	t := strings.TrimPrefix(s, "-")
+	mant, expStr, hasExp := strings.Cut(strings.ToLower(t), "e")
+	exp := 0
+	if hasExp {
+		n, err := strconv.Atoi(strings.TrimPrefix(expStr, "+"))
+		if err != nil {
+			return s
+		}
+		exp = n
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return s
+	}
+	exp -= len(frac) // value = digits × 10^exp
+	digits = strings.TrimLeft(digits, "0")
+	if digits == "" {
+		return "0"
+	}
+	for strings.HasSuffix(digits, "0") {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	var out string
+	switch {
+	case exp >= 0 && exp <= 21:
+		out = digits + strings.Repeat("0", exp)
+	case exp < 0 && -exp < len(digits):
+		out = digits[:len(digits)+exp] + "." + digits[len(digits)+exp:]
+	case exp < 0 && -exp-len(digits) <= 21:
+		out = "0." + strings.Repeat("0", -exp-len(digits)) + digits
+	default:
+		out = digits + "e" + strconv.Itoa(exp)
+	}
+	if neg {
+		out = "-" + out
 	}
 	return out
 }

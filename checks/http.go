@@ -54,7 +54,8 @@ type RunOptions struct {
 type Response struct {
 	StatusCode int
 	Header     http.Header
-	// Body is the first body_limit bytes, only with RunOptions.KeepBody.
+	// Body is the first body_limit bytes, only with RunOptions.KeepBody,
+	// decoded when the Content-Encoding is gzip or deflate.
 	Body []byte
 	// URL is the final URL (after redirects, when followed).
 	URL string
@@ -95,7 +96,7 @@ func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
 		DialContext:        d.DialContext,
 		TLSClientConfig:    spec.TLS.config(""),
 		DisableKeepAlives:  !spec.ReuseConnections,
-		DisableCompression: true, // checksums and sizes are of the bytes served
+		DisableCompression: true, // no Accept-Encoding unless the check sends one; see contentDecoder
 		MaxIdleConnsPerHost: func() int {
 			if spec.ReuseConnections {
 				return 4
@@ -231,7 +232,18 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	if h.expect.sum != nil {
 		sum = newHash(h.expect.sum.algo)
 	}
-	readErr := readBody(resp.Body, obs.limit, resp.ContentLength, sum, keep, &obs)
+	// Content assertions see the decoded body (see contentDecoder); a check
+	// that asserts nothing on the content reads the bytes as served.
+	src, length := io.Reader(resp.Body), resp.ContentLength
+	if keep || sum != nil || h.expect.Size != (SizeExpect{}) {
+		if ce := resp.Header.Values("Content-Encoding"); len(ce) > 0 {
+			src, obs.undecoded = contentDecoder(resp.Body, ce)
+			if obs.undecoded == "" {
+				length = -1
+			}
+		}
+	}
+	readErr := readBody(src, obs.limit, length, sum, keep, &obs)
 	resp.Body.Close()
 	end := time.Now()
 	res.Phases = tr.phases(end)
@@ -257,6 +269,11 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	}
 	h.expect.evalHTTP(&obs, &v)
 	res.Assertions = v.list
+	var decErr *decodeError
+	if errors.As(readErr, &decErr) {
+		res.Cause, res.Err = CauseProtocol, "protocol: "+decErr.Error()
+		return res, out
+	}
 	if readErr != nil {
 		res.Cause, res.Err = classify(readErr, tr, end.Sub(start))
 		if res.Cause != CauseTimeout {

@@ -138,7 +138,8 @@ type HeaderMatcher struct {
 }
 
 // ParseHeaderMatcher compiles one matcher:
-//   - "present" / "absent": the header must / must not exist;
+//   - "present" / "absent" (any case: "Present", "ABSENT"): the header
+//     must / must not exist;
 //   - "~regex": the value must match the Go regular expression (unanchored;
 //     add ^…$ to anchor);
 //   - "=text": the value must equal "text" exactly (to match the literal
@@ -149,9 +150,9 @@ type HeaderMatcher struct {
 // (RFC 9110 §5.3). A bad regex wraps ErrBadRegex.
 func ParseHeaderMatcher(s string) (HeaderMatcher, error) {
 	switch {
-	case s == "present":
+	case strings.EqualFold(s, "present"):
 		return HeaderMatcher{Kind: MatchPresent}, nil
-	case s == "absent":
+	case strings.EqualFold(s, "absent"):
 		return HeaderMatcher{Kind: MatchAbsent}, nil
 	case strings.HasPrefix(s, "="):
 		return HeaderMatcher{Kind: MatchExact, Value: s[1:]}, nil
@@ -217,7 +218,7 @@ func (m HeaderMatcher) String() string {
 	case MatchRegex:
 		return "~" + m.Value
 	}
-	if m.Value == "present" || m.Value == "absent" || strings.HasPrefix(m.Value, "~") || strings.HasPrefix(m.Value, "=") {
+	if strings.EqualFold(m.Value, "present") || strings.EqualFold(m.Value, "absent") || strings.HasPrefix(m.Value, "~") || strings.HasPrefix(m.Value, "=") {
 		return "=" + m.Value
 	}
 	return m.Value

@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vigil-synthetics/vigil/canary"
+	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/proxy"
 	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/alerting"
@@ -373,6 +374,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		Metadata:         &md,
 		WeaklyTypedInput: true,
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			checks.DecodeHook, // equals: null, status: true, headers as a list
 			durationHook,
 			unitHook,
 			scalarHook,

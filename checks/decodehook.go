@@ -1,0 +1,79 @@
+package checks
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// JSONNull is the value of JSONExpect.Equals that asserts JSON null. A YAML
+// `equals: null` (also `~` or an empty `equals:`) decodes to it through
+// DecodeHook; from Go, set Equals: checks.JSONNull{}. A nil Equals means
+// "not set", as for every other optional key.
+type JSONNull struct{}
+
+// MarshalJSON writes null.
+func (JSONNull) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+
+// HeaderMatchers is expect.headers: a response header name (any case)
+// mapped to a matcher (see ParseHeaderMatcher).
+type HeaderMatchers map[string]string
+
+var (
+	jsonExpectType     = reflect.TypeOf(JSONExpect{})
+	statusListType     = reflect.TypeOf(StatusList(nil))
+	headerMatchersType = reflect.TypeOf(HeaderMatchers(nil))
+)
+
+// errHeadersNotMap is the decode error of an expect.headers written as a
+// list; the decoder prefixes the key.
+var errHeadersNotMap = errors.New(`want a map of header: value (e.g. {X-Cache: present}), got a list`)
+
+// DecodeHook is a mapstructure decode hook (func(from, to reflect.Type,
+// data any) (any, error)) that the config loader runs before its other
+// hooks. It keeps what weakly typed decoding would lose or garble:
+//   - `equals: null` in an expect.json element becomes JSONNull{} (a nil
+//     value would otherwise read as "equals not set");
+//   - a boolean in expect.status stays "true"/"false" (weak decoding makes
+//     it "1"/"0", which the error would then show);
+//   - expect.headers written as a list is an error that says a map is
+//     expected.
+func DecodeHook(_, to reflect.Type, data any) (any, error) {
+	switch to {
+	case jsonExpectType:
+		m, ok := data.(map[string]any)
+		if !ok {
+			return data, nil
+		}
+		for k, v := range m {
+			if v == nil && strings.EqualFold(k, "equals") {
+				c := make(map[string]any, len(m))
+				for k2, v2 := range m {
+					c[k2] = v2
+				}
+				c[k] = JSONNull{}
+				return c, nil
+			}
+		}
+	case statusListType:
+		switch x := data.(type) {
+		case bool:
+			return fmt.Sprint(x), nil
+		case []any:
+			out := make([]any, len(x))
+			for i, v := range x {
+				if b, ok := v.(bool); ok {
+					v = fmt.Sprint(b)
+				}
+				out[i] = v
+			}
+			return out, nil
+		}
+	case headerMatchersType:
+		if _, ok := data.([]any); ok {
+			return nil, errHeadersNotMap
+		}
+	}
+	return data, nil
+}
