@@ -650,3 +650,21 @@ func TestBrowserFailureArtifactsArePruned(t *testing.T) {
 		t.Errorf("%s, older than the retention, was kept", stale)
 	}
 }
+
+// TestBrowserStartNotCountedAgainstFirstStep: Chromium's start (0.5-1.5 s)
+// happens before the run's clock starts: a first browser step with a short
+// timeout passes on a browser that was not running yet.
+func TestBrowserStartNotCountedAgainstFirstStep(t *testing.T) {
+	needChromium(t)
+	o := newPageOrigin(t)
+	b := NewBrowser(BrowserConfig{MaxConcurrent: 1})
+	t.Cleanup(func() { b.Close() })
+	r := browserRunner(t, b, "", `[{name: open, timeout: 700ms, browser: {navigate: /tiny}}]`, 10*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+	if !res.OK {
+		t.Fatalf("first run on a browser not started yet: cause %s (%s), want a pass", res.Cause, res.Err)
+	}
+	if w := res.Steps[0].Metrics["browser_slot_wait_ms"]; w <= 0 {
+		t.Errorf("browser_slot_wait_ms %v: the start should be reported as waiting", w)
+	}
+}

@@ -182,8 +182,8 @@ type run struct {
 // got a response (http step or navigation); 0 when none did.
 //
 // A script with browser steps first waits for a browser slot (at most
-// Options.SlotWait); its Timeout starts when it has one (see
-// Options.Timeout). The last min(1s, 20 %) of the timeout is kept for the
+// Options.SlotWait) and, when Chromium is not running, for it to start; its
+// Timeout starts when it has both (see Options.Timeout). The last min(1s, 20 %) of the timeout is kept for the
 // failure screenshot, so the run, screenshot included, ends within the
 // timeout; only `always` steps that start after the deadline add their
 // own cleanup budget.
@@ -204,6 +204,13 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		if release, cancelled, err = rn.waitSlot(ctx); err != nil {
 			return rn.notStarted(queued, err, cancelled)
 		}
+		// Starting (or restarting) Chromium is the agent's own work, not
+		// the origin's: it happens before the run's clock starts, bounded by
+		// browserStartTimeout, so a first step with a short timeout does not
+		// fail while the browser starts.
+		// A browser that cannot start fails the first browser step, which
+		// asks again and gets the same error.
+		rn.o.Browser.running(ctx)
 		slotWait = time.Since(queued)
 	}
 	start := time.Now()
