@@ -83,9 +83,15 @@ type Alert struct {
 	// StatusURL links to the check on the status page; ArtifactURL to the
 	// failure screenshot; RunbookURL to the runbook. Each may be "".
 	StatusURL, ArtifactURL, RunbookURL string
-	// StartsAt is when the alert started firing; EndsAt when it resolved
-	// (zero while firing).
+	// StartsAt is when the alert started firing (after the rule's `for`);
+	// EndsAt when it resolved (zero while firing). Alertmanager's startsAt
+	// is StartsAt.
 	StartsAt, EndsAt time.Time
+	// Since is when the condition started to hold: the first evaluation that
+	// found it (for down, the first after quorum regions turned
+	// unhealthy), so at most evaluation_interval after the verdicts said so.
+	// Since ≤ StartsAt.
+	Since time.Time
 	// Silenced names the maintenance window that silences the alert, or "".
 	Silenced string
 	// Labels are the alert's identity (alertname, rule, severity, check,

@@ -76,6 +76,9 @@ type Alerter struct {
 	// checks are the check names of the running config (SetChecks); nil:
 	// not known, every check seen can be dead.
 	checks map[string]bool
+	// pairs are the configured targets of each check (SetPairs); nil: not
+	// known.
+	pairs map[string]map[string]bool
 	// streamOwed are the resolved alerts each stream receiver has not
 	// accepted, by receiver name.
 	streamOwed map[string]*owed
@@ -200,6 +203,29 @@ func (a *Alerter) SetChecks(names []string) {
 	a.mu.Unlock()
 }
 
+// SetPairs tells the alerter the check × target pairs of the running
+// config, as check name → target names. Only those pairs are judged by the
+// down, certificate and burn-rate rules: the alerts of a pair that left the
+// config (a target or check removed by a reload) resolve at the next
+// evaluation, although its verdicts and rollups stay in the store. Call it
+// after New and after every Reload, with SetChecks; nil (the default)
+// means the pairs are not known and every pair in the store is judged.
+func (a *Alerter) SetPairs(pairs map[string][]string) {
+	var m map[string]map[string]bool
+	if pairs != nil {
+		m = make(map[string]map[string]bool, len(pairs))
+		for c, ts := range pairs {
+			m[c] = make(map[string]bool, len(ts))
+			for _, t := range ts {
+				m[c][t] = true
+			}
+		}
+	}
+	a.mu.Lock()
+	a.pairs = m
+	a.mu.Unlock()
+}
+
 // Run evaluates every evaluation_interval until ctx ends, starting at once.
 // Evaluation errors are logged and counted; Run returns when ctx is done.
 // Call Close afterwards to drain deliveries.
@@ -247,17 +273,21 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	for k, v := range a.seen {
 		seen[k] = v
 	}
-	checks := a.checks
+	checks, pairs := a.checks, a.pairs
 	deadFiring := map[string]bool{}
+	held := map[string]bool{}
 	for _, st := range a.states {
 		if st.firing && st.alert.Rule == RuleDeadMan {
 			deadFiring[st.alert.Region+"\x00"+st.alert.Check] = true
+		}
+		if st.firing {
+			held[heldKey(st.alert.Rule, st.alert.Check, st.alert.Target)] = true
 		}
 	}
 	a.mu.Unlock()
 	now := a.now()
 	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache,
-		readFailedAt: a.readFailedAt, deadFiring: deadFiring, checks: checks}
+		readFailedAt: a.readFailedAt, deadFiring: deadFiring, checks: checks, pairs: pairs, held: held}
 	cands, err := e.run(ctx, slos)
 	if err != nil {
 		// Nothing changes: no alert resolves or fires on a failed read.
@@ -290,8 +320,13 @@ type evaluator struct {
 	// deadFiring holds the region+"\x00"+check of firing dead-man alerts.
 	readFailedAt time.Time
 	deadFiring   map[string]bool
-	// checks are the configured check names (nil: not known).
+	// checks are the configured check names (nil: not known); pairs the
+	// configured targets by check (nil: not known).
 	checks map[string]bool
+	pairs  map[string]map[string]bool
+	// held holds heldKey(rule, check, target) of the firing alerts: their
+	// rules read stale verdicts as the last word (see quorumRule).
+	held map[string]bool
 }
 
 func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
@@ -338,6 +373,7 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		start := st.alert.StartsAt
 		st.alert = c.Alert
 		st.alert.StartsAt = start
+		st.alert.Since = st.pendingSince
 		st.alert.Silenced = a.silencedBy(now, c.Check)
 		if !st.firing && now.Sub(st.pendingSince) >= c.hold {
 			st.firing = true

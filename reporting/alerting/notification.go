@@ -40,7 +40,7 @@ var textTmpl = template.Must(template.New("text").Funcs(template.FuncMap{
 	"ts":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 }).Parse(`{{range .Firing}}🔥 {{.Summary}}
 {{- if .TTFB}} · TTFB {{dur .TTFB}}{{end}}
-   since {{ts .StartsAt}}{{if .Silenced}} (silenced by {{.Silenced}}){{end}}
+   {{if and (not .Since.IsZero) (.StartsAt.After .Since)}}since {{ts .Since}}, firing since {{ts .StartsAt}}{{else}}since {{ts .StartsAt}}{{end}}{{if .Silenced}} (silenced by {{.Silenced}}){{end}}
 {{- if .StatusURL}}
    status: {{.StatusURL}}{{end}}
 {{- if .ArtifactURL}}

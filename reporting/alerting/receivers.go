@@ -97,6 +97,7 @@ type WebhookAlert struct {
 	RunbookURL  string            `json:"runbook_url,omitempty"`
 	Silenced    string            `json:"silenced,omitempty"`
 	StartsAt    time.Time         `json:"starts_at"`
+	Since       time.Time         `json:"since"`
 	EndsAt      *time.Time        `json:"ends_at,omitempty"`
 	Labels      map[string]string `json:"labels"`
 	Fingerprint string            `json:"fingerprint"`
@@ -122,7 +123,7 @@ func webhookAlert(a Alert) WebhookAlert {
 		Check: a.Check, Target: a.Target, Region: a.Region, Regions: a.Regions, Cause: a.Cause, Error: a.Err,
 		TTFBMs: float64(a.TTFB) / float64(time.Millisecond), Value: a.Value, Windows: a.Windows,
 		Summary: a.Summary, StatusURL: a.StatusURL, ArtifactURL: a.ArtifactURL, RunbookURL: a.RunbookURL,
-		Silenced: a.Silenced, StartsAt: a.StartsAt.UTC(), Labels: a.Labels, Fingerprint: a.Fingerprint}
+		Silenced: a.Silenced, StartsAt: a.StartsAt.UTC(), Since: a.Since.UTC(), Labels: a.Labels, Fingerprint: a.Fingerprint}
 	if w.Regions == nil {
 		w.Regions = []string{}
 	}
@@ -352,6 +353,11 @@ func amOf(a Alert, endsAt time.Time) amAlert {
 		if v != "" {
 			ann[k] = v
 		}
+	}
+	if !a.Since.IsZero() {
+		// startsAt stays the firing time (after `for`), as Prometheus
+		// sends it; the condition's start is an annotation.
+		ann["since"] = a.Since.UTC().Format(time.RFC3339)
 	}
 	if a.TTFB > 0 {
 		ann["ttfb"] = a.TTFB.Round(time.Millisecond).String()

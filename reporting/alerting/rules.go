@@ -36,19 +36,79 @@ func byRegion(vs []reporting.Verdict) map[seriesKey]map[string][]reporting.Verdi
 
 // quorumRule finds the regions where match holds for at least one fresh
 // verdict (a region with several vantages counts once) and summarises them.
-func quorumRule(regions map[string][]reporting.Verdict, now time.Time, match func(reporting.Verdict) bool) (agree []string, hits []reporting.Verdict) {
+//
+// held says the alert fires already. An expired verdict is not a recovery:
+// for a held alert, a region without a fresh verdict that judges the pair
+// keeps agreeing while its newest verdict is younger than keep (0: no
+// limit) and either matched or judges nothing (state unknown: a restarted
+// canary still warming up, before fall or rise runs). stale lists those
+// regions. Stale verdicts never make a region agree with an alert that
+// does not fire yet.
+func quorumRule(regions map[string][]reporting.Verdict, now time.Time, held bool, keep time.Duration,
+	match func(reporting.Verdict) bool) (agree []string, hits []reporting.Verdict, stale []string) {
 	for region, vs := range regions {
-		for _, v := range vs {
-			if v.Current(now) != reporting.StateUnknown && match(v) {
-				agree = append(agree, region)
-				hits = append(hits, v)
-				break
+		fresh := false
+		var newest *reporting.Verdict
+		for i, v := range vs {
+			cur := v.Current(now)
+			if cur != reporting.StateUnknown {
+				fresh = true
+				if match(v) {
+					agree = append(agree, region)
+					hits = append(hits, v)
+					break
+				}
+			}
+			if newest == nil || v.At.After(newest.At) {
+				newest = &vs[i]
+			}
+		}
+		judges := newest != nil && newest.State != "" && newest.State != reporting.StateUnknown
+		if fresh || !held || newest == nil || (keep > 0 && now.Sub(newest.At) > keep) || (judges && !match(*newest)) {
+			continue
+		}
+		agree = append(agree, region)
+		hits = append(hits, *newest)
+		stale = append(stale, region)
+	}
+	sort.Strings(agree)
+	sort.Strings(stale)
+	return agree, hits, stale
+}
+
+// staleSuffix tells, in a held alert's summary, which regions have no fresh
+// verdict and when the newest one was.
+func staleSuffix(stale []string, hits []reporting.Verdict) string {
+	if len(stale) == 0 {
+		return ""
+	}
+	var last time.Time
+	for _, v := range hits {
+		for _, r := range stale {
+			if v.Region == r && v.At.After(last) {
+				last = v.At
 			}
 		}
 	}
-	sort.Strings(agree)
-	return agree, hits
+	return fmt.Sprintf(" (no fresh verdict from %s since %s: kept firing until one says otherwise)",
+		strings.Join(stale, ", "), last.UTC().Format(time.RFC3339))
 }
+
+// configured reports whether check × target is in the running config
+// (always true when the config's pairs are not known).
+func (e *evaluator) configured(check, target string) bool {
+	if e.checks != nil && !e.checks[check] {
+		return false
+	}
+	if e.pairs == nil {
+		return true
+	}
+	return e.pairs[check][target]
+}
+
+// heldKey identifies a firing alert of rule for check × target in
+// evaluator.held.
+func heldKey(rule, check, target string) string { return rule + "\x00" + check + "\x00" + target }
 
 // describe fills Cause, Err, TTFB and Artifact from the agreeing verdicts.
 func describe(a *Alert, hits []reporting.Verdict, links linker) {
@@ -84,24 +144,29 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 	var out []candidate
 	c := e.cfg
 	for k, regions := range byRegion(latest) {
+		if !e.configured(k.check, k.target) {
+			// A pair that left the config is not expected to run: its
+			// alerts resolve.
+			continue
+		}
 		if !c.Down.Disabled {
-			agree, hits := quorumRule(regions, e.now, func(v reporting.Verdict) bool {
-				return v.State == reporting.StateUnhealthy
-			})
+			agree, hits, stale := quorumRule(regions, e.now, e.held[heldKey(RuleDown, k.check, k.target)], c.DeadMan.ForgetAfter,
+				func(v reporting.Verdict) bool { return v.State == reporting.StateUnhealthy })
 			if len(agree) >= c.Quorum {
 				a := Alert{Rule: RuleDown, Severity: c.Down.Severity, Check: k.check, Target: k.target, Regions: agree}
 				describe(&a, hits, e.links)
-				a.Summary = fmt.Sprintf("%s down in %s (%s)%s", series(k.check, k.target),
-					regionsN(len(agree)), strings.Join(agree, ", "), causeSuffix(a.Cause, a.Err))
+				a.Summary = fmt.Sprintf("%s down in %s (%s)%s%s", series(k.check, k.target),
+					regionsN(len(agree)), strings.Join(agree, ", "), causeSuffix(a.Cause, a.Err), staleSuffix(stale, hits))
 				out = append(out, candidate{Alert: a, hold: c.Down.For})
 			}
 		}
 		if !c.Cert.Disabled {
 			horizon := e.now.Add(time.Duration(c.CertExpiryDays) * 24 * time.Hour)
-			agree, hits := quorumRule(regions, e.now, func(v reporting.Verdict) bool {
-				return (!v.OK && v.Cause == "cert") ||
-					(!v.CertExpiry.IsZero() && v.CertExpiry.Before(horizon))
-			})
+			agree, hits, _ := quorumRule(regions, e.now, e.held[heldKey(RuleCert, k.check, k.target)], c.DeadMan.ForgetAfter,
+				func(v reporting.Verdict) bool {
+					return (!v.OK && v.Cause == "cert") ||
+						(!v.CertExpiry.IsZero() && v.CertExpiry.Before(horizon))
+				})
 			if len(agree) >= c.Quorum {
 				a := Alert{Rule: RuleCert, Severity: c.Cert.Severity, Check: k.check, Target: k.target, Regions: agree}
 				describe(&a, hits, e.links)
@@ -371,6 +436,11 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 	accs := map[rk]*acc{}
 	for _, r := range rolls {
 		if r.Minute.After(e.now) {
+			continue
+		}
+		if !e.configured(r.Check, r.Target) {
+			// Only configured pairs burn: the alerts of a pair that left
+			// the config resolve, whatever its rollups say.
 			continue
 		}
 		k := rk{seriesKey{r.Check, r.Target}, r.Region}
