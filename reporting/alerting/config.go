@@ -66,11 +66,37 @@ type SLO struct {
 	// a TTFB-only SLO. The burn-rate windows (1h/5m … 3d/6h) are the
 	// standard ones for a 30d window and are not scaled.
 	Window time.Duration `mapstructure:"window"`
+
+	// set holds the keys the file set (see SetKeys).
+	set map[string]bool
+}
+
+// SetKeys records which keys of this SLO the config file set ("window",
+// "objective"), so that an explicit 0 is an error rather than "unset":
+// objective: 0%, ttfb_p95: 0s and window: 0s. Without SetKeys a 0 reads as
+// omitted.
+func (s *SLO) SetKeys(keys []string) {
+	s.set = make(map[string]bool, len(keys))
+	for _, k := range keys {
+		s.set[k] = true
+	}
 }
 
 // ValidateAndSetDefaults sets the window default and checks the SLO.
 func (s *SLO) ValidateAndSetDefaults() error {
 	var errs []error
+	if s.set["objective"] && s.Objective == 0 {
+		errs = append(errs, fmt.Errorf("objective: 0%%: %w (omit the key for no availability SLO)", ErrObjectiveRange))
+	}
+	if s.set["ttfb_p95"] && s.TTFBP95 == 0 {
+		errs = append(errs, fmt.Errorf("ttfb_p95: 0: %w (omit the key for no TTFB SLO)", ErrNotPositive))
+	}
+	if s.set["window"] && s.Window == 0 {
+		errs = append(errs, fmt.Errorf("window: 0: %w (omit the key for the default, 30d with objective, else 5m)", ErrNotPositive))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
 	if s.Name == "" {
 		errs = append(errs, fmt.Errorf("name: %w", ErrRequired))
 	}
