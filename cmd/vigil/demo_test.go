@@ -269,8 +269,9 @@ func TestDemoFault(t *testing.T) {
 			{"origin-z", "ok", `no origin "origin-z"`},
 		} {
 			out, code := runCLI(t, "demo", "fault", "--addr", addr, tc.origin, tc.mode)
-			if code != 1 || !strings.Contains(out, tc.want) {
-				t.Errorf("demo fault %s %s: exit %d, output %q; want exit 1 and %q", tc.origin, tc.mode, code, out, tc.want)
+			// A usage error, like a missing MODE: exit 2.
+			if code != 2 || !strings.Contains(out, tc.want) {
+				t.Errorf("demo fault %s %s: exit %d, output %q; want exit 2 and %q", tc.origin, tc.mode, code, out, tc.want)
 			}
 		}
 		if got := oc.Mode().String(); got != "ok" {
