@@ -433,8 +433,10 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 	}
 	if step.Changed {
 		level := slog.LevelInfo
-		if step.From == reporting.StateUnknown {
-			level = slog.LevelDebug // every pair leaves unknown once at start
+		if step.From == reporting.StateUnknown && step.State == reporting.StateHealthy {
+			// Every pair leaves unknown once at start; a healthy start is
+			// routine, an unhealthy or degraded one is news (it may page).
+			level = slog.LevelDebug
 		}
 		c.log.Log(context.Background(), level, "verdict changed", "check", v.Check, "target", v.Target, "from", string(step.From),
 			"to", string(step.State), "cause", v.Cause, "held_down", step.HeldDown)
@@ -806,13 +808,17 @@ func (c *Canary) SetReloadError(err error) {
 	}
 }
 
+// ErrReloadFailed marks the reload error in Health's joined error, so a
+// caller that reports the reload itself can leave it out.
+var ErrReloadFailed = errors.New("config reload failed")
+
 // Health returns nil when the canary is fine, else every reason it is not:
 // the last reload failed, verdicts were dropped within HealthWindow, or Run
 // has returned.
 func (c *Canary) Health() error {
 	var errs []error
 	if b := c.reloadErr.Load(); b != nil && b.err != nil {
-		errs = append(errs, fmt.Errorf("config reload failed (old config still running): %w", b.err))
+		errs = append(errs, fmt.Errorf("%w (old config still running): %w", ErrReloadFailed, b.err))
 	}
 	if c.stopped.Load() {
 		errs = append(errs, errors.New("scheduler stopped"))

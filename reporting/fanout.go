@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -15,6 +16,37 @@ import (
 // DefaultFanoutQueue is the per-sink queue length (in batches) NewFanout uses
 // when given queue <= 0.
 const DefaultFanoutQueue = 1024
+
+// Retry defaults for NewFanout (see FanoutOptions).
+const (
+	// DefaultFanoutRetryBatches is how many failed batches a sink keeps for
+	// retry; past it the oldest are dropped and counted.
+	DefaultFanoutRetryBatches = 1024
+	// DefaultFanoutRetryMin and DefaultFanoutRetryMax bound the wait before
+	// a failed batch is tried again: it starts at the first and doubles up
+	// to the second while the sink keeps failing.
+	DefaultFanoutRetryMin = time.Second
+	DefaultFanoutRetryMax = 30 * time.Second
+	// DefaultFanoutLogEvery is how often at most a sink that keeps failing
+	// is logged again (the line says how many were suppressed).
+	DefaultFanoutLogEvery = time.Minute
+)
+
+// FanoutOptions tunes NewFanoutWith. Every zero field has the default named.
+type FanoutOptions struct {
+	Log   *slog.Logger // nil: slog.Default()
+	Queue int          // per-sink queue length in batches; 0: DefaultFanoutQueue
+	// RetryBatches bounds the failed batches a sink keeps in memory for
+	// retry; 0: DefaultFanoutRetryBatches. When it overflows the oldest
+	// batch is dropped and its verdicts counted in Dropped.
+	RetryBatches int
+	// RetryMin and RetryMax bound the retry backoff; 0: DefaultFanoutRetryMin,
+	// DefaultFanoutRetryMax.
+	RetryMin, RetryMax time.Duration
+	// LogEvery is the least time between two "sink publish failed" lines of
+	// one sink; 0: DefaultFanoutLogEvery.
+	LogEvery time.Duration
+}
 
 // ErrFanoutClosed is returned by Publish and PublishSignals after Close.
 var ErrFanoutClosed = errors.New("reporting: fanout closed")
@@ -32,10 +64,19 @@ type NamedSink struct {
 // When a sink's queue is full the batch is dropped for that sink only and its
 // verdicts (or signals) are counted in Dropped and vigil_sink_dropped_total.
 //
+// A batch the sink refuses (an error, e.g. a full disk) is kept and tried
+// again with backoff, in order, ahead of the batches that arrive meanwhile,
+// which wait with it; at most RetryBatches are kept (the oldest overflow is
+// dropped and counted). While a sink fails, Health names it and the error;
+// the failure is logged once, then at most once per LogEvery with the count
+// of suppressed lines, and the recovery is logged. A panicking sink's batch
+// is not retried.
+//
 // Fanout does not own its sinks: Close drains the queues but does not close
 // the sinks; close them after the Fanout.
 type Fanout struct {
 	log   *slog.Logger
+	o     FanoutOptions
 	sinks []*fanoutSink
 
 	mu     sync.RWMutex // guards closed against the queue channels being closed
@@ -68,26 +109,52 @@ type fanoutSink struct {
 	dropped atomic.Uint64
 	dropC   prometheus.Counter
 	errC    prometheus.Counter
+
+	failing Failing      // since when Publish fails, for Health
+	waiting atomic.Int64 // batches kept for retry
+	waitN   atomic.Int64 // verdicts and signals in them
+	logLast time.Time    // last "sink publish failed" line (run goroutine only)
+	logSupp int          // lines left out since then
 }
 
 // NewFanout starts one goroutine per sink. queue is the per-sink queue length
 // in batches (default DefaultFanoutQueue, 1024). log may be nil (slog.Default).
 // Sink names should be unique; they label the metrics.
 func NewFanout(log *slog.Logger, queue int, sinks ...NamedSink) *Fanout {
-	if log == nil {
-		log = slog.Default()
+	return NewFanoutWith(FanoutOptions{Log: log, Queue: queue}, sinks...)
+}
+
+// NewFanoutWith is NewFanout with every option.
+func NewFanoutWith(o FanoutOptions, sinks ...NamedSink) *Fanout {
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
-	if queue <= 0 {
-		queue = DefaultFanoutQueue
+	if o.Queue <= 0 {
+		o.Queue = DefaultFanoutQueue
 	}
+	if o.RetryBatches <= 0 {
+		o.RetryBatches = DefaultFanoutRetryBatches
+	}
+	if o.RetryMin <= 0 {
+		o.RetryMin = DefaultFanoutRetryMin
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = DefaultFanoutRetryMax
+	}
+	o.RetryMax = max(o.RetryMax, o.RetryMin)
+	if o.LogEvery <= 0 {
+		o.LogEvery = DefaultFanoutLogEvery
+	}
+	log, queue := o.Log, o.Queue
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fanout{
 		log:  log,
+		o:    o,
 		ctx:  ctx,
 		stop: cancel,
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_sink_dropped_total",
-			Help: "Verdicts and signals dropped because a sink's queue was full.",
+			Help: "Verdicts and signals dropped because a sink's queue or its retry queue was full.",
 		}, []string{"sink"}),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_sink_errors_total",
@@ -171,18 +238,97 @@ func (f *Fanout) enqueue(it fanoutItem, n int, signals bool) error {
 
 func (f *Fanout) run(s *fanoutSink) {
 	defer close(s.done)
-	for it := range s.queue {
-		f.deliver(s, it)
+	var (
+		pending []fanoutItem // refused batches, oldest first
+		timer   *time.Timer
+		retryC  <-chan time.Time
+		backoff = f.o.RetryMin
+	)
+	arm := func() {
+		if timer == nil {
+			timer = time.NewTimer(backoff)
+		} else {
+			timer.Reset(backoff)
+		}
+		retryC = timer.C
+	}
+	hold := func(it fanoutItem) {
+		if len(pending) >= f.o.RetryBatches {
+			old := pending[0]
+			pending = pending[1:]
+			n := old.size()
+			s.dropped.Add(uint64(n))
+			s.dropC.Add(float64(n))
+			s.waiting.Add(-1)
+			s.waitN.Add(-int64(n))
+		}
+		pending = append(pending, it)
+		s.waiting.Add(1)
+		s.waitN.Add(int64(it.size()))
+	}
+	// flush tries the kept batches in order and stops at the first refusal.
+	flush := func() bool {
+		for len(pending) > 0 {
+			if ok, retry := f.deliver(s, pending[0]); !ok && retry {
+				return false
+			}
+			n := pending[0].size()
+			pending[0] = fanoutItem{}
+			pending = pending[1:]
+			s.waiting.Add(-1)
+			s.waitN.Add(-int64(n))
+		}
+		return true
+	}
+	for {
+		select {
+		case it, ok := <-s.queue:
+			if !ok {
+				// Closing: one last try of what is kept; the rest is lost.
+				if len(pending) > 0 && f.ctx.Err() == nil && !flush() {
+					n := s.waitN.Load()
+					s.dropped.Add(uint64(n))
+					s.dropC.Add(float64(n))
+					f.log.Error("sink publish failed at shutdown: kept batches dropped", "sink", s.name,
+						"batches", len(pending), "dropped", n)
+				}
+				if timer != nil {
+					timer.Stop()
+				}
+				return
+			}
+			if len(pending) > 0 { // keep the order: wait behind the refused ones
+				hold(it)
+				continue
+			}
+			if ok, retry := f.deliver(s, it); !ok && retry {
+				hold(it)
+				backoff = f.o.RetryMin
+				arm()
+			}
+		case <-retryC:
+			retryC = nil
+			if flush() {
+				backoff = f.o.RetryMin
+				continue
+			}
+			backoff = min(2*backoff, f.o.RetryMax)
+			arm()
+		}
 	}
 }
 
-// deliver hands one batch to a sink, recovering a panic so one bad batch does
-// not end the sink's goroutine.
-func (f *Fanout) deliver(s *fanoutSink, it fanoutItem) {
+func (it fanoutItem) size() int { return len(it.verdicts) + len(it.signals) }
+
+// deliver hands one batch to a sink and reports whether the sink took it
+// and, if not, whether to try it again: a panic is recovered (so one bad
+// batch does not end the sink's goroutine) and its batch is not retried.
+func (f *Fanout) deliver(s *fanoutSink, it fanoutItem) (ok, retry bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.errC.Inc()
 			f.log.Error("sink panicked", "sink", s.name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			ok, retry = false, false
 		}
 	}()
 	var err error
@@ -191,10 +337,41 @@ func (f *Fanout) deliver(s *fanoutSink, it fanoutItem) {
 	} else {
 		err = s.sink.Publish(f.ctx, it.verdicts)
 	}
-	if err != nil {
-		s.errC.Inc()
-		f.log.Warn("sink publish failed", "sink", s.name, "verdicts", len(it.verdicts), "signals", len(it.signals), "err", err)
+	if err == nil {
+		if since, last := s.failing.State(); last != nil {
+			f.log.Info("sink publish recovered", "sink", s.name, "failing_for", time.Since(since).Round(time.Second).String(),
+				"suppressed", s.logSupp)
+			s.logLast, s.logSupp = time.Time{}, 0
+		}
+		s.failing.Record(nil)
+		return true, false
 	}
+	s.errC.Inc()
+	s.failing.Record(err)
+	now := time.Now()
+	if !s.logLast.IsZero() && now.Sub(s.logLast) < f.o.LogEvery {
+		s.logSupp++
+		return false, true
+	}
+	f.log.Warn("sink publish failed", "sink", s.name, "verdicts", len(it.verdicts), "signals", len(it.signals),
+		"waiting_batches", s.waiting.Load(), "suppressed", s.logSupp, "err", err)
+	s.logLast, s.logSupp = now, 0
+	return false, true
+}
+
+// Health returns nil while every sink takes its batches, else one line per
+// failing sink: since when, how much waits for retry, and the last error.
+func (f *Fanout) Health() error {
+	var errs []error
+	for _, s := range f.sinks {
+		since, err := s.failing.State()
+		if err == nil {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("sink %s: writes failing since %s (%d batches, %d verdicts or signals waiting for retry, at most %d batches kept): %w",
+			s.name, since.UTC().Format(time.RFC3339), s.waiting.Load(), s.waitN.Load(), f.o.RetryBatches, err))
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops accepting batches and waits until every sink has drained its

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,5 +216,110 @@ func TestFanoutCloseOnceAndDeadline(t *testing.T) {
 	}
 	if err := f.PublishSignals(context.Background(), []reporting.Signal{{}}); !errors.Is(err, reporting.ErrFanoutClosed) {
 		t.Fatalf("PublishSignals after Close = %v", err)
+	}
+}
+
+// refusingSink refuses every batch with err while refuse is set, like a
+// store on a full disk, and records what it accepts.
+type refusingSink struct {
+	recordSink
+	refuse atomic.Bool
+	tries  atomic.Int64
+}
+
+var errDiskFull = errors.New("database or disk is full (13)")
+
+func (r *refusingSink) Publish(ctx context.Context, v []reporting.Verdict) error {
+	r.tries.Add(1)
+	if r.refuse.Load() {
+		return errDiskFull
+	}
+	return r.recordSink.Publish(ctx, v)
+}
+
+// TestFanoutRetriesRefusedBatches: while a sink refuses writes, Health names
+// it with the error and what waits, the failure is logged once (further
+// lines suppressed and counted), and no batch is lost: once the sink takes
+// writes again every batch arrives, in order, and Health clears.
+func TestFanoutRetriesRefusedBatches(t *testing.T) {
+	var logs checktest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	s := &refusingSink{}
+	s.refuse.Store(true)
+	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: log, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
+		reporting.NamedSink{Name: "embedded", Sink: s})
+	defer f.Close(context.Background())
+	for i := range 5 {
+		if err := f.Publish(context.Background(), []reporting.Verdict{{Check: "c", Target: "t", Streak: i + 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.tries.Load() < 6 && time.Now().Before(deadline) { // the first try and some retries
+		time.Sleep(10 * time.Millisecond)
+	}
+	err := f.Health()
+	if err == nil || !strings.Contains(err.Error(), "sink embedded: writes failing since ") ||
+		!strings.Contains(err.Error(), "(5 batches, 5 verdicts or signals waiting for retry, at most 1024 batches kept): database or disk is full (13)") {
+		t.Fatalf("Health() = %v; want the failing sink, what waits and the error", err)
+	}
+	if n := strings.Count(logs.String(), `msg="sink publish failed"`); n != 1 {
+		t.Errorf("%d \"sink publish failed\" lines after %d tries, want 1 (rate-limited):\n%s", n, s.tries.Load(), logs.String())
+	}
+	if got := f.Dropped("embedded"); got != 0 {
+		t.Errorf("Dropped = %d while batches wait for retry, want 0", got)
+	}
+
+	s.refuse.Store(false)
+	for len(s.got()) < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := s.got()
+	if len(got) != 5 {
+		t.Fatalf("sink got %d verdicts after it recovered, want all 5", len(got))
+	}
+	for i, v := range got {
+		if v.Streak != i+1 {
+			t.Fatalf("verdict %d has streak %d: order lost", i, v.Streak)
+		}
+	}
+	if err := f.Health(); err != nil {
+		t.Errorf("Health() after recovery = %v, want nil", err)
+	}
+	if !strings.Contains(logs.String(), `msg="sink publish recovered" sink=embedded`) {
+		t.Errorf("no recovery line:\n%s", logs.String())
+	}
+}
+
+// TestFanoutRetryQueueBound: past RetryBatches refused batches the oldest
+// are dropped and counted, so a sink that never recovers costs bounded memory.
+func TestFanoutRetryQueueBound(t *testing.T) {
+	s := &refusingSink{}
+	s.refuse.Store(true)
+	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: slog.New(slog.DiscardHandler), RetryBatches: 3, RetryMin: time.Hour},
+		reporting.NamedSink{Name: "embedded", Sink: s})
+	for i := range 10 {
+		f.Publish(context.Background(), verdicts(2, "c"+string(rune('a'+i))))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for f.Dropped("embedded") < 14 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := f.Dropped("embedded"); got != 14 {
+		t.Errorf("Dropped = %d, want 14 (7 oldest batches of 2 past the bound of 3)", got)
+	}
+	if got := counterValue(t, f, "vigil_sink_dropped_total", "embedded"); got != 14 {
+		t.Errorf("vigil_sink_dropped_total = %v, want 14", got)
+	}
+	if err := f.Health(); err == nil || !strings.Contains(err.Error(), "(3 batches, 6 verdicts or signals waiting") {
+		t.Errorf("Health() = %v, want 3 batches waiting", err)
+	}
+	s.refuse.Store(false)
+	if err := f.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := s.got()
+	if len(got) != 6 || got[0].Check != "ch" || got[5].Check != "cj" {
+		t.Errorf("at Close the sink got %d verdicts (%v…), want the 3 newest batches", len(got), got)
 	}
 }

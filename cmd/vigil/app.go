@@ -362,16 +362,30 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 func (a *app) health() (reasons, warnings []string) {
 	a.mu.Lock()
 	if a.reloadErr != nil {
-		reasons = append(reasons, "config reload failed (old config still running): "+a.cfg.redactor.redact(a.reloadErr.Error()))
+		// One reason for the whole rejected file, however many errors it
+		// has: "…: ERR1; ERR2" (a line each would read as separate problems).
+		errs := strings.Split(a.cfg.redactor.redact(a.reloadErr.Error()), "\n")
+		head := "config reload failed (old config still running): "
+		if len(errs) > 1 {
+			head = fmt.Sprintf("config reload failed (old config still running), %d errors: ", len(errs))
+		}
+		reasons = append(reasons, head+strings.Join(errs, "; "))
 	}
 	a.mu.Unlock()
 	if a.can != nil {
-		if err := a.can.Health(); err != nil {
-			for _, e := range strings.Split(err.Error(), "\n") {
-				if !strings.Contains(e, "reload") {
-					reasons = append(reasons, "canary: "+e)
-				}
+		// The canary's own copy of the reload error is shown above; its
+		// other problems are one joined error each.
+		for _, e := range unjoin(a.can.Health()) {
+			if !errors.Is(e, canary.ErrReloadFailed) {
+				reasons = append(reasons, "canary: "+strings.ReplaceAll(e.Error(), "\n", "; "))
 			}
+		}
+	}
+	if a.fan != nil {
+		// A sink refusing writes (a full disk, a read-only store): its
+		// batches wait in memory for a retry.
+		for _, e := range unjoin(a.fan.Health()) {
+			reasons = append(reasons, a.current().redactor.redact(e.Error()))
 		}
 	}
 	if a.remote != nil {
@@ -398,6 +412,18 @@ func (a *app) health() (reasons, warnings []string) {
 		}
 	}
 	return reasons, warnings
+}
+
+// unjoin lists the errors an errors.Join made (err itself otherwise, none
+// for nil).
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func (a *app) verdictsFromStore(w http.ResponseWriter, r *http.Request) {
