@@ -143,6 +143,17 @@ func Open(dir string, o Options) (*Store, error) {
 	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("store: create %s: %w", path, err)
 	}
+	// SQLite says only "unable to open database file (14)" when it may not
+	// read or write the file or create its -wal and -shm files beside it:
+	// check both first and name the path.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err) // "open <path>: permission denied"
+	}
+	f.Close()
+	if err := dirWritable(dir); err != nil {
+		return nil, fmt.Errorf("store: data dir %s: vigil.db needs its -wal and -shm files beside it: %w", dir, err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
