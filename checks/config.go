@@ -220,9 +220,7 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, errorf(ErrBadURL, "url: %q: want an absolute http:// or https:// URL", s.URL))
 		}
-	} else if s.Path == "" {
-		s.Path = "/"
-	} else if !strings.HasPrefix(s.Path, "/") {
+	} else if s.Path != "" && !strings.HasPrefix(s.Path, "/") {
 		errs = append(errs, errorf(ErrBadURL, "path: %q: must start with \"/\"", s.Path))
 	}
 	if s.Body != "" && s.JSON != nil {

@@ -124,7 +124,7 @@ func TestDefaults(t *testing.T) {
 	if err := s.ValidateAndSetDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	if s.Method != "GET" || s.Path != "/" || s.BodyLimit != 10<<20 || s.TLS.MinVersion != "1.2" {
+	if s.Method != "GET" || s.Path != "" || s.BodyLimit != 10<<20 || s.TLS.MinVersion != "1.2" {
 		t.Errorf("defaults: method %q path %q body_limit %v min_version %q", s.Method, s.Path, s.BodyLimit, s.TLS.MinVersion)
 	}
 	tcp := checks.TCPSpec{}

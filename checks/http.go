@@ -497,8 +497,10 @@ func urlErrKind(err error) string {
 }
 
 // JoinTargetPath joins a target's base URL and a check's path (which may
-// carry its own query). A query on the target ("http://h/?key=k") is kept
-// and comes after the path's; a fragment on the target is dropped.
+// carry its own query). Without a path the target's URL is requested as
+// written ("http://h/healthz" stays /healthz; "http://h" gets "/"). A query
+// on the target ("http://h/?key=k") is kept and comes after the path's; a
+// fragment on the target is dropped.
 func JoinTargetPath(base, path string) string {
 	if i := strings.IndexByte(base, '#'); i >= 0 {
 		base = base[:i]
@@ -510,7 +512,14 @@ func JoinTargetPath(base, path string) string {
 	raw := strings.TrimRight(base, "/")
 	switch {
 	case path == "":
-		raw += "/"
+		raw = base
+		hostPath := base
+		if i := strings.Index(base, "://"); i >= 0 {
+			hostPath = base[i+3:]
+		}
+		if !strings.Contains(hostPath, "/") {
+			raw += "/"
+		}
 	case strings.HasPrefix(path, "/"):
 		raw += path
 	default:
