@@ -28,6 +28,9 @@ type cell struct {
 	// Vantages are the vantages reporting into this region.
 	Vantages []string
 	Artifact string
+	// Held is the end of a flap hold-down keeping a fresh unhealthy verdict
+	// unhealthy whatever the runs say; zero when none.
+	Held time.Time
 }
 
 // row is one check × target.
@@ -184,6 +187,9 @@ func cellOf(v reporting.Verdict, now time.Time) cell {
 	}
 	if v.Vantage != "" {
 		c.Vantages = []string{v.Vantage}
+	}
+	if !c.Stale && cur == reporting.StateUnhealthy && v.HeldUntil.After(now) {
+		c.Held = v.HeldUntil
 	}
 	return c
 }
