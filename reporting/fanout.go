@@ -285,7 +285,7 @@ func (f *Fanout) run(s *fanoutSink) {
 		case it, ok := <-s.queue:
 			if !ok {
 				// Closing: one last try of what is kept; the rest is lost.
-				if len(pending) > 0 && f.ctx.Err() == nil && !flush() {
+				if len(pending) > 0 && (f.ctx.Err() != nil || !flush()) {
 					n := s.waitN.Load()
 					s.dropped.Add(uint64(n))
 					s.dropC.Add(float64(n))
