@@ -160,3 +160,22 @@ func (ch *CheckConfig) compile(o CompileOptions) (checks.Check, error) {
 	}
 	return checks.NewHTTP(*ch.HTTP, *ch.Expect, opts)
 }
+
+// PairNames returns the check × target pairs the config runs, as check
+// name → target names, over every shard and without disabled checks: what
+// an alerter judges (alerting.Alerter.SetPairs).
+func (c *Config) PairNames() map[string][]string {
+	out := make(map[string][]string, len(c.Checks))
+	for i := range c.Checks {
+		ch := &c.Checks[i]
+		if ch.Disabled {
+			continue
+		}
+		var ts []string
+		if ch.URL != "" {
+			ts = append(ts, targetNameForURL(ch.URL))
+		}
+		out[ch.Name] = append(ts, ch.Targets...)
+	}
+	return out
+}

@@ -237,6 +237,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 			return nil, fmt.Errorf("alerting: %w", err)
 		}
 		al.SetChecks(cfg.checkNames())
+		al.SetPairs(cfg.pairNames())
 		a.alr = al
 	}
 	if a.can == nil {
@@ -733,6 +734,7 @@ func (a *app) apply(cfg *File) error {
 			return fmt.Errorf("alerting: %w", err)
 		}
 		a.alr.SetChecks(cfg.checkNames())
+		a.alr.SetPairs(cfg.pairNames())
 	}
 	if a.can != nil {
 		a.can.SetRedact(cfg.redactor.redact)
@@ -758,6 +760,16 @@ func (f *File) intervalsOfChecks() []time.Duration {
 		}
 	}
 	return out
+}
+
+// pairNames are the file's check × target pairs, the only ones the alerter
+// judges (alerting.Alerter.SetPairs); nil when the file has no checks
+// section (a standalone alerter judges every pair in the store).
+func (f *File) pairNames() map[string][]string {
+	if !f.sections["checks"] {
+		return nil
+	}
+	return f.Config.PairNames()
 }
 
 // checkNames are the names of the file's checks, which only can be
