@@ -264,6 +264,10 @@ func (c *Config) explicitZeros() []error {
 		{"defaults.fall", d.Fall == 0, "3"},
 		{"agent.concurrency", c.Agent.Concurrency == 0, "256"},
 		{"agent.browser.max_concurrent", c.Agent.Browser.MaxConcurrent == 0, "2"},
+		{"agent.triggers.for", c.Agent.Triggers.For == 0, "60s"},
+		{"agent.triggers.min_requests", c.Agent.Triggers.MinRequests == 0, "20"},
+		{"agent.triggers.min_gap", c.Agent.Triggers.MinGap == 0, "30s"},
+		{"agent.triggers.poll", c.Agent.Triggers.Poll == 0, "5s"},
 	}
 	// With flap damping off (an explicit max_changes: 0), a zero window or
 	// hold_down means nothing either way.
@@ -281,6 +285,20 @@ func (c *Config) explicitZeros() []error {
 			key{p + "expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval"},
 			key{p + "rise", ch.Rise == 0, "defaults.rise"},
 			key{p + "fall", ch.Fall == 0, "defaults.fall"})
+		if ch.HTTP != nil {
+			keys = append(keys, key{p + "http.body_limit", ch.HTTP.BodyLimit == 0, "10MiB"})
+		}
+		if ch.TCP != nil {
+			keys = append(keys, key{p + "tcp.read_limit", ch.TCP.ReadLimit == 0, "64KiB"})
+		}
+		for j := range ch.Script {
+			st := &ch.Script[j]
+			sp := fmt.Sprintf("%sscript[%d].", p, j)
+			keys = append(keys, key{sp + "timeout", st.Timeout == 0, "10s, capped by what is left of the check's timeout"})
+			if st.HTTP != nil {
+				keys = append(keys, key{sp + "http.body_limit", st.HTTP.BodyLimit == 0, "10MiB"})
+			}
+		}
 		if ch.Flap != nil && !(c.isSet(p+"flap.max_changes") && ch.Flap.MaxChanges == 0) {
 			keys = append(keys,
 				key{p + "flap.window", ch.Flap.Window == 0, "10m"},

@@ -194,6 +194,25 @@ checks:
 		`checks[1].flap.window: 0: must be positive (omit the key for the default, 10m)`,
 		`checks[1].fall: must be positive, got -1`)
 
+	// The same for agent.triggers, a probe's body_limit / read_limit and a
+	// script step's timeout.
+	wantValidate(t, `
+agent: {triggers: {for: 0s, min_requests: 0, min_gap: 0s, poll: 0s}}
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks:
+  - {name: h, targets: [a], interval: 30s, http: {body_limit: 0B}}
+  - {name: t, url: "tcp://127.0.0.1:9", interval: 30s, tcp: {read_limit: 0B}}
+  - {name: s, targets: [a], interval: 30s, script: [{timeout: 0s, http: {path: /, body_limit: 0B}}]}
+`,
+		`agent.triggers.for: 0: must be positive (omit the key for the default, 60s)`,
+		`agent.triggers.min_requests: 0: must be positive (omit the key for the default, 20)`,
+		`agent.triggers.min_gap: 0: must be positive (omit the key for the default, 30s)`,
+		`agent.triggers.poll: 0: must be positive (omit the key for the default, 5s)`,
+		`checks[0].http.body_limit: 0: must be positive (omit the key for the default, 10MiB)`,
+		`checks[1].tcp.read_limit: 0: must be positive (omit the key for the default, 64KiB)`,
+		`checks[2].script[0].timeout: 0: must be positive (omit the key for the default, 10s, capped by what is left of the check's timeout)`,
+		`checks[2].script[0].http.body_limit: 0: must be positive (omit the key for the default, 10MiB)`)
+
 	// Omitted keys still take their defaults; flap.max_changes: 0 and
 	// flap.extra_passes: 0 are kept (no damping, no extra passes).
 	if lines, code := validateErrors(t, `
