@@ -395,7 +395,9 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		}
 	}
 	// Which keys were set, so that validation tells an explicit 0 from
-	// an omitted key.
+	// an omitted key. A key whose value is empty (`${X:-}`, an empty
+	// VIGIL_* override, `key: ""`) counts as not set.
+	md.Keys = dropEmpty(md.Keys, settings)
 	f.Config.SetKeys(md.Keys)
 	f.Alerting.SetKeys(keysUnder(md.Keys, "alerting."))
 	f.StatusPage.SetKeys(keysUnder(md.Keys, "status_page."))
@@ -505,6 +507,58 @@ func underAny(keys []string, section string) bool {
 		}
 	}
 	return false
+}
+
+// dropEmpty returns keys without those whose value in settings is an empty
+// string. Keys are mapstructure's ("checks[0].http.body_limit"); map keys
+// match case-insensitively, as in decoding.
+func dropEmpty(keys []string, settings map[string]any) []string {
+	out := keys[:0:0]
+	for _, k := range keys {
+		if v, ok := lookupKey(settings, k); ok {
+			if str, isStr := v.(string); isStr && strings.TrimSpace(str) == "" {
+				continue
+			}
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// lookupKey finds the value of a mapstructure key in decoded YAML.
+func lookupKey(v any, key string) (any, bool) {
+	for _, seg := range strings.Split(key, ".") {
+		name, idx := seg, -1
+		if i := strings.IndexByte(seg, '['); i >= 0 && strings.HasSuffix(seg, "]") {
+			n, err := strconv.Atoi(seg[i+1 : len(seg)-1])
+			if err != nil {
+				return nil, false
+			}
+			name, idx = seg[:i], n
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		found := false
+		for mk, mv := range m {
+			if strings.EqualFold(mk, name) {
+				v, found = mv, true
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+		if idx >= 0 {
+			l, ok := v.([]any)
+			if !ok || idx >= len(l) {
+				return nil, false
+			}
+			v = l[idx]
+		}
+	}
+	return v, true
 }
 
 // keysUnder returns the keys that start with prefix, without it.

@@ -203,3 +203,29 @@ func TestMissingDefaultConfigFile(t *testing.T) {
 		t.Fatalf("exit %d, output %q", code, out)
 	}
 }
+
+// TestEmptyOverrideIsNotSet: an empty value (`${X:-}`, an empty VIGIL_*
+// override) leaves the key unset: the default applies, it is not an
+// explicit 0 (which pages at once for down.for, and is an error for quorum).
+func TestEmptyOverrideIsNotSet(t *testing.T) {
+	env := map[string]string{"VIGIL_ALERTING_DOWN_FOR": "", "VIGIL_ALERTING_QUORUM": "", "EMPTY": ""}
+	f, err := parseConfig("vigil.yaml", []byte(`
+targets: [{name: a, url: "http://127.0.0.1:9201"}]
+checks: [{name: h, targets: [a], interval: 30s}]
+alerting:
+  repeat_interval: ${EMPTY:-}
+  receivers: [{name: w, webhook: {url: "http://127.0.0.1:9/"}}]
+`), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Alerting.Down.For; got != time.Minute {
+		t.Errorf("down.for with an empty override: %s, want the default 1m", got)
+	}
+	if got := f.Alerting.Quorum; got != 1 {
+		t.Errorf("quorum with an empty override: %d, want the default 1", got)
+	}
+	if got := f.Alerting.RepeatInterval; got != 4*time.Hour {
+		t.Errorf("repeat_interval: ${EMPTY:-}: %s, want the default 4h", got)
+	}
+}
