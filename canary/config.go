@@ -3,11 +3,9 @@ package canary
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -355,17 +353,9 @@ func (a *AgentConfig) ValidateAndSetDefaults() error {
 }
 
 // checkListen rejects a listen address that net.Listen would refuse:
-// not host:port, or a port outside 0..65535 (0: any free port).
-func checkListen(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q: want host:port, e.g. 127.0.0.1:9470", addr)
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
-		return fmt.Errorf("%q: port %q: want a number from 0 to 65535", addr, port)
-	}
-	return nil
-}
+// not host:port, or a port that is neither 0..65535 (0: any free port) nor a
+// known service name.
+func checkListen(addr string) error { return units.CheckListen(addr, "127.0.0.1:9470") }
 
 // ValidateAndSetDefaults fills the global defaults.
 func (d *Defaults) ValidateAndSetDefaults() error {

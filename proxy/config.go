@@ -5,10 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -646,17 +644,8 @@ func (r *RetryConfig) ValidateAndSetDefaults() error {
 }
 
 // checkListen rejects a listen address that net.Listen would refuse:
-// not host:port, or a port outside 0..65535.
-func checkListen(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q: want host:port", addr)
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
-		return fmt.Errorf("%q: port %q: want a number from 0 to 65535", addr, port)
-	}
-	return nil
-}
+// not host:port, or a port that is neither 0..65535 nor a known service name.
+func checkListen(addr string) error { return units.CheckListen(addr, "") }
 
 func toSet(xs []string) map[string]bool {
 	if len(xs) == 0 {
