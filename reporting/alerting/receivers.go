@@ -124,6 +124,11 @@ func webhookAlert(a Alert) WebhookAlert {
 		TTFBMs: float64(a.TTFB) / float64(time.Millisecond), Value: a.Value, Windows: a.Windows,
 		Summary: a.Summary, StatusURL: a.StatusURL, ArtifactURL: a.ArtifactURL, RunbookURL: a.RunbookURL,
 		Silenced: a.Silenced, StartsAt: a.StartsAt.UTC(), Since: a.Since.UTC(), Labels: a.Labels, Fingerprint: a.Fingerprint}
+	if a.Since.IsZero() {
+		// An alert restored from a state file written before alerts had a
+		// Since: the firing time is the best known start.
+		w.Since = w.StartsAt
+	}
 	if w.Regions == nil {
 		w.Regions = []string{}
 	}

@@ -348,3 +348,17 @@ func TestAlertJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookSinceOfRestoredAlert: an alert restored from a state file
+// written before alerts had a start time sends its firing time as "since",
+// not the zero time.
+func TestWebhookSinceOfRestoredAlert(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	if w := webhookAlert(Alert{Rule: "down", StartsAt: t0}); !w.Since.Equal(t0) {
+		t.Errorf("since %s, want the firing time %s", w.Since, t0)
+	}
+	t1 := t0.Add(-time.Minute)
+	if w := webhookAlert(Alert{Rule: "down", StartsAt: t0, Since: t1}); !w.Since.Equal(t1) {
+		t.Errorf("since %s, want %s", w.Since, t1)
+	}
+}
