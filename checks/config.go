@@ -169,6 +169,10 @@ type HTTPSpec struct {
 	// CacheBust adds a unique query parameter vigil_cb=<random> to every
 	// run so caches (CDNs) are bypassed. Default false.
 	CacheBust bool `mapstructure:"cache_bust"`
+	// RawBody asserts on the body as served: a gzip or deflate body is not
+	// decoded before body, json, checksum and size assertions and
+	// body_limit. Default false (decoded, as a browser sees it).
+	RawBody bool `mapstructure:"raw_body"`
 	// ReuseConnections keeps connections alive between runs of this check.
 	// Default false: every run opens a fresh connection, so DNS, connect
 	// and TLS are measured every time.

@@ -232,3 +232,39 @@ func TestEmptyMatchersAreConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRawBody: with http.raw_body a compressed body is asserted on as
+// served (the checksum of a pre-compressed object as stored), and an
+// encoding vigil does not decode does not fail content assertions.
+func TestRawBody(t *testing.T) {
+	base := contentOrigin(t)
+	run := func(path string, e checks.Expect) checks.Result {
+		t.Helper()
+		h, err := checks.NewHTTP(checks.HTTPSpec{Path: path, RawBody: true}, e, checks.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		return h.Run(context.Background(), checks.Target{URL: base})
+	}
+	// The bytes as served (a request that sets Accept-Encoding itself is
+	// not decoded by the transport).
+	req, _ := http.NewRequest("GET", base+"/gzip", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sum := sha256.Sum256(stored)
+	if r := run("/gzip", checks.Expect{Checksum: "sha256:" + hex.EncodeToString(sum[:])}); !r.OK {
+		t.Errorf("checksum of the gzip bytes as served: %s (%s), want a pass", r.Cause, r.Err)
+	}
+	if r := run("/gzip", checks.Expect{Checksum: docSum()}); r.OK {
+		t.Error("checksum of the decoded content passed with raw_body")
+	}
+	if r := run("/br", checks.Expect{Body: checks.BodyExpect{Contains: []string{`"status":"up"`}}}); !r.OK {
+		t.Errorf("br body as served: %s (%s), want a pass", r.Cause, r.Err)
+	}
+}

@@ -232,10 +232,11 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	if h.expect.sum != nil {
 		sum = newHash(h.expect.sum.algo)
 	}
-	// Content assertions see the decoded body (see contentDecoder); a check
-	// that asserts nothing on the content reads the bytes as served.
+	// Content assertions see the decoded body (see contentDecoder), unless
+	// raw_body; a check that asserts nothing on the content reads the bytes
+	// as served.
 	src, length := io.Reader(resp.Body), resp.ContentLength
-	if keep || sum != nil || h.expect.Size != (SizeExpect{}) {
+	if (keep || sum != nil || h.expect.Size != (SizeExpect{})) && !h.spec.RawBody {
 		if ce := resp.Header.Values("Content-Encoding"); len(ce) > 0 {
 			src, obs.undecoded = contentDecoder(resp.Body, ce)
 			if obs.undecoded == "" {
