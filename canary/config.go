@@ -35,7 +35,7 @@ type Config struct {
 	Checks   []CheckConfig  `mapstructure:"checks"`
 
 	// set holds the keys the file set (see SetKeys).
-	set map[string]bool
+	set units.KeySet
 }
 
 // SetKeys records which keys the config file (or an environment
@@ -46,15 +46,10 @@ type Config struct {
 // fall, expire_after, concurrency, …) is an error, and an explicit
 // flap.max_changes: 0 (no flap damping) or flap.extra_passes: 0 is kept.
 // Without SetKeys every 0 is read as omitted.
-func (c *Config) SetKeys(keys []string) {
-	c.set = make(map[string]bool, len(keys))
-	for _, k := range keys {
-		c.set[k] = true
-	}
-}
+func (c *Config) SetKeys(keys []string) { c.set = units.NewKeySet(keys) }
 
 // isSet reports whether the file set key.
-func (c *Config) isSet(key string) bool { return c.set[key] }
+func (c *Config) isSet(key string) bool { return c.set.Has(key) }
 
 // AgentConfig is the `agent:` section.
 type AgentConfig struct {
@@ -247,69 +242,59 @@ func (c *Config) ValidateAndSetDefaults() error {
 // explicitZeros rejects keys the file set to 0 where 0 makes no sense and
 // an omitted key takes a default (interval: 0s used to run every 30s).
 func (c *Config) explicitZeros() []error {
-	type key struct {
-		name string
-		zero bool   // the decoded value is 0
-		def  string // what omitting the key gives
-	}
+	key := units.Zero
 	const holdDown = "5m; flap.max_changes: 0 turns flap damping off"
 	d := &c.Defaults
-	keys := []key{
-		{"defaults.interval", d.Interval == 0, "30s"},
-		{"defaults.timeout", d.Timeout == 0, "min(10s, 80% of the interval)"},
-		{"defaults.expire_after", d.ExpireAfter == 0, "3 × interval"},
-		{"defaults.rise", d.Rise == 0, "2"},
-		{"defaults.fall", d.Fall == 0, "3"},
-		{"agent.concurrency", c.Agent.Concurrency == 0, "256"},
-		{"agent.browser.max_concurrent", c.Agent.Browser.MaxConcurrent == 0, "2"},
-		{"agent.triggers.for", c.Agent.Triggers.For == 0, "60s"},
-		{"agent.triggers.min_requests", c.Agent.Triggers.MinRequests == 0, "20"},
-		{"agent.triggers.min_gap", c.Agent.Triggers.MinGap == 0, "30s"},
-		{"agent.triggers.poll", c.Agent.Triggers.Poll == 0, "5s"},
+	keys := []units.ZeroKey{
+		key("defaults.interval", d.Interval == 0, "30s"),
+		key("defaults.timeout", d.Timeout == 0, "min(10s, 80% of the interval)"),
+		key("defaults.expire_after", d.ExpireAfter == 0, "3 × interval"),
+		key("defaults.rise", d.Rise == 0, "2"),
+		key("defaults.fall", d.Fall == 0, "3"),
+		key("agent.concurrency", c.Agent.Concurrency == 0, "256"),
+		key("agent.browser.max_concurrent", c.Agent.Browser.MaxConcurrent == 0, "2"),
+		key("agent.triggers.for", c.Agent.Triggers.For == 0, "60s"),
+		key("agent.triggers.min_requests", c.Agent.Triggers.MinRequests == 0, "20"),
+		key("agent.triggers.min_gap", c.Agent.Triggers.MinGap == 0, "30s"),
+		key("agent.triggers.poll", c.Agent.Triggers.Poll == 0, "5s"),
 	}
 	// With flap damping off (an explicit max_changes: 0), a zero window or
 	// hold_down means nothing either way.
 	if !(c.isSet("defaults.flap.max_changes") && d.Flap.MaxChanges == 0) {
 		keys = append(keys,
-			key{"defaults.flap.window", d.Flap.Window == 0, "10m"},
-			key{"defaults.flap.hold_down", d.Flap.HoldDown == 0, holdDown})
+			key("defaults.flap.window", d.Flap.Window == 0, "10m"),
+			key("defaults.flap.hold_down", d.Flap.HoldDown == 0, holdDown))
 	}
 	for i := range c.Checks {
 		ch := &c.Checks[i]
 		p := fmt.Sprintf("checks[%d].", i)
 		keys = append(keys,
-			key{p + "interval", ch.Interval == 0, "defaults.interval"},
-			key{p + "timeout", ch.Timeout == 0, "defaults.timeout, capped at 80% of the interval"},
-			key{p + "expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval"},
-			key{p + "rise", ch.Rise == 0, "defaults.rise"},
-			key{p + "fall", ch.Fall == 0, "defaults.fall"})
+			key(p+"interval", ch.Interval == 0, "defaults.interval"),
+			key(p+"timeout", ch.Timeout == 0, "defaults.timeout, capped at 80% of the interval"),
+			key(p+"expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval"),
+			key(p+"rise", ch.Rise == 0, "defaults.rise"),
+			key(p+"fall", ch.Fall == 0, "defaults.fall"))
 		if ch.HTTP != nil {
-			keys = append(keys, key{p + "http.body_limit", ch.HTTP.BodyLimit == 0, "10MiB"})
+			keys = append(keys, key(p+"http.body_limit", ch.HTTP.BodyLimit == 0, "10MiB"))
 		}
 		if ch.TCP != nil {
-			keys = append(keys, key{p + "tcp.read_limit", ch.TCP.ReadLimit == 0, "64KiB"})
+			keys = append(keys, key(p+"tcp.read_limit", ch.TCP.ReadLimit == 0, "64KiB"))
 		}
 		for j := range ch.Script {
 			st := &ch.Script[j]
 			sp := fmt.Sprintf("%sscript[%d].", p, j)
-			keys = append(keys, key{sp + "timeout", st.Timeout == 0, "10s, capped by what is left of the check's timeout"})
+			keys = append(keys, key(sp+"timeout", st.Timeout == 0, "10s, capped by what is left of the check's timeout"))
 			if st.HTTP != nil {
-				keys = append(keys, key{sp + "http.body_limit", st.HTTP.BodyLimit == 0, "10MiB"})
+				keys = append(keys, key(sp+"http.body_limit", st.HTTP.BodyLimit == 0, "10MiB"))
 			}
 		}
 		if ch.Flap != nil && !(c.isSet(p+"flap.max_changes") && ch.Flap.MaxChanges == 0) {
 			keys = append(keys,
-				key{p + "flap.window", ch.Flap.Window == 0, "10m"},
-				key{p + "flap.hold_down", ch.Flap.HoldDown == 0, holdDown})
+				key(p+"flap.window", ch.Flap.Window == 0, "10m"),
+				key(p+"flap.hold_down", ch.Flap.HoldDown == 0, holdDown))
 		}
 	}
-	var errs []error
-	for _, k := range keys {
-		if k.zero && c.isSet(k.name) {
-			errs = append(errs, fmt.Errorf("%s: 0: must be positive (omit the key for the default, %s)", k.name, k.def))
-		}
-	}
-	return errs
+	return c.set.ExplicitZeros(keys)
 }
 
 // ValidateAndSetDefaults fills the agent defaults.

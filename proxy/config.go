@@ -85,7 +85,7 @@ type Config struct {
 	Pools []PoolConfig `mapstructure:"pools"`
 
 	// set holds the keys the file set, relative to the section (see SetKeys).
-	set map[string]bool
+	set units.KeySet
 }
 
 // SetKeys records which keys the config file set, relative to the
@@ -97,12 +97,7 @@ type Config struct {
 // slow_start, failure_rate, latency_p95 and max_conns default to 0), and
 // send_timeout: 0 still reads as the default. Without SetKeys every 0
 // reads as omitted.
-func (c *Config) SetKeys(keys []string) {
-	c.set = make(map[string]bool, len(keys))
-	for _, k := range keys {
-		c.set[k] = true
-	}
-}
+func (c *Config) SetKeys(keys []string) { c.set = units.NewKeySet(keys) }
 
 // explicitZeros rejects keys the file set to 0 where 0 has no meaning and
 // an omitted key takes a non-zero default (tries: 0 used to mean 3).
@@ -110,51 +105,41 @@ func (c *Config) explicitZeros() []error {
 	if c.set == nil {
 		return nil
 	}
-	type key struct {
-		name string
-		zero bool   // the decoded value is 0
-		def  string // what omitting the key gives
-	}
-	keys := []key{
-		{"max_header_bytes", c.MaxHeaderBytes == 0, "64KiB"},
-		{"max_body", c.MaxBody == 0, "10MiB"},
-		{"read_header_timeout", c.ReadHeaderTimeout == 0, "10s"},
-		{"idle_timeout", c.IdleTimeout == 0, "60s"},
-		{"verdict_poll", c.VerdictPoll == 0, "2s"},
-		{"signal_window", c.SignalWindow == 0, "10s"},
+	key := units.Zero
+	keys := []units.ZeroKey{
+		key("max_header_bytes", c.MaxHeaderBytes == 0, "64KiB"),
+		key("max_body", c.MaxBody == 0, "10MiB"),
+		key("read_header_timeout", c.ReadHeaderTimeout == 0, "10s"),
+		key("idle_timeout", c.IdleTimeout == 0, "60s"),
+		key("verdict_poll", c.VerdictPoll == 0, "2s"),
+		key("signal_window", c.SignalWindow == 0, "10s"),
 	}
 	for i := range c.Pools {
 		p := &c.Pools[i]
 		k := fmt.Sprintf("pools[%d].", i)
 		keys = append(keys,
-			key{k + "hash.bounded_load", p.Hash.BoundedLoad == 0, "1.25"},
-			key{k + "verdicts.quorum", p.Verdicts.Quorum == 0, "1"},
-			key{k + "verdicts.max_age", p.Verdicts.MaxAge == 0, "60s"},
-			key{k + "passive.consecutive_5xx", p.Passive.Consecutive5xx == 0, "5; -1 turns the rule off"},
-			key{k + "passive.window", p.Passive.Window == 0, "30s"},
-			key{k + "passive.min_requests", p.Passive.MinRequests == 0, "20"},
-			key{k + "passive.success_rate_stdev", p.Passive.SuccessRateStdev == 0, "1.9; -1 turns the rule off"},
-			key{k + "passive.ejection", p.Passive.Ejection == 0, "30s"},
-			key{k + "passive.max_ejection", p.Passive.MaxEjection == 0, "300s"},
-			key{k + "retry.tries", p.Retry.Tries == 0, "3; 1 sends each request to one origin only"},
-			key{k + "retry.try_timeout", p.Retry.TryTimeout == 0, "15s"},
-			key{k + "retry.budget", p.Retry.Budget == 0, "30s"},
-			key{k + "retry.retry_budget", p.Retry.RetryBudget == 0, "20%"},
-			key{k + "retry.max_buffered_body", p.Retry.MaxBufferedBody == 0, "64KiB"},
-			key{k + "connect_timeout", p.ConnectTimeout == 0, "2s"},
+			key(k+"hash.bounded_load", p.Hash.BoundedLoad == 0, "1.25"),
+			key(k+"verdicts.quorum", p.Verdicts.Quorum == 0, "1"),
+			key(k+"verdicts.max_age", p.Verdicts.MaxAge == 0, "60s"),
+			key(k+"passive.consecutive_5xx", p.Passive.Consecutive5xx == 0, "5; -1 turns the rule off"),
+			key(k+"passive.window", p.Passive.Window == 0, "30s"),
+			key(k+"passive.min_requests", p.Passive.MinRequests == 0, "20"),
+			key(k+"passive.success_rate_stdev", p.Passive.SuccessRateStdev == 0, "1.9; -1 turns the rule off"),
+			key(k+"passive.ejection", p.Passive.Ejection == 0, "30s"),
+			key(k+"passive.max_ejection", p.Passive.MaxEjection == 0, "300s"),
+			key(k+"retry.tries", p.Retry.Tries == 0, "3; 1 sends each request to one origin only"),
+			key(k+"retry.try_timeout", p.Retry.TryTimeout == 0, "15s"),
+			key(k+"retry.budget", p.Retry.Budget == 0, "30s"),
+			key(k+"retry.retry_budget", p.Retry.RetryBudget == 0, "20%"),
+			key(k+"retry.max_buffered_body", p.Retry.MaxBufferedBody == 0, "64KiB"),
+			key(k+"connect_timeout", p.ConnectTimeout == 0, "2s"),
 		)
 		for j := range p.Origins {
-			keys = append(keys, key{fmt.Sprintf("%sorigins[%d].weight", k, j), p.Origins[j].Weight == 0,
-				"1; to send an origin no new requests, drain it with POST /api/v1/origins/{name}/drain"})
+			keys = append(keys, key(fmt.Sprintf("%sorigins[%d].weight", k, j), p.Origins[j].Weight == 0,
+				"1; to send an origin no new requests, drain it with POST /api/v1/origins/{name}/drain"))
 		}
 	}
-	var errs []error
-	for _, k := range keys {
-		if k.zero && c.set[k.name] {
-			errs = append(errs, fmt.Errorf("%s: 0: must be positive (omit the key for the default, %s)", k.name, k.def))
-		}
-	}
-	return errs
+	return c.set.ExplicitZeros(keys)
 }
 
 // Engine names accepted in Config.Engine.

@@ -20,7 +20,7 @@ var (
 	ErrNoObjective      = errors.New("needs objective or ttfb_p95")
 	ErrBadURL           = errors.New("not an absolute http(s) URL")
 	ErrBadCron          = errors.New("not a cron expression")
-	ErrNotPositive      = errors.New("must be positive")
+	ErrNotPositive      = units.ErrNotPositive
 	ErrObjectiveRange   = errors.New("must be above 0% and below 100%")
 	ErrUnknownSeverity  = errors.New("unknown severity (want page, ticket or warning)")
 	ErrBackoffTooLarge  = errors.New("must not be below backoff")
@@ -68,19 +68,14 @@ type SLO struct {
 	Window time.Duration `mapstructure:"window"`
 
 	// set holds the keys the file set (see SetKeys).
-	set map[string]bool
+	set units.KeySet
 }
 
 // SetKeys records which keys of this SLO the config file set ("window",
 // "objective"), so that an explicit 0 is an error rather than "unset":
 // objective: 0%, ttfb_p95: 0s and window: 0s. Without SetKeys a 0 reads as
 // omitted.
-func (s *SLO) SetKeys(keys []string) {
-	s.set = make(map[string]bool, len(keys))
-	for _, k := range keys {
-		s.set[k] = true
-	}
-}
+func (s *SLO) SetKeys(keys []string) { s.set = units.NewKeySet(keys) }
 
 // ValidateAndSetDefaults sets the window default and checks the SLO.
 func (s *SLO) ValidateAndSetDefaults() error {
@@ -471,7 +466,7 @@ type Config struct {
 	Retry       RetryConfig   `mapstructure:"retry"`
 
 	// set holds the keys the file set, relative to the section (see SetKeys).
-	set map[string]bool
+	set units.KeySet
 }
 
 // SetKeys records which keys the config file set, relative to the section
@@ -482,12 +477,7 @@ type Config struct {
 // the first evaluation; group_wait and ttfb.for default to 0;
 // dead_man.for: 0 still means 2 × the check's interval). Without SetKeys
 // every 0 reads as omitted.
-func (c *Config) SetKeys(keys []string) {
-	c.set = make(map[string]bool, len(keys))
-	for _, k := range keys {
-		c.set[k] = true
-	}
-}
+func (c *Config) SetKeys(keys []string) { c.set = units.NewKeySet(keys) }
 
 // explicitZeros rejects keys the file set to 0 where 0 has no meaning and
 // an omitted key takes a non-zero default (retry.attempts: 0 used to mean 5).
@@ -496,34 +486,25 @@ func (c *Config) explicitZeros() []error {
 		return nil
 	}
 	r := &c.Retry
-	keys := []struct {
-		name string
-		zero bool   // the decoded value is 0
-		def  string // what omitting the key gives
-	}{
-		{"quorum", c.Quorum == 0, "1"},
-		{"evaluation_interval", c.EvaluationInterval == 0, "15s"},
-		{"repeat_interval", c.RepeatInterval == 0, "4h"},
-		{"resolve_timeout", c.ResolveTimeout == 0, "5m"},
-		{"ttfb.min_samples", c.TTFB.MinSamples == 0, "3"},
-		{"burn_rate.min_runs", c.BurnRate.MinRuns == 0, "10; 1 counts a region from its first run"},
-		{"cert_expiry_days", c.CertExpiryDays == 0, "14"},
-		{"dead_man.intervals", c.DeadMan.Intervals == 0, "3"},
-		{"dead_man.forget_after", c.DeadMan.ForgetAfter == 0, "24h"},
-		{"retry.attempts", r.Attempts == 0, "5; 1 sends once without retrying"},
-		{"retry.backoff", r.Backoff == 0, "1s"},
-		{"retry.max_backoff", r.MaxBackoff == 0, "30s"},
-		{"retry.timeout", r.Timeout == 0, "10s"},
-		{"retry.redeliver_backoff", r.RedeliverBackoff == 0, "10s"},
-		{"retry.redeliver_max_backoff", r.RedeliverMaxBackoff == 0, "5m"},
+	key := units.Zero
+	keys := []units.ZeroKey{
+		key("quorum", c.Quorum == 0, "1"),
+		key("evaluation_interval", c.EvaluationInterval == 0, "15s"),
+		key("repeat_interval", c.RepeatInterval == 0, "4h"),
+		key("resolve_timeout", c.ResolveTimeout == 0, "5m"),
+		key("ttfb.min_samples", c.TTFB.MinSamples == 0, "3"),
+		key("burn_rate.min_runs", c.BurnRate.MinRuns == 0, "10; 1 counts a region from its first run"),
+		key("cert_expiry_days", c.CertExpiryDays == 0, "14"),
+		key("dead_man.intervals", c.DeadMan.Intervals == 0, "3"),
+		key("dead_man.forget_after", c.DeadMan.ForgetAfter == 0, "24h"),
+		key("retry.attempts", r.Attempts == 0, "5; 1 sends once without retrying"),
+		key("retry.backoff", r.Backoff == 0, "1s"),
+		key("retry.max_backoff", r.MaxBackoff == 0, "30s"),
+		key("retry.timeout", r.Timeout == 0, "10s"),
+		key("retry.redeliver_backoff", r.RedeliverBackoff == 0, "10s"),
+		key("retry.redeliver_max_backoff", r.RedeliverMaxBackoff == 0, "5m"),
 	}
-	var errs []error
-	for _, k := range keys {
-		if k.zero && c.set[k.name] {
-			errs = append(errs, fmt.Errorf("%s: 0: %w (omit the key for the default, %s)", k.name, ErrNotPositive, k.def))
-		}
-	}
-	return errs
+	return c.set.ExplicitZeros(keys)
 }
 
 // ValidateAndSetDefaults sets every default and validates the section, with

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // Refresh bounds for Config.Refresh.
@@ -30,20 +32,14 @@ type Config struct {
 	// Default true.
 	Artifacts *bool `mapstructure:"artifacts"`
 
-	// refreshSet records that the file wrote refresh (SetKeys).
-	refreshSet bool
+	// set holds the keys the file set (SetKeys).
+	set units.KeySet
 }
 
 // SetKeys records which keys the config file set, relative to the section
 // ("refresh"), so that an explicit refresh: 0s is an error rather than the
 // default. Without SetKeys a 0 reads as omitted.
-func (c *Config) SetKeys(keys []string) {
-	for _, k := range keys {
-		if k == "refresh" {
-			c.refreshSet = true
-		}
-	}
-}
+func (c *Config) SetKeys(keys []string) { c.set = units.NewKeySet(keys) }
 
 // ValidateAndSetDefaults sets the defaults and checks the ranges. Errors
 // start with the key relative to the section ("refresh: …").
@@ -59,8 +55,8 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.Title == "" {
 		c.Title = DefaultTitle
 	}
-	if c.Refresh == 0 && c.refreshSet {
-		return fmt.Errorf("refresh: 0: must be positive (omit the key for the default, %s)", DefaultRefresh)
+	if errs := c.set.ExplicitZeros([]units.ZeroKey{units.Zero("refresh", c.Refresh == 0, DefaultRefresh.String())}); errs != nil {
+		return errs[0]
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultRefresh
