@@ -51,14 +51,7 @@ checks:
 	if code != 1 {
 		t.Errorf("check: exit %d, want 1 (correct fails):\n%s", code, out)
 	}
-	got := map[string]checkJSON{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var j checkJSON
-		if err := json.Unmarshal([]byte(line), &j); err != nil {
-			continue
-		}
-		got[j.Check] = j
-	}
+	got := checksByName(out)
 	if c := got["correct"]; c.OK || c.Cause != "json" || len(c.Assertions) != 2 || c.Assertions[1].Got != `{"name":"db","status":"down"}` {
 		t.Errorf("correct: %+v", c)
 	}
@@ -240,4 +233,17 @@ checks: [{name: ok, targets: [a]}, {name: own, targets: [a], flap: {extra_passes
 	if c := f.Checks[2]; c.Flap.MaxChanges != 0 {
 		t.Errorf("off: flap %+v, want max_changes 0 (window: 0s is no error with damping off)", *c.Flap)
 	}
+}
+
+// checksByName reads `vigil check --json` output (one JSON object per
+// line) into the runs by check name; lines that are not JSON are skipped.
+func checksByName(out string) map[string]checkJSON {
+	got := map[string]checkJSON{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var j checkJSON
+		if json.Unmarshal([]byte(line), &j) == nil {
+			got[j.Check] = j
+		}
+	}
+	return got
 }

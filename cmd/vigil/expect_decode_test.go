@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 )
 
@@ -37,13 +35,7 @@ checks:
 	if code != 1 {
 		t.Errorf("check: exit %d, want 1:\n%s", code, out)
 	}
-	got := map[string]checkJSON{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var j checkJSON
-		if json.Unmarshal([]byte(line), &j) == nil {
-			got[j.Check] = j
-		}
-	}
+	got := checksByName(out)
 	want := map[string]string{
 		"on-number":  "json n: got 1, want null",
 		"on-string":  `json error: got "boom", want null`,
