@@ -380,6 +380,10 @@ func topCause(c checks.Cause) checks.Cause {
 	return checks.CauseScript
 }
 
+// tabOpenMin is the least time a run's tab gets to open (a new browser
+// context and target: 0.1-0.5 s), whatever the first step's timeout.
+const tabOpenMin = 5 * time.Second
+
 // step runs one step with its own deadline. A panic in a step (a bug, or a
 // library's) fails the step with CauseInternal instead of the agent.
 func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
@@ -412,9 +416,11 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 	case s.program != nil:
 		o = r.runExpr(s)
 	case s.Browser != nil:
-		// The first browser step opens the run's tab, within its own
-		// timeout (the run already holds its browser slot).
-		octx, ocancel := context.WithTimeout(base, timeout)
+		// The first browser step opens the run's tab (the run already holds
+		// its browser slot and Chromium runs). That is the agent's work, not
+		// the page's: it gets the step's timeout but at least tabOpenMin,
+		// within the run's deadline, and does not eat into the step's own.
+		octx, ocancel := context.WithTimeout(base, max(timeout, tabOpenMin))
 		opened := r.tab == nil
 		err := r.openTab(octx)
 		ocancel()
