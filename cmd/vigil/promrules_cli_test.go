@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,8 @@ alerting: {}
 	m := regexp.MustCompile(`alert: VigilCanarySilent\n(?:.*\n)*?\s+for: (\S+)`).FindStringSubmatch(out)
 	if m == nil || m[1] != "10m" {
 		t.Fatalf("VigilCanarySilent for: %v, want 10m (2 × the 5m interval)\n%s", m, out)
+	}
+	if !strings.Contains(out, "increase(vigil_checks_total[15m])) == 0") {
+		t.Errorf("VigilCanarySilent window: want 15m (dead_man.intervals 3 × the 5m interval)\n%s", out)
 	}
 }

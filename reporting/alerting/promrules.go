@@ -11,14 +11,34 @@ import (
 	"time"
 )
 
-// DeadManPromWindow is the window of the generated dead-man alert: a region
-// × check whose vigil_checks_total did not grow over it. Prometheus has no
-// check interval, so it is fixed.
+// DeadManPromWindow is the window of the generated dead-man alert when the
+// checks' intervals are not known (DeadManPromWindowFor): a region × check
+// whose vigil_checks_total did not grow over it.
 const DeadManPromWindow = 10 * time.Minute
+
+// deadManPromMinWindow is the shortest window, a few scrapes of a
+// Prometheus that scrapes every 15-60 s.
+const deadManPromMinWindow = 2 * time.Minute
+
+// DeadManPromWindowFor is the window of the generated dead-man alert, the
+// equivalent of the built-in rule's dead_man.intervals × the check's
+// interval: dead_man.intervals × the longest of intervals (one expression
+// serves every check, so a slow check never looks silent), at least 2m;
+// DeadManPromWindow when intervals are not known. cfg must be validated.
+func DeadManPromWindowFor(cfg Config, intervals []time.Duration) time.Duration {
+	var longest time.Duration
+	for _, iv := range intervals {
+		longest = max(longest, iv)
+	}
+	if longest == 0 {
+		return DeadManPromWindow
+	}
+	return max(deadManPromMinWindow, time.Duration(max(cfg.DeadMan.Intervals, 1))*longest)
+}
 
 // DeadManPromFor is the `for` of the generated dead-man alert, the
 // equivalent of the built-in rule's dead_man.for: how long a region × check
-// must stay silent past DeadManPromWindow before it fires, so a process
+// must stay silent past the window (DeadManPromWindowFor) before it fires, so a process
 // pause (SIGSTOP, a frozen VM) that the canary catches up on sends nothing.
 //
 // A set dead_man.for is used as is. Otherwise the built-in rule waits
@@ -112,7 +132,7 @@ func PrometheusRules(cfg Config, slos []SLO, intervals ...time.Duration) ([]byte
 			"{{ $labels.check }} × {{ $labels.target }} certificate expires within "+days+" days in {{ $value }} regions", cfg)
 	}
 	if !cfg.DeadMan.Disabled {
-		win := promDur(DeadManPromWindow)
+		win := promDur(DeadManPromWindowFor(cfg, intervals))
 		w.alert(RuleDeadMan, "",
 			`sum by (check, region) (increase(vigil_checks_total[`+win+`])) == 0`,
 			DeadManPromFor(cfg, intervals), cfg.DeadMan.Severity, "",

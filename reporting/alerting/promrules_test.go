@@ -224,24 +224,27 @@ func deadManRule(t *testing.T, b []byte) (hold, expr string) {
 	return "", ""
 }
 
-// TestPrometheusDeadManFor: the generated dead-man alert holds the
-// equivalent of dead_man.for: the configured value, else 2 × the longest
-// check interval (one rule serves every check), else, with no intervals
-// known, 2 × the 10m window / dead_man.intervals.
+// TestPrometheusDeadManFor: the generated dead-man alert's window is
+// dead_man.intervals × the longest check interval (at least 2m; 10m with no
+// intervals known), and it holds the equivalent of dead_man.for: the
+// configured value, else 2 × the longest check interval (one rule serves
+// every check), else, with no intervals known, 2 × the 10m window /
+// dead_man.intervals.
 func TestPrometheusDeadManFor(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		cfg       Config
 		intervals []time.Duration
 		want      string
+		window    string
 	}{
 		{name: "dead_man.for set", cfg: Config{DeadMan: DeadManRule{For: 3 * time.Minute}},
-			intervals: []time.Duration{30 * time.Second, time.Hour}, want: "3m"},
+			intervals: []time.Duration{30 * time.Second, time.Hour}, want: "3m", window: "3h"},
 		{name: "2 × the longest interval", intervals: []time.Duration{5 * time.Second, 90 * time.Second, 30 * time.Second},
-			want: "3m"},
-		{name: "one interval", intervals: []time.Duration{30 * time.Second}, want: "1m"},
-		{name: "no intervals: 2 × 10m / 3", want: "6m40s"},
-		{name: "no intervals: 2 × 10m / dead_man.intervals 5", cfg: Config{DeadMan: DeadManRule{Intervals: 5}}, want: "4m"},
+			want: "3m", window: "4m30s"},
+		{name: "one interval", intervals: []time.Duration{30 * time.Second}, want: "1m", window: "2m"},
+		{name: "no intervals: 2 × 10m / 3", want: "6m40s", window: "10m"},
+		{name: "no intervals: 2 × 10m / dead_man.intervals 5", cfg: Config{DeadMan: DeadManRule{Intervals: 5}}, want: "4m", window: "10m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := PrometheusRules(tc.cfg, nil, tc.intervals...)
@@ -252,7 +255,7 @@ func TestPrometheusDeadManFor(t *testing.T) {
 			if hold != tc.want {
 				t.Errorf("for: %q, want %q", hold, tc.want)
 			}
-			if want := "sum by (check, region) (increase(vigil_checks_total[10m])) == 0"; expr != want {
+			if want := "sum by (check, region) (increase(vigil_checks_total[" + tc.window + "])) == 0"; expr != want {
 				t.Errorf("expr %q, want %q", expr, want)
 			}
 		})
@@ -260,9 +263,9 @@ func TestPrometheusDeadManFor(t *testing.T) {
 }
 
 // TestPrometheusDeadManPromtool runs the generated dead-man alert (checks
-// every 30s and 2m: for 4m) with `promtool test rules`: a canary paused
-// for 12 minutes that then catches up sends nothing, one silent from
-// minute 60 fires only after the 10m window and the 4m hold.
+// every 30s and 2m: window 3 × 2m = 6m, for 4m) with `promtool test rules`:
+// a canary paused for 8 minutes that then catches up sends nothing, one
+// silent from minute 60 fires only after the 6m window and the 4m hold.
 func TestPrometheusDeadManPromtool(t *testing.T) {
 	bin := promtool(t)
 	b, err := PrometheusRules(ExampleConfig, nil, 30*time.Second, 2*time.Minute)
@@ -278,15 +281,15 @@ func TestPrometheusDeadManPromtool(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 120 // minutes
-	// paused: no run from minute 100 to 112, then the backlog (a counter
+	// paused: no run from minute 100 to 108, then the backlog (a counter
 	// catching up).
-	paused := counterValues(n, func(m int) bool { return m < 100 || m >= 112 })
+	paused := counterValues(n, func(m int) bool { return m < 100 || m >= 108 })
 	// stopped: no run after minute 60.
 	stopped := counterValues(n, func(m int) bool { return m <= 60 })
 	silent := `
           - exp_labels: {alertname: VigilCanarySilent, check: asset, region: eu, rule: dead_man, severity: ticket, source: prometheus}
             exp_annotations:
-              summary: 'no run of check asset in region eu for 10m'
+              summary: 'no run of check asset in region eu for 6m'
               status_url: 'http://127.0.0.1:9470/check/asset'`
 	test := fmt.Sprintf(`rule_files:
   - %[1]s
@@ -300,7 +303,7 @@ tests:
         values: '%[3]s'
     alert_rule_test:
       - {eval_time: 59m, alertname: VigilCanarySilent, exp_alerts: []}
-      - {eval_time: 72m, alertname: VigilCanarySilent, exp_alerts: []}
+      - {eval_time: 68m, alertname: VigilCanarySilent, exp_alerts: []}
       - eval_time: 76m
         alertname: VigilCanarySilent
         exp_alerts:%[4]s
@@ -312,7 +315,7 @@ tests:
         exp_alerts:%[4]s
 `, rules, stopped, paused, silent)
 	// At 111m and 115m only the stopped check fires: the paused one was
-	// silent for its 10m window for less than the 4m hold.
+	// silent for its 6m window for less than the 4m hold.
 	f := filepath.Join(dir, "test.yml")
 	if err := os.WriteFile(f, []byte(test), 0o600); err != nil {
 		t.Fatal(err)
