@@ -133,6 +133,7 @@ func (c *Config) explicitZeros() []error {
 			key(k+"retry.retry_budget", p.Retry.RetryBudget == 0, "20%"),
 			key(k+"retry.max_buffered_body", p.Retry.MaxBufferedBody == 0, "64KiB"),
 			key(k+"connect_timeout", p.ConnectTimeout == 0, "2s"),
+			key(k+"tunnel_idle_timeout", p.TunnelIdleTimeout == 0, "10m"),
 		)
 		for j := range p.Origins {
 			keys = append(keys, key(fmt.Sprintf("%sorigins[%d].weight", k, j), p.Origins[j].Weight == 0,
@@ -147,6 +148,9 @@ const (
 	EngineFast   = "fast"
 	EngineStdlib = "stdlib"
 )
+
+// DefaultTunnelIdleTimeout is pools[].tunnel_idle_timeout when omitted.
+const DefaultTunnelIdleTimeout = 10 * time.Minute
 
 // ErrUnknownEngine is returned for a Config.Engine other than fast or stdlib.
 var ErrUnknownEngine = errors.New("unknown engine (want fast or stdlib)")
@@ -184,6 +188,10 @@ type PoolConfig struct {
 	SlowStart time.Duration `mapstructure:"slow_start"`
 	// ConnectTimeout bounds TCP connect plus TLS handshake to an origin. Default 2s.
 	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
+	// TunnelIdleTimeout closes a WebSocket (upgraded) tunnel through which
+	// no byte went either way for this long; the tunnel holds its origin's
+	// in-flight count (max_conns) until then. Default 10m.
+	TunnelIdleTimeout time.Duration `mapstructure:"tunnel_idle_timeout"`
 	// TLS configures the connections to the pool's https:// origins.
 	TLS OriginTLSConfig `mapstructure:"tls"`
 
@@ -467,6 +475,12 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	}
 	if p.SlowStart < 0 {
 		errs = append(errs, errors.New("slow_start: must not be negative"))
+	}
+	if p.TunnelIdleTimeout == 0 {
+		p.TunnelIdleTimeout = DefaultTunnelIdleTimeout
+	}
+	if p.TunnelIdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("tunnel_idle_timeout: must be positive, got %s", p.TunnelIdleTimeout))
 	}
 	if p.ConnectTimeout == 0 {
 		p.ConnectTimeout = 2 * time.Second

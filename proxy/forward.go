@@ -1209,11 +1209,50 @@ func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	if err := brw.Flush(); err != nil {
 		return
 	}
+	// A tunnel through which nothing went either way for
+	// tunnel_idle_timeout is closed: it holds the origin's in-flight count
+	// (max_conns), and idle tunnels would otherwise hold it forever.
+	idle := pl.cfg.TunnelIdleTimeout
+	if idle <= 0 {
+		idle = DefaultTunnelIdleTimeout
+	}
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	var idled atomic.Bool
+	var watchdog *time.Timer
+	watchdog = time.AfterFunc(idle, func() {
+		if rest := time.Duration(last.Load()+int64(idle)) - time.Duration(time.Now().UnixNano()); rest > 0 {
+			watchdog.Reset(rest)
+			return
+		}
+		idled.Store(true)
+		conn.Close()
+		backConn.Close()
+	})
+	defer watchdog.Stop()
 	errc := make(chan error, 2)
-	go func() { _, err := io.Copy(conn, backConn); errc <- err }()
-	go func() { _, err := io.Copy(backConn, brw); errc <- err }()
+	go func() { _, err := io.Copy(conn, &activityReader{r: backConn, last: &last}); errc <- err }()
+	go func() { _, err := io.Copy(backConn, &activityReader{r: brw, last: &last}); errc <- err }()
 	<-errc
 	backConn.Close()
+	if idled.Load() {
+		pl.log.Info("proxy: tunnel closed after tunnel_idle_timeout without traffic", "pool", pl.name,
+			"upgrade", up, "idle", idle.String())
+	}
+}
+
+// activityReader records the time of each read that returned bytes.
+type activityReader struct {
+	r    io.Reader
+	last *atomic.Int64
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.last.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // retryBudget counts a pool's requests and retries over the last 10 one-second
