@@ -172,9 +172,17 @@ func newRingHash(origins []*origin, key hashKey, bound float64) *ringHash {
 		h uint64
 		o uint8
 	}
+	// 160 points per unit of weight, scaled down when the heaviest origin
+	// would have more than 16000, so every weight (1..1000) keeps its
+	// share: a fixed cap made weights above 100 all count as 100.
+	maxW := 1
+	for _, o := range origins {
+		maxW = max(maxW, o.weight)
+	}
+	per := min(160.0, 16000.0/float64(maxW))
 	var pts []pt
 	for i, o := range origins {
-		n := min(160*o.weight, 16000)
+		n := max(1, int(math.Round(per*float64(o.weight))))
 		for k := 0; k < n; k++ {
 			pts = append(pts, pt{hash64(o.url.Host + "-" + strconv.Itoa(k)), uint8(i)})
 		}

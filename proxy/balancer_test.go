@@ -226,3 +226,23 @@ func TestBalancerContract(t *testing.T) {
 		})
 	}
 }
+
+// TestBalancerHashHeavyWeights: the ring gives every weight its share, also
+// above 100 (weights 100 and 1000 once both got half the keys).
+func TestBalancerHashHeavyWeights(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	cfg := pool1(PolicyHash, urls(a, b)...)
+	cfg.Pools[0].Hash.Key = "header:X-User"
+	cfg.Pools[0].Origins[0].Weight = 100
+	cfg.Pools[0].Origins[1].Weight = 1000
+	h := start(t, cfg, nil, false)
+	for u := 0; u < 1000; u++ {
+		if code, body, _ := h.do("GET", "/", "", "X-User", fmt.Sprintf("user-%d", u)); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	// Expected 91 / 909; the ring's granularity leaves a few percent.
+	if got := hitsOf(a, b); got[0] < 50 || got[0] > 140 {
+		t.Errorf("hits %v, want about [91 909]", got)
+	}
+}
