@@ -91,6 +91,7 @@ func (l *logLimiter) allow(origin, cause string, now int64) (ok bool, suppressed
 // ...any, so that a line the limiter leaves out allocates nothing: it is on
 // the path of every 5xx answer passed through.
 func (pl *pool) tryFailed(origin, cause, method, path string, try int, err error, status int, passedThrough bool) {
+	pl.m.tries.WithLabelValues(pl.name, origin, cause).Inc()
 	ok, n := pl.tryLog.allow(origin, cause, time.Now().UnixNano())
 	if !ok {
 		return
@@ -869,6 +870,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			answered = true
 		}
 		failed := resp.StatusCode >= 500
+		if !failed {
+			o.m.tryOK.Inc()
+		}
 		pl.observe(o, failed, lat, tryEnd.UnixNano())
 		o.stats.requests.Add(1)
 		if failed {

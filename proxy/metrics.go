@@ -42,6 +42,7 @@ type metrics struct {
 	available  *prometheus.GaugeVec     // pool, origin
 	ejections  *prometheus.CounterVec   // pool, origin, reason
 	retries    *prometheus.CounterVec   // pool, cause
+	tries      *prometheus.CounterVec   // pool, origin, result
 	budgetDeny *prometheus.CounterVec   // pool
 	sourceUp   *prometheus.GaugeVec     // source
 	sourceOK   *prometheus.GaugeVec     // source
@@ -71,6 +72,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_retries_total",
 			Help: "Tries sent to another origin after a failed try, by the failed try's cause.",
 		}, []string{"pool", "cause"}),
+		tries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_tries_total",
+			Help: "Tries sent to each origin, by result: ok (an answer below 500) or the failed try's cause (status_5xx, connect_refused, timeout, …), whether the request was then retried elsewhere or the failure reached the client.",
+		}, []string{"pool", "origin", "result"}),
 		budgetDeny: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_retry_budget_exhausted_total",
 			Help: "Retries not made because the pool's retry budget was spent.",
@@ -91,7 +96,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, code := range []string{"400", "421"} {
 		m.refused.WithLabelValues(code)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -106,6 +111,7 @@ type originMetrics struct {
 	vec          *prometheus.CounterVec
 	latency      prometheus.Observer
 	available    prometheus.Gauge              // nil for noOrigin
+	tryOK        prometheus.Counter            // tries answered below 500; nil for noOrigin
 	ejections    map[string]prometheus.Counter // empty for noOrigin
 	codes        [600]atomic.Pointer[counterBox]
 	codesMu      sync.Mutex
@@ -118,6 +124,7 @@ func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 		pool: pool, origin: origin, vec: m.requests,
 		latency:   m.latency.WithLabelValues(pool, origin),
 		available: m.available.WithLabelValues(pool, origin),
+		tryOK:     m.tries.WithLabelValues(pool, origin, "ok"),
 		ejections: map[string]prometheus.Counter{},
 	}
 	for _, r := range ejectionReasons {

@@ -72,3 +72,32 @@ func TestMetricsNoPhantomOrigin(t *testing.T) {
 		})
 	}
 }
+
+// TestTriesTotalCountsRetriedFailures: vigil_proxy_tries_total counts every
+// try per origin, so an origin whose 503s are all retried away (and so
+// never appear in vigil_proxy_requests_total) still shows its failures.
+func TestTriesTotalCountsRetriedFailures(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	a.mode.Store(mode503)
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.Pools[0].Passive.Consecutive5xx = -1 // keep a in the pool: every request tries it first
+	h := start(t, cfg, nil, false)
+	const n = 10 // below passive.min_requests (rate rules quiet) and within the retry budget
+	for i := 0; i < n; i++ {
+		if code, body, _ := h.do("GET", "/", ""); code != 200 || body != "ok b" {
+			t.Fatalf("request %d: %d %q, want 200 from b", i, code, body)
+		}
+	}
+	o0, o1 := h.pool("web").origins[0].name, h.pool("web").origins[1].name
+	for _, c := range []struct {
+		origin, result string
+		want           float64
+	}{{o0, "status_5xx", n}, {o0, "ok", 0}, {o1, "ok", n}} {
+		if v, _ := h.metric("vigil_proxy_tries_total", map[string]string{"pool": "web", "origin": c.origin, "result": c.result}); v != c.want {
+			t.Errorf("tries_total{origin=%s,result=%s} = %v, want %v", c.origin, c.result, v, c.want)
+		}
+	}
+	if v, _ := h.metric("vigil_proxy_requests_total", map[string]string{"origin": o0, "code": "503"}); v != 0 {
+		t.Errorf("requests_total{origin=%s,code=503} = %v: the retried 503s were answers?", o0, v)
+	}
+}
