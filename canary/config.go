@@ -300,6 +300,10 @@ func (c *Config) explicitZeros() []error {
 // ValidateAndSetDefaults fills the agent defaults.
 func (a *AgentConfig) ValidateAndSetDefaults() error {
 	var errs []error
+	// A token read from a file or a variable often ends in a newline: the
+	// presented token is trimmed, so the configured one is too (and one of
+	// only spaces is no token: writes are disabled).
+	a.AdminToken = strings.TrimSpace(a.AdminToken)
 	if a.Region == "" {
 		a.Region = "local"
 	}

@@ -106,6 +106,16 @@ func (p *Proxy) setDrain(name, why string, on bool) bool {
 			var changed bool
 			if on {
 				changed = o.set(flagDrained, why, now)
+				if !changed && why != "" {
+					// Drained again with a new reason: keep its since,
+					// take the new why.
+					o.mu.Lock()
+					if o.why[bit(flagDrained)] != why {
+						o.why[bit(flagDrained)] = why
+						pl.log.Info("proxy: origin drain reason changed", "pool", pl.name, "origin", o.name, "why", why)
+					}
+					o.mu.Unlock()
+				}
 			} else {
 				changed = o.clear(flagDrained, now)
 			}

@@ -171,3 +171,23 @@ func TestDrainsFileUnreadable(t *testing.T) {
 	}
 
 }
+
+// TestRedrainUpdatesWhy: draining an origin that is already drained with a
+// new reason shows the new reason (and keeps since).
+func TestRedrainUpdatesWhy(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	h := start(t, pool1(PolicyRoundRobin, urls(a, b)...), nil, false)
+	h.p.Drain("o0", "deploy 1")
+	o := h.origin("web", "o0")
+	o.mu.Lock()
+	since := o.since[bit(flagDrained)]
+	o.mu.Unlock()
+	time.Sleep(10 * time.Millisecond)
+	h.p.Drain("o0", "disk replacement")
+	o.mu.Lock()
+	why, since2 := o.why[bit(flagDrained)], o.since[bit(flagDrained)]
+	o.mu.Unlock()
+	if why != "disk replacement" || !since2.Equal(since) {
+		t.Errorf("after a second drain: why %q since %v, want %q since %v", why, since2, "disk replacement", since)
+	}
+}

@@ -251,6 +251,8 @@ func TestHopByHopHeaders(t *testing.T) {
 		"Te", "trailers, deflate",
 		"X-Forwarded-For", "203.0.113.9",
 		"X-Forwarded-Proto", "https",
+		"X-Forwarded-Port", "8443",
+		"X-Forwarded-Prefix", "/evil",
 		"X-Keep", "kept")
 	if code != 200 {
 		t.Fatal(code)
@@ -268,6 +270,9 @@ func TestHopByHopHeaders(t *testing.T) {
 	}
 	if xff := got.Get("X-Forwarded-For"); xff != "203.0.113.9, 127.0.0.1" {
 		t.Errorf("X-Forwarded-For %q", xff)
+	}
+	if p, x := got.Get("X-Forwarded-Port"), got.Get("X-Forwarded-Prefix"); p != "" || x != "" {
+		t.Errorf("client-sent X-Forwarded-Port %q / X-Forwarded-Prefix %q reached the origin", p, x)
 	}
 	if got.Get("X-Forwarded-Proto") != "http" {
 		t.Errorf("X-Forwarded-Proto %q: a client must not set it", got.Get("X-Forwarded-Proto"))

@@ -672,6 +672,10 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	}
 	hdr["X-Forwarded-Proto"] = proto
 	hdr["X-Forwarded-Host"] = fwd[1:2:2]
+	// Set by the client, these would let it choose the port and path
+	// prefix an origin builds its links and redirects from.
+	delete(hdr, "X-Forwarded-Port")
+	delete(hdr, "X-Forwarded-Prefix")
 	hdr["X-Real-Ip"] = fwd[2:3:3]
 	if prior := hdr["Forwarded"]; len(prior) > 0 {
 		// RFC 7239 §4: a proxy appends its element to a Forwarded chain
@@ -937,6 +941,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		code, msg = http.StatusGatewayTimeout, "no origin answered in time"
 	case tried == 0:
 		code, msg = http.StatusServiceUnavailable, "no origin available"
+		for _, o := range pl.origins {
+			if o.Available() && o.full() {
+				msg = "no origin available: every available origin is at its max_conns"
+				break
+			}
+		}
 	}
 	if unread {
 		pl.answerClose(w, r, code, msg, start)

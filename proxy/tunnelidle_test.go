@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,8 +69,8 @@ func TestTunnelIdleTimeout(t *testing.T) {
 					t.Fatalf("busy tunnel, line %d: %q %v", i, line, err)
 				}
 			}
-			if code, _, _ := h.do("GET", "/", ""); code != http.StatusServiceUnavailable {
-				t.Errorf("a request while the tunnel holds the only slot: %d, want 503", code)
+			if code, body, _ := h.do("GET", "/", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "at its max_conns") {
+				t.Errorf("a request while the tunnel holds the only slot: %d %q, want 503 naming max_conns", code, body)
 			}
 			c.Close()
 			eventually(t, "the slot freed after the client closed", func() bool { return o.inflight.Load() == 0 })

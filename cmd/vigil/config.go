@@ -162,6 +162,7 @@ func (f *File) ValidateAndSetDefaults() error {
 	}
 	errs = append(errs, units.Prefix("alerting", f.Alerting.ValidateAndSetDefaults()))
 	if f.Proxy != nil {
+		f.Proxy.AdminToken = strings.TrimSpace(f.Proxy.AdminToken) // as agent.admin_token
 		if f.Proxy.AdminToken == "" {
 			f.Proxy.AdminToken = f.Agent.AdminToken
 		}

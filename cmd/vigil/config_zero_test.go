@@ -229,3 +229,26 @@ alerting:
 		t.Errorf("repeat_interval: ${EMPTY:-}: %s, want the default 4h", got)
 	}
 }
+
+// TestAdminTokenTrimmed: a token from a variable that ends in a newline
+// matches what a client presents (which is trimmed); one of only spaces is
+// no token (writes disabled), not a token nobody can send.
+func TestAdminTokenTrimmed(t *testing.T) {
+	env := map[string]string{"VIGIL_AGENT_ADMIN_TOKEN": "s3cret\n"}
+	f, err := parseConfig("vigil.yaml", []byte(`
+targets: [{name: a, url: "http://127.0.0.1:9201"}]
+checks: [{name: h, targets: [a], interval: 30s}]
+proxy:
+  admin_token: "   "
+  pools: [{name: p, origins: [{target: a}]}]
+`), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Agent.AdminToken != "s3cret" {
+		t.Errorf("agent.admin_token %q, want s3cret", f.Agent.AdminToken)
+	}
+	if f.Proxy.AdminToken != "s3cret" {
+		t.Errorf("proxy.admin_token %q, want the agent's (a blank one is unset)", f.Proxy.AdminToken)
+	}
+}
