@@ -342,14 +342,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 			http.Error(w, "no upgrade", 400)
 			return
 		}
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		line, _ := brw.ReadString('\n')
-		io.WriteString(conn, "echo: "+line)
+		websocketEcho(w, "echo: ", 1)
 	}))
 	defer origin.Close()
 	h := start(t, pool1(PolicyFirst, origin.URL), nil, false)

@@ -327,19 +327,7 @@ func TestShutdownTunnelAfterGrace(t *testing.T) {
 			origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				arrived <- struct{}{}
 				<-release
-				conn, brw, err := http.NewResponseController(w).Hijack()
-				if err != nil {
-					return
-				}
-				defer conn.Close()
-				io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-				for {
-					line, err := brw.ReadString('\n')
-					if err != nil {
-						return
-					}
-					io.WriteString(conn, "echo: "+line)
-				}
+				websocketEcho(w, "echo: ", 0)
 			}))
 			defer origin.Close()
 			defer close(release)

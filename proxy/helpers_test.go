@@ -353,3 +353,22 @@ func (f *testFront) Close() {
 	f.eng.Shutdown(ctx)
 	f.eng.wg.Wait()
 }
+
+// websocketEcho is the origin side of a WebSocket upgrade: it hijacks the
+// connection, answers 101, and writes back each line it reads with prefix,
+// until the tunnel closes or, when lines > 0, after that many lines.
+func websocketEcho(w http.ResponseWriter, prefix string, lines int) {
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	for i := 0; lines <= 0 || i < lines; i++ {
+		line, err := brw.ReadString('\n')
+		if err != nil {
+			return
+		}
+		io.WriteString(conn, prefix+line)
+	}
+}

@@ -32,19 +32,7 @@ func testShutdownClosesKeepAliveAndTunnels(t *testing.T, engineName string) {
 			io.WriteString(w, "slow answer")
 			return
 		}
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		for { // echo lines until the proxy closes the tunnel
-			line, err := brw.ReadString('\n')
-			if err != nil {
-				return
-			}
-			io.WriteString(conn, "echo: "+line)
-		}
+		websocketEcho(w, "echo: ", 0) // until the proxy closes the tunnel
 	}))
 	defer origin.Close()
 	cfg := pool1(PolicyFirst, origin.URL)

@@ -24,19 +24,7 @@ func TestTunnelIdleTimeout(t *testing.T) {
 					io.WriteString(w, "plain")
 					return
 				}
-				conn, brw, err := http.NewResponseController(w).Hijack()
-				if err != nil {
-					return
-				}
-				defer conn.Close()
-				io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-				for {
-					line, err := brw.ReadString('\n')
-					if err != nil {
-						return
-					}
-					io.WriteString(conn, line)
-				}
+				websocketEcho(w, "", 0)
 			}))
 			defer origin.Close()
 			cfg := pool1(PolicyFirst, origin.URL)

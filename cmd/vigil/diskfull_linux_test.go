@@ -152,4 +152,3 @@ checks:
 		t.Errorf("%d verdicts stored from the %s the store could not write, want every run (>= 3)", len(vs), failTo.Sub(failFrom).Round(time.Second))
 	}
 }
-
