@@ -34,12 +34,8 @@ func runFronts(t *testing.T, cfg Config, engineName string) (*harness, map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, "both listeners up", func() bool { return len(p.Addrs()) == 2 })
-	plain, tlsAddr := p.Addrs()[0].String(), p.Addrs()[1].String()
+	addrs := runProxyOn(t, p, 2)
+	plain, tlsAddr := addrs[0], addrs[1]
 	fronts := map[string]netFront{
 		engineName: {name: engineName, dial: func(t *testing.T) net.Conn {
 			c, err := net.Dial("tcp", plain)

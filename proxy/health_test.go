@@ -599,10 +599,21 @@ func TestReloadWarnsAgainstRunningListeners(t *testing.T) {
 // address once it listens.
 func runProxy(t *testing.T, p *Proxy) string {
 	t.Helper()
+	return runProxyOn(t, p, 1)[0]
+}
+
+// runProxyOn runs p.Run until the test ends and returns the addresses of
+// its n listeners (plain first, then TLS) once all of them listen.
+func runProxyOn(t *testing.T, p *Proxy, n int) []string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, "listening", func() bool { return len(p.Addrs()) == 1 })
-	return p.Addrs()[0].String()
+	eventually(t, "listening", func() bool { return len(p.Addrs()) == n })
+	var addrs []string
+	for _, a := range p.Addrs() {
+		addrs = append(addrs, a.String())
+	}
+	return addrs
 }

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -28,12 +27,7 @@ func runTLSProxy(t *testing.T, cfg Config) (string, *x509.CertPool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, "listeners up", func() bool { return len(p.Addrs()) == 2 })
-	return p.Addrs()[1].String(), roots
+	return runProxyOn(t, p, 2)[1], roots
 }
 
 // h2Get opens an HTTP/2 connection by hand (so the test decides when to

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -56,17 +55,10 @@ func TestRunTLSListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	eventually(t, "both listeners up", func() bool { return len(p.Addrs()) == 2 })
+	tlsAddr := runProxyOn(t, p, 2)[1]
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
-	resp, err := client.Get("https://" + p.Addrs()[1].String() + "/")
+	resp, err := client.Get("https://" + tlsAddr + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
