@@ -252,15 +252,20 @@ func (f *Fanout) run(s *fanoutSink) {
 		}
 		retryC = timer.C
 	}
+	// pop removes the oldest kept batch and returns its size.
+	pop := func() int {
+		n := pending[0].size()
+		pending[0] = fanoutItem{} // let it be collected
+		pending = pending[1:]
+		s.waiting.Add(-1)
+		s.waitN.Add(-int64(n))
+		return n
+	}
 	hold := func(it fanoutItem) {
 		if len(pending) >= f.o.RetryBatches {
-			old := pending[0]
-			pending = pending[1:]
-			n := old.size()
+			n := pop()
 			s.dropped.Add(uint64(n))
 			s.dropC.Add(float64(n))
-			s.waiting.Add(-1)
-			s.waitN.Add(-int64(n))
 		}
 		pending = append(pending, it)
 		s.waiting.Add(1)
@@ -272,11 +277,7 @@ func (f *Fanout) run(s *fanoutSink) {
 			if ok, retry := f.deliver(s, pending[0]); !ok && retry {
 				return false
 			}
-			n := pending[0].size()
-			pending[0] = fanoutItem{}
-			pending = pending[1:]
-			s.waiting.Add(-1)
-			s.waitN.Add(-int64(n))
+			pop()
 		}
 		return true
 	}
