@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,6 +31,14 @@ const (
 // killed (or 60 s pass, should the parent vanish).
 func childCanary(t *testing.T) {
 	dir, origin := os.Getenv(envChildDir), os.Getenv(envChildOrigin)
+	// The child dies of SIGKILL, so its own t.TempDir is never removed: keep
+	// it inside the parent's, which the parent removes.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		fmt.Println("child: tmp:", err)
+		os.Exit(3)
+	}
+	os.Setenv("TMPDIR", tmp)
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		fmt.Println("child: store:", err)
