@@ -402,6 +402,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	f.Config.SetKeys(md.Keys)
 	f.Alerting.SetKeys(keysUnder(md.Keys, "alerting."))
 	f.StatusPage.SetKeys(keysUnder(md.Keys, "status_page."))
+	f.Store.SetKeys(keysUnder(md.Keys, "store."))
 	for i := range f.SLOs {
 		f.SLOs[i].SetKeys(keysUnder(md.Keys, fmt.Sprintf("slos[%d].", i)))
 	}

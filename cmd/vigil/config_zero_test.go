@@ -52,6 +52,12 @@ func TestExplicitZeroOutsideCanary(t *testing.T) {
 			"proxy.pools[0].passive.consecutive_5xx: 0: must be positive (omit the key for the default, 5; -1 turns the rule off)"},
 		{"proxy max_body", `proxy: {max_body: 0B, pools: [{name: p, origins: [{target: a}]}]}`,
 			"proxy.max_body: 0: must be positive (omit the key for the default, 10MiB)"},
+		{"store retention", `store: {embedded: {retention: 0s}}`,
+			"store.embedded.retention: 0: must be positive (omit the key for the default, 7d)"},
+		{"store influxdb batch_size", `store: {influxdb: {url: "http://127.0.0.1:9", bucket: b, batch_size: 0}}`,
+			"store.influxdb.batch_size: 0: must be positive (omit the key for the default, 500)"},
+		{"store influxdb timeout", `store: {influxdb: {url: "http://127.0.0.1:9", bucket: b, timeout: 0s}}`,
+			"store.influxdb.timeout: 0: must be positive (omit the key for the default, 10s)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,6 +23,31 @@ type Config struct {
 	// InfluxDB, when present, adds an InfluxDB sink and source alongside the
 	// embedded store.
 	InfluxDB *influx.Config `mapstructure:"influxdb"`
+
+	// set holds the keys the file set, relative to the section (SetKeys).
+	set units.KeySet
+}
+
+// SetKeys records which keys the config file set, relative to the section
+// ("embedded.retention"), so that an explicit 0 is an error rather than the
+// default. Without SetKeys a 0 reads as omitted.
+func (c *Config) SetKeys(keys []string) { c.set = units.NewKeySet(keys) }
+
+// explicitZeros rejects the keys the file set to 0: none of them has a
+// meaning for 0 (a retention of nothing, a batch of no points).
+func (c *Config) explicitZeros() []error {
+	keys := []units.ZeroKey{
+		units.Zero("embedded.retention", c.Embedded.Retention == 0, "7d"),
+		units.Zero("embedded.rollup_retention", c.Embedded.RollupRetention == 0, "35d, or retention when longer"),
+	}
+	if i := c.InfluxDB; i != nil {
+		keys = append(keys,
+			units.Zero("influxdb.batch_size", i.BatchSize == 0, fmt.Sprint(influx.DefaultBatchSize)),
+			units.Zero("influxdb.flush_interval", i.FlushInterval == 0, influx.DefaultFlushInterval.String()),
+			units.Zero("influxdb.spool_max", i.SpoolMax == 0, "1GiB"),
+			units.Zero("influxdb.timeout", i.Timeout == 0, influx.DefaultTimeout.String()))
+	}
+	return c.set.ExplicitZeros(keys)
 }
 
 // EmbeddedConfig is `store.embedded`.
@@ -46,6 +71,9 @@ func (c EmbeddedConfig) Options() Options {
 
 // ValidateAndSetDefaults fills in defaults and checks the keys.
 func (c *Config) ValidateAndSetDefaults() error {
+	if errs := c.explicitZeros(); errs != nil {
+		return errors.Join(errs...)
+	}
 	errs := []error{units.Prefix("embedded", c.Embedded.ValidateAndSetDefaults())}
 	if c.InfluxDB != nil {
 		errs = append(errs, units.Prefix("influxdb", c.InfluxDB.ValidateAndSetDefaults()))
