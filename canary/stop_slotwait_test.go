@@ -2,72 +2,20 @@ package canary
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
-	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/scripts"
+	"github.com/vigil-synthetics/vigil/scripts/scripttest"
 )
-
-// holdBrowserSlot starts a Chromium with one browser slot and a run that
-// holds that slot for about 5s (a page, then a sleep). It returns the
-// browser and the origin's URL; the holding run is cancelled when the test
-// ends.
-func holdBrowserSlot(t *testing.T) (*scripts.Browser, string) {
-	t.Helper()
-	b := scripts.NewBrowser(scripts.BrowserConfig{MaxConcurrent: 1})
-	t.Cleanup(func() { b.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	checktest.NeedDependency(t, "chromium", b.Start(ctx))
-	holding := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hold" {
-			select {
-			case holding <- struct{}{}:
-			default:
-			}
-		}
-		fmt.Fprint(w, "<!doctype html><title>t</title><p>ok</p>")
-	}))
-	t.Cleanup(srv.Close)
-	nav, sleep := "/hold", 5*time.Second
-	holder, err := scripts.New(scripts.Script{{Browser: &scripts.BrowserStep{Navigate: &nav}}, {Browser: &scripts.BrowserStep{Sleep: &sleep}}},
-		scripts.Options{Check: "holder", Timeout: 8 * time.Second, Browser: b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hctx, hcancel := context.WithCancel(context.Background())
-	held := make(chan checks.Result, 1)
-	go func() { held <- holder.Run(hctx, checks.Target{Name: "o", URL: srv.URL}) }()
-	t.Cleanup(func() {
-		hcancel()
-		select {
-		case <-held:
-		case <-time.After(15 * time.Second):
-			t.Error("the run holding the browser slot did not end")
-		}
-	})
-	select {
-	case <-holding:
-	case res := <-held:
-		t.Fatalf("the run meant to hold the browser slot ended: %s: %s", res.Cause, res.Err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("the run meant to hold the browser slot never loaded its page")
-	}
-	return b, srv.URL
-}
 
 // TestStopEndsBrowserSlotWait: a scheduled browser run is queued for the
 // browser's only slot (held by another run) longer than its check's
 // timeout. Stopping the canary ends that wait at once: Run returns within
 // a second, and the run that never started publishes no verdict.
 func TestStopEndsBrowserSlotWait(t *testing.T) {
-	b, url := holdBrowserSlot(t)
+	b, url := scripttest.HoldBrowserSlot(t)
 	nav := "/"
 	cfg := testConfig(t, map[string]string{"o": url}, CheckConfig{Name: "queued", Targets: []string{"o"},
 		Interval: time.Second, Timeout: 500 * time.Millisecond,

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/checks"
-	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/scripts"
+	"github.com/vigil-synthetics/vigil/scripts/scripttest"
 )
 
 // endTimed is a script probe that records when its Run returned.
@@ -38,49 +35,9 @@ func (e *endTimed) Run(ctx context.Context, t checks.Target) checks.Result {
 // a second, instead of leaving it waiting for the slot after runOnce gave
 // up on it.
 func TestCheckInterruptEndsBrowserSlotWait(t *testing.T) {
-	b := scripts.NewBrowser(scripts.BrowserConfig{MaxConcurrent: 1})
-	defer b.Close()
-	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer scancel()
-	checktest.NeedDependency(t, "chromium", b.Start(sctx))
-	holding := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hold" {
-			select {
-			case holding <- struct{}{}:
-			default:
-			}
-		}
-		fmt.Fprint(w, "<!doctype html><title>t</title><p>ok</p>")
-	}))
-	defer srv.Close()
-	target := checks.Target{Name: "o", URL: srv.URL}
-
 	// Another run holds the only slot for about 5s.
-	nav, sleep := "/hold", 5*time.Second
-	holder, err := scripts.New(scripts.Script{{Browser: &scripts.BrowserStep{Navigate: &nav}}, {Browser: &scripts.BrowserStep{Sleep: &sleep}}},
-		scripts.Options{Check: "holder", Timeout: 8 * time.Second, Browser: b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hctx, hcancel := context.WithCancel(context.Background())
-	held := make(chan checks.Result, 1)
-	go func() { held <- holder.Run(hctx, target) }()
-	defer func() {
-		hcancel()
-		select {
-		case <-held:
-		case <-time.After(15 * time.Second):
-			t.Error("the run holding the browser slot did not end")
-		}
-	}()
-	select {
-	case <-holding:
-	case res := <-held:
-		t.Fatalf("the run meant to hold the browser slot ended: %s: %s", res.Cause, res.Err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("the run meant to hold the browser slot never loaded its page")
-	}
+	b, url := scripttest.HoldBrowserSlot(t)
+	target := checks.Target{Name: "o", URL: url}
 
 	const timeout = 300 * time.Millisecond
 	page := "/"
