@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,6 +30,9 @@ type OriginStatus struct {
 	// Why per flag, and since when (RFC 3339) it is set.
 	Why   map[string]string    `json:"why,omitempty"`
 	Since map[string]time.Time `json:"since,omitempty"`
+	// DrainedBy says who drained the origin: the drain request's ?by=, or
+	// the address it came from.
+	DrainedBy string `json:"drained_by,omitempty"`
 	// EjectedUntil is the end of the current passive ejection.
 	EjectedUntil *time.Time `json:"ejected_until,omitempty"`
 	// EjectionDetail gives the numbers behind the current passive ejection,
@@ -66,6 +71,9 @@ func (p *Proxy) Origins() []OriginStatus {
 				}
 				s.Why[name], s.Since[name] = o.why[i], o.since[i]
 			}
+			if f&flagDrained != 0 {
+				s.DrainedBy = o.drainedBy
+			}
 			if f&flagPassive != 0 {
 				t := o.ejectUntil
 				s.EjectedUntil = &t
@@ -82,17 +90,17 @@ func (p *Proxy) Origins() []OriginStatus {
 // Drain takes every origin named name (target name or host:port, in every
 // pool) out of service; new requests stop going to it, requests in flight
 // finish. It reports whether any origin matched.
-func (p *Proxy) Drain(name, why string) bool { return p.setDrain(name, why, true) }
+func (p *Proxy) Drain(name, why string) bool { return p.setDrain(name, why, "", true) }
 
 // Undrain returns drained origins named name to service (with slow start if
 // configured, once no other flag holds them out).
-func (p *Proxy) Undrain(name string) bool { return p.setDrain(name, "", false) }
+func (p *Proxy) Undrain(name string) bool { return p.setDrain(name, "", "", false) }
 
 // setDrain holds p.mu, as Reload does: a drain set on the origins of the
 // generation a concurrent Reload has already copied its flags from would be
 // lost, in memory and in the drains file, though the caller was told it
-// applied.
-func (p *Proxy) setDrain(name, why string, on bool) bool {
+// applied. by says who asked (logged, and kept with a drain).
+func (p *Proxy) setDrain(name, why, by string, on bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	found := false
@@ -106,22 +114,23 @@ func (p *Proxy) setDrain(name, why string, on bool) bool {
 			var changed bool
 			if on {
 				changed = o.set(flagDrained, why, now)
-				if !changed && why != "" {
+				o.mu.Lock()
+				if !changed && why != "" && o.why[bit(flagDrained)] != why {
 					// Drained again with a new reason: keep its since,
-					// take the new why.
-					o.mu.Lock()
-					if o.why[bit(flagDrained)] != why {
-						o.why[bit(flagDrained)] = why
-						pl.log.Info("proxy: origin drain reason changed", "pool", pl.name, "origin", o.name, "why", why)
-					}
-					o.mu.Unlock()
+					// take the new why and who.
+					o.why[bit(flagDrained)] = why
+					o.drainedBy = by
+					pl.log.Info("proxy: origin drain reason changed", "pool", pl.name, "origin", o.name, "why", why, "by", by)
+				} else if changed {
+					o.drainedBy = by
 				}
+				o.mu.Unlock()
 			} else {
 				changed = o.clear(flagDrained, now)
 			}
 			if changed {
 				o.m.available.Set(b2f(o.Available()))
-				pl.log.Info("proxy: origin drain changed", "pool", pl.name, "origin", o.name, "drained", on, "why", why)
+				pl.log.Info("proxy: origin drain changed", "pool", pl.name, "origin", o.name, "drained", on, "why", why, "by", by)
 			}
 		}
 	}
@@ -146,6 +155,7 @@ type drainEntry struct {
 	URL    string    `json:"url"`    // what a restored drain is matched on, with Pool
 	Since  time.Time `json:"since"`
 	Why    string    `json:"why,omitempty"`
+	By     string    `json:"by,omitempty"`
 }
 
 // drained lists the drained origins of the running configuration.
@@ -157,7 +167,7 @@ func (p *Proxy) drained() drainsDoc {
 				continue
 			}
 			o.mu.Lock()
-			e := drainEntry{Pool: pl.name, Origin: o.name, URL: o.url.String(), Since: o.since[bit(flagDrained)], Why: o.why[bit(flagDrained)]}
+			e := drainEntry{Pool: pl.name, Origin: o.name, URL: o.url.String(), Since: o.since[bit(flagDrained)], Why: o.why[bit(flagDrained)], By: o.drainedBy}
 			o.mu.Unlock()
 			doc.Drains = append(doc.Drains, e)
 		}
@@ -263,9 +273,12 @@ func (p *Proxy) restoreDrains() {
 		for _, o := range matches {
 			if o.set(flagDrained, e.Why, e.Since) {
 				o.m.available.Set(b2f(o.Available()))
+				o.mu.Lock()
+				o.drainedBy = e.By
+				o.mu.Unlock()
 			}
 			p.log.Info("proxy: restored a drain saved before the restart",
-				"pool", e.Pool, "origin", o.name, "url", e.URL, "drained_since", e.Since, "why", e.Why)
+				"pool", e.Pool, "origin", o.name, "url", e.URL, "drained_since", e.Since, "why", e.Why, "by", e.By)
 		}
 	}
 	p.saveDrains()
@@ -275,7 +288,7 @@ func (p *Proxy) restoreDrains() {
 // paths /api/v1/origins and /api/v1/origins/ (it matches full paths):
 //
 //	GET  /api/v1/origins                → []OriginStatus (no token needed)
-//	POST /api/v1/origins/{name}/drain   → drain; optional ?why=… is recorded
+//	POST /api/v1/origins/{name}/drain   → drain; optional ?why=… and ?by=… are recorded
 //	POST /api/v1/origins/{name}/undrain → undrain
 //
 // Writes need "Authorization: Bearer <admin_token>": 403 when no
@@ -297,7 +310,18 @@ func (p *Proxy) AdminHandler() http.Handler {
 			if why == "" {
 				why = "drained by admin"
 			}
-			if !p.setDrain(name, why, on) {
+			by := r.URL.Query().Get("by")
+			if by == "" {
+				by = r.RemoteAddr
+				if h, _, err := net.SplitHostPort(by); err == nil {
+					by = h
+				}
+			}
+			if len(by) > maxBy {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("by: longer than %d bytes", maxBy)})
+				return
+			}
+			if !p.setDrain(name, why, by, on) {
 				writeJSON(w, http.StatusNotFound, map[string]string{"error": "no origin named " + name})
 				return
 			}
@@ -314,6 +338,9 @@ func (p *Proxy) AdminHandler() http.Handler {
 	mux.HandleFunc("POST /api/v1/origins/{name}/undrain", write(false))
 	return mux
 }
+
+// maxBy bounds a drain's ?by= (a name, not a message).
+const maxBy = 128
 
 // authorized answers 403 when no token is configured, 401 when the
 // request's is missing or wrong. It compares the bearer token in constant

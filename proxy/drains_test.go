@@ -93,7 +93,7 @@ func TestDrainSurvivesRestart(t *testing.T) {
 	cfg.AdminToken = "s3cret"
 
 	first := runStateful(t, cfg, dir)
-	if code := first.post(t, "/api/v1/origins/o0/drain?why=disk+swap"); code != 200 {
+	if code := first.post(t, "/api/v1/origins/o0/drain?why=disk+swap&by=alice"); code != 200 {
 		t.Fatalf("drain: %d", code)
 	}
 	since := first.p.Origins()[0].Since["drained"]
@@ -108,15 +108,15 @@ func TestDrainSurvivesRestart(t *testing.T) {
 
 	second := runStateful(t, cfg, dir)
 	st := second.p.Origins()
-	if !st[0].Drained || st[0].Available || st[0].Why["drained"] != "disk swap" || !st[0].Since["drained"].Equal(since) || st[1].Drained {
-		t.Fatalf("after the restart: %+v, want o0 drained since %v for \"disk swap\", o1 not", st, since)
+	if !st[0].Drained || st[0].Available || st[0].Why["drained"] != "disk swap" || st[0].DrainedBy != "alice" || !st[0].Since["drained"].Equal(since) || st[1].Drained {
+		t.Fatalf("after the restart: %+v, want o0 drained by alice since %v for \"disk swap\", o1 not", st, since)
 	}
 	for i := 0; i < 4; i++ {
 		if body := second.get(t); body != "ok b" {
 			t.Fatalf("request %d after the restart reached %q, want only b (a is drained)", i, body)
 		}
 	}
-	if l := second.log.String(); !strings.Contains(l, "restored a drain") || !strings.Contains(l, "origin=o0") || !strings.Contains(l, `why="disk swap"`) {
+	if l := second.log.String(); !strings.Contains(l, "restored a drain") || !strings.Contains(l, "origin=o0") || !strings.Contains(l, `why="disk swap"`) || !strings.Contains(l, "by=alice") {
 		t.Fatalf("no log line for the restored drain:\n%s", l)
 	}
 	if code := second.post(t, "/api/v1/origins/o0/undrain"); code != 200 {
@@ -130,6 +130,14 @@ func TestDrainSurvivesRestart(t *testing.T) {
 	}
 	if code := third.post(t, "/api/v1/origins/o1/drain"); code != 200 {
 		t.Fatalf("drain: %d", code)
+	}
+	// Without ?by= the drain names the address the request came from.
+	if st := third.p.Origins(); st[1].DrainedBy != "127.0.0.1" || !strings.Contains(third.log.String(), "by=127.0.0.1") {
+		t.Fatalf("drain without ?by=: drained_by %q, want 127.0.0.1 (in the API and the log)", st[1].DrainedBy)
+	}
+	long := strings.Repeat("x", maxBy+1)
+	if code := third.post(t, "/api/v1/origins/o0/drain?by="+long); code != 400 {
+		t.Fatalf("drain with a %d-byte by: %d, want 400", len(long), code)
 	}
 	third.stop()
 

@@ -49,6 +49,7 @@ type origin struct {
 	ejections   int          // passive ejection count (decays while healthy)
 	ejectUntil  time.Time    // end of the current passive ejection
 	ejectDetail string       // the numbers that triggered the current (last) passive ejection
+	drainedBy   string       // who drained it (admin ?by= or address), while drained
 	lastDecay   time.Time
 	verdictSeen string // verdict reason while capped by max_ejected
 }

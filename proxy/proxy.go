@@ -310,7 +310,7 @@ func (o *origin) inherit(po *origin) {
 	o.returnedAt.Store(po.returnedAt.Load())
 	po.mu.Lock()
 	o.why, o.since, o.ejections, o.ejectUntil, o.lastDecay = po.why, po.since, po.ejections, po.ejectUntil, po.lastDecay
-	o.ejectDetail = po.ejectDetail
+	o.ejectDetail, o.drainedBy = po.ejectDetail, po.drainedBy
 	po.mu.Unlock()
 	o.passive, o.stats, o.m = po.passive, po.stats, po.m
 	o.inflight = po.inflight
