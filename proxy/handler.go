@@ -41,7 +41,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
+	if !validHost(r.Host) {
 		p.refuse(w, http.StatusBadRequest, "malformed Host")
 		return
 	}

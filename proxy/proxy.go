@@ -391,6 +391,70 @@ func prefixMatch(path, prefix string) bool {
 	return len(path) == len(prefix) || strings.HasSuffix(prefix, "/") || path[len(prefix)] == '/'
 }
 
+// validHost reports whether h, a Host header or :authority, is a host name
+// (letters, digits, '-', '_' and dots between labels, one trailing dot
+// allowed), an IPv4 address or a bracketed IPv6 literal, with an optional
+// numeric port. It is stricter than net/http's check, which lets through
+// the URI's sub-delimiters: "evil.com#.example.com" or "evil.com?.example.com"
+// would match a "*.example.com" pool, and an origin building links from
+// Host would send its users to evil.com. The empty Host (HTTP/1.0) passes.
+func validHost(h string) bool {
+	name := h
+	if len(h) > 0 && h[0] == '[' {
+		end := strings.IndexByte(h, ']')
+		if end < 0 {
+			return false
+		}
+		for i := 1; i < end; i++ {
+			c := h[i]
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.') {
+				return false
+			}
+		}
+		if end < 3 {
+			return false
+		}
+		name = ""
+		h = h[end+1:]
+		if h == "" {
+			return true
+		}
+		if h[0] != ':' {
+			return false
+		}
+	} else if i := strings.IndexByte(h, ':'); i >= 0 {
+		name = h[:i]
+		h = h[i:]
+	} else {
+		h = ""
+	}
+	if h != "" { // ":port"
+		if len(h) > 6 {
+			return false
+		}
+		for i := 1; i < len(h); i++ {
+			if c := h[i]; c < '0' || c > '9' {
+				return false
+			}
+		}
+	}
+	prev := byte('.')
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		case c == '.':
+			if prev == '.' { // a leading dot or an empty label
+				return false
+			}
+		default:
+			return false
+		}
+		prev = c
+	}
+	return true
+}
+
 // hostOf returns the request host lower-cased without port.
 func hostOf(h string) string {
 	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
