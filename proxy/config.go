@@ -516,13 +516,13 @@ func (o *OriginConfig) ValidateAndSetDefaults() error {
 	u, err := url.Parse(o.URL)
 	switch {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("url: %q: not a URL", o.URL))
+		errs = append(errs, fmt.Errorf("url: %q: not a URL", units.RedactURL(o.URL)))
 	case u.Scheme != "http" && u.Scheme != "https":
-		errs = append(errs, fmt.Errorf("url: %q: want http:// or https://", o.URL))
+		errs = append(errs, fmt.Errorf("url: %q: want http:// or https://", units.RedactURL(o.URL)))
 	case u.Host == "":
-		errs = append(errs, fmt.Errorf("url: %q: no host", o.URL))
+		errs = append(errs, fmt.Errorf("url: %q: no host", units.RedactURL(o.URL)))
 	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.User != nil:
-		errs = append(errs, fmt.Errorf("url: %q: only scheme://host[:port] is allowed", o.URL))
+		errs = append(errs, fmt.Errorf("url: %q: only scheme://host[:port] is allowed", units.RedactURL(o.URL)))
 	default:
 		u.Path = ""
 		o.u = u

@@ -114,6 +114,18 @@ func TestConfigSecretNotInErrors(t *testing.T) {
 	}
 }
 
+// An origin URL the config refuses is shown without its password or query
+// values.
+func TestConfigOriginURLRedactedInErrors(t *testing.T) {
+	for _, u := range []string{"http://ou:OrigLitPw@127.0.0.1:9/", "ftp://ou:OrigLitPw@127.0.0.1:9", "http://127.0.0.1:9/?key=OrigLitPw"} {
+		c := Config{Pools: []PoolConfig{{Name: "w", Origins: []OriginConfig{{URL: u}}}}}
+		err := c.ValidateAndSetDefaults()
+		if err == nil || strings.Contains(err.Error(), "OrigLitPw") || !strings.Contains(err.Error(), "127.0.0.1:9") {
+			t.Errorf("url %s: %v; want an error naming the host without the secret", u, err)
+		}
+	}
+}
+
 func TestHostPatterns(t *testing.T) {
 	tests := []struct {
 		pattern, host string

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // Sources is a verdict source made of several, one per canary (vigil proxy
@@ -397,17 +398,21 @@ func (pl *pool) applyVerdicts(vs []reporting.Verdict, now time.Time) {
 // timeout. Verdicts older than maxAge are dropped on this side; those dated
 // more than maxAge ahead are kept, for the proxy to report and ignore.
 func HTTPSource(base string, client *http.Client) reporting.Source {
-	u := strings.TrimSuffix(base, "/")
-	if !strings.HasSuffix(u, "/api/v1/verdicts") {
-		u += "/api/v1/verdicts"
+	u := base
+	if pu, err := url.Parse(base); err == nil {
+		// The path is joined before the query: "http://c:9470/?token=T"
+		// asks /api/v1/verdicts?token=T.
+		if p := strings.TrimSuffix(pu.Path, "/"); !strings.HasSuffix(p, "/api/v1/verdicts") {
+			pu.Path = p + "/api/v1/verdicts"
+			pu.RawPath = ""
+		}
+		u = pu.String()
 	}
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	name := u
-	if pu, err := url.Parse(u); err == nil {
-		name = pu.Redacted() // no password in logs, errors or /healthz
-	}
+	// No password or query value in logs, errors, metrics or /healthz.
+	name := units.RedactURL(u)
 	return &httpSource{url: u, name: name, client: client}
 }
 
@@ -459,7 +464,11 @@ func (c *capReader) Read(p []byte) (int, error) {
 func (s *httpSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
 	u := s.url
 	if maxAge > 0 {
-		u += "?max_age=" + url.QueryEscape(maxAge.String())
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		u += sep + "max_age=" + url.QueryEscape(maxAge.String())
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -468,6 +477,10 @@ func (s *httpSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]repo
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = s.name // its query may hold a token
+		}
 		return nil, fmt.Errorf("verdicts: %w", err)
 	}
 	defer resp.Body.Close()
