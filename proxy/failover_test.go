@@ -253,6 +253,10 @@ func TestHopByHopHeaders(t *testing.T) {
 		"X-Forwarded-Proto", "https",
 		"X-Forwarded-Port", "8443",
 		"X-Forwarded-Prefix", "/evil",
+		"X-Forwarded-Ssl", "on",
+		"X-Forwarded-Scheme", "https",
+		"X-Url-Scheme", "https",
+		"Front-End-Https", "on",
 		"X-Keep", "kept")
 	if code != 200 {
 		t.Fatal(code)
@@ -271,8 +275,10 @@ func TestHopByHopHeaders(t *testing.T) {
 	if xff := got.Get("X-Forwarded-For"); xff != "203.0.113.9, 127.0.0.1" {
 		t.Errorf("X-Forwarded-For %q", xff)
 	}
-	if p, x := got.Get("X-Forwarded-Port"), got.Get("X-Forwarded-Prefix"); p != "" || x != "" {
-		t.Errorf("client-sent X-Forwarded-Port %q / X-Forwarded-Prefix %q reached the origin", p, x)
+	for _, k := range []string{"X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Ssl", "X-Forwarded-Scheme", "X-Url-Scheme", "Front-End-Https"} {
+		if v := got.Get(k); v != "" {
+			t.Errorf("client-sent %s %q reached the origin", k, v)
+		}
 	}
 	if got.Get("X-Forwarded-Proto") != "http" {
 		t.Errorf("X-Forwarded-Proto %q: a client must not set it", got.Get("X-Forwarded-Proto"))
@@ -654,8 +660,9 @@ func TestForwardedHeaderSpoofing(t *testing.T) {
 		t.Errorf("X-Forwarded-For %q after the client named it in Connection, want only the client address", xff)
 	}
 	mu.Unlock()
-	// X-Real-IP is the client address; a Forwarded chain gets this hop.
-	if code, _, _ := h.do("GET", "/", "", "X-Real-IP", "7.7.7.7", "Forwarded", "for=8.8.8.8"); code != 200 {
+	// X-Real-IP is the client address; a client's Forwarded is replaced
+	// by this hop's element.
+	if code, _, _ := h.do("GET", "/", "", "X-Real-IP", "7.7.7.7", "Forwarded", "for=8.8.8.8;host=evil.example;proto=https"); code != 200 {
 		t.Fatal(code)
 	}
 	mu.Lock()
@@ -663,7 +670,7 @@ func TestForwardedHeaderSpoofing(t *testing.T) {
 		t.Errorf("X-Real-IP %q, want the client address only", v)
 	}
 	front := strings.TrimPrefix(h.front.URL, "http://")
-	if v := got.Get("Forwarded"); v != `for=8.8.8.8, for=127.0.0.1;host="`+front+`";proto=http` {
-		t.Errorf("Forwarded %q, want the client's element and this hop's", v)
+	if v := got.Values("Forwarded"); len(v) != 1 || v[0] != `for=127.0.0.1;host="`+front+`";proto=http` {
+		t.Errorf("Forwarded %q, want only this hop's element", v)
 	}
 }

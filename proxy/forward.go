@@ -672,16 +672,23 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	}
 	hdr["X-Forwarded-Proto"] = proto
 	hdr["X-Forwarded-Host"] = fwd[1:2:2]
-	// Set by the client, these would let it choose the port and path
-	// prefix an origin builds its links and redirects from.
+	// Set by the client, these would let it choose the port, path prefix
+	// and scheme an origin builds its links and redirects from (Spring,
+	// Rack, IIS read them).
 	delete(hdr, "X-Forwarded-Port")
 	delete(hdr, "X-Forwarded-Prefix")
+	delete(hdr, "X-Forwarded-Ssl")
+	delete(hdr, "X-Forwarded-Scheme")
+	delete(hdr, "X-Url-Scheme")
+	delete(hdr, "Front-End-Https")
 	hdr["X-Real-Ip"] = fwd[2:3:3]
-	if prior := hdr["Forwarded"]; len(prior) > 0 {
-		// RFC 7239 §4: a proxy appends its element to a Forwarded chain
-		// (only when the client sent one: origins that read it must not see
-		// a client's own for= as the last element).
-		hdr["Forwarded"] = []string{strings.Join(prior, ", ") + ", " + forwardedElement(cip, r.Host, proto[0])}
+	if _, ok := hdr["Forwarded"]; ok {
+		// A client's Forwarded is replaced by this hop's element, as its
+		// X-Forwarded-Host and -Proto are: frameworks read host= and
+		// proto= from the first element (Spring), which an appended chain
+		// would leave to the client. None is added when the client sent
+		// none (X-Forwarded-* carry the same).
+		hdr["Forwarded"] = []string{forwardedElement(cip, r.Host, proto[0])}
 	}
 
 	fast := pooled && up == ""
