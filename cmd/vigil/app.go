@@ -171,8 +171,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 	a.reg.MustRegister(a.fan.Collectors()...)
 
 	if o.roles.canary {
-		a.browser = scripts.NewBrowser(scripts.BrowserConfig{ExecPath: cfg.Agent.Browser.ExecPath,
-			MaxConcurrent: cfg.Agent.Browser.MaxConcurrent, Log: a.log})
+		a.browser = scripts.NewBrowser(cfg.Agent.Browser.Scripts(a.log))
 		pairs, err := cfg.Compile(canary.CompileOptions{Version: version, Browser: a.browser, Shard: o.shard})
 		if err != nil {
 			return nil, err
@@ -772,8 +771,9 @@ func (f *File) pairNames() map[string][]string {
 	return f.Config.PairNames()
 }
 
-// checkNames are the names of the file's checks, which only can be
-// dead-man silent (alerting.Alerter.SetChecks); nil when the file has no
+// checkNames are the names of the file's enabled checks, which only can be
+// dead-man silent (alerting.Alerter.SetChecks): a check with disabled: true
+// does not run, and its silence is not news. nil when the file has no
 // checks section (a standalone alerter judges every check in the store).
 func (f *File) checkNames() []string {
 	if !f.sections["checks"] {
@@ -781,7 +781,9 @@ func (f *File) checkNames() []string {
 	}
 	names := make([]string, 0, len(f.Checks))
 	for _, c := range f.Checks {
-		names = append(names, c.Name)
+		if !c.Disabled {
+			names = append(names, c.Name)
+		}
 	}
 	return names
 }
