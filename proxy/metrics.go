@@ -130,6 +130,11 @@ func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 	for _, r := range ejectionReasons {
 		om.ejections[r] = m.ejections.WithLabelValues(pool, origin, r)
 	}
+	// Every failure cause starts at 0, so an origin's failure rate is 0,
+	// not absent, until its first failure.
+	for _, c := range retryCauses {
+		m.tries.WithLabelValues(pool, origin, c)
+	}
 	return om
 }
 
@@ -167,4 +172,5 @@ func (m *metrics) forget(pool, origin string) {
 	m.available.DeleteLabelValues(pool, origin)
 	m.requests.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 	m.ejections.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
+	m.tries.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 }

@@ -101,3 +101,29 @@ func TestTriesTotalCountsRetriedFailures(t *testing.T) {
 		t.Errorf("requests_total{origin=%s,code=503} = %v: the retried 503s were answers?", o0, v)
 	}
 }
+
+// TestTriesTotalSeriesLifecycle: every failure cause of an origin's
+// vigil_proxy_tries_total is there at 0 from the start (its failure rate is
+// 0, not absent, before the first failure), and a reload that removes the
+// origin removes all its tries series, as its other per-origin series.
+func TestTriesTotalSeriesLifecycle(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	h := start(t, cfg, nil, false)
+	o1 := h.pool("web").origins[1].name
+	for _, c := range retryCauses {
+		if v, ok := h.metric("vigil_proxy_tries_total", map[string]string{"pool": "web", "origin": o1, "result": c}); !ok || v != 0 {
+			t.Errorf("tries_total{origin=%s,result=%s}: present %v, value %v; want present at 0", o1, c, ok, v)
+		}
+	}
+	if err := h.p.Reload(pool1(PolicyFirst, urls(a)...)); err != nil {
+		t.Fatal(err)
+	}
+	if text := h.scrape(); strings.Contains(text, `origin="`+o1+`"`) {
+		for _, line := range strings.Split(text, "\n") {
+			if strings.Contains(line, `origin="`+o1+`"`) {
+				t.Errorf("after the reload that removed %s, /metrics still has %s", o1, line)
+			}
+		}
+	}
+}
