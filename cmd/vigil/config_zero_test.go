@@ -58,6 +58,12 @@ func TestExplicitZeroOutsideCanary(t *testing.T) {
 			"store.influxdb.batch_size: 0: must be positive (omit the key for the default, 500)"},
 		{"store influxdb timeout", `store: {influxdb: {url: "http://127.0.0.1:9", bucket: b, timeout: 0s}}`,
 			"store.influxdb.timeout: 0: must be positive (omit the key for the default, 10s)"},
+		{"store rollup_retention", `store: {embedded: {rollup_retention: 0s}}`,
+			"store.embedded.rollup_retention: 0: must be positive (omit the key for the default, 35d, or retention when longer)"},
+		{"store influxdb flush_interval", `store: {influxdb: {url: "http://127.0.0.1:9", bucket: b, flush_interval: 0s}}`,
+			"store.influxdb.flush_interval: 0: must be positive (omit the key for the default, 1s)"},
+		{"store influxdb spool_max", `store: {influxdb: {url: "http://127.0.0.1:9", bucket: b, spool_max: 0B}}`,
+			"store.influxdb.spool_max: 0: must be positive (omit the key for the default, 1GiB)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
