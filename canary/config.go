@@ -3,6 +3,7 @@ package canary
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"regexp"
@@ -86,6 +87,19 @@ type BrowserConfig struct {
 	ExecPath string `mapstructure:"exec_path"`
 	// MaxConcurrent caps browser checks running at once (default 2).
 	MaxConcurrent int `mapstructure:"max_concurrent"`
+	// NoSandbox starts Chromium with --no-sandbox (default: true when
+	// vigil runs as root, else false).
+	NoSandbox *bool `mapstructure:"no_sandbox"`
+	// Env names variables of vigil's environment that Chromium gets besides
+	// its minimal set (PATH, HOME, locale, TZ, TMPDIR, XDG_*, FONTCONFIG_*,
+	// DISPLAY), e.g. HTTPS_PROXY (default none).
+	Env []string `mapstructure:"env"`
+}
+
+// Scripts returns the scripts.BrowserConfig of these settings, logging to
+// log.
+func (b *BrowserConfig) Scripts(log *slog.Logger) scripts.BrowserConfig {
+	return scripts.BrowserConfig{ExecPath: b.ExecPath, MaxConcurrent: b.MaxConcurrent, NoSandbox: b.NoSandbox, Env: b.Env, Log: log}
 }
 
 // Defaults is the `defaults:` section, inherited by every check.
@@ -337,6 +351,8 @@ func (a *AgentConfig) ValidateAndSetDefaults() error {
 	if a.Browser.MaxConcurrent < 0 {
 		errs = append(errs, fmt.Errorf("browser.max_concurrent: must be positive, got %d", a.Browser.MaxConcurrent))
 	}
+	sc := scripts.BrowserConfig{Env: a.Browser.Env}
+	errs = append(errs, units.Prefix("browser", sc.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("triggers", a.Triggers.ValidateAndSetDefaults()))
 	return errors.Join(errs...)
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,9 +39,56 @@ type BrowserConfig struct {
 	// the others wait for a slot before their timeout starts, at most
 	// Options.SlotWait (default 5m). Default 2.
 	MaxConcurrent int `mapstructure:"max_concurrent"`
+	// NoSandbox starts Chromium with --no-sandbox. Default (nil): true when
+	// vigil runs as root (euid 0), where Chromium refuses to start with its
+	// sandbox, else false.
+	NoSandbox *bool `mapstructure:"no_sandbox"`
+	// Env names further variables of vigil's environment that Chromium
+	// gets (e.g. HTTPS_PROXY, NO_PROXY). Chromium otherwise starts with
+	// only the variables of browserEnvAllowed, so that secrets in vigil's
+	// environment do not show in /proc/<pid>/environ of the browser.
+	// Default none.
+	Env []string `mapstructure:"env"`
 	// Log receives browser start, restart and stop events. Default
 	// slog.Default().
 	Log *slog.Logger `mapstructure:"-"`
+}
+
+// geteuid is os.Geteuid; tests replace it.
+var geteuid = os.Geteuid
+
+// noSandbox reports whether Chromium starts with --no-sandbox.
+func (c *BrowserConfig) noSandbox() bool {
+	if c.NoSandbox != nil {
+		return *c.NoSandbox
+	}
+	return geteuid() == 0
+}
+
+// browserEnvAllowed are the variables (a trailing "*" matches a prefix) of
+// vigil's environment that Chromium gets besides BrowserConfig.Env: what it
+// needs to find programs, fonts, its home and temporary directories, locale,
+// time zone and a display.
+var browserEnvAllowed = []string{"PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR", "XDG_*", "FONTCONFIG_*", "DISPLAY", "WAYLAND_DISPLAY"}
+
+// browserEnv returns the NAME=value entries of environ that Chromium gets.
+func (c *BrowserConfig) browserEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		if slices.Contains(c.Env, name) || slices.ContainsFunc(browserEnvAllowed, func(a string) bool {
+			if p, ok := strings.CutSuffix(a, "*"); ok {
+				return strings.HasPrefix(name, p)
+			}
+			return a == name
+		}) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // ValidateAndSetDefaults sets the defaults. A missing binary is not a config
@@ -52,6 +101,11 @@ func (c *BrowserConfig) ValidateAndSetDefaults() error {
 	}
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	for i, name := range c.Env {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return fmt.Errorf("env[%d]: %q: want a variable name such as HTTPS_PROXY", i, name)
+		}
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
@@ -134,7 +188,6 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
-		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true),
@@ -143,7 +196,13 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		chromedp.Flag("mute-audio", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.WindowSize(1280, 800),
+		chromedp.NoInheritEnv,
+		chromedp.Env(b.cfg.browserEnv(os.Environ())...),
 	)
+	// Always explicit: chromedp adds --no-sandbox for uid 0 by itself
+	// unless the flag is set to false.
+	noSandbox := b.cfg.noSandbox()
+	opts = append(opts, chromedp.Flag("no-sandbox", noSandbox))
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	log := b.cfg.Log
 	root, rootCancel := chromedp.NewContext(allocCtx,
@@ -160,6 +219,9 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		rootCancel()
 		allocCancel()
+		if !noSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
+			return nil, fmt.Errorf("%w: starting %s: the Chromium sandbox is not available here (set agent.browser.no_sandbox: true to run without it): %v", ErrBrowserUnavailable, path, err)
+		}
 		return nil, fmt.Errorf("%w: starting %s: %v", ErrBrowserUnavailable, path, err)
 	}
 	b.root, b.rootCancel, b.allocCancel = root, rootCancel, allocCancel

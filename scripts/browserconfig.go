@@ -90,6 +90,55 @@ type EvalAction struct {
 	equals string // canonical JSON of Equals
 }
 
+// ErrNavigateScheme rejects a navigate URL whose scheme is not http or
+// https (file:, data:, javascript:, chrome:, …): such a page would read the
+// agent's files or browser internals into the run's verdicts and artifacts.
+var ErrNavigateScheme = errors.New("want an http:// or https:// URL, or a path joined to the target URL")
+
+// schemeRE matches a URL scheme (RFC 3986 section 3.1) and its colon.
+var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
+
+// navigateScheme returns the lower-cased scheme u starts with, "" when it
+// has none (a path, joined to the target URL).
+func navigateScheme(u string) string {
+	m := schemeRE.FindStringSubmatch(strings.TrimSpace(u))
+	if m == nil {
+		return ""
+	}
+	return strings.ToLower(m[1])
+}
+
+func httpScheme(sc string) bool { return sc == "http" || sc == "https" }
+
+// abbrevScheme keeps a scheme short in messages.
+func abbrevScheme(sc string) string {
+	if len(sc) > 16 {
+		return sc[:16] + "…"
+	}
+	return sc
+}
+
+// literalPrefix is the part of s before its first variable: what is known
+// of a URL before the run expands it.
+func literalPrefix(s string) string {
+	if i := strings.Index(s, "${"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// checkNavigateURL rejects a navigate URL, after expansion and joining to
+// the target URL, whose scheme is not http or https.
+func checkNavigateURL(u string) error {
+	if sc := navigateScheme(u); !httpScheme(sc) {
+		if sc == "" {
+			sc = "(none)"
+		}
+		return fmt.Errorf("scheme %s: %w", abbrevScheme(sc), ErrNavigateScheme)
+	}
+	return nil
+}
+
 // validate returns the action's name and the variables it uses.
 func (b *BrowserStep) validate() (string, []ref, error) {
 	type action struct {
@@ -149,6 +198,8 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 	case "navigate":
 		if strings.TrimSpace(*b.Navigate) == "" {
 			err = errors.New("navigate: URL is empty")
+		} else if sc := navigateScheme(literalPrefix(*b.Navigate)); sc != "" && !httpScheme(sc) {
+			err = fmt.Errorf("navigate: scheme %s: %w", abbrevScheme(sc), ErrNavigateScheme)
 		}
 		add("navigate", *b.Navigate)
 	case "click":

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // pollInterval is how often waits re-check the page.
@@ -71,7 +72,7 @@ func (p *pageEvents) handle(ev any) {
 		if u, err := url.Parse(ev.Response.URL); err == nil && u.Path == "/favicon.ico" {
 			return // browsers ask for it on their own
 		}
-		p.add(&p.failedRequests, fmt.Sprintf("%d %s", ev.Response.Status, ev.Response.URL))
+		p.add(&p.failedRequests, fmt.Sprintf("%d %s", ev.Response.Status, units.RedactURL(ev.Response.URL)))
 	}
 }
 
@@ -252,13 +253,19 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return failf("navigate: %w", err)
 		}
 		u = resolveURL(r.target.URL, u)
+		// Query values may hold secrets: messages show them as "…", as
+		// the step's url does.
+		shown := units.RedactURL(u)
+		if err := checkNavigateURL(u); err != nil {
+			return outcome{cause: checks.CauseScript, err: fmt.Errorf("navigate %s: %w", shown, err)}
+		}
 		resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(u))
 		if err != nil {
 			var le *chromedp.LoadError
 			if errors.As(err, &le) {
-				return outcome{cause: loadErrorCause(le.ErrorText), err: fmt.Errorf("navigate %s: %s", u, le.ErrorText), url: u}
+				return outcome{cause: loadErrorCause(le.ErrorText), err: fmt.Errorf("navigate %s: %s", shown, le.ErrorText), url: u}
 			}
-			o := r.waitFail(ctx, err, "navigate "+u, fmt.Sprintf("navigate %s: no load event within %s", u, timeoutText))
+			o := r.waitFail(ctx, err, "navigate "+shown, fmt.Sprintf("navigate %s: no load event within %s", shown, timeoutText))
 			if we, ok := o.err.(*waitErr); ok {
 				we.load = true
 			}
@@ -279,7 +286,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		}
 		if o.status >= 400 {
 			o.cause = checks.CauseStatus
-			o.err = fmt.Errorf("navigate %s: document status %d", u, o.status)
+			o.err = fmt.Errorf("navigate %s: document status %d", shown, o.status)
 			o.assertions = append(o.assertions, checks.AssertionResult{Name: "status", OK: false, Got: fmt.Sprint(o.status), Want: "< 400"})
 		}
 		return o

@@ -260,7 +260,7 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		sr.OK = o.err == nil
 		sr.Cause = o.cause
 		sr.StatusCode = o.status
-		sr.URL = r.vars.redact(o.url)
+		sr.URL = r.vars.redact(units.RedactURL(o.url))
 		sr.TTFB = o.ttfb
 		sr.Metrics = o.metrics
 		sr.Assertions = r.redactAssertions(o.assertions)
@@ -587,7 +587,7 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 	}
 	if sr.URL == "" {
 		if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil {
-			sr.URL = r.vars.redact(loc)
+			sr.URL = r.vars.redact(units.RedactURL(loc))
 		}
 	}
 	if r.runner.o.DataDir == "" {

@@ -67,8 +67,7 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			var browser *scripts.Browser
 			if hasBrowserSteps(&f.Config) {
-				browser = scripts.NewBrowser(scripts.BrowserConfig{ExecPath: f.Agent.Browser.ExecPath,
-					MaxConcurrent: f.Agent.Browser.MaxConcurrent, Log: log})
+				browser = scripts.NewBrowser(f.Agent.Browser.Scripts(log))
 				defer browser.Close()
 			}
 			names, err := selectChecks(f, only)
