@@ -200,7 +200,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	if !h.spec.FollowRedirects {
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	} else {
-		client.CheckRedirect = checkRedirect
+		client.CheckRedirect = h.checkRedirect
 	}
 
 	resp, err := client.Do(req)
@@ -314,11 +314,26 @@ func (e *redirectError) Error() string {
 	return fmt.Sprintf("protocol: stopped after %d redirects", maxRedirects)
 }
 
-// checkRedirect is net/http's default redirect policy with a typed error.
+// checkRedirect is net/http's default redirect policy with a typed error,
+// and with the request's credentials kept on the origin: net/http copies
+// every header of the first request to each redirect and drops only
+// Authorization and Cookie when the host changes, and it adds a Referer
+// holding the previous URL (query included). So on a redirect to another
+// host (host:port of the first request) or from https to http, every
+// header of http.headers but Content-Type is dropped; Referer is never
+// sent.
 // URLs are not quoted: they may hold secrets.
-func checkRedirect(req *http.Request, via []*http.Request) error {
+func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 	if sc := req.URL.Scheme; sc != "http" && sc != "https" {
 		return &redirectError{scheme: abbrev(sc, 16)}
+	}
+	req.Header.Del("Referer")
+	if first := via[0].URL; !sameOrigin(first, req.URL) {
+		for k := range h.spec.headers {
+			if k != "Content-Type" { // describes a body a 307/308 sends again
+				req.Header.Del(k)
+			}
+		}
 	}
 	if len(via) < maxRedirects {
 		return nil
@@ -330,6 +345,27 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 		}
 	}
 	return e
+}
+
+// sameOrigin reports whether a redirect from first to next may carry the
+// configured headers: same host and port, and not from https to http.
+func sameOrigin(first, next *url.URL) bool {
+	if first.Scheme == "https" && next.Scheme != "https" {
+		return false
+	}
+	return strings.EqualFold(hostPortOf(first), hostPortOf(next))
+}
+
+// hostPortOf is u's host with its port, the scheme's default when none.
+func hostPortOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // readBody streams up to limit bytes through sum (when set) and, when keep,

@@ -542,3 +542,61 @@ func TestBadTarget(t *testing.T) {
 		t.Errorf("tcp target for an http check: %s %q", r.Cause, r.Err)
 	}
 }
+
+// TestRedirectKeepsHeadersOnOrigin: with follow_redirects, the configured
+// headers reach only the host:port the check names; a redirect elsewhere
+// gets none of them, and no hop gets a Referer (which would carry the
+// previous URL and its query).
+func TestRedirectKeepsHeadersOnOrigin(t *testing.T) {
+	type seen struct{ key, auth, referer string }
+	var mu sync.Mutex
+	record := func(m map[string]seen) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			m[r.URL.Path] = seen{r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"), r.Header.Get("Referer")}
+			mu.Unlock()
+		}
+	}
+	other := map[string]seen{}
+	elsewhere := httptest.NewServer(record(other))
+	defer elsewhere.Close()
+	own := map[string]seen{}
+	rec := record(own)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec(w, r)
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, elsewhere.URL+"/landed", http.StatusTemporaryRedirect)
+		case "/stay":
+			http.Redirect(w, r, "/here", http.StatusTemporaryRedirect)
+		}
+	}))
+	defer origin.Close()
+
+	for _, path := range []string{"/away?api_key=LiteralQueryKey77", "/stay?api_key=LiteralQueryKey77"} {
+		h, err := checks.NewHTTP(checks.HTTPSpec{Path: path, FollowRedirects: true,
+			Headers: map[string]string{"x-api-key": "${RKEY}", "authorization": "Bearer ${RTOK}"}},
+			checks.Expect{Status: checks.StatusList{"200"}}, checks.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expand := strings.NewReplacer("${RKEY}", "rkey-secret", "${RTOK}", "rtok-secret").Replace
+		if r, _ := h.RunWith(context.Background(), checks.Target{URL: origin.URL}, checks.RunOptions{Expand: expand}); !r.OK {
+			t.Fatalf("%s: %s %s", path, r.Cause, r.Err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := own["/away"], (seen{"rkey-secret", "Bearer rtok-secret", ""}); got != want {
+		t.Errorf("origin got %+v, want %+v", got, want)
+	}
+	if got := other["/landed"]; got != (seen{}) {
+		t.Errorf("the other host got X-Api-Key %q, Authorization %q, Referer %q: want none", got.key, got.auth, got.referer)
+	}
+	if _, ok := other["/landed"]; !ok {
+		t.Error("the redirect to the other host was not followed")
+	}
+	if got, want := own["/here"], (seen{"rkey-secret", "Bearer rtok-secret", ""}); got != want {
+		t.Errorf("same-origin redirect: got %+v, want %+v (headers kept, no Referer)", got, want)
+	}
+}
