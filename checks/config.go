@@ -86,21 +86,49 @@ type TLSOptions struct {
 	roots      *x509.CertPool
 }
 
+// parseMinVersion parses a min_version key; "" is the default, TLS 1.2.
+func parseMinVersion(v string) (uint16, error) {
+	switch strings.TrimSpace(v) {
+	case "", "1.2":
+		return tls.VersionTLS12, nil
+	case "1.0":
+		return tls.VersionTLS10, nil
+	case "1.1":
+		return tls.VersionTLS11, nil
+	case "1.3":
+		return tls.VersionTLS13, nil
+	}
+	return 0, errorf(ErrBadValue, "min_version: %q: want \"1.0\", \"1.1\", \"1.2\" or \"1.3\"", v)
+}
+
+// tlsWarnings lists the settings that weaken a TLS client, as "key: value:
+// why" relative to the TLS section, for `vigil validate` and the start
+// of `vigil run`.
+func tlsWarnings(insecure bool, minVersion string) []string {
+	var out []string
+	if insecure {
+		out = append(out, "insecure_skip_verify: true: certificates are not verified")
+	}
+	switch v := strings.TrimSpace(minVersion); v {
+	case "1.0", "1.1":
+		out = append(out, fmt.Sprintf("min_version: %q: TLS %s is accepted, which is deprecated (RFC 8996)", v, v))
+	}
+	return out
+}
+
+// Warnings lists the settings of the TLS client that weaken it
+// (insecure_skip_verify, a min_version below 1.2), each as
+// "key: value: why", keys relative to `tls`.
+func (o *TLSOptions) Warnings() []string { return tlsWarnings(o.InsecureSkipVerify, o.MinVersion) }
+
 // ValidateAndSetDefaults parses min_version and loads ca_file.
 func (o *TLSOptions) ValidateAndSetDefaults() error {
 	var errs []error
-	switch strings.TrimSpace(o.MinVersion) {
-	case "", "1.2":
-		o.minVersion = tls.VersionTLS12
-	case "1.0":
-		o.minVersion = tls.VersionTLS10
-	case "1.1":
-		o.minVersion = tls.VersionTLS11
-	case "1.3":
-		o.minVersion = tls.VersionTLS13
-	default:
-		errs = append(errs, errorf(ErrBadValue, "min_version: %q: want \"1.0\", \"1.1\", \"1.2\" or \"1.3\"", o.MinVersion))
+	mv, err := parseMinVersion(o.MinVersion)
+	if err != nil {
+		errs = append(errs, err)
 	}
+	o.minVersion = mv
 	if o.MinVersion == "" {
 		o.MinVersion = "1.2"
 	}
@@ -362,21 +390,41 @@ type TLSSpec struct {
 	// InsecureSkipVerify skips chain and hostname verification (expiry is
 	// still reported and cert_min_days still checked). Default false.
 	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+	// MinVersion is the lowest TLS version offered: "1.0", "1.1", "1.2" or
+	// "1.3". Default "1.2", as for http checks: an origin that speaks only
+	// TLS 1.0 or 1.1 fails the handshake unless min_version says so.
+	MinVersion string `mapstructure:"min_version"`
 
-	compiled bool
-	roots    *x509.CertPool
+	compiled   bool
+	roots      *x509.CertPool
+	minVersion uint16
 }
 
-// ValidateAndSetDefaults loads ca_file.
+// Warnings lists the settings that weaken the check (insecure_skip_verify,
+// a min_version below 1.2), each as "key: value: why", keys relative to
+// `tls`.
+func (s *TLSSpec) Warnings() []string { return tlsWarnings(s.InsecureSkipVerify, s.MinVersion) }
+
+// ValidateAndSetDefaults parses min_version and loads ca_file.
 func (s *TLSSpec) ValidateAndSetDefaults() error {
+	var errs []error
+	mv, err := parseMinVersion(s.MinVersion)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.minVersion = mv
+	if s.MinVersion == "" {
+		s.MinVersion = "1.2"
+	}
 	s.roots = nil
 	if s.CAFile != "" {
 		pool, err := loadCAFile(s.CAFile)
 		if err != nil {
-			return fmt.Errorf("ca_file: %w", err)
+			errs = append(errs, fmt.Errorf("ca_file: %w", err))
 		}
 		s.roots = pool
 	}
-	s.compiled = true
-	return nil
+	err = errors.Join(errs...)
+	s.compiled = err == nil
+	return err
 }

@@ -3,7 +3,10 @@ package checks_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +186,47 @@ func TestTLSCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTLSMinVersion: the tls check offers TLS 1.2 and later by default, as
+// http checks do; an origin that speaks only TLS 1.0/1.1 fails the
+// handshake unless min_version allows it. Warnings name the settings that
+// weaken a check.
+func TestTLSMinVersion(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}
+	srv.StartTLS()
+	defer srv.Close()
+	target := checks.Target{URL: strings.Replace(srv.URL, "https://", "tls://", 1)}
+	for _, tc := range []struct {
+		min  string
+		ok   bool
+		warn []string
+	}{
+		{"", false, nil},
+		{"1.2", false, nil},
+		{"1.1", true, []string{`min_version: "1.1": TLS 1.1 is accepted, which is deprecated (RFC 8996)`}},
+		{"1.0", true, []string{`min_version: "1.0": TLS 1.0 is accepted, which is deprecated (RFC 8996)`}},
+	} {
+		spec := checks.TLSSpec{InsecureSkipVerify: true, MinVersion: tc.min}
+		c, err := checks.NewTLS(spec, checks.Expect{}, checks.Options{Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("min_version %q: %v", tc.min, err)
+		}
+		r := c.Run(context.Background(), target)
+		if r.OK != tc.ok || (!tc.ok && r.Cause != checks.CauseTLS) {
+			t.Errorf("min_version %q against a TLS 1.0/1.1 origin: ok %v, cause %s (%s); want ok %v", tc.min, r.OK, r.Cause, r.Err, tc.ok)
+		}
+		want := append([]string{"insecure_skip_verify: true: certificates are not verified"}, tc.warn...)
+		if got := spec.Warnings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("min_version %q: warnings %q, want %q", tc.min, got, want)
+		}
+	}
+	if _, err := checks.NewTLS(checks.TLSSpec{MinVersion: "1.4"}, checks.Expect{}, checks.Options{}); err == nil || !strings.Contains(err.Error(), `tls.min_version: "1.4"`) {
+		t.Errorf("min_version 1.4: %v", err)
+	}
+	if w := (&checks.TLSOptions{}).Warnings(); len(w) != 0 {
+		t.Errorf("default http.tls warnings %q", w)
 	}
 }

@@ -62,7 +62,7 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 	defer raw.Close()
 	// Verification is done below, step by step, so that chain and hostname
 	// are reported separately and a bad certificate still reports expiry.
-	conn := tls.Client(raw, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: tls.VersionTLS10})
+	conn := tls.Client(raw, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: c.spec.minVersion})
 	tr.mark(&tr.tlsStart, true)
 	err = conn.HandshakeContext(ctx)
 	tr.mark(&tr.tlsDone, true)

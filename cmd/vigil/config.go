@@ -305,6 +305,11 @@ func loadConfigWarn(path string, env func(string) (string, bool), environ []stri
 	if f != nil {
 		f.stamp = stamp
 	}
+	if err == nil {
+		for _, msg := range tlsWarnings(f) {
+			warn(path + ": " + msg)
+		}
+	}
 	return f, err
 }
 
