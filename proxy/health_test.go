@@ -171,10 +171,14 @@ func TestPassiveMinRequests(t *testing.T) {
 	if !pl.origins[0].Available() {
 		t.Fatal("ejected below min_requests")
 	}
-	// Old observations leave the window.
-	pl.evaluate(now.Add(31 * time.Second))
-	pl.observe(pl.origins[0], true, time.Millisecond, now.Add(31*time.Second).UnixNano())
-	pl.evaluate(now.Add(31 * time.Second))
+	// Old observations leave the window. 45s is 15 buckets of 3s later: the
+	// new observation lands in another bucket of the ring than the old ones
+	// (31s would reuse their bucket two times in three and clear them that
+	// way instead).
+	later := now.Add(45 * time.Second)
+	pl.evaluate(later)
+	pl.observe(pl.origins[0], true, time.Millisecond, later.UnixNano())
+	pl.evaluate(later)
 	if !pl.origins[0].Available() {
 		t.Fatal("observations older than the window still counted")
 	}
