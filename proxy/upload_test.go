@@ -305,7 +305,8 @@ func TestCompletedUploadsKeepAlive(t *testing.T) {
 
 // The proxy answers Expect: 100-continue itself and does not pass it on: an
 // origin that never sends 100 must not cost the request the transport's
-// one-second wait.
+// one-second wait. The test asserts the header the origin received, not the
+// time taken: this origin (net/http) sends 100 itself, so no wait would show.
 func TestExpectContinueNotForwarded(t *testing.T) {
 	var mu sync.Mutex
 	var expect []string
@@ -318,16 +319,22 @@ func TestExpectContinueNotForwarded(t *testing.T) {
 	defer origin.Close()
 	for _, engineName := range []string{EngineFast, EngineStdlib} {
 		t.Run(engineName, func(t *testing.T) {
+			mu.Lock()
+			expect = nil
+			mu.Unlock()
 			h := startWith(t, pool1(PolicyFirst, origin.URL), nil, false, engineName)
-			for _, size := range []int{1 << 10, 100 << 10} {
-				began := time.Now()
+			sizes := []int{1 << 10, 100 << 10}
+			for _, size := range sizes {
 				code, _, _ := h.do("POST", "/x", strings.Repeat("e", size), "Expect", "100-continue")
-				if d := time.Since(began); code != 200 || d > 700*time.Millisecond {
-					t.Fatalf("%d-byte POST with Expect: %d after %v, want 200 at once", size, code, d)
+				if code != 200 {
+					t.Fatalf("%d-byte POST with Expect: %d, want 200", size, code)
 				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			if len(expect) != len(sizes) {
+				t.Fatalf("the origin received %d requests, want %d", len(expect), len(sizes))
+			}
 			for _, e := range expect {
 				if e != "" {
 					t.Fatalf("the origin received Expect: %q", e)
