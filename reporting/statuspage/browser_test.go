@@ -49,9 +49,13 @@ func TestBrowser(t *testing.T) {
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
 
+	// Chromium, ended by the allocator's cancel, leaves its
+	// org.chromium.Chromium.* scratch directories in TMPDIR: a TMPDIR of the
+	// test's own keeps them out of /tmp and removes them with it.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+t.TempDir()))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelA()
 	ctx, cancel := chromedp.NewContext(actx)
