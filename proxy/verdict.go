@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-synthetics/vigil/reporting"
-	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // Sources is a verdict source made of several, one per canary (vigil proxy
@@ -411,8 +410,19 @@ func HTTPSource(base string, client *http.Client) reporting.Source {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	// No password or query value in logs, errors, metrics or /healthz.
-	name := units.RedactURL(u)
+	// No password or query value in logs, errors, metrics or /healthz; the
+	// user name stays ("http://vigil:xxxxx@canary:9470/…").
+	name := u
+	if pu, err := url.Parse(u); err == nil {
+		if pu.RawQuery != "" {
+			q := pu.Query()
+			for k := range q {
+				q[k] = []string{"…"}
+			}
+			pu.RawQuery = q.Encode()
+		}
+		name = pu.Redacted()
+	}
 	return &httpSource{url: u, name: name, client: client}
 }
 
