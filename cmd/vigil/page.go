@@ -48,7 +48,7 @@ func (a *app) statusPage() http.Handler {
 	}
 	if a.alr != nil {
 		o.Alerts = a.pageAlerts
-		o.Failing = a.alr.DeliveryFailures
+		o.Failing = a.pageFailing
 		o.SLOs = a.pageSLOs
 	}
 	p, err := statuspage.New(o)
@@ -102,6 +102,20 @@ func pageAssertions(as []checks.AssertionResult) []statuspage.Assertion {
 		out = append(out, statuspage.Assertion{Name: x.Name, OK: x.OK, Got: x.Got, Want: x.Want})
 	}
 	return out
+}
+
+// pageFailing gives the page each failing alert receiver's last delivery
+// error. The alerter hid the receiver's own secrets (URL credentials and
+// query values, header values, routing keys); the ${…} values of the
+// config are hidden here too, as /healthz hides them: the page needs no
+// login.
+func (a *app) pageFailing() map[string]string {
+	f := a.alr.DeliveryFailures()
+	red := a.current().redactor
+	for rcv, e := range f {
+		f[rcv] = red.redact(e)
+	}
+	return f
 }
 
 func (a *app) pageAlerts() []statuspage.Alert {

@@ -28,8 +28,16 @@ type Options struct {
 	// (metrics are then not exported).
 	Registry *prometheus.Registry
 	// HTTPClient delivers notifications. Default: a client with the
-	// default transport; each request is bounded by retry.timeout.
+	// default transport; each request is bounded by retry.timeout. Its
+	// CheckRedirect is not used: deliveries never follow a redirect (a
+	// 3xx answer is a failed delivery).
 	HTTPClient *http.Client
+	// Redact, if set, is applied to every delivery error before it is
+	// logged or kept for DeliveryFailures, after the receiver's own
+	// secrets are hidden (see newEndpoint): for values the alerter cannot
+	// know are secret, such as ${NAME} values interpolated into the config
+	// elsewhere than a secret field. Default nil: none.
+	Redact func(string) string
 	// StatePath is a JSON file that keeps alert and group state across
 	// restarts: New restores it, and every evaluation or delivery result
 	// that changes the firing set, a pending timer, what a group was told
@@ -53,6 +61,7 @@ type Alerter struct {
 	log     *slog.Logger
 	client  *http.Client
 	metrics *metrics
+	redact  func(string) string // Options.Redact; nil for none
 
 	evalMu sync.Mutex   // serialises Evaluate
 	rcache rollupCaches // guarded by evalMu
@@ -135,12 +144,18 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
 	}
+	// Deliveries never follow a redirect (see post): Go's client would
+	// forward a receiver's custom headers (a webhook's X-Api-Key) to
+	// wherever it points. A copy, so the caller's client is left as is.
+	client := *o.HTTPClient
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	o.HTTPClient = &client
 	m, err := newMetrics(o.Registry)
 	if err != nil {
 		return nil, err
 	}
 	a := &Alerter{
-		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m,
+		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m, redact: o.Redact,
 		cfg: cfg, slos: slos, links: newLinker(cfg),
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
 		streamOwed: map[string]*owed{}, rcache: rollupCaches{}, statePath: o.StatePath,
@@ -149,7 +164,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		a.load()
 		_, a.savedKey = a.snapshot(a.now())
 	}
-	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered)
+	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.redact)
 	return a, nil
 }
 
@@ -172,7 +187,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	}
 	old := a.disp
 	a.cfg, a.slos, a.links = cfg, slos, newLinker(cfg)
-	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered)
+	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.redact)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -634,8 +649,11 @@ func (a *Alerter) Active() []Alert {
 }
 
 // DeliveryFailures maps each receiver whose last delivery failed (after all
-// its retries) to that error; a later success clears it. Errors never
-// contain secrets (tokens in URLs, routing keys, header values).
+// its retries) to that error; a later success clears it. The errors, as
+// logged, have the receiver's secrets hidden (see newEndpoint): URL
+// userinfo, query values and secret paths, header values, routing keys,
+// also where the receiver's answer echoes them, and Options.Redact has
+// been applied.
 func (a *Alerter) DeliveryFailures() map[string]string {
 	a.mu.Lock()
 	d := a.disp

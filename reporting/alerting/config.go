@@ -387,7 +387,8 @@ func (r *Receiver) ValidateAndSetDefaults() error {
 	return errors.Join(errs...)
 }
 
-// checkURL validates an http(s) URL; a secret URL is never echoed.
+// checkURL validates an http(s) URL; a secret URL is never echoed, any
+// other as shownURL shows it (no userinfo, query values "…").
 func checkURL(key, raw string, secret bool) error {
 	if raw == "" {
 		return fmt.Errorf("%s: %w", key, ErrRequired)
@@ -397,9 +398,27 @@ func checkURL(key, raw string, secret bool) error {
 		if secret {
 			return fmt.Errorf("%s: %w", key, ErrBadURL)
 		}
-		return fmt.Errorf("%s: %q: %w", key, raw, ErrBadURL)
+		return fmt.Errorf("%s: %q: %w", key, shownURL(raw), ErrBadURL)
 	}
 	return nil
+}
+
+// shownURL is a URL that is not a secret as errors show it:
+// units.RedactURL's form, or, for one without a host (url.Parse reads
+// "http//user:pw@h/?k=v" as a path), with what looks like userinfo and
+// the query cut: "http//…@h/?…".
+func shownURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		return units.RedactURL(raw)
+	}
+	if q := strings.Index(raw, "?"); q >= 0 {
+		raw = raw[:q+1] + "…"
+	}
+	if at := strings.LastIndex(raw, "@"); at >= 0 {
+		start := strings.LastIndex(raw[:at], "/") + 1
+		raw = raw[:start] + "…" + raw[at:]
+	}
+	return raw
 }
 
 // RetryConfig bounds the retries of one delivery.

@@ -65,6 +65,9 @@ type dispatcher struct {
 	resolve time.Duration
 	workers []*worker
 	result  resultFunc // nil: results are not reported
+	// redact is Options.Redact, applied to every delivery error shown;
+	// nil: none.
+	redact func(string) string
 	// ctx bounds every request; it is cancelled when close's final
 	// attempts run out of time.
 	ctx    context.Context
@@ -94,9 +97,10 @@ type worker struct {
 	lostErr            string
 }
 
-func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics, result resultFunc) *dispatcher {
+func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics, result resultFunc,
+	redact func(string) string) *dispatcher {
 	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{},
-		result: result}
+		result: result, redact: redact}
 	d.cond = sync.NewCond(&d.mu)
 	d.closing = make(chan struct{})
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -107,13 +111,13 @@ func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics
 		}
 		switch {
 		case r.Webhook != nil:
-			w.n = &webhook{cfg: *r.Webhook, client: client}
+			w.n = newWebhook(*r.Webhook, client)
 		case r.Slack != nil:
-			w.n = &slack{cfg: *r.Slack, client: client}
+			w.n = newSlack(*r.Slack, client)
 		case r.PagerDuty != nil:
-			w.n = &pagerDuty{cfg: *r.PagerDuty, client: client}
+			w.n = newPagerDuty(*r.PagerDuty, client)
 		case r.Alertmanager != nil:
-			w.n = &alertmanager{cfg: *r.Alertmanager, client: client, resolveTimeout: cfg.ResolveTimeout}
+			w.n = newAlertmanager(*r.Alertmanager, client, cfg.ResolveTimeout)
 			w.stream = true
 		}
 		m.precreate(r.Name)
@@ -274,22 +278,28 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 		}
 		var perm *PermanentError
 		closing := d.isClosing()
+		// The receiver hid its own secrets (see newEndpoint); msg is what
+		// every consumer shows.
+		msg := err.Error()
+		if d.redact != nil {
+			msg = d.redact(msg)
+		}
 		if closing || attempt >= d.retry.Attempts || errors.As(err, &perm) {
 			d.metrics.notifications.WithLabelValues(w.name, ResultFailure).Inc()
 			d.mu.Lock()
-			d.fails[w.name] = err.Error()
+			d.fails[w.name] = msg
 			d.mu.Unlock()
 			if closing {
-				w.undelivered(n, err.Error())
+				w.undelivered(n, msg)
 				return false
 			}
 			d.log.Warn("alerting: delivery failed", "receiver", w.name, "group", n.GroupKey,
-				"status", n.Status, "attempts", attempt, "err", err)
+				"status", n.Status, "attempts", attempt, "err", msg)
 			return false
 		}
 		d.metrics.notifications.WithLabelValues(w.name, ResultRetry).Inc()
 		d.log.Debug("alerting: delivery failed, retrying", "receiver", w.name, "attempt", attempt,
-			"backoff", backoff, "err", err)
+			"backoff", backoff, "err", msg)
 		t := time.NewTimer(backoff)
 		select {
 		case <-d.closing:

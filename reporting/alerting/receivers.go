@@ -11,6 +11,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 var (
@@ -23,42 +26,70 @@ var (
 // userAgent identifies vigil to receivers.
 const userAgent = "vigil-alerting/1"
 
-// post sends body as JSON. Transport errors, 429 and 5xx are retryable;
-// other non-2xx answers are permanent. A secret URL is shown as
-// scheme://host/… in errors.
-func post(ctx context.Context, client *http.Client, rawURL string, secret bool, headers map[string]Secret, body []byte) error {
-	shown := rawURL
-	if secret {
-		shown = redactURL(rawURL)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+// post sends body as JSON to ep. Transport errors, 429 and 5xx are
+// retryable; other non-2xx answers are permanent. A redirect is not
+// followed (the Alerter's client never follows one): a receiver that
+// answers 3xx is misconfigured, and following it would hand the
+// receiver's headers to another host; the error names where it pointed.
+// Every error has ep's secrets hidden (see newEndpoint), the first 256
+// bytes of the answer included.
+func post(ctx context.Context, client *http.Client, ep endpoint, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(body))
 	if err != nil {
-		return &PermanentError{fmt.Errorf("POST %s: bad request", shown)}
+		return &PermanentError{ep.errorf(nil, "POST %s: bad request", ep.shown)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	for k, v := range headers {
+	for k, v := range ep.headers {
 		req.Header.Set(k, string(v))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			err = ue.Err
+			err = ue.Err // without the URL, which may hold secrets
 		}
-		return fmt.Errorf("POST %s: %w", shown, err)
+		return ep.errorf(err, "POST %s: %v", ep.shown, err)
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetMax+1))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	err = fmt.Errorf("POST %s: status %d: %s", shown, resp.StatusCode, strings.TrimSpace(string(snippet)))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		where := "no usable Location"
+		if loc, err := resp.Location(); err == nil {
+			where = "redirected to " + loc.Host
+			if loc.Host == "" {
+				where = "redirected to " + units.RedactURL(loc.String())
+			}
+		}
+		return &PermanentError{ep.errorf(nil, "POST %s: status %d: %s (alert deliveries do not follow redirects: "+
+			"set the receiver's URL to where it should post)", ep.shown, resp.StatusCode, where)}
+	}
+	err = ep.errorf(nil, "POST %s: status %d: %s", ep.shown, resp.StatusCode, cutSnippet(snippet))
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 		return err
 	}
 	return &PermanentError{err}
+}
+
+// snippetMax is how much of a failed answer's body an error quotes.
+const snippetMax = 256
+
+// cutSnippet trims b and, when it is longer than snippetMax, cuts it
+// there (on a UTF-8 boundary) and marks the cut with "…", so a secret the
+// cut splits is hidden too (see checks.Redactor).
+func cutSnippet(b []byte) string {
+	if len(b) <= snippetMax {
+		return strings.TrimSpace(string(b))
+	}
+	n := snippetMax
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return strings.TrimSpace(string(b[:n])) + "…"
 }
 
 // redactURL keeps scheme and host of a receiver URL. Stricter than
@@ -156,7 +187,12 @@ func NewWebhookPayload(n Notification) WebhookPayload {
 
 type webhook struct {
 	cfg    WebhookConfig
+	ep     endpoint
 	client *http.Client
+}
+
+func newWebhook(cfg WebhookConfig, client *http.Client) *webhook {
+	return &webhook{cfg: cfg, ep: newEndpoint(string(cfg.URL), true, cfg.Headers), client: client}
 }
 
 // Notify posts NewWebhookPayload(n) with the configured headers.
@@ -165,7 +201,7 @@ func (w *webhook) Notify(ctx context.Context, n Notification) error {
 	if err != nil {
 		return &PermanentError{err}
 	}
-	return post(ctx, w.client, string(w.cfg.URL), true, w.cfg.Headers, body)
+	return post(ctx, w.client, w.ep, body)
 }
 
 // slackMessage is a Slack incoming-webhook message with one attachment.
@@ -187,7 +223,12 @@ type slackAttachment struct {
 
 type slack struct {
 	cfg    SlackConfig
+	ep     endpoint
 	client *http.Client
+}
+
+func newSlack(cfg SlackConfig, client *http.Client) *slack {
+	return &slack{cfg: cfg, ep: newEndpoint(string(cfg.URL), true, nil), client: client}
 }
 
 // Notify posts one message with one attachment: red for page, yellow for
@@ -216,7 +257,7 @@ func (s *slack) Notify(ctx context.Context, n Notification) error {
 	if err != nil {
 		return &PermanentError{err}
 	}
-	return post(ctx, s.client, string(s.cfg.URL), true, nil, body)
+	return post(ctx, s.client, s.ep, body)
 }
 
 // slackEscape escapes the three characters Slack's message formatting
@@ -267,7 +308,12 @@ func PagerDutyDedupKey(groupKey string) string { return "vigil/" + groupKey }
 
 type pagerDuty struct {
 	cfg    PagerDutyConfig
+	ep     endpoint
 	client *http.Client
+}
+
+func newPagerDuty(cfg PagerDutyConfig, client *http.Client) *pagerDuty {
+	return &pagerDuty{cfg: cfg, ep: newEndpoint(cfg.URL, false, nil, string(cfg.RoutingKey)), client: client}
 }
 
 // Notify sends a trigger event while the group fires and a resolve event
@@ -315,7 +361,7 @@ func (p *pagerDuty) Notify(ctx context.Context, n Notification) error {
 	if err != nil {
 		return &PermanentError{err}
 	}
-	return post(ctx, p.client, p.cfg.URL, false, nil, body)
+	return post(ctx, p.client, p.ep, body)
 }
 
 // amAlert is one element of Alertmanager's POST /api/v2/alerts body.
@@ -329,8 +375,14 @@ type amAlert struct {
 
 type alertmanager struct {
 	cfg            AlertmanagerConfig
+	ep             endpoint // URL/api/v2/alerts
 	client         *http.Client
 	resolveTimeout time.Duration
+}
+
+func newAlertmanager(cfg AlertmanagerConfig, client *http.Client, resolveTimeout time.Duration) *alertmanager {
+	return &alertmanager{cfg: cfg, ep: newEndpoint(joinURL(cfg.URL, "api/v2/alerts"), false, nil), client: client,
+		resolveTimeout: resolveTimeout}
 }
 
 // Notify posts the active alerts with endsAt = now + resolve_timeout (so
@@ -348,7 +400,7 @@ func (m *alertmanager) Notify(ctx context.Context, n Notification) error {
 	if err != nil {
 		return &PermanentError{err}
 	}
-	return post(ctx, m.client, m.cfg.URL+"/api/v2/alerts", false, nil, body)
+	return post(ctx, m.client, m.ep, body)
 }
 
 func amOf(a Alert, endsAt time.Time) amAlert {
