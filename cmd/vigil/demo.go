@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -362,12 +363,15 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 			return ""
 		},
 	}
-	// /demo/fault has no token (the demo is local), so like the page's
-	// POST /fault it refuses cross-origin browser requests (Sec-Fetch-Site,
-	// Origin): a web page the user visits cannot switch faults.
+	// /demo/fault and /demo/hook have no token (the demo is local), so like
+	// the page's POST /fault they refuse cross-origin browser requests
+	// (Sec-Fetch-Site, Origin): a web page the user visits can neither
+	// switch faults nor print fake alerts on the terminal. The alerter's
+	// webhook, a non-browser client, sends neither header.
+	sameOrigin := http.NewCrossOriginProtection()
 	routes := map[string]http.Handler{
-		"POST /demo/fault": http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.faultAPI)),
-		"POST /demo/hook":  http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { demoHook(out, w, r) }),
+		"POST /demo/fault": sameOrigin.Handler(http.HandlerFunc(d.faultAPI)),
+		"POST /demo/hook":  sameOrigin.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { demoHook(out, w, r) })),
 	}
 	a, err := newApp(cfg, appOptions{roles: roles{canary: true, proxy: true, alerter: true, page: true},
 		extraRoutes: routes, faults: faults, proxyFromStore: true, listener: ln, log: log})
@@ -488,7 +492,8 @@ func (d *demo) faultAPI(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "%s is now %s\n", r.FormValue("origin"), r.FormValue("mode"))
 }
 
-// demoHook prints the alerter's webhook notifications on the terminal.
+// demoHook prints the alerter's webhook notifications on the terminal,
+// without control characters (see printable).
 func demoHook(out io.Writer, w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	var p struct {
@@ -500,10 +505,22 @@ func demoHook(out io.Writer, w http.ResponseWriter, r *http.Request) {
 	}
 	if err := jsonUnmarshal(body, &p); err == nil {
 		for _, a := range p.Alerts {
-			fmt.Fprintf(out, "%s  ALERT %-8s %s\n", time.Now().Format("15:04:05"), strings.ToUpper(a.Status), a.Summary)
+			fmt.Fprintf(out, "%s  ALERT %-8s %s\n", time.Now().Format("15:04:05"), printable(strings.ToUpper(a.Status)), printable(a.Summary))
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// printable drops the control characters of s (C0, DEL and C1, newlines and
+// tabs included): text from a webhook body reaches the user's terminal, where
+// ESC sequences would clear the screen, retitle the window or forge lines.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // demoTraffic sends rate requests per second through the proxy until ctx ends.
