@@ -302,6 +302,11 @@ func loadConfigWarn(path string, env func(string) (string, bool), environ []stri
 		warn(msg)
 	}
 	f, err := parseConfig(path, raw, env)
+	if err == nil && f.Store.InfluxDB != nil {
+		for _, msg := range f.Store.InfluxDB.Warnings() {
+			warn(path + ": store.influxdb." + msg)
+		}
+	}
 	if f != nil {
 		f.stamp = stamp
 	}

@@ -3,6 +3,7 @@ package influx
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -81,4 +82,28 @@ func (c *Config) ValidateAndSetDefaults() error {
 		errs = append(errs, fmt.Errorf("timeout: %s: must be positive", c.Timeout))
 	}
 	return errors.Join(errs...)
+}
+
+// Warnings lists what the section allows but weakens, each led by its key:
+// a token sent over plain http to a host that is not loopback (127.0.0.0/8,
+// ::1, localhost) travels unencrypted, readable by anyone on the path. A
+// warning, not an error: an InfluxDB on a trusted private network is a
+// choice, but one that must not go unnoticed. Call after
+// ValidateAndSetDefaults succeeded.
+func (c *Config) Warnings() []string {
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Scheme != "http" || strings.TrimSpace(c.Token) == "" || isLoopback(u.Hostname()) {
+		return nil
+	}
+	return []string{fmt.Sprintf("url: %q: http, not https: the token travels unencrypted to %s; use https, or a loopback address for an InfluxDB on this host",
+		units.RedactURL(c.URL), u.Hostname())}
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
