@@ -230,8 +230,12 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		if err := a.lock(cfg.Agent.DataDir, "alerter", "the alerter's state (alerts.json)"); err != nil {
 			return nil, err
 		}
+		// Delivery errors are logged and kept for the status page: the
+		// config's ${NAME} values are hidden in them, as in /healthz,
+		// with the config of the moment (a reload may bring new ones).
 		al, err := alerting.New(cfg.Alerting, cfg.SLOs, a.hist, alerting.Options{Log: a.log, Registry: a.reg,
-			StatePath: filepath.Join(cfg.Agent.DataDir, "alerts.json")})
+			StatePath: filepath.Join(cfg.Agent.DataDir, "alerts.json"),
+			Redact:    func(s string) string { return a.current().redactor.redact(s) }})
 		if err != nil {
 			return nil, fmt.Errorf("alerting: %w", err)
 		}

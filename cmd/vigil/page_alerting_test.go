@@ -103,10 +103,10 @@ alerting:
 		}
 	}
 	a.stop()
-	// The log has the alerter's errors as they are (the receivers'
-	// secrets hidden at the source).
+	// The log has the alerter's errors with the receivers' secrets hidden
+	// at the source and the config's ${NAME} values by the app.
 	log := logs.String()
-	for _, s := range []string{"HookHdrSecret", "EnvAmPassword77", "T0KENPATH", "WebhookTok777", basic} {
+	for _, s := range []string{"HookHdrSecret", "EnvAmPassword77", "EnvTenant31", "T0KENPATH", "WebhookTok777", basic} {
 		if strings.Contains(log, s) {
 			t.Errorf("log shows %q:\n%s", s, log)
 		}
