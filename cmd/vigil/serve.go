@@ -194,7 +194,7 @@ and alerting rules for the same SLOs over vigil's metrics, for teams that alert 
 				if err != nil {
 					return &exitError{code: 2, err: err}
 				}
-				b, err := alerting.PrometheusRules(cfg.Alerting, cfg.SLOs, cfg.intervalsOfChecks()...)
+				b, err := alerting.PrometheusRules(cfg.Alerting, cfg.SLOs, cfg.deadManChecks()...)
 				if err != nil {
 					return &exitError{code: 1, err: err}
 				}
@@ -207,6 +207,23 @@ and alerting rules for the same SLOs over vigil's metrics, for teams that alert 
 	f.add(cmd)
 	cmd.Flags().BoolVar(&promRules, "prometheus-rules", false, "print Prometheus rules for the configured SLOs and exit")
 	return cmd
+}
+
+// deadManChecks are the file's enabled checks and their intervals, for the
+// generated Prometheus dead-man rules (one per interval, over those checks
+// only); nil without a checks section (one rule for every check). A check
+// with disabled: true does not run, and its silence is not news.
+func (f *File) deadManChecks() []alerting.CheckInterval {
+	if !f.sections["checks"] {
+		return nil
+	}
+	var out []alerting.CheckInterval
+	for _, c := range f.Checks {
+		if !c.Disabled && c.Interval > 0 {
+			out = append(out, alerting.CheckInterval{Check: c.Name, Interval: c.Interval})
+		}
+	}
+	return out
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

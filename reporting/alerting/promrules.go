@@ -5,6 +5,7 @@ package alerting
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,49 +21,138 @@ const DeadManPromWindow = 10 * time.Minute
 // Prometheus that scrapes every 15-60 s.
 const deadManPromMinWindow = 2 * time.Minute
 
-// DeadManPromWindowFor is the window of the generated dead-man alert, the
-// equivalent of the built-in rule's dead_man.intervals × the check's
-// interval: dead_man.intervals × the longest of intervals (one expression
-// serves every check, so a slow check never looks silent), at least 2m;
-// DeadManPromWindow when intervals are not known. cfg must be validated.
-func DeadManPromWindowFor(cfg Config, intervals []time.Duration) time.Duration {
-	var longest time.Duration
-	for _, iv := range intervals {
-		longest = max(longest, iv)
-	}
-	if longest == 0 {
-		return DeadManPromWindow
-	}
-	return max(deadManPromMinWindow, time.Duration(max(cfg.DeadMan.Intervals, 1))*longest)
+// CheckInterval is a configured check and its run interval (for a cron
+// check, the time between two of its runs), for the generated dead-man
+// rules (PrometheusRules).
+type CheckInterval struct {
+	Check    string
+	Interval time.Duration
 }
 
-// DeadManPromFor is the `for` of the generated dead-man alert, the
-// equivalent of the built-in rule's dead_man.for: how long a region × check
-// must stay silent past the window (DeadManPromWindowFor) before it fires, so a process
-// pause (SIGSTOP, a frozen VM) that the canary catches up on sends nothing.
+// DeadManPromWindowFor is the window of the generated dead-man alert for a
+// check run every interval, the equivalent of the built-in rule's
+// dead_man.intervals × the check's interval: at least 2m (a few scrapes);
+// DeadManPromWindow when the interval is not known (0). cfg must be
+// validated.
+func DeadManPromWindowFor(cfg Config, interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return DeadManPromWindow
+	}
+	return max(deadManPromMinWindow, time.Duration(max(cfg.DeadMan.Intervals, 1))*interval)
+}
+
+// DeadManPromFor is the `for` of the generated dead-man alert for a check
+// run every interval, the equivalent of the built-in rule's dead_man.for:
+// how long a region × check must stay silent past its window
+// (DeadManPromWindowFor) before it fires, so a process pause (SIGSTOP, a
+// frozen VM) that the canary catches up on sends nothing.
 //
-// A set dead_man.for is used as is. Otherwise the built-in rule waits
-// 2 × each check's interval, but the generated rule is one expression for
-// every check, so it waits 2 × the longest of intervals (the configured
-// checks' intervals): no check fires on a pause its own alerter would
-// ignore, and a check with a shorter interval fires at most
-// 2 × (longest − its interval) later than the built-in rule. Without
-// intervals it waits 2 × DeadManPromWindow / dead_man.intervals, twice the
-// interval the fixed window stands for (6m40s at the default 3 intervals).
-// cfg must be validated (defaults set).
-func DeadManPromFor(cfg Config, intervals []time.Duration) time.Duration {
+// A set dead_man.for is used as is; otherwise 2 × the interval, as the
+// built-in rule waits. When the interval is not known (0) it waits
+// 2 × DeadManPromWindow / dead_man.intervals, twice the interval the fixed
+// window stands for (6m40s at the default 3 intervals). cfg must be
+// validated (defaults set).
+func DeadManPromFor(cfg Config, interval time.Duration) time.Duration {
 	if cfg.DeadMan.For > 0 {
 		return cfg.DeadMan.For
 	}
-	var longest time.Duration
-	for _, iv := range intervals {
-		longest = max(longest, iv)
-	}
-	if longest > 0 {
-		return 2 * longest
+	if interval > 0 {
+		return 2 * interval
 	}
 	return 2 * DeadManPromWindow / time.Duration(max(cfg.DeadMan.Intervals, 1))
 }
+
+// deadManGroup is one generated dead-man alert: the checks run every
+// interval; no checks: every check (intervals not known, interval 0).
+type deadManGroup struct {
+	interval time.Duration
+	checks   []string
+}
+
+// deadManGroups groups checks by interval, shortest first: one alert per
+// interval, labelled with it (promtool rejects two alerting rules with the
+// same name and labels). A check listed twice keeps its longest interval.
+// Without checks there is one group for every check.
+func deadManGroups(checks []CheckInterval) []deadManGroup {
+	longest := map[string]time.Duration{}
+	for _, c := range checks {
+		if c.Check != "" && c.Interval > 0 {
+			longest[c.Check] = max(longest[c.Check], c.Interval)
+		}
+	}
+	if len(longest) == 0 {
+		return []deadManGroup{{}}
+	}
+	byInterval := map[time.Duration][]string{}
+	for name, iv := range longest {
+		byInterval[iv] = append(byInterval[iv], name)
+	}
+	out := make([]deadManGroup, 0, len(byInterval))
+	for iv, names := range byInterval {
+		sort.Strings(names)
+		out = append(out, deadManGroup{interval: iv, checks: names})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].interval < out[j].interval })
+	return out
+}
+
+// checkSelector is the label matcher for names: check="a" or
+// check=~"a|b"; "" for every check.
+func checkSelector(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return `check="` + promEscape(names[0]) + `"`
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return `check=~"` + promEscape(strings.Join(quoted, "|")) + `"`
+}
+
+// selector joins label matchers into a selector of metric: metric{a,b}, or
+// metric alone without matchers.
+func selector(metric string, matchers ...string) string {
+	var ms []string
+	for _, m := range matchers {
+		if m != "" {
+			ms = append(ms, m)
+		}
+	}
+	if len(ms) == 0 {
+		return metric
+	}
+	return metric + "{" + strings.Join(ms, ",") + "}"
+}
+
+// deadManExpr is the dead-man expression for the checks matched by
+// checkSel: a region × check whose vigil_checks_total did not grow over
+// window, among those still exported by a canary that is scraped, or
+// exported within forget by a canary that is no longer scraped (its `up`
+// is 0, or its target left service discovery). A series that vanished
+// from a canary whose `up` is 1 belongs to a check removed from that
+// canary's config and is not expected to run.
+func deadManExpr(checkSel string, window, forget time.Duration) string {
+	return "group by (check, region) (\n" +
+		"    " + selector("vigil_checks_total", checkSel) + "\n" +
+		"  or\n" +
+		"    (present_over_time(" + selector("vigil_checks_total", checkSel, `result="pass"`) + "[" + promDur(forget) + "]) unless on (instance, job) (up == 1))\n" +
+		")\n" +
+		"unless on (check, region)\n" +
+		"  group by (check, region) (increase(" + selector("vigil_checks_total", checkSel) + "[" + promDur(window) + "]) > 0)"
+}
+
+// firingAlert is the ALERTS series of the generated rule's firing alert:
+// the held branch of the down and certificate alerts applies only while
+// they fire, so missing data never starts an alert.
+func firingAlert(rule string) string {
+	return `ALERTS{alertname="` + alertNames[rule] + `",alertstate="firing",source="prometheus"}`
+}
+
+// regionsTmpl is "{{ $value }} regions" in an annotation, "1 region" for one.
+const regionsTmpl = "{{ $value }} region{{ if ne $value 1.0 }}s{{ end }}"
 
 // CertPromFor is the `for` of the generated certificate alert. The built-in
 // cert_expiry rule fires on the first evaluation where quorum regions agree;
@@ -72,32 +162,48 @@ func DeadManPromFor(cfg Config, intervals []time.Duration) time.Duration {
 const CertPromFor = time.Hour
 
 // ExampleSLOs and ExampleConfig are the SLOs and alerting settings of the
-// reference config; examples/prometheus/vigil-slo-rules.yml is generated
-// from them.
+// reference config, ExampleChecks the checks of
+// examples/multi-region/alerter.yaml (healthz every 5s, asset every 15s);
+// examples/prometheus/vigil-slo-rules.yml is generated from them.
 var (
 	ExampleSLOs = []SLO{
 		{Name: "asset-availability", Check: "asset", Objective: 99.9, Window: 30 * 24 * time.Hour},
 		{Name: "asset-ttfb", Check: "asset", TTFBP95: 600 * time.Millisecond, Window: 5 * time.Minute},
 	}
 	ExampleConfig = Config{Quorum: 2, StatusPageURL: "http://127.0.0.1:9470"}
+	ExampleChecks = []CheckInterval{{Check: "healthz", Interval: 5 * time.Second}, {Check: "asset", Interval: 15 * time.Second}}
 )
 
 // PrometheusRules renders a Prometheus rule file (recording and alerting
 // rules) equivalent to vigil's own rules, over the metrics the canary
 // exports: vigil_checks_total{check,target,region,result="pass"|"fail"},
 // vigil_verdict_state{check,target,tier,region,state},
-// probe_http_duration_seconds{…,phase} and probe_ssl_earliest_cert_expiry.
-// cfg and slos are validated (defaults set) first. Regions are counted with
-// max by region, so several vantages (instances) in one region count once.
-// intervals are the intervals of the configured checks, for the dead-man
-// alert's `for` (DeadManPromFor); none: it is derived from the window.
+// probe_http_duration_seconds{…,phase} and probe_ssl_earliest_cert_expiry,
+// and over `up` of the canaries' scrape targets (matched on instance and
+// job: the canaries must be scraped directly, not federated). cfg and slos
+// are validated (defaults set) first. Regions are counted with max by
+// region, so several vantages (instances) in one region count once.
+//
+// checks are the configured checks: each distinct interval gets its own
+// dead-man alert (labelled interval) over its checks only, as the built-in
+// rule judges only configured checks, with the window and `for` of that
+// interval (DeadManPromWindowFor, DeadManPromFor). Without checks, one
+// dead-man alert with DeadManPromWindow serves every check.
+//
+// Missing data is not a recovery: while VigilCheckDown or VigilCertificate
+// fires, a region whose canary is no longer scraped (`up` 0 or gone) or
+// whose verdict expired (state unknown) keeps counting with its last
+// judging value, for at most dead_man.forget_after, as the built-in rules
+// keep a held alert firing. A region × check whose series were scraped
+// within dead_man.forget_after and stopped because the canary is no longer
+// scraped is dead-man silent like one whose counter stopped growing.
 //
 // Differences from the built-in alerter: rates come from scrapes, so the
 // error ratio is per scrape interval rather than per run; the TTFB p95 is
-// quantile_over_time over the scraped last-run TTFB; dead-man uses
-// DeadManPromWindow and holds DeadManPromFor; maintenance windows are not rendered (use Alertmanager
+// quantile_over_time over the scraped last-run TTFB; the dead-man window
+// is at least 2m; maintenance windows are not rendered (use Alertmanager
 // silences or time_intervals); the certificate alert holds CertPromFor.
-func PrometheusRules(cfg Config, slos []SLO, intervals ...time.Duration) ([]byte, error) {
+func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, error) {
 	if err := cfg.ValidateAndSetDefaults(); err != nil {
 		return nil, err
 	}
@@ -113,30 +219,70 @@ func PrometheusRules(cfg Config, slos []SLO, intervals ...time.Duration) ([]byte
 	w.line(0, "groups:")
 
 	q := strconv.Itoa(cfg.Quorum)
+	forget := promDur(cfg.DeadMan.ForgetAfter)
+	// notScraped keeps the series of canaries that are not scraped now:
+	// `up` is 0 (the process died, the host is down) or gone (the target
+	// left service discovery).
+	const notScraped = " unless on (instance, job) (up == 1)"
 	// Shared rules.
 	w.group("vigil-common")
 	w.record("vigil:ttfb_seconds",
 		`sum without (phase) (probe_http_duration_seconds{phase=~"resolve|connect|tls|processing"})`,
 		nil, "Time to first byte of the last run, seconds (DNS + connect + TLS + processing).")
 	if !cfg.Down.Disabled {
+		w.record("vigil:verdict_unhealthy",
+			`vigil_verdict_state{state="unhealthy"} unless ignoring (state) (vigil_verdict_state{state="unknown"} == 1)`,
+			nil, "Per canary and pair: 1 while the current verdict is unhealthy, 0 while it judges otherwise; absent while it judges nothing (expired: unknown) or the canary is not scraped.")
+		// A region counts with its canaries' current verdicts or, while
+		// the alert fires and none is current, with its last judging
+		// verdict of the last forget_after.
+		held := "count by (check, target) (\n" +
+			"    (\n" +
+			"        max by (check, target, region) (vigil:verdict_unhealthy)\n" +
+			"      or\n" +
+			"        max by (check, target, region) (\n" +
+			"            (last_over_time(vigil:verdict_unhealthy[" + forget + "])" + notScraped + ")\n" +
+			"          or\n" +
+			"            (last_over_time(vigil:verdict_unhealthy[" + forget + "]) and ignoring (state) (vigil_verdict_state{state=\"unknown\"} == 1))\n" +
+			"        )\n" +
+			"    ) == 1\n" +
+			"  ) >= " + q + "\n" +
+			"  and on (check, target) " + firingAlert(RuleDown)
 		w.alert(RuleDown, "",
-			`count by (check, target) (max by (check, target, region) (vigil_verdict_state{state="unhealthy"}) == 1) >= `+q,
+			"count by (check, target) (max by (check, target, region) (vigil:verdict_unhealthy) == 1) >= "+q+"\n"+
+				"or\n"+
+				"(\n  "+held+"\n)",
 			cfg.Down.For, cfg.Down.Severity, "",
-			"{{ $labels.check }} × {{ $labels.target }} down in {{ $value }} regions (quorum "+q+")", cfg)
+			"{{ $labels.check }} × {{ $labels.target }} down in "+regionsTmpl+" (quorum "+q+")", true, cfg)
 	}
 	if !cfg.Cert.Disabled {
 		days := strconv.Itoa(cfg.CertExpiryDays)
+		held := "count by (check, target) (\n" +
+			"    (\n" +
+			"        min by (check, target, region) (probe_ssl_earliest_cert_expiry > 0)\n" +
+			"      or\n" +
+			"        min by (check, target, region) ((last_over_time(probe_ssl_earliest_cert_expiry[" + forget + "]) > 0)" + notScraped + ")\n" +
+			"    ) - time() < " + days + " * 86400\n" +
+			"  ) >= " + q + "\n" +
+			"  and on (check, target) " + firingAlert(RuleCert)
 		w.alert(RuleCert, "",
-			`count by (check, target) (min by (check, target, region) ((probe_ssl_earliest_cert_expiry > 0) - time()) < `+days+` * 86400) >= `+q,
+			`count by (check, target) (min by (check, target, region) ((probe_ssl_earliest_cert_expiry > 0) - time()) < `+days+` * 86400) >= `+q+"\n"+
+				"or\n"+
+				"(\n  "+held+"\n)",
 			CertPromFor, cfg.Cert.Severity, "",
-			"{{ $labels.check }} × {{ $labels.target }} certificate expires within "+days+" days in {{ $value }} regions", cfg)
+			"{{ $labels.check }} × {{ $labels.target }} certificate expires within "+days+" days in "+regionsTmpl, true, cfg)
 	}
 	if !cfg.DeadMan.Disabled {
-		win := promDur(DeadManPromWindowFor(cfg, intervals))
-		w.alert(RuleDeadMan, "",
-			`sum by (check, region) (increase(vigil_checks_total[`+win+`])) == 0`,
-			DeadManPromFor(cfg, intervals), cfg.DeadMan.Severity, "",
-			"no run of check {{ $labels.check }} in region {{ $labels.region }} for "+win, cfg)
+		for _, g := range deadManGroups(checks) {
+			window := DeadManPromWindowFor(cfg, g.interval)
+			var extra map[string]string
+			if g.interval > 0 {
+				extra = map[string]string{"interval": promDur(g.interval)}
+			}
+			w.alertLabels(RuleDeadMan, "", deadManExpr(checkSelector(g.checks), window, cfg.DeadMan.ForgetAfter),
+				DeadManPromFor(cfg, g.interval), cfg.DeadMan.Severity, "",
+				"no run of check {{ $labels.check }} in region {{ $labels.region }} for "+promDur(window), false, extra, cfg)
+		}
 	}
 
 	for _, s := range slos {
@@ -193,9 +339,9 @@ func PrometheusRules(cfg Config, slos []SLO, intervals ...time.Duration) ([]byte
 				if len(terms) == 0 {
 					continue
 				}
-				w.alert(RuleBurnRate, s.Name, strings.Join(terms, "\nor\n"), 0, sev, strings.Join(names, ", "),
+				w.alert(RuleBurnRate, s.Name, strings.Join(terms, "\nor\n"), 0, sev, strings.Join(names, ","),
 					"{{ $labels.check }} × {{ $labels.target }}: error budget of "+s.Name+" (objective "+s.Objective.String()+
-						"): "+burn[sev]+" in {{ $value }} regions ("+strings.Join(names, " or ")+")", cfg)
+						"): "+burn[sev]+" in "+regionsTmpl+" ("+strings.Join(names, " or ")+")", true, cfg)
 			}
 		}
 		if s.TTFBP95 > 0 && !cfg.TTFB.Disabled {
@@ -208,7 +354,7 @@ func PrometheusRules(cfg Config, slos []SLO, intervals ...time.Duration) ([]byte
 				`count by (check, target) (vigil:ttfb_seconds:p95_`+promDur(s.Window)+`{`+sloSel+`} > `+obj+`) >= `+q,
 				cfg.TTFB.For, cfg.TTFB.Severity, "",
 				"{{ $labels.check }} × {{ $labels.target }} TTFB p95 over "+promDur(s.Window)+" above "+s.TTFBP95.String()+
-					" in {{ $value }} regions", cfg)
+					" in "+regionsTmpl, true, cfg)
 		}
 	}
 	return w.buf.Bytes(), nil
@@ -265,7 +411,17 @@ func (w *ruleWriter) record(name, expr string, labels map[string]string, help st
 	}
 }
 
-func (w *ruleWriter) alert(rule, slo, expr string, hold time.Duration, severity, windows, summary string, cfg Config) {
+// alert writes an alerting rule. windows is the burn-rate pairs,
+// comma-separated as in the built-in alerter's Alertmanager annotation;
+// hasTarget: the alert is per check × target, and its status_url narrows
+// the check page to the target as the built-in alerter's does.
+func (w *ruleWriter) alert(rule, slo, expr string, hold time.Duration, severity, windows, summary string, hasTarget bool, cfg Config) {
+	w.alertLabels(rule, slo, expr, hold, severity, windows, summary, hasTarget, nil, cfg)
+}
+
+// alertLabels is alert with extra labels.
+func (w *ruleWriter) alertLabels(rule, slo, expr string, hold time.Duration, severity, windows, summary string, hasTarget bool,
+	extra map[string]string, cfg Config) {
 	w.line(6, "- alert: "+alertNames[rule])
 	w.expr(8, expr)
 	if hold > 0 {
@@ -274,6 +430,9 @@ func (w *ruleWriter) alert(rule, slo, expr string, hold time.Duration, severity,
 	labels := map[string]string{"rule": rule, "severity": severity, "source": "prometheus"}
 	if slo != "" {
 		labels["slo"] = slo
+	}
+	for k, v := range extra {
+		labels[k] = v
 	}
 	w.line(8, "labels:")
 	for _, k := range sortedKeys(labels) {
@@ -285,6 +444,9 @@ func (w *ruleWriter) alert(rule, slo, expr string, hold time.Duration, severity,
 	}
 	if cfg.StatusPageURL != "" {
 		ann["status_url"] = strings.TrimSuffix(cfg.StatusPageURL, "/") + "/check/{{ $labels.check }}"
+		if hasTarget {
+			ann["status_url"] += "?target={{ $labels.target | urlquery }}"
+		}
 	}
 	if cfg.RunbookURL != "" {
 		ann["runbook_url"] = strings.NewReplacer("{rule}", rule, "{check}", "{{ $labels.check }}").Replace(cfg.RunbookURL)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 const exampleRules = "../../examples/prometheus/vigil-slo-rules.yml"
@@ -18,7 +20,7 @@ const exampleRules = "../../examples/prometheus/vigil-slo-rules.yml"
 // TestPrometheusRulesUpToDate fails when the committed example drifts from
 // the generator.
 func TestPrometheusRulesUpToDate(t *testing.T) {
-	got, err := PrometheusRules(ExampleConfig, ExampleSLOs)
+	got, err := PrometheusRules(ExampleConfig, ExampleSLOs, ExampleChecks...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestPrometheusRulesUpToDate(t *testing.T) {
 }
 
 func TestPrometheusRulesShape(t *testing.T) {
-	b, err := PrometheusRules(Config{Quorum: 3, RunbookURL: "https://rb.example/{rule}/{check}"}, []SLO{
+	b, err := PrometheusRules(Config{Quorum: 3, RunbookURL: "https://rb.example/{rule}/{check}", StatusPageURL: "https://status.example/"}, []SLO{
 		{Name: "api-avail", Check: "api", Target: `we"ird`, Objective: 99.5},
 		{Name: "api-ttfb", Check: "api", TTFBP95: 250 * time.Millisecond, Window: 10 * time.Minute},
 	})
@@ -60,6 +62,18 @@ func TestPrometheusRulesShape(t *testing.T) {
 				if r.Labels["rule"] == "" || r.Annotations["summary"] == "" || !strings.HasPrefix(r.Annotations["runbook_url"], "https://rb.example/") {
 					t.Errorf("alert %s: labels %v annotations %v", r.Alert, r.Labels, r.Annotations)
 				}
+				// Per check × target alerts link the check page narrowed
+				// to the target, as the built-in alerter's status_url.
+				wantURL := "https://status.example/check/{{ $labels.check }}?target={{ $labels.target | urlquery }}"
+				if r.Alert == "VigilCanarySilent" {
+					wantURL = "https://status.example/check/{{ $labels.check }}"
+				}
+				if r.Annotations["status_url"] != wantURL {
+					t.Errorf("alert %s: status_url %q, want %q", r.Alert, r.Annotations["status_url"], wantURL)
+				}
+				if r.Labels["rule"] == "burn_rate" && r.Annotations["windows"] != map[string]string{"page": "1h/5m,6h/30m", "ticket": "1d/2h,3d/6h"}[r.Labels["severity"]] {
+					t.Errorf("alert %s/%s: windows %q, want the built-in alerter's comma-separated list", r.Alert, r.Labels["severity"], r.Annotations["windows"])
+				}
 			}
 			exprs = append(exprs, r.Expr)
 		}
@@ -77,15 +91,44 @@ func TestPrometheusRulesShape(t *testing.T) {
 	}
 }
 
-// promtool returns the path of promtool (Debian package prometheus) or
-// skips: the rule file's syntax and behaviour are checked with it when
-// present.
+// promtool returns the path of promtool (Debian package prometheus, which
+// .ci/setup installs): without it the test fails under CI=true and is
+// skipped otherwise (checktest.NeedDependency).
 func promtool(t *testing.T) string {
 	p, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skipf("SKIPPING: promtool (Debian package prometheus) not installed: %v", err)
-	}
+	checktest.NeedDependency(t, "promtool (Debian package prometheus)", err)
 	return p
+}
+
+// promtoolTest runs `promtool test rules` on tests (the YAML list under
+// tests:, indented by 2) over the rule file rules, and fails with
+// promtool's report when an expectation is not met.
+func promtoolTest(t *testing.T, rules, tests string) {
+	t.Helper()
+	bin := promtool(t)
+	abs, err := filepath.Abs(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "test.yml")
+	body := "rule_files:\n  - " + abs + "\nevaluation_interval: 1m\ntests:\n" + tests
+	if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "test", "rules", f).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s\ntest file:\n%s", err, out, body)
+	}
+}
+
+// writeRules writes b to a rule file in a temporary directory.
+func writeRules(t *testing.T, b []byte) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "rules.yml")
+	if err := os.WriteFile(f, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func TestPrometheusRulesPromtoolCheck(t *testing.T) {
@@ -143,19 +186,19 @@ func TestPrometheusRulesPromtoolTest(t *testing.T) {
           - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: page, slo: asset-availability, source: prometheus}
             exp_annotations:
               summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%): fast burn in 2 regions (1h/5m or 6h/30m)'
-              status_url: 'http://127.0.0.1:9470/check/asset'
-              windows: '1h/5m, 6h/30m'`
+              status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'
+              windows: '1h/5m,6h/30m'`
 	ticket := `
           - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: ticket, slo: asset-availability, source: prometheus}
             exp_annotations:
               summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%): slow burn in 2 regions (1d/2h or 3d/6h)'
-              status_url: 'http://127.0.0.1:9470/check/asset'
-              windows: '1d/2h, 3d/6h'`
+              status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'
+              windows: '1d/2h,3d/6h'`
 	down := `
           - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, rule: down, severity: page, source: prometheus}
             exp_annotations:
               summary: 'asset × origin-a down in 2 regions (quorum 2)'
-              status_url: 'http://127.0.0.1:9470/check/asset'`
+              status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'`
 	test := fmt.Sprintf(`rule_files:
   - %s
 evaluation_interval: 1m
@@ -193,91 +236,123 @@ func TestExamplePrometheusConfigs(t *testing.T) {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
 	amtool, err := exec.LookPath("amtool")
-	if err != nil {
-		t.Skipf("SKIPPING: amtool (Debian package prometheus-alertmanager) not installed: %v", err)
-	}
+	checktest.NeedDependency(t, "amtool (Debian package prometheus-alertmanager)", err)
 	if out, err := exec.Command(amtool, "check-config", "../../examples/prometheus/alertmanager.yml").CombinedOutput(); err != nil {
 		t.Fatalf("amtool check-config: %v\n%s", err, out)
 	}
 }
 
-// deadManRule returns the generated VigilCanarySilent rule's `for` and
-// expression.
-func deadManRule(t *testing.T, b []byte) (hold, expr string) {
+// deadManAlert is one generated VigilCanarySilent rule.
+type deadManAlert struct{ Interval, For, Expr, Summary string }
+
+// deadManRules returns the generated VigilCanarySilent rules in order.
+func deadManRules(t *testing.T, b []byte) []deadManAlert {
 	t.Helper()
 	var doc struct {
 		Groups []struct {
-			Rules []struct{ Alert, Expr, For string }
+			Rules []struct {
+				Alert, Expr, For    string
+				Labels, Annotations map[string]string
+			}
 		}
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("not YAML: %v\n%s", err, b)
 	}
+	var out []deadManAlert
 	for _, g := range doc.Groups {
 		for _, r := range g.Rules {
 			if r.Alert == "VigilCanarySilent" {
-				return r.For, r.Expr
+				out = append(out, deadManAlert{r.Labels["interval"], r.For, r.Expr, r.Annotations["summary"]})
 			}
 		}
 	}
-	t.Fatalf("no VigilCanarySilent rule in\n%s", b)
-	return "", ""
+	if len(out) == 0 {
+		t.Fatalf("no VigilCanarySilent rule in\n%s", b)
+	}
+	return out
 }
 
-// TestPrometheusDeadManFor: the generated dead-man alert's window is
-// dead_man.intervals × the longest check interval (at least 2m; 10m with no
-// intervals known), and it holds the equivalent of dead_man.for: the
-// configured value, else 2 × the longest check interval (one rule serves
-// every check), else, with no intervals known, 2 × the 10m window /
-// dead_man.intervals.
+// TestPrometheusDeadManFor: each distinct check interval gets its own
+// dead-man alert (labelled interval) over its checks only, with a window of
+// dead_man.intervals × that interval (at least 2m) and the equivalent of
+// dead_man.for: the configured value, else 2 × the interval, as the
+// built-in rule. Without checks one alert serves every check: a 10m window
+// and 2 × 10m / dead_man.intervals.
 func TestPrometheusDeadManFor(t *testing.T) {
+	type want struct{ interval, hold, window, sel string }
 	for _, tc := range []struct {
-		name      string
-		cfg       Config
-		intervals []time.Duration
-		want      string
-		window    string
+		name   string
+		cfg    Config
+		checks []CheckInterval
+		want   []want
 	}{
 		{name: "dead_man.for set", cfg: Config{DeadMan: DeadManRule{For: 3 * time.Minute}},
-			intervals: []time.Duration{30 * time.Second, time.Hour}, want: "3m", window: "3h"},
-		{name: "2 × the longest interval", intervals: []time.Duration{5 * time.Second, 90 * time.Second, 30 * time.Second},
-			want: "3m", window: "4m30s"},
-		{name: "one interval", intervals: []time.Duration{30 * time.Second}, want: "1m", window: "2m"},
-		{name: "no intervals: 2 × 10m / 3", want: "6m40s", window: "10m"},
-		{name: "no intervals: 2 × 10m / dead_man.intervals 5", cfg: Config{DeadMan: DeadManRule{Intervals: 5}}, want: "4m", window: "10m"},
+			checks: []CheckInterval{{"fast", 30 * time.Second}, {"hourly", time.Hour}},
+			want:   []want{{"30s", "3m", "2m", `{check="fast"}`}, {"1h", "3m", "3h", `{check="hourly"}`}}},
+		{name: "2 × each interval", checks: []CheckInterval{{"a", 5 * time.Second}, {"b", 90 * time.Second}, {"c", 30 * time.Second}, {"d", 5 * time.Second}},
+			want: []want{{"5s", "10s", "2m", `{check=~"a|d"}`}, {"30s", "1m", "2m", `{check="c"}`}, {"1m30s", "3m", "4m30s", `{check="b"}`}}},
+		{name: "a daily check does not stretch a 5s one", checks: []CheckInterval{{"nightly", 24 * time.Hour}, {"fast", 5 * time.Second}},
+			want: []want{{"5s", "10s", "2m", `{check="fast"}`}, {"1d", "2d", "3d", `{check="nightly"}`}}},
+		{name: "names are quoted as regular expressions", checks: []CheckInterval{{"a.b", 5 * time.Second}, {"c", 5 * time.Second}},
+			want: []want{{"5s", "10s", "2m", `{check=~"a\\.b|c"}`}}},
+		{name: "a check listed twice keeps its longest interval", checks: []CheckInterval{{"a", 5 * time.Second}, {"a", time.Minute}},
+			want: []want{{"1m", "2m", "3m", `{check="a"}`}}},
+		{name: "no checks: 2 × 10m / 3", want: []want{{"", "6m40s", "10m", ""}}},
+		{name: "no checks: 2 × 10m / dead_man.intervals 5", cfg: Config{DeadMan: DeadManRule{Intervals: 5}},
+			want: []want{{"", "4m", "10m", ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := PrometheusRules(tc.cfg, nil, tc.intervals...)
+			b, err := PrometheusRules(tc.cfg, nil, tc.checks...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			hold, expr := deadManRule(t, b)
-			if hold != tc.want {
-				t.Errorf("for: %q, want %q", hold, tc.want)
+			got := deadManRules(t, b)
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d VigilCanarySilent rules, want %d:\n%s", len(got), len(tc.want), b)
 			}
-			if want := "sum by (check, region) (increase(vigil_checks_total[" + tc.window + "])) == 0"; expr != want {
-				t.Errorf("expr %q, want %q", expr, want)
+			for i, w := range tc.want {
+				g := got[i]
+				if g.Interval != w.interval || g.For != w.hold {
+					t.Errorf("rule %d: interval %q for %q, want %q and %q", i, g.Interval, g.For, w.interval, w.hold)
+				}
+				inc := "increase(vigil_checks_total" + w.sel + "[" + w.window + "]) > 0"
+				present := "present_over_time(vigil_checks_total{" + strings.TrimSuffix(strings.TrimPrefix(w.sel, "{"), "}")
+				if w.sel != "" {
+					present += ","
+				}
+				present += `result="pass"}[1d]) unless on (instance, job) (up == 1)`
+				for _, s := range []string{inc, present} {
+					if !strings.Contains(g.Expr, s) {
+						t.Errorf("rule %d: expression lacks %s:\n%s", i, s, g.Expr)
+					}
+				}
+				if want := "for " + w.window; !strings.HasSuffix(g.Summary, want) {
+					t.Errorf("rule %d: summary %q, want it to end with %q", i, g.Summary, want)
+				}
 			}
 		})
 	}
 }
 
-// TestPrometheusDeadManPromtool runs the generated dead-man alert (checks
-// every 30s and 2m: window 3 × 2m = 6m, for 4m) with `promtool test rules`:
-// a canary paused for 8 minutes that then catches up sends nothing, one
-// silent from minute 60 fires only after the 6m window and the 4m hold.
+// silentAlert is the expected VigilCanarySilent alert of check in region
+// eu from the rule for interval, with the window its summary names.
+func silentAlert(check, interval, window string) string {
+	return fmt.Sprintf(`
+          - exp_labels: {alertname: VigilCanarySilent, check: %s, region: eu, interval: '%s', rule: dead_man, severity: ticket, source: prometheus}
+            exp_annotations:
+              summary: 'no run of check %s in region eu for %s'
+              status_url: 'http://127.0.0.1:9470/check/%s'`, check, interval, check, window, check)
+}
+
+// TestPrometheusDeadManPromtool runs the generated dead-man alerts (asset
+// every 30s: window 2m, for 1m; home every 2m: window 6m, for 4m) with
+// `promtool test rules`: a canary paused for 8 minutes that then catches
+// up sends nothing for home, a counter that stops growing from minute 60
+// fires for asset after its 2m window and 1m hold.
 func TestPrometheusDeadManPromtool(t *testing.T) {
-	bin := promtool(t)
-	b, err := PrometheusRules(ExampleConfig, nil, 30*time.Second, 2*time.Minute)
+	b, err := PrometheusRules(ExampleConfig, nil, CheckInterval{"asset", 30 * time.Second}, CheckInterval{"home", 2 * time.Minute})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if hold, _ := deadManRule(t, b); hold != "4m" {
-		t.Fatalf("for: %q, want 4m", hold)
-	}
-	dir := t.TempDir()
-	rules := filepath.Join(dir, "rules.yml")
-	if err := os.WriteFile(rules, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const n = 120 // minutes
@@ -286,42 +361,80 @@ func TestPrometheusDeadManPromtool(t *testing.T) {
 	paused := counterValues(n, func(m int) bool { return m < 100 || m >= 108 })
 	// stopped: no run after minute 60.
 	stopped := counterValues(n, func(m int) bool { return m <= 60 })
-	silent := `
-          - exp_labels: {alertname: VigilCanarySilent, check: asset, region: eu, rule: dead_man, severity: ticket, source: prometheus}
-            exp_annotations:
-              summary: 'no run of check asset in region eu for 6m'
-              status_url: 'http://127.0.0.1:9470/check/asset'`
-	test := fmt.Sprintf(`rule_files:
-  - %[1]s
-evaluation_interval: 1m
-tests:
-  - interval: 1m
+	silent := silentAlert("asset", "30s", "2m")
+	// At 111m and 115m only the stopped check fires: the paused one was
+	// silent for its 6m window for less than its 4m hold.
+	promtoolTest(t, writeRules(t, b), fmt.Sprintf(`  - interval: 1m
     input_series:
       - series: 'vigil_checks_total{check="asset",target="o1",region="eu",result="pass"}'
-        values: '%[2]s'
+        values: '%[1]s'
       - series: 'vigil_checks_total{check="home",target="o1",region="eu",result="pass"}'
-        values: '%[3]s'
+        values: '%[2]s'
     alert_rule_test:
       - {eval_time: 59m, alertname: VigilCanarySilent, exp_alerts: []}
-      - {eval_time: 68m, alertname: VigilCanarySilent, exp_alerts: []}
-      - eval_time: 76m
+      - {eval_time: 62m, alertname: VigilCanarySilent, exp_alerts: []}
+      - eval_time: 64m
         alertname: VigilCanarySilent
-        exp_alerts:%[4]s
+        exp_alerts:%[3]s
       - eval_time: 111m
         alertname: VigilCanarySilent
-        exp_alerts:%[4]s
+        exp_alerts:%[3]s
       - eval_time: 115m
         alertname: VigilCanarySilent
-        exp_alerts:%[4]s
-`, rules, stopped, paused, silent)
-	// At 111m and 115m only the stopped check fires: the paused one was
-	// silent for its 6m window for less than the 4m hold.
-	f := filepath.Join(dir, "test.yml")
-	if err := os.WriteFile(f, []byte(test), 0o600); err != nil {
+        exp_alerts:%[3]s
+`, stopped, paused, silent))
+}
+
+// TestPrometheusDeadManPerCheckPromtool: a check run every 5s next to a
+// nightly one alerts on its own window (2m, for 10s), not the nightly
+// check's 3d window and 2d hold; a check the file does not configure is not
+// judged.
+func TestPrometheusDeadManPerCheckPromtool(t *testing.T) {
+	b, err := PrometheusRules(ExampleConfig, nil, CheckInterval{"fast", 5 * time.Second}, CheckInterval{"nightly", 24 * time.Hour})
+	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(bin, "test", "rules", f).CombinedOutput()
+	promtoolTest(t, writeRules(t, b), `  - interval: 1m
+    input_series:
+      - series: 'vigil_checks_total{check="fast",target="o1",region="eu",result="pass"}'
+        values: '0+12x60 720x60'
+      - series: 'vigil_checks_total{check="nightly",target="o1",region="eu",result="pass"}'
+        values: '0 1x120'
+      - series: 'vigil_checks_total{check="other",target="o1",region="eu",result="pass"}'
+        values: '0x120'
+    alert_rule_test:
+      - {eval_time: 61m, alertname: VigilCanarySilent, exp_alerts: []}
+      - eval_time: 64m
+        alertname: VigilCanarySilent
+        exp_alerts:`+silentAlert("fast", "5s", "2m")+`
+      - eval_time: 120m
+        alertname: VigilCanarySilent
+        exp_alerts:`+silentAlert("fast", "5s", "2m")+`
+`)
+}
+
+// TestPrometheusRulesOneRegion: a summary counts "1 region", not
+// "1 regions" (quorum 1).
+func TestPrometheusRulesOneRegion(t *testing.T) {
+	cfg := ExampleConfig
+	cfg.Quorum = 1
+	b, err := PrometheusRules(cfg, nil)
 	if err != nil {
-		t.Fatalf("promtool test rules: %v\n%s", err, out)
+		t.Fatal(err)
 	}
+	promtoolTest(t, writeRules(t, b), `  - interval: 1m
+    input_series:
+      - series: 'vigil_verdict_state{check="asset",target="origin-a",tier="deep",region="eu",state="unhealthy"}'
+        values: '0x9 1x20'
+      - series: 'vigil_verdict_state{check="asset",target="origin-a",tier="deep",region="eu",state="unknown"}'
+        values: '0x30'
+    alert_rule_test:
+      - eval_time: 15m
+        alertname: VigilCheckDown
+        exp_alerts:
+          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, rule: down, severity: page, source: prometheus}
+            exp_annotations:
+              summary: 'asset × origin-a down in 1 region (quorum 1)'
+              status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'
+`)
 }

@@ -1,6 +1,7 @@
 // Command gen writes examples/prometheus/vigil-slo-rules.yml: the
 // Prometheus recording and alerting rules for the reference config's SLOs
-// (alerting.ExampleSLOs, alerting.ExampleConfig). Run it with
+// and checks (alerting.ExampleSLOs, alerting.ExampleConfig,
+// alerting.ExampleChecks). Run it with
 // `go generate ./reporting/alerting`.
 package main
 
@@ -15,7 +16,7 @@ import (
 func main() {
 	out := flag.String("o", "vigil-slo-rules.yml", "output file")
 	flag.Parse()
-	b, err := alerting.PrometheusRules(alerting.ExampleConfig, alerting.ExampleSLOs)
+	b, err := alerting.PrometheusRules(alerting.ExampleConfig, alerting.ExampleSLOs, alerting.ExampleChecks...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
