@@ -49,18 +49,22 @@ func tagFilter(q reporting.HistoryQuery) string {
 var epoch = time.Unix(0, 0).UTC()
 
 // Verdicts returns the latest verdict per check × target × region × vantage
-// whose At is within maxAge (0: all), ordered by check, target, region,
-// vantage. Flux:
+// whose At is within maxAge of now, before or after (0: all), ordered by
+// check, target, region, vantage. Verdicts dated ahead (a canary whose
+// clock is fast) are returned too, as by the other sources, for the reader
+// to weigh: a range ending at now would hide them until their time came,
+// and then show them as fresh long after their canary stopped. Flux:
 //
-//	from(bucket) |> range(start: now-maxAge)
+//	from(bucket) |> range(start: now-maxAge, stop: now+maxAge)
 //	  |> filter(fn: (r) => r._measurement == "vigil_verdict" and r._field == "verdict_json")
 //	  |> last()
 func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
-	start := epoch
+	now := time.Now()
+	start, stop := epoch, now.Add(24*time.Hour)
 	if maxAge > 0 {
-		start = time.Now().Add(-maxAge)
+		start, stop = now.Add(-maxAge), now.Add(maxAge+time.Second)
 	}
-	q := s.from(start, time.Time{}) +
+	q := s.from(start, stop) +
 		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and r._field == "` + FieldVerdictJSON + `")` +
 		` |> last()`
 	vs, err := s.verdictRows(ctx, q)
