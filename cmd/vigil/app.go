@@ -750,21 +750,6 @@ func (a *app) apply(cfg *File) error {
 	return nil
 }
 
-// intervalsOfChecks are the intervals of the file's checks, for the
-// generated Prometheus dead-man rule's for:; nil without a checks section.
-func (f *File) intervalsOfChecks() []time.Duration {
-	if !f.sections["checks"] {
-		return nil
-	}
-	var out []time.Duration
-	for _, c := range f.Checks {
-		if c.Interval > 0 {
-			out = append(out, c.Interval)
-		}
-	}
-	return out
-}
-
 // pairNames are the file's check × target pairs, the only ones the alerter
 // judges (alerting.Alerter.SetPairs); nil when the file has no checks
 // section (a standalone alerter judges every pair in the store).
