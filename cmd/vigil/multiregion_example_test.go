@@ -139,9 +139,8 @@ func TestMultiRegionExampleLocal(t *testing.T) {
 // TestMultiRegionExampleNoInfluxd: without influxd the script exits 1 and
 // says how to get it, before starting anything.
 func TestMultiRegionExampleNoInfluxd(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		checktest.NeedDependency(t, "bash (run-local.sh)", err)
-	}
+	bash, err := exec.LookPath("bash")
+	checktest.NeedDependency(t, "bash (run-local.sh)", err)
 	// A copy of the script in a clone without .cache/bin/influxd, and a
 	// PATH without influxd.
 	root := t.TempDir()
@@ -156,17 +155,27 @@ func TestMultiRegionExampleNoInfluxd(t *testing.T) {
 	if err := os.WriteFile(script, src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"/usr/bin", "/bin"} {
-		if _, err := os.Stat(filepath.Join(d, "influxd")); err == nil {
-			t.Skipf("SKIPPING: %s/influxd exists, so the script would find it", d)
+	// PATH holds only what the script runs before it looks for influxd, so
+	// an influxd installed on this machine (/usr/bin/influxd) stays unseen.
+	path := filepath.Join(root, "path")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"dirname"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s (run-local.sh): %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(path, tool)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	self, err := os.Executable() // any executable stands in for bin/vigil here
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", script, "--check")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + root, "MR_VIGIL=" + self, "TMPDIR=" + root}
+	cmd := exec.Command(bash, script, "--check")
+	cmd.Env = []string{"PATH=" + path, "HOME=" + root, "MR_VIGIL=" + self, "TMPDIR=" + root}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
