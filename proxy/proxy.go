@@ -81,6 +81,10 @@ type Proxy struct {
 	// with its last verdicts and read health, kept by the poller.
 	feeds   []*verdictFeed
 	applyMu sync.Mutex // serialises applyFeeds
+	// vseen is, per verdict key, the newest verdict seen and when (on this
+	// proxy's clock) it was first seen: verdicts are aged from there, so a
+	// canary's clock skew does not make them stale or expired (applyFeeds).
+	vseen map[string]*keySeen
 
 	stateDir string     // WithStateDir; "" keeps drains in memory only
 	drainMu  sync.Mutex // serialises saving the drains file

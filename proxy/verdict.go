@@ -227,9 +227,111 @@ func (p *Proxy) applyFeeds() {
 		f.mu.Unlock()
 	}
 	now := time.Now()
-	for _, pl := range p.state.Load().pools {
+	pools := p.state.Load().pools
+	all = p.rebase(all, now, pools)
+	for _, pl := range pools {
 		pl.applyVerdicts(all, now)
 	}
+}
+
+// keySeen is what the proxy saw of one verdict key (check, target, region,
+// vantage): the newest At, when that verdict was first seen here, and how
+// many successive verdicts came further apart than max_age.
+type keySeen struct {
+	at, seen time.Time
+	longGaps int
+	warned   time.Time
+}
+
+// gapWarnEvery is the least time between two warnings about one key's
+// verdicts coming further apart than max_age.
+const gapWarnEvery = 10 * time.Minute
+
+// rebase returns copies of vs dated on this proxy's clock: each verdict's
+// At becomes when the proxy first saw it (Expires and HeldUntil move with
+// it), so its age and expiry count from its arrival, whatever the skew
+// between the canary's clock and the proxy's. A canary whose clock is 20s
+// slow would otherwise have its verdicts expire (at + 3 intervals) before
+// they arrive, and one whose clock is fast would have them count for longer
+// after it stopped. A key seen for the first time (the proxy just started,
+// a new canary) is taken as dated right, but never ahead of now. An older
+// verdict of a known key (a lagging second source) is placed before the
+// newest by the canary's own difference between the two.
+//
+// It also warns, at most once per key per gapWarnEvery, when two successive
+// verdicts of a key came further apart than the smallest max_age of the
+// pools counting it: between such runs the verdict is stale, and an origin
+// the check fails drifts back into service until the next run.
+func (p *Proxy) rebase(vs []reporting.Verdict, now time.Time, pools []*pool) []reporting.Verdict {
+	if p.vseen == nil {
+		p.vseen = map[string]*keySeen{}
+	}
+	present := make(map[string]bool, len(vs))
+	out := make([]reporting.Verdict, len(vs))
+	for i := range vs {
+		v := vs[i]
+		k := v.Key()
+		present[k] = true
+		ks := p.vseen[k]
+		var seen time.Time
+		switch {
+		case ks == nil:
+			seen = v.At
+			if seen.After(now) {
+				seen = now
+			}
+			p.vseen[k] = &keySeen{at: v.At, seen: seen}
+		case v.At.Equal(ks.at):
+			seen = ks.seen
+		case v.At.After(ks.at):
+			p.gapCheck(ks, &v, v.At.Sub(ks.at), now, pools)
+			ks.at, ks.seen = v.At, now
+			seen = now
+		default:
+			seen = ks.seen.Add(-ks.at.Sub(v.At))
+		}
+		if shift := seen.Sub(v.At); shift != 0 {
+			v.At = seen
+			if !v.Expires.IsZero() {
+				v.Expires = v.Expires.Add(shift)
+			}
+			if !v.HeldUntil.IsZero() {
+				v.HeldUntil = v.HeldUntil.Add(shift)
+			}
+		}
+		out[i] = v
+	}
+	for k := range p.vseen {
+		if !present[k] {
+			delete(p.vseen, k)
+		}
+	}
+	return out
+}
+
+// gapCheck counts a gap between two successive verdicts of a key and warns
+// when two in a row exceed the smallest max_age of the pools counting it
+// (one long gap is a canary that paused or restarted).
+func (p *Proxy) gapCheck(ks *keySeen, v *reporting.Verdict, gap time.Duration, now time.Time, pools []*pool) {
+	var maxAge time.Duration
+	var poolName string
+	for _, pl := range pools {
+		if pl.counts(v) && (maxAge == 0 || pl.cfg.Verdicts.MaxAge < maxAge) {
+			maxAge, poolName = pl.cfg.Verdicts.MaxAge, pl.name
+		}
+	}
+	if maxAge == 0 || gap <= maxAge {
+		ks.longGaps = 0
+		return
+	}
+	ks.longGaps++
+	if ks.longGaps < 2 || (!ks.warned.IsZero() && now.Sub(ks.warned) < gapWarnEvery) {
+		return
+	}
+	ks.warned = now
+	p.log.Warn("proxy: verdicts of a counted check come further apart than verdicts.max_age: between runs they are stale, and an origin the check fails returns to service until the next run; raise the pool's verdicts.max_age above the check's interval + jitter + timeout",
+		"pool", poolName, "check", v.Check, "target", v.Target, "region", v.Region, "gap", gap.Round(time.Second).String(),
+		"max_age", maxAge.String(), "next_warning_in", gapWarnEvery.String())
 }
 
 // VerdictHealth is nil while at least one verdict source is readable (or

@@ -102,3 +102,104 @@ func TestVerdictFreshWindow(t *testing.T) {
 		}
 	}
 }
+
+// A canary whose clock is 20s slow dates its verdicts 20s in the past and
+// has them expire 15s after that (3 intervals of 5s): on the proxy's clock
+// each one would have expired before it arrived, and the origin it fails
+// would never be taken out. Verdicts are aged from when the proxy first saw
+// them, so it is.
+func TestVerdictFromASlowClockCounts(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now().Add(-20 * time.Second)
+		json.NewEncoder(w).Encode([]reporting.Verdict{{Check: "home", Target: "o0", Region: "eu",
+			State: reporting.StateUnhealthy, At: at, Expires: at.Add(15 * time.Second)}})
+	}))
+	defer canary.Close()
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.MaxAge = time.Minute
+	h, _ := startSkewLogged(t, cfg, HTTPSource(canary.URL, &http.Client{Timeout: time.Second}))
+	eventually(t, "the slow canary's verdict to take the origin out", func() bool { return h.p.Origins()[0].VerdictDown })
+	if code, body, _ := h.do("GET", "/", ""); code != 200 || body != "ok b" {
+		t.Fatalf("GET: %d %q, want b", code, body)
+	}
+}
+
+// A canary whose clock is fast dates its verdicts ahead; when it stops, its
+// last verdict ages out max_age after the proxy saw it, not max_age after
+// the date it carries (which would hold the origin out for the skew longer).
+func TestVerdictFromAFastClockAgesFromArrival(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	const skew, maxAge = 2500 * time.Millisecond, 3 * time.Second
+	var frozen atomic.Pointer[time.Time] // the last verdict's date once the canary "stops"
+	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now().Add(skew)
+		if f := frozen.Load(); f != nil {
+			at = *f
+		}
+		json.NewEncoder(w).Encode([]reporting.Verdict{{Check: "home", Target: "o0", Region: "eu",
+			State: reporting.StateUnhealthy, At: at, Expires: at.Add(time.Minute)}})
+	}))
+	defer canary.Close()
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.MaxAge = maxAge
+	h, _ := startSkewLogged(t, cfg, HTTPSource(canary.URL, &http.Client{Timeout: time.Second}))
+	eventually(t, "the origin to be taken out", func() bool { return h.p.Origins()[0].VerdictDown })
+	stopped := time.Now()
+	last := stopped.Add(skew)
+	frozen.Store(&last)
+	deadline := stopped.Add(maxAge + skew + 3*time.Second)
+	for !h.p.Origins()[0].Available {
+		if time.Now().After(deadline) {
+			t.Fatalf("the origin is still out %s after its canary stopped", time.Since(stopped).Round(time.Millisecond))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(stopped)
+	if took < maxAge-500*time.Millisecond || took > maxAge+skew-800*time.Millisecond {
+		t.Fatalf("the origin returned %s after its canary stopped; want about max_age (%s) from the last verdict's arrival, not max_age + the %s skew", took.Round(time.Millisecond), maxAge, skew)
+	}
+}
+
+// Successive verdicts of a counted check coming further apart than max_age
+// (a check run less often than max_age allows) make the origin's verdict
+// stale between runs: the proxy says so once, naming the check, the gap and
+// max_age.
+func TestVerdictGapsLongerThanMaxAgeWarned(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	src := &memSource{}
+	at := time.Now().Add(-time.Hour)
+	src.set(reporting.Verdict{Check: "home", Target: "o0", Region: "eu", State: reporting.StateHealthy, At: at})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // a new verdict every 100ms, dated 3s after the one before
+		defer close(done)
+		for i := 0; i < 100; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			at = at.Add(3 * time.Second)
+			src.set(reporting.Verdict{Check: "home", Target: "o0", Region: "eu", State: reporting.StateHealthy, At: at})
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.MaxAge = 2 * time.Second
+	_, log := startSkewLogged(t, cfg, src)
+	eventually(t, "the gap warning", func() bool { return strings.Contains(log.String(), "further apart than verdicts.max_age") })
+	time.Sleep(500 * time.Millisecond)
+	out := log.String()
+	if n := strings.Count(out, "further apart than verdicts.max_age"); n != 1 {
+		t.Errorf("%d gap warnings, want 1 (then one per 10m):\n%s", n, out)
+	}
+	for _, want := range []string{"check=home", "gap=3s", "max_age=2s", "pool=web"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("gap warning lacks %q:\n%s", want, out)
+		}
+	}
+}
