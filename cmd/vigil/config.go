@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -196,8 +197,65 @@ func (f *File) ValidateAndSetDefaults() error {
 			}
 		}
 		errs = append(errs, dropUnder(units.Errors(units.Prefix("proxy", f.Proxy.ValidateAndSetDefaults())), fromBad)...)
+		errs = append(errs, f.verdictAges()...)
 	}
 	return errors.Join(errs...)
+}
+
+// verdictAges rejects a pool whose verdicts.max_age is shorter than the
+// longest gap between two verdicts of a check it counts on one of its
+// origins: interval + jitter (the next run may start that late in its slot)
+// + timeout (and end that late) + verdict_poll (and be read that late).
+// Between two such verdicts the last one is stale, so an origin the check
+// fails would return to service until the next run, every run. Cron checks
+// (no fixed interval) and disabled ones are not judged.
+func (f *File) verdictAges() []error {
+	var errs []error
+	for i, p := range f.Proxy.Pools {
+		if p.Verdicts.MaxAge <= 0 {
+			continue
+		}
+		origins := map[string]bool{}
+		for _, o := range p.Origins {
+			if o.Target != "" {
+				origins[o.Target] = true
+			}
+		}
+		for _, c := range f.Checks {
+			if c.Disabled || c.Cron != "" || c.Interval <= 0 || !poolCounts(p, c) {
+				continue
+			}
+			onOrigin := false
+			for _, t := range c.Targets {
+				onOrigin = onOrigin || origins[t]
+			}
+			if !onOrigin {
+				continue
+			}
+			var jitter time.Duration
+			if c.Jitter != nil {
+				jitter = time.Duration(float64(c.Interval) * c.Jitter.Fraction())
+			}
+			gap := c.Interval + jitter + c.Timeout + f.Proxy.VerdictPoll
+			if gap <= p.Verdicts.MaxAge {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("proxy.pools[%d].verdicts.max_age: %s is shorter than the longest gap between two verdicts of check %q "+
+				"(interval %s + jitter %s + timeout %s + verdict_poll %s = %s): between its runs the verdict would be stale and an origin it fails "+
+				"would return to service; set max_age to at least %s",
+				i, p.Verdicts.MaxAge, c.Name, c.Interval, jitter, c.Timeout, f.Proxy.VerdictPoll, gap, gap.Round(time.Second)+time.Second))
+		}
+	}
+	return errs
+}
+
+// poolCounts reports whether a pool's verdicts count check c: every check
+// when the pool names neither checks nor tiers.
+func poolCounts(p proxy.PoolConfig, c canary.CheckConfig) bool {
+	if len(p.Verdicts.Checks) == 0 && len(p.Verdicts.Tiers) == 0 {
+		return true
+	}
+	return slices.Contains(p.Verdicts.Checks, c.Name) || slices.Contains(p.Verdicts.Tiers, c.Tier)
 }
 
 // compileValidChecks compiles, one by one, the checks that passed
