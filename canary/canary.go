@@ -576,6 +576,14 @@ func (c *Canary) Reload(cfg *Config, pairs []Pair) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if prev := c.labels.Load(); prev != nil && (prev.Region != cfg.Agent.Region || prev.Vantage != cfg.Agent.Vantage) {
+		// Readers know regions only by name: until the old name's last
+		// verdicts are stale, a proxy or alerter counts this canary twice.
+		c.log.Warn("canary: agent.region or agent.vantage changed: verdicts now carry the new name; the old name's last verdicts still count "+
+			"as another region in proxies' and alerts' quorums until they are older than verdicts.max_age, and a dead-man alert for the old "+
+			"name fires until alerting.dead_man.forget_after unless silenced",
+			"region", cfg.Agent.Region, "was_region", prev.Region, "vantage", cfg.Agent.Vantage, "was_vantage", prev.Vantage)
+	}
 	c.cfg = cfg
 	c.labels.Store(&agentLabels{Region: cfg.Agent.Region, Vantage: cfg.Agent.Vantage})
 	if conc := max(cfg.Agent.Concurrency, 1); c.sem == nil || cap(c.sem) != conc {
