@@ -3,6 +3,7 @@ package checks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -34,20 +35,14 @@ func deadAddr(t *testing.T) string {
 // fullBacklogAddr returns a loopback listener whose accept queue is full and
 // never drained: the kernel drops further SYNs, so a dial hangs until its
 // deadline, which is how an unreachable host looks. It skips when the
-// kernel does not behave so.
+// kernel does not behave so (fails under CI=true, where it must).
 func fullBacklogAddr(t *testing.T) string {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Skipf("socket: %v", err)
-	}
+	checktest.NeedDependency(t, "a socket", err)
 	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Skipf("bind: %v", err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Skipf("listen: %v", err)
-	}
+	checktest.NeedDependency(t, "a loopback socket", syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	checktest.NeedDependency(t, "a listening socket", syscall.Listen(fd, 0))
 	sa, _ := syscall.Getsockname(fd)
 	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 	fails := 0
@@ -63,7 +58,7 @@ func fullBacklogAddr(t *testing.T) string {
 	if fails == 2 {
 		return addr
 	}
-	t.Skip("could not fill the accept queue of a loopback listener")
+	checktest.NeedDependency(t, "a loopback listener whose full accept queue makes dials hang", errors.New("could not fill its accept queue"))
 	return ""
 }
 
@@ -151,6 +146,11 @@ func TestHTTPCauses(t *testing.T) {
 		{name: "tls to plain http", target: fixed(strings.Replace(ok.URL(), "http://", "https://", 1)), cause: checks.CauseTLS, errHas: "tls"},
 		{name: "cert_min_days", target: fixed(soon.URL()), spec: checks.HTTPSpec{TLS: checks.TLSOptions{CAFile: caFile(soon)}},
 			expect: checks.Expect{CertMinDays: 14}, cause: checks.CauseCert, errHas: "certificate expires in 5 days", assertion: "cert_min_days"},
+		// The boundary: 5 whole days left meets cert_min_days 5, not 6.
+		{name: "cert_min_days met exactly", target: fixed(soon.URL()), spec: checks.HTTPSpec{TLS: checks.TLSOptions{CAFile: caFile(soon)}},
+			expect: checks.Expect{CertMinDays: 5}},
+		{name: "cert_min_days one day short", target: fixed(soon.URL()), spec: checks.HTTPSpec{TLS: checks.TLSOptions{CAFile: caFile(soon)}},
+			expect: checks.Expect{CertMinDays: 6}, cause: checks.CauseCert, errHas: "certificate expires in 5 days", assertion: "cert_min_days"},
 		{name: "insecure skips verify but checks days", target: fixed(soon.URL()), spec: checks.HTTPSpec{TLS: checks.TLSOptions{InsecureSkipVerify: true}},
 			expect: checks.Expect{CertMinDays: 30}, cause: checks.CauseCert, assertion: "cert_min_days"},
 		{name: "status", target: mode(checktest.Mode503), spec: checks.HTTPSpec{Path: "/healthz"}, expect: checks.Expect{Status: checks.StatusList{"200-299"}},
