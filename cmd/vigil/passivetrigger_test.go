@@ -52,6 +52,7 @@ proxy:
     - name: web
       hosts: ["*"]
       origins: [{target: shop}]
+      verdicts: {max_age: 2h}
       passive: {consecutive_5xx: -1}
       retry: {tries: 1}
 `, port, filepath.Join(dir, "data"), origin.URL, port+1))
