@@ -111,10 +111,17 @@ type groupState struct {
 	notified  map[string]bool  // fingerprints sent as firing and not yet as resolved
 	resolved  []Alert          // resolved since the last notification, notified ones only
 	owed      map[string]*owed // by receiver: what it has not accepted yet
+	// told are the (non-stream) receivers that were sent the group's
+	// firing alerts: each later notification goes to all of them, so each
+	// saw every alert in notified. Only they are sent resolves; a receiver
+	// added by a reload is sent the firing alerts at the next evaluation
+	// and joins then. A receiver that leaves the config (or stops taking
+	// the group's severity) leaves told.
+	told map[string]bool
 }
 
 func newGroupState(firstSeen time.Time) *groupState {
-	return &groupState{firstSeen: firstSeen, notified: map[string]bool{}, owed: map[string]*owed{}}
+	return &groupState{firstSeen: firstSeen, notified: map[string]bool{}, owed: map[string]*owed{}, told: map[string]bool{}}
 }
 
 // New validates cfg and slos (ValidateAndSetDefaults is called on both),
@@ -473,6 +480,14 @@ func (a *Alerter) notify(now time.Time) {
 			firing[k] = append(firing[k], st.alert)
 			stream = append(stream, st.alert)
 			st.streamed = true
+		} else if st.streamed {
+			// Alertmanager already holds it as active, with an endsAt of
+			// the last send + resolve_timeout: left out, it would expire
+			// there and Alertmanager would send a "resolved" while the
+			// condition holds, and fire it anew when the window ends. It
+			// stays active there, annotated silenced_by. An alert that
+			// first fires inside the window is not sent (see README).
+			stream = append(stream, st.alert)
 		}
 	}
 	for k, g := range a.groups {
@@ -482,6 +497,21 @@ func (a *Alerter) notify(now time.Time) {
 		for name := range g.owed {
 			if w := a.disp.worker(name); w == nil || w.stream || !w.takes(sev) {
 				delete(g.owed, name)
+			}
+		}
+		if g.told == nil {
+			// Restored from a state file written before told was kept:
+			// every receiver taking the severity counts as told.
+			g.told = map[string]bool{}
+			for _, w := range a.disp.workers {
+				if !w.stream && w.takes(sev) {
+					g.told[w.name] = true
+				}
+			}
+		}
+		for name := range g.told {
+			if w := a.disp.worker(name); w == nil || w.stream || !w.takes(sev) {
+				delete(g.told, name)
 			}
 		}
 		fs := firing[k]
@@ -517,10 +547,16 @@ func (a *Alerter) notify(now time.Time) {
 				o := g.owed[w.name]
 				// A receiver's failed resolves go out with the group's next
 				// notification; resolves of alerts it never accepted as
-				// firing are not sent to it.
+				// firing are not sent to it, nor, to a receiver that was
+				// never sent the group's firing alerts (added by a reload),
+				// any resolve.
+				told := g.told[w.name]
 				resolved := g.resolved
 				if o != nil {
 					resolved = o.withoutUnaccepted(mergeResolved(g.resolved, o.retry()))
+				}
+				if !told {
+					resolved = nil
 				}
 				if len(fs) == 0 && len(resolved) == 0 {
 					// Nothing it was told about fires or resolved.
@@ -534,8 +570,14 @@ func (a *Alerter) notify(now time.Time) {
 					continue
 				}
 				a.queue(g.owed, w, newNotification(k, fs, resolved, now, a.cfg), len(fs) > 0)
-				if o := g.owed[w.name]; o != nil && len(fresh) > 0 {
-					o.sentFiring(fresh, o.firingID)
+				newToIt := fresh
+				if !told && len(fs) > 0 {
+					// Every firing alert is new to it.
+					newToIt = strings.Split(set, ",")
+					g.told[w.name] = true
+				}
+				if o := g.owed[w.name]; o != nil && len(newToIt) > 0 {
+					o.sentFiring(newToIt, o.firingID)
 				}
 			}
 			for _, f := range fs {
@@ -566,6 +608,22 @@ func (a *Alerter) notify(now time.Time) {
 				}
 				a.queue(g.owed, a.disp.worker(name), newNotification(k, fs, retry, now, a.cfg), len(fs) > 0)
 			}
+			// A receiver added (or given the group's severity) by a reload
+			// while the group fires is sent its firing alerts now, rather
+			// than at the next change or repeat_interval; it hears their
+			// resolves from then on.
+			if len(fs) > 0 && g.lastSet != "" {
+				for _, w := range a.disp.workers {
+					if w.stream || !w.takes(sev) || g.told[w.name] {
+						continue
+					}
+					a.queue(g.owed, w, newNotification(k, fs, nil, now, a.cfg), true)
+					g.told[w.name] = true
+					if o := g.owed[w.name]; o != nil {
+						o.sentFiring(strings.Split(set, ","), o.firingID)
+					}
+				}
+			}
 		}
 		a.dropIdleGroup(k, g)
 	}
@@ -582,8 +640,9 @@ func (a *Alerter) dropIdleGroup(k string, g *groupState) {
 }
 
 // notifyStream queues, for every stream receiver (Alertmanager), the
-// active (unsilenced) alerts of the severities it takes plus the resolved
-// alerts it has not accepted yet. a.mu held.
+// active alerts of the severities it takes (unsilenced ones, and silenced
+// ones it was sent before their window began) plus the resolved alerts it
+// has not accepted yet. a.mu held.
 func (a *Alerter) notifyStream(active []Alert, now time.Time) {
 	for name := range a.streamOwed {
 		if w := a.disp.worker(name); w == nil || !w.stream {

@@ -2,6 +2,7 @@ package alerting
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,13 +80,22 @@ func TestReloadKeepsState(t *testing.T) {
 	if err := h.a.Reload(cfg, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The alert keeps firing (no resolve, no new episode); the receiver the
+	// reload added is sent it at the next evaluation, as a firing
+	// notification, and its resolve afterwards.
 	h.tick(map[string]reporting.State{"eu": U})
-	if len(h.a.Active()) != 1 || len(second.all()) != 0 || len(h.hook.all()) != 1 {
-		t.Fatalf("reload re-notified: active %d, second %d, first %d", len(h.a.Active()), len(second.all()), len(h.hook.all()))
+	got := second.webhooks(t)
+	if len(h.a.Active()) != 1 || len(got) != 1 || got[0].Status != StatusFiring || len(h.hook.all()) != 1 {
+		t.Fatalf("after reload: active %d, second %+v, first %d", len(h.a.Active()), got, len(h.hook.all()))
+	}
+	h.tick(map[string]reporting.State{"eu": U})
+	if n := len(second.all()); n != 1 {
+		t.Fatalf("second re-notified: %d notifications", n)
 	}
 	h.tick(map[string]reporting.State{"eu": H})
-	if len(second.all()) != 1 || len(h.hook.all()) != 1 {
-		t.Fatalf("resolve after reload: second %d, first %d", len(second.all()), len(h.hook.all()))
+	got = second.webhooks(t)
+	if len(got) != 2 || got[1].Status != StatusResolved || len(h.hook.all()) != 1 {
+		t.Fatalf("resolve after reload: second %+v, first %d", got, len(h.hook.all()))
 	}
 	if v := counter(t, h.reg, "vigil_alert_notifications_total", map[string]string{"receiver": "second", "result": "failure"}); v != 0 {
 		t.Fatalf("new receiver's series not pre-created: %v", v)
@@ -109,5 +119,60 @@ func TestRunEvaluatesUntilCancelled(t *testing.T) {
 	<-done
 	if len(h.a.Active()) != 1 {
 		t.Fatal("Run did not evaluate on its interval")
+	}
+}
+
+// TestReloadAddedReceiver: a receiver added by a reload while a group
+// fires is sent the firing alerts at the next evaluation (not at
+// repeat_interval), then their resolve; one added when the alert resolves
+// before that evaluation hears nothing of it, rather than a resolve for an
+// alert it never saw firing.
+func TestReloadAddedReceiver(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after []reporting.State // eu's state at each evaluation after the reload
+		want  []string          // what `late` receives
+	}{
+		{"firing, then resolved", []reporting.State{U, U, H}, []string{"firing:1:0", "resolved:0:1"}},
+		{"resolved at once", []reporting.State{H, H}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Down: DownRule{For: time.Second}, RepeatInterval: 4 * time.Hour}
+			h := newHarness(t, t0, cfg, nil)
+			h.tick(map[string]reporting.State{"eu": U})
+			h.tick(map[string]reporting.State{"eu": U})
+			if n := len(h.hook.all()); n != 1 {
+				t.Fatalf("%d notifications before the reload, want 1", n)
+			}
+			late := newRecorder(t)
+			cfg.Retry.Backoff = 5 * time.Millisecond
+			cfg.Receivers = []Receiver{{Name: "ops", Webhook: &WebhookConfig{URL: Secret(h.hook.srv.URL + "/hook")}},
+				{Name: "late", Webhook: &WebhookConfig{URL: Secret(late.srv.URL + "/late")}}}
+			if err := h.a.Reload(cfg, nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range tc.after {
+				h.tick(map[string]reporting.State{"eu": st})
+			}
+			var got []string
+			for _, p := range late.webhooks(t) {
+				firing, resolved := 0, 0
+				for _, a := range p.Alerts {
+					if a.Status == StatusFiring {
+						firing++
+					} else {
+						resolved++
+					}
+				}
+				got = append(got, fmt.Sprintf("%s:%d:%d", p.Status, firing, resolved))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("late received %v, want %v", got, tc.want)
+			}
+			ops := h.hook.webhooks(t)
+			if len(ops) != 2 || ops[1].Status != StatusResolved {
+				t.Fatalf("ops received %+v, want firing then resolved", ops)
+			}
+		})
 	}
 }

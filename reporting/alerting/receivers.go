@@ -417,7 +417,12 @@ func amOf(a Alert, endsAt time.Time) amAlert {
 		ann["since"] = a.Since.UTC().Format(time.RFC3339)
 	}
 	if a.TTFB > 0 {
-		ann["ttfb"] = a.TTFB.Round(time.Millisecond).String()
+		ann["ttfb"] = fmtTTFB(a.TTFB)
+	}
+	if a.Silenced != "" {
+		// Still sent so Alertmanager does not resolve it (see notify); an
+		// annotation, not a label, so its identity there does not change.
+		ann["silenced_by"] = a.Silenced
 	}
 	if a.Value != 0 {
 		ann["value"] = fmt.Sprintf("%g", a.Value)

@@ -155,8 +155,16 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 			if len(agree) >= c.Quorum {
 				a := Alert{Rule: RuleDown, Severity: c.Down.Severity, Check: k.check, Target: k.target, Regions: agree}
 				describe(&a, hits, e.links)
+				why := causeSuffix(a.Cause, a.Err)
+				if mixed := causesByRegion(hits, a.Cause); mixed != "" {
+					// Err is one of the most common cause's verdicts'.
+					why = ": " + mixed
+					if a.Err != "" {
+						why += " — " + a.Err
+					}
+				}
 				a.Summary = fmt.Sprintf("%s down in %s (%s)%s%s", series(k.check, k.target),
-					regionsN(len(agree)), strings.Join(agree, ", "), causeSuffix(a.Cause, a.Err), staleSuffix(stale, hits))
+					regionsN(len(agree)), strings.Join(agree, ", "), why, staleSuffix(stale, hits))
 				out = append(out, candidate{Alert: a, hold: c.Down.For})
 			}
 		}
@@ -362,7 +370,7 @@ func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 		a := Alert{Rule: RuleTTFB, Severity: e.cfg.TTFB.Severity, SLO: s.Name, Check: k.check, Target: k.target,
 			Regions: agree, TTFB: worst, Value: worst.Seconds()}
 		a.Summary = fmt.Sprintf("%s TTFB p95 over %s up to %s, objective %s, in %s (%s)",
-			series(k.check, k.target), shortDur(s.Window), worst.Round(time.Millisecond), s.TTFBP95, regionsN(len(agree)), strings.Join(agree, ", "))
+			series(k.check, k.target), shortDur(s.Window), fmtTTFB(worst), s.TTFBP95, regionsN(len(agree)), strings.Join(agree, ", "))
 		out = append(out, candidate{Alert: a, hold: e.cfg.TTFB.For})
 	}
 	return out, nil
@@ -531,6 +539,43 @@ func series(check, target string) string {
 		return check
 	}
 	return check + " × " + target
+}
+
+// causesByRegion is "" when the verdicts of hits that have a cause all
+// have the same one; otherwise each cause with its regions, the most
+// common first (cause, which describe chose), then by count and name:
+// "checksum (ap-south, eu-west), connect_refused (us-east)". Alert.Cause
+// stays the most common one.
+func causesByRegion(hits []reporting.Verdict, cause string) string {
+	regions := map[string][]string{}
+	for _, v := range hits {
+		if v.Cause != "" {
+			regions[v.Cause] = append(regions[v.Cause], v.Region)
+		}
+	}
+	if len(regions) < 2 {
+		return ""
+	}
+	causes := make([]string, 0, len(regions))
+	for c, rs := range regions {
+		sort.Strings(rs)
+		causes = append(causes, c)
+	}
+	sort.Slice(causes, func(i, j int) bool {
+		ci, cj := causes[i], causes[j]
+		if (ci == cause) != (cj == cause) {
+			return ci == cause
+		}
+		if len(regions[ci]) != len(regions[cj]) {
+			return len(regions[ci]) > len(regions[cj])
+		}
+		return ci < cj
+	})
+	parts := make([]string, len(causes))
+	for i, c := range causes {
+		parts[i] = c + " (" + strings.Join(regions[c], ", ") + ")"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func causeSuffix(cause, err string) string {

@@ -641,3 +641,38 @@ func TestCertExpiryDays(t *testing.T) {
 		t.Fatalf("after renewal: active %+v", act)
 	}
 }
+
+// TestBurnRateValueIsQuorumth: with two of three regions burning at
+// different rates and quorum 2, the alert's value (and the summary's
+// "burning N×") is the second highest region's burn: the rate at least
+// quorum regions agree on, not the worst region's.
+func TestBurnRateValueIsQuorumth(t *testing.T) {
+	slo := SLO{Name: "asset-availability", Check: "asset", Objective: 99.9}
+	h := newHarness(t, t0, Config{Quorum: 2, Down: DownRule{Disabled: true}, BurnRate: BurnRateRule{NoTicket: true}}, []SLO{slo})
+	for range 20 {
+		h.tick(map[string]reporting.State{"eu": H, "us": H, "ap": H})
+	}
+	// 4 more runs: eu fails all 4, us 2, ap none. Of 24 runs in the long
+	// windows eu failed 4 (166.7× the 0.1% budget), us 2 (83.3×).
+	for i := range 4 {
+		us := H
+		if i < 2 {
+			us = U
+		}
+		h.tick(map[string]reporting.State{"eu": U, "us": us, "ap": H})
+	}
+	var burn *Alert
+	for _, a := range h.a.Active() {
+		if a.Rule == RuleBurnRate {
+			burn = &a
+		}
+	}
+	if burn == nil {
+		t.Fatalf("no burn-rate alert: %+v", h.a.Active())
+	}
+	want := 2.0 / 24 / 0.001
+	if burn.Value < want-0.01 || burn.Value > want+0.01 || fmt.Sprint(burn.Regions) != "[eu us]" ||
+		!strings.Contains(burn.Summary, "burning 83.3× over 1h/5m, 6h/30m in 2 regions (eu, us)") {
+		t.Fatalf("value %.2f, want %.2f (us, the 2nd highest); regions %v; summary %q", burn.Value, want, burn.Regions, burn.Summary)
+	}
+}

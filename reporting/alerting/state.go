@@ -63,6 +63,10 @@ type storedGroup struct {
 	// group's notifications; it is sent again on the first evaluation.
 	// Since version 2.
 	Undelivered []storedOwed `json:"undelivered,omitempty"`
+	// Told are the receivers that were sent the group's firing alerts,
+	// the only ones sent its resolves. Absent (null) in files written
+	// before it was kept: every receiver then counts as told.
+	Told []string `json:"told"`
 }
 
 // storedOwed is one receiver's owed, in flight or failed alike.
@@ -154,7 +158,11 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	for _, k := range keys {
 		g := a.groups[k]
 		sg := storedGroup{Key: k, FirstSeen: g.firstSeen, LastSent: g.lastSent, LastSet: g.lastSet,
-			Undelivered: storeOwed(g.owed)}
+			Undelivered: storeOwed(g.owed), Told: []string{}}
+		for name := range g.told {
+			sg.Told = append(sg.Told, name)
+		}
+		sort.Strings(sg.Told)
 		var notified []string
 		for fp := range g.notified {
 			notified = append(notified, fp)
@@ -168,8 +176,8 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 			sg.Resolved = append(sg.Resolved, storedAlert(r))
 		}
 		f.Groups = append(f.Groups, sg)
-		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s] [%s]\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
-			strings.Join(notified, ","), fingerprints(g.resolved), owedKey(g.owed))
+		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s] [%s] [%s]\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
+			strings.Join(notified, ","), fingerprints(g.resolved), owedKey(g.owed), strings.Join(sg.Told, ","))
 	}
 	f.Stream = storeOwed(a.streamOwed)
 	fmt.Fprintf(&key, "s [%s]\n", owedKey(a.streamOwed))
@@ -195,6 +203,12 @@ func (a *Alerter) restore(f stateFile) {
 	for _, sg := range f.Groups {
 		g := &groupState{firstSeen: sg.FirstSeen, lastSent: sg.LastSent, lastSet: sg.LastSet, notified: map[string]bool{},
 			owed: restoreOwed(sg.Undelivered)}
+		if sg.Told != nil {
+			g.told = map[string]bool{}
+			for _, name := range sg.Told {
+				g.told[name] = true
+			}
+		}
 		for _, n := range sg.Notified {
 			g.notified[n.Fingerprint] = true
 			// A notified alert is firing until an evaluation finds its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -344,5 +345,59 @@ func TestRestartResolvesFromGroupAlone(t *testing.T) {
 	}
 	if evs := r.pdEvents(); len(evs) != 2 || evs[1].EventAction != "resolve" || evs[1].DedupKey != evs[0].DedupKey {
 		t.Fatalf("pagerduty events: %+v", evs)
+	}
+}
+
+// TestRestartFromFileWithoutTold: a state file written before groups kept
+// the receivers told of them (no "told") still gets the resolve to every
+// receiver, as before; one with "told" gets it to those named only.
+func TestRestartFromFileWithoutTold(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		told     any // written in place of the group's told; nil: key removed
+		wantHook int
+	}{
+		{"no told key", nil, 2},
+		{"told pd only", []string{"pd"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRestartRig(t, filepath.Join(t.TempDir(), "alerts.json"))
+			r.fire(r.start())
+			b, err := os.ReadFile(r.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f map[string]any
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range f["groups"].([]any) {
+				gm := g.(map[string]any)
+				if got := fmt.Sprint(gm["told"]); got != "[ops pd]" {
+					t.Fatalf("told saved as %s, want [ops pd]", got)
+				}
+				if tc.told == nil {
+					delete(gm, "told")
+				} else {
+					gm["told"] = tc.told
+				}
+			}
+			if b, err = json.Marshal(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(r.path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			a := r.start()
+			r.step(a, H)
+			hooks := r.hook.webhooks(t)
+			if len(hooks) != tc.wantHook || (tc.wantHook == 2 && hooks[1].Status != StatusResolved) {
+				t.Fatalf("webhook: %+v, want %d notifications", hooks, tc.wantHook)
+			}
+			evs := r.pdEvents()
+			if len(evs) != 2 || evs[1].EventAction != "resolve" {
+				t.Fatalf("pagerduty: %+v, want trigger then resolve", evs)
+			}
+		})
 	}
 }
