@@ -27,11 +27,17 @@ const alertmanagerBin = "/usr/bin/prometheus-alertmanager"
 // /-/ready answers.
 func startAlertmanager(t *testing.T) string {
 	t.Helper()
+	return startAlertmanagerWith(t, "route:\n  receiver: blackhole\n  group_wait: 1s\nreceivers:\n  - name: blackhole\n")
+}
+
+// startAlertmanagerWith is startAlertmanager with the configuration yml.
+func startAlertmanagerWith(t *testing.T, yml string) string {
+	t.Helper()
 	bin, err := exec.LookPath(alertmanagerBin)
 	checktest.NeedDependency(t, "prometheus-alertmanager ("+alertmanagerBin+")", err)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "alertmanager.yml")
-	if err := os.WriteFile(conf, []byte("route:\n  receiver: blackhole\n  group_wait: 1s\nreceivers:\n  - name: blackhole\n"), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -84,7 +90,8 @@ type amGot struct {
 	StartsAt    time.Time         `json:"startsAt"`
 	EndsAt      time.Time         `json:"endsAt"`
 	Status      struct {
-		State string `json:"state"`
+		State       string   `json:"state"`
+		InhibitedBy []string `json:"inhibitedBy"`
 	} `json:"status"`
 }
 
@@ -189,6 +196,53 @@ func TestRealAlertmanager(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("alert still active 20s after resolve: %+v", as)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestExampleAlertmanagerInhibitsPrometheusDuplicate runs a real
+// Alertmanager with examples/prometheus/alertmanager.yml and posts the same
+// page from vigil's receiver (source="vigil") and from the generated
+// Prometheus rules (source="prometheus"): the Prometheus one is inhibited,
+// so the pair pages once; another check's Prometheus alert is not.
+func TestExampleAlertmanagerInhibitsPrometheusDuplicate(t *testing.T) {
+	yml, err := os.ReadFile("../../examples/prometheus/alertmanager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := startAlertmanagerWith(t, string(yml))
+	now := time.Now().UTC()
+	alert := func(source, check string) map[string]any {
+		return map[string]any{"labels": map[string]string{"alertname": "VigilCheckDown", "rule": "down", "severity": "page",
+			"check": check, "target": "origin-a", "source": source},
+			"startsAt": now.Format(time.RFC3339), "endsAt": now.Add(5 * time.Minute).Format(time.RFC3339)}
+	}
+	body, _ := json.Marshal([]map[string]any{alert("vigil", "asset"), alert("prometheus", "asset"), alert("prometheus", "healthz")})
+	resp, err := http.Post(base+"/api/v2/alerts", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /api/v2/alerts: %d", resp.StatusCode)
+	}
+	want := map[string]string{"vigil/asset": "active", "prometheus/asset": "suppressed", "prometheus/healthz": "active"}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := map[string]string{}
+		for _, a := range getAlerts(t, base) {
+			st := a.Status.State
+			if st == "suppressed" && len(a.Status.InhibitedBy) == 0 {
+				st = "suppressed, not inhibited"
+			}
+			got[a.Labels["source"]+"/"+a.Labels["check"]] = st
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alert states %v, want %v", got, want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
