@@ -127,6 +127,7 @@ type Browser struct {
 	root        context.Context // chromedp context owning the browser process; nil when not running
 	rootCancel  context.CancelFunc
 	allocCancel context.CancelFunc
+	dir         string // the running browser's profile and temporary files, removed when it stops
 	starts      int
 }
 
@@ -185,6 +186,18 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Chromium's own temporary files (org.chromium.Chromium.*) go in a
+	// private directory, removed when the browser stops, so a Chromium
+	// that was killed leaves nothing behind in the shared /tmp. (chromedp
+	// makes the profile directory, and removes it with any leftover
+	// child process.)
+	// A short name: Chromium makes a socket in it, and a socket's path is
+	// limited to 107 bytes.
+	dir, err := os.MkdirTemp("", "vcr")
+	if err != nil {
+		return nil, fmt.Errorf("%w: a directory for its temporary files: %v", ErrBrowserUnavailable, err)
+	}
+	env := slices.DeleteFunc(b.cfg.browserEnv(os.Environ()), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -197,7 +210,7 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.WindowSize(1280, 800),
 		chromedp.NoInheritEnv,
-		chromedp.Env(b.cfg.browserEnv(os.Environ())...),
+		chromedp.Env(append(env, "TMPDIR="+dir)...),
 	)
 	// Always explicit: chromedp adds --no-sandbox for uid 0 by itself
 	// unless the flag is set to false.
@@ -219,12 +232,13 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		rootCancel()
 		allocCancel()
+		os.RemoveAll(dir)
 		if !noSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
 			return nil, fmt.Errorf("%w: starting %s: the Chromium sandbox is not available here (set agent.browser.no_sandbox: true to run without it): %v", ErrBrowserUnavailable, path, err)
 		}
 		return nil, fmt.Errorf("%w: starting %s: %v", ErrBrowserUnavailable, path, err)
 	}
-	b.root, b.rootCancel, b.allocCancel = root, rootCancel, allocCancel
+	b.root, b.rootCancel, b.allocCancel, b.dir = root, rootCancel, allocCancel, dir
 	b.starts++
 	b.cfg.Log.Info("browser started", "exec_path", path, "pid", b.pidLocked(), "starts", b.starts)
 	return root, nil
@@ -249,7 +263,8 @@ func (b *Browser) stopLocked() {
 	// leftover children that use its profile directory and removes it.
 	b.rootCancel()
 	b.allocCancel()
-	b.root, b.rootCancel, b.allocCancel = nil, nil, nil
+	os.RemoveAll(b.dir)
+	b.root, b.rootCancel, b.allocCancel, b.dir = nil, nil, nil, ""
 }
 
 func (b *Browser) pidLocked() int {

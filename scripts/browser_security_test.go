@@ -237,3 +237,40 @@ func TestNavigateOnlyHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserTempFilesPrivate: Chromium's TMPDIR is a private directory of
+// its own (its org.chromium.* files go there, not in the shared /tmp),
+// replacing vigil's TMPDIR, and the directory is removed when the browser
+// stops, so a Chromium that was killed leaves nothing behind.
+func TestBrowserTempFilesPrivate(t *testing.T) {
+	// Short: Chromium's socket path under it must fit in 107 bytes.
+	shared, err := os.MkdirTemp("/tmp", "vt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	t.Setenv("TMPDIR", shared)
+	b, err := startOwnBrowser(t, BrowserConfig{})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	var dir string
+	for _, kv := range procFile(t, b.PID(), "environ") {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			if dir != "" {
+				t.Fatalf("two TMPDIR entries: %q and %q", dir, v)
+			}
+			dir = v
+		}
+	}
+	if !strings.HasPrefix(filepath.Base(dir), "vcr") || filepath.Dir(dir) != shared {
+		t.Fatalf("browser TMPDIR %q, want a directory of its own (vcr*) under %s", dir, shared)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("browser TMPDIR %s: %v, want a 0700 directory", dir, err)
+	}
+	b.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("browser TMPDIR %s still there after Close (err %v)", dir, err)
+	}
+}
