@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +31,15 @@ const ownReadTimeout = 5 * time.Second
 // timeout, if shorter, applies too.
 const probeTimeout = 5 * time.Second
 
+// readReserve is what a read keeps back from Primary, of its caller's
+// remaining time, for each of the two steps that may follow a read of
+// Primary that does not answer: the probe that tells a hung Primary from a
+// heavy query, and the read of Own. Of a deadline under 5×readReserve away
+// it keeps a fifth for each. So Primary gets at most the caller's time less
+// 2 s, and a caller whose deadline equals Primary's own timeout (10 s for
+// both by default) is still answered, from Own, when Primary hangs.
+const readReserve = time.Second
+
 // probeWindow is the maxAge of a probe read: the latest verdicts of the last
 // second, a query as cheap as Primary has.
 const probeWindow = time.Second
@@ -39,34 +50,47 @@ const probeWindow = time.Second
 // up, with fewer regions, through an outage of the shared store.
 //
 // A read of Primary that fails because Primary is failing puts the Fallback
-// in the degraded state (Notice is non-empty). While degraded, Primary is
-// tried again by one read at most every Retry; the reads in between go
-// straight to Own, so a Primary that hangs until its timeout slows one read
-// per Retry, not every one. The first read of Primary that succeeds ends the
-// degraded state.
+// in the degraded state (Notice is non-empty) and is answered from Own.
+// While degraded, Primary is tried again by one read at a time, at most
+// every Retry (counted from the end of the last try); the reads in between,
+// and those that come while a try is under way, go straight to Own, so a
+// Primary that hangs until its timeout slows one read per Retry, not every
+// one. The first read of Primary that succeeds ends the degraded state.
+//
+// A read gives Primary a share of its caller's time, not all of it: the
+// caller's deadline less up to 2×readReserve (2 s), so that when Primary
+// does not answer in its share there is still time for a probe and for Own.
+// Primary's own timeout, if shorter, applies too. A read of Primary cut
+// short by that share is a timeout like Primary's own.
 //
 // A read that failed for reasons of its own leaves the state as it is and
 // returns its error (it is not answered from Own, which would show fewer
 // regions with no banner), so one caller cannot turn the page degraded for
 // everyone:
 //
-//   - the caller's context ended (cancelled, or its deadline passed): the
-//     caller's time budget, not Primary, decided;
+//   - the caller's context ended (cancelled, or its deadline passed
+//     although Primary had only its share of it): the caller, not Primary,
+//     decided;
 //   - Primary answered and refused the query: an HTTP 4xx from InfluxDB
 //     (influxdb-client-go's *http.Error) other than 401, 403, 404, 408 and
 //     429, which say that every read would fail (bad token, missing bucket
 //     or org, overload);
-//   - the read timed out (Primary's own timeout) while a probe, a read of
-//     the last second's verdicts, then succeeded: the query was too heavy,
-//     Primary answers. A timeout is the one error that cannot tell a heavy
-//     query from a hung store, so the probe decides.
+//   - the read timed out (Primary's own timeout, or the end of its share of
+//     the caller's time) while a probe, a read of the last second's
+//     verdicts, then succeeded: the query was too heavy, Primary answers. A
+//     timeout is the one error that cannot tell a heavy query from a hung
+//     store, so the probe decides; a probe that has not answered when the
+//     read's reserve for it is spent counts as failed (it goes on in the
+//     background, and its answer, when it comes, ends the degraded state).
 //
 // When the caller's deadline passed, a probe runs in the background as well
-// (one at a time) and its outcome alone counts: a store that accepts
-// connections and never answers still turns the page degraded even where
-// the caller's deadline comes before Primary's own timeout. Every other
-// error — refused or reset connections, DNS, TLS, a dial timeout, a 5xx,
-// the statuses above, an answer that does not parse — counts.
+// (one at a time) and its outcome alone counts. Every other error — refused
+// or reset connections, DNS, TLS, a dial timeout, a 5xx, the statuses
+// above, an answer that does not parse — counts.
+//
+// A Primary that is an Explainer names the setting at fault in its errors
+// (a rejected token, a missing bucket); the errors the Fallback returns and
+// logs carry that.
 //
 // Fallback only reads; writes to Primary are the Sink's business (the
 // InfluxDB outbox keeps them through the outage). The zero value is not
@@ -91,14 +115,27 @@ type Fallback struct {
 
 	mu      sync.Mutex
 	since   time.Time  // when Primary's reads began failing; zero: they work
-	lastTry time.Time  // the last read of Primary while failing
+	why     string     // what is wrong with Primary, for Notice (see outage)
+	lastTry time.Time  // the end of the last read of Primary while failing
+	trying  bool       // a read is trying Primary while failing
 	probing *probeCall // the probe in flight, if any
+}
+
+// Explainer is a HistorySource that can say which of its settings an error
+// of one of its reads points at: a Primary that implements it has its
+// errors explained before the Fallback returns or logs them.
+type Explainer interface {
+	HistorySource
+	// ExplainError returns err, or an error that wraps it and names the
+	// setting to fix (e.g. "store.influxdb.token: rejected by InfluxDB
+	// (401 Unauthorized)").
+	ExplainError(err error) error
 }
 
 // probeCall is one probe read of Primary that concurrent reads share.
 type probeCall struct {
 	done chan struct{}
-	err  error // nil: Primary answered
+	err  error // nil: Primary answered; set before done is closed
 }
 
 var _ HistorySource = (*Fallback)(nil)
@@ -140,20 +177,25 @@ var errNoOwnHistory = errors.New("this agent keeps no history of its own")
 
 // Notice says why reads come from Own, e.g. "InfluxDB unreachable since
 // 2026-11-30T10:20:00Z: showing this canary's own results only"; "" while
-// Primary answers (and on a nil Fallback). It names no error: those can
-// carry URLs and are for /healthz and the log.
+// Primary answers (and on a nil Fallback). What is wrong is the last
+// failure's: "unreachable" (connections refused or reset, DNS, dial
+// timeouts), "not answering" (reads and probes time out), "unavailable
+// (credentials rejected: 401 Unauthorized)", "unavailable (bucket not
+// found)", "unavailable (organization not found)", "unavailable (HTTP 503
+// Service Unavailable)" or "unavailable".
+// It names no error: those can carry URLs and are for /healthz and the log.
 func (f *Fallback) Notice() string {
 	if f == nil {
 		return ""
 	}
 	f.mu.Lock()
-	since := f.since
+	since, why := f.since, f.why
 	f.mu.Unlock()
 	if since.IsZero() {
 		return ""
 	}
-	return fmt.Sprintf("%s unreachable since %s: showing this canary's own results only",
-		f.name(), since.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s %s since %s: showing this canary's own results only",
+		f.name(), why, since.UTC().Format(time.RFC3339))
 }
 
 // Mark wraps h so that its responses carry DegradedHeader (the Notice)
@@ -199,31 +241,39 @@ func (m *markWriter) Write(b []byte) (int, error) {
 func (m *markWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
 
 // fallbackRead runs one read: Primary unless it is failing and was tried
-// less than Retry ago, then Own if Primary was skipped or failed because it
-// is failing (see Fallback for the errors that do not count).
+// less than Retry ago or is being tried, then Own if Primary was skipped or
+// failed because it is failing (see Fallback for the errors that do not
+// count).
 func fallbackRead[T any](f *Fallback, ctx context.Context, primary, own func(context.Context) (T, error)) (T, error) {
 	var perr error
-	if f.tryPrimary() {
-		v, err := primary(ctx)
+	try, claimed := f.tryPrimary()
+	if claimed {
+		defer f.endTry()
+	}
+	if try {
+		pctx, reserve, cancel := readBudget(ctx)
+		v, err := primary(pctx)
+		cancel()
 		if err == nil {
-			f.record(nil)
+			f.record(nil, nil)
 			return v, nil
 		}
+		err = f.explain(err)
 		switch f.cause(ctx, err) {
 		case causeCaller:
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				// Too slow for this caller: heavy query, or a hung store.
-				go f.probeAndRecord(err)
+				f.probe(err)
 			}
 			return v, err
 		case causeQuery:
 			return v, err
 		case causeTimeout:
-			if !f.probeAndRecord(err) {
+			if !f.probeAndRecord(err, reserve) {
 				return v, err
 			}
 		default:
-			f.record(err)
+			f.record(err, err)
 		}
 		perr = err
 	}
@@ -238,21 +288,39 @@ func fallbackRead[T any](f *Fallback, ctx context.Context, primary, own func(con
 	v, err := own(octx)
 	if err != nil {
 		if perr == nil {
-			return v, fmt.Errorf("%s unreachable, and reading this canary's own results failed: %w", f.name(), err)
+			return v, fmt.Errorf("%s %s, and reading this canary's own results failed: %w", f.name(), f.wrong(), err)
 		}
 		return v, fmt.Errorf("%s: %w; and reading this canary's own results failed: %w", f.name(), perr, err)
 	}
 	return v, nil
 }
 
-// cause says why a read of Primary with context ctx failed with err.
+// readBudget returns the context a read of Primary runs with, its caller's
+// ctx shortened by twice the reserve, and the reserve: what is kept back
+// for a probe and for Own (see readReserve). Without a caller deadline the
+// context is ctx (Primary's own timeout bounds the read) and the reserve is
+// probeTimeout.
+func readBudget(ctx context.Context) (context.Context, time.Duration, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return ctx, probeTimeout, func() {}
+	}
+	reserve := min(readReserve, time.Until(dl)/5)
+	if reserve <= 0 {
+		return ctx, 0, func() {} // already past: the read fails as the caller's
+	}
+	pctx, cancel := context.WithDeadline(ctx, dl.Add(-2*reserve))
+	return pctx, reserve, cancel
+}
+
+// cause says why a read of Primary failed with err; ctx is its caller's.
 type cause int
 
 const (
 	causeStore   cause = iota // Primary is failing: counts
 	causeCaller               // ctx ended: does not count
 	causeQuery                // Primary refused this query: does not count
-	causeTimeout              // Primary's own timeout: a probe decides
+	causeTimeout              // a timeout: a probe decides
 )
 
 func (f *Fallback) cause(ctx context.Context, err error) cause {
@@ -276,55 +344,72 @@ func (f *Fallback) cause(ctx context.Context, err error) cause {
 	return causeStore
 }
 
-// probeAndRecord probes Primary after a read failed with err and records the
-// outcome: degraded (reporting true) when the probe fails too, Primary
-// answering when it succeeds.
-func (f *Fallback) probeAndRecord(err error) (failing bool) {
-	perr := f.probe()
-	if perr == nil {
-		f.record(nil)
-		return false
+// probeAndRecord probes Primary after a read timed out with err, waiting at
+// most wait for the probe, and reports whether Primary is failing: the
+// probe failed, or did not answer within wait (it goes on, and records its
+// outcome when it ends). Either way the outcome is recorded.
+func (f *Fallback) probeAndRecord(err error, wait time.Duration) (failing bool) {
+	c := f.probe(err)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return c.err != nil
+	case <-t.C:
+		perr := fmt.Errorf("%w (no answer within %s)", context.DeadlineExceeded, wait)
+		f.record(fmt.Errorf("%w; a probe read did not answer either: %w", err, perr), perr)
+		return true
 	}
-	f.record(fmt.Errorf("%w; a probe read failed too: %w", err, perr))
-	return true
 }
 
-// probe reads Primary's latest verdicts of the last probeWindow, within
-// probeTimeout, and returns nil if Primary answered (a refused query is an
-// answer). Concurrent callers share one probe.
-func (f *Fallback) probe() error {
+// probe starts a probe read of Primary's latest verdicts of the last
+// probeWindow, within probeTimeout, or joins the one in flight, after a read
+// failed with err. The probe records its outcome when it ends: Primary
+// answered (a refused query is an answer), or failing.
+func (f *Fallback) probe(err error) *probeCall {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if c := f.probing; c != nil {
-		f.mu.Unlock()
-		<-c.done
-		return c.err
+		return c
 	}
 	c := &probeCall{done: make(chan struct{})}
 	f.probing = c
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		f.probing = nil
-		f.mu.Unlock()
-		close(c.done)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				f.log().Error("store probe panicked", "store", f.name(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				c.err = fmt.Errorf("probe panicked: %v", r)
+			}
+			f.mu.Lock()
+			f.probing = nil
+			f.mu.Unlock()
+			close(c.done)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		defer cancel()
+		_, perr := f.Primary.Verdicts(ctx, probeWindow)
+		if perr != nil && f.cause(context.Background(), perr) != causeQuery {
+			c.err = f.explain(perr)
+			f.record(fmt.Errorf("%w; a probe read failed too: %w", err, c.err), c.err)
+			return
+		}
+		f.record(nil, nil)
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	_, err := f.Primary.Verdicts(ctx, probeWindow)
-	if err != nil && f.cause(context.Background(), err) != causeQuery {
-		c.err = err
-	}
-	return c.err
+	return c
 }
 
 // tryPrimary reports whether this read goes to Primary: always while it
-// answers, else when Retry passed since the last try (which it claims, so
-// concurrent reads send one try, not many).
-func (f *Fallback) tryPrimary() bool {
+// answers; while it fails, when Retry passed since the last try ended and
+// no other read is trying it. Such a read is claimed (the try while
+// failing): the caller must call endTry when it is done with Primary.
+func (f *Fallback) tryPrimary() (try, claimed bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.since.IsZero() {
-		return true
+		return true, false
+	}
+	if f.trying {
+		return false, false
 	}
 	now := f.now()
 	retry := f.Retry
@@ -332,14 +417,26 @@ func (f *Fallback) tryPrimary() bool {
 		retry = DefaultFallbackRetry
 	}
 	if now.Sub(f.lastTry) < retry && !now.Before(f.lastTry) {
-		return false
+		return false, false
 	}
-	f.lastTry = now
-	return true
+	f.trying, f.lastTry = true, now
+	return true, true
 }
 
-// record notes a read of Primary; only the transitions are logged.
-func (f *Fallback) record(err error) {
+// endTry ends a try claimed by tryPrimary; the next one is due Retry later.
+func (f *Fallback) endTry() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.trying = false
+	if !f.since.IsZero() {
+		f.lastTry = f.now()
+	}
+}
+
+// record notes a read of Primary: err nil when it answered; why the error
+// that says what is wrong with it (for Notice). Only the transitions are
+// logged.
+func (f *Fallback) record(err, why error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -347,13 +444,96 @@ func (f *Fallback) record(err error) {
 	case err == nil && !f.since.IsZero():
 		f.log().Info("store answers reads again; serving from it", "store", f.name(),
 			"failed_for", now.Sub(f.since).Round(time.Second).String())
-		f.since = time.Time{}
+		f.since, f.why = time.Time{}, ""
 	case err != nil && f.since.IsZero():
-		f.since, f.lastTry = now, now
+		f.since, f.lastTry, f.why = now, now, outage(why)
 		f.log().Warn("store reads failing; serving this canary's own results until it answers", "store", f.name(), "err", err)
 	case err != nil:
-		f.lastTry = now
+		f.lastTry, f.why = now, outage(why)
 	}
+}
+
+// wrong is the degraded state's what-is-wrong, as in Notice; "unreachable"
+// while Primary answers.
+func (f *Fallback) wrong() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.why == "" {
+		return "unreachable"
+	}
+	return f.why
+}
+
+// outage says in a few words what err, a failure of Primary, means to a
+// reader of the status page (see Notice).
+func outage(err error) string {
+	if he, ok := errors.AsType[*influxhttp.Error](err); ok && he.StatusCode != 0 {
+		status := fmt.Sprintf("%d %s", he.StatusCode, http.StatusText(he.StatusCode))
+		switch {
+		case he.StatusCode == http.StatusUnauthorized || he.StatusCode == http.StatusForbidden:
+			return "unavailable (credentials rejected: " + status + ")"
+		case OrgMissing(err):
+			return "unavailable (organization not found)"
+		case BucketMissing(err):
+			return "unavailable (bucket not found)"
+		}
+		return "unavailable (HTTP " + status + ")"
+	}
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+		return "unreachable"
+	}
+	if ne, ok := errors.AsType[net.Error](err); (ok && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {
+		return "not answering"
+	}
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return "unreachable"
+	}
+	return "unavailable"
+}
+
+// BucketMissing reports whether err is InfluxDB saying that the bucket (the
+// database or retention policy on 1.8) does not exist: a 404 on 2.x and on
+// 1.8's writes (other than OrgMissing's), a 500 "no database" on 1.8's Flux
+// reads.
+func BucketMissing(err error) bool {
+	m, status := influxMessage(err)
+	switch {
+	case status == 0:
+		return false
+	case status == http.StatusNotFound:
+		return !OrgMissing(err)
+	}
+	return strings.Contains(m, "no database") || strings.Contains(m, "database not found") ||
+		strings.Contains(m, "bucket not found") || strings.Contains(m, "retention policy not found")
+}
+
+// OrgMissing reports whether err is InfluxDB 2.x answering 404 because the
+// organization does not exist.
+func OrgMissing(err error) bool {
+	m, status := influxMessage(err)
+	return status == http.StatusNotFound && strings.Contains(m, "organization")
+}
+
+// influxMessage is InfluxDB's error text in err, lower-cased, and its HTTP
+// status; 0 when err carries no answer of InfluxDB's.
+func influxMessage(err error) (string, int) {
+	he, ok := errors.AsType[*influxhttp.Error](err)
+	if !ok || he.StatusCode == 0 {
+		return "", 0
+	}
+	m := he.Code + " " + he.Message
+	if he.Err != nil {
+		m += " " + he.Err.Error()
+	}
+	return strings.ToLower(m), he.StatusCode
+}
+
+// explain has Primary name the setting at fault in err, if it can.
+func (f *Fallback) explain(err error) error {
+	if e, ok := f.Primary.(Explainer); ok {
+		return e.ExplainError(err)
+	}
+	return err
 }
 
 func (f *Fallback) name() string {

@@ -9,9 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,7 +108,8 @@ func (l latestOnly) Verdicts(context.Context, time.Duration) ([]reporting.Verdic
 	return l.vs, nil
 }
 
-var errDown = errors.New("dial tcp 127.0.0.1:8086: connect: connection refused")
+// errDown is what a read of an InfluxDB that refuses connections fails with.
+var errDown error = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -213,40 +217,34 @@ func TestFallbackCallerGone(t *testing.T) {
 	}
 }
 
-// TestFallbackCallerDeadline: a read that runs past the caller's deadline
-// fails with the caller's error and is not answered from Own. It does not
-// count against Primary by itself: a probe in the background decides, so a
-// store that hangs on every read turns the page degraded, and a slow query
-// on a store that answers does not (here it even ends a degraded state,
-// since the probe shows Primary answering).
+// TestFallbackCallerDeadline: a read gives Primary only a share of its
+// caller's time. A store that hangs is answered from Own within the
+// caller's deadline, degraded; a query too slow for that share on a store
+// that answers the probe fails alone, with a timeout, and is not answered
+// from Own (here it even ends a degraded state, since the probe shows
+// Primary answering).
 func TestFallbackCallerDeadline(t *testing.T) {
-	deadline := func(t *testing.T, f *reporting.Fallback, own *fakeSource) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-		defer cancel()
-		if _, err := f.History(ctx, reporting.HistoryQuery{Check: "c"}); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("History past the caller's deadline: error %v, want context.DeadlineExceeded", err)
-		}
-		if own.count() != 0 {
-			t.Errorf("Own read %d times, want none (the caller is gone)", own.count())
-		}
-	}
+	const deadline = 500 * time.Millisecond
 	t.Run("store hangs on every read", func(t *testing.T) {
 		own := &fakeSource{vs: []reporting.Verdict{{Region: "eu"}}}
-		primary := &fakeSource{hang: 100 * time.Millisecond}
+		primary := &fakeSource{hang: time.Minute}
 		f := &reporting.Fallback{Primary: primary, Own: own, Name: "InfluxDB", Log: quiet()}
-		deadline(t, f, own)
-		if n := f.Notice(); n != "" {
-			t.Errorf("Notice right after the caller's deadline = %q, want none until the probe fails", n)
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		start := time.Now()
+		hs, err := f.History(ctx, reporting.HistoryQuery{Check: "c"})
+		if took := time.Since(start); err != nil || regions(hs) != "eu" || took >= deadline {
+			t.Fatalf("History with a %s deadline, Primary hung: %s, %v after %s; want Own's (eu) within the deadline",
+				deadline, regions(hs), err, took.Round(time.Millisecond))
 		}
-		if !eventually(func() bool { return f.Notice() != "" }) {
-			t.Fatal("the probe of a hung store did not turn the Fallback degraded within 2s")
+		if n := f.Notice(); !strings.HasPrefix(n, "InfluxDB not answering since ") {
+			t.Errorf("Notice = %q, want InfluxDB not answering since …", n)
 		}
 		if got := primary.count(); got != 2 {
 			t.Errorf("Primary read %d times, want 2 (the read and one probe)", got)
 		}
-		if vs, err := f.Verdicts(context.Background(), 0); err != nil || regions(vs) != "eu" {
-			t.Errorf("next read: %s, %v; want Own's (eu)", regions(vs), err)
+		if vs, err := f.Verdicts(context.Background(), 0); err != nil || regions(vs) != "eu" || primary.count() != 2 {
+			t.Errorf("next read: %s, %v, Primary read %d times; want Own's (eu) without trying Primary", regions(vs), err, primary.count())
 		}
 	})
 	t.Run("slow query on a store that answers", func(t *testing.T) {
@@ -263,11 +261,151 @@ func TestFallbackCallerDeadline(t *testing.T) {
 		own.mu.Lock()
 		own.reads = 0
 		own.mu.Unlock()
-		deadline(t, f, own)
-		if !eventually(func() bool { return f.Notice() == "" }) {
-			t.Fatalf("Notice = %q after a probe that Primary answered, want none", f.Notice())
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		start := time.Now()
+		_, err := f.History(ctx, reporting.HistoryQuery{Check: "c"})
+		if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took >= deadline {
+			t.Fatalf("History too slow for its share of a %s deadline: error %v after %s; want context.DeadlineExceeded within the deadline",
+				deadline, err, took.Round(time.Millisecond))
+		}
+		if own.count() != 0 {
+			t.Errorf("Own read %d times, want none (a heavy query is not an outage)", own.count())
+		}
+		if n := f.Notice(); n != "" {
+			t.Errorf("Notice = %q after a probe that Primary answered, want none", n)
 		}
 	})
+}
+
+// TestFallbackHungInfluxDBSequentialReads: an InfluxDB that accepts
+// connections and never answers, read through the real client by a handler
+// whose deadline equals store.influxdb.timeout (as the API's and the status
+// page's 10 s equal its default). Every response is 200 from Own with the
+// degraded mark, the first included; reads that wait on InfluxDB are one at
+// a time and at least Retry apart, the others are quick.
+func TestFallbackHungInfluxDBSequentialReads(t *testing.T) {
+	const (
+		timeout = time.Second // store.influxdb.timeout, and the handler's deadline
+		retry   = 500 * time.Millisecond
+		slow    = 400 * time.Millisecond // a read that waited on InfluxDB
+	)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	var held []net.Conn
+	var heldMu sync.Mutex
+	conns.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			heldMu.Lock()
+			held = append(held, c) // accepted, never answered
+			heldMu.Unlock()
+		}
+	})
+	defer func() {
+		ln.Close()
+		conns.Wait()
+		heldMu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		heldMu.Unlock()
+	}()
+	primary, err := influx.Open(influx.Config{URL: "http://" + ln.Addr().String(), Bucket: "vigil/autogen", Timeout: timeout},
+		t.TempDir(), influx.Options{Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	f := &reporting.Fallback{Primary: primary, Own: &fakeSource{vs: []reporting.Verdict{{Region: "eu"}}},
+		Name: "InfluxDB", Retry: retry, Log: quiet()}
+	srv := httptest.NewServer(f.Mark(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		vs, err := f.Verdicts(ctx, 0)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, regions(vs))
+	})))
+	defer srv.Close()
+
+	t0 := time.Now()
+	type read struct {
+		start, end time.Time
+		code       int
+		mark, body string
+	}
+	get := func() read {
+		r := read{start: time.Now()}
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Error(err)
+			return r
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r.end, r.code, r.mark, r.body = time.Now(), resp.StatusCode, resp.Header.Get(reporting.DegradedHeader), string(b)
+		return r
+	}
+	check := func(r read) {
+		t.Helper()
+		if r.code != 200 || r.body != "eu" || !strings.HasPrefix(r.mark, "InfluxDB not answering since ") {
+			t.Errorf("read at +%s took %s: %d %q, %s %q; want 200 with Own's (eu) and the mark",
+				r.start.Sub(t0).Round(time.Millisecond), r.end.Sub(r.start).Round(time.Millisecond), r.code, r.body,
+				reporting.DegradedHeader, r.mark)
+		}
+	}
+
+	first := get()
+	check(first)
+	if d := first.end.Sub(first.start); d >= timeout {
+		t.Fatalf("first read took %s, want less than the handler's deadline %s", d, timeout)
+	}
+	// Two clients read one after another for 3 s.
+	var mu sync.Mutex
+	reads := []read{first}
+	var clients sync.WaitGroup
+	until := time.Now().Add(3 * time.Second)
+	for range 2 {
+		clients.Go(func() {
+			for i := 0; i < 200 && time.Now().Before(until); i++ {
+				r := get()
+				mu.Lock()
+				reads = append(reads, r)
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	clients.Wait()
+	var slows []read
+	for _, r := range reads {
+		check(r)
+		if r.end.Sub(r.start) >= slow {
+			slows = append(slows, r)
+		}
+	}
+	sort.Slice(slows, func(i, j int) bool { return slows[i].start.Before(slows[j].start) })
+	for i := 1; i < len(slows); i++ {
+		if gap := slows[i].start.Sub(slows[i-1].end); gap < retry-50*time.Millisecond {
+			t.Errorf("reads that waited on InfluxDB at +%s and +%s: %s apart, want one at a time and Retry (%s) apart",
+				slows[i-1].start.Sub(t0).Round(time.Millisecond), slows[i].start.Sub(t0).Round(time.Millisecond), gap.Round(time.Millisecond), retry)
+		}
+	}
+	if len(slows) < 2 || len(slows) > 4 {
+		t.Errorf("%d of %d reads waited on InfluxDB in 3 s, want 2 to 4 (the first, then one try every Retry + a try)", len(slows), len(reads))
+	}
+	if len(reads) < 20 {
+		t.Errorf("only %d reads in 3 s: the reads that did not try InfluxDB were slow too", len(reads))
+	}
 }
 
 // eventually polls cond every 5ms for at most 2s.
@@ -282,8 +420,9 @@ func eventually(cond func() bool) bool {
 }
 
 // TestFallbackWhatCounts: which failed reads of Primary turn the Fallback
-// degraded (the read is answered from Own, with a notice) and which fail
-// alone (the caller gets Primary's error, everyone else keeps Primary).
+// degraded (the read is answered from Own, with a notice that says what is
+// wrong) and which fail alone (the caller gets Primary's error, everyone
+// else keeps Primary).
 func TestFallbackWhatCounts(t *testing.T) {
 	status := func(code int) error {
 		return fmt.Errorf("influx: history: %w", &influxhttp.Error{StatusCode: code, Code: http.StatusText(code), Message: "m"})
@@ -293,23 +432,29 @@ func TestFallbackWhatCounts(t *testing.T) {
 		name      string
 		primary   *fakeSource
 		counts    bool
-		wantReads int // of Primary: 2 when a probe followed the read
+		wantReads int    // of Primary: 2 when a probe followed the read
+		notice    string // what is wrong, in the notice, when it counts
 	}{
-		{"400 bad query", &fakeSource{err: status(http.StatusBadRequest)}, false, 1},
-		{"413 query too large", &fakeSource{err: status(http.StatusRequestEntityTooLarge)}, false, 1},
-		{"422 unprocessable", &fakeSource{err: status(http.StatusUnprocessableEntity)}, false, 1},
-		{"timeout, probe answered", &fakeSource{hangHistory: 10 * time.Millisecond}, false, 2},
-		{"connection refused", &fakeSource{err: errDown}, true, 1},
-		{"dial timeout", &fakeSource{err: fmt.Errorf("influx: history: %w", dialTimeout)}, true, 1},
-		{"401 bad token", &fakeSource{err: status(http.StatusUnauthorized)}, true, 1},
-		{"403 forbidden", &fakeSource{err: status(http.StatusForbidden)}, true, 1},
-		{"404 no such bucket", &fakeSource{err: status(http.StatusNotFound)}, true, 1},
-		{"408 request timeout", &fakeSource{err: status(http.StatusRequestTimeout)}, true, 1},
-		{"429 too many requests", &fakeSource{err: status(http.StatusTooManyRequests)}, true, 1},
-		{"500 internal error", &fakeSource{err: status(http.StatusInternalServerError)}, true, 1},
-		{"503 unavailable", &fakeSource{err: status(http.StatusServiceUnavailable)}, true, 1},
-		{"timeout, probe timed out too", &fakeSource{hang: 10 * time.Millisecond}, true, 2},
-		{"answer does not parse", &fakeSource{err: errors.New("influx: history: parsing error, annotations not found")}, true, 1},
+		{"400 bad query", &fakeSource{err: status(http.StatusBadRequest)}, false, 1, ""},
+		{"413 query too large", &fakeSource{err: status(http.StatusRequestEntityTooLarge)}, false, 1, ""},
+		{"422 unprocessable", &fakeSource{err: status(http.StatusUnprocessableEntity)}, false, 1, ""},
+		{"timeout, probe answered", &fakeSource{hangHistory: 10 * time.Millisecond}, false, 2, ""},
+		{"connection refused", &fakeSource{err: errDown}, true, 1, "unreachable"},
+		{"dial timeout", &fakeSource{err: fmt.Errorf("influx: history: %w", dialTimeout)}, true, 1, "unreachable"},
+		{"401 bad token", &fakeSource{err: status(http.StatusUnauthorized)}, true, 1, "unavailable (credentials rejected: 401 Unauthorized)"},
+		{"403 forbidden", &fakeSource{err: status(http.StatusForbidden)}, true, 1, "unavailable (credentials rejected: 403 Forbidden)"},
+		{"404 no such bucket", &fakeSource{err: status(http.StatusNotFound)}, true, 1, "unavailable (bucket not found)"},
+		{"404 no such organization", &fakeSource{err: fmt.Errorf("influx: history: %w", &influxhttp.Error{StatusCode: 404,
+			Code: "not found", Message: `organization name "acme" not found`})}, true, 1, "unavailable (organization not found)"},
+		{"1.8: no database", &fakeSource{err: fmt.Errorf("influx: history: %w", &influxhttp.Error{StatusCode: 500,
+			Code: "500 Internal Server Error", Message: "error\nfailed to initialize execute state: no database\n"})},
+			true, 1, "unavailable (bucket not found)"},
+		{"408 request timeout", &fakeSource{err: status(http.StatusRequestTimeout)}, true, 1, "unavailable (HTTP 408 Request Timeout)"},
+		{"429 too many requests", &fakeSource{err: status(http.StatusTooManyRequests)}, true, 1, "unavailable (HTTP 429 Too Many Requests)"},
+		{"500 internal error", &fakeSource{err: status(http.StatusInternalServerError)}, true, 1, "unavailable (HTTP 500 Internal Server Error)"},
+		{"503 unavailable", &fakeSource{err: status(http.StatusServiceUnavailable)}, true, 1, "unavailable (HTTP 503 Service Unavailable)"},
+		{"timeout, probe timed out too", &fakeSource{hang: 10 * time.Millisecond}, true, 2, "not answering"},
+		{"answer does not parse", &fakeSource{err: errors.New("influx: history: parsing error, annotations not found")}, true, 1, "unavailable"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,8 +462,9 @@ func TestFallbackWhatCounts(t *testing.T) {
 			f := &reporting.Fallback{Primary: tc.primary, Own: own, Name: "InfluxDB", Log: quiet()}
 			vs, err := f.History(context.Background(), reporting.HistoryQuery{Check: "c"})
 			if tc.counts {
-				if err != nil || regions(vs) != "eu" || !strings.HasPrefix(f.Notice(), "InfluxDB unreachable since ") {
-					t.Errorf("History = %s, %v, Notice %q; want Own's (eu) and the notice", regions(vs), err, f.Notice())
+				want := "InfluxDB " + tc.notice + " since "
+				if err != nil || regions(vs) != "eu" || !strings.HasPrefix(f.Notice(), want) {
+					t.Errorf("History = %s, %v, Notice %q; want Own's (eu) and the notice %q…", regions(vs), err, f.Notice(), want)
 				}
 			} else {
 				if err == nil || f.Notice() != "" || own.count() != 0 {
@@ -442,7 +588,7 @@ func TestFallbackRealInfluxDBErrors(t *testing.T) {
 		handler func(*atomic.Int64) http.HandlerFunc // nil: a dead port
 		counts  bool
 		queries int64
-		wantErr string // in the History error when it does not count
+		wantErr string // in the History error when it does not count; else what is wrong, in the notice
 	}{
 		{"400 bad query", func(q *atomic.Int64) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
@@ -456,8 +602,8 @@ func TestFallbackRealInfluxDBErrors(t *testing.T) {
 				q.Add(1)
 				answer(http.StatusServiceUnavailable, `{"code":"unavailable","message":"service unavailable"}`)(w, r)
 			}
-		}, true, 1, ""},
-		{"connection refused", nil, true, 0, ""},
+		}, true, 1, "unavailable (HTTP 503 Service Unavailable)"},
+		{"connection refused", nil, true, 0, "unreachable"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -487,8 +633,9 @@ func TestFallbackRealInfluxDBErrors(t *testing.T) {
 			defer cancel()
 			vs, err := f.History(ctx, reporting.HistoryQuery{Check: "c"})
 			if tc.counts {
-				if err != nil || regions(vs) != "eu" || !strings.HasPrefix(f.Notice(), "InfluxDB unreachable since ") {
-					t.Errorf("History = %s, %v, Notice %q; want Own's (eu) and the notice", regions(vs), err, f.Notice())
+				want := "InfluxDB " + tc.wantErr + " since "
+				if err != nil || regions(vs) != "eu" || !strings.HasPrefix(f.Notice(), want) {
+					t.Errorf("History = %s, %v, Notice %q; want Own's (eu) and the notice %q…", regions(vs), err, f.Notice(), want)
 				}
 			} else {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || f.Notice() != "" || own.count() != 0 {

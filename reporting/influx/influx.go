@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,9 +49,14 @@ type Options struct {
 	// Log receives delivery errors and rejected points. Default slog.Default().
 	Log *slog.Logger
 	// MinBackoff and MaxBackoff bound the retry delay after a failed write;
-	// the delay doubles from MinBackoff (default 500ms) to MaxBackoff
-	// (default 30s), with ±20 % jitter.
+	// the delay doubles from MinBackoff (default 500ms), with ±20 % jitter
+	// and at least a Retry-After, and is never more than MaxBackoff
+	// (default 30s), jitter and Retry-After included.
 	MinBackoff, MaxBackoff time.Duration
+
+	// jitter returns a number in [0, 1) that places a retry delay within
+	// its ±20 %. Default rand.Float64; tests pin it.
+	jitter func() float64
 }
 
 // Store writes to and reads from one InfluxDB bucket. It implements
@@ -87,6 +93,7 @@ type Store struct {
 var (
 	_ reporting.Sink          = (*Store)(nil)
 	_ reporting.HistorySource = (*Store)(nil)
+	_ reporting.Explainer     = (*Store)(nil)
 	_ reporting.SignalSink    = (*Store)(nil)
 	_ reporting.SignalSource  = (*Store)(nil)
 )
@@ -108,6 +115,9 @@ func Open(cfg Config, dataDir string, o Options) (*Store, error) {
 		o.MaxBackoff = 30 * time.Second
 	}
 	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
+	if o.jitter == nil {
+		o.jitter = rand.Float64
+	}
 	out, err := openOutbox(filepath.Join(dataDir, OutboxDir), int64(cfg.SpoolMax))
 	if err != nil {
 		return nil, fmt.Errorf("influx: outbox: %w", err)
@@ -310,7 +320,7 @@ func (s *Store) sendLoop() {
 			}
 			continue
 		}
-		err := s.sendOne(ctx)
+		err := s.ExplainError(s.sendOne(ctx))
 		if err == nil || ctx.Err() == nil {
 			s.writes.Record(err)
 		}
@@ -331,12 +341,12 @@ func (s *Store) sendLoop() {
 		}
 		s.retries.Add(1)
 		s.mRetries.Inc()
-		wait := backoff
+		var retryAfter time.Duration
 		var he *http2.Error
 		if errors.As(err, &he) && he.RetryAfter > 0 {
-			wait = max(wait, time.Duration(he.RetryAfter)*time.Second)
+			retryAfter = time.Duration(he.RetryAfter) * time.Second
 		}
-		wait = time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+		wait := retryWait(backoff, retryAfter, s.opts.MaxBackoff, s.opts.jitter())
 		failures++
 		if failures == 1 || time.Since(lastLog) >= time.Minute {
 			s.log.Warn("influx: write failed, will retry", "err", err, "failures", failures,
@@ -351,6 +361,15 @@ func (s *Store) sendLoop() {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// retryWait is the wait before the next write after a failure: backoff
+// within ±20 % (j in [0, 1) places it), at least retryAfter, at most
+// maxWait. The cap comes last, so that no wait is longer than documented
+// (30 s by default), which the alerter's dead-man rule counts on.
+func retryWait(backoff, retryAfter, maxWait time.Duration, j float64) time.Duration {
+	wait := time.Duration(float64(backoff) * (0.8 + 0.4*j))
+	return min(max(wait, retryAfter), maxWait)
 }
 
 // finalDrain tries, within the configured timeout, to deliver what is
@@ -463,6 +482,71 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// keyError is an error of InfluxDB's that a store.influxdb key is the
+// cause of; it names the key and wraps InfluxDB's error.
+type keyError struct {
+	key, msg string
+	err      error
+}
+
+func (e *keyError) Error() string { return e.key + ": " + e.msg }
+func (e *keyError) Unwrap() error { return e.err }
+
+// ExplainError returns err, or, when InfluxDB's answer points at a
+// store.influxdb key, an error naming that key and wrapping err:
+//
+//	store.influxdb.token: rejected by InfluxDB (401 Unauthorized)
+//	store.influxdb.bucket: "vigil/autogen": not found in InfluxDB (500 Internal Server Error: failed to initialize execute state: no database)
+//
+// 401 and 403 point at the token; 404 (2.x, and 1.8's writes) and 1.8's
+// "no database" on Flux reads point at the bucket, or at the org when
+// InfluxDB 2.x says the organization is not found. The token is never
+// quoted; the bucket is, as the config has it.
+func (s *Store) ExplainError(err error) error {
+	var he *http2.Error
+	if err == nil || !errors.As(err, &he) || he.StatusCode == 0 {
+		return err
+	}
+	var ke *keyError
+	if errors.As(err, &ke) {
+		return err
+	}
+	status := fmt.Sprintf("%d %s", he.StatusCode, http.StatusText(he.StatusCode))
+	said := influxSaid(he)
+	switch {
+	case he.StatusCode == http.StatusUnauthorized || he.StatusCode == http.StatusForbidden:
+		if said != "" {
+			status += ": " + said
+		}
+		return &keyError{key: "store.influxdb.token", msg: "rejected by InfluxDB (" + status + ")", err: err}
+	case reporting.OrgMissing(err):
+		if said != "" {
+			status += ": " + said
+		}
+		return &keyError{key: "store.influxdb.org", msg: fmt.Sprintf("%q: not found in InfluxDB (%s)", s.cfg.Org, status), err: err}
+	case reporting.BucketMissing(err):
+		if said != "" {
+			status += ": " + said
+		}
+		return &keyError{key: "store.influxdb.bucket", msg: fmt.Sprintf("%q: not found in InfluxDB (%s)", s.cfg.Bucket, status), err: err}
+	}
+	return err
+}
+
+// influxSaid is InfluxDB's own message in he on one line, "" when it gave
+// none. (InfluxDB 1.8 answers {"error": …}, which the client library fails
+// to decode into he.Err but finds in the X-Influxdb-Error header; a Flux
+// error comes as a CSV body "error\n<message>".)
+func influxSaid(he *http2.Error) string {
+	var lines []string
+	for l := range strings.Lines(he.Message) {
+		if l = strings.TrimSpace(l); l != "" && (l != "error" || len(lines) > 0) {
+			lines = append(lines, l)
+		}
+	}
+	return truncate(strings.Join(lines, "; "), 256)
+}
+
 // Health reports failing writes (points wait in the outbox) and failing
 // reads (the proxy, alerter and status page see no verdicts from InfluxDB)
 // as one error per line, nil when the last write and the last read worked.
@@ -474,7 +558,7 @@ func (s *Store) Health() error {
 			since.UTC().Format(time.RFC3339), p, err))
 	}
 	if since, err := s.reads.State(); err != nil {
-		errs = append(errs, fmt.Errorf("reads failing since %s: %w", since.UTC().Format(time.RFC3339), err))
+		errs = append(errs, fmt.Errorf("reads failing since %s: %w", since.UTC().Format(time.RFC3339), s.ExplainError(err)))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,188 @@
+package influx_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/influx"
+	"github.com/vigil-synthetics/vigil/reporting/influx/influxtest"
+)
+
+// logBuffer collects a logger's lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// waitHealth waits up to 10 s for Health to report every one of want.
+func waitHealth(t *testing.T, st *influx.Store, want ...string) string {
+	t.Helper()
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		got = ""
+		if err := st.Health(); err != nil {
+			got = err.Error()
+		}
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(got, w)
+		}
+		if all {
+			return got
+		}
+	}
+	t.Fatalf("Health = %q; want it to contain %q", got, want)
+	return ""
+}
+
+// TestErrorsNameTheKey: when InfluxDB rejects the token or has no such
+// bucket, /healthz's lines (Health), the write log and read errors name the
+// store.influxdb key to fix (and the bucket as configured), not only
+// InfluxDB's status.
+func TestErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"token rejected (2.x)", `{"code":"unauthorized","message":"unauthorized access"}`, http.StatusUnauthorized,
+			"store.influxdb.token: rejected by InfluxDB (401 Unauthorized: unauthorized access)"},
+		{"token without the permission (2.x)", `{"code":"forbidden","message":"insufficient permissions for write"}`, http.StatusForbidden,
+			"store.influxdb.token: rejected by InfluxDB (403 Forbidden: insufficient permissions for write)"},
+		{"no such organization (2.x)", `{"code":"not found","message":"organization name \"acme\" not found"}`, http.StatusNotFound,
+			`store.influxdb.org: "acme": not found in InfluxDB (404 Not Found: organization name "acme" not found)`},
+		{"no such bucket (2.x)", `{"code":"not found","message":"bucket \"vigil\" not found"}`, http.StatusNotFound,
+			`store.influxdb.bucket: "vigil": not found in InfluxDB (404 Not Found: bucket "vigil" not found)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			var log logBuffer
+			st, err := influx.Open(influx.Config{URL: srv.URL, Token: "s3cret-token", Org: "acme", Bucket: "vigil", FlushInterval: 20 * time.Millisecond},
+				t.TempDir(), influx.Options{Log: log.logger(), MinBackoff: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.Publish(context.Background(), []reporting.Verdict{outageVerdict(time.Now(), 0)}); err != nil {
+				t.Fatal(err)
+			}
+			_, rerr := st.Verdicts(context.Background(), time.Minute)
+			if got := st.ExplainError(rerr); got == nil || got.Error() != tc.want {
+				t.Errorf("read error explained = %v, want %q", got, tc.want)
+			}
+			h := waitHealth(t, st, "writes failing since", "reads failing since")
+			for _, line := range strings.Split(h, "\n") {
+				if !strings.HasSuffix(line, ": "+tc.want) {
+					t.Errorf("Health line %q does not end with %q", line, tc.want)
+				}
+			}
+			if l := log.String(); !strings.Contains(l, `err="`+strings.ReplaceAll(tc.want, `"`, `\"`)+`"`) || strings.Contains(l, "s3cret-token") {
+				t.Errorf("write failure log does not say %q (or shows the token):\n%s", tc.want, l)
+			}
+		})
+	}
+
+	t.Run("no such database (1.8)", func(t *testing.T) {
+		srv := influxtest.Start(t)
+		var log logBuffer
+		st, err := influx.Open(influx.Config{URL: srv.URL, Bucket: "nodb/autogen", FlushInterval: 20 * time.Millisecond},
+			t.TempDir(), influx.Options{Log: log.logger(), MinBackoff: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := st.Publish(context.Background(), []reporting.Verdict{outageVerdict(time.Now(), 0)}); err != nil {
+			t.Fatal(err)
+		}
+		_, rerr := st.Verdicts(context.Background(), time.Minute)
+		const wantRead = `store.influxdb.bucket: "nodb/autogen": not found in InfluxDB (500 Internal Server Error: failed to initialize execute state: no database)`
+		const wantWrite = `store.influxdb.bucket: "nodb/autogen": not found in InfluxDB (404 Not Found: database not found: "nodb")`
+		if got := st.ExplainError(rerr); got == nil || got.Error() != wantRead {
+			t.Errorf("read error explained = %v, want %q", got, wantRead)
+		}
+		h := waitHealth(t, st, "writes failing since", "reads failing since")
+		for _, line := range strings.Split(h, "\n") {
+			want := wantWrite
+			if strings.HasPrefix(line, "reads") {
+				want = wantRead
+			}
+			if !strings.HasSuffix(line, ": "+want) {
+				t.Errorf("Health line %q does not end with %q", line, want)
+			}
+		}
+		if l := log.String(); !strings.Contains(l, strings.ReplaceAll(wantWrite, `"`, `\"`)) {
+			t.Errorf("write failure log does not say %q:\n%s", wantWrite, l)
+		}
+	})
+}
+
+// TestRetryWaitCapped: the wait before a write is retried is never more
+// than MaxBackoff (30 s by default), jitter and Retry-After included: the
+// cap applies after them.
+func TestRetryWaitCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		status     int
+		retryAfter string
+		want       string
+	}{
+		{"503 at the cap, +20 % jitter", http.StatusServiceUnavailable, "", "retry_in=200ms"},
+		{"429 with a longer Retry-After", http.StatusTooManyRequests, "1", "retry_in=200ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if tc.retryAfter != "" {
+					w.Header().Set("Retry-After", tc.retryAfter)
+				}
+				w.WriteHeader(tc.status)
+			}))
+			defer srv.Close()
+			var log logBuffer
+			o := influx.Options{Log: log.logger(), MinBackoff: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+			influx.PinJitter(&o, 0.999)
+			st := openStore(t, srv.URL, "db/rp", t.TempDir(), o)
+			if err := st.Publish(context.Background(), []reporting.Verdict{outageVerdict(time.Now(), 0)}); err != nil {
+				t.Fatal(err)
+			}
+			re := regexp.MustCompile(`retry_in=\S+`)
+			var got string
+			for deadline := time.Now().Add(10 * time.Second); got == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				got = re.FindString(log.String())
+			}
+			if got != tc.want {
+				t.Errorf("write failure logged %q, want %q (MaxBackoff 200ms)\n%s", got, tc.want, log.String())
+			}
+		})
+	}
+}
