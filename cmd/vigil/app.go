@@ -128,6 +128,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
+	setLogRedactor(a.log, cfg.redactor) // ${NAME} values show as *** in the log
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.reloadOK = prometheus.NewCounter(prometheus.CounterOpts{Name: "vigil_config_reloads_total", Help: "Successful config reloads."})
 	a.reloadFail = prometheus.NewCounter(prometheus.CounterOpts{Name: "vigil_config_reload_failures_total", Help: "Config reloads rejected because the new file was invalid; the old config keeps running."})
@@ -747,6 +748,7 @@ func (a *app) apply(cfg *File) error {
 	a.mu.Lock()
 	a.cfg = cfg
 	a.mu.Unlock()
+	setLogRedactor(a.log, cfg.redactor)
 	return nil
 }
 

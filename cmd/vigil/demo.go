@@ -257,7 +257,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--log-level: %q: want debug, info, warn or error", f.logLevel)}
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	log := slog.New(newRedactHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d, err := startDemo(ctx, f, log, cmd.OutOrStdout())

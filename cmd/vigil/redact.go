@@ -7,7 +7,10 @@ import "github.com/vigil-synthetics/vigil/checks"
 // shows them: as written, and from checks.MinEncodedSecret bytes on also
 // base64-, percent-, JSON-escaped or Go-quoted, as an origin or an error
 // message may echo them (see checks.Redactor).
-type redactor struct{ r checks.Redactor }
+type redactor struct {
+	r   checks.Redactor
+	any bool // a value was added: redact has work to do
+}
 
 // add remembers val, the value of key. Values under 3 bytes are not
 // treated as secrets: hiding every "on" or "1" would blank ordinary text.
@@ -18,7 +21,13 @@ func (r *redactor) add(key, val string) {
 	// Region names and the like are not secrets; anything from ${…} or a
 	// token/password/key field is treated as one.
 	r.r.Add(val)
+	r.any = true
 }
+
+// active reports whether r hides anything: false for a nil redactor and
+// one without secrets, which the log handler then skips. Values are added
+// while a config loads, before the redactor is shared.
+func (r *redactor) active() bool { return r != nil && r.any }
 
 // redact returns s with every remembered secret replaced by "***". A nil
 // redactor returns s unchanged.

@@ -47,11 +47,13 @@ func (f *serveFlags) logger() (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %q: want debug, info, warn or error", f.logLevel)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
+	// Every line passes through the config's redactor (see redactHandler),
+	// set once the config is loaded.
 	switch f.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(newRedactHandler(slog.NewTextHandler(os.Stderr, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(newRedactHandler(slog.NewJSONHandler(os.Stderr, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q: want text or json", f.logFormat)
 }
@@ -77,6 +79,7 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	setLogRedactor(log, cfg.redactor) // newApp and every reload set it again
 	shard, err := parseShard(f.shard)
 	if err != nil {
 		return &exitError{code: 2, err: err}
