@@ -97,10 +97,11 @@ func (c *Canary) WatchSignals(ctx context.Context, src reporting.SignalSource, c
 	since := c.now().Add(-cfg.For)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var readLog failureLog
 	for {
 		sigs, err := src.Signals(ctx, since)
-		if err != nil && ctx.Err() == nil {
-			c.log.Warn("passive triggers: reading signals failed", "error", err)
+		if err == nil || ctx.Err() == nil {
+			readLog.record(c.log, c.now(), "passive triggers: reading signals", err)
 		}
 		for _, s := range sigs {
 			if s.At.After(since) {
@@ -126,6 +127,44 @@ func (c *Canary) WatchSignals(ctx context.Context, src reporting.SignalSource, c
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// failureLogEvery is the least time between two log lines about the same
+// run of failures (the first is logged at once).
+const failureLogEvery = time.Minute
+
+// failureLog logs a repeated operation's failures without a line per try:
+// the first failure, then at most one line per failureLogEvery saying how
+// many were left out (suppressed), and one line when it works again. The
+// zero value is ready; not safe for concurrent use.
+type failureLog struct {
+	failures   int       // in a row
+	suppressed int       // failures not logged since the last line
+	since      time.Time // of the first failure in a row
+	last       time.Time // of the last line
+}
+
+// record notes one try of what (e.g. "passive triggers: reading signals")
+// at now: err nil when it worked.
+func (l *failureLog) record(log *slog.Logger, now time.Time, what string, err error) {
+	switch {
+	case err == nil && l.failures > 0:
+		log.Info(what+" recovered", "failures", l.failures, "failed_for", now.Sub(l.since).Round(time.Second).String())
+		*l = failureLog{}
+	case err == nil:
+	case l.failures == 0:
+		l.failures, l.since, l.last = 1, now, now
+		log.Warn(what+" failed", "error", err)
+	default:
+		l.failures++
+		if now.Sub(l.last) < failureLogEvery {
+			l.suppressed++
+			return
+		}
+		log.Warn(what+" failed", "error", err, "failures", l.failures, "suppressed", l.suppressed,
+			"failing_for", now.Sub(l.since).Round(time.Second).String())
+		l.suppressed, l.last = 0, now
 	}
 }
 
