@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -62,8 +63,10 @@ func parseShard(s string) (canary.Shard, error) {
 	if s == "" {
 		return canary.Shard{}, nil
 	}
-	var i, n int
-	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n < 1 || i < 1 || i > n {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
 		return canary.Shard{}, fmt.Errorf("--shard: %q: want i/n with 1 ≤ i ≤ n, e.g. 2/4", s)
 	}
 	return canary.Shard{Index: i - 1, Of: n}, nil

@@ -22,7 +22,7 @@ import (
 func TestShardFlagUsageErrors(t *testing.T) {
 	path := writeConfig(t, healthzConfig(t.TempDir(), "http://127.0.0.1:9"))
 	for _, role := range []string{"run", "canary"} {
-		for _, bad := range []string{"0/2", "3/2", "x", "1/0", "-1/2", "2"} {
+		for _, bad := range []string{"0/2", "3/2", "x", "1/0", "-1/2", "2", "1/2x", "1/2/3", " 1/2"} {
 			out, code := runCLI(t, role, "-c", path, "--shard", bad)
 			want := fmt.Sprintf(`--shard: %q: want i/n with 1 ≤ i ≤ n, e.g. 2/4`, bad)
 			if code != 2 || !strings.Contains(out, want) {
