@@ -197,20 +197,24 @@ func (f *File) ValidateAndSetDefaults() error {
 			}
 		}
 		errs = append(errs, dropUnder(units.Errors(units.Prefix("proxy", f.Proxy.ValidateAndSetDefaults())), fromBad)...)
-		errs = append(errs, f.verdictAges()...)
 	}
 	return errors.Join(errs...)
 }
 
-// verdictAges rejects a pool whose verdicts.max_age is shorter than the
+// verdictAges warns about a pool whose verdicts.max_age is shorter than the
 // longest gap between two verdicts of a check it counts on one of its
 // origins: interval + jitter (the next run may start that late in its slot)
 // + timeout (and end that late) + verdict_poll (and be read that late).
 // Between two such verdicts the last one is stale, so an origin the check
 // fails would return to service until the next run, every run. Cron checks
-// (no fixed interval) and disabled ones are not judged.
-func (f *File) verdictAges() []error {
-	var errs []error
+// (no fixed interval) and disabled ones are not judged. A warning, not an
+// error: the file ran before this was checked, and the fix (a longer
+// max_age, or a pool counting only its frequent checks) is the user's call.
+func (f *File) verdictAges() []string {
+	if f.Proxy == nil {
+		return nil
+	}
+	var warns []string
 	for i, p := range f.Proxy.Pools {
 		if p.Verdicts.MaxAge <= 0 {
 			continue
@@ -240,13 +244,14 @@ func (f *File) verdictAges() []error {
 			if gap <= p.Verdicts.MaxAge {
 				continue
 			}
-			errs = append(errs, fmt.Errorf("proxy.pools[%d].verdicts.max_age: %s is shorter than the longest gap between two verdicts of check %q "+
-				"(interval %s + jitter %s + timeout %s + verdict_poll %s = %s): between its runs the verdict would be stale and an origin it fails "+
-				"would return to service; set max_age to at least %s",
+			warns = append(warns, fmt.Sprintf("proxy.pools[%d].verdicts.max_age: %s is shorter than the longest gap between two verdicts of check %q "+
+				"(interval %s + jitter %s + timeout %s + verdict_poll %s = %s): between its runs the verdict is stale and an origin it fails "+
+				"returns to service until the next run; set max_age to at least %s, or leave the check out of the pool's verdicts.checks/tiers "+
+				"(a long max_age also keeps a stopped canary's verdicts counting that long)",
 				i, p.Verdicts.MaxAge, c.Name, c.Interval, jitter, c.Timeout, f.Proxy.VerdictPoll, gap, gap.Round(time.Second)+time.Second))
 		}
 	}
-	return errs
+	return warns
 }
 
 // poolCounts reports whether a pool's verdicts count check c: every check
@@ -370,6 +375,9 @@ func loadConfigWarn(path string, env func(string) (string, bool), environ []stri
 	}
 	if err == nil {
 		for _, msg := range tlsWarnings(f) {
+			warn(path + ": " + msg)
+		}
+		for _, msg := range f.verdictAges() {
 			warn(path + ": " + msg)
 		}
 	}
