@@ -181,7 +181,11 @@ func (p *Proxy) pollFeed(ctx context.Context, f *verdictFeed) {
 			maxAge = max(maxAge, pl.cfg.Verdicts.MaxAge)
 		}
 		rctx, cancel := context.WithTimeout(ctx, max(st.cfg.VerdictPoll, time.Second))
-		vs, err := f.src.Verdicts(rctx, maxAge)
+		// Twice max_age: the window is the source's clock's (a canary's,
+		// InfluxDB's), and a canary whose clock is slow by up to max_age
+		// must not lose its verdicts early; each pool's own max_age
+		// applies after they are dated on this proxy's clock (rebase).
+		vs, err := f.src.Verdicts(rctx, 2*maxAge)
 		cancel()
 		_, wasFailing := f.fail.State()
 		switch {
@@ -220,23 +224,33 @@ func (p *Proxy) pollFeed(ctx context.Context, f *verdictFeed) {
 func (p *Proxy) applyFeeds() {
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
-	var all []reporting.Verdict
-	for _, f := range p.feeds {
-		f.mu.Lock()
-		all = append(all, f.last...)
-		f.mu.Unlock()
-	}
 	now := time.Now()
 	pools := p.state.Load().pools
-	all = p.rebase(all, now, pools)
+	if p.vseen == nil {
+		p.vseen = map[string]*keySeen{}
+	}
+	var all []reporting.Verdict
+	var ahead []time.Duration
+	present := map[string]bool{}
+	for _, f := range p.feeds {
+		f.mu.Lock()
+		last := f.last
+		f.mu.Unlock()
+		all, ahead = p.rebase(f.name, last, now, pools, all, ahead, present)
+	}
+	for k := range p.vseen {
+		if !present[k] {
+			delete(p.vseen, k)
+		}
+	}
 	for _, pl := range pools {
-		pl.applyVerdicts(all, now)
+		pl.applyVerdictsAhead(all, ahead, now)
 	}
 }
 
 // keySeen is what the proxy saw of one verdict key (check, target, region,
-// vantage): the newest At, when that verdict was first seen here, and how
-// many successive verdicts came further apart than max_age.
+// vantage) from one source: the newest At, when that verdict was first seen
+// here, and how many successive verdicts came further apart than max_age.
 type keySeen struct {
 	at, seen time.Time
 	longGaps int
@@ -247,30 +261,33 @@ type keySeen struct {
 // verdicts coming further apart than max_age.
 const gapWarnEvery = 10 * time.Minute
 
-// rebase returns copies of vs dated on this proxy's clock: each verdict's
-// At becomes when the proxy first saw it (Expires and HeldUntil move with
-// it), so its age and expiry count from its arrival, whatever the skew
-// between the canary's clock and the proxy's. A canary whose clock is 20s
-// slow would otherwise have its verdicts expire (at + 3 intervals) before
-// they arrive, and one whose clock is fast would have them count for longer
-// after it stopped. A key seen for the first time (the proxy just started,
-// a new canary) is taken as dated right, but never ahead of now. An older
-// verdict of a known key (a lagging second source) is placed before the
-// newest by the canary's own difference between the two.
+// rebase appends to out copies of one source's verdicts dated on this
+// proxy's clock, and to ahead how far each one's own date is ahead of now
+// (0 when not ahead), for each pool's own future limit. Each verdict's At
+// becomes when the proxy first saw it (Expires and HeldUntil move with it),
+// so its age and expiry count from its arrival, whatever the skew between
+// the canary's clock and the proxy's: a canary whose clock is 20s slow would
+// otherwise have its verdicts expire (at + 3 intervals) before they arrive,
+// and one whose clock is fast would have them count for longer after it
+// stopped. A key first seen (the proxy just started, a new canary) is taken
+// as dated right, but never ahead of now; a verdict with a new date,
+// later or earlier (the canary's clock stepped back), is new from now.
+// Keys are per source, so two sources of one canary do not mix their dates.
+// A verdict without a date is passed as it is (never fresh).
 //
 // It also warns, at most once per key per gapWarnEvery, when two successive
 // verdicts of a key came further apart than the smallest max_age of the
 // pools counting it: between such runs the verdict is stale, and an origin
 // the check fails drifts back into service until the next run.
-func (p *Proxy) rebase(vs []reporting.Verdict, now time.Time, pools []*pool) []reporting.Verdict {
-	if p.vseen == nil {
-		p.vseen = map[string]*keySeen{}
-	}
-	present := make(map[string]bool, len(vs))
-	out := make([]reporting.Verdict, len(vs))
+func (p *Proxy) rebase(source string, vs []reporting.Verdict, now time.Time, pools []*pool,
+	out []reporting.Verdict, ahead []time.Duration, present map[string]bool) ([]reporting.Verdict, []time.Duration) {
 	for i := range vs {
 		v := vs[i]
-		k := v.Key()
+		if v.At.IsZero() {
+			out, ahead = append(out, v), append(ahead, 0)
+			continue
+		}
+		k := source + "\x00" + v.Key()
 		present[k] = true
 		ks := p.vseen[k]
 		var seen time.Time
@@ -283,13 +300,16 @@ func (p *Proxy) rebase(vs []reporting.Verdict, now time.Time, pools []*pool) []r
 			p.vseen[k] = &keySeen{at: v.At, seen: seen}
 		case v.At.Equal(ks.at):
 			seen = ks.seen
-		case v.At.After(ks.at):
-			p.gapCheck(ks, &v, v.At.Sub(ks.at), now, pools)
+		default:
+			if v.At.After(ks.at) {
+				p.gapCheck(ks, &v, v.At.Sub(ks.at), now, pools)
+			} else {
+				ks.longGaps = 0
+			}
 			ks.at, ks.seen = v.At, now
 			seen = now
-		default:
-			seen = ks.seen.Add(-ks.at.Sub(v.At))
 		}
+		a := max(v.At.Sub(now), 0)
 		if shift := seen.Sub(v.At); shift != 0 {
 			v.At = seen
 			if !v.Expires.IsZero() {
@@ -299,14 +319,9 @@ func (p *Proxy) rebase(vs []reporting.Verdict, now time.Time, pools []*pool) []r
 				v.HeldUntil = v.HeldUntil.Add(shift)
 			}
 		}
-		out[i] = v
+		out, ahead = append(out, v), append(ahead, a)
 	}
-	for k := range p.vseen {
-		if !present[k] {
-			delete(p.vseen, k)
-		}
-	}
-	return out
+	return out, ahead
 }
 
 // gapCheck counts a gap between two successive verdicts of a key and warns
@@ -402,7 +417,7 @@ func (pl *pool) counts(v *reporting.Verdict) bool {
 // unknown, expired verdicts and those not fresh (older than max_age, or
 // dated more than max_age ahead) never take an origin out.
 // It returns a reason listing the failing checks and regions.
-func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, now time.Time) (bool, string) {
+func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Duration, now time.Time) (bool, string) {
 	if o.target == "" {
 		return false, ""
 	}
@@ -412,7 +427,8 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, now time.Time) (b
 		if v.Target != o.target || !pl.counts(v) {
 			continue
 		}
-		if v.Current(now) != reporting.StateUnhealthy || !fresh(v.At, now, pl.cfg.Verdicts.MaxAge) {
+		if v.Current(now) != reporting.StateUnhealthy || !fresh(v.At, now, pl.cfg.Verdicts.MaxAge) ||
+			ahead != nil && ahead[i] > pl.cfg.Verdicts.MaxAge {
 			continue
 		}
 		why := v.Check
@@ -446,8 +462,15 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, now time.Time) (b
 // applyVerdicts sets or clears each origin's verdict flag; max_ejected can
 // keep a verdict-down origin in service.
 func (pl *pool) applyVerdicts(vs []reporting.Verdict, now time.Time) {
+	pl.applyVerdictsAhead(vs, nil, now)
+}
+
+// applyVerdictsAhead is applyVerdicts with, per verdict, how far its own
+// date is ahead of now (rebase): one further ahead than this pool's max_age
+// does not count, whatever other pools allow.
+func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration, now time.Time) {
 	for _, o := range pl.origins {
-		down, why := pl.verdictDown(o, vs, now)
+		down, why := pl.verdictDown(o, vs, ahead, now)
 		switch {
 		case down && !o.has(flagVerdict):
 			pl.mu.Lock()

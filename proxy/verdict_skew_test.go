@@ -203,3 +203,99 @@ func TestVerdictGapsLongerThanMaxAgeWarned(t *testing.T) {
 		}
 	}
 }
+
+// A canary whose clock is 800ms slow runs every 300ms; the pool's max_age is
+// 1s. Its verdicts must count for the whole max_age from their arrival: a
+// source that dropped them by their own date (older than max_age on the
+// proxy's clock) lost each one 800ms early, the origin drifted back into
+// service between runs (a third of the time here).
+func TestSlowClockVerdictsNotDroppedEarly(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	const skew, every = 800 * time.Millisecond, 300 * time.Millisecond
+	start := time.Now()
+	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		run := start.Add(time.Since(start).Truncate(every)) // the last run, on the true clock
+		at := run.Add(-skew)
+		json.NewEncoder(w).Encode([]reporting.Verdict{{Check: "home", Target: "o0", Region: "eu",
+			State: reporting.StateUnhealthy, At: at, Expires: at.Add(3 * every)}})
+	}))
+	defer canary.Close()
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.MaxAge = time.Second
+	h, _ := startSkewLogged(t, cfg, HTTPSource(canary.URL, &http.Client{Timeout: time.Second}))
+	eventually(t, "the origin to be taken out", func() bool { return h.p.Origins()[0].VerdictDown })
+	// The first verdict the proxy sees of a canary is taken as dated right
+	// (it cannot know the skew yet): from the second on, each counts from
+	// its arrival.
+	time.Sleep(2 * every)
+	back := 0
+	for i := 0; i < 150; i++ { // 3s, ten runs
+		if h.p.Origins()[0].Available {
+			back++
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if back > 0 {
+		t.Fatalf("the origin its canary keeps failing was back in service in %d of 150 samples", back)
+	}
+}
+
+// A canary's clock that steps back (an NTP correction) dates its next
+// verdicts before the last one seen: they are new verdicts, counted from
+// their arrival, not older ones placed minutes in the past (which made them
+// stale and put the failing origin back in service until the canary's clock
+// caught up).
+func TestClockStepBackVerdictsCount(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	src := &memSource{}
+	unhealthy := func(at time.Time) reporting.Verdict {
+		return reporting.Verdict{Check: "home", Target: "o0", Region: "eu", State: reporting.StateUnhealthy, At: at, Expires: at.Add(time.Minute)}
+	}
+	src.set(unhealthy(time.Now()))
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.MaxAge = 500 * time.Millisecond
+	h, _ := startSkewLogged(t, cfg, src)
+	eventually(t, "the origin to be taken out", func() bool { return h.p.Origins()[0].VerdictDown })
+	step := time.Now().Add(-5 * time.Minute) // the clock steps back 5 minutes
+	begin := time.Now()
+	for time.Since(begin) < 2*time.Second {
+		src.set(unhealthy(step.Add(time.Since(begin)))) // a run every 100ms
+		time.Sleep(100 * time.Millisecond)
+		if st := h.p.Origins()[0]; st.Available {
+			t.Fatalf("%s after the canary's clock stepped back 5m, the origin it keeps failing is back in service", time.Since(begin).Round(time.Millisecond))
+		}
+	}
+}
+
+// Each pool applies its own max_age to verdicts dated ahead: with pools of
+// 10s and 60s, a verdict dated 30s ahead counts in the second only (the
+// sources are asked with the largest max_age).
+func TestVerdictAheadPerPoolMaxAge(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	src := &memSource{}
+	at := time.Now().Add(30 * time.Second)
+	src.set(reporting.Verdict{Check: "home", Target: "o0", Region: "eu", State: reporting.StateUnhealthy, At: at, Expires: at.Add(time.Minute)})
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	strict := cfg.Pools[0]
+	strict.Name, strict.Hosts = "strict", []string{"strict.example"}
+	strict.Verdicts.MaxAge = 10 * time.Second
+	cfg.Pools[0].Verdicts.MaxAge = time.Minute
+	cfg.Pools = append(cfg.Pools, strict)
+	h, _ := startSkewLogged(t, cfg, src)
+	eventually(t, "the lenient pool to take o0 out", func() bool {
+		for _, st := range h.p.Origins() {
+			if st.Pool == "web" && st.Name == "o0" {
+				return st.VerdictDown
+			}
+		}
+		return false
+	})
+	for _, st := range h.p.Origins() {
+		if st.Pool == "strict" && st.VerdictDown {
+			t.Fatalf("pool strict (max_age 10s) took %s out on a verdict dated 30s ahead: %+v", st.Name, st)
+		}
+	}
+}
