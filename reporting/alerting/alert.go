@@ -141,11 +141,14 @@ func (a *Alert) finish() {
 func (a Alert) groupKey() string { return a.Rule + "/" + a.Check + "/" + a.Severity }
 
 func sortAlerts(as []Alert) {
-	sort.Slice(as, func(i, j int) bool {
-		if as[i].Rule != as[j].Rule {
-			return as[i].Rule < as[j].Rule
-		}
-		return strings.Join([]string{as[i].Check, as[i].Target, as[i].Region, as[i].Severity, as[i].SLO}, "\x00") <
-			strings.Join([]string{as[j].Check, as[j].Target, as[j].Region, as[j].Severity, as[j].SLO}, "\x00")
-	})
+	sort.Slice(as, func(i, j int) bool { return alertLess(as[i], as[j]) })
+}
+
+// alertLess orders alerts by rule, check, target, region, severity, SLO.
+func alertLess(x, y Alert) bool {
+	if x.Rule != y.Rule {
+		return x.Rule < y.Rule
+	}
+	return strings.Join([]string{x.Check, x.Target, x.Region, x.Severity, x.SLO}, "\x00") <
+		strings.Join([]string{y.Check, y.Target, y.Region, y.Severity, y.SLO}, "\x00")
 }

@@ -100,7 +100,25 @@ type alertState struct {
 	alert        Alert
 	pendingSince time.Time
 	firing       bool
-	streamed     bool // sent to the stream receivers (Alertmanager) as active
+	// streamedTo are the stream receivers (Alertmanager) it was sent to
+	// as active, by name: those hold it, are sent it while a maintenance
+	// window silences it and are sent its resolve.
+	streamedTo map[string]bool
+	// streamedAll: restored from a state file that did not name the
+	// stream receivers (or from a group's notified alerts), so every
+	// stream receiver taking its severity counts as holding it. Set until
+	// the next evaluation's notifyStream turns it into streamedTo.
+	streamedAll bool
+}
+
+// holds reports whether stream receiver w holds the alert as active.
+func (st *alertState) holds(w *worker) bool {
+	return st.streamedTo[w.name] || (st.streamedAll && w.takes(st.alert.Severity))
+}
+
+// streamed reports whether any stream receiver holds the alert.
+func (st *alertState) streamed() bool {
+	return len(st.streamedTo) > 0 || st.streamedAll
 }
 
 // groupState tracks what a notification group last told its receivers.
@@ -426,9 +444,9 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 			g.resolved = append(g.resolved, r)
 			delete(g.notified, fp)
 		}
-		if st.streamed {
+		if st.streamed() {
 			for _, w := range a.disp.workers {
-				if w.stream && w.takes(r.Severity) {
+				if w.stream && w.takes(r.Severity) && st.holds(w) {
 					if a.streamOwed[w.name] == nil {
 						a.streamOwed[w.name] = &owed{}
 					}
@@ -467,7 +485,7 @@ func (a *Alerter) silencedBy(now time.Time, check string) string {
 // receiver, what it did not accept and is due again. a.mu held.
 func (a *Alerter) notify(now time.Time) {
 	firing := map[string][]Alert{}
-	var stream []Alert
+	var stream []*alertState
 	for _, st := range a.states {
 		if !st.firing {
 			continue
@@ -478,16 +496,17 @@ func (a *Alerter) notify(now time.Time) {
 		}
 		if st.alert.Silenced == "" {
 			firing[k] = append(firing[k], st.alert)
-			stream = append(stream, st.alert)
-			st.streamed = true
-		} else if st.streamed {
-			// Alertmanager already holds it as active, with an endsAt of
-			// the last send + resolve_timeout: left out, it would expire
-			// there and Alertmanager would send a "resolved" while the
-			// condition holds, and fire it anew when the window ends. It
-			// stays active there, annotated silenced_by. An alert that
-			// first fires inside the window is not sent (see README).
-			stream = append(stream, st.alert)
+			stream = append(stream, st)
+		} else if st.streamed() {
+			// An Alertmanager that already holds it as active, with an
+			// endsAt of the last send + resolve_timeout: left out, it
+			// would expire there and Alertmanager would send a "resolved"
+			// while the condition holds, and fire it anew when the window
+			// ends. It stays active there, annotated silenced_by. An
+			// alert that first fires inside the window is not sent (see
+			// README), nor is it sent to an Alertmanager that does not
+			// hold it (added by a reload during the window).
+			stream = append(stream, st)
 		}
 	}
 	for k, g := range a.groups {
@@ -627,7 +646,7 @@ func (a *Alerter) notify(now time.Time) {
 		}
 		a.dropIdleGroup(k, g)
 	}
-	sortAlerts(stream)
+	sort.Slice(stream, func(i, j int) bool { return alertLess(stream[i].alert, stream[j].alert) })
 	a.notifyStream(stream, now)
 }
 
@@ -641,12 +660,20 @@ func (a *Alerter) dropIdleGroup(k string, g *groupState) {
 
 // notifyStream queues, for every stream receiver (Alertmanager), the
 // active alerts of the severities it takes (unsilenced ones, and silenced
-// ones it was sent before their window began) plus the resolved alerts it
-// has not accepted yet. a.mu held.
-func (a *Alerter) notifyStream(active []Alert, now time.Time) {
+// ones it holds: was sent before their window began) plus the resolved
+// alerts it has not accepted yet. a.mu held.
+func (a *Alerter) notifyStream(active []*alertState, now time.Time) {
 	for name := range a.streamOwed {
 		if w := a.disp.worker(name); w == nil || !w.stream {
 			delete(a.streamOwed, name)
+		}
+	}
+	for _, st := range active {
+		// A receiver that left the config no longer holds anything.
+		for name := range st.streamedTo {
+			if w := a.disp.worker(name); w == nil || !w.stream {
+				delete(st.streamedTo, name)
+			}
 		}
 	}
 	for _, w := range a.disp.workers {
@@ -654,10 +681,15 @@ func (a *Alerter) notifyStream(active []Alert, now time.Time) {
 			continue
 		}
 		n := Notification{GroupKey: "", Status: StatusFiring, At: now}
-		for _, x := range active {
-			if w.takes(x.Severity) {
-				n.Firing = append(n.Firing, x)
+		for _, st := range active {
+			if !w.takes(st.alert.Severity) || (st.alert.Silenced != "" && !st.holds(w)) {
+				continue
 			}
+			n.Firing = append(n.Firing, st.alert)
+			if st.streamedTo == nil {
+				st.streamedTo = map[string]bool{}
+			}
+			st.streamedTo[w.name] = true
 		}
 		o := a.streamOwed[w.name]
 		if o != nil {
@@ -671,6 +703,9 @@ func (a *Alerter) notifyStream(active []Alert, now time.Time) {
 			continue
 		}
 		a.queue(a.streamOwed, w, n, false)
+	}
+	for _, st := range active {
+		st.streamedAll = false
 	}
 }
 

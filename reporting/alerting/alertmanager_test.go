@@ -113,6 +113,23 @@ func getAlerts(t *testing.T, base string) []amGot {
 	return as
 }
 
+// evalDelivered evaluates once, waits (up to 20s) for the deliveries and
+// fails the test if any of them failed.
+func evalDelivered(t *testing.T, a *Alerter) {
+	t.Helper()
+	if err := a.Evaluate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := a.DeliveryFailures(); len(f) > 0 {
+		t.Fatalf("delivery failures: %v", f)
+	}
+}
+
 func TestRealAlertmanager(t *testing.T) {
 	base := startAlertmanager(t)
 	// Alertmanager judges startsAt/endsAt against its own clock, so the
@@ -137,17 +154,7 @@ func TestRealAlertmanager(t *testing.T) {
 			}
 			store.add(verdict("asset", "origin-a", r, clock.Now().Add(-time.Millisecond), s, 15*time.Second))
 		}
-		if err := a.Evaluate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := a.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if f := a.DeliveryFailures(); len(f) > 0 {
-			t.Fatalf("delivery failures: %v", f)
-		}
+		evalDelivered(t, a)
 	}
 	step(reporting.StateUnhealthy)
 	time.Sleep(1100 * time.Millisecond) // down.for = 1s

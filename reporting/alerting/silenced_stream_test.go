@@ -3,6 +3,7 @@ package alerting
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -111,17 +112,7 @@ func TestMaintenanceNoFalseResolveInRealAlertmanager(t *testing.T) {
 		t.Helper()
 		clock.Set(time.Now())
 		store.add(verdict("asset", "origin-a", "eu", clock.Now().Add(-time.Millisecond), U, 15*time.Second))
-		if err := a.Evaluate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := a.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if f := a.DeliveryFailures(); len(f) > 0 {
-			t.Fatalf("delivery failures: %v", f)
-		}
+		evalDelivered(t, a)
 	}
 	step()
 	time.Sleep(1100 * time.Millisecond) // down.for
@@ -153,4 +144,88 @@ func TestMaintenanceNoFalseResolveInRealAlertmanager(t *testing.T) {
 	if found.Annotations["silenced_by"] != "mw" || !strings.Contains(found.Annotations["summary"], "down in 1 region") {
 		t.Fatalf("annotations: %v", found.Annotations)
 	}
+}
+
+// TestMaintenanceAlertmanagerAddedInWindow: an Alertmanager added by a
+// reload during a maintenance window does not hold the alert that was
+// firing when the window began, so it is not sent that alert inside the
+// window (to it, the alert starts firing inside the window), nor its
+// resolve if it resolves there; the Alertmanager that held it is sent both.
+// Once the window is over, the new one is sent the alert like any other.
+func TestMaintenanceAlertmanagerAddedInWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// after are origin-a's states at the evaluations from 10:06:45
+		// on; the window ends at 10:07:00.
+		after   []reporting.State
+		wantAM  []string // the last two posts to am (summarised by amSummary)
+		wantAM2 []string // every post to am2
+	}{
+		{"resolved inside the window", []reporting.State{H, H},
+			[]string{"origin-a:mw:active", "origin-a::resolved"}, nil},
+		{"firing after the window", []reporting.State{U, U, H},
+			[]string{"origin-a::active", "origin-a::resolved"}, []string{"origin-a::active", "origin-a::resolved"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			am, am2 := newRecorder(t), newRecorder(t)
+			cfg := Config{Down: DownRule{For: time.Second},
+				Maintenance: []Maintenance{{Name: "mw", Cron: "2 10 * * *", Duration: 5 * time.Minute, Checks: []string{"asset"}}},
+				Receivers:   []Receiver{{Name: "am", Alertmanager: &AlertmanagerConfig{URL: am.srv.URL}}}}
+			h := newHarness(t, t0, cfg, nil)
+			step := func(s reporting.State) {
+				t.Helper()
+				now := h.clock.Add(h.interval)
+				h.store.add(verdict("asset", "origin-a", "eu", now.Add(-time.Second), s, h.interval))
+				h.eval()
+			}
+			for h.clock.Now().Before(t0.Add(3 * time.Minute)) {
+				step(U) // fires at 10:00:30; the window begins at 10:02
+			}
+			cfg.Retry.Backoff = 5 * time.Millisecond
+			cfg.Receivers = []Receiver{{Name: "ops", Webhook: &WebhookConfig{URL: Secret(h.hook.srv.URL + "/hook")}},
+				{Name: "am", Alertmanager: &AlertmanagerConfig{URL: am.srv.URL}},
+				{Name: "am2", Alertmanager: &AlertmanagerConfig{URL: am2.srv.URL}}}
+			if err := h.a.Reload(cfg, nil); err != nil {
+				t.Fatal(err)
+			}
+			for h.clock.Now().Before(t0.Add(7*time.Minute - 2*h.interval)) {
+				step(U)
+			}
+			if n := len(am2.all()); n != 0 {
+				t.Fatalf("inside the window: %d posts to the Alertmanager added then, want none: %v", n, amSummary(t, am2, h.clock.Now()))
+			}
+			if got := amSummary(t, am, h.clock.Now()); got[len(got)-1] != "origin-a:mw:active" {
+				t.Fatalf("inside the window: last post to am %s, want origin-a:mw:active", got[len(got)-1])
+			}
+			for _, s := range tc.after {
+				step(s)
+			}
+			if got := amSummary(t, am, h.clock.Now()); fmt.Sprint(got[len(got)-2:]) != fmt.Sprint(tc.wantAM) {
+				t.Fatalf("am's last posts: %v, want %v", got[len(got)-2:], tc.wantAM)
+			}
+			if got := amSummary(t, am2, h.clock.Now()); fmt.Sprint(got) != fmt.Sprint(tc.wantAM2) {
+				t.Fatalf("am2's posts: %v, want %v", got, tc.wantAM2)
+			}
+		})
+	}
+}
+
+// amSummary sums up each post to an Alertmanager recorder as
+// target:silenced_by:state of its one alert, state "resolved" if its
+// endsAt is not after now (an active one's is resolve_timeout, 5m, after
+// its send), else "active".
+func amSummary(t *testing.T, r *recorder, now time.Time) []string {
+	t.Helper()
+	var out []string
+	for i, p := range amPosts(t, r) {
+		if len(p) != 1 {
+			t.Fatalf("post %d: %d alerts, want 1: %+v", i, len(p), p)
+		}
+		state := "active"
+		if !p[0].EndsAt.After(now) {
+			state = "resolved"
+		}
+		out = append(out, fmt.Sprintf("%s:%s:%s", p[0].Labels["target"], p[0].Annotations["silenced_by"], state))
+	}
+	return out
 }

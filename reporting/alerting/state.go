@@ -46,7 +46,12 @@ type storedState struct {
 	Alert        storedAlert `json:"alert"`
 	PendingSince time.Time   `json:"pending_since"`
 	Firing       bool        `json:"firing"`
-	Streamed     bool        `json:"streamed,omitempty"`
+	// Streamed: some stream receiver (Alertmanager) holds it as active.
+	// Written for older versions, which read it as "every stream receiver
+	// holds it"; so is it read when StreamedTo is absent.
+	Streamed bool `json:"streamed,omitempty"`
+	// StreamedTo are the stream receivers that hold it as active, sorted.
+	StreamedTo []string `json:"streamed_to,omitempty"`
 }
 
 // storedGroup is one groupState. Notified holds the alerts themselves, so
@@ -146,9 +151,17 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	sort.Strings(fps)
 	for _, fp := range fps {
 		st := a.states[fp]
-		f.Alerts = append(f.Alerts, storedState{Alert: storedAlert(st.alert), PendingSince: st.pendingSince,
-			Firing: st.firing, Streamed: st.streamed})
-		fmt.Fprintf(&key, "a %s %d %t %t %d\n", fp, st.pendingSince.UnixNano(), st.firing, st.streamed, st.alert.StartsAt.UnixNano())
+		ss := storedState{Alert: storedAlert(st.alert), PendingSince: st.pendingSince, Firing: st.firing,
+			Streamed: st.streamed()}
+		if !st.streamedAll {
+			for name := range st.streamedTo {
+				ss.StreamedTo = append(ss.StreamedTo, name)
+			}
+			sort.Strings(ss.StreamedTo)
+		}
+		f.Alerts = append(f.Alerts, ss)
+		fmt.Fprintf(&key, "a %s %d %t %t [%s] %d\n", fp, st.pendingSince.UnixNano(), st.firing, st.streamedAll,
+			strings.Join(ss.StreamedTo, ","), st.alert.StartsAt.UnixNano())
 	}
 	keys := make([]string, 0, len(a.groups))
 	for k := range a.groups {
@@ -158,11 +171,18 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	for _, k := range keys {
 		g := a.groups[k]
 		sg := storedGroup{Key: k, FirstSeen: g.firstSeen, LastSent: g.lastSent, LastSet: g.lastSet,
-			Undelivered: storeOwed(g.owed), Told: []string{}}
-		for name := range g.told {
-			sg.Told = append(sg.Told, name)
+			Undelivered: storeOwed(g.owed)}
+		if g.told != nil {
+			// Written even when empty: [] (no receiver was told) differs
+			// from an absent told (every receiver counts as told), which
+			// is kept for a group restored from an older file and not yet
+			// notified.
+			sg.Told = []string{}
+			for name := range g.told {
+				sg.Told = append(sg.Told, name)
+			}
+			sort.Strings(sg.Told)
 		}
-		sort.Strings(sg.Told)
 		var notified []string
 		for fp := range g.notified {
 			notified = append(notified, fp)
@@ -176,8 +196,8 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 			sg.Resolved = append(sg.Resolved, storedAlert(r))
 		}
 		f.Groups = append(f.Groups, sg)
-		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s] [%s] [%s]\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
-			strings.Join(notified, ","), fingerprints(g.resolved), owedKey(g.owed), strings.Join(sg.Told, ","))
+		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s] [%s] %t[%s]\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
+			strings.Join(notified, ","), fingerprints(g.resolved), owedKey(g.owed), g.told == nil, strings.Join(sg.Told, ","))
 	}
 	f.Stream = storeOwed(a.streamOwed)
 	fmt.Fprintf(&key, "s [%s]\n", owedKey(a.streamOwed))
@@ -197,8 +217,17 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 // shared).
 func (a *Alerter) restore(f stateFile) {
 	for _, s := range f.Alerts {
-		a.states[s.Alert.Fingerprint] = &alertState{alert: Alert(s.Alert), pendingSince: s.PendingSince,
-			firing: s.Firing, streamed: s.Streamed}
+		st := &alertState{alert: Alert(s.Alert), pendingSince: s.PendingSince, firing: s.Firing}
+		if len(s.StreamedTo) > 0 {
+			st.streamedTo = map[string]bool{}
+			for _, name := range s.StreamedTo {
+				st.streamedTo[name] = true
+			}
+		} else {
+			// A file written before streamed_to was kept.
+			st.streamedAll = s.Streamed
+		}
+		a.states[s.Alert.Fingerprint] = st
 	}
 	for _, sg := range f.Groups {
 		g := &groupState{firstSeen: sg.FirstSeen, lastSent: sg.LastSent, lastSet: sg.LastSet, notified: map[string]bool{},
@@ -216,7 +245,7 @@ func (a *Alerter) restore(f stateFile) {
 			if st := a.states[n.Fingerprint]; st == nil || !st.firing {
 				// Whether it went to the stream receivers is unknown; a
 				// resolve Alertmanager never saw as firing is harmless.
-				a.states[n.Fingerprint] = &alertState{alert: Alert(n), pendingSince: n.StartsAt, firing: true, streamed: true}
+				a.states[n.Fingerprint] = &alertState{alert: Alert(n), pendingSince: n.StartsAt, firing: true, streamedAll: true}
 			}
 		}
 		for _, r := range sg.Resolved {

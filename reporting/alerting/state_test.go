@@ -401,3 +401,100 @@ func TestRestartFromFileWithoutTold(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartFromFileWithoutToldSavedBeforeNotify: a group restored from a
+// file without "told" and saved again before any notification (here: an
+// evaluation after Close, the alert resolved) keeps told absent, so after
+// the next restart every receiver still counts as told and is sent the
+// resolve (saved as [], no receiver would be).
+func TestRestartFromFileWithoutToldSavedBeforeNotify(t *testing.T) {
+	r := newRestartRig(t, filepath.Join(t.TempDir(), "alerts.json"))
+	r.fire(r.start())
+	b, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range f["groups"].([]any) {
+		delete(g.(map[string]any), "told")
+	}
+	if b, err = json.Marshal(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := r.start()
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.evaluate(a, H) // resolved, saved, nothing sent
+	if n, p := len(r.hook.all()), len(r.pd.all()); n != 1 || p != 1 {
+		t.Fatalf("after Close: webhook %d, pagerduty %d; want 1, 1 (nothing sent)", n, p)
+	}
+	a = r.start()
+	r.step(a, H)
+	if hooks := r.hook.webhooks(t); len(hooks) != 2 || hooks[1].Status != StatusResolved {
+		t.Fatalf("webhook: %+v, want firing then resolved", hooks)
+	}
+	if evs := r.pdEvents(); len(evs) != 2 || evs[1].EventAction != "resolve" {
+		t.Fatalf("pagerduty: %+v, want trigger then resolve", evs)
+	}
+}
+
+// TestRestartStreamedTo: the state file names the Alertmanagers that hold
+// a firing alert (streamed_to); after a restart only those are sent its
+// resolve. A file without streamed_to (older) but with streamed: true
+// counts every Alertmanager as holding it, as before.
+func TestRestartStreamedTo(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		streamedTo any // written in place of streamed_to; nil: key removed
+		wantAM     bool
+	}{
+		{"as saved", []string{"am"}, true},
+		{"no streamed_to key", nil, true},
+		{"held by a receiver gone since", []string{"am-old"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRestartRig(t, filepath.Join(t.TempDir(), "alerts.json"))
+			r.fire(r.start())
+			b, err := os.ReadFile(r.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f map[string]any
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range f["alerts"].([]any) {
+				sm := s.(map[string]any)
+				if got := fmt.Sprint(sm["streamed"], sm["streamed_to"]); got != "true [am]" {
+					t.Fatalf("streamed, streamed_to saved as %s, want true [am]", got)
+				}
+				if tc.streamedTo == nil {
+					delete(sm, "streamed_to")
+				} else {
+					sm["streamed_to"] = tc.streamedTo
+				}
+			}
+			if b, err = json.Marshal(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(r.path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before := len(r.am.all())
+			a := r.start()
+			r.step(a, H)
+			posts := amPosts(t, r.am)[before:]
+			got := len(posts) == 1 && len(posts[0]) == 1 && posts[0][0].EndsAt.Equal(r.clock.Now())
+			if got != tc.wantAM || (!tc.wantAM && len(posts) != 0) {
+				t.Fatalf("posts to am after the restart: %+v; want the resolve: %t", posts, tc.wantAM)
+			}
+		})
+	}
+}
