@@ -30,8 +30,8 @@ type OriginStatus struct {
 	// Why per flag, and since when (RFC 3339) it is set.
 	Why   map[string]string    `json:"why,omitempty"`
 	Since map[string]time.Time `json:"since,omitempty"`
-	// DrainedBy says who drained the origin: the drain request's ?by=, or
-	// the address it came from.
+	// DrainedBy says who drained the origin: the drain request's ?by=
+	// (the address it came from is logged, not shown here).
 	DrainedBy string `json:"drained_by,omitempty"`
 	// EjectedUntil is the end of the current passive ejection.
 	EjectedUntil *time.Time `json:"ejected_until,omitempty"`
@@ -90,17 +90,18 @@ func (p *Proxy) Origins() []OriginStatus {
 // Drain takes every origin named name (target name or host:port, in every
 // pool) out of service; new requests stop going to it, requests in flight
 // finish. It reports whether any origin matched.
-func (p *Proxy) Drain(name, why string) bool { return p.setDrain(name, why, "", true) }
+func (p *Proxy) Drain(name, why string) bool { return p.setDrain(name, why, "", "", true) }
 
 // Undrain returns drained origins named name to service (with slow start if
 // configured, once no other flag holds them out).
-func (p *Proxy) Undrain(name string) bool { return p.setDrain(name, "", "", false) }
+func (p *Proxy) Undrain(name string) bool { return p.setDrain(name, "", "", "", false) }
 
 // setDrain holds p.mu, as Reload does: a drain set on the origins of the
 // generation a concurrent Reload has already copied its flags from would be
 // lost, in memory and in the drains file, though the caller was told it
-// applied. by says who asked (logged, and kept with a drain).
-func (p *Proxy) setDrain(name, why, by string, on bool) bool {
+// applied. by says who asked (logged, and kept with a drain); from is the
+// address the request came from (logged only).
+func (p *Proxy) setDrain(name, why, by, from string, on bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	found := false
@@ -115,12 +116,12 @@ func (p *Proxy) setDrain(name, why, by string, on bool) bool {
 			if on {
 				changed = o.set(flagDrained, why, now)
 				o.mu.Lock()
-				if !changed && why != "" && o.why[bit(flagDrained)] != why {
-					// Drained again with a new reason: keep its since,
-					// take the new why and who.
+				if !changed && why != "" && (o.why[bit(flagDrained)] != why || o.drainedBy != by) {
+					// Drained again with a new reason or by someone
+					// else: keep its since, take the new why and who.
 					o.why[bit(flagDrained)] = why
 					o.drainedBy = by
-					pl.log.Info("proxy: origin drain reason changed", "pool", pl.name, "origin", o.name, "why", why, "by", by)
+					pl.log.Info("proxy: origin drain reason changed", "pool", pl.name, "origin", o.name, "why", why, "by", by, "from", from)
 				} else if changed {
 					o.drainedBy = by
 				}
@@ -130,7 +131,7 @@ func (p *Proxy) setDrain(name, why, by string, on bool) bool {
 			}
 			if changed {
 				o.m.available.Set(b2f(o.Available()))
-				pl.log.Info("proxy: origin drain changed", "pool", pl.name, "origin", o.name, "drained", on, "why", why, "by", by)
+				pl.log.Info("proxy: origin drain changed", "pool", pl.name, "origin", o.name, "drained", on, "why", why, "by", by, "from", from)
 			}
 		}
 	}
@@ -288,7 +289,7 @@ func (p *Proxy) restoreDrains() {
 // paths /api/v1/origins and /api/v1/origins/ (it matches full paths):
 //
 //	GET  /api/v1/origins                → []OriginStatus (no token needed)
-//	POST /api/v1/origins/{name}/drain   → drain; optional ?why=… and ?by=… are recorded
+//	POST /api/v1/origins/{name}/drain   → drain; optional ?why=… and ?by=… are recorded (the requester's address is logged)
 //	POST /api/v1/origins/{name}/undrain → undrain
 //
 // Writes need "Authorization: Bearer <admin_token>": 403 when no
@@ -311,17 +312,15 @@ func (p *Proxy) AdminHandler() http.Handler {
 				why = "drained by admin"
 			}
 			by := r.URL.Query().Get("by")
-			if by == "" {
-				by = r.RemoteAddr
-				if h, _, err := net.SplitHostPort(by); err == nil {
-					by = h
-				}
+			from := r.RemoteAddr
+			if h, _, err := net.SplitHostPort(from); err == nil {
+				from = h
 			}
 			if len(by) > maxBy {
 				writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("by: longer than %d bytes", maxBy)})
 				return
 			}
-			if !p.setDrain(name, why, by, on) {
+			if !p.setDrain(name, why, by, from, on) {
 				writeJSON(w, http.StatusNotFound, map[string]string{"error": "no origin named " + name})
 				return
 			}

@@ -49,7 +49,8 @@ func tagFilter(q reporting.HistoryQuery) string {
 var epoch = time.Unix(0, 0).UTC()
 
 // Verdicts returns the latest verdict per check × target × region × vantage
-// whose At is within maxAge of now, before or after (0: all), ordered by
+// whose At is within maxAge of now, before or after (0: any age, up to a
+// day ahead), ordered by
 // check, target, region, vantage. Verdicts dated ahead (a canary whose
 // clock is fast) are returned too, as by the other sources, for the reader
 // to weigh: a range ending at now would hide them until their time came,
