@@ -677,7 +677,7 @@ const MaxCronJitter = time.Minute
 func (c *CheckConfig) expireFits(inherited bool) error {
 	gap, what := c.Interval, fmt.Sprintf("interval %s", c.Interval)
 	if c.schedule != nil {
-		gap = cronMaxGap(c.schedule, time.Now())
+		gap = CronMaxGap(c.schedule, time.Now())
 		what = fmt.Sprintf("the longest gap between cron runs %s", gap)
 	}
 	jit := time.Duration(c.Jitter.Fraction() * float64(c.Interval))
@@ -693,9 +693,10 @@ func (c *CheckConfig) expireFits(inherited bool) error {
 		c.ExpireAfter, from, what, jit, c.Timeout, need, need)
 }
 
-// cronMaxGap is the longest time between two consecutive firings of s over
-// its next 64 firings.
-func cronMaxGap(s cron.Schedule, from time.Time) time.Duration {
+// CronMaxGap is the longest time between two consecutive firings of s over
+// its next 64 firings after from: for a schedule that repeats within them
+// (a daily or weekdays-only one), the same whatever from is.
+func CronMaxGap(s cron.Schedule, from time.Time) time.Duration {
 	var gap time.Duration
 	t := s.Next(from)
 	for range 64 {

@@ -200,7 +200,7 @@ and alerting rules for the same SLOs over vigil's metrics, for teams that alert 
 				if err != nil {
 					return &exitError{code: 2, err: err}
 				}
-				b, err := alerting.PrometheusRules(cfg.Alerting, cfg.SLOs, cfg.deadManChecks()...)
+				b, err := alerting.PrometheusRules(cfg.Alerting, cfg.SLOs, cfg.deadManChecks(time.Now())...)
 				if err != nil {
 					return &exitError{code: 1, err: err}
 				}
@@ -218,15 +218,23 @@ and alerting rules for the same SLOs over vigil's metrics, for teams that alert 
 // deadManChecks are the file's enabled checks and their intervals, for the
 // generated Prometheus dead-man rules (one per interval, over those checks
 // only); nil without a checks section (one rule for every check). A check
-// with disabled: true does not run, and its silence is not news.
-func (f *File) deadManChecks() []alerting.CheckInterval {
+// with disabled: true does not run, and its silence is not news. A cron
+// check's interval is the longest gap between two of its runs after now
+// (canary.CronMaxGap), not the gap between the next two (its Interval):
+// a weekdays-only check gets 72h whichever day the rules are generated,
+// and is not reported silent over a weekend.
+func (f *File) deadManChecks(now time.Time) []alerting.CheckInterval {
 	if !f.sections["checks"] {
 		return nil
 	}
 	var out []alerting.CheckInterval
 	for _, c := range f.Checks {
-		if !c.Disabled && c.Interval > 0 {
-			out = append(out, alerting.CheckInterval{Check: c.Name, Interval: c.Interval})
+		interval := c.Interval
+		if s := c.Schedule(); s != nil {
+			interval = canary.CronMaxGap(s, now)
+		}
+		if !c.Disabled && interval > 0 {
+			out = append(out, alerting.CheckInterval{Check: c.Name, Interval: interval})
 		}
 	}
 	return out

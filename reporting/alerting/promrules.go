@@ -22,8 +22,8 @@ const DeadManPromWindow = 10 * time.Minute
 const deadManPromMinWindow = 2 * time.Minute
 
 // CheckInterval is a configured check and its run interval (for a cron
-// check, the time between two of its runs), for the generated dead-man
-// rules (PrometheusRules).
+// check, the longest time between two of its runs), for the generated
+// dead-man rules (PrometheusRules).
 type CheckInterval struct {
 	Check    string
 	Interval time.Duration
