@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -56,18 +55,7 @@ func TestDemoHook(t *testing.T) {
 	hook := "http://" + d.app.Addr() + "/demo/hook"
 	post := func(body, contentType string, hdr map[string]string) int {
 		t.Helper()
-		req, _ := http.NewRequest("POST", hook, strings.NewReader(body))
-		req.Header.Set("Content-Type", contentType)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return postStatus(t, hook, contentType, body, hdr)
 	}
 	const evil = "{\"status\":\"firing\",\"alerts\":[{\"status\":\"firing\",\"summary\":\"\\u001b[2J\\u001b]0;pwned\\u0007forged\\r\\nline\\u007f\\u009b31m end\"}]}"
 

@@ -319,18 +319,8 @@ func TestDemoFault(t *testing.T) {
 
 	t.Run("cross-site", func(t *testing.T) {
 		post := func(path string, hdr map[string]string) int {
-			req, _ := http.NewRequest("POST", "http://"+addr+path, strings.NewReader("origin=origin-b&mode=503"))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			for k, v := range hdr {
-				req.Header.Set(k, v)
-			}
-			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode
+			t.Helper()
+			return postStatus(t, "http://"+addr+path, "application/x-www-form-urlencoded", "origin=origin-b&mode=503", hdr)
 		}
 		for name, hdr := range map[string]map[string]string{
 			"Sec-Fetch-Site cross-site": {"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"},
@@ -383,4 +373,26 @@ func TestDemoFaultHelpAndBanner(t *testing.T) {
 	if got := demoFaultHint("vigil", "127.0.0.1:9555"); got != "vigil demo fault --addr 127.0.0.1:9555 origin-b corrupt" {
 		t.Errorf("other address hint: %q", got)
 	}
+}
+
+// postStatus POSTs body with the Content-Type and the headers hdr to url
+// (within 5s) and returns the status code; the answer's body is read and
+// discarded.
+func postStatus(t *testing.T, url, contentType, body string, hdr map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -108,6 +108,27 @@ func (r *restartRig) fire(a *Alerter) time.Time {
 	return r.clock.Now()
 }
 
+// editState rewrites the state file as edit changes its JSON (decoded as
+// maps and slices), as an older version or a hand would have written it.
+func (r *restartRig) editState(edit func(f map[string]any)) {
+	r.t.Helper()
+	b, err := os.ReadFile(r.path)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(b, &f); err != nil {
+		r.t.Fatal(err)
+	}
+	edit(f)
+	if b, err = json.Marshal(f); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(r.path, b, 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // pdEvents decodes the PagerDuty recorder's requests.
 func (r *restartRig) pdEvents() []pdEvent {
 	r.t.Helper()
@@ -363,31 +384,19 @@ func TestRestartFromFileWithoutTold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRestartRig(t, filepath.Join(t.TempDir(), "alerts.json"))
 			r.fire(r.start())
-			b, err := os.ReadFile(r.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var f map[string]any
-			if err := json.Unmarshal(b, &f); err != nil {
-				t.Fatal(err)
-			}
-			for _, g := range f["groups"].([]any) {
-				gm := g.(map[string]any)
-				if got := fmt.Sprint(gm["told"]); got != "[ops pd]" {
-					t.Fatalf("told saved as %s, want [ops pd]", got)
+			r.editState(func(f map[string]any) {
+				for _, g := range f["groups"].([]any) {
+					gm := g.(map[string]any)
+					if got := fmt.Sprint(gm["told"]); got != "[ops pd]" {
+						t.Fatalf("told saved as %s, want [ops pd]", got)
+					}
+					if tc.told == nil {
+						delete(gm, "told")
+					} else {
+						gm["told"] = tc.told
+					}
 				}
-				if tc.told == nil {
-					delete(gm, "told")
-				} else {
-					gm["told"] = tc.told
-				}
-			}
-			if b, err = json.Marshal(f); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(r.path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			})
 			a := r.start()
 			r.step(a, H)
 			hooks := r.hook.webhooks(t)
@@ -410,23 +419,11 @@ func TestRestartFromFileWithoutTold(t *testing.T) {
 func TestRestartFromFileWithoutToldSavedBeforeNotify(t *testing.T) {
 	r := newRestartRig(t, filepath.Join(t.TempDir(), "alerts.json"))
 	r.fire(r.start())
-	b, err := os.ReadFile(r.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f map[string]any
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range f["groups"].([]any) {
-		delete(g.(map[string]any), "told")
-	}
-	if b, err = json.Marshal(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(r.path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	r.editState(func(f map[string]any) {
+		for _, g := range f["groups"].([]any) {
+			delete(g.(map[string]any), "told")
+		}
+	})
 	a := r.start()
 	if err := a.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -462,31 +459,19 @@ func TestRestartStreamedTo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRestartRig(t, filepath.Join(t.TempDir(), "alerts.json"))
 			r.fire(r.start())
-			b, err := os.ReadFile(r.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var f map[string]any
-			if err := json.Unmarshal(b, &f); err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range f["alerts"].([]any) {
-				sm := s.(map[string]any)
-				if got := fmt.Sprint(sm["streamed"], sm["streamed_to"]); got != "true [am]" {
-					t.Fatalf("streamed, streamed_to saved as %s, want true [am]", got)
+			r.editState(func(f map[string]any) {
+				for _, s := range f["alerts"].([]any) {
+					sm := s.(map[string]any)
+					if got := fmt.Sprint(sm["streamed"], sm["streamed_to"]); got != "true [am]" {
+						t.Fatalf("streamed, streamed_to saved as %s, want true [am]", got)
+					}
+					if tc.streamedTo == nil {
+						delete(sm, "streamed_to")
+					} else {
+						sm["streamed_to"] = tc.streamedTo
+					}
 				}
-				if tc.streamedTo == nil {
-					delete(sm, "streamed_to")
-				} else {
-					sm["streamed_to"] = tc.streamedTo
-				}
-			}
-			if b, err = json.Marshal(f); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(r.path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			})
 			before := len(r.am.all())
 			a := r.start()
 			r.step(a, H)
