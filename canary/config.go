@@ -694,12 +694,15 @@ func (c *CheckConfig) expireFits(inherited bool) error {
 }
 
 // CronMaxGap is the longest time between two consecutive firings of s over
-// its next 64 firings after from: for a schedule that repeats within them
-// (a daily or weekdays-only one), the same whatever from is.
+// its next 64 firings after from, and at least over the next 8 days (a
+// week and a day, at most 20,000 firings): for a schedule that repeats
+// within a week (daily, weekdays only, every minute on weekdays), the same
+// whatever from is.
 func CronMaxGap(s cron.Schedule, from time.Time) time.Duration {
 	var gap time.Duration
 	t := s.Next(from)
-	for range 64 {
+	first := t
+	for i := 0; i < 20000 && (i < 64 || t.Sub(first) < 8*24*time.Hour); i++ {
 		n := s.Next(t)
 		if n.IsZero() {
 			break
