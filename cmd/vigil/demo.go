@@ -333,9 +333,11 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 		}
 		return nil, err
 	}
-	// 0700 like every data dir (privateDataDir): a later `vigil run` with
-	// data_dir ./vigil-data finds it private already.
-	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+	// 0700 like every data dir, with the same checks (no symbolic link, as
+	// root no directory on the way another user controls), before
+	// anything is written in it: a later `vigil run` with data_dir
+	// ./vigil-data finds it private already.
+	if err := prepareDataDir("--data-dir", f.dataDir, log); err != nil {
 		return fail(fmt.Errorf("--data-dir: %w", err))
 	}
 	// Listen first so the generated config (alert webhook) names the real address.
