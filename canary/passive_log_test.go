@@ -1,38 +1,23 @@
 package canary
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/reporting/influx"
 )
 
-// lockedBuf is a log destination a test reads while the canary writes.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the log lines containing s.
-func (l *lockedBuf) lines(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// logLines returns the lines of log containing s.
+func logLines(log *checktest.SyncBuffer, s string) []string {
 	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(log.String(), "\n") {
 		if strings.Contains(line, s) {
 			out = append(out, line)
 		}
@@ -65,7 +50,7 @@ func TestPassiveSignalsOutageLogsOncePerMinute(t *testing.T) {
 
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixNano())
-	var log lockedBuf
+	var log checktest.SyncBuffer
 	cfg := testConfig(t, map[string]string{"o": "http://127.0.0.1:9"})
 	c, err := New(cfg, nil, Options{Log: slog.New(slog.NewTextHandler(&log, nil)),
 		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
@@ -88,22 +73,22 @@ func TestPassiveSignalsOutageLogsOncePerMinute(t *testing.T) {
 		waitFor(t, "signal reads", func() bool { return reads.Load() >= start+n })
 	}
 	waitReads(20)
-	if got := log.lines(failed); len(got) != 1 || strings.Contains(got[0], "suppressed") {
+	if got := logLines(&log, failed); len(got) != 1 || strings.Contains(got[0], "suppressed") {
 		t.Fatalf("after 20 failed reads within a second: %d failure lines, want the first alone:\n%s", len(got), strings.Join(got, "\n"))
 	}
 	clock.Add(int64(time.Minute))
 	waitReads(20)
-	got := log.lines(failed)
+	got := logLines(&log, failed)
 	if len(got) != 2 || !strings.Contains(got[1], " suppressed=") || strings.Contains(got[1], " suppressed=0 ") {
 		t.Fatalf("a minute later: %d failure lines, want a second one with suppressed=N:\n%s", len(got), strings.Join(got, "\n"))
 	}
 	down.Store(false)
-	waitFor(t, "the recovery line", func() bool { return len(log.lines("passive triggers: reading signals recovered")) == 1 })
-	if rec := log.lines("recovered")[0]; !strings.Contains(rec, "failures=") || !strings.Contains(rec, "failed_for=1m0s") {
+	waitFor(t, "the recovery line", func() bool { return len(logLines(&log, "passive triggers: reading signals recovered")) == 1 })
+	if rec := logLines(&log, "recovered")[0]; !strings.Contains(rec, "failures=") || !strings.Contains(rec, "failed_for=1m0s") {
 		t.Errorf("recovery line %q: want failures= and failed_for=1m0s", rec)
 	}
 	waitReads(10)
-	if got := log.lines(failed); len(got) != 2 {
+	if got := logLines(&log, failed); len(got) != 2 {
 		t.Errorf("after recovery: %d failure lines, want still 2", len(got))
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,25 +17,6 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/store"
 )
-
-// lockedBuf is the child's stderr: a pipe, so the child's logging is not
-// stopped by the file-size limit that stops its store.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // setFileSizeLimit sets RLIMIT_FSIZE of process pid: with 1 byte every
 // write to a regular file fails (EFBIG) as on a full disk.
@@ -72,7 +51,9 @@ checks:
 `, port, data, o.URL())), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuf{}
+	// A pipe, so the child's logging is not stopped by the file-size
+	// limit that stops its store.
+	logs := &checktest.SyncBuffer{}
 	cmd := exec.Command(bin, "run", "-c", path)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

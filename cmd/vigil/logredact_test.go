@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,29 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type stringer string
 
@@ -64,7 +46,7 @@ func TestRedactHandler(t *testing.T) {
 	}
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
-			var buf syncBuffer
+			var buf checktest.SyncBuffer
 			var base slog.Handler = slog.NewTextHandler(&buf, nil)
 			if format == "json" {
 				base = slog.NewJSONHandler(&buf, nil)
@@ -76,14 +58,14 @@ func TestRedactHandler(t *testing.T) {
 			if n := strings.Count(buf.String(), secret); n != 8 {
 				t.Errorf("before a config: the secret appears %d times, want 8 (no redaction):\n%s", n, buf.String())
 			}
-			buf.b.Reset()
+			buf.Reset()
 
 			setLogRedactor(log, redactorOf())
 			logAll(log)
 			if n := strings.Count(buf.String(), secret); n != 8 {
 				t.Errorf("with no secrets in the config: the value appears %d times, want 8:\n%s", n, buf.String())
 			}
-			buf.b.Reset()
+			buf.Reset()
 
 			setLogRedactor(log, redactorOf(secret))
 			logAll(log)
@@ -94,7 +76,7 @@ func TestRedactHandler(t *testing.T) {
 			if out := buf.String(); !strings.Contains(out, "n=3") && !strings.Contains(out, `"n":3`) {
 				t.Errorf("an int attribute was lost:\n%s", out)
 			}
-			buf.b.Reset()
+			buf.Reset()
 
 			const other = "s3cret-from-reload"
 			setLogRedactor(log, redactorOf(other))
@@ -120,7 +102,7 @@ func TestRedactHandlerReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf syncBuffer
+	var buf checktest.SyncBuffer
 	log := slog.New(newRedactHandler(slog.NewTextHandler(&buf, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
