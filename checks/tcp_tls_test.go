@@ -230,3 +230,24 @@ func TestTLSMinVersion(t *testing.T) {
 		t.Errorf("default http.tls warnings %q", w)
 	}
 }
+
+// TestTTFBNoByteFails: a ttfb assertion on a run that received no byte (the
+// server closed without answering) fails showing "(no byte received)"; a
+// TTFB of 0 is not "fast enough".
+func TestTTFBNoByteFails(t *testing.T) {
+	closer := lineServer(t, func(c net.Conn) {})
+	c, err := checks.NewTCP(checks.TCPSpec{}, checks.Expect{TTFB: time.Second}, checks.Options{Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Run(context.Background(), checks.Target{URL: closer})
+	var got *checks.AssertionResult
+	for i := range r.Assertions {
+		if r.Assertions[i].Name == "ttfb" {
+			got = &r.Assertions[i]
+		}
+	}
+	if r.OK || got == nil || got.OK || got.Got != "(no byte received)" {
+		t.Fatalf("ok %v, ttfb assertion %+v; want a failed ttfb assertion that got \"(no byte received)\"", r.OK, got)
+	}
+}
