@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // Sources is a verdict source made of several, one per canary (vigil proxy
@@ -539,13 +540,7 @@ func HTTPSource(base string, client *http.Client) reporting.Source {
 	// user name stays ("http://vigil:xxxxx@canary:9470/…").
 	name := u
 	if pu, err := url.Parse(u); err == nil {
-		if pu.RawQuery != "" {
-			q := pu.Query()
-			for k := range q {
-				q[k] = []string{"…"}
-			}
-			pu.RawQuery = q.Encode()
-		}
+		units.RedactQuery(pu)
 		name = pu.Redacted()
 	}
 	return &httpSource{url: u, name: name, client: client}

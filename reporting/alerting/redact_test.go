@@ -160,8 +160,8 @@ func TestDeliveryErrorsHideSecrets(t *testing.T) {
 		"hook": "POST http://" + host + "/…: status 500: POST ",
 		"chat": "POST http://" + host + "/…: status 500: POST ",
 		"am":   "POST http://" + host + "/api/v2/alerts: status 500: POST /api/v2/alerts auth=Basic ***",
-		"amq":  "POST http://" + host + "/am/api/v2/alerts?apikey=%E2%80%A6: status 500: POST /am/api/v2/alerts?apikey=*** ",
-		"pd":   "POST http://" + host + "/v2/enqueue?tenant=%E2%80%A6: status 500: POST /v2/enqueue?tenant=*** auth=Basic *** ",
+		"amq":  "POST http://" + host + "/am/api/v2/alerts?apikey=…: status 500: POST /am/api/v2/alerts?apikey=*** ",
+		"pd":   "POST http://" + host + "/v2/enqueue?tenant=…: status 500: POST /v2/enqueue?tenant=*** auth=Basic *** ",
 	} {
 		if !strings.HasPrefix(fails[rcv], want) {
 			t.Errorf("DeliveryFailures[%s] = %q, want it to start %q", rcv, fails[rcv], want)

@@ -2,6 +2,7 @@ package units
 
 import (
 	"net/url"
+	"sort"
 	"strings"
 )
 
@@ -17,13 +18,30 @@ func RedactURL(raw string) string {
 		}
 		return raw
 	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"…"}
-		}
-		u.RawQuery = q.Encode()
-	}
+	RedactQuery(u)
 	u.User, u.Fragment = nil, ""
 	return u.String()
+}
+
+// RedactQuery replaces every query value of u with "…" (written as is, not
+// percent-encoded), keeping the names, sorted.
+func RedactQuery(u *url.URL) {
+	if u.RawQuery == "" {
+		return
+	}
+	q := u.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(k))
+		b.WriteString("=…")
+	}
+	u.RawQuery = b.String()
 }
