@@ -17,12 +17,16 @@ type BrowserStep struct {
 	// scheme is joined to the target URL ("/shop" → <target>/shop). A
 	// document answered with status >= 400 fails the step.
 	Navigate *string `mapstructure:"navigate"`
-	// Click waits until the element is visible and clicks its center.
+	// Click waits until the element is visible, enabled (not disabled, not
+	// in a disabled fieldset, not aria-disabled) and the one a click at its
+	// center reaches (no overlay over it), then clicks its center.
 	Click *string `mapstructure:"click"`
-	// Type waits until the element is visible, focuses it and types text.
+	// Type waits until the element is visible and enabled, focuses it and
+	// types text.
 	Type *TypeAction `mapstructure:"type"`
-	// Select sets a <select>'s value (the option's value attribute) and
-	// fires input and change events; an unknown option fails the step.
+	// Select waits until the <select> is enabled, sets its value (the
+	// option's value attribute) and fires input and change events; an
+	// unknown option fails the step.
 	Select *SelectAction `mapstructure:"select"`
 	// WaitVisible waits until the element is visible.
 	WaitVisible *string `mapstructure:"wait_visible"`

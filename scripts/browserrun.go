@@ -299,8 +299,12 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if o, bad := r.badSelector(ctx, "click", sel); bad {
 			return o
 		}
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-			return r.elementWaitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: no visible element within %s (or the page hung)", sel, timeoutText))
+		at, o, ok := r.waitActionable(ctx, "click", sel, true, true, timeoutText)
+		if !ok {
+			return o
+		}
+		if err := chromedp.Do(ctx, chromedp.MouseClickXY(at.X, at.Y)); err != nil {
+			return r.waitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: the page did not take the click within %s", sel, timeoutText))
 		}
 		return outcome{}
 
@@ -314,6 +318,9 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return failf("type: %w", err)
 		}
 		if o, bad := r.badSelector(ctx, "type", sel); bad {
+			return o
+		}
+		if _, o, ok := r.waitActionable(ctx, "type", sel, true, false, timeoutText); !ok {
 			return o
 		}
 		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
@@ -333,8 +340,8 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if o, bad := r.badSelector(ctx, "select", sel); bad {
 			return o
 		}
-		if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(sel))); err != nil {
-			return r.elementWaitFail(ctx, err, "select "+sel, fmt.Sprintf("select %s: no element within %s", sel, timeoutText))
+		if _, o, ok := r.waitActionable(ctx, "select", sel, false, false, timeoutText); !ok {
+			return o
 		}
 		res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectJS, jsString(sel), jsString(val))))
 		if err != nil {
@@ -477,6 +484,106 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		return outcome{cause: checks.CauseScript, err: fmt.Errorf("max_failed_requests: %d failed requests, over %d; first: %s", len(failed), limit, failed[0]), assertions: []checks.AssertionResult{a}}
 	}
 	return outcome{cause: checks.CauseInternal, err: errors.New("browser step without an action")}
+}
+
+// actionableJS tells whether the element a click, type or select acts on
+// is ready for it: {state: "ok"} (with x, y: the viewport point a click
+// goes to), or why not: "missing", "hidden" (no box, or visibility
+// hidden), "disabled" (a disabled form control, also inside a disabled
+// fieldset, or aria-disabled="true" on it or an ancestor), "offscreen" (no
+// part of it inside the viewport after scrolling) or "covered" (another
+// element, named in by, would receive a click at its centre). A click
+// would otherwise go through as a no-op on a disabled button, or land on
+// an overlay, and only a later step would fail.
+const actionableJS = `((sel, needVisible, needHit) => {
+  let el;
+  try { el = document.querySelector(sel); } catch (e) { return {state: 'missing'}; }
+  if (!el) return {state: 'missing'};
+  const name = (n) => {
+    if (!n || !n.tagName) return 'nothing';
+    const tag = n.tagName.toLowerCase();
+    if (n.id) return tag + '#' + n.id;
+    const cls = (typeof n.className === 'string' ? n.className : '').trim().split(/\s+/).filter(Boolean).slice(0, 2);
+    return cls.length ? tag + '.' + cls.join('.') : tag;
+  };
+  let r = el.getBoundingClientRect();
+  if (needVisible) {
+    const st = getComputedStyle(el);
+    if (r.width === 0 || r.height === 0 || st.visibility === 'hidden' || st.visibility === 'collapse') return {state: 'hidden'};
+  }
+  if (el.matches(':disabled') || el.closest('[aria-disabled="true"]')) return {state: 'disabled'};
+  if (!needHit) return {state: 'ok'};
+  if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
+    el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
+    r = el.getBoundingClientRect();
+  }
+  const left = Math.max(r.left, 0), top = Math.max(r.top, 0);
+  const right = Math.min(r.right, innerWidth), bottom = Math.min(r.bottom, innerHeight);
+  if (right <= left || bottom <= top) return {state: 'offscreen'};
+  const x = (left + right) / 2, y = (top + bottom) / 2;
+  const hit = document.elementFromPoint(x, y);
+  if (hit && (hit === el || el.contains(hit))) return {state: 'ok', x: x, y: y};
+  return {state: 'covered', by: name(hit)};
+})(%s, %t, %t)`
+
+// actionState is actionableJS's answer.
+type actionState struct {
+	State string  `json:"state"`
+	By    string  `json:"by"`
+	X     float64 `json:"x"`
+	Y     float64 `json:"y"`
+}
+
+// waitActionable polls, every pollInterval within the step's time, until
+// the element sel names is there, enabled and, as asked, visible and the
+// one a click at its centre would reach (see actionableJS). When the time
+// runs out the step fails (cause script) saying what was still wrong, e.g.
+// "click #b: not enabled within 3s" or "click #b: covered by div#overlay
+// within 3s".
+func (r *run) waitActionable(ctx context.Context, action, sel string, visible, hit bool, timeoutText string) (actionState, outcome, bool) {
+	what := action + " " + sel
+	js := fmt.Sprintf(actionableJS, jsString(sel), visible, hit)
+	var last actionState
+	for {
+		st, err := chromedp.Run(ctx, chromedp.Evaluate[actionState](js))
+		switch {
+		case err == nil:
+			if st.State == "ok" {
+				return st, outcome{}, true
+			}
+			last = st
+		case ctx.Err() != nil:
+		case r.tab.browserDead():
+			return last, r.waitFail(ctx, err, what, ""), false
+		default:
+			var ee *chromedp.ExceptionError
+			if errors.As(err, &ee) {
+				return last, failf("%s: %s", what, firstLine(err.Error())), false
+			}
+			// A navigation replaced the document while it was asked: ask
+			// the new one.
+		}
+		select {
+		case <-ctx.Done():
+			var msg string
+			switch last.State {
+			case "missing":
+				msg = fmt.Sprintf("%s: no element within %s", what, timeoutText)
+			case "hidden":
+				msg = fmt.Sprintf("%s: not visible within %s", what, timeoutText)
+			case "disabled":
+				msg = fmt.Sprintf("%s: not enabled within %s", what, timeoutText)
+			case "offscreen":
+				msg = fmt.Sprintf("%s: not scrolled into view within %s", what, timeoutText)
+			case "covered":
+				msg = fmt.Sprintf("%s: covered by %s within %s", what, last.By, timeoutText)
+			default:
+				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", what, timeoutText)
+			}
+			return last, r.elementWaitFail(ctx, ctx.Err(), what, msg), false
+		case <-time.After(pollInterval):
+		}
+	}
 }
 
 // badSelector asks the page's querySelector once whether sel parses, so
