@@ -97,37 +97,66 @@ func (m *Mode) UnmarshalText(b []byte) error {
 // delay), "flapping:10" (switch every 10 requests) or "flapping:30s"
 // (switch every 30 s). A parameter on another mode is an error.
 func (o *Origin) SetFault(s string) error {
-	name, param, hasParam := strings.Cut(strings.TrimSpace(s), ":")
-	m, err := ParseMode(name)
+	f, err := ParseFault(s)
 	if err != nil {
 		return err
 	}
-	if hasParam {
-		param = strings.TrimSpace(param)
-		switch m {
-		case ModePartial:
-			p, err := strconv.ParseFloat(strings.TrimSuffix(param, "%"), 64)
-			if err != nil || p < 0 || p > 100 {
-				return fmt.Errorf("fault %q: want a percentage 0%%–100%%, e.g. partial:25%%", s)
-			}
-			o.SetPartialPercent(p)
-		case ModeSlow:
-			d, err := time.ParseDuration(param)
-			if err != nil || d < 0 {
-				return fmt.Errorf("fault %q: want a duration, e.g. slow:2.4s", s)
-			}
-			o.SetSlowDelay(d)
-		case ModeFlapping:
-			if n, err := strconv.Atoi(param); err == nil && n > 0 {
-				o.setFlap(n, 0)
-			} else if d, err := time.ParseDuration(param); err == nil && d > 0 {
-				o.setFlap(0, d)
-			} else {
-				return fmt.Errorf("fault %q: want a request count or a period, e.g. flapping:5 or flapping:30s", s)
-			}
-		default:
-			return fmt.Errorf("fault %q: mode %s takes no parameter", s, m)
-		}
+	switch {
+	case f.partial >= 0:
+		o.SetPartialPercent(f.partial)
+	case f.slow >= 0:
+		o.SetSlowDelay(f.slow)
+	case f.flapN > 0 || f.flapD > 0:
+		o.setFlap(f.flapN, f.flapD)
 	}
-	return o.SetMode(m)
+	return o.SetMode(f.Mode)
+}
+
+// Fault is a fault mode with its parameter, as SetFault takes it.
+type Fault struct {
+	Mode    Mode
+	partial float64       // partial:N%, or -1
+	slow    time.Duration // slow:D, or -1
+	flapN   int           // flapping:N
+	flapD   time.Duration // flapping:D
+}
+
+// ParseFault reads a fault as SetFault does, without applying it: a mode
+// name, optionally with a parameter after a colon.
+func ParseFault(s string) (Fault, error) {
+	name, param, hasParam := strings.Cut(strings.TrimSpace(s), ":")
+	m, err := ParseMode(name)
+	if err != nil {
+		return Fault{}, err
+	}
+	f := Fault{Mode: m, partial: -1, slow: -1}
+	if !hasParam {
+		return f, nil
+	}
+	param = strings.TrimSpace(param)
+	switch m {
+	case ModePartial:
+		p, err := strconv.ParseFloat(strings.TrimSuffix(param, "%"), 64)
+		if err != nil || p < 0 || p > 100 {
+			return Fault{}, fmt.Errorf("fault %q: want a percentage 0%%–100%%, e.g. partial:25%%", s)
+		}
+		f.partial = p
+	case ModeSlow:
+		d, err := time.ParseDuration(param)
+		if err != nil || d < 0 {
+			return Fault{}, fmt.Errorf("fault %q: want a duration, e.g. slow:2.4s", s)
+		}
+		f.slow = d
+	case ModeFlapping:
+		if n, err := strconv.Atoi(param); err == nil && n > 0 {
+			f.flapN = n
+		} else if d, err := time.ParseDuration(param); err == nil && d > 0 {
+			f.flapD = d
+		} else {
+			return Fault{}, fmt.Errorf("fault %q: want a request count or a period, e.g. flapping:5 or flapping:30s", s)
+		}
+	default:
+		return Fault{}, fmt.Errorf("fault %q: mode %s takes no parameter", s, m)
+	}
+	return f, nil
 }

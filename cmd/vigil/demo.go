@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,7 +68,7 @@ watch the verdicts flip, the proxy route around it and an alert fire and resolve
 	}
 	cmd.Flags().StringVar(&f.listen, "listen", defaultDemoListen, "status page and API address")
 	cmd.Flags().StringVar(&f.proxyListen, "proxy-listen", "127.0.0.1:8080", "proxy address")
-	cmd.Flags().IntVar(&f.originPort, "origin-port", 9201, "first origin port (three consecutive ports; 0: any free port)")
+	cmd.Flags().IntVar(&f.originPort, "origin-port", defaultDemoOriginPort, "first origin port (three consecutive ports; 0: any free port)")
 	cmd.Flags().StringVar(&f.dataDir, "data-dir", "./vigil-data/demo", "embedded store and generated config")
 	cmd.Flags().Float64Var(&f.traffic, "traffic", 20, "client requests per second the demo sends through the proxy (0: none)")
 	cmd.Flags().BoolVar(&f.browser, "browser", true, "add a browser check when Chromium is installed")
@@ -587,9 +588,25 @@ for 'vigil demo origins' (default 127.0.0.1:9204; it prints the command).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The origin and mode are checked here first: a typo is a
+			// usage error (exit 2) whether or not a demo runs.
+			var problem string
+			if !slices.Contains(demoOrigins, args[0]) {
+				problem = fmt.Sprintf("no origin %q (have %s)", args[0], strings.Join(demoOrigins, ", "))
+			} else if _, err := checktest.ParseFault(args[1]); err != nil {
+				problem = err.Error()
+			}
+			if problem != "" {
+				return &exitError{code: 2, err: fmt.Errorf("vigil demo fault: %s\nusage: %s\norigins: %s\nmodes: %s; with a parameter: %s", problem,
+					cmd.CommandPath()+" [--addr ADDR] ORIGIN MODE", strings.Join(demoOrigins, ", "), strings.Join(demoModes, ", "), strings.Join(demoParamForms, ", "))}
+			}
 			resp, err := http.PostForm("http://"+addr+"/demo/fault", url.Values{"origin": {args[0]}, "mode": {args[1]}})
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("is 'vigil demo' (or 'vigil demo origins') running on %s? %w", addr, err)}
+				hint := fmt.Sprintf("is 'vigil demo' running on %s?", addr)
+				if !cmd.Flags().Changed("addr") {
+					hint += fmt.Sprintf(" ('vigil demo origins' listens on %s by default: pass --addr with the address it printed)", demoOriginsListen(defaultDemoOriginPort))
+				}
+				return &exitError{code: 1, err: fmt.Errorf("%s %w", hint, err)}
 			}
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -612,6 +629,9 @@ for 'vigil demo origins' (default 127.0.0.1:9204; it prints the command).`,
 	cmd.Flags().StringVar(&addr, "addr", defaultDemoListen, "the demo's status page address (its --listen), or the address 'vigil demo origins' prints")
 	return cmd
 }
+
+// defaultDemoOriginPort is the first demo origin's port (--origin-port).
+const defaultDemoOriginPort = 9201
 
 // demoOriginsListen is where `vigil demo origins` serves POST
 // /demo/fault by default: the port after its three origins.
@@ -672,7 +692,7 @@ It prints the command that breaks an origin. A port in use is an error (exit 1).
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&port, "origin-port", 9201, "first origin port (three consecutive ports; 0: any free ports)")
+	cmd.Flags().IntVar(&port, "origin-port", defaultDemoOriginPort, "first origin port (three consecutive ports; 0: any free ports)")
 	cmd.Flags().StringVar(&host, "host", "127.0.0.1", "address the origins listen on (0.0.0.0 inside a container)")
 	cmd.Flags().StringVar(&listen, "listen", "", "fault switch address for 'vigil demo fault --addr' (default 127.0.0.1 and the port after the origins)")
 	return cmd
