@@ -308,7 +308,7 @@ func (p *Proxy) AdminHandler() http.Handler {
 			}
 			name := r.PathValue("name")
 			why := r.URL.Query().Get("why")
-			if why == "" {
+			if why == "" && on {
 				why = "drained by admin"
 			}
 			by := r.URL.Query().Get("by")
