@@ -193,7 +193,7 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		}
 		for _, r := range s.refs {
 			if !r.env && !defined[r.name] {
-				errs = append(errs, units.Prefix(idx+"."+r.key, fmt.Errorf("%w ${%s}: no earlier step extracts it", ErrUndefinedVar, r.name)))
+				errs = append(errs, units.Prefix(idx+"."+r.key, fmt.Errorf("%w ${%s}: no earlier step extracts it", ErrUndefinedVar, r.written)))
 			}
 		}
 		if s.program != nil {

@@ -17,7 +17,8 @@ import (
 //	$${          a literal "${" (e.g. a JavaScript template literal)
 //
 // Variable names are matched lower-cased, because the config loader
-// lower-cases the keys of `extract` maps.
+// lower-cases the keys of `extract` maps; messages show a ${name} as the
+// string wrote it.
 
 // varName is the shape of a script variable name.
 var varName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
@@ -30,9 +31,10 @@ var ErrUnterminatedVar = errors.New(`unterminated "${"`)
 
 // ref is one variable reference found in a string.
 type ref struct {
-	name string // lower-cased script variable, or the environment name
-	env  bool
-	key  string // where it was found, relative to the step, e.g. "http.headers.Authorization"
+	name    string // lower-cased script variable, or the environment name
+	written string // the name as the config wrote it, for messages
+	env     bool
+	key     string // where it was found, relative to the step, e.g. "http.headers.Authorization"
 }
 
 // parseRefs returns the references in s, or an error for a malformed one.
@@ -77,20 +79,21 @@ func expand(s string, lookup func(ref) (string, bool)) (string, error) {
 			if !envName.MatchString(name) {
 				return "", fmt.Errorf("%q: not an environment variable name", body)
 			}
-			r = ref{name: name, env: true}
+			r = ref{name: name, written: name, env: true}
 		} else {
-			name := strings.ToLower(strings.TrimSpace(body))
+			written := strings.TrimSpace(body)
+			name := strings.ToLower(written)
 			if !varName.MatchString(name) {
 				return "", fmt.Errorf("${%s}: not a variable name (want ${name} or ${env:NAME})", body)
 			}
-			r = ref{name: name}
+			r = ref{name: name, written: written}
 		}
 		v, ok := lookup(r)
 		if !ok {
 			if r.env {
 				return "", fmt.Errorf("environment variable %s is not set", r.name)
 			}
-			return "", fmt.Errorf("variable %s is not set", r.name)
+			return "", fmt.Errorf("variable %s is not set", r.written)
 		}
 		b.WriteString(v)
 	}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestValidatePlaywrightSelector: `vigil validate` rejects a Playwright or
+// XPath selector (exit 2) naming the file, the key and what the selector
+// is, instead of accepting it for querySelector to reject at run time; CSS
+// with "//", "=" or ">>" inside attribute values passes.
+func TestValidatePlaywrightSelector(t *testing.T) {
+	bad := writeConfig(t, `
+targets: [{name: o, url: "http://127.0.0.1:1"}]
+checks:
+  - name: login
+    targets: [o]
+    script:
+      - browser: {navigate: /login}
+      - browser: {click: "text=Log in"}
+      - browser: {wait_visible: "//button[@id='submit']"}
+      - browser: {click: "#form >> button"}
+`)
+	out, code := runCLI(t, "validate", "-c", bad)
+	for _, want := range []string{
+		`checks[0].script[1].browser.click: "text=Log in": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`,
+		`checks[0].script[2].browser.wait_visible: "//button[@id='submit']": an XPath selector; vigil takes CSS selectors only`,
+		`checks[0].script[3].browser.click: "#form >> button": a Playwright selector chain; vigil takes CSS selectors only`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s", want)
+		}
+	}
+	if code != 2 || !strings.Contains(out, bad) {
+		t.Errorf("exit %d, want 2 and the file name:\n%s", code, out)
+	}
+
+	ok := writeConfig(t, `
+targets: [{name: o, url: "http://127.0.0.1:1"}]
+checks:
+  - name: page
+    targets: [o]
+    script:
+      - browser: {navigate: /}
+      - browser: {click: 'a[href="//cdn.example/x"]'}
+      - browser: {wait_visible: '[data-x="text=1"]'}
+      - browser: {wait_text: {selector: '[title="a >> b"], div > p, :is(a, b), #id', contains: x}}
+`)
+	if out, code := runCLI(t, "validate", "-c", ok); code != 0 || strings.TrimSpace(out) != "ok" {
+		t.Errorf("CSS selectors: exit %d: %s", code, out)
+	}
+}
+
+// TestValidateVariableNameAsWritten: an undefined ${name} is shown as the
+// file wrote it, while names still match case-insensitively.
+func TestValidateVariableNameAsWritten(t *testing.T) {
+	cfg := writeConfig(t, `
+targets: [{name: o, url: "http://127.0.0.1:1"}]
+checks:
+  - name: order
+    targets: [o]
+    script:
+      - http: {path: /orders}
+        extract: {orderId: {json: id}}
+      - http: {path: "/orders/${orderId}/${ORDERID}"}
+      - http: {path: "/orders/${orderID}/items/${itemId}"}
+`)
+	out, code := runCLI(t, "validate", "-c", cfg)
+	want := cfg + ": checks[0].script[2].http.path: undefined variable ${itemId}: no earlier step extracts it"
+	if code != 2 || strings.TrimSpace(out) != want {
+		t.Errorf("exit %d:\n%s\nwant exit 2:\n%s", code, out, want)
+	}
+}

@@ -1,0 +1,158 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// Playwright and XPath selectors, with the message the load-time check
+// gives. querySelector rejects every one of them, but only at run time and
+// without saying why.
+var notCSSSelectors = []struct{ sel, msg string }{
+	{"text=Log in", `"text=Log in": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`},
+	{`text="Log in"`, `"text=\"Log in\"": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`},
+	{`"Log in"`, `"\"Log in\"": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`},
+	{"//button[@id='submit']", `"//button[@id='submit']": an XPath selector; vigil takes CSS selectors only`},
+	{"  //a", `"  //a": an XPath selector; vigil takes CSS selectors only`},
+	{"(//a)[2]", `"(//a)[2]": an XPath selector; vigil takes CSS selectors only`},
+	{"../span", `"../span": an XPath selector; vigil takes CSS selectors only`},
+	{"xpath=//button", `"xpath=//button": an XPath selector; vigil takes CSS selectors only`},
+	{"css=button.primary", `"css=button.primary": a Playwright selector with the engine prefix "css="; vigil takes CSS selectors only (write it without the prefix: "button.primary")`},
+	{"#form >> text=Submit", `"#form >> text=Submit": a Playwright selector chain; vigil takes CSS selectors only (a descendant is "a b", a child "a > b")`},
+	{"div>>span", `"div>>span": a Playwright selector chain; vigil takes CSS selectors only (a descendant is "a b", a child "a > b")`},
+	{`[title="a"] >> b`, `"[title=\"a\"] >> b": a Playwright selector chain; vigil takes CSS selectors only (a descendant is "a b", a child "a > b")`},
+	{"data-testid=submit", `"data-testid=submit": a Playwright data-testid= selector; vigil takes CSS selectors only (in CSS: [data-testid="submit"])`},
+	{`id="go"`, `"id=\"go\"": a Playwright id= selector; vigil takes CSS selectors only (in CSS: [id="go"])`},
+	{`role=button[name="Log in"]`, `"role=button[name=\"Log in\"]": a Playwright role selector; vigil takes CSS selectors only (in CSS, match the element or its role attribute, e.g. button or [role="button"])`},
+	{"nth=0", `"nth=0": a Playwright nth= selector; vigil takes CSS selectors only`},
+}
+
+// CSS that looks like the above in places and must still pass: "//", "="
+// and ">>" inside attribute values, ordinary combinators.
+var cssLookalikes = []string{
+	`a[href="//cdn.example/x"]`, `[data-x="text=1"]`, "div > p", ":is(a, b)", "#id",
+	`[title="a >> b"]`, `[title='x>>y']`, `a[href^="xpath="]`, "div>p", `a[href*='//']`,
+	`[data-x="css=.a"] > b`, `input[value="id=1"]`, `a\>\>b`,
+}
+
+func TestCheckSelectorPlaywright(t *testing.T) {
+	for _, tc := range notCSSSelectors {
+		err := checkSelector(tc.sel)
+		if err == nil || err.Error() != tc.msg {
+			t.Errorf("checkSelector(%q) = %v\nwant %s", tc.sel, err, tc.msg)
+			continue
+		}
+		if !errors.Is(err, ErrNotCSSSelector) || !errors.Is(err, ErrInvalidSelector) {
+			t.Errorf("checkSelector(%q): %v is not ErrNotCSSSelector and ErrInvalidSelector", tc.sel, err)
+		}
+	}
+	for _, sel := range cssLookalikes {
+		if err := checkSelector(sel); err != nil {
+			t.Errorf("checkSelector(%q) = %v, want ok", sel, err)
+		}
+	}
+}
+
+// A script's Playwright selectors are config errors at their keys.
+func TestValidatePlaywrightSelectorKeys(t *testing.T) {
+	sc := mustScript(t, `
+- browser: {navigate: /}
+- browser: {click: "text=Log in"}
+- browser: {type: {selector: "//input[@name='q']", text: shoes}}
+- browser: {wait_text: {selector: "#cart >> .count", equals: "1"}}
+- browser: {wait_visible: "css=#cart"}
+- browser: {click: 'a[href="//cdn.example/x"]'}
+`)
+	err := units.Prefix("script", sc.ValidateAndSetDefaults(0))
+	want := []string{
+		`script[1].browser.click: "text=Log in": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`,
+		`script[2].browser.type.selector: "//input[@name='q']": an XPath selector; vigil takes CSS selectors only`,
+		`script[3].browser.wait_text.selector: "#cart >> .count": a Playwright selector chain; vigil takes CSS selectors only (a descendant is "a b", a child "a > b")`,
+		`script[4].browser.wait_visible: "css=#cart": a Playwright selector with the engine prefix "css="; vigil takes CSS selectors only (write it without the prefix: "#cart")`,
+	}
+	var got []string
+	for _, e := range units.Errors(err) {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !errors.Is(err, ErrNotCSSSelector) {
+		t.Errorf("%v is not ErrNotCSSSelector", err)
+	}
+}
+
+// Chromium's querySelector rejects every selector the check calls
+// Playwright or XPath, and accepts the look-alikes: the check turns a
+// run-time failure into a load-time one and rejects no CSS.
+func TestCheckSelectorPlaywrightAgreesWithChromium(t *testing.T) {
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	tb, err := b.openTab(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.close()
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(o.URL+"/tiny")); err != nil {
+		t.Fatal(err)
+	}
+	chromeRejects := func(sel string) bool {
+		msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectorJS, jsString(sel))))
+		if err != nil {
+			t.Fatalf("evaluate %q: %v", sel, err)
+		}
+		return msg != ""
+	}
+	for _, tc := range notCSSSelectors {
+		if !chromeRejects(tc.sel) {
+			t.Errorf("Chromium accepts %q, which the load-time check rejects", tc.sel)
+		}
+	}
+	for _, sel := range cssLookalikes {
+		if chromeRejects(sel) {
+			t.Errorf("Chromium rejects %q, which the load-time check accepts", sel)
+		}
+	}
+}
+
+// An undefined ${name} is echoed as written, though variables match
+// case-insensitively: ${ORDERID} finds the extract orderid.
+func TestValidateVarNameAsWritten(t *testing.T) {
+	sc := mustScript(t, `
+- http: {path: /orders}
+  extract: {orderid: {json: id}}
+- http: {path: "/orders/${ORDERID}", headers: {x-cart: "${cartId}"}}
+- browser: {type: {selector: "#q", text: "${ Coupon }"}}
+`)
+	err := units.Prefix("script", sc.ValidateAndSetDefaults(0))
+	want := []string{
+		"script[1].http.headers.x-cart: undefined variable ${cartId}: no earlier step extracts it",
+		"script[2].browser.type.text: undefined variable ${Coupon}: no earlier step extracts it",
+	}
+	var got []string
+	for _, e := range units.Errors(err) {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// At run time too, the name as written.
+	rv := newRunVars()
+	rv.vars["orderid"] = "42"
+	if out, err := rv.expand("/orders/${OrderId}"); err != nil || out != "/orders/42" {
+		t.Errorf("expand ${OrderId} = %q, %v; want /orders/42", out, err)
+	}
+	if _, err := rv.expand("/carts/${cartId}"); err == nil || err.Error() != "variable cartId is not set" {
+		t.Errorf("expand ${cartId}: %v, want variable cartId is not set", err)
+	}
+}
