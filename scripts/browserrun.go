@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/vigil-synthetics/vigil/checks"
@@ -27,10 +30,33 @@ type pageEvents struct {
 	mu             sync.Mutex
 	consoleErrors  []string
 	failedRequests []string
+	// loading holds the frames that started loading and have not stopped:
+	// true once the new document arrived (committed), false while the
+	// frame still waits for its server. At most maxEvents frames.
+	loading map[cdp.FrameID]bool
+	dialog  bool // a JavaScript dialog is open
 }
 
 func (p *pageEvents) handle(ev any) {
 	switch ev := ev.(type) {
+	case *page.EventFrameStartedLoading:
+		p.setLoading(ev.FrameID, false, true)
+	case *page.EventFrameNavigated:
+		if ev.Frame != nil {
+			p.setLoading(ev.Frame.ID, true, false)
+		}
+	case *page.EventFrameStoppedLoading:
+		p.mu.Lock()
+		delete(p.loading, ev.FrameID)
+		p.mu.Unlock()
+	case *page.EventJavascriptDialogOpening:
+		p.mu.Lock()
+		p.dialog = true
+		p.mu.Unlock()
+	case *page.EventJavascriptDialogClosed:
+		p.mu.Lock()
+		p.dialog = false
+		p.mu.Unlock()
 	case *runtime.EventConsoleAPICalled:
 		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeAssert {
 			return
@@ -85,6 +111,38 @@ func (p *pageEvents) add(list *[]string, s string) {
 	if len(*list) < maxEvents {
 		*list = append(*list, s)
 	}
+}
+
+// setLoading records a frame's load: started (not committed yet), or
+// committed when it is loading.
+func (p *pageEvents) setLoading(id cdp.FrameID, committed, started bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.loading[id]; !ok && !started {
+		return
+	}
+	if p.loading == nil {
+		p.loading = map[cdp.FrameID]bool{}
+	}
+	if _, ok := p.loading[id]; !ok && len(p.loading) >= maxEvents {
+		return
+	}
+	p.loading[id] = committed
+}
+
+// pageState is what the events say of the page's main frame.
+type pageState struct {
+	awaiting bool // a navigation waits for its server: no new document yet
+	loading  bool // the document arrived, its load event did not
+	dialog   bool // a JavaScript dialog is open
+}
+
+// state returns the state of the frame main (the tab's main frame).
+func (p *pageEvents) state(main cdp.FrameID) pageState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	committed, ok := p.loading[main]
+	return pageState{awaiting: ok && !committed, loading: ok && committed, dialog: p.dialog}
 }
 
 func (p *pageEvents) snapshot() (console, failed []string) {
@@ -442,7 +500,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		return evalOutcome(b.Eval, raw)
 
 	case b.Screenshot != nil:
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		png, err := r.screenshot(ctx)
 		if err != nil {
 			return r.waitFail(ctx, err, "screenshot", "")
 		}
@@ -584,6 +642,77 @@ func (r *run) waitActionable(ctx context.Context, action, sel string, visible, h
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// maskJS replaces, in the page and its same-origin frames, every
+// occurrence of the run's secrets (a JSON array, longest first) in the
+// values of input and textarea elements and in text (contenteditable
+// included) with as many "•", so that a screenshot does not show them, and
+// leaves a function that puts everything back (unmaskJS). It returns how
+// many values it changed.
+const maskJS = `((secrets) => {
+  const undo = [];
+  const hide = (s) => {
+    let out = s;
+    for (const k of secrets) { if (k && out.includes(k)) out = out.split(k).join('\u2022'.repeat(k.length)); }
+    return out;
+  };
+  const walk = (root) => {
+    for (const el of root.querySelectorAll('input, textarea')) {
+      const v = el.value;
+      if (typeof v !== 'string') continue;
+      const m = hide(v);
+      if (m !== v) { undo.push([el, 'value', v]); el.value = m; }
+    }
+    const tw = (root.ownerDocument || root).createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let n = tw.nextNode(); n; n = tw.nextNode()) {
+      const p = n.parentNode && n.parentNode.nodeName;
+      if (p === 'SCRIPT' || p === 'STYLE') continue;
+      const m = hide(n.nodeValue);
+      if (m !== n.nodeValue) { undo.push([n, 'nodeValue', n.nodeValue]); n.nodeValue = m; }
+    }
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) walk(el.shadowRoot);
+      if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
+        try { if (el.contentDocument && el.contentDocument.documentElement) walk(el.contentDocument.documentElement); } catch (e) {}
+      }
+    }
+  };
+  if (document.documentElement) walk(document.documentElement);
+  window[Symbol.for('vigil.unmask')] = () => { for (const [o, k, v] of undo.reverse()) { try { o[k] = v; } catch (e) {} } };
+  return undo.length;
+})(%s)`
+
+// unmaskJS undoes maskJS.
+const unmaskJS = `(() => { const k = Symbol.for('vigil.unmask'); const f = window[k]; delete window[k]; if (f) f(); return true; })()`
+
+// screenshot captures the tab's viewport as a PNG. The run's secrets (the
+// values of ${env:…} it used) are hidden in the page while it is captured,
+// as they are in every text the run reports: a secret typed into a text
+// field would show in plain text otherwise (a password field shows dots,
+// but its value is hidden too). When they cannot be hidden, there is no
+// screenshot.
+func (r *run) screenshot(ctx context.Context) ([]byte, error) {
+	if secrets := r.secretValues(); len(secrets) > 0 {
+		list, _ := json.Marshal(secrets)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(maskJS, list))); err != nil {
+			return nil, fmt.Errorf("hiding the run's secrets in the page: %w", err)
+		}
+		defer chromedp.Run(ctx, chromedp.Evaluate[bool](unmaskJS))
+	}
+	return chromedp.Run(ctx, chromedp.CaptureScreenshot())
+}
+
+// secretValues returns the run's secret values, longest first.
+func (r *run) secretValues() []string {
+	out := make([]string, 0, len(r.vars.secrets))
+	for k := range r.vars.secrets {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // badSelector asks the page's querySelector once whether sel parses, so

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/vigil-synthetics/vigil/checks"
@@ -36,6 +37,12 @@ const maxCaptureReserve = time.Second
 // yields, or held by a JavaScript dialog, does not answer it, and the
 // screenshot is skipped rather than waited for.
 const maxResponsiveProbe = 250 * time.Millisecond
+
+// maxSlowProbe bounds that question, and the screenshot of a tab whose
+// navigation still waits for its server, when the check has time left
+// beyond the capture reserve: a step's own timeout ended the step, and a
+// slow server or a busy page gets more of the check's time to answer.
+const maxSlowProbe = 2 * time.Second
 
 // DefaultSlotWait is how long a browser run waits for a browser slot
 // (agent.browser.max_concurrent) when Options.SlotWait is 0.
@@ -574,8 +581,40 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 	ctx, cancel := context.WithTimeout(r.tab.ctx, budget)
 	defer cancel()
 	// A hung page would hold the screenshot (and Location) for the whole
-	// budget: ask it for a trivial value first.
+	// budget: ask it for a trivial value first. When the check has time
+	// left beyond the reserve (a step's own timeout ended the step), the
+	// page gets up to maxSlowProbe of it.
 	probe := min(maxResponsiveProbe, budget/3)
+	if budget > maxCaptureReserve {
+		probe = min(maxSlowProbe, budget/2)
+	}
+	probeText := roundForText(probe).String()
+	var main cdp.FrameID
+	if c := chromedp.FromContext(r.tab.ctx); c != nil && c.Target != nil {
+		main = cdp.FrameID(c.Target.TargetID) // a tab's main frame has its target's id
+	}
+	st := r.tab.events.state(main)
+	if st.awaiting {
+		// A navigation waits for its server: no script runs until the
+		// document arrives, but the tab still shows what it showed before
+		// and can be captured (the step's url is the one asked for).
+		if r.runner.o.DataDir == "" {
+			return "", ""
+		}
+		if len(r.secretValues()) > 0 {
+			return "", "the page was still waiting for its server, and the run's secrets could not be hidden in what the tab showed"
+		}
+		sctx, scancel := context.WithTimeout(ctx, probe)
+		png, err := chromedp.Run(sctx, chromedp.CaptureScreenshot())
+		scancel()
+		if err != nil {
+			if r.tab.browserDead() {
+				return "", ""
+			}
+			return "", fmt.Sprintf("the page was still waiting for its server, and the tab did not answer within %s", probeText)
+		}
+		return r.saveFailure(i, s, sr, png)
+	}
 	pctx, pcancel := context.WithTimeout(ctx, probe)
 	_, err := chromedp.Run(pctx, chromedp.Evaluate[int]("1"))
 	pcancel()
@@ -583,7 +622,14 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 		if r.tab.browserDead() {
 			return "", ""
 		}
-		return "", fmt.Sprintf("the page did not answer within %s (a script that never yields, or an open JavaScript dialog)", probe.Round(time.Millisecond))
+		st = r.tab.events.state(main)
+		switch {
+		case st.dialog:
+			return "", fmt.Sprintf("the page did not answer within %s: a JavaScript dialog is open", probeText)
+		case st.awaiting:
+			return "", fmt.Sprintf("the page did not answer within %s: a navigation was still waiting for its server", probeText)
+		}
+		return "", fmt.Sprintf("the page did not answer within %s (a script that never yields)", probeText)
 	}
 	if sr.URL == "" {
 		if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil {
@@ -593,14 +639,19 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 	if r.runner.o.DataDir == "" {
 		return "", ""
 	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	png, err := r.screenshot(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Sprintf("the screenshot did not finish within %s", budget.Round(time.Millisecond))
 		}
 		return "", "screenshot: " + firstLine(err.Error())
 	}
-	path, err = r.saveArtifact(png, "")
+	return r.saveFailure(i, s, sr, png)
+}
+
+// saveFailure saves the failure screenshot of step i and its note.
+func (r *run) saveFailure(i int, s *Step, sr *checks.StepResult, png []byte) (path, why string) {
+	path, err := r.saveArtifact(png, "")
 	if err != nil {
 		return "", "saving the screenshot: " + err.Error()
 	}
