@@ -234,7 +234,8 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		allocCancel()
 		os.RemoveAll(dir)
 		if !noSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
-			return nil, fmt.Errorf("%w: starting %s: the Chromium sandbox is not available here (set agent.browser.no_sandbox: true to run without it): %v", ErrBrowserUnavailable, path, err)
+			// The fix first: a table cuts long errors at the end.
+			return nil, fmt.Errorf("%w: set agent.browser.no_sandbox: true: the Chromium sandbox is not available here (starting %s: %v)", ErrBrowserUnavailable, path, err)
 		}
 		return nil, fmt.Errorf("%w: starting %s: %v", ErrBrowserUnavailable, path, err)
 	}
