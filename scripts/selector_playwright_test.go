@@ -1,14 +1,10 @@
 package scripts
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
@@ -93,25 +89,7 @@ func TestValidatePlaywrightSelectorKeys(t *testing.T) {
 // Playwright or XPath, and accepts the look-alikes: the check turns a
 // run-time failure into a load-time one and rejects no CSS.
 func TestCheckSelectorPlaywrightAgreesWithChromium(t *testing.T) {
-	b := needChromium(t)
-	o := newPageOrigin(t)
-	tb, err := b.openTab(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.close()
-	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(o.URL+"/tiny")); err != nil {
-		t.Fatal(err)
-	}
-	chromeRejects := func(sel string) bool {
-		msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectorJS, jsString(sel))))
-		if err != nil {
-			t.Fatalf("evaluate %q: %v", sel, err)
-		}
-		return msg != ""
-	}
+	chromeRejects := chromeSelectorRejects(t)
 	for _, tc := range notCSSSelectors {
 		if !chromeRejects(tc.sel) {
 			t.Errorf("Chromium accepts %q, which the load-time check rejects", tc.sel)

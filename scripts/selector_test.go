@@ -63,25 +63,7 @@ func TestCheckSelector(t *testing.T) {
 // nothing Chromium accepts (except the lenient typos), and what it rejects
 // Chromium rejects too.
 func TestCheckSelectorAgreesWithChromium(t *testing.T) {
-	b := needChromium(t)
-	o := newPageOrigin(t)
-	tb, err := b.openTab(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.close()
-	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(o.URL+"/tiny")); err != nil {
-		t.Fatal(err)
-	}
-	chromeRejects := func(sel string) bool {
-		msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectorJS, jsString(sel))))
-		if err != nil {
-			t.Fatalf("evaluate %q: %v", sel, err)
-		}
-		return msg != ""
-	}
+	chromeRejects := chromeSelectorRejects(t)
 	for _, sel := range validSelectors {
 		if chromeRejects(sel) {
 			t.Errorf("Chromium rejects %q, which the load-time check accepts", sel)
@@ -140,5 +122,31 @@ func TestBrowserInvalidSelectorFailsFast(t *testing.T) {
 				t.Errorf("the tab is unusable after the invalid selector: %+v", res.Steps[3])
 			}
 		})
+	}
+}
+
+// chromeSelectorRejects opens a tab on a tiny page and returns a function
+// telling whether Chromium's querySelector rejects a selector. The tab
+// closes when the test ends.
+func chromeSelectorRejects(t *testing.T) func(sel string) bool {
+	t.Helper()
+	b := needChromium(t)
+	o := newPageOrigin(t)
+	tb, err := b.openTab(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tb.close)
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	t.Cleanup(cancel)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(o.URL+"/tiny")); err != nil {
+		t.Fatal(err)
+	}
+	return func(sel string) bool {
+		msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectorJS, jsString(sel))))
+		if err != nil {
+			t.Fatalf("evaluate %q: %v", sel, err)
+		}
+		return msg != ""
 	}
 }
