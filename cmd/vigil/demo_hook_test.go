@@ -1,32 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
-
-// terminal is what the demo prints, written from the server's goroutines.
-type terminal struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (t *terminal) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.b.Write(p)
-}
-
-func (t *terminal) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.b.String()
-}
 
 // TestDemoHook: POST /demo/hook, the demo's alert sink, answers 403 to
 // cross-site browser requests and prints nothing for them; what it prints
@@ -38,7 +20,7 @@ func TestDemoHook(t *testing.T) {
 		t.Skip("demo test skipped in -short mode")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var term terminal
+	var term checktest.SyncBuffer // what the demo prints, written from its goroutines
 	f := demoFlags{listen: "127.0.0.1:0", proxyListen: "127.0.0.1:0", originPort: 0,
 		dataDir: t.TempDir(), traffic: 0, browser: false, logLevel: "warn"}
 	d, err := startDemo(ctx, f, discardLogger(), &term)

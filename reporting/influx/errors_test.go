@@ -1,7 +1,6 @@
 package influx_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,34 +8,17 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/influx"
 	"github.com/vigil-synthetics/vigil/reporting/influx/influxtest"
 )
 
-// logBuffer collects a logger's lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// logTo returns a logger writing its lines to b.
+func logTo(b *checktest.SyncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // waitHealth waits up to 10 s for Health to report every one of want.
 func waitHealth(t *testing.T, st *influx.Store, want ...string) string {
@@ -86,9 +68,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 				io.WriteString(w, tc.body)
 			}))
 			defer srv.Close()
-			var log logBuffer
+			var log checktest.SyncBuffer
 			st, err := influx.Open(influx.Config{URL: srv.URL, Token: "s3cret-token", Org: "acme", Bucket: "vigil", FlushInterval: 20 * time.Millisecond},
-				t.TempDir(), influx.Options{Log: log.logger(), MinBackoff: 50 * time.Millisecond})
+				t.TempDir(), influx.Options{Log: logTo(&log), MinBackoff: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,9 +96,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 
 	t.Run("no such database (1.8)", func(t *testing.T) {
 		srv := influxtest.Start(t)
-		var log logBuffer
+		var log checktest.SyncBuffer
 		st, err := influx.Open(influx.Config{URL: srv.URL, Bucket: "nodb/autogen", FlushInterval: 20 * time.Millisecond},
-			t.TempDir(), influx.Options{Log: log.logger(), MinBackoff: 50 * time.Millisecond})
+			t.TempDir(), influx.Options{Log: logTo(&log), MinBackoff: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,8 +150,8 @@ func TestRetryWaitCapped(t *testing.T) {
 				w.WriteHeader(tc.status)
 			}))
 			defer srv.Close()
-			var log logBuffer
-			o := influx.Options{Log: log.logger(), MinBackoff: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+			var log checktest.SyncBuffer
+			o := influx.Options{Log: logTo(&log), MinBackoff: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 			influx.PinJitter(&o, 0.999)
 			st := openStore(t, srv.URL, "db/rp", t.TempDir(), o)
 			if err := st.Publish(context.Background(), []reporting.Verdict{outageVerdict(time.Now(), 0)}); err != nil {
