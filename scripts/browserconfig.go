@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -24,6 +25,10 @@ type BrowserStep struct {
 	// Type waits until the element is visible and enabled, focuses it and
 	// types text.
 	Type *TypeAction `mapstructure:"type"`
+	// Fill waits as Type does, then replaces the field's value with text
+	// (Playwright's fill): an input, a textarea or a contenteditable
+	// element.
+	Fill *FillAction `mapstructure:"fill"`
 	// Select waits until the <select> is enabled, sets its value (the
 	// option's value attribute) and fires input and change events; an
 	// unknown option fails the step.
@@ -43,6 +48,9 @@ type BrowserStep struct {
 	// Eval runs JavaScript (awaiting a returned promise) and checks its
 	// value.
 	Eval *EvalAction `mapstructure:"eval"`
+	// Extract reads values of the page into script variables, by variable
+	// name (lower-case, as an http step's `extract`).
+	Extract map[string]BrowserExtract `mapstructure:"extract"`
 	// Screenshot, when true, saves a PNG of the viewport as an artifact.
 	Screenshot *bool `mapstructure:"screenshot"`
 	// Sleep waits for the duration, e.g. 500ms.
@@ -53,6 +61,8 @@ type BrowserStep struct {
 	// MaxFailedRequests fails if more network requests than this failed
 	// (DNS, connection, aborted, blocked) since the run began. 0 allows none.
 	MaxFailedRequests *int `mapstructure:"max_failed_requests"`
+
+	extracts []namedExtract // Extract compiled, by name
 }
 
 // TypeAction types text into an element (`type:`).
@@ -60,6 +70,58 @@ type TypeAction struct {
 	Selector string `mapstructure:"selector"`
 	// Text is typed key by key; "\n" presses Enter.
 	Text string `mapstructure:"text"`
+}
+
+// FillAction replaces the value of a form field (`fill:`), as Playwright's
+// fill does: it selects the field's content and inserts text in its place
+// (an empty text clears the field), so that the page sees the input events
+// of an edit, then fires change. Inputs of type date, time, color, range
+// and the like get the value set directly, with input and change events.
+type FillAction struct {
+	Selector string `mapstructure:"selector"`
+	// Text is the new value, inserted as it is ("\n" does not press
+	// Enter, unlike type). Default "": the field is cleared.
+	Text string `mapstructure:"text"`
+}
+
+// BrowserExtract reads one value of the page into a script variable
+// (`browser.extract.<name>`). Exactly one key is set. The element
+// extractors wait, within the step's timeout, until the element (and, for
+// attr, its attribute) is there.
+type BrowserExtract struct {
+	// Text is a selector: the element's innerText, trimmed.
+	Text string `mapstructure:"text"`
+	// Value is a selector of an input, textarea or select: its value.
+	Value string `mapstructure:"value"`
+	// Attr reads an attribute of an element.
+	Attr *AttrExtract `mapstructure:"attr"`
+	// Eval is JavaScript, evaluated once (a returned promise is awaited): a
+	// string is stored as it is, numbers, booleans, objects and arrays as
+	// JSON; undefined or null fails the step.
+	Eval string `mapstructure:"eval"`
+}
+
+// AttrExtract names an element and one of its attributes (`attr:`).
+type AttrExtract struct {
+	Selector string `mapstructure:"selector"`
+	Name     string `mapstructure:"name"`
+}
+
+// namedExtract is a BrowserExtract under its variable name.
+type namedExtract struct {
+	name    string // lower-cased
+	written string // as the config wrote it, for messages
+	e       *BrowserExtract
+}
+
+// extractNames returns the lower-case names of the variables the step's
+// extract sets, after validate.
+func (b *BrowserStep) extractNames() []string {
+	var out []string
+	for _, n := range b.extracts {
+		out = append(out, n.name)
+	}
+	return out
 }
 
 // SelectAction chooses an option of a <select> (`select:`).
@@ -153,6 +215,7 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 		{"navigate", b.Navigate != nil},
 		{"click", b.Click != nil},
 		{"type", b.Type != nil},
+		{"fill", b.Fill != nil},
 		{"select", b.Select != nil},
 		{"wait_visible", b.WaitVisible != nil},
 		{"wait_text", b.WaitText != nil},
@@ -160,6 +223,7 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 		{"assert_title", b.AssertTitle != nil},
 		{"assert_url", b.AssertURL != nil},
 		{"eval", b.Eval != nil},
+		{"extract", b.Extract != nil},
 		{"screenshot", b.Screenshot != nil},
 		{"sleep", b.Sleep != nil},
 		{"no_console_errors", b.NoConsoleErrors != nil},
@@ -173,7 +237,7 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 	}
 	switch len(set) {
 	case 0:
-		return "", nil, errors.New("no action: want one of navigate, click, type, select, wait_visible, wait_text, assert_text, assert_title, assert_url, eval, screenshot, sleep, no_console_errors, max_failed_requests")
+		return "", nil, errors.New("no action: want one of navigate, click, type, fill, select, wait_visible, wait_text, assert_text, assert_title, assert_url, eval, extract, screenshot, sleep, no_console_errors, max_failed_requests")
 	case 1:
 	default:
 		return "", nil, fmt.Errorf("more than one action: %s", strings.Join(set, ", "))
@@ -213,6 +277,9 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 	case "type":
 		err = selector("type.selector", b.Type.Selector)
 		add("type.text", b.Type.Text)
+	case "fill":
+		err = selector("fill.selector", b.Fill.Selector)
+		add("fill.text", b.Fill.Text)
 	case "select":
 		err = selector("select.selector", b.Select.Selector)
 		add("select.value", b.Select.Value)
@@ -245,6 +312,65 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 	case "eval":
 		err = b.Eval.compile()
 		add("eval.js", b.Eval.JS)
+	case "extract":
+		b.extracts = nil
+		if len(b.Extract) == 0 {
+			err = errors.New(`extract: want at least one variable, e.g. extract: {order_id: {text: "#order-id"}}`)
+			break
+		}
+		names := make([]string, 0, len(b.Extract))
+		for name := range b.Extract {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		var errs []error
+		for _, name := range names {
+			e := b.Extract[name]
+			key := "extract." + name
+			lname := strings.ToLower(name)
+			if !varName.MatchString(lname) {
+				errs = append(errs, fmt.Errorf("%s: not a variable name (letters, digits, _)", key))
+				continue
+			}
+			var set []string
+			for _, k := range []struct {
+				name string
+				set  bool
+			}{{"text", e.Text != ""}, {"value", e.Value != ""}, {"attr", e.Attr != nil}, {"eval", e.Eval != ""}} {
+				if k.set {
+					set = append(set, k.name)
+				}
+			}
+			var xerr error
+			switch {
+			case len(set) == 0:
+				xerr = fmt.Errorf("%s: want one of text, value, attr, eval", key)
+			case len(set) > 1:
+				xerr = fmt.Errorf("%s: more than one of text, value, attr, eval: %s", key, strings.Join(set, ", "))
+			case e.Text != "":
+				xerr = selector(key+".text", e.Text)
+			case e.Value != "":
+				xerr = selector(key+".value", e.Value)
+			case e.Attr != nil:
+				if xerr = selector(key+".attr.selector", e.Attr.Selector); xerr == nil {
+					if strings.TrimSpace(e.Attr.Name) == "" {
+						xerr = fmt.Errorf("%s.attr.name: attribute name is empty", key)
+					}
+					add(key+".attr.name", e.Attr.Name)
+				}
+			case e.Eval != "":
+				if strings.TrimSpace(e.Eval) == "" {
+					xerr = fmt.Errorf("%s.eval: script is empty", key)
+				}
+				add(key+".eval", e.Eval)
+			}
+			if xerr != nil {
+				errs = append(errs, xerr)
+				continue
+			}
+			b.extracts = append(b.extracts, namedExtract{name: lname, written: name, e: &e})
+		}
+		err = errors.Join(errs...)
 	case "screenshot":
 		if !*b.Screenshot {
 			err = errors.New("screenshot: must be true")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -383,6 +384,33 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		}
 		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
 			return r.elementWaitFail(ctx, err, "type "+sel, fmt.Sprintf("type %s: no visible element within %s (or the page hung)", sel, timeoutText))
+		}
+		return outcome{}
+
+	case b.Fill != nil:
+		sel, err := x(b.Fill.Selector)
+		if err != nil {
+			return failf("fill: %w", err)
+		}
+		text, err := x(b.Fill.Text)
+		if err != nil {
+			return failf("fill: %w", err)
+		}
+		if o, bad := r.badSelector(ctx, "fill", sel); bad {
+			return o
+		}
+		if _, o, ok := r.waitActionable(ctx, "fill", sel, true, false, timeoutText); !ok {
+			return o
+		}
+		return r.fill(ctx, sel, text)
+
+	case b.Extract != nil:
+		for _, n := range b.extracts {
+			v, o, ok := r.extract(ctx, n, timeoutText)
+			if !ok {
+				return o
+			}
+			r.vars.vars[n.name] = v
 		}
 		return outcome{}
 
@@ -880,4 +908,231 @@ func loadErrorCause(text string) checks.Cause {
 		return checks.CauseTimeout
 	}
 	return checks.CauseConnect
+}
+
+// fillJS prepares the element a fill replaces the value of. For a text
+// field (input of a type one types into, textarea) and a contenteditable
+// element it focuses it and selects its whole content, for the text to be
+// inserted in its place: "text" or "editable". An input whose value is not
+// typed (date, time, color, range, …) gets the value set and input and
+// change fired, as Playwright does: "done", or "malformed" when the input
+// does not take it. Anything else is not filled: "missing", "select",
+// "checkbox", "radio", "readonly", "nan" (a number field and a text that
+// is not a number), "type:<type>" (an input of another type) or
+// "tag:<tag>" (not a form field).
+const fillJS = `((sel, text) => {
+  const el = document.querySelector(sel);
+  if (!el) return 'missing';
+  const tag = el.tagName.toLowerCase();
+  if (tag === 'select') return 'select';
+  if (tag === 'input') {
+    const type = el.type.toLowerCase();
+    const setTypes = ['color', 'date', 'time', 'datetime-local', 'month', 'range', 'week'];
+    const typeTypes = ['', 'text', 'email', 'number', 'password', 'search', 'tel', 'url'];
+    if (type === 'checkbox' || type === 'radio') return type;
+    if (!setTypes.includes(type) && !typeTypes.includes(type)) return 'type:' + type;
+    if (el.readOnly) return 'readonly';
+    if (setTypes.includes(type)) {
+      const v = text.trim();
+      el.focus();
+      el.value = v;
+      if (el.value !== v) return 'malformed';
+      el.dispatchEvent(new Event('input', {bubbles: true, composed: true}));
+      el.dispatchEvent(new Event('change', {bubbles: true}));
+      return 'done';
+    }
+    if (type === 'number' && text.trim() !== '' && isNaN(Number(text.trim()))) return 'nan';
+    el.select();
+    el.focus();
+    return 'text';
+  }
+  if (tag === 'textarea') {
+    if (el.readOnly) return 'readonly';
+    el.selectionStart = 0;
+    el.selectionEnd = el.value.length;
+    el.focus();
+    return 'text';
+  }
+  if (el.isContentEditable) {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const s = getSelection();
+    s.removeAllRanges();
+    s.addRange(range);
+    el.focus();
+    return 'editable';
+  }
+  return 'tag:' + tag;
+})(%s, %s)`
+
+// fillDeleteJS deletes the selection fillJS made (fill with an empty
+// text), as the Delete key would: the page gets its input event.
+const fillDeleteJS = `(() => { document.execCommand('delete'); return true; })()`
+
+// fillChangeJS fires change on the text field a fill changed: a user's
+// edit fires it when the field loses focus, which fill, like Playwright's,
+// does not take from it.
+const fillChangeJS = `((sel) => {
+  const el = document.querySelector(sel);
+  if (el) el.dispatchEvent(new Event('change', {bubbles: true}));
+  return true;
+})(%s)`
+
+// fill replaces the value of the field sel names with text (see
+// FillAction). The text never appears in its errors: it may hold a secret.
+func (r *run) fill(ctx context.Context, sel, text string) outcome {
+	what := "fill " + sel
+	// For a number field the text is trimmed, as Playwright does.
+	res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(fillJS, jsString(sel), jsString(text))))
+	if err != nil {
+		return r.waitFail(ctx, err, what, fmt.Sprintf("%s: the page did not answer", what))
+	}
+	switch {
+	case res == "done":
+		return outcome{}
+	case res == "text" || res == "editable":
+	case res == "missing":
+		return failf("%s: the element went away before it was filled", what)
+	case res == "select":
+		return failf("%s: a <select> cannot be filled: use select: {selector, value} to choose its option", what)
+	case res == "checkbox", res == "radio":
+		return failf("%s: a %s cannot be filled: use click to check it", what, res)
+	case res == "readonly":
+		return failf("%s: the field is read-only", what)
+	case res == "nan":
+		return failf("%s: the text is not a number (an input of type number)", what)
+	case res == "malformed":
+		return failf("%s: the text is not a valid value for this input (its type takes e.g. 2024-05-31, 13:45, #ff0000)", what)
+	case strings.HasPrefix(res, "type:"):
+		return failf("%s: an input of type %s cannot be filled", what, strings.TrimPrefix(res, "type:"))
+	default:
+		return failf("%s: a <%s> cannot be filled (want an input, a textarea or a contenteditable element)", what, strings.TrimPrefix(res, "tag:"))
+	}
+	if text == "" {
+		_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](fillDeleteJS))
+	} else {
+		_, err = chromedp.Call(ctx, input.InsertText, input.InsertTextParams{Text: text})
+	}
+	if err != nil {
+		return r.waitFail(ctx, err, what, fmt.Sprintf("%s: the page did not take the text", what))
+	}
+	if res == "text" {
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(fillChangeJS, jsString(sel)))); err != nil {
+			return r.waitFail(ctx, err, what, "")
+		}
+	}
+	return outcome{}
+}
+
+// extractJS reads one value of the first element a selector matches:
+// {state: "ok", value} or why not: "missing", "noattr" (the element has
+// no such attribute), "novalue" (not an input, textarea or select; tag
+// names it).
+const extractJS = `((sel, what, attr) => {
+  const el = document.querySelector(sel);
+  if (!el) return {state: 'missing'};
+  const tag = el.tagName.toLowerCase();
+  if (what === 'text') return {state: 'ok', value: (el.innerText ?? el.textContent ?? '').trim()};
+  if (what === 'attr') return el.hasAttribute(attr) ? {state: 'ok', value: el.getAttribute(attr)} : {state: 'noattr'};
+  if (tag === 'input' || tag === 'textarea' || tag === 'select') return {state: 'ok', value: el.value};
+  return {state: 'novalue', tag: tag};
+})(%s, %s, %s)`
+
+// extractState is extractJS's answer.
+type extractState struct {
+	State string `json:"state"`
+	Value string `json:"value"`
+	Tag   string `json:"tag"`
+}
+
+// extract reads one variable of an extract action. An element extractor
+// polls, within the step's time, until the element (and its attribute) is
+// there; an eval is evaluated once.
+func (r *run) extract(ctx context.Context, n namedExtract, timeoutText string) (string, outcome, bool) {
+	e, x := n.e, r.vars.expand
+	head := "extract " + n.written
+	if e.Eval != "" {
+		js, err := x(e.Eval)
+		if err != nil {
+			return "", failf("%s: %w", head, err), false
+		}
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](js, chromedp.EvalAwaitPromise))
+		if err != nil {
+			var ee *chromedp.ExceptionError
+			if errors.As(err, &ee) {
+				return "", failf("%s: eval: %s", head, firstLine(err.Error())), false
+			}
+			return "", r.waitFail(ctx, err, head+": eval", ""), false
+		}
+		if len(raw) == 0 || string(raw) == "null" {
+			v := "undefined"
+			if len(raw) > 0 {
+				v = "null"
+			}
+			return "", failf("%s: eval: the value is %s", head, v), false
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s, outcome{}, true
+		}
+		return string(raw), outcome{}, true
+	}
+	what, rawSel, attr := "text", e.Text, ""
+	switch {
+	case e.Value != "":
+		what, rawSel = "value", e.Value
+	case e.Attr != nil:
+		what, rawSel = "attr", e.Attr.Selector
+		var err error
+		if attr, err = x(e.Attr.Name); err != nil {
+			return "", failf("%s: %w", head, err), false
+		}
+	}
+	sel, err := x(rawSel)
+	if err != nil {
+		return "", failf("%s: %w", head, err), false
+	}
+	if o, bad := r.badSelector(ctx, head, sel); bad {
+		return "", o, false
+	}
+	head += " from " + sel
+	js := fmt.Sprintf(extractJS, jsString(sel), jsString(what), jsString(attr))
+	var last extractState
+	for {
+		st, err := chromedp.Run(ctx, chromedp.Evaluate[extractState](js))
+		switch {
+		case err == nil:
+			switch st.State {
+			case "ok":
+				return st.Value, outcome{}, true
+			case "novalue":
+				return "", failf("%s: a <%s> has no value (want an input, a textarea or a select; for other elements use text)", head, st.Tag), false
+			}
+			last = st
+		case ctx.Err() != nil:
+		case r.tab.browserDead():
+			return "", r.waitFail(ctx, err, head, ""), false
+		default:
+			var ee *chromedp.ExceptionError
+			if errors.As(err, &ee) {
+				return "", failf("%s: %s", head, firstLine(err.Error())), false
+			}
+			// A navigation replaced the document while it was asked: ask
+			// the new one.
+		}
+		select {
+		case <-ctx.Done():
+			var msg string
+			switch last.State {
+			case "missing":
+				msg = fmt.Sprintf("%s: no element within %s", head, timeoutText)
+			case "noattr":
+				msg = fmt.Sprintf("%s: no attribute %s within %s", head, attr, timeoutText)
+			default:
+				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", head, timeoutText)
+			}
+			return "", r.elementWaitFail(ctx, ctx.Err(), head, msg), false
+		case <-time.After(pollInterval):
+		}
+	}
 }

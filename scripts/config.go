@@ -57,7 +57,8 @@ type Step struct {
 	// other "${" is matched as written.
 	Expect *checks.Expect `mapstructure:"expect"`
 	// Extract sets variables from the HTTP step's response, by variable
-	// name (lower-case). Only for http steps.
+	// name (lower-case). Only for http steps; a browser step reads the
+	// page into variables with its extract action (BrowserStep.Extract).
 	Extract map[string]Extract `mapstructure:"extract"`
 
 	// Expr is an expr-lang/expr boolean expression (`expr:`) over `vars`
@@ -175,6 +176,11 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		for name := range sc[i].Extract {
 			extracted[strings.ToLower(name)] = true
 		}
+		if b := sc[i].Browser; b != nil {
+			for name := range b.Extract {
+				extracted[strings.ToLower(name)] = true
+			}
+		}
 	}
 	defined := map[string]bool{}
 	var sum time.Duration
@@ -205,6 +211,11 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		}
 		for name := range s.extract {
 			defined[name] = true
+		}
+		if s.Browser != nil {
+			for _, name := range s.Browser.extractNames() {
+				defined[name] = true
+			}
 		}
 		d := s.Timeout
 		if s.Browser != nil && s.Browser.Sleep != nil && *s.Browser.Sleep > d {

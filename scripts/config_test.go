@@ -105,7 +105,7 @@ func TestValidateErrors(t *testing.T) {
 				`script[2].browser.select.selector: invalid CSS selector "a,,b": empty selector in the list at offset 2`,
 			}, ErrInvalidSelector},
 		{"no action", `[{browser: {}}]`, 0,
-			[]string{"script[0].browser: no action: want one of navigate, click, type, select, wait_visible, wait_text, assert_text, assert_title, assert_url, eval, screenshot, sleep, no_console_errors, max_failed_requests"}, nil},
+			[]string{"script[0].browser: no action: want one of navigate, click, type, fill, select, wait_visible, wait_text, assert_text, assert_title, assert_url, eval, extract, screenshot, sleep, no_console_errors, max_failed_requests"}, nil},
 		{"undefined variable", `
 - http: {path: /login}
   extract: {token: {json: token}}
