@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,8 +20,10 @@ import (
 	"time"
 )
 
-// The fast engine serves the plain HTTP listener (Config.Engine "fast"): one
-// goroutine per connection reads a request head with readHead into a
+// The fast engine serves the plain HTTP listener and the TLS listener's
+// HTTP/1 connections (Config.Engine "fast"; tlsListener hands it those
+// after the handshake, and HTTP/2 ones to net/http): one goroutine per
+// connection reads a request head with readHead into a
 // per-connection, reused request, calls the same handler as net/http does
 // (Proxy.Handler: routing, balancing, failover, metrics, logs), and writes
 // the answer through a minimal ResponseWriter, then reads the next request.
@@ -107,11 +110,18 @@ func (e *engine) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
+		// A TLS connection's requests carry its state (Request.TLS), as
+		// net/http's do: the handler tells origins the scheme was https.
+		var state *tls.ConnectionState
+		if tc, ok := c.(*tls.Conn); ok {
+			st := tc.ConnectionState()
+			state = &st
+		}
 		// A client that stops reading its answer fails the write after
 		// send_timeout: the answer ends, the origin connection is not
 		// reused, the connection closes.
 		c = setSendTimeout(wrapConn(c), e.sendTimeout)
-		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String()}
+		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String(), tls: state}
 		ec.head.header = make(http.Header, 16)
 		ec.w.hdr = make(http.Header, 16)
 		e.mu.Lock()
@@ -139,16 +149,24 @@ func (e *engine) Shutdown(ctx context.Context) error {
 	e.mu.Unlock()
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
+	var idle []net.Conn
 	for {
 		e.mu.Lock()
 		n := 0
 		for c := range e.conns {
 			if c.state.CompareAndSwap(connIdle, connClosed) {
-				c.c.Close()
+				idle = append(idle, c.c)
 			}
 			n++
 		}
 		e.mu.Unlock()
+		// Closed outside the lock: closing a TLS connection sends an alert,
+		// which can wait for a client that reads nothing.
+		for i, c := range idle {
+			c.Close()
+			idle[i] = nil
+		}
+		idle = idle[:0]
 		if n == 0 {
 			return nil
 		}
@@ -164,9 +182,13 @@ func (e *engine) Shutdown(ctx context.Context) error {
 // closeAll closes every connection (not hijacked ones) now.
 func (e *engine) closeAll() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	conns := make([]net.Conn, 0, len(e.conns))
 	for c := range e.conns {
-		c.c.Close()
+		conns = append(conns, c.c)
+	}
+	e.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
 	}
 }
 
@@ -177,6 +199,7 @@ type econn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	remote string
+	tls    *tls.ConnectionState // nil on a plain connection
 	state  atomic.Int32
 	rdl    time.Time   // the read deadline in force
 	rdlSet atomic.Bool // the handler set a read deadline: rdl is unknown
@@ -376,6 +399,7 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 		RemoteAddr: c.remote,
 		RequestURI: h.target,
 		Close:      h.connClose,
+		TLS:        c.tls,
 	}
 	if h.minor == 0 {
 		c.req.Proto = "HTTP/1.0"
@@ -440,6 +464,7 @@ func (c *econn) serveStd() (keep, hijacked bool) {
 		return false, false
 	}
 	r.RemoteAddr = c.remote
+	r.TLS = c.tls
 	r.Close = true
 	c.w.reset(c, r.Method == http.MethodHead, true, rd)
 	if !c.run(r) {

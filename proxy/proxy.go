@@ -496,7 +496,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.tunnels.open()
 	defer cancel()
 	var servers []interface{ Shutdown(context.Context) error }
-	errc := make(chan error, 2)
+	errc := make(chan error, 3) // one per server
 	serve := func(addr string, tlsFiles bool) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -506,56 +506,75 @@ func (p *Proxy) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("%s: %w", key, err)
 		}
-		if !tlsFiles && cfg.Engine == EngineFast {
-			eng := newEngine(p.Handler(), cfg, p.log)
-			eng.onRefuse = p.countRefused
-			p.addrMu.Lock()
-			p.addrs = append(p.addrs, ln.Addr())
-			p.addrMu.Unlock()
-			servers = append(servers, eng)
-			go func() {
-				if err := eng.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					errc <- err
-				}
-			}()
-			p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", false, "engine", cfg.Engine)
-			return nil
-		}
-		srv := p.server(cfg)
-		// net/http's own refusals are counted on the connections it writes
-		// to (refused.go): the plain ones, or the decrypted side of TLS.
-		var sln net.Listener = &refusalListener{Listener: ln, onRefuse: p.countRefused, sendTimeout: cfg.SendTimeout}
+		var certs *certStore
 		if tlsFiles {
-			certs, err := newCertStore(cfg.CertFile, cfg.KeyFile, p.log)
-			if err != nil {
+			if certs, err = newCertStore(cfg.CertFile, cfg.KeyFile, p.log); err != nil {
 				ln.Close()
 				return err
 			}
-			// HTTP/2 and HTTP/1.1 by ALPN. srv.TLSConfig naming "h2" makes
-			// Serve set up net/http's HTTP/2 server; the listener gets its
-			// own copy (Serve adjusts srv.TLSConfig concurrently).
-			srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12,
-				NextProtos: []string{"h2", "http/1.1"}}
-			sln = newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.countRefused, p.log)
 		}
 		p.addrMu.Lock()
 		p.addrs = append(p.addrs, ln.Addr())
 		p.addrMu.Unlock()
-		servers = append(servers, srv)
-		go func() {
-			if err := srv.Serve(sln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		}()
-		p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", tlsFiles)
+		// run serves sln with srv in its own goroutine; its Shutdown ends
+		// it with the others.
+		run := func(srv interface {
+			Serve(net.Listener) error
+			Shutdown(context.Context) error
+		}, sln net.Listener) {
+			servers = append(servers, srv)
+			go func() {
+				if err := srv.Serve(sln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					errc <- err
+				}
+			}()
+		}
+		fast := cfg.Engine == EngineFast
+		newFast := func() *engine {
+			eng := newEngine(p.Handler(), cfg, p.log)
+			eng.onRefuse = p.countRefused
+			return eng
+		}
+		if !tlsFiles && fast {
+			run(newFast(), ln)
+			p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", false, "engine", cfg.Engine)
+			return nil
+		}
+		srv := p.server(cfg)
+		if !tlsFiles {
+			// net/http's own refusals are counted on the connections it
+			// writes to (refused.go).
+			run(srv, &refusalListener{Listener: ln, onRefuse: p.countRefused, sendTimeout: cfg.SendTimeout})
+			p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", false, "engine", cfg.Engine)
+			return nil
+		}
+		// HTTP/2 and HTTP/1.1 by ALPN. srv.TLSConfig naming "h2" makes Serve
+		// set up net/http's HTTP/2 server; the listener gets its own copy
+		// (Serve adjusts srv.TLSConfig concurrently). HTTP/2 connections go
+		// to net/http, HTTP/1 ones to the fast engine (engine fast, with the
+		// plain listener's framing rules) or to net/http, which then counts
+		// its refusals on the decrypted side.
+		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"h2", "http/1.1"}}
+		std, h1 := newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.countRefused, p.log, fast)
+		run(srv, std)
+		if h1 != nil {
+			run(newFast(), h1)
+		}
+		p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", true, "engine", cfg.Engine)
 		return nil
 	}
 	shutdown := func() {
 		sctx, c := context.WithTimeout(context.Background(), shutdownGrace)
 		defer c()
+		// All at once: the TLS listener's engine and HTTP/2 server share
+		// its TCP listener, and each gets the whole grace period.
+		var swg sync.WaitGroup
 		for _, s := range servers {
-			_ = s.Shutdown(sctx)
+			swg.Add(1)
+			go func() { defer swg.Done(); _ = s.Shutdown(sctx) }()
 		}
+		swg.Wait()
 		// WebSocket tunnels get what is left of the grace period.
 		for p.tunnels.len() > 0 && sctx.Err() == nil {
 			select {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"os"
@@ -301,7 +302,26 @@ func idleUsable(c net.Conn) bool {
 // request) or none yet (EAGAIN) mean it is still there. It does not take
 // the connection's read lock, so a read in progress elsewhere does not
 // block it.
+//
+// On a TLS connection the peek is at the TCP socket under it (the bytes of
+// a record count as bytes waiting, whatever the record holds). A TLS client
+// sends a close_notify alert before it closes (Go, browsers, curl), so what
+// waits there after a client left is that alert and then the end of the
+// stream: bytes waiting count as gone too when the client has shut its
+// sending side after them (poll's POLLRDHUP), as a half-close does on a
+// plain connection.
 func peerClosed(c net.Conn) bool {
+	isTLS := false
+	for unwrapped := false; !unwrapped; {
+		switch v := c.(type) {
+		case *sendTimeoutConn:
+			c = v.Conn
+		case *tls.Conn:
+			c, isTLS = v.NetConn(), true
+		default:
+			unwrapped = true
+		}
+	}
 	var rc syscall.RawConn
 	switch v := c.(type) {
 	case *rawConn:
@@ -322,8 +342,38 @@ func peerClosed(c net.Conn) bool {
 				continue
 			}
 			closed = e == 0 && n == 0 || e != 0 && e != syscall.EAGAIN
+			if isTLS && e == 0 && n > 0 {
+				closed = readShut(fd)
+			}
 			return
 		}
 	})
 	return closed
+}
+
+// poll(2) events (Linux): the peer shut down its sending side, the
+// connection hung up, an error.
+const (
+	pollRDHUP = 0x2000
+	pollHUP   = 0x10
+	pollERR   = 0x8
+)
+
+// readShut reports whether the peer of the socket fd has shut down its
+// sending side (sent FIN), even with bytes still waiting to be read: one
+// ppoll(2) that does not wait.
+func readShut(fd uintptr) bool {
+	pfd := struct {
+		fd      int32
+		events  int16
+		revents int16
+	}{fd: int32(fd), events: pollRDHUP}
+	var ts syscall.Timespec // zero: do not wait
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		return e == 0 && n == 1 && pfd.revents&(pollRDHUP|pollHUP|pollERR) != 0
+	}
 }

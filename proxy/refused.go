@@ -18,7 +18,7 @@ import (
 // max_header_bytes, 501 for an unknown transfer coding, 505 for a bad
 // version, 417 for an Expect other than 100-continue. It writes these answers
 // straight to the connection, so the listeners served by net/http (engine
-// stdlib, the TLS listener) wrap their HTTP/1 connections in a refusalConn
+// stdlib, plain and TLS) wrap their HTTP/1 connections in a refusalConn
 // that counts them in vigil_proxy_refused_total, as the fast engine counts
 // its own.
 //
@@ -34,7 +34,7 @@ import (
 
 var (
 	_ net.Listener = (*refusalListener)(nil)
-	_ net.Listener = (*tlsListener)(nil)
+	_ net.Listener = (*tlsOut)(nil)
 	_ net.Conn     = (*refusalConn)(nil)
 	_ net.Conn     = (*tlsRefusalConn)(nil)
 )
@@ -217,38 +217,67 @@ func (l *refusalListener) Accept() (net.Conn, error) {
 	return &refusalConn{sendTimeoutConn: sendTimeoutConn{Conn: c, send: sendTimer{d: l.sendTimeout}}, onRefuse: l.onRefuse}, nil
 }
 
-// tlsListener is the TLS listener's net.Listener. It does the TLS handshakes
-// itself, each in its own goroutine (as net/http would), and then hands
-// net/http an HTTP/2 connection as the *tls.Conn its HTTP/2 server needs, and
-// an HTTP/1 one wrapped in a tlsRefusalConn, so refusals are counted on the
-// decrypted side. A plain-HTTP request sent to it gets net/http's answer
-// (400, "Client sent an HTTP request to an HTTPS server."), counted too.
+// tlsListener is the TLS listener. It does the TLS handshakes itself, each
+// in its own goroutine (as net/http would), and hands each connection to one
+// of its outputs (tlsOut, a net.Listener): net/http gets an HTTP/2
+// connection as the *tls.Conn its HTTP/2 server needs. An HTTP/1 one (ALPN
+// "http/1.1" or none) goes as a *tls.Conn to the fast engine's output when
+// there is one (engine fast), and otherwise to net/http wrapped in a
+// tlsRefusalConn, so refusals are counted on the decrypted side. A
+// plain-HTTP request sent to it gets net/http's answer (400, "Client sent an
+// HTTP request to an HTTPS server."), counted too.
 type tlsListener struct {
 	ln       net.Listener // TCP
 	cfg      *tls.Config  // NextProtos must list "h2" only when net/http serves HTTP/2
 	timeout  time.Duration
-	send     time.Duration // send_timeout of HTTP/1 connections (0: none)
+	send     time.Duration // send_timeout of HTTP/1 connections net/http serves (0: none)
 	onRefuse func(code int)
 	log      *slog.Logger
 
-	conns chan net.Conn
-	errc  chan error
-	done  chan struct{}
-	once  sync.Once
+	std  *tlsOut // net/http's connections
+	fast *tlsOut // the fast engine's HTTP/1 connections (nil: net/http serves them)
+
+	failed chan struct{} // closed when the accept loop ended with err
+	err    error
+	done   chan struct{} // closed when every output is closed
+	once   sync.Once
 
 	mu      sync.Mutex
+	open    int                   // outputs not closed yet
 	pending map[net.Conn]struct{} // handshakes in progress, closed with the listener
+}
+
+// tlsOut is one output of a tlsListener: the connections of one server.
+// Closing it stops its server's accepts and drops the connections that
+// would go to it; the TCP listener closes with the last output.
+type tlsOut struct {
+	l     *tlsListener
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
 }
 
 // newTLSListener serves TLS on ln with cfg. timeout bounds each handshake
 // (0: no bound), as net/http bounds it by the smallest of the read header,
-// read and write timeouts; send is the HTTP/1 connections' send_timeout.
-func newTLSListener(ln net.Listener, cfg *tls.Config, timeout, send time.Duration, onRefuse func(int), log *slog.Logger) *tlsListener {
+// read and write timeouts; send is the send_timeout of the HTTP/1
+// connections net/http serves. It returns the listener net/http serves and,
+// with fast, the one the fast engine serves HTTP/1 on (nil otherwise).
+func newTLSListener(ln net.Listener, cfg *tls.Config, timeout, send time.Duration, onRefuse func(int), log *slog.Logger, fast bool) (std, fastH1 net.Listener) {
 	l := &tlsListener{ln: ln, cfg: cfg, timeout: timeout, send: send, onRefuse: onRefuse, log: log,
-		conns: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}),
-		pending: map[net.Conn]struct{}{}}
+		failed: make(chan struct{}), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
+	l.std = l.newOut()
+	std = l.std
+	if fast {
+		l.fast = l.newOut()
+		fastH1 = l.fast
+	}
 	go l.acceptLoop()
-	return l
+	return std, fastH1
+}
+
+func (l *tlsListener) newOut() *tlsOut {
+	l.open++
+	return &tlsOut{l: l, conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
 func (l *tlsListener) acceptLoop() {
@@ -268,7 +297,8 @@ func (l *tlsListener) acceptLoop() {
 				time.Sleep(backoff)
 				continue
 			}
-			l.errc <- err
+			l.err = err
+			close(l.failed)
 			return
 		}
 		backoff = 0
@@ -310,11 +340,18 @@ func (l *tlsListener) handshake(raw net.Conn) {
 	}
 	raw.SetDeadline(time.Time{})
 	var c net.Conn = tc
-	if tc.ConnectionState().NegotiatedProtocol != "h2" {
+	out := l.std
+	switch {
+	case tc.ConnectionState().NegotiatedProtocol == "h2":
+	case l.fast != nil:
+		out = l.fast // the engine sets its own send timeout and counts its refusals
+	default:
 		c = &tlsRefusalConn{refusalConn: &refusalConn{sendTimeoutConn: sendTimeoutConn{Conn: tc, send: sendTimer{d: l.send}}, onRefuse: l.onRefuse}, tc: tc}
 	}
 	select {
-	case l.conns <- c:
+	case out.conns <- c:
+	case <-out.done:
+		raw.Close()
 	case <-l.done:
 		raw.Close()
 	}
@@ -330,19 +367,40 @@ func recordLooksLikeHTTP(hdr [5]byte) bool {
 	return false
 }
 
-func (l *tlsListener) Accept() (net.Conn, error) {
+func (o *tlsOut) Accept() (net.Conn, error) {
 	select {
-	case c := <-l.conns:
+	case c := <-o.conns:
 		return c, nil
-	case err := <-l.errc:
-		return nil, err
-	case <-l.done:
-		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.ln.Addr(), Err: net.ErrClosed}
+	case <-o.done:
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: o.l.ln.Addr(), Err: net.ErrClosed}
+	case <-o.l.failed:
+		return nil, o.l.err
 	}
 }
 
-// Close stops accepting and aborts the handshakes in progress.
-func (l *tlsListener) Close() error {
+// Close stops this output's accepts; the last output to close stops the
+// TCP listener and aborts the handshakes in progress.
+func (o *tlsOut) Close() error {
+	err := net.ErrClosed
+	o.once.Do(func() {
+		close(o.done)
+		l := o.l
+		l.mu.Lock()
+		l.open--
+		last := l.open == 0
+		l.mu.Unlock()
+		err = nil
+		if last {
+			err = l.close()
+		}
+	})
+	return err
+}
+
+func (o *tlsOut) Addr() net.Addr { return o.l.ln.Addr() }
+
+// close stops accepting and aborts the handshakes in progress.
+func (l *tlsListener) close() error {
 	err := net.ErrClosed
 	l.once.Do(func() {
 		l.mu.Lock()
@@ -355,8 +413,6 @@ func (l *tlsListener) Close() error {
 	})
 	return err
 }
-
-func (l *tlsListener) Addr() net.Addr { return l.ln.Addr() }
 
 // handshakeTimeout is net/http's bound on a TLS handshake: the smallest
 // positive of read_header_timeout, read_timeout and write_timeout.
