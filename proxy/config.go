@@ -76,10 +76,10 @@ type Config struct {
 	// instance name). Unset, the config file's agent.region and agent.vantage.
 	Region  string `mapstructure:"region"`
 	Vantage string `mapstructure:"vantage"`
-	// Engine serves the plain HTTP listener: "fast" (vigil's own HTTP/1.1
-	// engine; upgrades, CONNECT and absolute-form requests are handed to
-	// net/http's request parser) or "stdlib" (net/http's server). The TLS
-	// listener always uses net/http (HTTP/2). Default "fast".
+	// Engine serves HTTP/1.1 on the plain and TLS listeners: "fast" (vigil's
+	// own HTTP/1.1 engine; upgrades, CONNECT and absolute-form requests are
+	// handed to net/http's request parser) or "stdlib" (net/http's server).
+	// HTTP/2 on the TLS listener is always net/http's. Default "fast".
 	Engine string `mapstructure:"engine"`
 	// Pools route requests by Host and path prefix.
 	Pools []PoolConfig `mapstructure:"pools"`

@@ -188,8 +188,7 @@ func TestRefusedCountedOnNetHTTP(t *testing.T) {
 	}
 }
 
-// TestTLSListenerHTTP1: HTTP/1.1 on the TLS listener (now served through the
-// counting wrapper) still tells origins the scheme was https, and WebSocket
+// TestTLSListenerHTTP1: HTTP/1.1 on the TLS listener still tells origins the scheme was https, and WebSocket
 // upgrades pass through it.
 func TestTLSListenerHTTP1(t *testing.T) {
 	a := newBackend(t, "a")
