@@ -401,7 +401,11 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	if err := yaml.Unmarshal(raw, &tree); err != nil {
 		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, err.Error())))
 	}
-	settings, _ := normalizeYAML(tree).(map[string]any)
+	// The tree decoded again from the node tree keeps the text of every
+	// number as written (yamlNumber), for keys that take a string.
+	var doc yaml.Node
+	_ = yaml.Unmarshal(raw, &doc) // parsed above
+	settings, _ := nodeValue(&doc).(map[string]any)
 	if settings == nil {
 		if tree != nil {
 			return nil, fail(errors.New("the top level must be a mapping of sections (agent, targets, checks, …)"))
@@ -451,6 +455,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		Metadata:         &md,
 		WeaklyTypedInput: true,
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			numberTextHook,    // a number's text for a string key
 			checks.DecodeHook, // equals: null, status: true, headers as a list
 			durationHook,
 			unitHook,
@@ -977,28 +982,147 @@ func scalarKeys(t reflect.Type, prefix string) []string {
 	return out
 }
 
-// normalizeYAML turns the YAML decoder's maps into map[string]any (keys of
-// other types, e.g. numbers, become their string form).
-func normalizeYAML(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			x[k] = normalizeYAML(val)
+// yamlNumber is a plain (unquoted) YAML scalar that YAML reads as a
+// number: Value is the number (int, uint64 or float64), Text the scalar as
+// written. A key that takes a number gets Value; a key that takes a string
+// gets Text, so that `admin_token: 0123456`, `X-Api-Version: 2.0` and
+// `name: 1.10` keep what the file says rather than the number's form
+// (42798, 2, 1.1).
+type yamlNumber struct {
+	Value any
+	Text  string
+}
+
+// nodeValue turns a YAML node tree into the values yaml.v3 decodes into an
+// any (maps of string keys, []any, scalars), except that plain numbers are
+// yamlNumber and every mapping key is its text as written. Aliases are
+// followed and merge keys (<<) applied: a key of the mapping itself wins
+// over a merged one, and of several merged mappings the first wins.
+func nodeValue(n *yaml.Node) any {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil
 		}
-		return x
-	case map[any]any:
+		return nodeValue(n.Content[0])
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil
+		}
+		return nodeValue(n.Alias)
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			out[i] = nodeValue(c)
+		}
+		return out
+	case yaml.MappingNode:
+		out := map[string]any{}
+		var merges []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+				merges = append(merges, v)
+				continue
+			}
+			out[nodeKey(k)] = nodeValue(v)
+		}
+		merge := func(m *yaml.Node) {
+			for m.Kind == yaml.AliasNode && m.Alias != nil {
+				m = m.Alias
+			}
+			if mm, ok := nodeValue(m).(map[string]any); ok {
+				for k, v := range mm {
+					if _, set := out[k]; !set {
+						out[k] = v
+					}
+				}
+			}
+		}
+		for _, m := range merges {
+			if m.Kind == yaml.SequenceNode {
+				for _, e := range m.Content {
+					merge(e)
+				}
+				continue
+			}
+			merge(m)
+		}
+		return out
+	case yaml.ScalarNode:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return n.Value
+		}
+		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			switch v.(type) {
+			case int, int64, uint64, float64:
+				return yamlNumber{Value: v, Text: n.Value}
+			}
+		}
+		return v
+	}
+	return nil
+}
+
+// nodeKey is a mapping key as text: a scalar as written, anything else as
+// yaml.v3 would print its value.
+func nodeKey(k *yaml.Node) string {
+	for k.Kind == yaml.AliasNode && k.Alias != nil {
+		k = k.Alias
+	}
+	if k.Kind == yaml.ScalarNode {
+		return k.Value
+	}
+	return fmt.Sprint(plainValue(nodeValue(k)))
+}
+
+// plainValue replaces every yamlNumber in v by its number.
+func plainValue(v any) any {
+	switch x := v.(type) {
+	case yamlNumber:
+		return x.Value
+	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, val := range x {
-			out[fmt.Sprint(k)] = normalizeYAML(val)
+			out[k] = plainValue(val)
 		}
 		return out
 	case []any:
-		for i := range x {
-			x[i] = normalizeYAML(x[i])
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = plainValue(val)
 		}
-		return x
+		return out
 	}
 	return v
+}
+
+// numberTextHook hands a key that takes a string (or a text type such as
+// a TLS version) the text of a number as written, and every other key the
+// number. A list keeps its numbers for its elements to decide; a key of
+// any type (http.json, expect.json[].equals) gets plain numbers.
+func numberTextHook(_, to reflect.Type, data any) (any, error) {
+	for to.Kind() == reflect.Pointer {
+		to = to.Elem()
+	}
+	switch x := data.(type) {
+	case yamlNumber:
+		switch {
+		case to.Kind() == reflect.String:
+			return x.Text, nil
+		case to.Kind() == reflect.Slice || to.Kind() == reflect.Array:
+			return x, nil
+		case to != percentType && to != sizeType && reflect.PointerTo(to).Implements(textUnmarshalerType):
+			return x.Text, nil
+		}
+		return x.Value, nil
+	case map[string]any, []any:
+		if to.Kind() == reflect.Interface {
+			return plainValue(x), nil
+		}
+	}
+	return data, nil
 }
 
 // setPath sets a dotted key in the tree, matching existing keys

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestNumberTextForStringKeys: an unquoted number given to a key that takes
+// a string is the text as written, not YAML's number printed back (0123456
+// is not the octal 42798, 2.0 is not 2, 1.10 is not 1.1). The headers sent
+// and the expectations checked are those of the file.
+func TestNumberTextForStringKeys(t *testing.T) {
+	var mu sync.Mutex
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Header.Clone()
+		mu.Unlock()
+		w.Header().Set("X-Version", "1.10")
+		fmt.Fprint(w, "price 1.50")
+	}))
+	defer srv.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`
+agent: {admin_token: 0123456}
+targets: [{name: a, url: %s}]
+checks:
+  - name: 1.10
+    targets: [a]
+    http:
+      headers: {X-Api-Version: 2.0, X-Oct: 0755, X-Hex: 0x1F, X-Exp: 1e3}
+    expect:
+      status: 200
+      headers: {X-Version: 1.10}
+      body: {contains: [1.50]}
+    rise: 0x2
+proxy:
+  admin_token: 123456789012345678901234
+  pools: [{name: p, origins: [{target: a}]}]
+`, srv.URL))
+
+	out, code := runCLI(t, "check", "-c", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0 (the origin answers what the file expects)\n%s", code, out)
+	}
+	var row map[string]any
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "{") {
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if row["check"] != "1.10" {
+		t.Errorf("check name %v, want 1.10", row["check"])
+	}
+	mu.Lock()
+	for name, want := range map[string]string{"X-Api-Version": "2.0", "X-Oct": "0755", "X-Hex": "0x1F", "X-Exp": "1e3"} {
+		if v := got.Get(name); v != want {
+			t.Errorf("%s sent as %q, want %q", name, v, want)
+		}
+	}
+	mu.Unlock()
+
+	f, err := loadConfig(cfg, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Agent.AdminToken != "0123456" {
+		t.Errorf("agent.admin_token = %q, want 0123456", f.Agent.AdminToken)
+	}
+	if f.Proxy.AdminToken != "123456789012345678901234" {
+		t.Errorf("proxy.admin_token = %q, want 123456789012345678901234", f.Proxy.AdminToken)
+	}
+	c := f.Checks[0]
+	if c.Expect.Body.Contains[0] != "1.50" || c.Expect.Headers["X-Version"] != "1.10" {
+		t.Errorf("expect.body.contains %q, expect.headers %q: want 1.50 and 1.10", c.Expect.Body.Contains, c.Expect.Headers)
+	}
+	// Numbers for numeric keys are numbers still (0x2 is 2).
+	if c.Rise != 2 {
+		t.Errorf("rise = %d, want 2", c.Rise)
+	}
+}
+
+// TestNumberTextEnvAndInterpolation: overrides and ${VAR} are strings and
+// reach string keys unchanged.
+func TestNumberTextEnvAndInterpolation(t *testing.T) {
+	cfg := writeConfig(t, `
+agent: {admin_token: "${TOK}", region: 007}
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks: [{name: c, targets: [a]}]
+`)
+	f, err := loadConfig(cfg, envOf(map[string]string{"TOK": "0123", "VIGIL_AGENT_VANTAGE": "010"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Agent.AdminToken != "0123" || f.Agent.Region != "007" || f.Agent.Vantage != "010" {
+		t.Errorf("admin_token %q, region %q, vantage %q: want 0123, 007, 010", f.Agent.AdminToken, f.Agent.Region, f.Agent.Vantage)
+	}
+}
