@@ -106,7 +106,7 @@ func (f *File) ValidateAndSetDefaults() error {
 		p := fmt.Sprintf("slos[%d]", i)
 		errs = append(errs, units.Prefix(p, f.SLOs[i].ValidateAndSetDefaults()))
 		if c := f.SLOs[i].Check; c != "" && !checkNames[c] {
-			errs = append(errs, fmt.Errorf("%s.check: %q: no check with that name", p, c))
+			errs = append(errs, &checkRefError{fmt.Sprintf("%s.check: %q: no check with that name", p, c)})
 		}
 		if t := f.SLOs[i].Target; t != "" {
 			if _, ok := targets[t]; !ok {
@@ -122,7 +122,7 @@ func (f *File) ValidateAndSetDefaults() error {
 		if len(f.Checks) == 0 || checkNames[name] {
 			return nil
 		}
-		return fmt.Errorf("%s: unknown check %q", key, name)
+		return &checkRefError{fmt.Sprintf("%s: unknown check %q", key, name)}
 	}
 	for i, m := range f.Alerting.Maintenance {
 		for j, c := range m.Checks {
@@ -507,18 +507,25 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		// anyway. Errors about the list element or section holding such a
 		// value are dropped: they could only follow from the missing value
 		// (url: [1] → "name at least one target, or set url"). A whole
-		// section that did not decode (checks: "x") leaves nothing worth
-		// validating.
-		if !topLevel(badKeys) {
-			if err := f.ValidateAndSetDefaults(); err != nil {
-				for _, e := range dropUnder(units.Errors(err), badKeys) {
-					// A proxy or slos section that did not decode is
-					// still a section: "nothing configured" would be wrong.
-					if errors.Is(e, errNothingConfigured) && (underAny(badKeys, "proxy") || underAny(badKeys, "slos")) {
-						continue
-					}
-					errs = append(errs, e)
+		// section that did not decode (checks: "x") is left out the same
+		// way, and so are the references into it (an SLO naming a check
+		// when checks did not decode, a check naming a target when targets
+		// did not).
+		if err := f.ValidateAndSetDefaults(); err != nil {
+			for _, e := range dropUnder(units.Errors(err), badKeys) {
+				// A section that did not decode is still a section:
+				// "nothing configured" would be wrong.
+				if errors.Is(e, errNothingConfigured) && slices.ContainsFunc(badKeys, func(k string) bool {
+					return slices.Contains([]string{"checks", "proxy", "slos", "alerting", "store"}, rootKey(k))
+				}) {
+					continue
 				}
+				var ref *checkRefError
+				if (errors.As(e, &ref) && wholeUndecoded(badKeys, "checks")) ||
+					(errors.Is(e, canary.ErrUnknownTarget) && wholeUndecoded(badKeys, "targets")) {
+					continue
+				}
+				errs = append(errs, e)
 			}
 		}
 		return nil, fail(errs...)
@@ -580,16 +587,6 @@ func caseTwin(tree map[string]any, key string) string {
 		node = next
 	}
 	return ""
-}
-
-// underAny reports whether any of keys is section or below it.
-func underAny(keys []string, section string) bool {
-	for _, k := range keys {
-		if k == section || strings.HasPrefix(k, section+".") || strings.HasPrefix(k, section+"[") {
-			return true
-		}
-	}
-	return false
 }
 
 // dropEmpty returns keys without those whose value in settings is an empty
@@ -668,15 +665,32 @@ func decodeScope(key string) string {
 	return key
 }
 
-// topLevel reports whether any of keys is a whole section (no "." or "[").
-func topLevel(keys []string) bool {
+// rootKey is the section a key is in: "checks[0].http" → "checks".
+func rootKey(key string) string {
+	if i := strings.IndexAny(key, ".["); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// wholeUndecoded reports whether section, or an element of it, did not
+// decode at all (checks: "x", targets: [5]): the names it defines are
+// unknown.
+func wholeUndecoded(keys []string, section string) bool {
 	for _, k := range keys {
-		if !strings.ContainsAny(k, ".[") {
+		if rest, ok := strings.CutPrefix(k, section); ok && (rest == "" || wholeElemRE.MatchString(rest)) {
 			return true
 		}
 	}
 	return false
 }
+
+var wholeElemRE = regexp.MustCompile(`^\[\d+\]$`)
+
+// checkRefError is a key naming a check the file does not define.
+type checkRefError struct{ msg string }
+
+func (e *checkRefError) Error() string { return e.msg }
 
 // dropUnder leaves out the errors about a key in keys or below it.
 func dropUnder(errs []error, keys []string) []error {

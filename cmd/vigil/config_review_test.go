@@ -102,3 +102,30 @@ checks: [{name: c, targets: [a]}]
 		t.Errorf("admin_token %q, region %q, vantage %q: want 0123, 007, 010", f.Agent.AdminToken, f.Agent.Region, f.Agent.Vantage)
 	}
 }
+
+// TestDecodeErrorKeepsOtherSectionsValidated: a value that does not decode
+// leaves out the validation of its own section only; the other sections'
+// errors are listed in the same run.
+func TestDecodeErrorKeepsOtherSectionsValidated(t *testing.T) {
+	t.Run("scalar in a section", func(t *testing.T) {
+		wantValidate(t, "status_page: {enabled: maybe}\nalerting: {quorum: -2}\n",
+			`status_page.enabled: "maybe": want true or false`,
+			`alerting.quorum: must be positive`)
+	})
+	t.Run("agent value", func(t *testing.T) {
+		wantValidate(t, `
+agent: {concurrency: x}
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks: [{name: c, targets: [a], rise: -1}]
+`,
+			`agent.concurrency: "x": want an integer`,
+			`checks[0].rise: must be positive, got -1`)
+	})
+	// A whole section that did not decode: the references into it are
+	// not judged, the rest is.
+	t.Run("checks not a list", func(t *testing.T) {
+		wantValidate(t, "checks: \"x\"\nslos: [{name: s, check: c, objective: \"99%\"}]\nalerting: {quorum: -2}\n",
+			`checks[0]: expected a map or struct, got "string"`,
+			`alerting.quorum: must be positive`)
+	})
+}
