@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -450,26 +451,18 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 
 	var f File
 	var md mapstructure.Metadata
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		Result:           &f,
-		Metadata:         &md,
-		WeaklyTypedInput: true,
-		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			numberTextHook,    // a number's text for a string key
-			checks.DecodeHook, // equals: null, status: true, headers as a list
-			durationHook,
-			unitHook,
-			scalarHook,
-			strictHook,
-			mapstructure.TextUnmarshallerHookFunc(),
-		),
-	})
+	dec, err := newFileDecoder(&f, &md)
 	if err != nil {
 		return nil, fail(err)
 	}
+	unknown, mapTwins := treeKeys(reflect.TypeOf(f), settings, "")
 	var badKeys []string // keys whose value did not decode (left at zero)
-	if err := dec.Decode(settings); err != nil {
-		for _, e := range decodeErrors(err) {
+	decodeErr := dec.Decode(settings)
+	if decodeErr != nil {
+		// The decoder does not list the unused keys of a mapping once one
+		// of its values failed: they come from the tree instead.
+		md.Unused = unknown
+		for _, e := range decodeErrors(decodeErr) {
 			errs = append(errs, e)
 			if k, _, ok := strings.Cut(e.Error(), ": "); ok {
 				badKeys = append(badKeys, decodeScope(k))
@@ -499,6 +492,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", k, ErrUnknownKey))
 	}
+	errs = append(errs, mapTwins...)
 	f.sections = sections
 	if len(errs) > 0 {
 		// Validate what did decode too, so one run lists every error: an
@@ -536,6 +530,141 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	f.path = path
 	f.redactor = red
 	return &f, nil
+}
+
+// newFileDecoder is the decoder of a config file's tree into f.
+func newFileDecoder(f *File, md *mapstructure.Metadata) (*mapstructure.Decoder, error) {
+	return mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:           f,
+		Metadata:         md,
+		WeaklyTypedInput: true,
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			numberTextHook,    // a number's text for a string key
+			checks.DecodeHook, // equals: null, status: true, headers as a list
+			durationHook,
+			unitHook,
+			scalarHook,
+			strictHook,
+			mapstructure.TextUnmarshallerHookFunc(),
+		),
+	})
+}
+
+// treeKeys walks the tree v that the decoder reads into type t and returns
+// the keys of its mappings that name no field, spelt as the decoder's
+// unused keys are ("checks[0].expect.statuss"), sorted; and an error for
+// each key of a map (http.headers, extract, webhook headers) that differs
+// from another only in case: header names and variable names match
+// case-insensitively, so one of the two would be dropped without a word.
+// Of several keys matching one field case-insensitively, the one spelt
+// as the field's name is read, else the first in sorted order; the others
+// are unknown (and reported as duplicates).
+func treeKeys(t reflect.Type, v any, path string) (unknown []string, twins []error) {
+	var walk func(t reflect.Type, v any, path string)
+	join := func(path, k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	walk = func(t reflect.Type, v any, path string) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == durationType || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+			return
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			fields := map[string]reflect.Type{}
+			structFields(t, fields)
+			keys := slices.Sorted(maps.Keys(m))
+			taken := map[string]bool{}
+			for _, name := range slices.Sorted(maps.Keys(fields)) {
+				ft := fields[name]
+				key := ""
+				if _, ok := m[name]; ok {
+					key = name
+				} else {
+					for _, k := range keys {
+						if !taken[k] && strings.EqualFold(k, name) {
+							key = k
+							break
+						}
+					}
+				}
+				if key == "" {
+					continue
+				}
+				taken[key] = true
+				walk(ft, m[key], join(path, name))
+			}
+			for _, k := range keys {
+				if !taken[k] {
+					unknown = append(unknown, join(path, k))
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			l, ok := v.([]any)
+			if !ok {
+				return
+			}
+			for i, e := range l {
+				walk(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i))
+			}
+		case reflect.Map:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			keys := slices.Sorted(maps.Keys(m))
+			first := map[string]string{}
+			for _, k := range keys {
+				if prev, ok := first[strings.ToLower(k)]; ok {
+					twins = append(twins, fmt.Errorf("%s: duplicates %s (keys match case-insensitively: keep one)", join(path, k), prev))
+					continue
+				}
+				first[strings.ToLower(k)] = k
+				walk(t.Elem(), m[k], path+"["+k+"]")
+			}
+		}
+	}
+	walk(t, v, path)
+	sort.Strings(unknown)
+	slices.SortFunc(twins, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return unknown, twins
+}
+
+// structFields adds the mapstructure names of t's fields (those of
+// squashed embedded structs included) to fields.
+func structFields(t reflect.Type, fields map[string]reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("mapstructure")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if opts == "squash" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			structFields(ft, fields)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
 }
 
 // caseTwin returns the name of another key beside key (a decoder path,

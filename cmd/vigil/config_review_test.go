@@ -5,9 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/go-viper/mapstructure/v2"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestNumberTextForStringKeys: an unquoted number given to a key that takes
@@ -128,4 +135,87 @@ checks: [{name: c, targets: [a], rise: -1}]
 			`checks[0]: expected a map or struct, got "string"`,
 			`alerting.quorum: must be positive`)
 	})
+}
+
+// TestTreeKeysMatchDecoder: on files that decode, the unknown keys found
+// from the tree are the decoder's own unused keys (every testdata and
+// example config).
+func TestTreeKeysMatchDecoder(t *testing.T) {
+	var files []string
+	for _, g := range []string{"testdata/*.yaml", "../../examples/*.yaml", "../../examples/*/*.yaml", "../../testdata/*.yaml", "../../deploy/*.yaml"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	if len(files) < 10 {
+		t.Fatalf("only %d config files found", len(files))
+	}
+	compared := 0
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc yaml.Node
+		if yaml.Unmarshal(raw, &doc) != nil {
+			continue
+		}
+		settings, ok := nodeValue(&doc).(map[string]any)
+		if !ok {
+			continue
+		}
+		var f File
+		var md mapstructure.Metadata
+		dec, err := newFileDecoder(&f, &md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.Decode(settings) != nil {
+			continue
+		}
+		unknown, _ := treeKeys(reflect.TypeOf(f), settings, "")
+		sort.Strings(md.Unused)
+		if strings.Join(unknown, ",") != strings.Join(md.Unused, ",") {
+			t.Errorf("%s: unknown keys from the tree %q, decoder %q", name, unknown, md.Unused)
+		}
+		compared++
+	}
+	t.Logf("%d files compared", compared)
+}
+
+// TestUnknownKeysBesideDecodeErrors: a value that does not decode no
+// longer hides the unknown keys beside it or elsewhere in the file.
+func TestUnknownKeysBesideDecodeErrors(t *testing.T) {
+	wantValidate(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks: [{name: h, targets: [a], rise: 2.5, bogus: 1}]
+alertng: {quorum: 2}
+`,
+		`checks[0].rise: 2.5: want an integer`,
+		`alertng: unknown key`,
+		`checks[0].bogus: unknown key`)
+}
+
+// TestMapKeyCaseTwins: two header names or extract variables that differ
+// only in case are one name; the file is rejected naming both rather
+// than one value being dropped.
+func TestMapKeyCaseTwins(t *testing.T) {
+	wantValidate(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks:
+  - name: h
+    targets: [a]
+    http: {headers: {X-A: one, x-a: two}}
+    expect: {headers: {ETag: present, etag: absent}}
+  - name: s
+    targets: [a]
+    script:
+      - http: {url: "http://127.0.0.1:9"}
+        extract: {Token: {json: $.a}, token: {json: $.b}}
+alerting:
+  receivers: [{name: ops, webhook: {url: "http://127.0.0.1:9", headers: {Authorization: a, authorization: b}}}]
+`,
+		`alerting.receivers[0].webhook.headers.authorization: duplicates Authorization (keys match case-insensitively: keep one)`,
+		`checks[0].expect.headers.etag: duplicates ETag (keys match case-insensitively: keep one)`,
+		`checks[0].http.headers.x-a: duplicates X-A (keys match case-insensitively: keep one)`,
+		`checks[1].script[0].extract.token: duplicates Token (keys match case-insensitively: keep one)`)
 }
