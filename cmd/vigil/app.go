@@ -58,6 +58,10 @@ type appOptions struct {
 	// proxyFromStore makes the proxy read verdicts from the local store (all
 	// regions that write to it) rather than from the in-process canary.
 	proxyFromStore bool
+	// proxyAbsent: the command runs the proxy role but the config had no
+	// proxy section at start (vigil run), so the proxy did not start. A
+	// reload that adds one is refused: the proxy starts on restart.
+	proxyAbsent bool
 	// hurry, closed, ends agent.shutdown_delay early (a second signal).
 	hurry <-chan struct{}
 	log   *slog.Logger
@@ -724,6 +728,9 @@ func (a *app) apply(cfg *File) error {
 		if err != nil {
 			return err
 		}
+	}
+	if a.prx == nil && a.opts.proxyAbsent && cfg.Proxy != nil {
+		return errors.New("proxy: section added; restart to start the proxy")
 	}
 	if a.prx != nil {
 		if cfg.Proxy == nil {

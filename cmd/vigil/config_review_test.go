@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,10 +12,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 // TestNumberTextForStringKeys: an unquoted number given to a key that takes
@@ -218,4 +223,81 @@ alerting:
 		`checks[0].expect.headers.etag: duplicates ETag (keys match case-insensitively: keep one)`,
 		`checks[0].http.headers.x-a: duplicates X-A (keys match case-insensitively: keep one)`,
 		`checks[1].script[0].extract.token: duplicates Token (keys match case-insensitively: keep one)`)
+}
+
+// TestReloadAddingProxyIsRejected: `vigil run` started without a proxy
+// section refuses a reload that adds one, as it refuses one that removes
+// it: the proxy starts on restart, and the old config keeps running
+// meanwhile (its checks run, nothing listens on the new proxy address).
+// A process without the proxy role (vigil canary) reloads such a file.
+func TestReloadAddingProxyIsRejected(t *testing.T) {
+	bin := buildVigil(t, t.TempDir())
+	o := checktest.NewOrigin()
+	defer o.Close()
+	dir := t.TempDir()
+	ports := freePorts(t, 2)
+	agentPort, proxyPort := ports, ports+1
+	base := fmt.Sprintf("http://127.0.0.1:%d", agentPort)
+	head := fmt.Sprintf(`agent: {listen: "127.0.0.1:%d", region: r1, data_dir: %q}
+defaults: {interval: 1s, timeout: 500ms}
+targets: [{name: o, url: %q}]
+checks:
+  - {name: up, targets: [o], http: {path: /healthz}}
+`, agentPort, filepath.Join(dir, "data"), o.URL())
+	path := filepath.Join(dir, "vigil.yaml")
+	if err := os.WriteFile(path, []byte(head), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startLogged(t, bin, "run", "-c", path)
+	waitFor(t, 60*time.Second, "vigil started", func() bool {
+		p.alive(t)
+		return strings.Contains(p.stderr.String(), `msg="vigil started"`)
+	})
+	withProxy := head + fmt.Sprintf("proxy:\n  listen: \"127.0.0.1:%d\"\n  pools: [{name: p, origins: [{target: o}]}]\n", proxyPort)
+	if err := os.WriteFile(path, []byte(withProxy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	const want = "proxy: section added; restart to start the proxy"
+	waitFor(t, 30*time.Second, "the reload rejected", func() bool {
+		p.alive(t)
+		return strings.Contains(p.stderr.String(), "config reload rejected")
+	})
+	if !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("reload log lacks %q:\n%s", want, p.stderr.String())
+	}
+	code, body := do(t, "GET", base+"/healthz", "", nil)
+	if code != 503 || !strings.Contains(body, want) {
+		t.Errorf("/healthz = %d %q, want 503 naming %q", code, body, want)
+	}
+	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", proxyPort), time.Second); err == nil {
+		c.Close()
+		t.Errorf("something listens on the proxy address after a rejected reload")
+	}
+	n := o.Count("GET", "/healthz")
+	waitFor(t, 30*time.Second, "the old config's check still running", func() bool {
+		return o.Count("GET", "/healthz") >= n+2
+	})
+	if code := p.stop(t); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+
+	// vigil canary: no proxy role, the section is someone else's.
+	if err := os.WriteFile(path, []byte(head), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, stop := startApp(t, path, roles{canary: true, page: true})
+	defer stop()
+	if err := os.WriteFile(path, []byte(withProxy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.reload()
+	a.mu.Lock()
+	err := a.reloadErr
+	a.mu.Unlock()
+	if err != nil {
+		t.Errorf("vigil canary: reload adding a proxy section: %v, want accepted", err)
+	}
 }

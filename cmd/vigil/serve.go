@@ -87,14 +87,17 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	noProxy := false
 	if r.proxy && cfg.Proxy == nil {
 		if !r.canary { // vigil proxy
 			return &exitError{code: 2, err: fmt.Errorf("%s: no proxy section", f.file)}
 		}
 		r.proxy = false // vigil run without a proxy section: run the rest
+		noProxy = true
 	}
 	hurry := make(chan struct{})
-	a, err := newApp(cfg, appOptions{roles: r, shard: shard, verdictsFrom: f.verdictsFrom, listen: f.listen, log: log, hurry: hurry})
+	a, err := newApp(cfg, appOptions{roles: r, shard: shard, verdictsFrom: f.verdictsFrom, listen: f.listen, log: log, hurry: hurry,
+		proxyAbsent: noProxy})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("vigil: %s", cfg.redactor.redact(err.Error()))}
 	}
