@@ -423,6 +423,14 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	for k := range settings {
 		sections[strings.ToLower(k)] = true
 	}
+	// A section written with no value (`proxy:`) is an empty section, as
+	// `proxy: {}` is: it is validated (a proxy needs a pool) rather than
+	// read as absent.
+	for k, v := range settings {
+		if v == nil && nullSections[strings.ToLower(k)] {
+			settings[k] = map[string]any{}
+		}
+	}
 
 	// Environment overrides: VIGIL_<SECTION>_<KEY> for every scalar key outside lists.
 	fromEnv := map[string]string{} // key → variable, to say where a bad value came from
@@ -793,6 +801,9 @@ func decodeScope(key string) string {
 	}
 	return key
 }
+
+// nullSections are the top-level sections that are mappings.
+var nullSections = map[string]bool{"agent": true, "defaults": true, "store": true, "alerting": true, "status_page": true, "proxy": true}
 
 // rootKey is the section a key is in: "checks[0].http" → "checks".
 func rootKey(key string) string {

@@ -301,3 +301,23 @@ checks:
 		t.Errorf("vigil canary: reload adding a proxy section: %v, want accepted", err)
 	}
 }
+
+// TestNullSectionIsEmptySection: `proxy:` with no value is `proxy: {}`,
+// validated as such, not a file without a proxy.
+func TestNullSectionIsEmptySection(t *testing.T) {
+	for _, v := range []string{"", " ~", " null", " {}"} {
+		t.Run("proxy:"+v, func(t *testing.T) {
+			wantValidate(t, "targets: [{name: a, url: \"http://127.0.0.1:9\"}]\nproxy:"+v+"\n",
+				"proxy.pools: at least one pool is required")
+		})
+	}
+	// The other sections given as null are as good as empty or absent.
+	for _, sec := range []string{"agent", "defaults", "store", "alerting", "status_page"} {
+		t.Run(sec, func(t *testing.T) {
+			got, code := validateErrors(t, "targets: [{name: a, url: \"http://127.0.0.1:9\"}]\nchecks: [{name: c, targets: [a]}]\n"+sec+":\n")
+			if code != 0 || strings.Join(got, "\n") != "ok" {
+				t.Errorf("%s: with no value: exit %d %q, want ok", sec, code, got)
+			}
+		})
+	}
+}
