@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -268,6 +269,8 @@ func (c *Config) explicitZeros() []error {
 		key("agent.concurrency", c.Agent.Concurrency == 0, "256"),
 		key("agent.browser.max_concurrent", c.Agent.Browser.MaxConcurrent == 0, "2"),
 		key("agent.triggers.for", c.Agent.Triggers.For == 0, "60s"),
+		// 0% would trigger every window, failures or not.
+		key("agent.triggers.failure_rate", c.Agent.Triggers.FailureRate != nil && *c.Agent.Triggers.FailureRate == 0, "1%"),
 		key("agent.triggers.min_requests", c.Agent.Triggers.MinRequests == 0, "20"),
 		key("agent.triggers.min_gap", c.Agent.Triggers.MinGap == 0, "30s"),
 		key("agent.triggers.poll", c.Agent.Triggers.Poll == 0, "5s"),
@@ -459,6 +462,13 @@ func validateURL(raw string) error {
 	}
 	if u.Host == "" {
 		return fmt.Errorf("%q: no host", units.RedactURL(raw))
+	}
+	// url.Parse takes any run of digits as a port; a dial to port 0 or
+	// one above 65535 fails on every run, as an outage.
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port %q: want a number from 1 to 65535", units.RedactURL(raw), p)
+		}
 	}
 	return nil
 }
@@ -746,8 +756,9 @@ func (c *CheckConfig) certOnPlainHTTP(targets map[string]string) []error {
 
 // urlFits reports whether a (valid) target URL suits what the check does: an
 // http check without http.url, and a script's http steps without their own
-// http.url, request http:// or https:// URLs, and a tcp
-// check needs a port unless the scheme implies one (http 80, https/tls 443).
+// http.url, request http:// or https:// URLs, a tcp
+// check needs a port unless the scheme implies one (http 80, https/tls 443),
+// and a tls check does not handshake with an http:// URL.
 // Without this a run would fail every time with cause internal.
 func (c *CheckConfig) urlFits(raw string) error {
 	switch c.Kind() {
@@ -771,6 +782,12 @@ func (c *CheckConfig) urlFits(raw string) error {
 		u, err := url.Parse(raw)
 		if err == nil && u.Port() == "" && u.Scheme == "tcp" {
 			return errors.New("a port is required for a tcp check (tcp://host:port)")
+		}
+	case "tls":
+		// A plain http:// origin answers no handshake (or the run dials
+		// port 80): every run would fail with cause tls.
+		if strings.HasPrefix(raw, "http://") {
+			return errors.New("want a tls:// or https:// URL for a tls check (http:// is plain text)")
 		}
 	}
 	return nil

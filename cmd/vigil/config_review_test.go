@@ -321,3 +321,13 @@ func TestNullSectionIsEmptySection(t *testing.T) {
 		})
 	}
 }
+
+// TestTriggerFailureRateZero: failure_rate: 0% would trigger the deep
+// checks every window, failures or not; it is an explicit-zero error.
+func TestTriggerFailureRateZero(t *testing.T) {
+	wantValidate(t, `
+agent: {triggers: {failure_rate: 0%}}
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks: [{name: c, targets: [a]}]
+`, `agent.triggers.failure_rate: 0: must be positive (omit the key for the default, 1%)`)
+}
