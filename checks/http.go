@@ -93,7 +93,7 @@ func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
 	d := &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}
 	h.tr = &http.Transport{
 		Proxy:              nil, // probes go straight to the origin, never via $HTTP_PROXY
-		DialContext:        d.DialContext,
+		DialContext:        markDial(d),
 		TLSClientConfig:    spec.TLS.config(""),
 		DisableKeepAlives:  !spec.ReuseConnections,
 		DisableCompression: true, // no Accept-Encoding unless the check sends one; see contentDecoder
@@ -108,6 +108,18 @@ func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
 		Protocols:              protocols(spec.HTTP2),
 	}
 	return h, nil
+}
+
+// markDial wraps d's connections in markConn, so a hop's first byte after
+// a 1xx interim response can be timed (see runTrace.settle).
+func markDial(d *dialer) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &markConn{Conn: c}, nil
+	}
 }
 
 // protocols is what the transport offers for an http.http2 mode. With h2
@@ -196,7 +208,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	if h.spec.host != "" {
 		req.Host = expand(h.spec.host)
 	}
-	client := http.Client{Transport: h.tr, Jar: o.Jar}
+	client := http.Client{Transport: hopTransport{h.tr}, Jar: o.Jar}
 	if !h.spec.FollowRedirects {
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	} else {

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -20,19 +23,42 @@ import (
 // runTrace records the timing and connection events of one run. The
 // httptrace hooks can fire on the transport's dial goroutine, even after
 // the request returned, so every field is guarded by mu.
+//
+// A run with http.follow_redirects makes one request per hop. The fields
+// below describe the current hop (the first request, then each redirect
+// in turn): cause classification looks at it alone, so a redirect to an
+// address that never connects is connect_timeout even though the first
+// hop connected. The dns, connect and tls spans of the hops already done
+// are added up in prev, so each phase is the sum over the hops, as
+// blackbox_exporter reports it.
 type runTrace struct {
 	mu    sync.Mutex
 	start time.Time
 
+	hops                int // requests begun (GetConn); 0 for tcp and tls checks
 	dnsStart, dnsDone   time.Time
 	connStart, connDone time.Time
 	tlsStart, tlsDone   time.Time
-	firstByte           time.Time
+	// firstByte is the first byte of the current hop's final (non-1xx)
+	// response head.
+	firstByte time.Time
 
 	connected bool // a TCP connection was established
 	dialErr   error
 	tlsErr    error
 	tlsState  *tls.ConnectionState
+
+	// conn is the connection the current hop got, when vigil dialed it
+	// (http checks), so that after a 1xx interim response the first read
+	// of the final response can be timed.
+	conn *markConn
+	// interim counts the 1xx responses of the current hop; interimAt is
+	// when the last one was read and interimCode its status.
+	interim     int
+	interimAt   time.Time
+	interimCode int
+
+	prev Phases // dns, connect and tls summed over the hops before the current one
 }
 
 type traceKey struct{}
@@ -47,6 +73,8 @@ func traceFrom(ctx context.Context) *runTrace {
 func (t *runTrace) withTrace(ctx context.Context) context.Context {
 	ctx = context.WithValue(ctx, traceKey{}, t)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn:  func(string) { t.newHop() },
+		GotConn:  t.gotConn,
 		DNSStart: func(httptrace.DNSStartInfo) { t.mark(&t.dnsStart, false) },
 		DNSDone:  func(httptrace.DNSDoneInfo) { t.mark(&t.dnsDone, true) },
 		ConnectStart: func(string, string) {
@@ -70,8 +98,85 @@ func (t *runTrace) withTrace(ctx context.Context) context.Context {
 			}
 			t.mu.Unlock()
 		},
+		// net/http reports the first byte of the first response head, which
+		// may be a 1xx interim response (103 Early Hints, 100 Continue);
+		// Got1xxResponse undoes it so that ttfb is the final response's.
 		GotFirstResponseByte: func() { t.mark(&t.firstByte, true) },
+		Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+			t.got1xx(code)
+			return nil
+		},
 	})
+}
+
+// newHop starts the trace of the next request of the run: the spans of the
+// current hop are added to prev and its state is cleared.
+func (t *runTrace) newHop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.hops++
+	if t.hops == 1 {
+		return
+	}
+	t.prev.DNS += span(t.dnsStart, t.dnsDone)
+	t.prev.Connect += span(t.connStart, t.connDone)
+	t.prev.TLS += span(t.tlsStart, t.tlsDone)
+	t.dnsStart, t.dnsDone = time.Time{}, time.Time{}
+	t.connStart, t.connDone = time.Time{}, time.Time{}
+	t.tlsStart, t.tlsDone = time.Time{}, time.Time{}
+	t.firstByte = time.Time{}
+	t.connected, t.dialErr, t.tlsErr, t.tlsState = false, nil, nil, nil
+	t.conn = nil
+	t.interim, t.interimAt, t.interimCode = 0, time.Time{}, 0
+}
+
+// gotConn notes the hop's connection when vigil's dialer made it.
+func (t *runTrace) gotConn(info httptrace.GotConnInfo) {
+	c := info.Conn
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	mc, _ := c.(*markConn)
+	t.mu.Lock()
+	t.conn = mc
+	t.mu.Unlock()
+}
+
+// got1xx records an interim response: the first byte seen so far was not
+// the final response's, so firstByte waits for the next read.
+func (t *runTrace) got1xx(code int) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.firstByte = time.Time{}
+	t.interim++
+	t.interimAt, t.interimCode = now, code
+	if t.conn != nil {
+		t.conn.arm()
+	}
+}
+
+// settle fixes the current hop's first byte after 1xx responses, once the
+// round trip returned (complete: with the final response head; before the
+// body is read). It is the first read from the connection after the last
+// 1xx; when the final head needed no read (it came in the same packets as
+// the 1xx) it is the 1xx's time. After an error it is set only when bytes
+// of the final head arrived.
+func (t *runTrace) settle(complete bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.interim == 0 || !t.firstByte.IsZero() {
+		return
+	}
+	if t.conn != nil {
+		if at := t.conn.armedRead(); !at.IsZero() {
+			t.firstByte = at
+			return
+		}
+	}
+	if complete {
+		t.firstByte = t.interimAt
+	}
 }
 
 // mark sets *f to now; with overwrite false only the first call counts
@@ -91,24 +196,74 @@ func (t *runTrace) setDialErr(err error) {
 	t.mu.Unlock()
 }
 
-// phases fills the timing phases; end is when the run finished.
+// span is b − a, or 0 when either is unset or b is before a.
+func span(a, b time.Time) time.Duration {
+	if a.IsZero() || b.IsZero() || b.Before(a) {
+		return 0
+	}
+	return b.Sub(a)
+}
+
+// phases fills the timing phases; end is when the run finished. dns,
+// connect and tls are summed over the hops; ttfb runs from the start of
+// the run to the last hop's first byte (0 when the last hop got none), so
+// it includes the earlier hops whole.
 func (t *runTrace) phases(end time.Time) Phases {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var p Phases
-	span := func(a, b time.Time) time.Duration {
-		if a.IsZero() || b.IsZero() || b.Before(a) {
-			return 0
-		}
-		return b.Sub(a)
-	}
-	p.DNS = span(t.dnsStart, t.dnsDone)
-	p.Connect = span(t.connStart, t.connDone)
-	p.TLS = span(t.tlsStart, t.tlsDone)
+	p.DNS = t.prev.DNS + span(t.dnsStart, t.dnsDone)
+	p.Connect = t.prev.Connect + span(t.connStart, t.connDone)
+	p.TLS = t.prev.TLS + span(t.tlsStart, t.tlsDone)
 	p.TTFB = span(t.start, t.firstByte)
 	p.Transfer = span(t.firstByte, end)
 	p.Total = end.Sub(t.start)
 	return p
+}
+
+// hopTransport settles each hop's 1xx timing when its round trip returns,
+// before net/http or the check reads the body.
+type hopTransport struct{ rt http.RoundTripper }
+
+func (h hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.rt.RoundTrip(req)
+	if t := traceFrom(req.Context()); t != nil {
+		t.settle(err == nil)
+	}
+	return resp, err
+}
+
+// markConn is a connection that can time its first read after arm: after
+// a 1xx interim response that read brings the final response head.
+type markConn struct {
+	net.Conn
+	armed atomic.Bool
+	at    atomic.Pointer[time.Time]
+}
+
+func (c *markConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.armed.Load() && c.armed.CompareAndSwap(true, false) {
+		now := time.Now()
+		c.at.Store(&now)
+	}
+	return n, err
+}
+
+// arm starts waiting for the next read.
+func (c *markConn) arm() {
+	c.at.Store(nil)
+	c.armed.Store(true)
+}
+
+// armedRead is the time of the first read since arm (zero if none) and
+// stops waiting.
+func (c *markConn) armedRead() time.Time {
+	c.armed.Store(false)
+	if at := c.at.Load(); at != nil {
+		return *at
+	}
+	return time.Time{}
 }
 
 // dialer is the dialer every check uses: it answers names under the
@@ -160,6 +315,7 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 		tlsErr = nil
 	}
 	gotFirstByte := !t.firstByte.IsZero()
+	interim, interimCode := t.interim, t.interimCode
 	t.mu.Unlock()
 
 	deadline := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err)
@@ -192,6 +348,9 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 		}
 		if gotFirstByte {
 			return CauseTimeout, fmt.Sprintf("timeout: response not complete within %s", after)
+		}
+		if interim > 0 {
+			return CauseTimeout, fmt.Sprintf("timeout: no response within %s (only an interim %d)", after, interimCode)
 		}
 		return CauseTimeout, fmt.Sprintf("timeout: no response within %s", after)
 	}
