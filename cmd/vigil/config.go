@@ -381,6 +381,9 @@ func loadConfigWarn(path string, env func(string) (string, bool), environ []stri
 		for _, msg := range f.verdictAges() {
 			warn(path + ": " + msg)
 		}
+		for _, msg := range f.Alerting.Warnings() {
+			warn(path + ": alerting." + msg)
+		}
 	}
 	return f, err
 }
@@ -1073,6 +1076,16 @@ func parseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return 0, nil
+	}
+	if rest, ok := strings.CutPrefix(t, "-"); ok && strings.Contains(rest, "d") {
+		// "-1d" (time.ParseDuration reads "-5s" itself): negative, for
+		// validation to reject by key ("must be positive") rather than
+		// "not a duration".
+		d, err := parseDuration(rest)
+		if err != nil {
+			return 0, errors.New(strings.Replace(err.Error(), strconv.Quote(rest), strconv.Quote(s), 1))
+		}
+		return -d, nil
 	}
 	var days time.Duration
 	if m := daysRE.FindStringSubmatch(t); m != nil {

@@ -122,7 +122,7 @@ func TestDecodeErrorKeepsOtherSectionsValidated(t *testing.T) {
 	t.Run("scalar in a section", func(t *testing.T) {
 		wantValidate(t, "status_page: {enabled: maybe}\nalerting: {quorum: -2}\n",
 			`status_page.enabled: "maybe": want true or false`,
-			`alerting.quorum: must be positive`)
+			`alerting.quorum: -2: must be positive`)
 	})
 	t.Run("agent value", func(t *testing.T) {
 		wantValidate(t, `
@@ -138,7 +138,7 @@ checks: [{name: c, targets: [a], rise: -1}]
 	t.Run("checks not a list", func(t *testing.T) {
 		wantValidate(t, "checks: \"x\"\nslos: [{name: s, check: c, objective: \"99%\"}]\nalerting: {quorum: -2}\n",
 			`checks[0]: expected a map or struct, got "string"`,
-			`alerting.quorum: must be positive`)
+			`alerting.quorum: -2: must be positive`)
 	})
 }
 
@@ -330,4 +330,45 @@ agent: {triggers: {failure_rate: 0%}}
 targets: [{name: a, url: "http://127.0.0.1:9"}]
 checks: [{name: c, targets: [a]}]
 `, `agent.triggers.failure_rate: 0: must be positive (omit the key for the default, 1%)`)
+}
+
+// TestResolveTimeoutRaisedWarns: an explicit resolve_timeout below 3 ×
+// evaluation_interval is raised, and validate says so on stderr (still ok).
+func TestResolveTimeoutRaisedWarns(t *testing.T) {
+	p := writeConfig(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks: [{name: c, targets: [a]}]
+store: {embedded: {}}
+alerting: {resolve_timeout: 30s}
+`)
+	out, code := runCLI(t, "validate", "-c", p)
+	want := "warning: " + p + ": alerting.resolve_timeout: 30s is below 3 × evaluation_interval (15s): raised to 45s"
+	if code != 0 || !strings.Contains(out, want) || !strings.HasPrefix(out, "ok\n") {
+		t.Errorf("validate: exit %d\n%s\nwant ok (exit 0) and %q", code, out, want)
+	}
+	// The default (5m) and a long enough value say nothing.
+	p = writeConfig(t, "targets: [{name: a, url: \"http://127.0.0.1:9\"}]\nchecks: [{name: c, targets: [a]}]\nstore: {embedded: {}}\nalerting: {resolve_timeout: 45s}\n")
+	if out, code := runCLI(t, "validate", "-c", p); code != 0 || out != "ok\n" {
+		t.Errorf("resolve_timeout: 45s: exit %d %q, want ok alone", code, out)
+	}
+}
+
+// TestNegativeValuesNamed: a negative value names its key and itself.
+func TestNegativeValuesNamed(t *testing.T) {
+	wantValidate(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks: [{name: c, targets: [a]}]
+slos: [{name: s, check: c, objective: "99%", window: -1d}]
+store: {embedded: {}}
+alerting:
+  quorum: -2
+  cert_expiry_days: -1
+  retry: {attempts: -3, backoff: -1s, redeliver_max_backoff: -5m}
+`,
+		`slos[0].window: -24h0m0s: must be positive`,
+		`alerting.quorum: -2: must be positive`,
+		`alerting.cert_expiry_days: -1: must be positive`,
+		`alerting.retry.attempts: -3: must be positive`,
+		`alerting.retry.backoff: -1s: must be positive`,
+		`alerting.retry.redeliver_max_backoff: -5m0s: must be positive`)
 }

@@ -105,10 +105,10 @@ func (s *SLO) ValidateAndSetDefaults() error {
 		errs = append(errs, fmt.Errorf("objective: %s: %w", s.Objective, ErrObjectiveRange))
 	}
 	if s.TTFBP95 < 0 {
-		errs = append(errs, fmt.Errorf("ttfb_p95: %w", ErrNotPositive))
+		errs = append(errs, fmt.Errorf("ttfb_p95: %s: %w", s.TTFBP95, ErrNotPositive))
 	}
 	if s.Window < 0 {
-		errs = append(errs, fmt.Errorf("window: %w", ErrNotPositive))
+		errs = append(errs, fmt.Errorf("window: %s: %w", s.Window, ErrNotPositive))
 	}
 	if s.Window == 0 {
 		if s.Objective != 0 {
@@ -486,7 +486,15 @@ type Config struct {
 
 	// set holds the keys the file set, relative to the section (see SetKeys).
 	set units.KeySet
+	// warnings are what ValidateAndSetDefaults changed of the file's values.
+	warnings []string
 }
+
+// Warnings lists, after ValidateAndSetDefaults, the values it raised
+// ("resolve_timeout: 30s is below 3 × evaluation_interval (15s): raised to
+// 45s, …"), relative to the section. They are warnings, not errors: a file
+// that ran before keeps running.
+func (c *Config) Warnings() []string { return c.warnings }
 
 // SetKeys records which keys the config file set, relative to the section
 // ("down.for", "retry.attempts"), so that validation tells an explicit 0
@@ -532,7 +540,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	errs := c.explicitZeros()
 	add := func(err error) { errs = append(errs, err) }
 	if c.Quorum < 0 {
-		add(fmt.Errorf("quorum: %w", ErrNotPositive))
+		add(fmt.Errorf("quorum: %d: %w", c.Quorum, ErrNotPositive))
 	}
 	if c.Quorum == 0 {
 		c.Quorum = 1
@@ -544,64 +552,70 @@ func (c *Config) ValidateAndSetDefaults() error {
 		add(fmt.Errorf("evaluation_interval: %s: %w", c.EvaluationInterval, ErrIntervalTooSmall))
 	}
 	if c.GroupWait < 0 {
-		add(fmt.Errorf("group_wait: %w", ErrNotPositive))
+		add(fmt.Errorf("group_wait: %s: %w", c.GroupWait, ErrNotPositive))
 	}
 	if c.RepeatInterval < 0 {
-		add(fmt.Errorf("repeat_interval: %w", ErrNotPositive))
+		add(fmt.Errorf("repeat_interval: %s: %w", c.RepeatInterval, ErrNotPositive))
 	}
 	if c.RepeatInterval == 0 {
 		c.RepeatInterval = 4 * time.Hour
 	}
 	if c.ResolveTimeout < 0 {
-		add(fmt.Errorf("resolve_timeout: %w", ErrNotPositive))
+		add(fmt.Errorf("resolve_timeout: %s: %w", c.ResolveTimeout, ErrNotPositive))
 	}
 	if c.ResolveTimeout == 0 {
 		c.ResolveTimeout = 5 * time.Minute
 	}
-	if c.ResolveTimeout < 3*c.EvaluationInterval {
+	c.warnings = nil
+	if c.ResolveTimeout >= 0 && c.ResolveTimeout < 3*c.EvaluationInterval {
+		if c.set["resolve_timeout"] {
+			c.warnings = append(c.warnings, fmt.Sprintf("resolve_timeout: %s is below 3 × evaluation_interval (%s): "+
+				"raised to %s, so that an alert re-sent every evaluation does not expire in Alertmanager between two",
+				c.ResolveTimeout, c.EvaluationInterval, 3*c.EvaluationInterval))
+		}
 		c.ResolveTimeout = 3 * c.EvaluationInterval
 	}
 	if c.Down.For < 0 {
-		add(fmt.Errorf("down.for: %w", ErrNotPositive))
+		add(fmt.Errorf("down.for: %s: %w", c.Down.For, ErrNotPositive))
 	}
 	if c.Down.For == 0 && !c.set["down.for"] {
 		c.Down.For = time.Minute
 	}
 	add(severity("down.severity", &c.Down.Severity, SeverityPage))
 	if c.TTFB.For < 0 {
-		add(fmt.Errorf("ttfb.for: %w", ErrNotPositive))
+		add(fmt.Errorf("ttfb.for: %s: %w", c.TTFB.For, ErrNotPositive))
 	}
 	if c.TTFB.MinSamples < 0 {
-		add(fmt.Errorf("ttfb.min_samples: %w", ErrNotPositive))
+		add(fmt.Errorf("ttfb.min_samples: %d: %w", c.TTFB.MinSamples, ErrNotPositive))
 	}
 	if c.TTFB.MinSamples == 0 {
 		c.TTFB.MinSamples = 3
 	}
 	add(severity("ttfb.severity", &c.TTFB.Severity, SeverityTicket))
 	if c.BurnRate.MinRuns < 0 {
-		add(fmt.Errorf("burn_rate.min_runs: %w", ErrNotPositive))
+		add(fmt.Errorf("burn_rate.min_runs: %d: %w", c.BurnRate.MinRuns, ErrNotPositive))
 	}
 	if c.BurnRate.MinRuns == 0 {
 		c.BurnRate.MinRuns = 10
 	}
 	if c.CertExpiryDays < 0 {
-		add(fmt.Errorf("cert_expiry_days: %w", ErrNotPositive))
+		add(fmt.Errorf("cert_expiry_days: %d: %w", c.CertExpiryDays, ErrNotPositive))
 	}
 	if c.CertExpiryDays == 0 {
 		c.CertExpiryDays = 14
 	}
 	add(severity("cert.severity", &c.Cert.Severity, SeverityTicket))
 	if c.DeadMan.Intervals < 0 {
-		add(fmt.Errorf("dead_man.intervals: %w", ErrNotPositive))
+		add(fmt.Errorf("dead_man.intervals: %d: %w", c.DeadMan.Intervals, ErrNotPositive))
 	}
 	if c.DeadMan.Intervals == 0 {
 		c.DeadMan.Intervals = 3
 	}
 	if c.DeadMan.For < 0 {
-		add(fmt.Errorf("dead_man.for: %w", ErrNotPositive))
+		add(fmt.Errorf("dead_man.for: %s: %w", c.DeadMan.For, ErrNotPositive))
 	}
 	if c.DeadMan.ForgetAfter < 0 {
-		add(fmt.Errorf("dead_man.forget_after: %w", ErrNotPositive))
+		add(fmt.Errorf("dead_man.forget_after: %s: %w", c.DeadMan.ForgetAfter, ErrNotPositive))
 	}
 	if c.DeadMan.ForgetAfter == 0 {
 		c.DeadMan.ForgetAfter = 24 * time.Hour
@@ -630,9 +644,17 @@ func (c *Config) ValidateAndSetDefaults() error {
 		names["r\x00"+c.Receivers[i].Name] = true
 	}
 	r := &c.Retry
-	if r.Attempts < 0 || r.Backoff < 0 || r.MaxBackoff < 0 || r.Timeout < 0 || r.RedeliverBackoff < 0 ||
-		r.RedeliverMaxBackoff < 0 {
-		add(fmt.Errorf("retry: %w", ErrNotPositive))
+	if r.Attempts < 0 {
+		add(fmt.Errorf("retry.attempts: %d: %w", r.Attempts, ErrNotPositive))
+	}
+	for _, d := range []struct {
+		key string
+		val time.Duration
+	}{{"backoff", r.Backoff}, {"max_backoff", r.MaxBackoff}, {"timeout", r.Timeout},
+		{"redeliver_backoff", r.RedeliverBackoff}, {"redeliver_max_backoff", r.RedeliverMaxBackoff}} {
+		if d.val < 0 {
+			add(fmt.Errorf("retry.%s: %s: %w", d.key, d.val, ErrNotPositive))
+		}
 	}
 	if r.Attempts == 0 {
 		r.Attempts = 5
@@ -646,7 +668,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 			r.MaxBackoff = r.Backoff
 		}
 	}
-	if r.MaxBackoff < r.Backoff {
+	if r.MaxBackoff >= 0 && r.MaxBackoff < r.Backoff {
 		add(fmt.Errorf("retry.max_backoff: %w", ErrBackoffTooLarge))
 	}
 	if r.Timeout == 0 {
@@ -658,7 +680,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if r.RedeliverMaxBackoff == 0 {
 		r.RedeliverMaxBackoff = max(5*time.Minute, r.RedeliverBackoff)
 	}
-	if r.RedeliverMaxBackoff < r.RedeliverBackoff {
+	if r.RedeliverMaxBackoff >= 0 && r.RedeliverMaxBackoff < r.RedeliverBackoff {
 		add(fmt.Errorf("retry.redeliver_max_backoff: %w", ErrBackoffTooLarge))
 	}
 	return errors.Join(errs...)
