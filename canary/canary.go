@@ -387,6 +387,29 @@ func (c *Canary) probe(p *Pair) (res checks.Result) {
 	return res
 }
 
+// decidingStep is the failed script step with a URL whose failure
+// decided the run: the first hard failure, or, in a run that was only
+// slow, the first slow step (a slow step does not stop a script, so a hard
+// failure may follow it).
+func decidingStep(res checks.Result) (checks.StepResult, bool) {
+	var slow *checks.StepResult
+	for i, s := range res.Steps {
+		if s.OK || s.Skipped || s.URL == "" {
+			continue
+		}
+		if !s.Cause.SLO() {
+			return s, true
+		}
+		if slow == nil {
+			slow = &res.Steps[i]
+		}
+	}
+	if slow != nil {
+		return *slow, true
+	}
+	return checks.StepResult{}, false
+}
+
 // judge feeds the result to e's state machine, records the verdict as e's
 // latest, reschedules e if the adaptive interval asks for it, and ends the run.
 func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
@@ -410,11 +433,8 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 		v.Artifact = res.Artifacts[0]
 	}
 	if n := len(res.Steps); n > 0 && !res.OK {
-		for _, s := range res.Steps {
-			if !s.OK && !s.Skipped && s.URL != "" {
-				v.URL = c.redactURL(units.RedactURL(s.URL))
-				break
-			}
+		if s, ok := decidingStep(res); ok {
+			v.URL = c.redactURL(units.RedactURL(s.URL))
 		}
 	}
 	e.latest, e.has = v, true

@@ -53,7 +53,12 @@ func (r *run) runHTTP(ctx context.Context, i int, s *Step) outcome {
 		if res.Err == "" {
 			o.err = fmt.Errorf("http: %s", res.Cause)
 		}
-		return o
+		// A response that only missed a speed target (ttfb, duration) is
+		// otherwise good: the run goes on after it (see Run), so its
+		// variables are extracted for the steps that follow.
+		if !slowOnly(res) || resp == nil {
+			return o
+		}
 	}
 	if resp == nil {
 		if len(s.extract) > 0 {
@@ -69,12 +74,32 @@ func (r *run) runHTTP(ctx context.Context, i int, s *Step) outcome {
 	for _, name := range names {
 		v, err := s.extract[name].from(resp, r.jar)
 		if err != nil {
-			o.cause, o.err = checks.CauseScript, fmt.Errorf("extract %s: %w", name, err)
+			err = fmt.Errorf("extract %s: %w", name, err)
+			if o.err != nil { // slow as well
+				err = fmt.Errorf("%w; %s", err, o.err)
+			}
+			o.cause, o.err = checks.CauseScript, err
 			return o
 		}
 		r.vars.vars[name] = v
 	}
 	return o
+}
+
+// slowOnly reports whether a failed http step's response only missed a
+// speed target: its cause is ttfb or duration and every assertion that
+// failed is one of those (checks ranks the speed causes last, so any other
+// failed assertion would be the cause).
+func slowOnly(res checks.Result) bool {
+	if res.OK || !res.Cause.SLO() {
+		return false
+	}
+	for _, a := range res.Assertions {
+		if !a.OK && a.Name != string(checks.CauseTTFB) && a.Name != string(checks.CauseDuration) {
+			return false
+		}
+	}
+	return true
 }
 
 // from extracts the value from a response.

@@ -184,7 +184,11 @@ type run struct {
 
 // Run runs the script once against t. It always returns a Result: steps run
 // in order; after the first failure only `always` steps run, the others are
-// reported as skipped. The first failure decides Result.Cause and Err.
+// reported as skipped. The first failure decides Result.Cause and Err. A
+// step that only missed a speed target (cause ttfb or duration) is not a
+// failure that stops the run: the steps after it run, and the run is slow
+// (that step's cause, its Err and assertions) unless a later step fails,
+// which then decides as the first failure would.
 // Result.Phases.TTFB is the TTFB of the first step that is not `always` and
 // got a response (http step or navigation); 0 when none did.
 //
@@ -242,7 +246,8 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		release: release, slotWait: slotWait}
 	defer r.close()
 
-	failed := false
+	failed := false // a step failed: the others are skipped unless `always`
+	slow := false   // a step only missed a speed target; later steps still run
 	for i := range rn.steps {
 		s := &rn.steps[i]
 		sr := checks.StepResult{Name: s.Name}
@@ -258,6 +263,7 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 				failed = true
 				res.Cause = checks.CauseTimeout
 				res.Err = fmt.Sprintf("run timed out before step %d %q", i, s.Name)
+				res.Assertions = nil // a slow step's, if any: the timeout decides
 			}
 			continue
 		}
@@ -287,8 +293,13 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		if o.status != 0 && !failed {
 			res.StatusCode = o.status
 		}
-		if o.err != nil && !failed {
-			failed = true
+		// A step that only missed a speed target (ttfb, duration) makes the
+		// run slow, not failed: the steps after it run, so that a later
+		// hard failure is seen and decides the run (a hard failure is
+		// never reported as merely slow). The first slow step decides a
+		// run that has no hard failure.
+		isSlow := o.err != nil && sr.Cause.SLO()
+		if o.err != nil && !failed && (!isSlow || !slow) {
 			path, why := r.captureFailure(i, s, &sr)
 			if path != "" {
 				r.artifacts = append(r.artifacts, path)
@@ -302,10 +313,15 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 			if o.status != 0 {
 				res.StatusCode = o.status
 			}
+			if isSlow {
+				slow = true
+			} else {
+				failed = true
+			}
 		}
 		res.Steps = append(res.Steps, sr)
 	}
-	res.OK = !failed
+	res.OK = !failed && !slow
 	res.Artifacts = r.artifacts
 	res.Phases.Total = time.Since(start)
 	return res
