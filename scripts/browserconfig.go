@@ -11,7 +11,8 @@ import (
 )
 
 // BrowserStep is one action in the run's browser tab (`browser:`). Exactly
-// one key is set. Selectors are CSS selectors. Every string may use
+// one key is set. Selectors are CSS selectors or text selectors (text=…,
+// see selector). Every string may use
 // `${var}` and `${env:NAME}`.
 type BrowserStep struct {
 	// Navigate loads a URL and waits for its load event. A URL without a
@@ -255,7 +256,7 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 		// A selector with variables is checked after expansion, at run
 		// time; "$${" is already a literal here.
 		if lit, xerr := expand(sel, func(ref) (string, bool) { return "", false }); xerr == nil {
-			if err := checkSelector(lit); err != nil {
+			if _, err := parseSelector(lit); err != nil {
 				return fmt.Errorf("%s: %w", key, err)
 			}
 		}

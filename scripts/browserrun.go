@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -256,12 +257,12 @@ const metricsJS = `(async () => {
   return out;
 })()`
 
-// textJS returns {found, text} for the first element matching a selector.
-const textJS = `((sel) => { const el = document.querySelector(sel); return el ? {found: true, text: (el.innerText ?? el.textContent ?? '').trim()} : {found: false, text: ''}; })(%s)`
+// textJS returns {found, text} for the element a selector finds.
+const textJS = `((sel) => { const el = find(sel); return el ? {found: true, text: (el.innerText ?? el.textContent ?? '').trim()} : {found: false, text: ''}; })(%s)`
 
 // selectJS sets a <select>'s value and fires input and change events.
 const selectJS = `((sel, v) => {
-  const el = document.querySelector(sel);
+  const el = find(sel, true);
   if (!el) return 'missing';
   el.value = v;
   if (el.value !== v) return 'no option';
@@ -281,10 +282,10 @@ type elementText struct {
 }
 
 // readText polls the element's text until cond accepts it or ctx ends.
-func readText(ctx context.Context, sel string, cond func(elementText) bool) (elementText, error) {
-	js := fmt.Sprintf(textJS, jsString(sel))
+func (r *run) readText(ctx context.Context, sc scope, sel selector, cond func(elementText) bool) (elementText, error) {
+	js := pageJS(textJS, sel.js())
 	for {
-		et, err := chromedp.Run(ctx, chromedp.Evaluate[elementText](js))
+		et, err := evalIn[elementText](ctx, sc, js)
 		if err != nil {
 			return et, err
 		}
@@ -305,6 +306,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 	b := s.Browser
 	x := r.vars.expand
 	timeoutText := roundForText(timeout).String()
+	sc := scope{}
 	switch {
 	case b.Navigate != nil:
 		u, err := x(*b.Navigate)
@@ -351,24 +353,25 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		return o
 
 	case b.Click != nil:
-		sel, err := x(*b.Click)
+		raw, err := x(*b.Click)
 		if err != nil {
 			return failf("click: %w", err)
 		}
-		if o, bad := r.badSelector(ctx, "click", sel); bad {
+		sel, o, bad := r.selector(ctx, "click", raw)
+		if bad {
 			return o
 		}
-		at, o, ok := r.waitActionable(ctx, "click", sel, true, true, timeoutText)
+		at, o, ok := r.waitActionable(ctx, sc, "click", sel, needVisible|needEnabled|needHit, timeoutText)
 		if !ok {
 			return o
 		}
 		if err := chromedp.Do(ctx, chromedp.MouseClickXY(at.X, at.Y)); err != nil {
-			return r.waitFail(ctx, err, "click "+sel, fmt.Sprintf("click %s: the page did not take the click within %s", sel, timeoutText))
+			return r.waitFail(ctx, err, "click "+sel.written, fmt.Sprintf("click %s: the page did not take the click within %s", sel, timeoutText))
 		}
 		return outcome{}
 
 	case b.Type != nil:
-		sel, err := x(b.Type.Selector)
+		raw, err := x(b.Type.Selector)
 		if err != nil {
 			return failf("type: %w", err)
 		}
@@ -376,19 +379,23 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err != nil {
 			return failf("type: %w", err)
 		}
-		if o, bad := r.badSelector(ctx, "type", sel); bad {
+		sel, o, bad := r.selector(ctx, "type", raw)
+		if bad {
 			return o
 		}
-		if _, o, ok := r.waitActionable(ctx, "type", sel, true, false, timeoutText); !ok {
+		if _, o, ok := r.waitActionable(ctx, sc, "type", sel, needVisible|needEnabled, timeoutText); !ok {
 			return o
 		}
-		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
-			return r.elementWaitFail(ctx, err, "type "+sel, fmt.Sprintf("type %s: no visible element within %s (or the page hung)", sel, timeoutText))
+		if o, ok := r.focus(ctx, sc, "type "+sel.written, sel); !ok {
+			return o
+		}
+		if err := chromedp.Do(ctx, chromedp.KeyEvent(text)); err != nil {
+			return r.elementWaitFail(ctx, err, "type "+sel.written, fmt.Sprintf("type %s: the page did not take the keys within %s", sel, timeoutText))
 		}
 		return outcome{}
 
 	case b.Fill != nil:
-		sel, err := x(b.Fill.Selector)
+		raw, err := x(b.Fill.Selector)
 		if err != nil {
 			return failf("fill: %w", err)
 		}
@@ -396,17 +403,18 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err != nil {
 			return failf("fill: %w", err)
 		}
-		if o, bad := r.badSelector(ctx, "fill", sel); bad {
+		sel, o, bad := r.selector(ctx, "fill", raw)
+		if bad {
 			return o
 		}
-		if _, o, ok := r.waitActionable(ctx, "fill", sel, true, false, timeoutText); !ok {
+		if _, o, ok := r.waitActionable(ctx, sc, "fill", sel, needVisible|needEnabled, timeoutText); !ok {
 			return o
 		}
-		return r.fill(ctx, sel, text)
+		return r.fill(ctx, sc, sel, text)
 
 	case b.Extract != nil:
 		for _, n := range b.extracts {
-			v, o, ok := r.extract(ctx, n, timeoutText)
+			v, o, ok := r.extract(ctx, sc, n, timeoutText)
 			if !ok {
 				return o
 			}
@@ -415,7 +423,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		return outcome{}
 
 	case b.Select != nil:
-		sel, err := x(b.Select.Selector)
+		raw, err := x(b.Select.Selector)
 		if err != nil {
 			return failf("select: %w", err)
 		}
@@ -423,15 +431,16 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err != nil {
 			return failf("select: %w", err)
 		}
-		if o, bad := r.badSelector(ctx, "select", sel); bad {
+		sel, o, bad := r.selector(ctx, "select", raw)
+		if bad {
 			return o
 		}
-		if _, o, ok := r.waitActionable(ctx, "select", sel, false, false, timeoutText); !ok {
+		if _, o, ok := r.waitActionable(ctx, sc, "select", sel, needEnabled|needControl, timeoutText); !ok {
 			return o
 		}
-		res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectJS, jsString(sel), jsString(val))))
+		res, err := evalIn[string](ctx, sc, pageJS(selectJS, sel.js(), jsString(val)))
 		if err != nil {
-			return r.waitFail(ctx, err, "select "+sel, "")
+			return r.waitFail(ctx, err, "select "+sel.written, "")
 		}
 		if res != "ok" {
 			return failf("select %s: %s %q", sel, res, val)
@@ -439,15 +448,16 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		return outcome{}
 
 	case b.WaitVisible != nil:
-		sel, err := x(*b.WaitVisible)
+		raw, err := x(*b.WaitVisible)
 		if err != nil {
 			return failf("wait_visible: %w", err)
 		}
-		if o, bad := r.badSelector(ctx, "wait_visible", sel); bad {
+		sel, o, bad := r.selector(ctx, "wait_visible", raw)
+		if bad {
 			return o
 		}
-		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-			return r.elementWaitFail(ctx, err, "wait_visible "+sel, fmt.Sprintf("wait_visible %s: not visible within %s", sel, timeoutText))
+		if _, o, ok := r.waitActionable(ctx, sc, "wait_visible", sel, needVisible, timeoutText); !ok {
+			return o
 		}
 		return outcome{}
 
@@ -460,14 +470,15 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err != nil {
 			return failf("%s: %w", name, err)
 		}
-		if o, bad := r.badSelector(ctx, name, em.Selector); bad {
+		sel, o, bad := r.selector(ctx, name, em.Selector)
+		if bad {
 			return o
 		}
 		cond := func(et elementText) bool { return et.Found }
 		if name == "wait_text" {
 			cond = func(et elementText) bool { ok, _ := em.match(et.Text); return et.Found && ok }
 		}
-		et, err := readText(ctx, em.Selector, cond)
+		et, err := r.readText(ctx, sc, sel, cond)
 		_, want := em.match(et.Text)
 		a := checks.AssertionResult{Name: fmt.Sprintf("text %s", em.Selector), Got: et.Text, Want: want}
 		if err != nil {
@@ -483,7 +494,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			return o
 		}
 		a.OK, _ = em.match(et.Text)
-		o := outcome{assertions: []checks.AssertionResult{a}}
+		o = outcome{assertions: []checks.AssertionResult{a}}
 		if !a.OK {
 			o.cause, o.err = checks.CauseScript, fmt.Errorf("%s %s: text %q, want %s", name, em.Selector, et.Text, want)
 		}
@@ -517,7 +528,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err != nil {
 			return failf("eval: %w", err)
 		}
-		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](js, chromedp.EvalAwaitPromise))
+		raw, err := evalIn[[]byte](ctx, sc, js, chromedp.EvalAwaitPromise)
 		if err != nil {
 			var ee *chromedp.ExceptionError
 			if errors.As(err, &ee) {
@@ -572,18 +583,19 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 	return outcome{cause: checks.CauseInternal, err: errors.New("browser step without an action")}
 }
 
-// actionableJS tells whether the element a click, type or select acts on
-// is ready for it: {state: "ok"} (with x, y: the viewport point a click
-// goes to), or why not: "missing", "hidden" (no box, or visibility
-// hidden), "disabled" (a disabled form control, also inside a disabled
-// fieldset, or aria-disabled="true" on it or an ancestor), "offscreen" (no
-// part of it inside the viewport after scrolling) or "covered" (another
-// element, named in by, would receive a click at its centre). A click
-// would otherwise go through as a no-op on a disabled button, or land on
-// an overlay, and only a later step would fail.
-const actionableJS = `((sel, needVisible, needHit) => {
+// actionableJS tells whether the element a click, type, fill, select or
+// wait_visible acts on is ready for it: {state: "ok"} (with x, y: the
+// viewport point a click goes to), or why not: "missing", "hidden" (no
+// box, or visibility hidden), "disabled" (a disabled form control, also
+// inside a disabled fieldset, or aria-disabled="true" on it or an
+// ancestor), "offscreen" (no part of it inside the viewport after
+// scrolling) or "covered" (another element, named in by, would receive a
+// click at its centre). A click would otherwise go through as a no-op on a
+// disabled button, or land on an overlay, and only a later step would
+// fail. With needControl a label stands for its form control (see findJS).
+const actionableJS = `((sel, needVisible, needEnabled, needHit, needControl) => {
   let el;
-  try { el = document.querySelector(sel); } catch (e) { return {state: 'missing'}; }
+  try { el = find(sel, needControl); } catch (e) { return {state: 'missing'}; }
   if (!el) return {state: 'missing'};
   const name = (n) => {
     if (!n || !n.tagName) return 'nothing';
@@ -597,7 +609,7 @@ const actionableJS = `((sel, needVisible, needHit) => {
     const st = getComputedStyle(el);
     if (r.width === 0 || r.height === 0 || st.visibility === 'hidden' || st.visibility === 'collapse') return {state: 'hidden'};
   }
-  if (el.matches(':disabled') || el.closest('[aria-disabled="true"]')) return {state: 'disabled'};
+  if (needEnabled && (el.matches(':disabled') || el.closest('[aria-disabled="true"]'))) return {state: 'disabled'};
   if (!needHit) return {state: 'ok'};
   if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
     el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
@@ -610,7 +622,7 @@ const actionableJS = `((sel, needVisible, needHit) => {
   const hit = document.elementFromPoint(x, y);
   if (hit && (hit === el || el.contains(hit))) return {state: 'ok', x: x, y: y};
   return {state: 'covered', by: name(hit)};
-})(%s, %t, %t)`
+})(%s, %t, %t, %t, %t)`
 
 // actionState is actionableJS's answer.
 type actionState struct {
@@ -620,21 +632,32 @@ type actionState struct {
 	Y     float64 `json:"y"`
 }
 
+// What waitActionable waits for, besides the element being there.
+const (
+	needVisible = 1 << iota // it has a box and is not visibility: hidden
+	needEnabled             // not disabled (see actionableJS)
+	needHit                 // a click at its centre reaches it
+	needControl             // a label found stands for its form control
+)
+
 // waitActionable polls, every pollInterval within the step's time, until
-// the element sel names is there, enabled and, as asked, visible and the
-// one a click at its centre would reach (see actionableJS). When the time
-// runs out the step fails (cause script) saying what was still wrong, e.g.
-// "click #b: not enabled within 3s" or "click #b: covered by div#overlay
-// within 3s".
-func (r *run) waitActionable(ctx context.Context, action, sel string, visible, hit bool, timeoutText string) (actionState, outcome, bool) {
-	what := action + " " + sel
-	js := fmt.Sprintf(actionableJS, jsString(sel), visible, hit)
+// the element sel finds is there and, as need asks, visible, enabled and
+// the one a click at its centre would reach (see actionableJS). When the
+// time runs out the step fails (cause script) saying what was still
+// wrong, e.g. "click #b: not enabled within 3s" or "click #b: covered by
+// div#overlay within 3s" (wait_visible: "not visible" for a missing
+// element too).
+func (r *run) waitActionable(ctx context.Context, sc scope, action string, sel selector, need int, timeoutText string) (actionState, outcome, bool) {
+	what := action + " " + sel.written
+	js := pageJS(actionableJS, sel.js(), need&needVisible != 0, need&needEnabled != 0, need&needHit != 0, need&needControl != 0)
 	var last actionState
 	for {
-		st, err := chromedp.Run(ctx, chromedp.Evaluate[actionState](js))
+		st, err := evalIn[actionState](ctx, sc, js)
 		switch {
 		case err == nil:
 			if st.State == "ok" {
+				st.X += sc.x
+				st.Y += sc.y
 				return st, outcome{}, true
 			}
 			last = st
@@ -655,6 +678,9 @@ func (r *run) waitActionable(ctx context.Context, action, sel string, visible, h
 			switch last.State {
 			case "missing":
 				msg = fmt.Sprintf("%s: no element within %s", what, timeoutText)
+				if action == "wait_visible" {
+					msg = fmt.Sprintf("%s: not visible within %s", what, timeoutText)
+				}
 			case "hidden":
 				msg = fmt.Sprintf("%s: not visible within %s", what, timeoutText)
 			case "disabled":
@@ -743,18 +769,44 @@ func (r *run) secretValues() []string {
 	return out
 }
 
-// badSelector asks the page's querySelector once whether sel parses, so
-// that a selector Chromium rejects fails the step at once (cause script)
-// instead of after the step's whole timeout. The load-time check catches
-// the obvious errors of literal selectors; this one also covers selectors
+// selector parses an action's selector (variables expanded), and asks the
+// page's querySelector once whether a CSS selector parses, so that a
+// selector Chromium rejects fails the step at once (cause script) instead
+// of after the step's whole timeout. The load-time check catches the
+// obvious errors of literal selectors; this one also covers selectors
 // built from variables and everything a full CSS parser would reject. When
 // the page cannot answer (a navigation in flight), the action goes ahead.
-func (r *run) badSelector(ctx context.Context, action, sel string) (outcome, bool) {
-	msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectorJS, jsString(sel))))
-	if err != nil || msg == "" {
-		return outcome{}, false
+func (r *run) selector(ctx context.Context, action, raw string) (selector, outcome, bool) {
+	sel, err := parseSelector(raw)
+	if err != nil {
+		return sel, failf("%s: %w", action, err), true
 	}
-	return failf("%s: %w %q: %s", action, ErrInvalidSelector, sel, msg), true
+	if sel.css == "" {
+		return sel, outcome{}, false
+	}
+	msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(selectorJS, jsString(sel.css))))
+	if err != nil || msg == "" {
+		return sel, outcome{}, false
+	}
+	return sel, failf("%s: %w %q: %s", action, ErrInvalidSelector, sel.written, msg), true
+}
+
+// focus gives the keyboard focus to the form control sel finds (a label:
+// its control), as a user's click into it would.
+func (r *run) focus(ctx context.Context, sc scope, what string, sel selector) (outcome, bool) {
+	const group = "vigil-focus"
+	obj, err := evalIn[*runtime.RemoteObject](ctx, sc, pageJS("find(%s, true)", sel.js()), chromedp.EvalObjectGroup(group))
+	if err == nil && (obj == nil || obj.ObjectID == "") {
+		return failf("%s: the element went away before it was focused", what), false
+	}
+	if err == nil {
+		_, err = callIn(ctx, sc, dom.Focus, dom.FocusParams{ObjectID: obj.ObjectID})
+		_, _ = callIn(ctx, sc, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: group})
+	}
+	if err != nil {
+		return r.waitFail(ctx, err, what, fmt.Sprintf("%s: the page did not answer", what)), false
+	}
+	return outcome{}, true
 }
 
 // waitFail turns an action's error into an outcome. When the step's context
@@ -921,7 +973,7 @@ func loadErrorCause(text string) checks.Cause {
 // is not a number), "type:<type>" (an input of another type) or
 // "tag:<tag>" (not a form field).
 const fillJS = `((sel, text) => {
-  const el = document.querySelector(sel);
+  const el = find(sel, true);
   if (!el) return 'missing';
   const tag = el.tagName.toLowerCase();
   if (tag === 'select') return 'select';
@@ -973,17 +1025,17 @@ const fillDeleteJS = `(() => { document.execCommand('delete'); return true; })()
 // edit fires it when the field loses focus, which fill, like Playwright's,
 // does not take from it.
 const fillChangeJS = `((sel) => {
-  const el = document.querySelector(sel);
+  const el = find(sel, true);
   if (el) el.dispatchEvent(new Event('change', {bubbles: true}));
   return true;
 })(%s)`
 
 // fill replaces the value of the field sel names with text (see
 // FillAction). The text never appears in its errors: it may hold a secret.
-func (r *run) fill(ctx context.Context, sel, text string) outcome {
-	what := "fill " + sel
+func (r *run) fill(ctx context.Context, sc scope, sel selector, text string) outcome {
+	what := "fill " + sel.written
 	// For a number field the text is trimmed, as Playwright does.
-	res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(fillJS, jsString(sel), jsString(text))))
+	res, err := evalIn[string](ctx, sc, pageJS(fillJS, sel.js(), jsString(text)))
 	if err != nil {
 		return r.waitFail(ctx, err, what, fmt.Sprintf("%s: the page did not answer", what))
 	}
@@ -1009,7 +1061,7 @@ func (r *run) fill(ctx context.Context, sel, text string) outcome {
 		return failf("%s: a <%s> cannot be filled (want an input, a textarea or a contenteditable element)", what, strings.TrimPrefix(res, "tag:"))
 	}
 	if text == "" {
-		_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](fillDeleteJS))
+		_, err = evalIn[bool](ctx, sc, fillDeleteJS)
 	} else {
 		_, err = chromedp.Call(ctx, input.InsertText, input.InsertTextParams{Text: text})
 	}
@@ -1017,7 +1069,7 @@ func (r *run) fill(ctx context.Context, sel, text string) outcome {
 		return r.waitFail(ctx, err, what, fmt.Sprintf("%s: the page did not take the text", what))
 	}
 	if res == "text" {
-		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(fillChangeJS, jsString(sel)))); err != nil {
+		if _, err := evalIn[bool](ctx, sc, pageJS(fillChangeJS, sel.js())); err != nil {
 			return r.waitFail(ctx, err, what, "")
 		}
 	}
@@ -1029,7 +1081,7 @@ func (r *run) fill(ctx context.Context, sel, text string) outcome {
 // no such attribute), "novalue" (not an input, textarea or select; tag
 // names it).
 const extractJS = `((sel, what, attr) => {
-  const el = document.querySelector(sel);
+  const el = find(sel, what === 'value');
   if (!el) return {state: 'missing'};
   const tag = el.tagName.toLowerCase();
   if (what === 'text') return {state: 'ok', value: (el.innerText ?? el.textContent ?? '').trim()};
@@ -1048,7 +1100,7 @@ type extractState struct {
 // extract reads one variable of an extract action. An element extractor
 // polls, within the step's time, until the element (and its attribute) is
 // there; an eval is evaluated once.
-func (r *run) extract(ctx context.Context, n namedExtract, timeoutText string) (string, outcome, bool) {
+func (r *run) extract(ctx context.Context, sc scope, n namedExtract, timeoutText string) (string, outcome, bool) {
 	e, x := n.e, r.vars.expand
 	head := "extract " + n.written
 	if e.Eval != "" {
@@ -1056,7 +1108,7 @@ func (r *run) extract(ctx context.Context, n namedExtract, timeoutText string) (
 		if err != nil {
 			return "", failf("%s: %w", head, err), false
 		}
-		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](js, chromedp.EvalAwaitPromise))
+		raw, err := evalIn[[]byte](ctx, sc, js, chromedp.EvalAwaitPromise)
 		if err != nil {
 			var ee *chromedp.ExceptionError
 			if errors.As(err, &ee) {
@@ -1088,18 +1140,19 @@ func (r *run) extract(ctx context.Context, n namedExtract, timeoutText string) (
 			return "", failf("%s: %w", head, err), false
 		}
 	}
-	sel, err := x(rawSel)
+	expanded, err := x(rawSel)
 	if err != nil {
 		return "", failf("%s: %w", head, err), false
 	}
-	if o, bad := r.badSelector(ctx, head, sel); bad {
+	sel, o, bad := r.selector(ctx, head, expanded)
+	if bad {
 		return "", o, false
 	}
-	head += " from " + sel
-	js := fmt.Sprintf(extractJS, jsString(sel), jsString(what), jsString(attr))
+	head += " from " + sel.written
+	js := pageJS(extractJS, sel.js(), jsString(what), jsString(attr))
 	var last extractState
 	for {
-		st, err := chromedp.Run(ctx, chromedp.Evaluate[extractState](js))
+		st, err := evalIn[extractState](ctx, sc, js)
 		switch {
 		case err == nil:
 			switch st.State {

@@ -421,12 +421,12 @@ func TestValidateFillAndExtract(t *testing.T) {
 		{"fill without selector", `[{browser: {fill: {text: x}}}]`,
 			[]string{"script[0].browser.fill.selector: selector is empty"}, ErrEmptySelector},
 		{"fill Playwright and XPath selectors", `
-- browser: {fill: {selector: "text=Log in", text: x}}
+- browser: {fill: {selector: "role=textbox", text: x}}
 - browser: {fill: {selector: "//input[@name='q']", text: x}}
 - browser: {fill: {selector: "#q[[", text: x}}`,
 			[]string{
-				`script[0].browser.fill.selector: "text=Log in": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`,
-				`script[1].browser.fill.selector: "//input[@name='q']": an XPath selector; vigil takes CSS selectors only`,
+				`script[0].browser.fill.selector: "role=textbox": a Playwright role selector; vigil takes CSS selectors and text=… (in CSS, match the element or its role attribute, e.g. button or [role="button"])`,
+				`script[1].browser.fill.selector: "//input[@name='q']": an XPath selector; vigil takes CSS selectors and text=…`,
 				`script[2].browser.fill.selector: invalid CSS selector "#q[[": unclosed "[" at offset 2`,
 			}, nil},
 		{"fill with an undefined variable", `[{browser: {fill: {selector: "#q", text: "${nope}"}}}]`,
@@ -442,7 +442,7 @@ func TestValidateFillAndExtract(t *testing.T) {
       b: {text: "#b", eval: "1"}
       bad-name: {text: "#c"}
       d: {attr: {selector: "#d"}}
-      e: {attr: {selector: "css=#e", name: href}}
+      e: {attr: {selector: "id=e", name: href}}
       f: {value: "xpath=//input"}
       g: {text: "  "}
       h: {eval: "  "}`,
@@ -451,8 +451,8 @@ func TestValidateFillAndExtract(t *testing.T) {
 				"script[0].browser.extract.b: more than one of text, value, attr, eval: text, eval",
 				"script[0].browser.extract.bad-name: not a variable name (letters, digits, _)",
 				"script[0].browser.extract.d.attr.name: attribute name is empty",
-				`script[0].browser.extract.e.attr.selector: "css=#e": a Playwright selector with the engine prefix "css="; vigil takes CSS selectors only (write it without the prefix: "#e")`,
-				`script[0].browser.extract.f.value: "xpath=//input": an XPath selector; vigil takes CSS selectors only`,
+				`script[0].browser.extract.e.attr.selector: "id=e": a Playwright id= selector; vigil takes CSS selectors and text=… (in CSS: [id="e"])`,
+				`script[0].browser.extract.f.value: "xpath=//input": an XPath selector; vigil takes CSS selectors and text=…`,
 				"script[0].browser.extract.g.text: selector is empty",
 				"script[0].browser.extract.h.eval: script is empty",
 			}, nil},

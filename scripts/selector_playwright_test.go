@@ -8,26 +8,25 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
-// Playwright and XPath selectors, with the message the load-time check
-// gives. querySelector rejects every one of them, but only at run time and
+// Playwright selectors of engines vigil does not take (text= and css= it
+// takes: textsel_test.go) and XPath selectors, with the message the
+// load-time check gives. querySelector rejects every one of them, but only at run time and
 // without saying why.
 var notCSSSelectors = []struct{ sel, msg string }{
-	{"text=Log in", `"text=Log in": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`},
-	{`text="Log in"`, `"text=\"Log in\"": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`},
-	{`"Log in"`, `"\"Log in\"": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`},
-	{"//button[@id='submit']", `"//button[@id='submit']": an XPath selector; vigil takes CSS selectors only`},
-	{"  //a", `"  //a": an XPath selector; vigil takes CSS selectors only`},
-	{"(//a)[2]", `"(//a)[2]": an XPath selector; vigil takes CSS selectors only`},
-	{"../span", `"../span": an XPath selector; vigil takes CSS selectors only`},
-	{"xpath=//button", `"xpath=//button": an XPath selector; vigil takes CSS selectors only`},
-	{"css=button.primary", `"css=button.primary": a Playwright selector with the engine prefix "css="; vigil takes CSS selectors only (write it without the prefix: "button.primary")`},
-	{"#form >> text=Submit", `"#form >> text=Submit": a Playwright selector chain; vigil takes CSS selectors only (a descendant is "a b", a child "a > b")`},
-	{"div>>span", `"div>>span": a Playwright selector chain; vigil takes CSS selectors only (a descendant is "a b", a child "a > b")`},
-	{`[title="a"] >> b`, `"[title=\"a\"] >> b": a Playwright selector chain; vigil takes CSS selectors only (a descendant is "a b", a child "a > b")`},
-	{"data-testid=submit", `"data-testid=submit": a Playwright data-testid= selector; vigil takes CSS selectors only (in CSS: [data-testid="submit"])`},
-	{`id="go"`, `"id=\"go\"": a Playwright id= selector; vigil takes CSS selectors only (in CSS: [id="go"])`},
-	{`role=button[name="Log in"]`, `"role=button[name=\"Log in\"]": a Playwright role selector; vigil takes CSS selectors only (in CSS, match the element or its role attribute, e.g. button or [role="button"])`},
-	{"nth=0", `"nth=0": a Playwright nth= selector; vigil takes CSS selectors only`},
+	{`"Log in"`, `"\"Log in\"": a Playwright text selector without its engine; vigil takes CSS selectors and text=… (write it text="Log in")`},
+	{"internal:text=Log in", `"internal:text=Log in": a Playwright text selector; vigil takes CSS selectors and text=… (write it text=Log in)`},
+	{"//button[@id='submit']", `"//button[@id='submit']": an XPath selector; vigil takes CSS selectors and text=…`},
+	{"  //a", `"  //a": an XPath selector; vigil takes CSS selectors and text=…`},
+	{"(//a)[2]", `"(//a)[2]": an XPath selector; vigil takes CSS selectors and text=…`},
+	{"../span", `"../span": an XPath selector; vigil takes CSS selectors and text=…`},
+	{"xpath=//button", `"xpath=//button": an XPath selector; vigil takes CSS selectors and text=…`},
+	{"#form >> text=Submit", `"#form >> text=Submit": a Playwright selector chain; vigil takes CSS selectors and text=… (a descendant is "a b", a child "a > b"; text= takes no chain)`},
+	{"div>>span", `"div>>span": a Playwright selector chain; vigil takes CSS selectors and text=… (a descendant is "a b", a child "a > b"; text= takes no chain)`},
+	{`[title="a"] >> b`, `"[title=\"a\"] >> b": a Playwright selector chain; vigil takes CSS selectors and text=… (a descendant is "a b", a child "a > b"; text= takes no chain)`},
+	{"data-testid=submit", `"data-testid=submit": a Playwright data-testid= selector; vigil takes CSS selectors and text=… (in CSS: [data-testid="submit"])`},
+	{`id="go"`, `"id=\"go\"": a Playwright id= selector; vigil takes CSS selectors and text=… (in CSS: [id="go"])`},
+	{`role=button[name="Log in"]`, `"role=button[name=\"Log in\"]": a Playwright role selector; vigil takes CSS selectors and text=… (in CSS, match the element or its role attribute, e.g. button or [role="button"])`},
+	{"nth=0", `"nth=0": a Playwright nth= selector; vigil takes CSS selectors and text=…`},
 }
 
 // CSS that looks like the above in places and must still pass: "//", "="
@@ -60,18 +59,18 @@ func TestCheckSelectorPlaywright(t *testing.T) {
 func TestValidatePlaywrightSelectorKeys(t *testing.T) {
 	sc := mustScript(t, `
 - browser: {navigate: /}
-- browser: {click: "text=Log in"}
+- browser: {click: "role=button"}
 - browser: {type: {selector: "//input[@name='q']", text: shoes}}
 - browser: {wait_text: {selector: "#cart >> .count", equals: "1"}}
-- browser: {wait_visible: "css=#cart"}
+- browser: {wait_visible: "data-testid=cart"}
 - browser: {click: 'a[href="//cdn.example/x"]'}
 `)
 	err := units.Prefix("script", sc.ValidateAndSetDefaults(0))
 	want := []string{
-		`script[1].browser.click: "text=Log in": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`,
-		`script[2].browser.type.selector: "//input[@name='q']": an XPath selector; vigil takes CSS selectors only`,
-		`script[3].browser.wait_text.selector: "#cart >> .count": a Playwright selector chain; vigil takes CSS selectors only (a descendant is "a b", a child "a > b")`,
-		`script[4].browser.wait_visible: "css=#cart": a Playwright selector with the engine prefix "css="; vigil takes CSS selectors only (write it without the prefix: "#cart")`,
+		`script[1].browser.click: "role=button": a Playwright role selector; vigil takes CSS selectors and text=… (in CSS, match the element or its role attribute, e.g. button or [role="button"])`,
+		`script[2].browser.type.selector: "//input[@name='q']": an XPath selector; vigil takes CSS selectors and text=…`,
+		`script[3].browser.wait_text.selector: "#cart >> .count": a Playwright selector chain; vigil takes CSS selectors and text=… (a descendant is "a b", a child "a > b"; text= takes no chain)`,
+		`script[4].browser.wait_visible: "data-testid=cart": a Playwright data-testid= selector; vigil takes CSS selectors and text=… (in CSS: [data-testid="cart"])`,
 	}
 	var got []string
 	for _, e := range units.Errors(err) {
