@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -251,6 +252,11 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, errorf(ErrBadURL, "url: %q: want an absolute http:// or https:// URL", s.URL))
+		} else if p := u.Port(); p != "" {
+			// url.Parse takes any run of digits as a port.
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				errs = append(errs, errorf(ErrBadURL, "url: %q: port %q: want a number from 1 to 65535", units.RedactURL(s.URL), p))
+			}
 		}
 	} else if s.Path != "" && !strings.HasPrefix(s.Path, "/") {
 		errs = append(errs, errorf(ErrBadURL, "path: %q: must start with \"/\"", s.Path))
