@@ -18,9 +18,17 @@ import (
 // probe_http_duration_seconds and probe_http_status_code exist for http
 // checks (scripts: the status code only), not for tcp and tls checks.
 // probe_http_duration_seconds uses blackbox_exporter's phase names:
-// resolve (DNS), connect, tls, processing (request written → first byte,
-// i.e. TTFB minus resolve, connect and tls) and transfer (first byte → body
-// read).
+// resolve (DNS), connect, tls, processing (TTFB minus resolve, connect and
+// tls: the server's wait) and transfer (first byte → body read). With
+// follow_redirects resolve, connect and tls are summed over the hops and
+// TTFB runs to the last hop's first byte, so processing holds the earlier
+// hops' waits, as in blackbox_exporter.
+//
+// probe_ssl_earliest_cert_expiry is the earliest NotAfter of the
+// certificates the server presented; probe_ssl_last_chain_expiry_timestamp_seconds
+// is, over the verified chains, the latest of each chain's earliest
+// NotAfter (absent when nothing was verified: insecure_skip_verify or a
+// failed verification). Both as in blackbox_exporter.
 var (
 	pairLabels  = []string{"check", "target", "tier", "region"}
 	descSuccess = prometheus.NewDesc("probe_success",
@@ -35,7 +43,9 @@ var (
 	descHTTPVersion = prometheus.NewDesc("probe_http_version",
 		"HTTP version of the last run's answer (1.1, 2), when the run got one.", pairLabels, nil)
 	descCertExpiry = prometheus.NewDesc("probe_ssl_earliest_cert_expiry",
-		"NotAfter of the leaf certificate seen by the last TLS run, Unix seconds.", pairLabels, nil)
+		"Earliest NotAfter of the certificates the server presented (leaf and intermediates) in the last TLS run, Unix seconds.", pairLabels, nil)
+	descChainExpiry = prometheus.NewDesc("probe_ssl_last_chain_expiry_timestamp_seconds",
+		"Over the verified chains of the last TLS run, the latest of each chain's earliest NotAfter, Unix seconds.", pairLabels, nil)
 	descState = prometheus.NewDesc("vigil_verdict_state",
 		"1 for the pair's current verdict state (unknown once the verdict expired), 0 for the others.",
 		append(append([]string{}, pairLabels...), "state"), nil)
@@ -97,7 +107,7 @@ type pairCollector metrics
 // Describe implements prometheus.Collector.
 func (pc *pairCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descStatus,
-		descCertExpiry, descHTTPVersion, descState, descStreak, descChecks, descSkipped, descPairs, descPubDropped} {
+		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descChecks, descSkipped, descPairs, descPubDropped} {
 		ch <- d
 	}
 }
@@ -127,7 +137,7 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(e.skipped.Load()), check, target, region)
 		e.mu.Lock()
 		v, has := e.latest, e.has
-		certExpiry := e.certExpiry
+		certExpiry, chainExpiry := e.certExpiry, e.lastRes.LastChainExpiry
 		e.mu.Unlock()
 		state := reporting.StateUnknown
 		if has {
@@ -148,6 +158,9 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descStreak, float64(v.Streak), check, target, tier, region)
 		if !certExpiry.IsZero() {
 			gauge(descCertExpiry, float64(certExpiry.Unix()), check, target, tier, region)
+		}
+		if !chainExpiry.IsZero() {
+			gauge(descChainExpiry, float64(chainExpiry.Unix()), check, target, tier, region)
 		}
 		switch p.Check.Kind() {
 		case "http":

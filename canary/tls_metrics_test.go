@@ -1,9 +1,21 @@
 package canary
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,13 +81,107 @@ func TestMetricsRedirectPhases(t *testing.T) {
 	phase := func(p string) float64 {
 		return metricValue(t, string(b), `probe_http_duration_seconds{check="hops",phase="`+p+`",region="test-region",target="o1",tier="deep"}`)
 	}
-	if got := phase("connect"); got <= 0 || got > (wait / 4).Seconds() {
+	if got := phase("connect"); got <= 0 || got > (wait/4).Seconds() {
 		t.Errorf("phase connect = %gs, want the two hops' connects (> 0, well under %s)", got, wait)
 	}
-	if got := phase("tls"); got <= 0 || got > (wait / 4).Seconds() {
+	if got := phase("tls"); got <= 0 || got > (wait/4).Seconds() {
 		t.Errorf("phase tls = %gs, want the two hops' handshakes (> 0, well under %s)", got, wait)
 	}
 	if got := phase("processing"); got < wait.Seconds() {
 		t.Errorf("phase processing = %gs, want at least the first hop's %s wait", got, wait)
+	}
+}
+
+// TestMetricsCertExpiry: probe_ssl_earliest_cert_expiry is the earliest
+// NotAfter of the certificates the server presented (here its intermediate,
+// 5 days, not its 90-day leaf), and
+// probe_ssl_last_chain_expiry_timestamp_seconds the best verified chain's
+// earliest (the client also trusts a year-long copy of the intermediate,
+// so the chain through it lasts as long as the leaf), as in
+// blackbox_exporter. With insecure_skip_verify nothing is verified and the
+// chain series is absent.
+func TestMetricsCertExpiry(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	serial := int64(0)
+	issue := func(tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, signer *ecdsa.PrivateKey) *x509.Certificate {
+		serial++
+		tmpl.SerialNumber, tmpl.NotBefore = big.NewInt(serial), now.Add(-time.Hour)
+		if parent == nil {
+			parent = tmpl
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := x509.ParseCertificate(der)
+		return c
+	}
+	ca := func(cn string, notAfter time.Time) *x509.Certificate {
+		return &x509.Certificate{Subject: pkix.Name{CommonName: cn}, NotAfter: notAfter, IsCA: true,
+			BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	}
+	rk, ik, lk := newKey(), newKey(), newKey()
+	root := issue(ca("root", now.Add(3650*24*time.Hour)), nil, &rk.PublicKey, rk)
+	inter := issue(ca("inter", now.Add(5*24*time.Hour)), root, &ik.PublicKey, rk)
+	interLong := issue(ca("inter", now.Add(365*24*time.Hour)), root, &ik.PublicKey, rk)
+	leaf := issue(&x509.Certificate{Subject: pkix.Name{CommonName: "leaf"}, NotAfter: now.Add(90 * 24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}, inter, &lk.PublicKey, ik)
+	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	origin.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Raw, inter.Raw}, PrivateKey: lk}}}
+	origin.StartTLS()
+	t.Cleanup(origin.Close)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: root.Raw}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: interLong.Raw})...)
+	if err := os.WriteFile(caFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsTarget := "tls://" + origin.Listener.Addr().String()
+	cfg := testConfig(t, map[string]string{"web": origin.URL, "port": tlsTarget},
+		CheckConfig{Name: "https", Targets: []string{"web"}, Rise: 1, Interval: time.Hour,
+			HTTP: &checks.HTTPSpec{TLS: checks.TLSOptions{CAFile: caFile}}},
+		CheckConfig{Name: "hs", Targets: []string{"port"}, Rise: 1, Interval: time.Hour,
+			TLS: &checks.TLSSpec{CAFile: caFile}},
+		CheckConfig{Name: "insecure", Targets: []string{"web"}, Rise: 1, Interval: time.Hour,
+			HTTP: &checks.HTTPSpec{TLS: checks.TLSOptions{InsecureSkipVerify: true}}})
+	c := start(t, cfg, compile(t, cfg), Options{})
+	for _, p := range [][2]string{{"https", "web"}, {"hs", "port"}, {"insecure", "web"}} {
+		if v, err := c.Trigger(p[0], p[1]); err != nil || !v.OK {
+			t.Fatalf("trigger %s: %+v %v", p[0], v, err)
+		}
+	}
+	srv := httptest.NewServer(c.Handler(nil))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(b)
+	series := func(name, check, target, tier string) string {
+		return fmt.Sprintf(`%s{check=%q,region="test-region",target=%q,tier=%q}`, name, check, target, tier)
+	}
+	for _, p := range []struct{ check, target, tier string }{{"https", "web", "deep"}, {"hs", "port", "shallow"}} {
+		if got := metricValue(t, body, series("probe_ssl_earliest_cert_expiry", p.check, p.target, p.tier)); got != float64(inter.NotAfter.Unix()) {
+			t.Errorf("%s: probe_ssl_earliest_cert_expiry = %.0f, want the intermediate's %d (the leaf's is %d)", p.check, got, inter.NotAfter.Unix(), leaf.NotAfter.Unix())
+		}
+		if got := metricValue(t, body, series("probe_ssl_last_chain_expiry_timestamp_seconds", p.check, p.target, p.tier)); got != float64(leaf.NotAfter.Unix()) {
+			t.Errorf("%s: probe_ssl_last_chain_expiry_timestamp_seconds = %.0f, want %d (the chain through the year-long intermediate ends with the leaf)", p.check, got, leaf.NotAfter.Unix())
+		}
+	}
+	if got := metricValue(t, body, series("probe_ssl_earliest_cert_expiry", "insecure", "web", "deep")); got != float64(inter.NotAfter.Unix()) {
+		t.Errorf("insecure: probe_ssl_earliest_cert_expiry = %.0f, want %d", got, inter.NotAfter.Unix())
+	}
+	if strings.Contains(body, `probe_ssl_last_chain_expiry_timestamp_seconds{check="insecure"`) {
+		t.Errorf("a chain expiry for a check that verifies nothing:\n%s", body)
 	}
 }

@@ -3,7 +3,6 @@ package checks
 import (
 	"bytes"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -31,8 +30,10 @@ type observation struct {
 	digest    []byte // checksum of the bytes read
 	ttfb      time.Duration
 	total     time.Duration
-	leaf      *x509.Certificate
-	now       time.Time
+	// cert is what a TLS run saw of the server's certificates; nil over
+	// plain connections.
+	cert *certTLS
+	now  time.Time
 }
 
 var defaultStatus, _ = ParseStatusRanges(DefaultStatus)
@@ -170,15 +171,7 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 // evalCommon runs cert_min_days, ttfb and duration.
 func (e *Expect) evalCommon(o *observation, v *verdict) {
 	if e.CertMinDays > 0 {
-		if o.leaf == nil {
-			v.add(CauseCert, "cert_min_days", false, "(no certificate)", ">= "+strconv.Itoa(e.CertMinDays)+" days",
-				"cert_min_days: no TLS certificate (plain connection)")
-		} else {
-			left := daysLeft(o.leaf, o.now)
-			ok := left >= e.CertMinDays
-			v.add(CauseCert, "cert_min_days", ok, strconv.Itoa(left)+" days", ">= "+strconv.Itoa(e.CertMinDays)+" days",
-				fmt.Sprintf("certificate expires in %d days (%s), want at least %d", left, o.leaf.NotAfter.UTC().Format(time.DateOnly), e.CertMinDays))
-		}
+		evalCertMinDays(e.CertMinDays, o.cert, o.now, v)
 	}
 	if e.TTFB > 0 {
 		ok := o.ttfb > 0 && o.ttfb <= e.TTFB
@@ -193,17 +186,6 @@ func (e *Expect) evalCommon(o *observation, v *verdict) {
 		v.add(CauseDuration, "duration", ok, fmtDur(o.total), "<= "+fmtDur(e.Duration),
 			fmt.Sprintf("duration %s over %s", fmtDur(o.total), fmtDur(e.Duration)))
 	}
-}
-
-// daysLeft is the number of whole days until NotAfter (negative once
-// expired).
-func daysLeft(c *x509.Certificate, now time.Time) int {
-	d := c.NotAfter.Sub(now)
-	days := int(d / (24 * time.Hour))
-	if d < 0 && d%(24*time.Hour) != 0 {
-		days--
-	}
-	return days
 }
 
 // sensitiveName reports whether values under a response header or a JSON

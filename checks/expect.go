@@ -60,8 +60,10 @@ type Expect struct {
 	TTFB time.Duration `mapstructure:"ttfb"`
 	// Duration is the maximum total run time. 0 = no limit.
 	Duration time.Duration `mapstructure:"duration"`
-	// CertMinDays is the minimum number of whole days left before the leaf
-	// certificate's NotAfter (https and tls checks). 0 = not checked.
+	// CertMinDays is the minimum number of whole days left before the
+	// NotAfter of the earliest-expiring certificate of the best verified
+	// chain, or with nothing verified of the certificates presented (https
+	// and tls checks; see certexpiry.go). 0 = not checked.
 	CertMinDays int `mapstructure:"cert_min_days"`
 	// ContentType is the expected media type of the Content-Type header,
 	// compared case-insensitively with parameters ignored

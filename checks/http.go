@@ -226,8 +226,8 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 			// answers the h2c preface with an HTTP/1.1 error or a close.
 			res.Cause, res.Err = CauseProtocol, "protocol: no HTTP/2 answer to h2c (http2: h2c): "+res.Err
 		}
-		if leaf := certFromErr(err); leaf != nil {
-			res.CertExpiry = leaf.NotAfter
+		if certs := certsFromErr(err); len(certs) > 0 {
+			(certTLS{presented: certs}).expiries(&res)
 		}
 		return res, nil
 	}
@@ -236,8 +236,8 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 
 	obs := observation{status: resp.StatusCode, header: resp.Header, limit: int64(h.spec.BodyLimit), now: start}
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
-		obs.leaf = resp.TLS.PeerCertificates[0]
-		res.CertExpiry = obs.leaf.NotAfter
+		obs.cert = &certTLS{presented: resp.TLS.PeerCertificates, chains: resp.TLS.VerifiedChains}
+		obs.cert.expiries(&res)
 	}
 	keep := o.KeepBody || len(h.expect.Body.Contains)+len(h.expect.Body.NotContains)+len(h.expect.bodyRegex)+len(h.expect.json) > 0
 	var sum hash.Hash

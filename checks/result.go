@@ -124,8 +124,16 @@ type Result struct {
 	Assertions []AssertionResult
 	Steps      []StepResult // scripts only
 
-	// CertExpiry is the leaf certificate's NotAfter for TLS/HTTPS runs.
+	// CertExpiry is, for TLS and HTTPS runs, the earliest NotAfter of the
+	// certificates the server presented (leaf and intermediates, verified
+	// or not), as blackbox_exporter's probe_ssl_earliest_cert_expiry.
+	// Zero when no certificate was seen.
 	CertExpiry time.Time
+	// LastChainExpiry is, over the verified chains (up to a trusted root),
+	// the latest of each chain's earliest NotAfter, as blackbox_exporter's
+	// probe_ssl_last_chain_expiry_timestamp_seconds. Zero when nothing was
+	// verified (insecure_skip_verify, a failed verification, plain HTTP).
+	LastChainExpiry time.Time
 	// Artifacts are files written by the run (e.g. a failure screenshot),
 	// as names relative to <agent.data_dir>/artifacts.
 	Artifacts []string

@@ -13,9 +13,9 @@ import (
 
 // TLS is a compiled TLS handshake check. Each run connects, completes a
 // handshake, then verifies the chain ("cert chain") and the hostname ("cert
-// hostname") as separate assertions and reports the leaf's expiry in
-// Result.CertExpiry. Expect keys accepted: cert_min_days, duration. Safe for
-// concurrent Run.
+// hostname") as separate assertions and reports the certificates' expiry
+// in Result.CertExpiry and Result.LastChainExpiry (see certexpiry.go).
+// Expect keys accepted: cert_min_days, duration. Safe for concurrent Run.
 type TLS struct {
 	spec   TLSSpec
 	expect Expect
@@ -87,7 +87,7 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 		return res
 	}
 	leaf := state.PeerCertificates[0]
-	res.CertExpiry = leaf.NotAfter
+	seen := &certTLS{presented: state.PeerCertificates}
 
 	var v verdict
 	if !c.spec.InsecureSkipVerify {
@@ -95,7 +95,8 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 		for _, ic := range state.PeerCertificates[1:] {
 			inter.AddCert(ic)
 		}
-		_, chainErr := leaf.Verify(x509.VerifyOptions{Roots: c.spec.roots, Intermediates: inter, CurrentTime: start})
+		chains, chainErr := leaf.Verify(x509.VerifyOptions{Roots: c.spec.roots, Intermediates: inter, CurrentTime: start})
+		seen.chains = chains
 		got := "trusted (issuer " + issuerName(leaf) + ")"
 		msg := ""
 		if chainErr != nil {
@@ -112,7 +113,8 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 		v.add(CauseCert, "cert hostname", hostErr == nil, got, name,
 			fmt.Sprintf("cert: not valid for %s (valid for %s)", name, certNames(leaf)))
 	}
-	obs := observation{leaf: leaf, total: res.Phases.Total, now: start}
+	seen.expiries(&res)
+	obs := observation{cert: seen, total: res.Phases.Total, now: start}
 	c.expect.evalCommon(&obs, &v)
 	res.Assertions = v.list
 	if v.cause != "" {

@@ -469,12 +469,13 @@ func certCause(err error) (Cause, string, bool) {
 	return "", "", false
 }
 
-// certFromErr returns the leaf certificate from a verification error, so a
-// run with a bad certificate still reports its expiry.
-func certFromErr(err error) *x509.Certificate {
+// certsFromErr returns the certificates the server presented from a
+// verification error, so a run with a bad certificate still reports its
+// expiry.
+func certsFromErr(err error) []*x509.Certificate {
 	var cv *tls.CertificateVerificationError
-	if errors.As(err, &cv) && len(cv.UnverifiedCertificates) > 0 {
-		return cv.UnverifiedCertificates[0]
+	if errors.As(err, &cv) {
+		return cv.UnverifiedCertificates
 	}
 	return nil
 }
