@@ -332,9 +332,127 @@ func (e *LoadError) Error() string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(e.File + ": " + e.red.redact(err.Error()))
+		b.WriteString(e.File + ": " + e.red.redact(errorLine(err.Error())))
 	}
 	return b.String()
+}
+
+// errorLine puts an error of several lines (an expression's compile error
+// with its source excerpt) on one, so that each line of a LoadError is one
+// error: the lines are joined with "; ", and the excerpt lines ("| 1 + ",
+// "| ..^") dropped, as the first line gives the position.
+func errorLine(msg string) string {
+	if !strings.Contains(msg, "\n") {
+		return msg
+	}
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "|") {
+			continue
+		}
+		parts = append(parts, l)
+	}
+	return strings.Join(parts, "; ")
+}
+
+var dupKeyRE = regexp.MustCompile(`^line (\d+): mapping key "(.*)" already defined at line (\d+)$`)
+
+// yamlTypeErrors turns the YAML decoder's list of problems ("yaml:
+// unmarshal errors:\n  line 11: mapping key …") into one error each. A
+// key given twice in one mapping is named by its path:
+// "checks[0].interval: given twice, at lines 10 and 11 (keep one)".
+func yamlTypeErrors(raw []byte, te *yaml.TypeError) []error {
+	var doc yaml.Node
+	_ = yaml.Unmarshal(raw, &doc) // a key given twice is no error in a node tree
+	// The decoder stops at the first mapping with a key given twice: the
+	// node tree has them all.
+	if errs := dupKeys(&doc, ""); len(errs) > 0 {
+		return errs
+	}
+	var errs []error
+	for _, m := range te.Errors {
+		m = strings.TrimSpace(m)
+		if sm := dupKeyRE.FindStringSubmatch(m); sm != nil {
+			line, _ := strconv.Atoi(sm[1])
+			if p := nodePathAt(&doc, "", line, sm[2]); p != "" {
+				errs = append(errs, fmt.Errorf("%s: given twice, at lines %s and %s (keep one)", p, sm[3], sm[1]))
+				continue
+			}
+		}
+		errs = append(errs, fmt.Errorf("not valid YAML: %s", m))
+	}
+	return errs
+}
+
+// dupKeys returns an error for each key given twice in one mapping of
+// the tree, in file order.
+func dupKeys(n *yaml.Node, path string) []error {
+	var errs []error
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			errs = append(errs, dupKeys(c, path)...)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			errs = append(errs, dupKeys(c, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	case yaml.MappingNode:
+		first := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
+				if line, ok := first[k.Value]; ok {
+					errs = append(errs, fmt.Errorf("%s: given twice, at lines %d and %d (keep one)", p, line, k.Line))
+				} else {
+					first[k.Value] = k.Line
+				}
+			}
+			errs = append(errs, dupKeys(v, p)...)
+		}
+	}
+	return errs
+}
+
+// nodePathAt returns the key path ("checks[0].interval") of the mapping
+// key written key at line, or "".
+func nodePathAt(n *yaml.Node, path string, line int, key string) string {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if p := nodePathAt(c, path, line, key); p != "" {
+				return p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if p := nodePathAt(c, fmt.Sprintf("%s[%d]", path, i), line, key); p != "" {
+				return p
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Line == line && k.Value == key {
+				return join(k.Value)
+			}
+			if p := nodePathAt(v, join(k.Value), line, key); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 // Unwrap exposes the individual errors to errors.Is.
@@ -403,6 +521,10 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	// the message below rather than viper's "cannot unmarshal !!seq".
 	var tree any
 	if err := yaml.Unmarshal(raw, &tree); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return nil, fail(yamlTypeErrors(raw, te)...)
+		}
 		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, err.Error())))
 	}
 	// The tree decoded again from the node tree keeps the text of every
@@ -552,6 +674,7 @@ func newFileDecoder(f *File, md *mapstructure.Metadata) (*mapstructure.Decoder, 
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			numberTextHook,    // a number's text for a string key
 			checks.DecodeHook, // equals: null, status: true, headers as a list
+			shapeHook,
 			durationHook,
 			unitHook,
 			scalarHook,
@@ -1288,6 +1411,68 @@ func numberTextHook(_, to reflect.Type, data any) (any, error) {
 		if to.Kind() == reflect.Interface {
 			return plainValue(x), nil
 		}
+	}
+	return data, nil
+}
+
+// shapeHook rejects a mapping or list given for a single value, and a
+// list or single value given for a mapping, in words ("want a duration,
+// got a list") rather than the decoder's Go type names ("expected type
+// 'time.Duration', got unconvertible type '[]interface {}'"). A single
+// value or mapping for a list is left to the decoder, which reads it as a
+// list of one.
+func shapeHook(_, to reflect.Type, data any) (any, error) {
+	if data == nil {
+		return data, nil
+	}
+	for to.Kind() == reflect.Pointer {
+		to = to.Elem()
+	}
+	var got string
+	switch data.(type) {
+	case map[string]any:
+		got = "a mapping"
+	case []any:
+		got = "a list"
+	case string:
+		got = "a string"
+	case bool:
+		got = "true or false"
+	case int, int64, uint64, float64:
+		got = "a number"
+	default:
+		return data, nil
+	}
+	want := ""
+	switch {
+	case to == durationType:
+		want = "a duration"
+	case to == percentType:
+		want = "a percentage"
+	case to == sizeType:
+		want = "a size"
+	case reflect.PointerTo(to).Implements(textUnmarshalerType):
+		want = "a string"
+	case to.Kind() == reflect.Struct || to.Kind() == reflect.Map:
+		if got == "a mapping" {
+			return data, nil
+		}
+		return nil, fmt.Errorf("want a mapping (key: value), got %s", got)
+	case to.Kind() == reflect.String:
+		want = "a string"
+	case to.Kind() == reflect.Bool:
+		want = "true or false"
+	case to.Kind() >= reflect.Int && to.Kind() <= reflect.Int64:
+		want = "an integer"
+	case to.Kind() >= reflect.Uint && to.Kind() <= reflect.Uint64:
+		want = "a non-negative integer"
+	case to.Kind() == reflect.Float32 || to.Kind() == reflect.Float64:
+		want = "a number"
+	default:
+		return data, nil
+	}
+	if got == "a mapping" || got == "a list" {
+		return nil, fmt.Errorf("want %s, got %s", want, got)
 	}
 	return data, nil
 }

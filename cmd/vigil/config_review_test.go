@@ -137,7 +137,7 @@ checks: [{name: c, targets: [a], rise: -1}]
 	// not judged, the rest is.
 	t.Run("checks not a list", func(t *testing.T) {
 		wantValidate(t, "checks: \"x\"\nslos: [{name: s, check: c, objective: \"99%\"}]\nalerting: {quorum: -2}\n",
-			`checks[0]: expected a map or struct, got "string"`,
+			`checks[0]: want a mapping (key: value), got a string`,
 			`alerting.quorum: -2: must be positive`)
 	})
 }
@@ -371,4 +371,72 @@ alerting:
 		`alerting.retry.attempts: -3: must be positive`,
 		`alerting.retry.backoff: -1s: must be positive`,
 		`alerting.retry.redeliver_max_backoff: -5m0s: must be positive`)
+}
+
+// TestShapeErrorsInWords: a list, mapping or single value where another
+// shape belongs is said in words, not Go type names.
+func TestShapeErrorsInWords(t *testing.T) {
+	wantValidate(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks:
+  - name: c
+    targets: [a]
+    interval: [5s]
+    http: {headers: X-A}
+  - name: d
+    targets: [a]
+    expect: [status]
+  - {name: e, targets: [a], rise: {n: 1}}
+agent: [1]
+`,
+		`agent: want a mapping (key: value), got a list`,
+		`checks[0].interval: want a duration, got a list`,
+		`checks[0].http.headers: want a mapping (key: value), got a string`,
+		`checks[1].expect: want a mapping (key: value), got a list`,
+		`checks[2].rise: want an integer, got a mapping`)
+}
+
+// TestDuplicateYAMLKeysOneLineEach: every key given twice is one error
+// line with the file and key path, and an expression's compile error is
+// one line too; /healthz counts a rejected reload's errors as such.
+func TestDuplicateYAMLKeysOneLineEach(t *testing.T) {
+	wantValidate(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks:
+  - name: c
+    targets: [a]
+    interval: 5s
+    interval: 6s
+    http: {headers: {X-A: one, X-A: two}}
+agent: {}
+agent: {}
+`,
+		`checks[0].interval: given twice, at lines 6 and 7 (keep one)`,
+		`checks[0].http.headers.X-A: given twice, at lines 8 and 8 (keep one)`,
+		`agent: given twice, at lines 9 and 10 (keep one)`)
+	wantValidate(t, `
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks:
+  - name: c
+    targets: [a]
+    script: [{expr: "1 ++ )"}]
+`, `checks[0].script[0].expr: unexpected token Bracket(")") (1:6)`)
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vigil.yaml")
+	good := fmt.Sprintf("agent: {data_dir: %q}\ntargets: [{name: a, url: \"http://127.0.0.1:9\"}]\nchecks:\n  - name: c\n    targets: [a]\n", filepath.Join(dir, "data"))
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, stop := startApp(t, path, roles{canary: true, page: true})
+	defer stop()
+	if err := os.WriteFile(path, []byte(good+"    interval: 5s\n    interval: 6s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.reload()
+	code, body := do(t, "GET", "http://"+a.Addr()+"/healthz", "", nil)
+	want := "config reload failed (old config still running): " + path + ": checks[0].interval: given twice, at lines 6 and 7 (keep one)"
+	if code != 503 || !strings.Contains(body, want) {
+		t.Errorf("/healthz = %d\n%s\nwant 503 with %q", code, body, want)
+	}
 }

@@ -431,7 +431,7 @@ func TestValidateListsEveryError(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code = runCLI(t, "validate", "-c", file)
-	want := file + ": checks[0].url: expected type 'string', got unconvertible type '[]interface {}'\n" +
+	want := file + ": checks[0].url: want a string, got a list\n" +
 		file + `: checks[1].expect.status: "2xx-3": not a status code or range`
 	if code != 2 || strings.TrimSpace(out) != want {
 		t.Errorf("exit %d, output:\n%s\nwant:\n%s", code, out, want)
