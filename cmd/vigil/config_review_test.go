@@ -440,3 +440,14 @@ checks:
 		t.Errorf("/healthz = %d\n%s\nwant 503 with %q", code, body, want)
 	}
 }
+
+// TestUnquotedTLSVersion: min_version: 1.0 unquoted is TLS 1.0 (the
+// deprecation warning), not the number 1.
+func TestUnquotedTLSVersion(t *testing.T) {
+	p := writeConfig(t, "targets: [{name: a, url: \"https://127.0.0.1:9\"}]\nchecks: [{name: c, targets: [a], http: {tls: {min_version: 1.0}}}]\n")
+	out, code := runCLI(t, "validate", "-c", p)
+	want := "warning: " + p + `: checks[0].http.tls.min_version: "1.0": TLS 1.0 is accepted, which is deprecated (RFC 8996)`
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("validate: exit %d\n%s\nwant ok and %q", code, out, want)
+	}
+}
