@@ -82,9 +82,17 @@ type TLSOptions struct {
 	// MinVersion is the lowest TLS version accepted: "1.0", "1.1", "1.2"
 	// or "1.3". Default "1.2".
 	MinVersion string `mapstructure:"min_version"`
+	// CertFile and KeyFile are a PEM client certificate (optionally
+	// followed by its intermediates) and its private key, presented to a
+	// server that asks for one (mutual TLS). Both or neither; read when
+	// the config loads and again on every reload. Default: none, no client
+	// certificate is sent.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
 
 	minVersion uint16
 	roots      *x509.CertPool
+	clientCert *tls.Certificate
 }
 
 // parseMinVersion parses a min_version key; "" is the default, TLS 1.2.
@@ -122,7 +130,8 @@ func tlsWarnings(insecure bool, minVersion string) []string {
 // "key: value: why", keys relative to `tls`.
 func (o *TLSOptions) Warnings() []string { return tlsWarnings(o.InsecureSkipVerify, o.MinVersion) }
 
-// ValidateAndSetDefaults parses min_version and loads ca_file.
+// ValidateAndSetDefaults parses min_version and loads ca_file, cert_file
+// and key_file.
 func (o *TLSOptions) ValidateAndSetDefaults() error {
 	var errs []error
 	mv, err := parseMinVersion(o.MinVersion)
@@ -141,7 +150,45 @@ func (o *TLSOptions) ValidateAndSetDefaults() error {
 		}
 		o.roots = pool
 	}
+	o.clientCert, err = loadClientCert(o.CertFile, o.KeyFile)
+	errs = append(errs, err)
 	return errors.Join(errs...)
+}
+
+// ErrClientCert: a cert_file or key_file cannot be read, holds no PEM
+// certificate or key, or the two do not match.
+var ErrClientCert = errors.New("bad client certificate")
+
+// loadClientCert loads a client certificate for mutual TLS; nil, nil when
+// neither file is set. Errors name the key and the file.
+func loadClientCert(certFile, keyFile string) (*tls.Certificate, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil, nil
+	case keyFile == "":
+		return nil, errorf(ErrClientCert, "key_file: required with cert_file")
+	case certFile == "":
+		return nil, errorf(ErrClientCert, "cert_file: required with key_file")
+	}
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, errorf(ErrClientCert, "cert_file: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, errorf(ErrClientCert, "key_file: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	switch {
+	case err == nil:
+		return &pair, nil
+	case strings.Contains(err.Error(), "certificate input"), strings.Contains(err.Error(), "x509:"):
+		// No CERTIFICATE block, or one that does not parse.
+		return nil, errorf(ErrClientCert, "cert_file: %s: %v", certFile, err)
+	case strings.Contains(err.Error(), "does not match"):
+		return nil, errorf(ErrClientCert, "key_file: %s does not match cert_file %s: %v", keyFile, certFile, err)
+	}
+	return nil, errorf(ErrClientCert, "key_file: %s: %v", keyFile, err)
 }
 
 func loadCAFile(path string) (*x509.CertPool, error) {
@@ -164,6 +211,7 @@ func (o *TLSOptions) config(serverName string) *tls.Config {
 		InsecureSkipVerify: o.InsecureSkipVerify,
 		ServerName:         serverName,
 	}
+	c.GetClientCertificate = clientCertFunc(o.clientCert)
 	if o.ServerName != "" {
 		c.ServerName = o.ServerName
 	}
@@ -400,10 +448,16 @@ type TLSSpec struct {
 	// "1.3". Default "1.2", as for http checks: an origin that speaks only
 	// TLS 1.0 or 1.1 fails the handshake unless min_version says so.
 	MinVersion string `mapstructure:"min_version"`
+	// CertFile and KeyFile are a PEM client certificate and key presented
+	// when the server asks for one (mutual TLS), as for http checks. Both
+	// or neither; read at load and on every reload. Default: none.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
 
 	compiled   bool
 	roots      *x509.CertPool
 	minVersion uint16
+	clientCert *tls.Certificate
 }
 
 // Warnings lists the settings that weaken the check (insecure_skip_verify,
@@ -411,7 +465,8 @@ type TLSSpec struct {
 // `tls`.
 func (s *TLSSpec) Warnings() []string { return tlsWarnings(s.InsecureSkipVerify, s.MinVersion) }
 
-// ValidateAndSetDefaults parses min_version and loads ca_file.
+// ValidateAndSetDefaults parses min_version and loads ca_file, cert_file
+// and key_file.
 func (s *TLSSpec) ValidateAndSetDefaults() error {
 	var errs []error
 	mv, err := parseMinVersion(s.MinVersion)
@@ -430,6 +485,8 @@ func (s *TLSSpec) ValidateAndSetDefaults() error {
 		}
 		s.roots = pool
 	}
+	s.clientCert, err = loadClientCert(s.CertFile, s.KeyFile)
+	errs = append(errs, err)
 	err = errors.Join(errs...)
 	s.compiled = err == nil
 	return err

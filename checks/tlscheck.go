@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -52,7 +53,8 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 		name = host
 	}
 	tr := &runTrace{start: start}
-	raw, err := c.d.DialContext(tr.withTrace(ctx), "tcp", addr)
+	ctx = tr.withTrace(ctx)
+	raw, err := c.d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		end := time.Now()
 		res.Phases = tr.phases(end)
@@ -62,7 +64,8 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 	defer raw.Close()
 	// Verification is done below, step by step, so that chain and hostname
 	// are reported separately and a bad certificate still reports expiry.
-	conn := tls.Client(raw, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: c.spec.minVersion})
+	conn := tls.Client(raw, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: c.spec.minVersion,
+		GetClientCertificate: clientCertFunc(c.spec.clientCert)})
 	tr.mark(&tr.tlsStart, true)
 	err = conn.HandshakeContext(ctx)
 	tr.mark(&tr.tlsDone, true)
@@ -79,6 +82,14 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 		return res
 	}
 	state := conn.ConnectionState()
+	if asked, _ := tr.clientCert(); asked && state.Version == tls.VersionTLS13 {
+		if err := awaitClientCertVerdict(ctx, conn); err != nil {
+			end := time.Now()
+			res.Phases = tr.phases(end)
+			res.Cause, res.Err = CauseTLS, "tls: "+strings.TrimPrefix(rootMsg(err), "tls: ")+tr.clientCertHint(err)
+			return res
+		}
+	}
 	conn.Close()
 	end := time.Now()
 	res.Phases = tr.phases(end)
@@ -123,6 +134,33 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 	}
 	res.OK = true
 	return res
+}
+
+// clientCertWait is how long a tls check waits after a TLS 1.3 handshake
+// in which the server asked for a client certificate, for the server to
+// refuse it.
+const clientCertWait = 250 * time.Millisecond
+
+// awaitClientCertVerdict reads from a TLS 1.3 connection whose server
+// asked for a client certificate until the server refuses it (the alert
+// is returned) or clientCertWait passes (nil). In TLS 1.3 the client's
+// handshake is over before the server has looked at its certificate
+// (RFC 8446 §4.4.2.4): a refusal arrives as an alert after it, so without
+// this wait a server that requires a certificate vigil does not have
+// would look healthy. Session tickets are read and dropped on the way.
+func awaitClientCertVerdict(ctx context.Context, conn *tls.Conn) error {
+	deadline := time.Now().Add(clientCertWait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	conn.SetReadDeadline(deadline)
+	defer conn.SetReadDeadline(time.Time{})
+	var b [1]byte
+	_, err := conn.Read(b[:])
+	if err == nil || isTimeout(err) || errors.Is(err, io.EOF) {
+		return nil // data, silence or a plain close: no refusal seen
+	}
+	return err
 }
 
 func issuerName(c *x509.Certificate) string {

@@ -59,6 +59,10 @@ type runTrace struct {
 	interimCode int
 
 	prev Phases // dns, connect and tls summed over the hops before the current one
+
+	// certAsked: a server of the run sent a CertificateRequest; certSent:
+	// vigil answered it with the configured client certificate.
+	certAsked, certSent bool
 }
 
 type traceKey struct{}
@@ -362,7 +366,7 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 		if e == nil {
 			e = err
 		}
-		return CauseTLS, "tls: " + strings.TrimPrefix(rootMsg(e), "tls: ")
+		return CauseTLS, "tls: " + strings.TrimPrefix(rootMsg(e), "tls: ") + t.clientCertHint(e)
 	}
 	if !connected {
 		return CauseConnect, "connect: " + rootMsg(err)
@@ -423,6 +427,48 @@ func classifyDial(err error) (Cause, string) {
 		return CauseConnectTimeout, "connect: " + rootMsg(err)
 	}
 	return CauseConnect, "connect: " + rootMsg(err)
+}
+
+// clientCertFunc answers a server's CertificateRequest with cert (none
+// when nil), always, whatever CAs the server names: a configured
+// certificate is sent and the server's verdict reported, rather than
+// silently not sent as crypto/tls does when its issuer is not among the
+// server's acceptable CAs. It notes the request in the run's trace.
+func clientCertFunc(cert *tls.Certificate) func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if t := traceFrom(cri.Context()); t != nil {
+			t.mu.Lock()
+			t.certAsked, t.certSent = true, cert != nil
+			t.mu.Unlock()
+		}
+		if cert == nil {
+			return &tls.Certificate{}, nil // an empty Certificate message
+		}
+		return cert, nil
+	}
+}
+
+// clientCert reports whether a server asked for a client certificate and
+// whether one was sent.
+func (t *runTrace) clientCert() (asked, sent bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.certAsked, t.certSent
+}
+
+// clientCertHint explains a TLS alert from a server that asked for a
+// client certificate: once it asked, an alert (certificate_required in
+// TLS 1.3, handshake_failure or bad_certificate in TLS 1.2; RFC 8446
+// §4.4.2.4) is about the certificate vigil sent or did not send.
+func (t *runTrace) clientCertHint(err error) string {
+	asked, sent := t.clientCert()
+	switch {
+	case !asked || !strings.Contains(errString(err), "remote error: "):
+		return ""
+	case sent:
+		return " (the server refused the client certificate)"
+	}
+	return " (the server asked for a client certificate and none is configured: cert_file, key_file)"
 }
 
 func isTimeout(err error) bool {
