@@ -325,7 +325,7 @@ func isProtocolError(err error) bool {
 	}
 	msg := err.Error()
 	for _, s := range []string{"malformed HTTP", "too many 1xx informational responses",
-		"server response headers exceeded", "malformed MIME header"} {
+		"server response headers exceeded", "malformed MIME header", "malformed chunked encoding"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -881,13 +881,18 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			answered = true
 		}
 		failed := resp.StatusCode >= 500
-		if !failed {
-			o.m.tryOK.Inc()
-		}
-		pl.observe(o, failed, lat, tryEnd.UnixNano())
-		o.stats.requests.Add(1)
-		if failed {
-			o.stats.status5xx.Add(1)
+		// settled: the try's outcome is known from the head. A 5xx failed
+		// whatever its body; a 101 turns into a tunnel, whose end says
+		// nothing about the origin. Any other answer is a success only once
+		// its body arrived whole: one that breaks midway (the origin closed
+		// or reset the connection, or broke the framing) is a failed try for
+		// the metrics, the passive detector and the signals, though the
+		// client already has its head. So its outcome is recorded when the
+		// body ended (below), with the latency measured now: time to
+		// headers, as for every try.
+		settled := failed || resp.StatusCode == http.StatusSwitchingProtocols
+		if settled {
+			pl.settle(o, failed, lat, tryEnd.UnixNano())
 		}
 		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
 			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
@@ -908,9 +913,6 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		pl.budget.add(tryEnd.UnixNano())
 		o.m.code(resp.StatusCode).Inc()
 		o.m.latency.Observe(tryEnd.Sub(start).Seconds())
-		// respond may panic (http.ErrAbortHandler) when the origin's body
-		// breaks; the in-flight count must still drop. (A function literal:
-		// defers inside the loop would be heap-allocated per request.)
 		if rb != nil && !rb.eof.Load() {
 			// An origin that read the whole body answers just as the
 			// transport reads its end: give that a moment before deciding.
@@ -928,11 +930,18 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			// be read as another request) and the rest is bounded.
 			closeAfter(w, r)
 		}
-		func() {
+		// The in-flight count drops when the body ended, also if respond
+		// panics. (A function literal: defers inside the loop would be
+		// heap-allocated per request.) A body that broke aborts the client
+		// connection in bodyEnded, once the try is recorded.
+		berr := func() error {
 			defer cancel(nil)
 			defer o.inflight.Add(-1)
-			pl.respond(w, r, resp, method, h2Send)
+			return pl.respond(w, r, resp, method, h2Send)
 		}()
+		if berr != nil || !settled {
+			pl.bodyEnded(o, w, r, watch, resp.StatusCode, settled, lat, try+1, berr)
+		}
 		if unread {
 			finishUpload(w, r, rb.ended, cfg.TryTimeout)
 		}
@@ -991,6 +1000,82 @@ func (pl *pool) clientClosed(r *http.Request, tries int, start time.Time) {
 			"method", r.Method, "path", r.URL.Path, "tries", tries, "suppressed", n)
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// settle records the outcome of one try at origin o: the passive detector
+// (at now, unix nanoseconds, with lat the time to the answer's head), the
+// signal counts, and vigil_proxy_tries_total{result="ok"} for a success (a
+// failure's cause is counted where it is known).
+func (pl *pool) settle(o *origin, failed bool, lat time.Duration, now int64) {
+	if !failed {
+		o.m.tryOK.Inc()
+	}
+	pl.observe(o, failed, lat, now)
+	o.stats.requests.Add(1)
+	if failed {
+		o.stats.status5xx.Add(1)
+	}
+}
+
+// bodyEnded records the end of an answer whose body was being passed to the
+// client: berr is the error that broke the origin's body (nil: it arrived
+// whole, or the client went away); settled is true when the try was
+// recorded at the head already (a 5xx). An origin-side break after the
+// head, on a try not yet recorded, is a failed try under its cause (reset,
+// timeout, protocol), counted and logged as one, rate-limited with the
+// "try failed" lines; the client's connection is then aborted (no retry
+// after bytes reached the client, see README "Failover"). A read that
+// failed because the client left (the request's context ended, or the
+// fast engine's watcher found it gone) is not the origin's fault: that try
+// counts as ok.
+func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, watch *tryWatch, status int, settled bool, lat time.Duration, try int, berr error) {
+	now := time.Now().UnixNano()
+	if berr == nil || r.Context().Err() != nil || watch.isGone() {
+		if !settled {
+			pl.settle(o, false, lat, now)
+		}
+		if berr != nil {
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
+	cause := bodyCause(berr)
+	if !settled {
+		pl.observe(o, true, lat, now)
+		o.stats.requests.Add(1)
+		if cause == CauseTimeout {
+			o.stats.timeouts.Add(1)
+		} else {
+			o.stats.connErrors.Add(1)
+		}
+		pl.m.tries.WithLabelValues(pl.name, o.name, cause).Inc()
+	}
+	if ok, n := pl.tryLog.allow(o.name, cause, now); ok {
+		pl.log.Warn("proxy: origin body broke after the answer began", "pool", pl.name, "origin", o.name,
+			"cause", cause, "method", r.Method, "path", r.URL.Path, "try", try, "status", status,
+			"err", berr.Error(), "suppressed", n)
+	}
+	// What the client was sent so far goes out before the abort: net/http
+	// would otherwise drop its buffered head and bytes, and the client
+	// would see no answer at all rather than a truncated one.
+	http.NewResponseController(w).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+// bodyCause is the cause of an origin body that broke after its head:
+// protocol for a body that ended before its Content-Length or last chunk
+// (the origin closed the connection early) or whose chunked framing is
+// malformed, timeout for a read that timed out, reset otherwise (the
+// connection was reset or closed under the read).
+func bodyCause(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), isProtocolError(err):
+		return CauseProtocol
+	case errors.As(err, &ne) && ne.Timeout():
+		return CauseTimeout
+	}
+	return CauseReset
 }
 
 // statusClientClosed is the code counted for a request whose client went
@@ -1104,13 +1189,15 @@ func drain(b io.ReadCloser) {
 }
 
 // respond copies the origin's answer to the client. From the first byte on
-// there is no retry; a broken origin body aborts the client connection so
-// the client sees a truncated response, not a complete-looking one.
-func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, method string, h2Send time.Duration) {
+// there is no retry. It returns the error that broke the origin's body, if
+// any (nil when the client went away): the caller records the failed try
+// and aborts the client connection, so that the client sees a truncated
+// response, not a complete-looking one.
+func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, method string, h2Send time.Duration) error {
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		pl.upgrade(w, r, resp)
-		return
+		return nil
 	}
 	h := w.Header()
 	copyHeaders(h, resp.Header, false)
@@ -1123,7 +1210,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	w.WriteHeader(resp.StatusCode)
 	if method == http.MethodHead {
-		return
+		return nil
 	}
 	// Stream immediately for SSE and bodies of unknown length.
 	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
@@ -1155,7 +1242,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 			}
 			if werr != nil {
 				bufPool.Put(bp)
-				return // client went away
+				return nil // the client went away
 			}
 			if flush && fl != nil {
 				st.flush(fl)
@@ -1166,9 +1253,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		}
 		if rerr != nil {
 			bufPool.Put(bp)
-			pl.log.Warn("proxy: origin body broke after the answer began", "pool", pl.name,
-				"path", r.URL.Path, "err", rerr.Error())
-			panic(http.ErrAbortHandler)
+			return rerr
 		}
 	}
 	bufPool.Put(bp)
@@ -1178,6 +1263,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	for k, vv := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vv
 	}
+	return nil
 }
 
 // errUnasked101 is a 101 answer to a request that did not ask for that

@@ -31,6 +31,8 @@ var (
 	// errTooMany1xx is an origin that sent more interim answers than
 	// max1xx before its final one (net/http's Transport fails the same way).
 	errTooMany1xx error = &protocolError{"too many interim (1xx) answers from origin"}
+	// errBadRespChunk is a malformed chunk or trailer in an origin's body.
+	errBadRespChunk error = &protocolError{"malformed chunked body from origin"}
 )
 
 // max1xx bounds the interim answers (103 Early Hints, a stray 100) skipped
@@ -257,7 +259,7 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 			err = terr
 		}
 	} else if err != nil && !isNetErr(err) {
-		err = errBadChunk
+		err = errBadRespChunk
 	}
 	b.err = err
 	return n, err
@@ -269,12 +271,12 @@ func (b *chunkedBody) readTrailer() error {
 		line, err := b.br.ReadSlice('\n')
 		if err != nil {
 			if err == bufio.ErrBufferFull {
-				return errBadChunk
+				return errBadRespChunk
 			}
 			return io.ErrUnexpectedEOF
 		}
 		if total += len(line); total > maxTrailer || len(line) < 2 || line[len(line)-2] != '\r' {
-			return errBadChunk // trailer lines end in CRLF, as net/http requires
+			return errBadRespChunk // trailer lines end in CRLF, as net/http requires
 		}
 		s := strings.TrimRight(string(line), "\r\n")
 		if s == "" {
@@ -282,11 +284,11 @@ func (b *chunkedBody) readTrailer() error {
 		}
 		colon := strings.IndexByte(s, ':')
 		if colon <= 0 || !isToken(s[:colon]) || s[0] == ' ' || s[0] == '\t' {
-			return errBadChunk
+			return errBadRespChunk
 		}
 		v := trimOWS(s[colon+1:])
 		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
-			return errBadChunk
+			return errBadRespChunk
 		}
 		if b.resp.Trailer == nil {
 			b.resp.Trailer = http.Header{}

@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"pool", "cause"}),
 		tries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_tries_total",
-			Help: "Tries sent to each origin, by result: ok (an answer below 500) or the failed try's cause (status_5xx, connect_refused, timeout, …), whether the request was then retried elsewhere or the failure reached the client.",
+			Help: "Tries sent to each origin, by result: ok (an answer below 500 whose body arrived whole) or the failed try's cause (status_5xx, connect_refused, timeout, …), whether the request was then retried elsewhere or the failure reached the client.",
 		}, []string{"pool", "origin", "result"}),
 		budgetDeny: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_retry_budget_exhausted_total",
@@ -111,7 +111,7 @@ type originMetrics struct {
 	vec          *prometheus.CounterVec
 	latency      prometheus.Observer
 	available    prometheus.Gauge              // nil for noOrigin
-	tryOK        prometheus.Counter            // tries answered below 500; nil for noOrigin
+	tryOK        prometheus.Counter            // tries answered below 500, body whole; nil for noOrigin
 	ejections    map[string]prometheus.Counter // empty for noOrigin
 	codes        [600]atomic.Pointer[counterBox]
 	codesMu      sync.Mutex

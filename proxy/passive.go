@@ -86,8 +86,10 @@ func newDetector(window time.Duration) *detector {
 	return &detector{width: max(int64(window)/10, 1)}
 }
 
-// record adds one finished try at now (unix nanos).
-func (d *detector) record(now int64, failed bool, lat time.Duration) {
+// record adds one finished try at now (unix nanos); it returns lat's
+// latency bucket.
+func (d *detector) record(now int64, failed bool, lat time.Duration) int {
+	k := latBucket(lat)
 	e := now / d.width
 	d.mu.Lock()
 	b := &d.buckets[e%10]
@@ -98,8 +100,9 @@ func (d *detector) record(now int64, failed bool, lat time.Duration) {
 	if failed {
 		b.fail++
 	}
-	b.lat[latBucket(lat)]++
+	b.lat[k]++
 	d.mu.Unlock()
+	return k
 }
 
 // window sums the buckets of the last window at now.
@@ -130,9 +133,10 @@ func (d *detector) reset() {
 }
 
 // observe records one try's outcome on o and applies the consecutive rule
-// inline. failed is true for 5xx answers, connection errors and timeouts.
+// inline. failed is true for 5xx answers, connection errors, timeouts and
+// bodies that broke after their head. lat is the time to the answer's head.
 func (p *pool) observe(o *origin, failed bool, lat time.Duration, now int64) {
-	o.passive.record(now, failed, lat)
+	o.stats.lat[o.passive.record(now, failed, lat)].Add(1) // the signals' p95
 	if !failed {
 		if o.passive.consecutive.Load() != 0 {
 			o.passive.consecutive.Store(0)
