@@ -278,7 +278,8 @@ func (e *Expect) evalBody(o *observation, v *verdict) {
 		}
 		return
 	}
-	valid := gjson.ValidBytes(o.body)
+	body := jsonBody(o.body)
+	valid := gjson.ValidBytes(body)
 	for _, j := range e.json {
 		name := "json " + j.name
 		want := j.want()
@@ -286,10 +287,10 @@ func (e *Expect) evalBody(o *observation, v *verdict) {
 			v.add(CauseJSON, name, false, "(body is not JSON)", want, "json: body is not valid JSON")
 			continue
 		}
-		r := gjson.GetBytes(o.body, j.path)
+		r := gjson.GetBytes(body, j.path)
 		got := "(missing)"
 		if r.Exists() {
-			got = jsonGot(o.body, j.path, r) // only got is masked; the checks below see r
+			got = jsonGot(body, j.path, r) // only got is masked; the checks below see r
 		}
 		ok := true
 		if j.exists != nil {

@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,14 +103,21 @@ func slowOnly(res checks.Result) bool {
 	return true
 }
 
+// utf8BOM is the byte-order mark some servers (.NET, Windows tools) put
+// before a UTF-8 JSON document. RFC 8259 §8.1 lets a parser ignore it, and
+// a browser's Response.json() does, so the json extractor and last.json
+// skip it too.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 // from extracts the value from a response.
 func (e *Extract) from(resp *checks.Response, jar http.CookieJar) (string, error) {
 	switch {
 	case e.JSON != "":
-		if !gjson.ValidBytes(resp.Body) {
+		body := bytes.TrimPrefix(resp.Body, utf8BOM)
+		if !gjson.ValidBytes(body) {
 			return "", fmt.Errorf("json %s: body is not JSON", e.JSON)
 		}
-		v := gjson.GetBytes(resp.Body, e.jsonPath)
+		v := gjson.GetBytes(body, e.jsonPath)
 		if !v.Exists() {
 			return "", fmt.Errorf("json %s: no such path in the body", e.JSON)
 		}
@@ -168,7 +176,7 @@ func (r *run) setLast(resp *checks.Response, d time.Duration) {
 		}
 	}
 	var v any
-	if json.Unmarshal(resp.Body, &v) == nil {
+	if json.Unmarshal(bytes.TrimPrefix(resp.Body, utf8BOM), &v) == nil {
 		l.JSON = v
 	}
 	r.last = l
