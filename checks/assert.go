@@ -260,10 +260,13 @@ func (e *Expect) evalBody(o *observation, v *verdict) {
 			fmt.Sprintf("body contains %q", s))
 	}
 	for i, re := range e.bodyRegex {
-		ok := re.Match(o.body)
-		got := map[bool]string{true: "match", false: "no match"}[ok]
-		if !ok && o.truncated {
-			got = "no match in the first " + strconv.FormatInt(o.size, 10) + " bytes"
+		ok := matchBody(re, o.body, !o.truncated)
+		got := "match"
+		if !ok {
+			got = "no match in " + bodyExcerpt(o.body)
+			if o.truncated {
+				got = "no match in the first " + strconv.FormatInt(o.size, 10) + " bytes: " + bodyExcerpt(o.body)
+			}
 		}
 		v.add(CauseBody, "body regex ~"+e.Body.Regex[i], ok, got, "match",
 			fmt.Sprintf("body does not match ~%s%s", e.Body.Regex[i], cut))
