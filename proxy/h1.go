@@ -20,10 +20,13 @@ import (
 // origins) goes through the pool's http.Transport.
 
 // h1MaxIdle bounds idle connections kept per origin; h1IdleTimeout drops
-// idle connections older than this (origins close theirs after ~60-75s).
+// idle connections older than this (origins close theirs after ~60-75s):
+// at reuse, and by the pool's reaper, which looks every
+// h1IdleTimeout/h1ReapDivisor (about 3s) while connections are idle.
 const (
 	h1MaxIdle     = 1024
 	h1IdleTimeout = 50 * time.Second
+	h1ReapDivisor = 16
 )
 
 // aLongTimeAgo is a deadline in the past, used to abort a blocked read or write.
@@ -39,23 +42,50 @@ type h1Conn struct {
 }
 
 // h1Pool holds one origin's idle keep-alive connections (LIFO).
+//
+// Connections idle for the idle timeout are closed even without traffic:
+// LIFO reuse leaves the oldest at the bottom of the stack, where get never
+// looks, so after a burst they would stay open (and hold origin sockets)
+// until the origin closed them. A reaper, armed by the put that finds none
+// armed, runs every idle timeout/h1ReapDivisor while connections are idle
+// and disarms when it finds none; the request path only tests a flag under
+// the lock it already holds.
 type h1Pool struct {
 	addr string
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	mu     sync.Mutex
-	idle   []*h1Conn
-	closed bool
+	mu          sync.Mutex
+	idle        []*h1Conn
+	closed      bool
+	idleTimeout time.Duration // 0: h1IdleTimeout (tests set a shorter one)
+	reaping     bool          // the reaper is armed
+	reaper      *time.Timer
+}
+
+// idleLimit is the pool's idle timeout. Caller holds p.mu.
+func (p *h1Pool) idleLimit() time.Duration {
+	if p.idleTimeout > 0 {
+		return p.idleTimeout
+	}
+	return h1IdleTimeout
+}
+
+// setIdleTimeout sets the idle timeout (0: h1IdleTimeout).
+func (p *h1Pool) setIdleTimeout(d time.Duration) {
+	p.mu.Lock()
+	p.idleTimeout = d
+	p.mu.Unlock()
 }
 
 func (p *h1Pool) get(now time.Time) *h1Conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	limit := p.idleLimit()
 	for n := len(p.idle); n > 0; n = len(p.idle) {
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
-		if now.Sub(c.lastUsed) < h1IdleTimeout {
+		if now.Sub(c.lastUsed) < limit {
 			return c
 		}
 		c.c.Close()
@@ -71,7 +101,48 @@ func (p *h1Pool) put(c *h1Conn) {
 		return
 	}
 	p.idle = append(p.idle, c)
+	if !p.reaping {
+		p.armReaper()
+	}
 	p.mu.Unlock()
+}
+
+// armReaper schedules the next reap. Caller holds p.mu.
+func (p *h1Pool) armReaper() {
+	p.reaping = true
+	d := p.idleLimit() / h1ReapDivisor
+	if p.reaper == nil {
+		p.reaper = time.AfterFunc(d, p.reap)
+	} else {
+		p.reaper.Reset(d)
+	}
+}
+
+// reap closes the idle connections older than the idle timeout, and
+// re-arms itself while any connection is left idle.
+func (p *h1Pool) reap() {
+	now := time.Now()
+	var stale []*h1Conn
+	p.mu.Lock()
+	limit := p.idleLimit()
+	keep := p.idle[:0]
+	for _, c := range p.idle {
+		if now.Sub(c.lastUsed) >= limit {
+			stale = append(stale, c)
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	clear(p.idle[len(keep):])
+	p.idle = keep
+	p.reaping = false
+	if len(p.idle) > 0 && !p.closed {
+		p.armReaper()
+	}
+	p.mu.Unlock()
+	for _, c := range stale {
+		c.c.Close()
+	}
 }
 
 // closeIdle closes idle connections; close also refuses future ones.
@@ -81,6 +152,10 @@ func (p *h1Pool) closeIdle(close bool) {
 	p.idle = nil
 	if close {
 		p.closed = true
+		if p.reaper != nil {
+			p.reaper.Stop()
+			p.reaping = false
+		}
 	}
 	p.mu.Unlock()
 	for _, c := range idle {
