@@ -752,7 +752,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		var err error
 		if fast && o.h1 != nil {
 			// The fast path bounds the try with connection deadlines.
-			resp, err = o.h1.roundTrip(ctx, r, hdr, now.Add(tryTimeout), watch)
+			var stale error
+			resp, err = o.h1.roundTrip(ctx, r, hdr, now.Add(tryTimeout), watch, &stale)
+			if stale != nil {
+				pl.staleConn(o, r, try+1, stale)
+			}
 		} else {
 			th := hdr
 			if pooled {
@@ -1001,6 +1005,26 @@ func (pl *pool) clientClosed(r *http.Request, tries int, start time.Time) {
 	}
 	panic(http.ErrAbortHandler)
 }
+
+// staleConn counts and logs the first attempt of a fast-path try that
+// failed on a reused keep-alive connection before any byte of an answer and
+// was sent again on a new connection to the same origin: in
+// vigil_proxy_tries_total under its cause (reset: the origin closed or
+// reset the connection as the request went out), logged at info and
+// rate-limited like the "try failed" lines. The passive detector and the
+// signals are not told: the try's outcome is that of the new connection.
+func (pl *pool) staleConn(o *origin, r *http.Request, try int, err error) {
+	cause := CauseReset
+	pl.m.tries.WithLabelValues(pl.name, o.name, cause).Inc()
+	if ok, n := pl.tryLog.allow(o.name, causeStaleConn, time.Now().UnixNano()); ok {
+		pl.log.Info("proxy: reused origin connection closed before any answer; request sent again on a new connection",
+			"pool", pl.name, "origin", o.name, "cause", cause, "method", r.Method, "path", r.URL.Path, "try", try,
+			"err", err.Error(), "suppressed", n)
+	}
+}
+
+// causeStaleConn keys the rate limit of staleConn's log line.
+const causeStaleConn = "stale_conn"
 
 // settle records the outcome of one try at origin o: the passive detector
 // (at now, unix nanoseconds, with lat the time to the answer's head), the

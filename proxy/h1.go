@@ -188,14 +188,16 @@ func (p *h1Pool) dialConn(ctx context.Context, deadline time.Time) (*h1Conn, err
 // gone) aborts a blocked exchange. An idle connection is checked before use:
 // one the origin closed, or one with bytes the origin sent unasked (which
 // would be read as the answer to the next request: another client's), is
-// dropped. A reused connection that fails before anything was read back
-// (the origin closed it meanwhile) is retried once on a new connection, as
-// http.Transport does.
+// dropped. A reused connection that fails before any byte of an answer was
+// read back (the origin closed it as the request went out) is retried once
+// on a new connection, as http.Transport does: the one case in which a
+// request goes to the same origin twice (README "Failover", rule 4). The
+// error of that first attempt is stored in *stale, for the caller to count.
 //
 // watch (nil outside the fast engine) lets the engine's client watcher abort
 // the wait for the answer when the client leaves: the error is then
 // errClientGone.
-func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header, deadline time.Time, watch *tryWatch) (*http.Response, error) {
+func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header, deadline time.Time, watch *tryWatch, stale *error) (*http.Response, error) {
 	fresh := false
 	dropped := 0
 	for attempt := 0; ; attempt++ {
@@ -237,6 +239,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		deferWrites(c.c) // the origin answers only after the request
 		err := writeHead(c.bw, r, hdr)
 		var resp *http.Response
+		interim := false // an interim (1xx) answer arrived
 		if err == nil {
 			resp, err = readResponse(c.br, r.Method, &c.rb)
 			// Interim answers (103 Early Hints, a stray 100) are skipped, up
@@ -248,6 +251,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 					err = errTooMany1xx
 					break
 				}
+				interim = true
 				resp, err = readResponse(c.br, r.Method, &c.rb)
 			}
 		}
@@ -264,8 +268,9 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 		if err != nil {
 			stop()
 			c.c.Close()
-			if reused && !fresh && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err)) {
+			if reused && !fresh && ctx.Err() == nil && !interim && nothingReceived(err) {
 				fresh = true // stale keep-alive connection: once more on a new one
+				*stale = err
 				continue
 			}
 			return nil, err
@@ -285,6 +290,14 @@ func neverStopped() bool { return true }
 // reads for this exchange).
 func bodyBuffered(resp *http.Response, br *bufio.Reader) bool {
 	return resp.Body == http.NoBody || resp.ContentLength >= 0 && int64(br.Buffered()) >= resp.ContentLength
+}
+
+// nothingReceived reports whether a failed exchange read no byte of an
+// answer: the connection ended (io.EOF, not io.ErrUnexpectedEOF) or was
+// reset, while writing the request or before the head's first byte.
+func nothingReceived(err error) bool {
+	var ph *partialHeadError
+	return err == io.EOF || isReset(err) && !errors.As(err, &ph)
 }
 
 func isReset(err error) bool {

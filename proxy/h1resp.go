@@ -35,6 +35,14 @@ var (
 	errBadRespChunk error = &protocolError{"malformed chunked body from origin"}
 )
 
+// partialHeadError is a read error after part of a response head arrived
+// (io.EOF is io.ErrUnexpectedEOF instead): the origin began to answer, so
+// the request is not sent again on a new connection.
+type partialHeadError struct{ err error }
+
+func (e *partialHeadError) Error() string { return e.err.Error() }
+func (e *partialHeadError) Unwrap() error { return e.err }
+
 // max1xx bounds the interim answers (103 Early Hints, a stray 100) skipped
 // before a final answer.
 const max1xx = 10
@@ -65,8 +73,12 @@ func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response,
 			line, err = br.ReadSlice('\n')
 		}
 		if err != nil {
-			if err == io.EOF && len(raw)+len(line) > 0 {
-				err = io.ErrUnexpectedEOF
+			if len(raw)+len(line) > 0 {
+				// Part of a head arrived: the origin began to answer.
+				if err == io.EOF {
+					return nil, io.ErrUnexpectedEOF
+				}
+				return nil, &partialHeadError{err}
 			}
 			return nil, err
 		}
