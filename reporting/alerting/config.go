@@ -300,8 +300,8 @@ type WebhookConfig struct {
 	// carry a token.
 	URL Secret `mapstructure:"url"`
 	// Headers are added to every request (e.g. Authorization). Values are
-	// secrets. Names arrive lower-cased from the config loader, which HTTP
-	// treats the same.
+	// secrets. Names keep the file's case (HTTP treats every case the
+	// same); the config loader rejects two that differ only in case.
 	Headers map[string]Secret `mapstructure:"headers"`
 }
 
