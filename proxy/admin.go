@@ -89,23 +89,35 @@ func (p *Proxy) Origins() []OriginStatus {
 
 // Drain takes every origin named name (target name or host:port, in every
 // pool) out of service; new requests stop going to it, requests in flight
-// finish. It reports whether any origin matched.
+// finish. why "" is defaultDrainWhy for an origin not yet drained; for one
+// already drained it keeps the earlier reason (see setDrain). It reports
+// whether any origin matched.
 func (p *Proxy) Drain(name, why string) bool { return p.setDrain(name, why, "", "", true) }
 
 // Undrain returns drained origins named name to service (with slow start if
 // configured, once no other flag holds them out).
 func (p *Proxy) Undrain(name string) bool { return p.setDrain(name, "", "", "", false) }
 
+// defaultDrainWhy is the reason of a drain that gave none.
+const defaultDrainWhy = "drained by admin"
+
 // setDrain holds p.mu, as Reload does: a drain set on the origins of the
 // generation a concurrent Reload has already copied its flags from would be
 // lost, in memory and in the drains file, though the caller was told it
 // applied. by says who asked (logged, and kept with a drain); from is the
 // address the request came from (logged only).
+//
+// Draining an origin already drained keeps its since (when it was taken
+// out); a why or by given replaces the earlier one, one left empty keeps it.
 func (p *Proxy) setDrain(name, why, by, from string, on bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	found := false
 	now := time.Now()
+	first := why // the reason of a new drain
+	if on && first == "" {
+		first = defaultDrainWhy
+	}
 	for _, pl := range p.state.Load().pools {
 		for _, o := range pl.origins {
 			if o.name != name {
@@ -114,16 +126,19 @@ func (p *Proxy) setDrain(name, why, by, from string, on bool) bool {
 			found = true
 			var changed bool
 			if on {
-				changed = o.set(flagDrained, why, now)
+				changed = o.set(flagDrained, first, now)
 				o.mu.Lock()
-				if !changed && why != "" && (o.why[bit(flagDrained)] != why || o.drainedBy != by) {
-					// Drained again with a new reason or by someone
-					// else: keep its since, take the new why and who.
-					o.why[bit(flagDrained)] = why
+				if changed {
 					o.drainedBy = by
-					pl.log.Info("proxy: origin drain reason changed", "pool", pl.name, "origin", o.name, "why", why, "by", by, "from", from)
-				} else if changed {
-					o.drainedBy = by
+				} else if b := bit(flagDrained); why != "" && o.why[b] != why || by != "" && o.drainedBy != by {
+					if why != "" {
+						o.why[b] = why
+					}
+					if by != "" {
+						o.drainedBy = by
+					}
+					pl.log.Info("proxy: origin drain reason changed", "pool", pl.name, "origin", o.name,
+						"why", o.why[b], "by", o.drainedBy, "since", o.since[b], "from", from)
 				}
 				o.mu.Unlock()
 			} else {
@@ -131,7 +146,7 @@ func (p *Proxy) setDrain(name, why, by, from string, on bool) bool {
 			}
 			if changed {
 				o.m.available.Set(b2f(o.Available()))
-				pl.log.Info("proxy: origin drain changed", "pool", pl.name, "origin", o.name, "drained", on, "why", why, "by", by, "from", from)
+				pl.log.Info("proxy: origin drain changed", "pool", pl.name, "origin", o.name, "drained", on, "why", first, "by", by, "from", from)
 			}
 		}
 	}
@@ -307,10 +322,7 @@ func (p *Proxy) AdminHandler() http.Handler {
 				return
 			}
 			name := r.PathValue("name")
-			why := r.URL.Query().Get("why")
-			if why == "" && on {
-				why = "drained by admin"
-			}
+			why := r.URL.Query().Get("why") // setDrain has the default
 			by := r.URL.Query().Get("by")
 			from := r.RemoteAddr
 			if h, _, err := net.SplitHostPort(from); err == nil {
