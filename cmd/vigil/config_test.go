@@ -268,6 +268,8 @@ func FuzzConfig(f *testing.F) {
 	}
 	f.Add([]byte("checks: [{name: x, url: 'http://127.0.0.1:1', expect: {status: '1-2,3'}}]"))
 	f.Add([]byte("defaults: {interval: 5}"))
+	// Numbers for string keys, merge keys, keys given twice.
+	f.Add([]byte("x: &b {name: 1.10, http: {headers: {X-A: 0755, x-a: 2}}}\nchecks: [{<<: *b, targets: [a], rise: 2.5}]\nagent: {admin_token: 0x1F}\nagent: {}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = parseConfig("fuzz.yaml", b, noEnv)
 	})
