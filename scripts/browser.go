@@ -320,6 +320,7 @@ type tab struct {
 	root   context.Context // the browser's root context, ended when the browser dies
 	cancel context.CancelFunc
 	events *pageEvents
+	frames frameTargets // out-of-process iframes the run's steps attached to
 }
 
 // openTab opens a new isolated browser context with one tab, bounded by ctx

@@ -63,6 +63,16 @@ type BrowserStep struct {
 	// (DNS, connection, aborted, blocked) since the run began. 0 allows none.
 	MaxFailedRequests *int `mapstructure:"max_failed_requests"`
 
+	// Frame is not an action: a selector of an iframe of the page (in the
+	// page's own document) that the step's action runs in. The step waits,
+	// within its timeout, for the iframe and its document; its selectors
+	// are then looked up in that document, a click goes to the point of
+	// the page where the element shows. Iframes of another origin work
+	// too, also of another site (which Chromium runs in another process).
+	// Only with the actions on elements and eval, assert_title, assert_url
+	// and extract. Nil: the page.
+	Frame *string `mapstructure:"frame"`
+
 	extracts []namedExtract // Extract compiled, by name
 }
 
@@ -263,6 +273,17 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 		return nil
 	}
 	var err error
+	if b.Frame != nil {
+		switch kind {
+		case "navigate", "screenshot", "sleep", "no_console_errors", "max_failed_requests":
+			err = fmt.Errorf("frame: %s acts on the page, not in a frame", kind)
+		default:
+			err = selector("frame", *b.Frame)
+		}
+		if err != nil {
+			return kind, nil, err
+		}
+	}
 	switch kind {
 	case "navigate":
 		if strings.TrimSpace(*b.Navigate) == "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"sort"
@@ -37,6 +38,22 @@ type pageEvents struct {
 	// frame still waits for its server. At most maxEvents frames.
 	loading map[cdp.FrameID]bool
 	dialog  bool // a JavaScript dialog is open
+	// contexts holds the unique id of the main JavaScript context of each
+	// frame in the tab's process (the page's and its same-process
+	// iframes'), for steps with a frame. At most maxContexts.
+	contexts map[cdp.FrameID]string
+}
+
+// maxContexts bounds the frames whose JavaScript contexts a tab tracks.
+const maxContexts = 1000
+
+// frameContext returns the unique id of the main JavaScript context of
+// the frame, "" when the tab's process has none (not loaded yet, or the
+// frame runs in another process).
+func (p *pageEvents) frameContext(id cdp.FrameID) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.contexts[id]
 }
 
 func (p *pageEvents) handle(ev any) {
@@ -58,6 +75,34 @@ func (p *pageEvents) handle(ev any) {
 	case *page.EventJavascriptDialogClosed:
 		p.mu.Lock()
 		p.dialog = false
+		p.mu.Unlock()
+	case *runtime.EventExecutionContextCreated:
+		var aux struct {
+			IsDefault bool        `json:"isDefault"`
+			FrameID   cdp.FrameID `json:"frameId"`
+		}
+		if ev.Context == nil || json.Unmarshal([]byte(ev.Context.AuxData), &aux) != nil || !aux.IsDefault || aux.FrameID == "" {
+			return
+		}
+		p.mu.Lock()
+		if p.contexts == nil {
+			p.contexts = map[cdp.FrameID]string{}
+		}
+		if _, ok := p.contexts[aux.FrameID]; ok || len(p.contexts) < maxContexts {
+			p.contexts[aux.FrameID] = ev.Context.UniqueID
+		}
+		p.mu.Unlock()
+	case *runtime.EventExecutionContextDestroyed:
+		p.mu.Lock()
+		for id, u := range p.contexts {
+			if u == ev.ExecutionContextUniqueID {
+				delete(p.contexts, id)
+			}
+		}
+		p.mu.Unlock()
+	case *runtime.EventExecutionContextsCleared:
+		p.mu.Lock()
+		p.contexts = nil
 		p.mu.Unlock()
 	case *runtime.EventConsoleAPICalled:
 		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeAssert {
@@ -282,19 +327,37 @@ type elementText struct {
 }
 
 // readText polls the element's text until cond accepts it or ctx ends.
-func (r *run) readText(ctx context.Context, sc scope, sel selector, cond func(elementText) bool) (elementText, error) {
+// frame is the state of a step's frame that was not ready (see scopeOf).
+func (r *run) readText(ctx context.Context, fr *selector, sel selector, cond func(elementText) bool) (et elementText, frame string, err error) {
 	js := pageJS(textJS, sel.js())
 	for {
-		et, err := evalIn[elementText](ctx, sc, js)
-		if err != nil {
-			return et, err
+		sc, state, err := r.scopeOf(ctx, fr, false)
+		if err != nil && ctx.Err() == nil && !r.tab.browserDead() {
+			// The page is between documents: ask again.
+			state, err = frameNoDoc, nil
 		}
-		if cond(et) {
-			return et, nil
+		if err != nil {
+			return et, frame, err
+		}
+		frame = state
+		if state == "" {
+			et, err = evalIn[elementText](ctx, sc, js)
+			if err != nil && fr != nil && ctx.Err() == nil && !r.tab.browserDead() {
+				// The frame's document went away (it navigated), or its
+				// process did: find it anew.
+				r.tab.forgetFrame(sc.t)
+				frame, err = frameNoDoc, nil
+			}
+			if err != nil {
+				return et, frame, err
+			}
+			if cond(et) {
+				return et, frame, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return et, ctx.Err()
+			return et, frame, ctx.Err()
 		case <-time.After(pollInterval):
 		}
 	}
@@ -306,7 +369,19 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 	b := s.Browser
 	x := r.vars.expand
 	timeoutText := roundForText(timeout).String()
-	sc := scope{}
+	// A step with a frame acts in the iframe's document (see scopeOf).
+	var fr *selector
+	if b.Frame != nil {
+		raw, err := x(*b.Frame)
+		if err != nil {
+			return failf("frame: %w", err)
+		}
+		f, o, bad := r.selector(ctx, "frame", raw)
+		if bad {
+			return o
+		}
+		fr = &f
+	}
 	switch {
 	case b.Navigate != nil:
 		u, err := x(*b.Navigate)
@@ -361,7 +436,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if bad {
 			return o
 		}
-		at, o, ok := r.waitActionable(ctx, sc, "click", sel, needVisible|needEnabled|needHit, timeoutText)
+		at, _, o, ok := r.waitActionable(ctx, fr, "click", sel, needVisible|needEnabled|needHit, timeoutText)
 		if !ok {
 			return o
 		}
@@ -383,7 +458,8 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if bad {
 			return o
 		}
-		if _, o, ok := r.waitActionable(ctx, sc, "type", sel, needVisible|needEnabled, timeoutText); !ok {
+		_, sc, o, ok := r.waitActionable(ctx, fr, "type", sel, needVisible|needEnabled|needControl, timeoutText)
+		if !ok {
 			return o
 		}
 		if o, ok := r.focus(ctx, sc, "type "+sel.written, sel); !ok {
@@ -407,14 +483,15 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if bad {
 			return o
 		}
-		if _, o, ok := r.waitActionable(ctx, sc, "fill", sel, needVisible|needEnabled, timeoutText); !ok {
+		_, sc, o, ok := r.waitActionable(ctx, fr, "fill", sel, needVisible|needEnabled|needControl, timeoutText)
+		if !ok {
 			return o
 		}
 		return r.fill(ctx, sc, sel, text)
 
 	case b.Extract != nil:
 		for _, n := range b.extracts {
-			v, o, ok := r.extract(ctx, sc, n, timeoutText)
+			v, o, ok := r.extract(ctx, fr, n, timeoutText)
 			if !ok {
 				return o
 			}
@@ -435,7 +512,8 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if bad {
 			return o
 		}
-		if _, o, ok := r.waitActionable(ctx, sc, "select", sel, needEnabled|needControl, timeoutText); !ok {
+		_, sc, o, ok := r.waitActionable(ctx, fr, "select", sel, needEnabled|needControl, timeoutText)
+		if !ok {
 			return o
 		}
 		res, err := evalIn[string](ctx, sc, pageJS(selectJS, sel.js(), jsString(val)))
@@ -456,7 +534,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if bad {
 			return o
 		}
-		if _, o, ok := r.waitActionable(ctx, sc, "wait_visible", sel, needVisible, timeoutText); !ok {
+		if _, _, o, ok := r.waitActionable(ctx, fr, "wait_visible", sel, needVisible, timeoutText); !ok {
 			return o
 		}
 		return outcome{}
@@ -478,7 +556,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if name == "wait_text" {
 			cond = func(et elementText) bool { ok, _ := em.match(et.Text); return et.Found && ok }
 		}
-		et, err := r.readText(ctx, sc, sel, cond)
+		et, frame, err := r.readText(ctx, fr, sel, cond)
 		_, want := em.match(et.Text)
 		a := checks.AssertionResult{Name: fmt.Sprintf("text %s", em.Selector), Got: et.Text, Want: want}
 		if err != nil {
@@ -488,6 +566,9 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			msg := fmt.Sprintf("%s %s: text %q, want %s, within %s", name, em.Selector, et.Text, want, timeoutText)
 			if !et.Found {
 				msg = fmt.Sprintf("%s %s: no element within %s", name, em.Selector, timeoutText)
+			}
+			if frame != "" {
+				msg = frameMsg(name+" "+em.Selector, fr, frame, timeoutText)
 			}
 			o := r.elementWaitFail(ctx, err, name+" "+em.Selector, msg)
 			o.assertions = []checks.AssertionResult{a}
@@ -504,10 +585,23 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		spec, name := b.AssertTitle, "title"
 		var got string
 		var err error
-		if spec != nil {
-			got, err = chromedp.Run(ctx, chromedp.Title())
-		} else {
+		if b.AssertURL != nil {
 			spec, name = b.AssertURL, "url"
+		}
+		switch {
+		case fr != nil:
+			sc, o, ok := r.waitScope(ctx, "assert_"+name, fr, timeoutText)
+			if !ok {
+				return o
+			}
+			js := "document.title"
+			if name == "url" {
+				js = "location.href"
+			}
+			got, err = evalIn[string](ctx, sc, js)
+		case name == "title":
+			got, err = chromedp.Run(ctx, chromedp.Title())
+		default:
 			got, err = chromedp.Run(ctx, chromedp.Location())
 		}
 		if err != nil {
@@ -527,6 +621,10 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		js, err := x(b.Eval.JS)
 		if err != nil {
 			return failf("eval: %w", err)
+		}
+		sc, o, ok := r.waitScope(ctx, "eval", fr, timeoutText)
+		if !ok {
+			return o
 		}
 		raw, err := evalIn[[]byte](ctx, sc, js, chromedp.EvalAwaitPromise)
 		if err != nil {
@@ -647,27 +745,62 @@ const (
 // wrong, e.g. "click #b: not enabled within 3s" or "click #b: covered by
 // div#overlay within 3s" (wait_visible: "not visible" for a missing
 // element too).
-func (r *run) waitActionable(ctx context.Context, sc scope, action string, sel selector, need int, timeoutText string) (actionState, outcome, bool) {
+func (r *run) waitActionable(ctx context.Context, fr *selector, action string, sel selector, need int, timeoutText string) (actionState, scope, outcome, bool) {
 	what := action + " " + sel.written
 	js := pageJS(actionableJS, sel.js(), need&needVisible != 0, need&needEnabled != 0, need&needHit != 0, need&needControl != 0)
 	var last actionState
+	// prev is the point of the last poll that found the element ready in
+	// a frame: a click in a frame waits until two polls agree on it, for
+	// the browser, which routes the click into the frame, to know where
+	// the frame moved when scrolling brought it into view.
+	var prev *actionState
 	for {
-		st, err := evalIn[actionState](ctx, sc, js)
+		sc, frame, err := r.scopeOf(ctx, fr, need&needHit != 0)
+		var st actionState
+		if err == nil && frame != "" {
+			st.State = frame
+		} else if err == nil {
+			st, err = evalIn[actionState](ctx, sc, js)
+			if err != nil && sc.t != nil && ctx.Err() == nil && !r.tab.browserDead() {
+				// The frame's process went away: find it anew.
+				r.tab.forgetFrame(sc.t)
+				st, err = actionState{State: frameNoDoc}, nil
+			}
+		}
 		switch {
 		case err == nil:
-			if st.State == "ok" {
-				st.X += sc.x
-				st.Y += sc.y
-				return st, outcome{}, true
+			if st.State == "ok" && fr != nil && need&needHit != 0 {
+				// Scrolling the element into view in the frame may have
+				// scrolled the page: where the frame is now.
+				sc, frame, err = r.scopeOf(ctx, fr, false)
+				if err != nil || frame != "" {
+					st.State = frameNoDoc
+				} else {
+					st.X += sc.x
+					st.Y += sc.y
+					if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf("%v >= 0 && %v >= 0 && %v < innerWidth && %v < innerHeight", st.X, st.Y, st.X, st.Y))); !ok {
+						st.State = "offscreen"
+					} else if p := prev; p == nil || math.Abs(p.X-st.X) > 0.5 || math.Abs(p.Y-st.Y) > 0.5 {
+						at := st
+						prev = &at
+						st.State = "moving"
+					}
+				}
 			}
-			last = st
+			if st.State == "ok" {
+				return st, sc, outcome{}, true
+			}
+			if st.State != "moving" {
+				prev = nil
+				last = st
+			}
 		case ctx.Err() != nil:
 		case r.tab.browserDead():
-			return last, r.waitFail(ctx, err, what, ""), false
+			return last, sc, r.waitFail(ctx, err, what, ""), false
 		default:
 			var ee *chromedp.ExceptionError
 			if errors.As(err, &ee) {
-				return last, failf("%s: %s", what, firstLine(err.Error())), false
+				return last, sc, failf("%s: %s", what, firstLine(err.Error())), false
 			}
 			// A navigation replaced the document while it was asked: ask
 			// the new one.
@@ -689,10 +822,16 @@ func (r *run) waitActionable(ctx context.Context, sc scope, action string, sel s
 				msg = fmt.Sprintf("%s: not scrolled into view within %s", what, timeoutText)
 			case "covered":
 				msg = fmt.Sprintf("%s: covered by %s within %s", what, last.By, timeoutText)
+			case frameMissing, frameNoDoc:
+				msg = frameMsg(what, fr, last.State, timeoutText)
 			default:
+				if strings.HasPrefix(last.State, frameTagPrefx) {
+					msg = frameMsg(what, fr, last.State, timeoutText)
+					break
+				}
 				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", what, timeoutText)
 			}
-			return last, r.elementWaitFail(ctx, ctx.Err(), what, msg), false
+			return last, scope{}, r.elementWaitFail(ctx, ctx.Err(), what, msg), false
 		case <-time.After(pollInterval):
 		}
 	}
@@ -1100,13 +1239,17 @@ type extractState struct {
 // extract reads one variable of an extract action. An element extractor
 // polls, within the step's time, until the element (and its attribute) is
 // there; an eval is evaluated once.
-func (r *run) extract(ctx context.Context, sc scope, n namedExtract, timeoutText string) (string, outcome, bool) {
+func (r *run) extract(ctx context.Context, fr *selector, n namedExtract, timeoutText string) (string, outcome, bool) {
 	e, x := n.e, r.vars.expand
 	head := "extract " + n.written
 	if e.Eval != "" {
 		js, err := x(e.Eval)
 		if err != nil {
 			return "", failf("%s: %w", head, err), false
+		}
+		sc, o, ok := r.waitScope(ctx, head, fr, timeoutText)
+		if !ok {
+			return "", o, false
 		}
 		raw, err := evalIn[[]byte](ctx, sc, js, chromedp.EvalAwaitPromise)
 		if err != nil {
@@ -1152,7 +1295,17 @@ func (r *run) extract(ctx context.Context, sc scope, n namedExtract, timeoutText
 	js := pageJS(extractJS, sel.js(), jsString(what), jsString(attr))
 	var last extractState
 	for {
-		st, err := evalIn[extractState](ctx, sc, js)
+		sc, frame, err := r.scopeOf(ctx, fr, false)
+		var st extractState
+		if err == nil && frame != "" {
+			st.State = frame
+		} else if err == nil {
+			st, err = evalIn[extractState](ctx, sc, js)
+			if err != nil && sc.t != nil && ctx.Err() == nil && !r.tab.browserDead() {
+				r.tab.forgetFrame(sc.t)
+				st, err = extractState{State: frameNoDoc}, nil
+			}
+		}
 		switch {
 		case err == nil:
 			switch st.State {
@@ -1181,7 +1334,13 @@ func (r *run) extract(ctx context.Context, sc scope, n namedExtract, timeoutText
 				msg = fmt.Sprintf("%s: no element within %s", head, timeoutText)
 			case "noattr":
 				msg = fmt.Sprintf("%s: no attribute %s within %s", head, attr, timeoutText)
+			case frameMissing, frameNoDoc:
+				msg = frameMsg(head, fr, last.State, timeoutText)
 			default:
+				if strings.HasPrefix(last.State, frameTagPrefx) {
+					msg = frameMsg(head, fr, last.State, timeoutText)
+					break
+				}
 				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", head, timeoutText)
 			}
 			return "", r.elementWaitFail(ctx, ctx.Err(), head, msg), false

@@ -1,0 +1,192 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// payPage is the form an iframe shows; it posts to its own origin.
+const payPage = `<!doctype html><title>pay</title>
+<form method="post" action="/paid">
+<label for="name">Name on card</label> <input id="name" name="name">
+<input id="card" name="card">
+<button type="submit">Pay</button>
+</form>`
+
+// payServer serves payPage at /pay and records the form posted to /paid.
+type payServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	form url.Values
+}
+
+// newPayServer starts a payServer listening on host (127.0.0.1, or
+// 127.0.0.2 for another site), with mux's other routes.
+func newPayServer(t testing.TB, host string, mux *http.ServeMux) *payServer {
+	t.Helper()
+	s := &payServer{}
+	if mux == nil {
+		mux = http.NewServeMux()
+	}
+	mux.HandleFunc("GET /pay", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, payPage)
+	})
+	mux.HandleFunc("POST /paid", func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err == nil {
+			s.mu.Lock()
+			s.form = r.PostForm
+			s.mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, `<!doctype html><title>paid</title><p id="done">Paid</p>`)
+	})
+	ln, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	s.Server = httptest.NewUnstartedServer(mux)
+	s.Server.Listener.Close()
+	s.Server.Listener = ln
+	s.Server.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *payServer) posted() url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.form
+}
+
+// frameServers starts the page's server (127.0.0.1), which serves /host:
+// a page with a "Pay" button of its own and three iframes showing
+// payPage: #same from its own origin, #other-port from another port of
+// 127.0.0.1 (another origin, same site) and #other-site from 127.0.0.2
+// (another site, which Chromium runs in another process).
+func frameServers(t testing.TB) (host, port, site *payServer) {
+	port = newPayServer(t, "127.0.0.1", nil)
+	site = newPayServer(t, "127.0.0.2", nil)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /host", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, `<!doctype html><title>host</title>
+<button id="decoy" type="button" onclick="document.title = 'decoy clicked'">Pay</button>
+<div style="height: 900px">tall</div>
+<iframe id="same" src="/pay"></iframe>
+<iframe id="other-port" src="`+port.URL+`/pay"></iframe>
+<iframe id="other-site" src="`+site.URL+`/pay"></iframe>`)
+	})
+	host = newPayServer(t, "127.0.0.1", mux)
+	return host, port, site
+}
+
+// TestBrowserFrameForm: with frame, fill (by a label's text), type, click
+// (by text, below the fold), wait_text, eval and assert_url act in the
+// iframe's document, for an iframe of the page's origin, of another
+// origin and of another site; the iframe's server receives the form.
+func TestBrowserFrameForm(t *testing.T) {
+	b := needChromium(t)
+	host, port, site := frameServers(t)
+	for _, tc := range []struct {
+		frame string
+		srv   *payServer
+	}{
+		{"#same", host},
+		{"#other-port", port},
+		{"#other-site", site},
+	} {
+		t.Run(tc.frame, func(t *testing.T) {
+			f := `, frame: "` + tc.frame + `"}`
+			r := browserRunner(t, b, "", `
+- browser: {navigate: /host}
+- browser: {fill: {selector: "text=Name on card", text: "Ada Lovelace"}`+f+`
+- browser: {type: {selector: "#card", text: "4242"}`+f+`
+- browser: {click: 'text="Pay"'`+f+`
+- browser: {wait_text: {selector: "#done", equals: "Paid"}`+f+`
+- browser: {assert_url: "~/paid$"`+f+`
+- browser: {eval: {js: "document.title", equals: "paid"}`+f+`
+- browser: {assert_title: "host"}
+`, 20*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "x", URL: host.URL})
+			if !res.OK {
+				t.Fatalf("%s: %s\n%+v", res.Cause, res.Err, res.Steps)
+			}
+			got := tc.srv.posted()
+			if got.Get("name") != "Ada Lovelace" || got.Get("card") != "4242" {
+				t.Errorf("the frame's server received %v, want name=Ada Lovelace card=4242", got)
+			}
+		})
+	}
+}
+
+// TestBrowserFrameErrors: a frame that is not there, or not an iframe,
+// fails the step (cause script) naming the frame selector; without frame
+// the iframe's elements are not found.
+func TestBrowserFrameErrors(t *testing.T) {
+	b := needChromium(t)
+	host, _, _ := frameServers(t)
+	for _, tc := range []struct{ step, want string }{
+		{`{click: "text=Pay", frame: "#nope"}`, `click text=Pay: frame #nope: no element within 1s`},
+		{`{wait_text: {selector: "#done", contains: x}, frame: "#nope"}`, `wait_text #done: frame #nope: no element within 1s`},
+		{`{eval: {js: "1"}, frame: "text=Nowhere"}`, `eval: frame text=Nowhere: no element within 1s`},
+		{`{extract: {v: {text: "#card"}}, frame: "#nope"}`, `extract v from #card: frame #nope: no element within 1s`},
+		{`{click: "text=Pay", frame: "#decoy"}`, `click text=Pay: frame #decoy: a <button>, not an iframe`},
+		{`{type: {selector: "#card", text: "1"}}`, `type #card: no element within 1s`},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			r := browserRunner(t, b, "", `
+- browser: {navigate: /host}
+- {name: s, timeout: 1s, browser: `+tc.step+`}
+`, 20*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "x", URL: host.URL})
+			if res.OK || res.Cause != checks.CauseScript || !strings.HasSuffix(res.Err, "): "+tc.want) {
+				t.Fatalf("%s: %q\nwant script: …%q", res.Cause, res.Err, tc.want)
+			}
+		})
+	}
+}
+
+// frame is checked as the selectors are, at its key, and only goes with
+// actions that look into a document.
+func TestValidateFrame(t *testing.T) {
+	sc := mustScript(t, `
+- browser: {navigate: /, frame: "#pay"}
+- browser: {click: "#go", frame: ""}
+- browser: {click: "#go", frame: "//iframe"}
+- browser: {click: "#go", frame: "iframe[[", }
+- browser: {sleep: 1s, frame: "#pay"}
+- browser: {click: "text=Pay", frame: "text=\"Payment\""}
+- browser: {eval: {js: "1"}, frame: "iframe[name=pay]"}
+`)
+	err := units.Prefix("script", sc.ValidateAndSetDefaults(0))
+	want := []string{
+		"script[0].browser.frame: navigate acts on the page, not in a frame",
+		"script[1].browser.frame: selector is empty",
+		`script[2].browser.frame: "//iframe": an XPath selector; vigil takes CSS selectors and text=…`,
+		`script[3].browser.frame: invalid CSS selector "iframe[[": unclosed "[" at offset 6`,
+		"script[4].browser.frame: sleep acts on the page, not in a frame",
+	}
+	var got []string
+	for _, e := range units.Errors(err) {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !errors.Is(err, ErrEmptySelector) || !errors.Is(err, ErrNotCSSSelector) {
+		t.Errorf("%v: want ErrEmptySelector and ErrNotCSSSelector", err)
+	}
+}
