@@ -225,3 +225,31 @@ func TestBrowserTextSelectorErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseSelector: parsing never panics, every rejection is an
+// ErrInvalidSelector, what parses is CSS or a text with text in it, and
+// any text written quoted (with \" and \\) comes back exact, as written.
+func FuzzParseSelector(f *testing.F) {
+	for _, s := range []string{"text=Log in", `text="Log in"`, "css=#go", "#go", `text='a\'b'`, "text=", `text="a >> b"`, `a\`, "Log in"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sel, err := parseSelector(s)
+		switch {
+		case err != nil:
+			if !errors.Is(err, ErrInvalidSelector) {
+				t.Fatalf("parseSelector(%q) = %v: not an ErrInvalidSelector", s, err)
+			}
+		case sel.css == "" && strings.TrimSpace(sel.text) == "":
+			t.Fatalf("parseSelector(%q) = %+v: neither CSS nor text", s, sel)
+		}
+		if strings.TrimSpace(s) == "" {
+			return
+		}
+		quoted := `text="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+		sel, err = parseSelector(quoted)
+		if err != nil || !sel.exact || sel.text != s {
+			t.Fatalf("parseSelector(%q) = %+v, %v; want the exact text %q", quoted, sel, err, s)
+		}
+	})
+}
