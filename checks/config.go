@@ -286,12 +286,15 @@ type HTTPSpec struct {
 // not both set. Errors start with the key relative to `http`.
 func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	var errs []error
+	written := s.Method
 	s.Method = strings.ToUpper(strings.TrimSpace(s.Method))
 	if s.Method == "" {
 		s.Method = http.MethodGet
 	}
 	if !validToken(s.Method) {
-		errs = append(errs, errorf(ErrBadMethod, "method: %q is not an HTTP method", s.Method))
+		// The value as written: one taken from ${…} is then hidden by the
+		// config's redactor, which knows it as written, not upper-cased.
+		errs = append(errs, errorf(ErrBadMethod, "method: %q is not an HTTP method", written))
 	}
 	if s.URL != "" {
 		if s.Path != "" {

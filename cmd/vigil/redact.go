@@ -1,12 +1,19 @@
 package main
 
-import "github.com/vigil-synthetics/vigil/checks"
+import (
+	"strings"
+
+	"github.com/vigil-synthetics/vigil/checks"
+)
 
 // redactor remembers values taken from the environment (${NAME}, and
 // VIGIL_* overrides of secret keys) so that no printed error or output
 // shows them: as written, and from checks.MinEncodedSecret bytes on also
 // base64-, percent-, JSON-escaped or Go-quoted, as an origin or an error
-// message may echo them (see checks.Redactor).
+// message may echo them (see checks.Redactor). The config normalises some
+// values before it judges them (an http.method is trimmed and upper-cased,
+// keywords are lower-cased), so each value is also hidden trimmed,
+// upper-cased and lower-cased.
 type redactor struct {
 	r   checks.Redactor
 	any bool // a value was added: redact has work to do
@@ -22,6 +29,14 @@ func (r *redactor) add(key, val string) {
 	// token/password/key field is treated as one.
 	r.r.Add(val)
 	r.any = true
+	// The forms the config may turn it into before an error quotes it.
+	if t := strings.TrimSpace(val); len(t) >= 3 {
+		for _, f := range []string{t, strings.ToUpper(t), strings.ToLower(t)} {
+			if f != val {
+				r.r.Add(f)
+			}
+		}
+	}
 }
 
 // active reports whether r hides anything: false for a nil redactor and
