@@ -700,6 +700,12 @@ func (c *Canary) TriggerContext(ctx context.Context, check, target string) (repo
 // region and vantage for a configured pair, not yet expired at now, becomes
 // the pair's latest verdict and state, so a restart does not turn every
 // origin unknown for rise × interval. It returns how many pairs it seeded.
+//
+// Restore also keeps each interval pair's runs across the restart, from
+// when the stored verdicts (of any state, expired too) say it last ran:
+// its first run stays on its next slot, unless the slot before it did not
+// run because of the restart; then that run is made at start (see
+// plan.resume for when). So restarts neither skip nor repeat a slot's run.
 func (c *Canary) Restore(vs []reporting.Verdict) int {
 	now := c.now()
 	c.mu.Lock()
@@ -707,12 +713,28 @@ func (c *Canary) Restore(vs []reporting.Verdict) int {
 	byName := c.byName
 	c.mu.Unlock()
 	n := 0
+	started := make(map[*entry]time.Time, len(byName))
+	defer func() {
+		for _, e := range byName {
+			c.resume(e, started[e])
+		}
+		c.signal()
+	}()
 	for _, v := range vs {
-		if v.Region != region || v.Vantage != vantage || v.Current(now) == reporting.StateUnknown {
+		if v.Region != region || v.Vantage != vantage {
 			continue
 		}
 		e := byName[[2]string{v.Check, v.Target}]
 		if e == nil {
+			continue
+		}
+		// The schedule runs on the real clock: carry the run's start over
+		// as an age. Any stored run counts, also one whose verdict is
+		// unknown (before rise passes) or expired.
+		if s := time.Now().Add(-now.Sub(v.At.Add(-v.Duration))); s.After(started[e]) {
+			started[e] = s
+		}
+		if v.Current(now) == reporting.StateUnknown {
 			continue
 		}
 		// Verdicts stored before redaction existed may carry a secret.
@@ -726,6 +748,27 @@ func (c *Canary) Restore(vs []reporting.Verdict) int {
 		e.mu.Unlock()
 	}
 	return n
+}
+
+// resume re-plans e's first run after Restore (see plan.resume); started
+// is when its restored run started on the real clock, zero for none.
+func (c *Canary) resume(e *entry, started time.Time) {
+	wall := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.removed || e.idx < 0 {
+		return
+	}
+	e.mu.Lock()
+	ran := e.done != nil || !e.lastAt.IsZero() // Run may have fired it since Restore seeded it
+	e.mu.Unlock()
+	if ran {
+		return
+	}
+	if next, ok := e.plan.resume(started, wall); ok {
+		e.next = next
+		c.queue.fix(e)
+	}
 }
 
 // LastRun is the latest run of one pair made by this canary: the full

@@ -42,9 +42,12 @@ func (q *timeQueue) Pop() any {
 }
 
 // spread returns the pair's deterministic offset within an interval: the
-// FNV-1a hash of its key scaled to [0, interval). A thousand pairs with the
-// same interval start spread evenly rather than all at once, and a restart
-// keeps each pair's slot.
+// FNV-1a hash of its key scaled to [0, interval). A pair's interval slots
+// are the wall-clock times t with (t − Unix epoch) mod interval == spread
+// (see slotAfter): a thousand pairs with the same interval run spread
+// evenly rather than all at once, and every process that runs the pair —
+// the same one after a restart, or a new one after a deploy — puts it on
+// the same slots.
 func spread(key string, interval time.Duration) time.Duration {
 	if interval <= 0 {
 		return 0
@@ -52,6 +55,26 @@ func spread(key string, interval time.Duration) time.Duration {
 	h := fnv.New64a()
 	h.Write([]byte(key))
 	return time.Duration(h.Sum64() % uint64(interval))
+}
+
+// slotAfter returns the pair's first interval slot at or after now: the
+// earliest t ≥ now with (t − Unix epoch) mod interval == spread(key,
+// interval). Slots count from the epoch, not from process start, so a
+// restart neither moves a pair's runs nor, restarting more often than the
+// interval, starves or repeats them.
+func slotAfter(key string, interval time.Duration, now time.Time) time.Time {
+	if interval <= 0 {
+		return now
+	}
+	phase := time.Duration(now.UnixNano() % int64(interval))
+	if phase < 0 { // before 1970
+		phase += interval
+	}
+	d := spread(key, interval) - phase
+	if d < 0 {
+		d += interval
+	}
+	return now.Add(d)
 }
 
 // jitter returns a random delay in [0, frac × interval).
@@ -76,21 +99,59 @@ type plan struct {
 	regular  time.Time     // the next regular run when a confirm run was put before it
 }
 
-// first places the first run: the pair's hashed slot within one interval
-// from now, plus jitter. Cron checks take the next cron time.
+// first places the first run: the pair's next interval slot at or after
+// now (slotAfter), plus jitter. Cron checks take the next cron time.
 func (p *plan) first(key string, now time.Time) time.Time {
 	if p.cron != nil {
 		p.base = cronNext(p.cron, now)
 	} else {
-		p.base = now.Add(spread(key, p.interval))
+		p.base = slotAfter(key, p.interval, now)
 	}
 	return p.base.Add(jitter(p.jitter, p.interval))
 }
 
+// resume corrects the first run of an interval pair after a restart, given
+// when the pair's last stored run started (zero: none stored). first put
+// the pair on its next slot; the slot before it, prev, was served if the
+// last run started at or after prev. If it was not, prev's run is made now
+// instead of being lost, provided less than half an interval has passed
+// since prev (else the next slot is near) and either
+//
+//   - prev's jitter window is still open (the process stopped between prev
+//     and its jittered run): the run comes within the rest of the window,
+//     where it would have come anyway; or
+//   - the last stored run served the slot before prev, so only prev fell
+//     into the restart (a crash loop, a deploy): the run comes within one
+//     jitter window from now.
+//
+// A pair with no stored run, or one down for longer (more slots missed),
+// runs at its next slot, as on a first start: the start does not become a
+// burst of catch-up runs. Then the pair continues on its next slot. It
+// returns the time of the first run and whether it changed.
+func (p *plan) resume(lastStart, now time.Time) (time.Time, bool) {
+	if p.cron != nil || p.interval <= 0 {
+		return time.Time{}, false
+	}
+	prev := p.base.Add(-p.interval)
+	if !lastStart.Before(prev) || now.Before(prev) || now.Sub(prev) >= p.interval/2 {
+		return time.Time{}, false
+	}
+	var at time.Time
+	if end := prev.Add(time.Duration(p.jitter * float64(p.interval))); now.Before(end) {
+		at = now.Add(time.Duration(rand.Int64N(int64(end.Sub(now)))))
+	} else if !lastStart.IsZero() && !lastStart.Before(prev.Add(-p.interval)) {
+		at = now.Add(jitter(p.jitter, p.interval))
+	} else {
+		return time.Time{}, false
+	}
+	p.base = prev
+	return at, true
+}
+
 // advance moves to the next regular slot after the one that just fired and
 // returns the jittered time to run it. A pair that fell behind by more than
-// one interval (a stalled process, a suspended machine) restarts from now
-// rather than firing a burst of catch-up runs.
+// one interval (a stalled process, a suspended machine) goes on from its
+// first slot after now rather than firing a burst of catch-up runs.
 func (p *plan) advance(now time.Time) time.Time {
 	if !p.regular.IsZero() {
 		// A confirm run fired; the regular slot planned before it stays.
@@ -110,7 +171,9 @@ func (p *plan) advance(now time.Time) time.Time {
 	}
 	p.base = p.base.Add(eff)
 	if p.base.Before(now.Add(-p.interval)) {
-		p.base = now
+		// The run that just fired was the catch-up; the next one is the
+		// pair's first slot after now (slots stay on the wall-clock grid).
+		p.base = p.base.Add((now.Sub(p.base)/p.interval + 1) * p.interval)
 	}
 	return p.base.Add(jitter(p.jitter, p.interval))
 }
