@@ -39,8 +39,17 @@ import (
 // FileName is the database file created in the directory given to Open.
 const FileName = "vigil.db"
 
-// PruneInterval is how often retention pruning runs (also once at Open).
+// PruneInterval is how often retention pruning runs (also once in the
+// background right after Open).
 const PruneInterval = time.Hour
+
+// pruneChunk is how many raw rows one pruning statement deletes: the
+// writer connection is free between chunks, so publishes wait for at most
+// one chunk.
+const pruneChunk = 5000
+
+// afterPruneChunk, if set (tests), runs between two chunks of a prune.
+var afterPruneChunk func(ctx context.Context)
 
 // ErrClosed is returned by every method after Close.
 var ErrClosed = errors.New("store: closed")
@@ -53,7 +62,8 @@ type Options struct {
 	RollupRetention time.Duration
 	// Now is the clock (for tests). Default time.Now.
 	Now func() time.Time
-	// Log receives pruning errors and recovered panics. Default slog.Default().
+	// Log receives the start-up prune's progress, pruning errors and
+	// recovered panics. Default slog.Default().
 	Log *slog.Logger
 }
 
@@ -66,8 +76,10 @@ type Store struct {
 	mu     sync.RWMutex // closed
 	closed bool
 	once   sync.Once
-	stop   chan struct{}
-	done   chan struct{}
+	// ctx is cancelled by Close: a prune in progress stops at once.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when pruneLoop returns
 }
 
 var (
@@ -115,8 +127,11 @@ CREATE TABLE IF NOT EXISTS signals (
 CREATE INDEX IF NOT EXISTS signals_at ON signals(at);
 `
 
-// Open opens or creates <dir>/vigil.db, applies the schema, prunes expired
-// rows once and starts the hourly pruning loop.
+// Open opens or creates <dir>/vigil.db, applies the schema and starts
+// pruning in the background: expired rows once right away, then every
+// PruneInterval. Open does not wait for the first prune (a large backlog
+// takes a while: e.g. 20 s for 1.5 million rows); reads and writes work
+// meanwhile, and it logs when it starts and ends.
 func Open(dir string, o Options) (*Store, error) {
 	if o.Retention <= 0 {
 		o.Retention = DefaultRetention
@@ -196,31 +211,45 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	s := &Store{w: w, r: r, opts: o, log: o.Log, stop: make(chan struct{}), done: make(chan struct{})}
-	if err := s.Prune(context.Background()); err != nil {
-		s.log.Warn("store: pruning at open failed", "err", err)
-	}
+	s := &Store{w: w, r: r, opts: o, log: o.Log, done: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.pruneLoop()
 	return s, nil
 }
+
+// pruned counts the rows one prune deleted, by table.
+type pruned struct {
+	verdicts, signals, latest, rollups int64
+}
+
+func (p pruned) any() bool { return p.verdicts+p.signals+p.latest+p.rollups > 0 }
 
 // Prune deletes raw verdicts and signals older than Retention, rollups older
 // than RollupRetention and latest entries older than Retention. It runs at
 // Open and every PruneInterval; it deletes in chunks so writers are not held
 // up for long.
 func (s *Store) Prune(ctx context.Context) error {
+	_, err := s.prune(ctx, s.opts.Now())
+	return err
+}
+
+// prune is Prune at now; it returns what it deleted, also when it fails
+// or ctx ends part-way.
+func (s *Store) prune(ctx context.Context, now time.Time) (pruned, error) {
+	var done pruned
 	if err := s.enter(); err != nil {
-		return err
+		return done, err
 	}
 	defer s.mu.RUnlock()
-	now := s.opts.Now()
 	raw := now.Add(-s.opts.Retention).UnixNano()
 	roll := now.Add(-s.opts.RollupRetention).UnixNano()
 	for _, p := range []struct {
 		table, col string
 		before     int64
+		n          *int64
 	}{
-		{"verdicts", "at", raw}, {"signals", "at", raw}, {"latest", "at", raw}, {"rollups", "minute", roll},
+		{"verdicts", "at", raw, &done.verdicts}, {"signals", "at", raw, &done.signals},
+		{"latest", "at", raw, &done.latest}, {"rollups", "minute", roll, &done.rollups},
 	} {
 		for {
 			var res sql.Result
@@ -229,40 +258,86 @@ func (s *Store) Prune(ctx context.Context) error {
 				// WITHOUT ROWID tables: one statement (few rows).
 				res, err = s.w.ExecContext(ctx, "DELETE FROM "+p.table+" WHERE "+p.col+" < ?", p.before)
 			} else {
-				res, err = s.w.ExecContext(ctx, "DELETE FROM "+p.table+" WHERE rowid IN (SELECT rowid FROM "+p.table+" WHERE "+p.col+" < ? LIMIT 5000)", p.before)
+				res, err = s.w.ExecContext(ctx, "DELETE FROM "+p.table+" WHERE rowid IN (SELECT rowid FROM "+p.table+" WHERE "+p.col+" < ? LIMIT ?)", p.before, pruneChunk)
+			}
+			if err == nil && ctx.Err() != nil {
+				err = ctx.Err()
 			}
 			if err != nil {
-				return fmt.Errorf("store: prune %s: %w", p.table, err)
+				if ctx.Err() != nil {
+					err = ctx.Err() // the driver's "interrupted" says less
+				}
+				return done, fmt.Errorf("store: prune %s: %w", p.table, err)
 			}
 			n, _ := res.RowsAffected()
-			if n < 5000 || p.table == "latest" || p.table == "rollups" {
+			*p.n += n
+			if n < pruneChunk || p.table == "latest" || p.table == "rollups" {
 				break
+			}
+			if afterPruneChunk != nil {
+				afterPruneChunk(ctx)
 			}
 		}
 	}
-	return nil
+	return done, nil
 }
 
+// pruneLoop prunes once right after Open, logging the start and the end
+// (a large backlog takes a while), then every PruneInterval, until Close.
 func (s *Store) pruneLoop() {
 	defer close(s.done)
+	s.pruneLogged(true)
 	t := time.NewTicker(PruneInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-s.ctx.Done():
 			return
 		case <-t.C:
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						s.log.Error("store: pruning panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-					}
-				}()
-				if err := s.Prune(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-					s.log.Warn("store: pruning failed", "err", err)
-				}
-			}()
+			s.pruneLogged(false)
 		}
+	}
+}
+
+// pruneLogged runs one prune for pruneLoop. The one at start logs at info
+// level (when there is anything to delete) how many verdicts it is about
+// to delete and, at the end, what it deleted and how long it took; the
+// hourly ones log that at debug level. A Close during the prune stops it:
+// the rest is deleted at the next start.
+func (s *Store) pruneLogged(start bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("store: pruning panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	level := slog.LevelDebug
+	if start {
+		level = slog.LevelInfo
+	}
+	now := s.opts.Now()
+	before := now.Add(-s.opts.Retention)
+	if start {
+		// An indexed count: well under a second for millions of rows.
+		var old int64
+		err := s.r.QueryRowContext(s.ctx, "SELECT count(*) FROM verdicts WHERE at < ?", before.UnixNano()).Scan(&old)
+		if err == nil && old > 0 {
+			s.log.Info("store: pruning verdicts older than the retention in the background",
+				"retention", s.opts.Retention.String(), "before", before.UTC().Format(time.RFC3339), "verdicts", old)
+		}
+	}
+	began := time.Now()
+	done, err := s.prune(s.ctx, now)
+	took := time.Since(began).Round(time.Millisecond).String()
+	switch {
+	case errors.Is(err, ErrClosed):
+	case err != nil && s.ctx.Err() != nil:
+		s.log.Info("store: pruning stopped by close; the rest is pruned at the next start", "verdicts", done.verdicts,
+			"signals", done.signals, "rollups", done.rollups, "latest", done.latest, "duration", took)
+	case err != nil:
+		s.log.Warn("store: pruning failed", "err", err, "verdicts", done.verdicts, "duration", took)
+	case done.any():
+		s.log.Log(context.Background(), level, "store: pruned", "verdicts", done.verdicts, "signals", done.signals,
+			"rollups", done.rollups, "latest", done.latest, "duration", took)
 	}
 }
 
@@ -277,12 +352,13 @@ func (s *Store) enter() error {
 	return nil
 }
 
-// Close stops pruning, waits for in-flight calls, checkpoints the WAL and
-// closes the file. Later calls return nil.
+// Close stops pruning (a prune in progress ends after its current chunk),
+// waits for in-flight calls, checkpoints the WAL and closes the file.
+// Later calls return nil.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
-		close(s.stop)
+		s.cancel()
 		<-s.done
 		s.mu.Lock()
 		s.closed = true

@@ -120,13 +120,18 @@ func TestRetention(t *testing.T) {
 	if len(sig) != 1 || sig[0].Origin != "new" {
 		t.Fatalf("signals after pruning: %+v", sig)
 	}
-	// Pruning also runs at Open.
+	// Pruning also runs at Open, in the background.
 	s.Close()
 	clock.Store(now.Add(6 * 24 * time.Hour).UnixNano())
 	s2 := open(t, dir, o)
-	r, _ = s2.Rollups(ctx, reporting.HistoryQuery{})
-	if len(r) != 2 {
-		t.Fatalf("rollups after reopening 6 days later: %d, want 2", len(r))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		r, _ = s2.Rollups(ctx, reporting.HistoryQuery{})
+		if len(r) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rollups after reopening 6 days later: %d, want 2", len(r))
+		}
 	}
 	if h, _ := s2.History(ctx, reporting.HistoryQuery{}); len(h) != 0 {
 		t.Fatalf("raw verdicts after reopening 6 days later: %d, want 0", len(h))
