@@ -231,8 +231,8 @@ type HTTPSpec struct {
 	// Path is joined to the target's base URL; it may carry a query string.
 	// Default "/". Cannot be combined with URL.
 	Path string `mapstructure:"path"`
-	// Headers are request headers; names arrive lower-cased from YAML and
-	// are canonicalised. A "host" header sets the Host sent. They override
+	// Headers are request headers; names keep the file's case and are
+	// canonicalised (names differing only in case are a config error). A "host" header sets the Host sent. They override
 	// the default User-Agent and X-Vigil-Check.
 	Headers map[string]string `mapstructure:"headers"`
 	// Body is the request body as text. Default: none.

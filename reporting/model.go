@@ -72,8 +72,9 @@ type Verdict struct {
 	Artifact string
 	// URL is the page URL at failure for browser scripts, or the probed URL.
 	URL string
-	// CertExpiry is the leaf certificate's NotAfter for TLS and HTTPS runs
-	// (zero otherwise), for the certificate-expiry alert.
+	// CertExpiry is the earliest NotAfter of the certificates the server
+	// presented, for TLS and HTTPS runs (zero otherwise), for the
+	// certificate-expiry alert.
 	CertExpiry time.Time
 }
 
