@@ -342,11 +342,18 @@ func (r *run) readText(ctx context.Context, fr *selector, sel selector, cond fun
 		frame = state
 		if state == "" {
 			et, err = evalIn[elementText](ctx, sc, js)
-			if err != nil && fr != nil && ctx.Err() == nil && !r.tab.browserDead() {
+			var ee *chromedp.ExceptionError
+			switch {
+			case err == nil, ctx.Err() != nil, r.tab.browserDead(), errors.As(err, &ee):
+			case fr != nil:
 				// The frame's document went away (it navigated), or its
 				// process did: find it anew.
 				r.tab.forgetFrame(sc.t)
 				frame, err = frameNoDoc, nil
+			default:
+				// A navigation replaced the document while it was asked
+				// (a click that submitted a form): ask the new one.
+				et, err = elementText{}, nil
 			}
 			if err != nil {
 				return et, frame, err
@@ -730,6 +737,18 @@ type actionState struct {
 	Y     float64 `json:"y"`
 }
 
+// frameHitJS tells whether a click at a point of the page (x, y) reaches
+// the iframe sel finds, as actionableJS does inside the frame: "ok",
+// "offscreen", or "covered" by an element of the page over the iframe.
+const frameHitJS = `((sel, x, y) => {
+  if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return {state: 'offscreen'};
+  const f = find(sel), h = document.elementFromPoint(x, y);
+  if (!h || h === f) return {state: 'ok'};
+  const cls = (typeof h.className === 'string' ? h.className : '').trim().split(/\s+/).filter(Boolean).slice(0, 2);
+  const tag = h.tagName.toLowerCase();
+  return {state: 'covered', by: h.id ? tag + '#' + h.id : (cls.length ? tag + '.' + cls.join('.') : tag)};
+})(%s, %v, %v)`
+
 // What waitActionable waits for, besides the element being there.
 const (
 	needVisible = 1 << iota // it has a box and is not visibility: hidden
@@ -778,8 +797,9 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 				} else {
 					st.X += sc.x
 					st.Y += sc.y
-					if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf("%v >= 0 && %v >= 0 && %v < innerWidth && %v < innerHeight", st.X, st.Y, st.X, st.Y))); !ok {
-						st.State = "offscreen"
+					hit, _ := chromedp.Run(ctx, chromedp.Evaluate[actionState](pageJS(frameHitJS, fr.js(), st.X, st.Y)))
+					if hit.State != "ok" {
+						st.State, st.By = hit.State, hit.By
 					} else if p := prev; p == nil || math.Abs(p.X-st.X) > 0.5 || math.Abs(p.Y-st.Y) > 0.5 {
 						at := st
 						prev = &at
@@ -830,6 +850,10 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 					break
 				}
 				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", what, timeoutText)
+				if action == "wait_visible" {
+					// As wait_visible always said: what it waited for.
+					msg = fmt.Sprintf("%s: not visible within %s", what, timeoutText)
+				}
 			}
 			return last, scope{}, r.elementWaitFail(ctx, ctx.Err(), what, msg), false
 		case <-time.After(pollInterval):

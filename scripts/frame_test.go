@@ -82,7 +82,11 @@ func frameServers(t testing.TB) (host, port, site *payServer) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /host", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>host</title>
+		veil := ""
+		if r.URL.Query().Has("veil") {
+			veil = `<div id="veil" style="position: fixed; inset: 0; background: rgba(0,0,0,.3)"></div>`
+		}
+		io.WriteString(w, `<!doctype html><title>host</title>`+veil+`
 <button id="decoy" type="button" onclick="document.title = 'decoy clicked'">Pay</button>
 <div style="height: 900px">tall</div>
 <iframe id="same" src="/pay"></iframe>
@@ -138,17 +142,19 @@ func TestBrowserFrameForm(t *testing.T) {
 func TestBrowserFrameErrors(t *testing.T) {
 	b := needChromium(t)
 	host, _, _ := frameServers(t)
-	for _, tc := range []struct{ step, want string }{
-		{`{click: "text=Pay", frame: "#nope"}`, `click text=Pay: frame #nope: no element within 1s`},
-		{`{wait_text: {selector: "#done", contains: x}, frame: "#nope"}`, `wait_text #done: frame #nope: no element within 1s`},
-		{`{eval: {js: "1"}, frame: "text=Nowhere"}`, `eval: frame text=Nowhere: no element within 1s`},
-		{`{extract: {v: {text: "#card"}}, frame: "#nope"}`, `extract v from #card: frame #nope: no element within 1s`},
-		{`{click: "text=Pay", frame: "#decoy"}`, `click text=Pay: frame #decoy: a <button>, not an iframe`},
-		{`{type: {selector: "#card", text: "1"}}`, `type #card: no element within 1s`},
+	for _, tc := range []struct{ page, step, want string }{
+		{"", `{click: "text=Pay", frame: "#nope"}`, `click text=Pay: frame #nope: no element within 1s`},
+		// The page's own element over the iframe takes the click.
+		{"?veil", `{click: "text=Pay", frame: "#same"}`, `click text=Pay: covered by div#veil within 1s`},
+		{"", `{wait_text: {selector: "#done", contains: x}, frame: "#nope"}`, `wait_text #done: frame #nope: no element within 1s`},
+		{"", `{eval: {js: "1"}, frame: "text=Nowhere"}`, `eval: frame text=Nowhere: no element within 1s`},
+		{"", `{extract: {v: {text: "#card"}}, frame: "#nope"}`, `extract v from #card: frame #nope: no element within 1s`},
+		{"", `{click: "text=Pay", frame: "#decoy"}`, `click text=Pay: frame #decoy: a <button>, not an iframe`},
+		{"", `{type: {selector: "#card", text: "1"}}`, `type #card: no element within 1s`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			r := browserRunner(t, b, "", `
-- browser: {navigate: /host}
+- browser: {navigate: "/host`+tc.page+`"}
 - {name: s, timeout: 1s, browser: `+tc.step+`}
 `, 20*time.Second)
 			res := r.Run(context.Background(), checks.Target{Name: "x", URL: host.URL})
