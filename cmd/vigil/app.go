@@ -149,6 +149,11 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 	}
 	var sinks []reporting.NamedSink
 	if cfg.Store.Embedded.On() {
+		if o.roles.canary {
+			if err := a.lockStore(cfg.Agent.DataDir, o.shard); err != nil {
+				return nil, err
+			}
+		}
 		opts := cfg.Store.Embedded.Options()
 		opts.Log = a.log
 		s, err := store.Open(cfg.Agent.DataDir, opts)
@@ -635,6 +640,29 @@ func (a *app) lock(dir, part, what string) error {
 		a.locks = append(a.locks, f)
 	}
 	return nil
+}
+
+// lockStore keeps two canaries from running the same pairs into one
+// embedded store, which would write every verdict twice: a canary locks
+// <data_dir>/store.lock exclusively, a sharded one (--shard i/n) locks it
+// shared and store-shard-i-of-n.lock exclusively, so the shards of one
+// check set may share the store but not with an unsharded canary or a
+// second copy of a shard. A proxy may share the store (it writes only its
+// own signals); vigil check and validate do not open it.
+func (a *app) lockStore(dir string, shard canary.Shard) error {
+	const what = "the store (vigil.db)"
+	if shard.Of <= 1 {
+		return a.lock(dir, "store", what)
+	}
+	f, err := lockDataDirShared(dir, "store", what)
+	if err != nil {
+		return err
+	}
+	if f != nil {
+		a.locks = append(a.locks, f)
+	}
+	return a.lock(dir, fmt.Sprintf("store-shard-%d-of-%d", shard.Index+1, shard.Of),
+		fmt.Sprintf("shard %d/%d of the store (vigil.db)", shard.Index+1, shard.Of))
 }
 
 // watchReload reloads the config on SIGHUP and when the file changes.

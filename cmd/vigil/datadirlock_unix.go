@@ -14,17 +14,30 @@ import (
 // lockDataDir takes an exclusive lock on <dir>/<part>.lock for the life of
 // the process, for a part of the data dir that one process at a time may
 // use: the InfluxDB outbox (two writers would corrupt each other's cursor
-// and delay or duplicate points) and the alerter's state. The embedded
-// SQLite store may be shared (a proxy can read what a canary on the same
-// host writes). A second process refuses to start and names the holder. The
+// and delay or duplicate points), the alerter's state, and the embedded
+// store's verdicts (two canaries would write every verdict twice; a proxy
+// may still share the store: it reads verdicts and writes its own
+// signals). A second process refuses to start and names the holder. The
 // kernel drops the lock when the process exits, even on kill -9.
 func lockDataDir(dir, part, what string) (*os.File, error) {
+	return flockPart(dir, part, what, syscall.LOCK_EX)
+}
+
+// lockDataDirShared takes a shared lock on <dir>/<part>.lock: processes
+// holding it may run together, but none while another holds lockDataDir's
+// exclusive lock on the part, and the other way round (sharded canaries on
+// one store: each shard also locks its own part exclusively).
+func lockDataDirShared(dir, part, what string) (*os.File, error) {
+	return flockPart(dir, part, what, syscall.LOCK_SH)
+}
+
+func flockPart(dir, part, what string, how int) (*os.File, error) {
 	path := filepath.Join(dir, part+".lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("agent.data_dir: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		who := strings.TrimSpace(string(holder))
@@ -35,7 +48,11 @@ func lockDataDir(dir, part, what string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("agent.data_dir: %s: %s is in use by %s (give each process its own data_dir)", dir, what, who)
 	}
+	// The file names the exclusive holder; shared holders are several, and
+	// clear a name left by an earlier exclusive holder.
 	f.Truncate(0)
-	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	if how == syscall.LOCK_EX {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
 	return f, nil
 }
