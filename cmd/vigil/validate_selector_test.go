@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// TestValidatePlaywrightSelector: `vigil validate` rejects a Playwright or
-// XPath selector (exit 2) naming the file, the key and what the selector
-// is, instead of accepting it for querySelector to reject at run time; CSS
-// with "//", "=" or ">>" inside attribute values passes.
+// TestValidatePlaywrightSelector: `vigil validate` rejects a Playwright
+// selector it does not take, or XPath (exit 2), naming the file, the key and
+// what the selector is, instead of accepting it for querySelector to reject
+// at run time; CSS with "//", "=" or ">>" inside attribute values, and text
+// selectors, pass.
 func TestValidatePlaywrightSelector(t *testing.T) {
 	bad := writeConfig(t, `
 targets: [{name: o, url: "http://127.0.0.1:1"}]
@@ -17,15 +18,15 @@ checks:
     targets: [o]
     script:
       - browser: {navigate: /login}
-      - browser: {click: "text=Log in"}
+      - browser: {click: "role=button"}
       - browser: {wait_visible: "//button[@id='submit']"}
       - browser: {click: "#form >> button"}
 `)
 	out, code := runCLI(t, "validate", "-c", bad)
 	for _, want := range []string{
-		`checks[0].script[1].browser.click: "text=Log in": a Playwright text selector; vigil takes CSS selectors only (to wait for text use wait_text / assert_text with a CSS selector, or eval)`,
-		`checks[0].script[2].browser.wait_visible: "//button[@id='submit']": an XPath selector; vigil takes CSS selectors only`,
-		`checks[0].script[3].browser.click: "#form >> button": a Playwright selector chain; vigil takes CSS selectors only`,
+		`checks[0].script[1].browser.click: "role=button": a Playwright role selector; vigil takes CSS selectors and text=… (in CSS, match the element or its role attribute, e.g. button or [role="button"])`,
+		`checks[0].script[2].browser.wait_visible: "//button[@id='submit']": an XPath selector; vigil takes CSS selectors and text=…`,
+		`checks[0].script[3].browser.click: "#form >> button": a Playwright selector chain; vigil takes CSS selectors and text=… (a descendant is "a b", a child "a > b"; text= takes no chain)`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %s", want)
@@ -45,6 +46,8 @@ checks:
       - browser: {click: 'a[href="//cdn.example/x"]'}
       - browser: {wait_visible: '[data-x="text=1"]'}
       - browser: {wait_text: {selector: '[title="a >> b"], div > p, :is(a, b), #id', contains: x}}
+      - browser: {click: "text=Log in"}
+      - browser: {click: 'text="Log in"'}
 `)
 	if out, code := runCLI(t, "validate", "-c", ok); code != 0 || strings.TrimSpace(out) != "ok" {
 		t.Errorf("CSS selectors: exit %d: %s", code, out)
