@@ -587,6 +587,15 @@ func (c *Canary) signal() {
 	}
 }
 
+// slotKey is what a pair's interval slot is hashed from: the pair and the
+// canary's region and vantage, so that the canaries of several regions
+// probing one pair take turns over its interval (a fault is seen by the
+// first of them within interval ÷ regions, and the origin is not probed by
+// all of them at once), while a restart of one canary keeps its slots.
+func slotKey(key string, cfg *Config) string {
+	return key + "\x00" + cfg.Agent.Region + "\x00" + cfg.Agent.Vantage
+}
+
 // Reload swaps in a new validated config and its pairs atomically. Pairs
 // whose Key() is unchanged keep their state machine, latest verdict,
 // counters and schedule (their thresholds follow the new config; a changed
@@ -635,7 +644,7 @@ func (c *Canary) Reload(cfg *Config, pairs []Pair) {
 			e.mu.Unlock()
 			if prev.Check.Interval != p.Check.Interval || prev.Check.Cron != p.Check.Cron {
 				e.plan = pl
-				e.next = e.plan.first(key, now)
+				e.next = e.plan.first(slotKey(key, cfg), now)
 				c.queue.fix(e)
 			} else {
 				e.plan.jitter = pl.jitter
@@ -643,7 +652,7 @@ func (c *Canary) Reload(cfg *Config, pairs []Pair) {
 		} else {
 			e = &entry{key: key, idx: -1, machine: NewMachine(ParamsFor(p.Check)), plan: pl}
 			e.pair.Store(&p)
-			e.next = e.plan.first(key, now)
+			e.next = e.plan.first(slotKey(key, cfg), now)
 			heap.Push(&c.queue, e)
 		}
 		c.entries[key] = e
