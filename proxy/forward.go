@@ -938,13 +938,17 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// panics. (A function literal: defers inside the loop would be
 		// heap-allocated per request.) A body that broke aborts the client
 		// connection in bodyEnded, once the try is recorded.
+		// The status is read before respond: once the body has ended, the
+		// fast path's origin connection, and resp with it, may already be
+		// serving another request.
+		status := resp.StatusCode
 		berr := func() error {
 			defer cancel(nil)
 			defer o.inflight.Add(-1)
 			return pl.respond(w, r, resp, method, h2Send)
 		}()
 		if berr != nil || !settled {
-			pl.bodyEnded(o, w, r, watch, resp.StatusCode, settled, lat, try+1, berr)
+			pl.bodyEnded(o, w, r, watch, status, settled, lat, try+1, berr)
 		}
 		if unread {
 			finishUpload(w, r, rb.ended, cfg.TryTimeout)
