@@ -143,6 +143,30 @@ func TestRedirectHopCause(t *testing.T) {
 	}
 }
 
+// TestRedirectHopCauseReusedConnection: a redirect to the same origin with
+// reuse_connections goes out on the kept-alive connection of the first hop;
+// when that hop never answers, the cause is timeout, not connect_timeout
+// (the reused connection reports no ConnectDone).
+func TestRedirectHopCauseReusedConnection(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/go" {
+			http.Redirect(w, r, "/hang", http.StatusFound)
+			return
+		}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	h, err := checks.NewHTTP(checks.HTTPSpec{URL: srv.URL + "/go", FollowRedirects: true, ReuseConnections: true}, checks.Expect{},
+		checks.Options{Timeout: 400 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.Run(context.Background(), checks.Target{URL: srv.URL})
+	if r.Cause != checks.CauseTimeout || !strings.Contains(r.Err, "timeout: no response within") {
+		t.Fatalf("cause %q err %q, want timeout: no response within", r.Cause, r.Err)
+	}
+}
+
 // TestTTFBAfterInterimResponse: a 103 Early Hints sent at once does not
 // stop ttfb; it runs to the first byte of the final response (RFC 9110
 // §15.2: a 1xx is interim). Over HTTP/1.1 and h2.

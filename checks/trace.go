@@ -143,6 +143,9 @@ func (t *runTrace) gotConn(info httptrace.GotConnInfo) {
 	mc, _ := c.(*markConn)
 	t.mu.Lock()
 	t.conn = mc
+	// A reused keep-alive connection reports no ConnectDone: the hop is
+	// connected all the same.
+	t.connected = true
 	t.mu.Unlock()
 }
 
