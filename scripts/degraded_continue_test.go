@@ -34,6 +34,8 @@ func newSlowOrigin(t *testing.T) *slowOrigin {
 			o.echoes.Add(1)
 			o.lastAuth.Store(r.Header.Get("Authorization"))
 		case "/ok":
+		case "/nocontent":
+			w.WriteHeader(http.StatusNoContent)
 		default:
 			http.NotFound(w, r)
 		}
@@ -56,6 +58,7 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 		steps     []checks.Cause
 		skipped   []bool
 		echoes    int64
+		status    int // the run's status code (0: not checked)
 	}{
 		{
 			name: "slow then 500 is a hard failure",
@@ -77,6 +80,17 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 			steps:     []checks.Cause{checks.CauseDuration, ""},
 			skipped:   []bool{false, false},
 			echoes:    1,
+		},
+		{
+			name: "a slow run's status is the slow step's",
+			src: `
+- {http: {path: /slow}, expect: {ttfb: 100ms}}
+- {http: {path: /nocontent}}`,
+			cause:     checks.CauseTTFB,
+			errPrefix: `step 0 "0 http" (http): ttfb `,
+			steps:     []checks.Cause{checks.CauseTTFB, ""},
+			skipped:   []bool{false, false},
+			status:    200,
 		},
 		{
 			name: "the first slow step decides a slow run",
@@ -139,6 +153,9 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 			}
 			if want := string(tc.steps[stepOf(tc.errPrefix)]); failing != want {
 				t.Errorf("first failing run assertion %q, want %q (%+v)", failing, want, res.Assertions)
+			}
+			if tc.status != 0 && res.StatusCode != tc.status {
+				t.Errorf("run status %d, want %d (the deciding step's)", res.StatusCode, tc.status)
 			}
 			if got := o.echoes.Load() - before; got != tc.echoes {
 				t.Errorf("/echo requested %d times, want %d", got, tc.echoes)

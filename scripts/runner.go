@@ -290,7 +290,9 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		if res.Phases.TTFB == 0 && o.ttfb > 0 && !s.Always {
 			res.Phases.TTFB = o.ttfb
 		}
-		if o.status != 0 && !failed {
+		// A slow run's status is its deciding slow step's (set below),
+		// not a later passing step's.
+		if o.status != 0 && !failed && !slow {
 			res.StatusCode = o.status
 		}
 		// A step that only missed a speed target (ttfb, duration) makes the
