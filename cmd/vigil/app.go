@@ -647,7 +647,7 @@ func (a *app) lock(dir, part, what string) error {
 // <data_dir>/store.lock exclusively, a sharded one (--shard i/n) locks it
 // shared and store-shard-i-of-n.lock exclusively, so the shards of one
 // check set may share the store but not with an unsharded canary or a
-// second copy of a shard. A proxy may share the store (it writes only its
+// second copy of a shard, nor shards of another count. A proxy may share the store (it writes only its
 // own signals); vigil check and validate do not open it.
 func (a *app) lockStore(dir string, shard canary.Shard) error {
 	const what = "the store (vigil.db)"
@@ -660,6 +660,24 @@ func (a *app) lockStore(dir string, shard canary.Shard) error {
 	}
 	if f != nil {
 		a.locks = append(a.locks, f)
+	}
+	// Shards of another count (a re-shard half done) would run some pairs
+	// twice: each shard also holds store-shards-of-n.lock shared, and
+	// refuses to start while a lock for another n is held.
+	f, err = lockDataDirShared(dir, fmt.Sprintf("store-shards-of-%d", shard.Of), what)
+	if err != nil {
+		return err
+	}
+	if f != nil {
+		a.locks = append(a.locks, f)
+	}
+	others, _ := filepath.Glob(filepath.Join(dir, "store-shards-of-*.lock"))
+	for _, o := range others {
+		part := strings.TrimSuffix(filepath.Base(o), ".lock")
+		if part != fmt.Sprintf("store-shards-of-%d", shard.Of) && partHeld(dir, part) {
+			return fmt.Errorf("agent.data_dir: %s: the store (vigil.db) is in use by canaries sharded %s, not %d (run every shard of one check set with the same --shard i/n, or give each its own data_dir)",
+				dir, strings.TrimPrefix(part, "store-shards-of-")+" ways", shard.Of)
+		}
 	}
 	return a.lock(dir, fmt.Sprintf("store-shard-%d-of-%d", shard.Index+1, shard.Of),
 		fmt.Sprintf("shard %d/%d of the store (vigil.db)", shard.Index+1, shard.Of))

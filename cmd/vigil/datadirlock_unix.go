@@ -56,3 +56,18 @@ func flockPart(dir, part, what string, how int) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// partHeld reports whether another process holds a lock (shared or
+// exclusive) on <dir>/<part>.lock. The file is neither created nor changed.
+func partHeld(dir, part string) bool {
+	f, err := os.Open(filepath.Join(dir, part+".lock"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}

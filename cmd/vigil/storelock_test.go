@@ -70,8 +70,9 @@ func TestStoreLockOneCanary(t *testing.T) {
 }
 
 // TestStoreLockShards: the shards of one check set may share a store
-// (vigil canary --shard i/n), but not with a second copy of a shard or
-// with an unsharded canary, which would write their verdicts twice.
+// (vigil canary --shard i/n), but not with a second copy of a shard, with
+// an unsharded canary or with shards of another count, which would write
+// some verdicts twice.
 func TestStoreLockShards(t *testing.T) {
 	o := checktest.NewOrigin()
 	defer o.Close()
@@ -104,6 +105,10 @@ func TestStoreLockShards(t *testing.T) {
 	if _, err := start(canary.Shard{}); err == nil ||
 		err.Error() != fmt.Sprintf("agent.data_dir: %s: the store (vigil.db) is in use by another process (give each process its own data_dir)", dir) {
 		t.Errorf("an unsharded canary beside the shards: %v, want a refusal", err)
+	}
+	if _, err := start(canary.Shard{Index: 0, Of: 3}); err == nil ||
+		err.Error() != fmt.Sprintf("agent.data_dir: %s: the store (vigil.db) is in use by canaries sharded 2 ways, not 3 (run every shard of one check set with the same --shard i/n, or give each its own data_dir)", dir) {
+		t.Errorf("shard 1/3 beside shards of 2: %v, want a refusal naming both counts", err)
 	}
 	for _, a := range running {
 		a.close(context.Background())
