@@ -245,7 +245,15 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		// with the config of the moment (a reload may bring new ones).
 		al, err := alerting.New(cfg.Alerting, cfg.SLOs, a.hist, alerting.Options{Log: a.log, Registry: a.reg,
 			StatePath: filepath.Join(cfg.Agent.DataDir, "alerts.json"),
-			Redact:    func(s string) string { return a.current().redactor.redact(s) }})
+			Redact:    func(s string) string { return a.current().redactor.redact(s) },
+			// A canary in this process whose store refuses its writes
+			// (a full disk) is named in dead-man alerts.
+			WriteHealth: func() error {
+				if a.fan == nil || a.can == nil {
+					return nil
+				}
+				return a.fan.Health()
+			}})
 		if err != nil {
 			return nil, fmt.Errorf("alerting: %w", err)
 		}

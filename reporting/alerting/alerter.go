@@ -38,6 +38,11 @@ type Options struct {
 	// know are secret, such as ${NAME} values interpolated into the config
 	// elsewhere than a secret field. Default nil: none.
 	Redact func(string) string
+	// WriteHealth, if set, reports whether this process's own verdict
+	// writes are failing (a full disk, a store that refuses them): while
+	// it returns an error, dead-man alerts say so, as the likely reason
+	// the verdicts stopped. Default nil: not known.
+	WriteHealth func() error
 	// StatePath is a JSON file that keeps alert and group state across
 	// restarts: New restores it, and every evaluation or delivery result
 	// that changes the firing set, a pending timer, what a group was told
@@ -56,12 +61,13 @@ type Options struct {
 // Alerter evaluates the rules over a HistorySource and notifies receivers.
 // Its methods are safe for concurrent use.
 type Alerter struct {
-	src     reporting.HistorySource
-	now     func() time.Time
-	log     *slog.Logger
-	client  *http.Client
-	metrics *metrics
-	redact  func(string) string // Options.Redact; nil for none
+	src         reporting.HistorySource
+	now         func() time.Time
+	log         *slog.Logger
+	client      *http.Client
+	metrics     *metrics
+	redact      func(string) string // Options.Redact; nil for none
+	writeHealth func() error        // Options.WriteHealth; nil for none
 
 	evalMu sync.Mutex   // serialises Evaluate
 	rcache rollupCaches // guarded by evalMu
@@ -180,7 +186,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		return nil, err
 	}
 	a := &Alerter{
-		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m, redact: o.Redact,
+		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m, redact: o.Redact, writeHealth: o.WriteHealth,
 		cfg: cfg, slos: slos, links: newLinker(cfg),
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
 		streamOwed: map[string]*owed{}, rcache: rollupCaches{}, statePath: o.StatePath,
@@ -328,6 +334,15 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	now := a.now()
 	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache,
 		readFailedAt: a.readFailedAt, deadFiring: deadFiring, checks: checks, pairs: pairs, held: held}
+	if a.writeHealth != nil {
+		if werr := a.writeHealth(); werr != nil {
+			msg, _, _ := strings.Cut(werr.Error(), "\n")
+			if a.redact != nil {
+				msg = a.redact(msg)
+			}
+			e.writeErr = msg
+		}
+	}
 	cands, err := e.run(ctx, slos)
 	if err != nil {
 		// Nothing changes: no alert resolves or fires on a failed read.
@@ -360,6 +375,9 @@ type evaluator struct {
 	// deadFiring holds the region+"\x00"+check of firing dead-man alerts.
 	readFailedAt time.Time
 	deadFiring   map[string]bool
+	// writeErr is the first line of this process's failing verdict
+	// writes (Options.WriteHealth); "" when they work or it is not known.
+	writeErr string
 	// checks are the configured check names (nil: not known); pairs the
 	// configured targets by check (nil: not known).
 	checks map[string]bool

@@ -257,6 +257,9 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 			Regions: []string{v.Region}, Value: silent.Seconds()}
 		a.Summary = fmt.Sprintf("no verdict for check %s from region %s for %s (limit %d × %s)",
 			v.Check, v.Region, silent.Truncate(time.Second), e.cfg.DeadMan.Intervals, v.Interval)
+		if e.writeErr != "" {
+			a.Summary += "; verdict writes of the alerting process are failing, the likely reason: " + e.writeErr
+		}
 		hold := e.cfg.DeadMan.For
 		if hold == 0 {
 			hold = 2 * v.Interval
