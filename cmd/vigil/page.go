@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
@@ -45,6 +47,24 @@ func (a *app) statusPage() http.Handler {
 	}
 	if a.can != nil {
 		o.LastRuns = a.pageLastRuns
+		// This canary's own pairs that a reload removed leave the page at
+		// once; other regions' series are not this config's to judge.
+		var mu sync.Mutex
+		var of *File // the config pairs was computed from
+		var pairs map[string][]string
+		o.Removed = func(region, check, target string) bool {
+			cfg := a.current()
+			mu.Lock()
+			if of != cfg {
+				of, pairs = cfg, cfg.pairNames()
+			}
+			ps := pairs
+			mu.Unlock()
+			if ps == nil || region != cfg.Agent.Region {
+				return false
+			}
+			return !slices.Contains(ps[check], target)
+		}
 	}
 	if a.alr != nil {
 		o.Alerts = a.pageAlerts

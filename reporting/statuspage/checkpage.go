@@ -231,6 +231,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	}
 
 	vs, err := p.o.Verdicts.Verdicts(ctx, max(p.o.Forget, 0))
+	vs = p.present(vs)
 	if err != nil {
 		fail("cannot read verdicts", err)
 	}

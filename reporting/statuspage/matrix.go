@@ -235,6 +235,7 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 	d := indexData{base: p.base(r, now, "")}
 	code := http.StatusOK
 	vs, err := p.o.Verdicts.Verdicts(ctx, max(p.o.Forget, 0))
+	vs = p.present(vs)
 	if err != nil {
 		p.log.Warn("statuspage: read verdicts", "err", err)
 		d.Error = "cannot read verdicts: " + err.Error()

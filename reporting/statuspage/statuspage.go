@@ -118,6 +118,10 @@ type Options struct {
 	// check, target or region removed from the config); younger ones past
 	// their Expires show as unknown. Default 24h; negative: never.
 	Forget time.Duration
+	// Removed, if set, reports a series this process knows is no longer
+	// run (its own canary's region, a pair removed from its config): it is
+	// left out at once instead of showing as unknown until Forget.
+	Removed func(region, check, target string) bool
 	// Logger receives request errors. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -387,4 +391,18 @@ func (c *uptimeCache) put(check string, now time.Time, rows []uptimeRow) {
 		clear(c.entries)
 	}
 	c.entries[check] = uptimeEntry{at: now, rows: rows}
+}
+
+// present leaves out the series Options.Removed names.
+func (p *Page) present(vs []reporting.Verdict) []reporting.Verdict {
+	if p.o.Removed == nil {
+		return vs
+	}
+	out := vs[:0:0]
+	for _, v := range vs {
+		if !p.o.Removed(v.Region, v.Check, v.Target) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
