@@ -55,35 +55,18 @@ document.getElementById('f').addEventListener('submit', () => {
 // /submit.
 type formServer struct {
 	*httptest.Server
-	mu   sync.Mutex
-	form url.Values
+	formSink
 }
 
 func newFormServer(t testing.TB) *formServer {
 	s := &formServer{}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /form", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, fillPage)
-	})
-	mux.HandleFunc("POST /submit", func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err == nil {
-			s.mu.Lock()
-			s.form = r.PostForm
-			s.mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>sent</title><p id="done">ok</p>`)
+	s.route(mux, "/form", fillPage, "/submit", func(url.Values) string {
+		return `<!doctype html><title>sent</title><p id="done">ok</p>`
 	})
 	s.Server = httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
-}
-
-func (s *formServer) posted() url.Values {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.form
 }
 
 // TestBrowserFillReplacesValues: fill replaces the prefilled values of a

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,8 +27,7 @@ const payPage = `<!doctype html><title>pay</title>
 // payServer serves payPage at /pay and records the form posted to /paid.
 type payServer struct {
 	*httptest.Server
-	mu   sync.Mutex
-	form url.Values
+	formSink
 }
 
 // newPayServer starts a payServer listening on host (127.0.0.1, or
@@ -40,18 +38,8 @@ func newPayServer(t testing.TB, host string, mux *http.ServeMux) *payServer {
 	if mux == nil {
 		mux = http.NewServeMux()
 	}
-	mux.HandleFunc("GET /pay", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, payPage)
-	})
-	mux.HandleFunc("POST /paid", func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err == nil {
-			s.mu.Lock()
-			s.form = r.PostForm
-			s.mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>paid</title><p id="done">Paid</p>`)
+	s.route(mux, "/pay", payPage, "/paid", func(url.Values) string {
+		return `<!doctype html><title>paid</title><p id="done">Paid</p>`
 	})
 	ln, err := net.Listen("tcp", host+":0")
 	if err != nil {
@@ -63,12 +51,6 @@ func newPayServer(t testing.TB, host string, mux *http.ServeMux) *payServer {
 	s.Server.Start()
 	t.Cleanup(s.Close)
 	return s
-}
-
-func (s *payServer) posted() url.Values {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.form
 }
 
 // frameServers starts the page's server (127.0.0.1), which serves /host:

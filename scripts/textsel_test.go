@@ -3,12 +3,10 @@ package scripts
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -124,35 +122,18 @@ const textPage = `<!doctype html><title>login</title>
 // /session, answering "Welcome, <user>".
 type textServer struct {
 	*httptest.Server
-	mu   sync.Mutex
-	form url.Values
+	formSink
 }
 
 func newTextServer(t testing.TB) *textServer {
 	s := &textServer{}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, textPage)
-	})
-	mux.HandleFunc("POST /session", func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err == nil {
-			s.mu.Lock()
-			s.form = r.PostForm
-			s.mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>home</title><main><p>Welcome, `+htmlEscape(r.PostForm.Get("user"))+`</p></main>`)
+	s.route(mux, "/login", textPage, "/session", func(form url.Values) string {
+		return `<!doctype html><title>home</title><main><p>Welcome, ` + htmlEscape(form.Get("user")) + `</p></main>`
 	})
 	s.Server = httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
-}
-
-func (s *textServer) posted() url.Values {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.form
 }
 
 func htmlEscape(s string) string {
