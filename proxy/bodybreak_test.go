@@ -17,18 +17,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// breakingOrigin is an origin on a real socket that reads each request
-// (head and Content-Length body), writes answer and ends the connection:
-// with a reset (SO_LINGER 0) when rst, else with a close. reqs counts the
-// requests it read.
-func breakingOrigin(t *testing.T, answer string, rst bool) (url string, reqs *atomic.Int64) {
+// rawConnOrigin is an origin on a real socket: serve gets each accepted
+// connection (with a 10s deadline) and a reader on it, and closes nothing
+// itself; the connection closes when serve returns.
+func rawConnOrigin(t *testing.T, serve func(c net.Conn, tp *textproto.Reader)) (url string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	reqs = &atomic.Int64{}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -38,29 +36,40 @@ func breakingOrigin(t *testing.T, answer string, rst bool) (url string, reqs *at
 			go func() {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(10 * time.Second))
-				tp := textproto.NewReader(bufio.NewReader(c))
-				if _, err := tp.ReadLine(); err != nil {
-					return
-				}
-				hdr, err := tp.ReadMIMEHeader()
-				if err != nil {
-					return
-				}
-				if n, _ := strconv.Atoi(hdr.Get("Content-Length")); n > 0 {
-					if _, err := io.CopyN(io.Discard, tp.R, int64(n)); err != nil {
-						return
-					}
-				}
-				reqs.Add(1)
-				io.WriteString(c, answer)
-				if rst {
-					time.Sleep(50 * time.Millisecond) // the head reaches the client first
-					c.(*net.TCPConn).SetLinger(0)
-				}
+				serve(c, textproto.NewReader(bufio.NewReader(c)))
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String(), reqs
+	return "http://" + ln.Addr().String()
+}
+
+// breakingOrigin is an origin on a real socket that reads each request
+// (head and Content-Length body), writes answer and ends the connection:
+// with a reset (SO_LINGER 0) when rst, else with a close. reqs counts the
+// requests it read.
+func breakingOrigin(t *testing.T, answer string, rst bool) (url string, reqs *atomic.Int64) {
+	t.Helper()
+	reqs = &atomic.Int64{}
+	return rawConnOrigin(t, func(c net.Conn, tp *textproto.Reader) {
+		if _, err := tp.ReadLine(); err != nil {
+			return
+		}
+		hdr, err := tp.ReadMIMEHeader()
+		if err != nil {
+			return
+		}
+		if n, _ := strconv.Atoi(hdr.Get("Content-Length")); n > 0 {
+			if _, err := io.CopyN(io.Discard, tp.R, int64(n)); err != nil {
+				return
+			}
+		}
+		reqs.Add(1)
+		io.WriteString(c, answer)
+		if rst {
+			time.Sleep(50 * time.Millisecond) // the head reaches the client first
+			c.(*net.TCPConn).SetLinger(0)
+		}
+	}), reqs
 }
 
 // startLogged is startWith logging to the returned tryLogs, with the

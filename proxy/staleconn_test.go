@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"bufio"
 	"net"
 	"net/textproto"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // keepAliveRacer is an origin on a real socket that answers the first
@@ -16,40 +14,23 @@ import (
 // reqs counts the requests it read.
 func keepAliveRacer(t *testing.T, second string) (url string, reqs *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	reqs = &atomic.Int64{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return rawConnOrigin(t, func(c net.Conn, tp *textproto.Reader) {
+		for n := 0; ; n++ {
+			if _, err := tp.ReadLine(); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				tp := textproto.NewReader(bufio.NewReader(c))
-				for n := 0; ; n++ {
-					if _, err := tp.ReadLine(); err != nil {
-						return
-					}
-					if _, err := tp.ReadMIMEHeader(); err != nil {
-						return
-					}
-					reqs.Add(1)
-					if n > 0 {
-						c.Write([]byte(second))
-						return
-					}
-					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-				}
-			}()
+			if _, err := tp.ReadMIMEHeader(); err != nil {
+				return
+			}
+			reqs.Add(1)
+			if n > 0 {
+				c.Write([]byte(second))
+				return
+			}
+			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
 		}
-	}()
-	return "http://" + ln.Addr().String(), reqs
+	}), reqs
 }
 
 // TestStaleConnRetryCounted: a GET on a reused origin connection that the
