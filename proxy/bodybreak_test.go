@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -13,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // rawConnOrigin is an origin on a real socket: serve gets each accepted
@@ -78,24 +75,7 @@ func startLogged(t *testing.T, cfg Config, engineName string) (*harness, *tryLog
 	t.Helper()
 	logs := &tryLogs{}
 	cfg.SignalWindow = 50 * time.Millisecond
-	h := &harness{t: t, reg: prometheus.NewRegistry(), signals: &signalRecorder{}, bgDone: make(chan struct{})}
-	p, err := New(cfg, nil, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		WithRegistry(h.reg), WithSignalSink(h.signals))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	h.p = p
-	h.front = newTestFrontWith(t, p, engineName)
-	h.client = &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	go func() { defer close(h.bgDone); p.background(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-h.bgDone
-		h.front.CloseClientConnections()
-		h.front.Close()
-	})
+	h := startLog(t, cfg, nil, true, engineName, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	return h, logs
 }
 

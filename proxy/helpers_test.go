@@ -178,8 +178,14 @@ func start(t *testing.T, cfg Config, src reporting.Source, background bool) *har
 // startWith is start with the front served by the named engine.
 func startWith(t *testing.T, cfg Config, src reporting.Source, background bool, engineName string) *harness {
 	t.Helper()
+	return startLog(t, cfg, src, background, engineName, testLogger(t))
+}
+
+// startLog is startWith with the proxy logging to log.
+func startLog(t *testing.T, cfg Config, src reporting.Source, background bool, engineName string, log *slog.Logger) *harness {
+	t.Helper()
 	h := &harness{t: t, reg: prometheus.NewRegistry(), signals: &signalRecorder{}, bgDone: make(chan struct{})}
-	p, err := New(cfg, src, testLogger(t), WithRegistry(h.reg), WithSignalSink(h.signals))
+	p, err := New(cfg, src, log, WithRegistry(h.reg), WithSignalSink(h.signals))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

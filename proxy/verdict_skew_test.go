@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks/checktest"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-synthetics/vigil/reporting"
 )
@@ -26,24 +23,7 @@ type skewLog = checktest.SyncBuffer
 func startSkewLogged(t *testing.T, cfg Config, src reporting.Source) (*harness, *skewLog) {
 	t.Helper()
 	lb := &skewLog{}
-	h := &harness{t: t, reg: prometheus.NewRegistry(), signals: &signalRecorder{}, bgDone: make(chan struct{})}
-	p, err := New(cfg, src, slog.New(slog.NewTextHandler(lb, nil)), WithRegistry(h.reg))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	h.p = p
-	h.front = newTestFront(t, p)
-	h.client = &http.Client{Timeout: 20 * time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	go func() { defer close(h.bgDone); p.background(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-h.bgDone
-		h.front.CloseClientConnections()
-		h.front.Close()
-	})
-	return h, lb
+	return startLog(t, cfg, src, true, testEngine(), slog.New(slog.NewTextHandler(lb, nil))), lb
 }
 
 // A verdict is fresh from max_age ago to max_age ahead: within that a
