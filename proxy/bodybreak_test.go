@@ -12,33 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// rawConnOrigin is an origin on a real socket: serve gets each accepted
-// connection (with a 10s deadline) and a reader on it, and closes nothing
-// itself; the connection closes when serve returns.
-func rawConnOrigin(t *testing.T, serve func(c net.Conn, tp *textproto.Reader)) (url string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				serve(c, textproto.NewReader(bufio.NewReader(c)))
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+)
 
 // breakingOrigin is an origin on a real socket that reads each request
 // (head and Content-Length body), writes answer and ends the connection:
@@ -47,7 +23,8 @@ func rawConnOrigin(t *testing.T, serve func(c net.Conn, tp *textproto.Reader)) (
 func breakingOrigin(t *testing.T, answer string, rst bool) (url string, reqs *atomic.Int64) {
 	t.Helper()
 	reqs = &atomic.Int64{}
-	return rawConnOrigin(t, func(c net.Conn, tp *textproto.Reader) {
+	return checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		tp := textproto.NewReader(br)
 		if _, err := tp.ReadLine(); err != nil {
 			return
 		}

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"bufio"
 	"net"
 	"net/textproto"
 	"sync/atomic"
 	"testing"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 // keepAliveRacer is an origin on a real socket that answers the first
@@ -15,7 +18,8 @@ import (
 func keepAliveRacer(t *testing.T, second string) (url string, reqs *atomic.Int64) {
 	t.Helper()
 	reqs = &atomic.Int64{}
-	return rawConnOrigin(t, func(c net.Conn, tp *textproto.Reader) {
+	return checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		tp := textproto.NewReader(br)
 		for n := 0; ; n++ {
 			if _, err := tp.ReadLine(); err != nil {
 				return
