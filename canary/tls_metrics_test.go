@@ -1,27 +1,17 @@
 package canary
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 // metricValue is the value of the series named exactly series (name and
@@ -101,49 +91,11 @@ func TestMetricsRedirectPhases(t *testing.T) {
 // blackbox_exporter. With insecure_skip_verify nothing is verified and the
 // chain series is absent.
 func TestMetricsCertExpiry(t *testing.T) {
-	now := time.Now().Truncate(time.Second)
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	serial := int64(0)
-	issue := func(tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, signer *ecdsa.PrivateKey) *x509.Certificate {
-		serial++
-		tmpl.SerialNumber, tmpl.NotBefore = big.NewInt(serial), now.Add(-time.Hour)
-		if parent == nil {
-			parent = tmpl
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return c
-	}
-	ca := func(cn string, notAfter time.Time) *x509.Certificate {
-		return &x509.Certificate{Subject: pkix.Name{CommonName: cn}, NotAfter: notAfter, IsCA: true,
-			BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	}
-	rk, ik, lk := newKey(), newKey(), newKey()
-	root := issue(ca("root", now.Add(3650*24*time.Hour)), nil, &rk.PublicKey, rk)
-	inter := issue(ca("inter", now.Add(5*24*time.Hour)), root, &ik.PublicKey, rk)
-	interLong := issue(ca("inter", now.Add(365*24*time.Hour)), root, &ik.PublicKey, rk)
-	leaf := issue(&x509.Certificate{Subject: pkix.Name{CommonName: "leaf"}, NotAfter: now.Add(90 * 24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}, inter, &lk.PublicKey, ik)
-	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	origin.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Raw, inter.Raw}, PrivateKey: lk}}}
-	origin.StartTLS()
-	t.Cleanup(origin.Close)
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	pemBytes := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: root.Raw}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: interLong.Raw})...)
-	if err := os.WriteFile(caFile, pemBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	now := time.Now()
+	ch := checktest.NewChain(t, now.Add(90*24*time.Hour), now.Add(5*24*time.Hour))
+	inter, leaf := ch.Inter, ch.Leaf
+	origin := ch.Serve(t)
+	caFile := checktest.PEMFile(t, ch.Root, ch.InterLong)
 	tlsTarget := "tls://" + origin.Listener.Addr().String()
 	cfg := testConfig(t, map[string]string{"web": origin.URL, "port": tlsTarget},
 		CheckConfig{Name: "https", Targets: []string{"web"}, Rise: 1, Interval: time.Hour,
