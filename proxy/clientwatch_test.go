@@ -85,6 +85,16 @@ func TestClientWatchKeepsWaitingClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	pipelineTwo(t, c)
+	if got := logs.lines("client closed"); len(got) != 0 {
+		t.Errorf("a waiting client was taken for gone: %q", got)
+	}
+}
+
+// pipelineTwo sends GET /1 and GET /2 pipelined on c and checks that each
+// gets 200 with the slow origin's body ("slow /1", "slow /2"), in order.
+func pipelineTwo(t *testing.T, c net.Conn) {
+	t.Helper()
 	br := bufio.NewReader(c)
 	io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
 	for _, want := range []string{"slow /1", "slow /2"} {
@@ -97,8 +107,5 @@ func TestClientWatchKeepsWaitingClients(t *testing.T) {
 		if resp.StatusCode != 200 || string(body) != want {
 			t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, body, want)
 		}
-	}
-	if got := logs.lines("client closed"); len(got) != 0 {
-		t.Errorf("a waiting client was taken for gone: %q", got)
 	}
 }

@@ -283,19 +283,7 @@ func TestTLSListenerClientGone(t *testing.T) {
 	cfg.Pools[0].Retry.TryTimeout = 10 * time.Second
 	f = startTLSFront(t, cfg)
 	c = f.dial(t, "http/1.1")
-	br := bufio.NewReader(c)
-	io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
-	for _, want := range []string{"slow /1", "slow /2"} {
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("waiting for %q: %v", want, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 || string(body) != want {
-			t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, body, want)
-		}
-	}
+	pipelineTwo(t, c)
 }
 
 // TestTLSListenerTimeouts: read_header_timeout cuts off a TLS client that
