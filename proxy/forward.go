@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
 	"os"
@@ -806,8 +807,20 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				cf := cancel // its own variable: only this path allocates it
 				watch.beginCancel(&cf, now)
 			}
+			// Go's transport sends a replayable request (no body, an
+			// idempotent method) once more on a new connection when a
+			// reused one failed before any byte of an answer, as the fast
+			// path does; each connection after the first is such a resend,
+			// counted and logged like the fast path's.
+			var conns atomic.Int32
+			out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
+				GotConn: func(httptrace.GotConnInfo) { conns.Add(1) },
+			}))
 			resp, err = pl.transport.RoundTrip(out)
 			watch.endCancel()
+			for n := conns.Load(); n > 1; n-- {
+				pl.staleConn(o, r, try+1, errTransportResend)
+			}
 		}
 		tryEnd := time.Now()
 		lat := tryEnd.Sub(now)
@@ -1010,9 +1023,10 @@ func (pl *pool) clientClosed(r *http.Request, tries int, start time.Time) {
 	panic(http.ErrAbortHandler)
 }
 
-// staleConn counts and logs the first attempt of a fast-path try that
-// failed on a reused keep-alive connection before any byte of an answer and
-// was sent again on a new connection to the same origin: in
+// staleConn counts and logs the first attempt of a try (on the fast path or
+// in Go's transport) that failed on a reused keep-alive connection before
+// any byte of an answer and was sent again on a new connection to the same
+// origin: in
 // vigil_proxy_tries_total under its cause (reset: the origin closed or
 // reset the connection as the request went out), logged at info and
 // rate-limited like the "try failed" lines. The passive detector and the
@@ -1029,6 +1043,10 @@ func (pl *pool) staleConn(o *origin, r *http.Request, try int, err error) {
 
 // causeStaleConn keys the rate limit of staleConn's log line.
 const causeStaleConn = "stale_conn"
+
+// errTransportResend is staleConn's error for a resend by Go's transport
+// (https origins, requests with a body), which does not say what failed.
+var errTransportResend = errors.New("the reused connection failed before any answer (Go's transport resent the request)")
 
 // settle records the outcome of one try at origin o: the passive detector
 // (at now, unix nanoseconds, with lat the time to the answer's head), the

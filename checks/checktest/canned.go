@@ -2,6 +2,7 @@ package checktest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"net"
 	"testing"
@@ -14,11 +15,28 @@ import (
 // returns. It returns the origin's http:// URL and stops when the test ends.
 func RawOrigin(t testing.TB, serve func(c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
+	return "http://" + rawOrigin(t, nil, serve)
+}
+
+// RawTLSOrigin is RawOrigin behind TLS with cfg: serve gets the decrypted
+// connection. It returns the origin's https:// URL.
+func RawTLSOrigin(t testing.TB, cfg *tls.Config, serve func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	return "https://" + rawOrigin(t, cfg, serve)
+}
+
+// rawOrigin runs RawOrigin's accept loop (behind TLS when cfg is set) and
+// returns its address.
+func rawOrigin(t testing.TB, cfg *tls.Config, serve func(c net.Conn, br *bufio.Reader)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	addr := ln.Addr().String()
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
+	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -32,7 +50,7 @@ func RawOrigin(t testing.TB, serve func(c net.Conn, br *bufio.Reader)) string {
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String()
+	return addr
 }
 
 // CannedOrigin is an origin on a loopback socket that reads each request's
