@@ -110,16 +110,16 @@ if [ -n "${BARE:-}" ]; then
 fi
 sleep 2
 
-# cpu_ticks PIDFILE: CPU ticks (user+system) of the process and its children.
+# cpu_ticks PIDFILE: CPU ticks of the process and its children, "user system".
 cpu_ticks() {
   m=$(cat "$1")
-  t=0
+  u=0; s=0
   for p in $m $(ps -o pid= --ppid "$m"); do
     [ -r "/proc/$p/stat" ] || continue
-    v=$(awk '{print $14+$15}' "/proc/$p/stat")
-    t=$((t + v))
+    read -r pu ps <<<"$(awk '{print $14, $15}' "/proc/$p/stat")"
+    u=$((u + pu)); s=$((s + ps))
   done
-  echo "$t"
+  echo "$u $s"
 }
 HZ=$(getconf CLK_TCK)
 
@@ -141,20 +141,22 @@ while [ "$r" -lt "$ROUNDS" ]; do
   for spec in $SPECS; do
     name=${spec%%:*}; rest=${spec#*:}; port=${rest%%:*}; pidf="$W/${rest#*:}.pid"
     wrk -t2 -c32 -d1s "http://127.0.0.1:$port/1k.txt" >/dev/null 2>&1 || true   # warm-up
-    c0=$(cpu_ticks "$pidf")
+    read -r u0 s0 <<<"$(cpu_ticks "$pidf")"
     out=$(wrk -t2 -c32 -d"$DUR" --latency "http://127.0.0.1:$port/1k.txt")
-    c1=$(cpu_ticks "$pidf")
+    read -r u1 s1 <<<"$(cpu_ticks "$pidf")"
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     n=$(echo "$out" | awk '/requests in/ {print $1}')
     p50=$(lat_us "$(echo "$out" | awk '$1=="50%" {print $2}')")
     p99=$(lat_us "$(echo "$out" | awk '$1=="99%" {print $2}')")
-    cpu=$(awk -v t=$((c1 - c0)) -v hz="$HZ" -v n="$n" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
-    echo "$name $rps $p50 $p99 $cpu" >> "$W/results"
-    [ -n "${VERBOSE:-}" ] && echo "round $r: $name $rps req/s p50 ${p50}us p99 ${p99}us cpu ${cpu}us/req" >&2
+    usr=$(awk -v t=$((u1 - u0)) -v hz="$HZ" -v n="$n" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+    sys=$(awk -v t=$((s1 - s0)) -v hz="$HZ" -v n="$n" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+    cpu=$(awk -v a="$usr" -v b="$sys" 'BEGIN { printf "%.1f", a + b }')
+    echo "$name $rps $p50 $p99 $cpu $usr $sys" >> "$W/results"
+    [ -n "${VERBOSE:-}" ] && echo "round $r: $name $rps req/s p50 ${p50}us p99 ${p99}us cpu ${cpu}us/req (user $usr, system $sys)" >&2
   done
 done
 
-printf '%-10s %10s %9s %9s %14s   (median of %s rounds of %s)\n' proxy req/s p50 p99 "cpu µs/req" "$ROUNDS" "$DUR"
+printf '%-10s %10s %9s %9s %14s %8s %8s   (median of %s rounds of %s)\n' proxy req/s p50 p99 "cpu µs/req" user system "$ROUNDS" "$DUR"
 for spec in $SPECS; do
   name=${spec%%:*}
   awk -v name="$name" '
@@ -162,7 +164,7 @@ for spec in $SPECS; do
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
-    $1 == name { n++; rps[n] = $2; p50[n] = $3; p99[n] = $4; cpu[n] = $5 }
-    END { printf "%-10s %10.0f %7.0fus %7.0fus %14.1f\n", name, median(rps, n), median(p50, n), median(p99, n), median(cpu, n) }
+    $1 == name { n++; rps[n] = $2; p50[n] = $3; p99[n] = $4; cpu[n] = $5; usr[n] = $6; sys[n] = $7 }
+    END { printf "%-10s %10.0f %7.0fus %7.0fus %14.1f %8.1f %8.1f\n", name, median(rps, n), median(p50, n), median(p99, n), median(cpu, n), median(usr, n), median(sys, n) }
   ' "$W/results"
 done
