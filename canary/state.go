@@ -123,6 +123,10 @@ const (
 //     fewer than Fall Fails) → degraded.
 //  5. unknown or unhealthy, the run was Slow, and Rise consecutive runs
 //     answered (Pass or Slow; Rise + ExtraPasses after a hold-down) → degraded.
+//  6. unknown, Rise + Fall - 1 runs since it became unknown (enough for
+//     rules 1 or 3 to have decided) decided nothing, and one of them was a
+//     Fail → unhealthy: an origin that fails every other run must not read
+//     as never probed.
 //
 // So degraded uses the same hysteresis as healthy and unhealthy: a Slow run
 // breaks a pass streak and a fail streak alike; a degraded pair returns to
@@ -149,6 +153,8 @@ type Machine struct {
 	pass, answered, notPass, fails int // consecutive counters
 	lastOK                         bool
 	streak                         int
+	undecided                      int  // runs since the state became unknown (rule 6)
+	undecidedFail                  bool // one of them was a Fail
 	changes                        []time.Time
 	holdStart, holdUntil           time.Time // the current or last flap hold-down
 	recovering                     bool
@@ -286,8 +292,13 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 	if !m.expires.IsZero() && !at.Before(m.expires) {
 		m.state = reporting.StateUnknown
 		m.pass, m.answered, m.notPass, m.fails, m.streak = 0, 0, 0, 0, 0
+		m.undecided, m.undecidedFail = 0, false
 	}
 	prev := m.state
+	if prev == reporting.StateUnknown {
+		m.undecided++
+		m.undecidedFail = m.undecidedFail || o == Fail
+	}
 	switch o {
 	case Pass:
 		m.pass++
@@ -332,6 +343,11 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 		next = reporting.StateDegraded
 	case o == Slow && (prev == reporting.StateUnknown || prev == reporting.StateUnhealthy) && m.answered >= need:
 		next = reporting.StateDegraded
+	case prev == reporting.StateUnknown && m.undecidedFail && m.undecided >= p.Rise+p.Fall-1:
+		next = reporting.StateUnhealthy
+	}
+	if next != reporting.StateUnknown {
+		m.undecided, m.undecidedFail = 0, false
 	}
 	if next != prev && (prev == reporting.StateUnhealthy || next == reporting.StateUnhealthy) &&
 		p.Flap.MaxChanges > 0 && !held {

@@ -62,6 +62,13 @@ func TestMachineTransitions(t *testing.T) {
 		{"unknown origin answering slowly is degraded after rise", "SS", "?D"},
 		{"a pass between slow runs keeps unknown until rise passes", "SPP", "??H"},
 		{"fall failures from degraded even after a pass", "PPSSSPFFF", "?HHHDDDDU"},
+		// Rule 6 (rise 2, fall 3): rise+fall-1 = 4 undecided runs with a
+		// fail among them leave unknown for unhealthy.
+		{"an origin failing every other run is unhealthy, not unknown", "PFPFPF", "???UUU"},
+		{"fail-first alternation too", "FPFPFP", "???UUU"},
+		{"once unhealthy, alternation keeps it there until rise passes", "PFPFPFPP", "???UUUUH"},
+		{"slow runs alone never make it unhealthy", "SPSPSP", "??DDDD"},
+		{"a fail then rise passes is healthy", "FPP", "??H"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,6 +78,23 @@ func TestMachineTransitions(t *testing.T) {
 				t.Fatalf("%s: states %s, want %s", tc.seq, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestMachineUndecidedCountsFromExpiry: rule 6 counts the runs since the
+// pair became unknown; runs before an expiry do not count.
+func TestMachineUndecidedCountsFromExpiry(t *testing.T) {
+	m := NewMachine(testParams())
+	at := t0
+	if got := feed(m, &at, "PFP"); got != "???" {
+		t.Fatalf("PFP: %s, want ???", got)
+	}
+	at = at.Add(time.Minute) // past expire_after: unknown again, counting from zero
+	if got := feed(m, &at, "FPF"); got != "???" {
+		t.Fatalf("after expiry FPF: %s, want ??? (3 runs since it became unknown, rise+fall-1 = 4)", got)
+	}
+	if got := feed(m, &at, "P"); got != "U" {
+		t.Fatalf("fourth undecided run: %s, want U", got)
 	}
 }
 
