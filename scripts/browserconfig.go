@@ -38,13 +38,18 @@ type BrowserStep struct {
 	WaitVisible *string `mapstructure:"wait_visible"`
 	// WaitText waits until the element's text matches.
 	WaitText *TextMatch `mapstructure:"wait_text"`
-	// AssertText waits until the element exists, then checks its text once.
+	// AssertText checks the element's text, retrying within the step's
+	// timeout until it matches (Playwright's toHaveText): it fails with
+	// the last text seen.
 	AssertText *TextMatch `mapstructure:"assert_text"`
 	// AssertTitle checks document.title: exact match, or a regex after "~"
-	// (e.g. "~^Shop").
+	// (e.g. "~^Shop"). It retries within the step's timeout until the
+	// title matches (Playwright's toHaveTitle), so it may follow a click
+	// that starts a navigation.
 	AssertTitle *string `mapstructure:"assert_title"`
 	// AssertURL checks the page URL: exact match (a URL without a scheme is
-	// joined to the target URL), or a regex after "~" (e.g. "~/shop$").
+	// joined to the target URL), or a regex after "~" (e.g. "~/shop$"). It
+	// retries as AssertTitle does (Playwright's toHaveURL).
 	AssertURL *string `mapstructure:"assert_url"`
 	// Eval runs JavaScript (awaiting a returned promise) and checks its
 	// value.

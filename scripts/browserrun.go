@@ -559,10 +559,10 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if bad {
 			return o
 		}
-		cond := func(et elementText) bool { return et.Found }
-		if name == "wait_text" {
-			cond = func(et elementText) bool { ok, _ := em.match(et.Text); return et.Found && ok }
-		}
+		// Both wait until the text matches: assert_text, as Playwright's
+		// toHaveText, retries within the step's timeout, so that text a
+		// script renders after the load event (fetch) is not read too early.
+		cond := func(et elementText) bool { ok, _ := em.match(et.Text); return et.Found && ok }
 		et, frame, err := r.readText(ctx, fr, sel, cond)
 		_, want := em.match(et.Text)
 		a := checks.AssertionResult{Name: fmt.Sprintf("text %s", em.Selector), Got: et.Text, Want: want}
@@ -589,40 +589,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		return o
 
 	case b.AssertTitle != nil, b.AssertURL != nil:
-		spec, name := b.AssertTitle, "title"
-		var got string
-		var err error
-		if b.AssertURL != nil {
-			spec, name = b.AssertURL, "url"
-		}
-		switch {
-		case fr != nil:
-			sc, o, ok := r.waitScope(ctx, "assert_"+name, fr, timeoutText)
-			if !ok {
-				return o
-			}
-			js := "document.title"
-			if name == "url" {
-				js = "location.href"
-			}
-			got, err = evalIn[string](ctx, sc, js)
-		case name == "title":
-			got, err = chromedp.Run(ctx, chromedp.Title())
-		default:
-			got, err = chromedp.Run(ctx, chromedp.Location())
-		}
-		if err != nil {
-			return r.waitFail(ctx, err, "assert_"+name, "")
-		}
-		want, ok, err := r.matchSpec(*spec, got, name == "url")
-		if err != nil {
-			return failf("assert_%s: %w", name, err)
-		}
-		o := outcome{url: "", assertions: []checks.AssertionResult{{Name: name, OK: ok, Got: got, Want: want}}}
-		if !ok {
-			o.cause, o.err = checks.CauseScript, fmt.Errorf("assert_%s: got %q, want %s", name, got, want)
-		}
-		return o
+		return r.assertPage(ctx, fr, b, timeoutText)
 
 	case b.Eval != nil:
 		js, err := x(b.Eval.JS)
@@ -1021,24 +988,83 @@ func (r *run) expandMatch(m *TextMatch) (*TextMatch, error) {
 	return &out, nil
 }
 
-// matchSpec matches got against an assert_title/assert_url spec: "~re" is a
-// regex, anything else exact (URLs joined to the target first).
-func (r *run) matchSpec(spec, got string, isURL bool) (want string, ok bool, err error) {
+// matchSpec compiles an assert_title/assert_url spec: "~re" is a regex,
+// anything else exact (URLs joined to the target first). want describes
+// it for messages: `matches regex "/shop$"` (quoted, so that a regex that
+// starts with a slash does not read as a doubled delimiter), or the
+// quoted value.
+func (r *run) matchSpec(spec string, isURL bool) (want string, match func(string) bool, err error) {
 	if re, found := strings.CutPrefix(spec, "~"); found {
 		rx, err := regexp.Compile(re)
 		if err != nil {
-			return "", false, err
+			return "", nil, err
 		}
-		return fmt.Sprintf("matches /%s/", re), rx.MatchString(got), nil
+		return fmt.Sprintf("matches regex %q", re), rx.MatchString, nil
 	}
 	v, err := r.vars.expand(spec)
 	if err != nil {
-		return "", false, err
+		return "", nil, err
 	}
 	if isURL {
 		v = resolveURL(r.target.URL, v)
 	}
-	return fmt.Sprintf("%q", v), got == v, nil
+	return fmt.Sprintf("%q", v), func(got string) bool { return got == v }, nil
+}
+
+// assertPage runs assert_title and assert_url. Like Playwright's
+// toHaveTitle and toHaveURL they retry, every pollInterval within the
+// step's timeout, until the value matches: right after a click that starts
+// a navigation the page may still show the old document. When the time
+// runs out the step fails (cause script) with the last value seen:
+// `assert_url: got "…/login", want matches regex "/dashboard$", within 3s`.
+func (r *run) assertPage(ctx context.Context, fr *selector, b *BrowserStep, timeoutText string) outcome {
+	spec, name, js := b.AssertTitle, "title", "document.title"
+	if b.AssertURL != nil {
+		spec, name, js = b.AssertURL, "url", "location.href"
+	}
+	what := "assert_" + name
+	want, match, err := r.matchSpec(*spec, name == "url")
+	if err != nil {
+		return failf("%s: %w", what, err)
+	}
+	var got, frame string
+	seen := false
+	for {
+		sc, state, err := r.scopeOf(ctx, fr, false)
+		if err == nil && state == "" {
+			var v string
+			if v, err = evalIn[string](ctx, sc, js); err == nil {
+				got, seen = v, true
+				if match(got) {
+					return outcome{assertions: []checks.AssertionResult{{Name: name, OK: true, Got: got, Want: want}}}
+				}
+			} else if sc.t != nil && ctx.Err() == nil && !r.tab.browserDead() {
+				r.tab.forgetFrame(sc.t)
+			}
+		}
+		frame = state
+		if err != nil && r.tab.browserDead() {
+			return r.waitFail(ctx, err, what, "")
+		}
+		// Any other error: a navigation replaced the document while it
+		// was asked. Ask the new one.
+		select {
+		case <-ctx.Done():
+			a := checks.AssertionResult{Name: name, Got: got, Want: want}
+			msg := fmt.Sprintf("%s: got %q, want %s, within %s", what, got, want, timeoutText)
+			switch {
+			case frame != "" && !seen:
+				msg = frameMsg(what, fr, frame, timeoutText)
+			case !seen:
+				a.Got = "(no answer)"
+				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", what, timeoutText)
+			}
+			o := r.elementWaitFail(ctx, ctx.Err(), what, msg)
+			o.assertions = []checks.AssertionResult{a}
+			return o
+		case <-time.After(pollInterval):
+		}
+	}
 }
 
 // evalOutcome checks an eval step's JSON value.

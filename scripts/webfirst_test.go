@@ -1,0 +1,149 @@
+package scripts
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks"
+)
+
+// appOrigin is a small web app as a Checkly user would monitor it: a login
+// form whose POST takes a while before it redirects to /dashboard and sets
+// an HttpOnly session cookie, an API that needs that cookie, a page that
+// renders its greeting from a slow fetch(), a page with a slow third-party
+// script, and a page with several elements of one class.
+func appOrigin(t testing.TB) *httptest.Server {
+	mux := http.NewServeMux()
+	html := func(w http.ResponseWriter, body string) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, body)
+	}
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<!doctype html><title>Log in</title>
+<form method="post" action="/login"><input id="u" name="u"><button type="submit">Log in</button></form>`)
+	})
+	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
+		// The server takes its time: the click returns long before the
+		// new page arrives.
+		time.Sleep(400 * time.Millisecond)
+		http.SetCookie(w, &http.Cookie{Name: "sid", Value: "sess-" + r.FormValue("u"), Path: "/", HttpOnly: true})
+		http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<!doctype html><title>Dashboard</title><h1 id="welcome">Welcome</h1>`)
+	})
+	mux.HandleFunc("GET /api/me", func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie("sid")
+		if err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"no session"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"sid":%q}`, c.Value)
+	})
+	mux.HandleFunc("GET /fetched", func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<!doctype html><title>Loading</title><div id="greeting">Loading…</div>
+<script>fetch('/api/greeting').then(r => r.text()).then(t => {
+  document.getElementById('greeting').textContent = t; document.title = 'Ready'; });</script>`)
+	})
+	mux.HandleFunc("GET /api/greeting", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(500 * time.Millisecond)
+		io.WriteString(w, "Welcome back")
+	})
+	mux.HandleFunc("GET /slow3p", func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<!doctype html><title>Slow tag</title><h1 id="main">Main content</h1>
+<script src="/thirdparty.js"></script><p id="after">after</p>`)
+	})
+	mux.HandleFunc("GET /thirdparty.js", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(4 * time.Second):
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "text/javascript")
+		io.WriteString(w, "window.tag = 1;")
+	})
+	mux.HandleFunc("GET /items", func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<!doctype html><title>Items</title><div class="item">a</div><div class="item">b</div><div class="item">c</div>`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestBrowserAssertionsRetryUntilTheyHold: assert_url and assert_title right
+// after a click that starts a navigation, and assert_text on text that a
+// fetch() renders after the load event, pass once the page gets there,
+// as Playwright's web-first assertions do; they no longer pass or fail by
+// timing.
+func TestBrowserAssertionsRetryUntilTheyHold(t *testing.T) {
+	b := needChromium(t)
+	o := appOrigin(t)
+	for _, tc := range []struct{ name, script string }{
+		{"url after click", `
+- browser: {navigate: /login}
+- browser: {fill: {selector: "#u", text: alice}}
+- browser: {click: 'button[type=submit]'}
+- browser: {assert_url: "~/dashboard$"}
+- browser: {assert_title: Dashboard}`},
+		{"title after click", `
+- browser: {navigate: /login}
+- browser: {click: 'button[type=submit]'}
+- browser: {assert_title: "~^Dash"}`},
+		{"text from fetch", `
+- browser: {navigate: /fetched}
+- browser: {assert_text: {selector: "#greeting", contains: "Welcome"}}
+- browser: {assert_title: Ready}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := browserRunner(t, b, "", tc.script, 20*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+			if !res.OK {
+				t.Fatalf("%s: %s", res.Cause, res.Err)
+			}
+		})
+	}
+}
+
+// TestBrowserAssertionFailuresSayWhatWasSeen: an assertion that never holds
+// fails with cause script at the end of its step's timeout, with the last
+// value seen and how long it waited; a regex is shown quoted, without
+// delimiters doubled by a pattern that starts with a slash.
+func TestBrowserAssertionFailuresSayWhatWasSeen(t *testing.T) {
+	b := needChromium(t)
+	o := appOrigin(t)
+	for _, tc := range []struct{ name, step, err, got string }{
+		{"url regex", `{assert_url: "~/nowhere$"}`,
+			`step 1 "check" (browser.assert_url): assert_url: got "` + o.URL + `/dashboard", want matches regex "/nowhere$", within 700ms`, o.URL + "/dashboard"},
+		{"url exact", `{assert_url: /other}`,
+			`step 1 "check" (browser.assert_url): assert_url: got "` + o.URL + `/dashboard", want "` + o.URL + `/other", within 700ms`, o.URL + "/dashboard"},
+		{"title", `{assert_title: Home}`,
+			`step 1 "check" (browser.assert_title): assert_title: got "Dashboard", want "Home", within 700ms`, "Dashboard"},
+		{"text", `{assert_text: {selector: "#welcome", equals: "Bye"}}`,
+			`step 1 "check" (browser.assert_text): assert_text #welcome: text "Welcome", want equals "Bye", within 700ms`, "Welcome"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := browserRunner(t, b, "", `
+- browser: {navigate: /dashboard}
+- name: check
+  timeout: 700ms
+  browser: `+tc.step, 20*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+			if res.OK || res.Cause != checks.CauseScript || res.Err != tc.err {
+				t.Fatalf("got %s: %q\nwant script: %q", res.Cause, res.Err, tc.err)
+			}
+			s := res.Steps[1]
+			if s.Duration < 650*time.Millisecond {
+				t.Errorf("the assertion gave up after %s, before its 700ms", s.Duration)
+			}
+			if len(s.Assertions) != 1 || s.Assertions[0].OK || s.Assertions[0].Got != tc.got {
+				t.Errorf("assertions %+v, want one failed with got %q", s.Assertions, tc.got)
+			}
+		})
+	}
+}
