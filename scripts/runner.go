@@ -9,10 +9,12 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/chromedp"
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting/units"
@@ -436,6 +438,7 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 	switch {
 	case s.HTTP != nil:
 		ctx, cancel := context.WithTimeout(base, timeout)
+		r.pullCookies(ctx)
 		o = r.runHTTP(ctx, i, s)
 		cancel()
 	case s.program != nil:
@@ -702,6 +705,56 @@ func (r *run) redactAssertions(as []checks.AssertionResult) []checks.AssertionRe
 	}
 	return out
 }
+
+// pullCookies copies the cookies of the run's browser context (all of
+// them, HttpOnly ones too: what the pages and their responses set) into
+// the run's jar before an http step, so that an http step after a login
+// through the page sends the session, as Playwright's page.request does.
+// A cookie the browser holds replaces the jar's of the same name, domain
+// and path. ctx bounds the question; without a tab, or when the browser
+// does not answer, the jar stays as it is.
+func (r *run) pullCookies(ctx context.Context) {
+	if r.tab == nil || r.jar == nil || r.tab.browserDead() {
+		return
+	}
+	c := chromedp.FromContext(r.tab.ctx)
+	if c == nil {
+		return
+	}
+	qctx, cancel := context.WithTimeout(r.tab.ctx, cookiePullBudget)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	res, err := chromedp.CallBrowser(qctx, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: c.BrowserContextID})
+	if err != nil {
+		return
+	}
+	for _, bc := range res.Cookies {
+		if bc == nil || bc.Domain == "" {
+			continue
+		}
+		host := strings.TrimPrefix(bc.Domain, ".")
+		scheme := "http"
+		if bc.Secure {
+			scheme = "https"
+		}
+		hc := &http.Cookie{Name: bc.Name, Value: bc.Value, Path: bc.Path, Secure: bc.Secure, HttpOnly: bc.HTTPOnly}
+		if strings.HasPrefix(bc.Domain, ".") {
+			hc.Domain = host // a domain cookie; else host-only
+		}
+		if !bc.Session && bc.Expires > 0 {
+			hc.Expires = time.Unix(int64(bc.Expires), 0)
+		}
+		r.jar.SetCookies(&url.URL{Scheme: scheme, Host: host, Path: bc.Path}, []*http.Cookie{hc})
+		// The browser has it: the next browser step need not copy it back.
+		if r.pushed == nil {
+			r.pushed = map[string]bool{}
+		}
+		r.pushed[bc.Name+"="+bc.Value] = true
+	}
+}
+
+// cookiePullBudget bounds pullCookies.
+const cookiePullBudget = 2 * time.Second
 
 // syncCookies copies the run's HTTP cookies for the target URL into the
 // browser tab (once per name and value), so that a browser flow continues a

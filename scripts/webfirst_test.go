@@ -147,3 +147,24 @@ func TestBrowserAssertionFailuresSayWhatWasSeen(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserCookiesReachLaterHTTPSteps: a session cookie the page got in
+// a browser login (HttpOnly, so no script can read it) is sent by the http
+// steps after it, so a UI login can be followed by API calls.
+func TestBrowserCookiesReachLaterHTTPSteps(t *testing.T) {
+	b := needChromium(t)
+	o := appOrigin(t)
+	r := browserRunner(t, b, "", `
+- browser: {navigate: /login}
+- browser: {fill: {selector: "#u", text: alice}}
+- browser: {click: 'button[type=submit]'}
+- browser: {wait_visible: "#welcome"}
+- name: api
+  http: {path: /api/me}
+  expect: {status: 200, json: [{path: sid, equals: sess-alice}]}
+`, 20*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+	if !res.OK {
+		t.Fatalf("%s: %s", res.Cause, res.Err)
+	}
+}
