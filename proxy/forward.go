@@ -354,12 +354,14 @@ func isHop(k string) bool {
 // are shared, not copied. For a request (request true), underscore
 // look-alikes of the forwarding headers (X_Forwarded_For) are dropped too:
 // CGI, PHP and WSGI origins map '-' and '_' to the same variable, so a
-// client could pass its own value as the proxy's (nginx drops them too).
+// client could pass its own value as the proxy's (nginx drops them too);
+// so is a Host field (an HTTP/2 request's host beside :authority): the
+// request's Host is written from the routed authority alone.
 func copyHeaders(dst, src http.Header, request bool) {
 	conn := src["Connection"]
 	for k, vv := range src {
 		if isHop(k) || (conn != nil && namedIn(conn, k)) ||
-			request && strings.IndexByte(k, '_') >= 0 && forwardedLookAlike(k) {
+			request && (k == "Host" || strings.IndexByte(k, '_') >= 0 && forwardedLookAlike(k)) {
 			continue
 		}
 		dst[k] = vv

@@ -45,6 +45,14 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, http.StatusBadRequest, "malformed Host")
 		return
 	}
+	if hv, ok := r.Header["Host"]; ok && (len(hv) != 1 || !strings.EqualFold(hv[0], r.Host)) {
+		// HTTP/2 keeps a host field in the header map beside :authority
+		// (HTTP/1 servers move it to r.Host); one that differs makes the
+		// request malformed (RFC 9113 §8.3.1). An equal one is dropped
+		// when the headers are copied: the origin gets one Host.
+		p.refuse(w, http.StatusBadRequest, "host field differs from :authority")
+		return
+	}
 	rp, ok := routePath(r.URL.Path)
 	if !ok {
 		p.refuse(w, http.StatusBadRequest, "ambiguous path: a dot segment with path parameters")

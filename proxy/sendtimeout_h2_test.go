@@ -35,24 +35,7 @@ func runTLSProxy(t *testing.T, cfg Config) (string, *x509.CertPool) {
 // the answer's HEADERS; it returns the connection and its framer.
 func h2Get(t *testing.T, addr string, roots *x509.CertPool, path string) (*tls.Conn, *http2.Framer) {
 	t.Helper()
-	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
-		t.Fatalf("ALPN chose %q, want h2", p)
-	}
-	io.WriteString(c, http2.ClientPreface)
-	fr := http2.NewFramer(c, c)
-	fr.WriteSettings()
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "x"}, {":path", path}} {
-		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-	}
-	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c, fr := h2Open(t, addr, roots, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "x"}, {":path", path}})
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
@@ -69,6 +52,31 @@ func h2Get(t *testing.T, addr string, roots *x509.CertPool, path string) (*tls.C
 			return c, fr
 		}
 	}
+}
+
+// h2Open opens an HTTP/2 connection by hand and sends fields (pseudo-header
+// fields first, any others as given) as a body-less request on stream 1.
+func h2Open(t *testing.T, addr string, roots *x509.CertPool, fields [][2]string) (*tls.Conn, *http2.Framer) {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("ALPN chose %q, want h2", p)
+	}
+	io.WriteString(c, http2.ClientPreface)
+	fr := http2.NewFramer(c, c)
+	fr.WriteSettings()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range fields {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return c, fr
 }
 
 // TestSendTimeoutHTTP2FreesOriginOfNonReadingClient: an HTTP/2 client on
