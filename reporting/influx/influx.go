@@ -35,6 +35,7 @@ import (
 	http2 "github.com/influxdata/influxdb-client-go/v2/api/http"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
@@ -67,6 +68,7 @@ type Store struct {
 	opts   Options
 	client influxdb2.Client
 	write  api.WriteAPIBlocking
+	red    *checks.Redactor // hides cfg's credentials in errors (scrub)
 	out    *outbox
 
 	closed  atomic.Bool
@@ -128,7 +130,7 @@ func Open(cfg Config, dataDir string, o Options) (*Store, error) {
 		SetLogLevel(0)
 	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
 	s := &Store{
-		cfg: cfg, log: o.Log, opts: o, client: client, out: out,
+		cfg: cfg, log: o.Log, opts: o, client: client, out: out, red: newRedactor(cfg),
 		write:   client.WriteAPIBlocking(cfg.Org, cfg.Bucket),
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -415,7 +417,7 @@ func (s *Store) sendOne(ctx context.Context) (err error) {
 // for retryable failures.
 func (s *Store) deliver(ctx context.Context, lines []string) error {
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	err := s.write.WriteRecord(wctx, lines...)
+	err := s.scrub(s.write.WriteRecord(wctx, lines...))
 	cancel()
 	if err == nil {
 		s.written.Add(uint64(len(lines)))
@@ -501,7 +503,9 @@ func (e *keyError) Unwrap() error { return e.err }
 // 401 and 403 point at the token; 404 (2.x, and 1.8's writes) and 1.8's
 // "no database" on Flux reads point at the bucket, or at the org when
 // InfluxDB 2.x says the organization is not found. The token is never
-// quoted; the bucket is, as the config has it.
+// quoted, and where the answer echoes it (a server or gateway quoting the
+// request's Authorization header) it shows as "***" (see scrub); the
+// bucket is quoted as the config has it.
 func (s *Store) ExplainError(err error) error {
 	var he *http2.Error
 	if err == nil || !errors.As(err, &he) || he.StatusCode == 0 {

@@ -294,6 +294,7 @@ func (s *Store) each(ctx context.Context, q string, fn func(*query.FluxRecord) e
 	}
 	caller := ctx
 	defer func() {
+		err = s.scrub(err)
 		// A caller that went away says nothing about InfluxDB.
 		if err == nil || caller.Err() == nil {
 			s.reads.Record(err)
