@@ -141,6 +141,7 @@ func parseHead(s string, h *reqHead) error {
 	n := strings.Count(rest, "\n")
 	vals := make([]string, n)
 	var te, cl int
+	unsupportedTE := false // 501, unless the head is malformed (400) too
 	for nv := 0; ; {
 		line, rest = cutLine(rest)
 		if line == "" {
@@ -185,7 +186,7 @@ func parseHead(s string, h *reqHead) error {
 				return perr(http.StatusBadRequest, "more than one Transfer-Encoding")
 			}
 			if !strings.EqualFold(v, "chunked") {
-				return perr(http.StatusNotImplemented, "unsupported transfer coding")
+				unsupportedTE = true
 			}
 			h.chunked = true
 		case "Connection":
@@ -218,6 +219,9 @@ func parseHead(s string, h *reqHead) error {
 	}
 	if h.chunked && h.minor == 0 {
 		return perr(http.StatusBadRequest, "Transfer-Encoding in an HTTP/1.0 request")
+	}
+	if unsupportedTE {
+		return perr(http.StatusNotImplemented, "unsupported transfer coding")
 	}
 	if h.minor == 1 && !h.hasHost {
 		return perr(http.StatusBadRequest, "missing Host")

@@ -91,6 +91,8 @@ func TestEngineSmuggling(t *testing.T) {
 		{"chunk size with space", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3 3\r\nabc\r\n0\r\n\r\n", 400},
 		{"obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n", 400},
 		{"obs-fold TE", "POST / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\tTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+		{"TE value folded", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\nContent-Length: 3\r\n\r\nabc", 400},
+		{"TE unknown and CL", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc", 400},
 		{"NUL in value", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", 400},
 		{"bare CR in value", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n", 400},
 		{"NUL in name", "GET / HTTP/1.1\r\nHost: x\r\nX\x00A: b\r\n\r\n", 400},

@@ -192,10 +192,22 @@ func refusalConnState(c net.Conn, s http.ConnState) {
 
 // markAnswering wraps the handler of a net/http server: what the
 // connection carries from now on is the handler's answer.
+//
+// It also closes, after the answer, every HTTP/1 connection whose request
+// net/http framed in a way a front server may have framed differently:
+// net/http serves a chunked request that also has a Content-Length (chunked
+// wins, the Content-Length is dropped before the handler sees it) and
+// ignores Transfer-Encoding in an HTTP/1.0 request, so bytes a front server
+// sent as that request's body could be read as the next request on the
+// connection (request smuggling). Closing discards them. An HTTP/1.0 client
+// keeps a connection only when it asks to, so this costs little.
 func markAnswering(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rc, ok := r.Context().Value(refusalConnKey{}).(*refusalConn); ok {
 			rc.answering.Store(true)
+		}
+		if r.ProtoMajor == 1 && (r.ProtoMinor == 0 || len(r.TransferEncoding) > 0) {
+			w.Header().Set("Connection", "close")
 		}
 		h.ServeHTTP(w, r)
 	})
