@@ -765,6 +765,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			if pooled {
 				th = maps.Clone(hdr)
 			}
+			if _, ok := th["User-Agent"]; !ok {
+				// Go's transport would send its own (Go-http-client/1.1)
+				// where the client sent none; an empty one is not sent.
+				th["User-Agent"] = []string{""}
+			}
 			ctx, cancel = context.WithCancelCause(ctx)
 			if rb != nil {
 				// A streamed body: try_timeout bounds each wait for the

@@ -1,0 +1,34 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestNoUserAgentAdded: a request without User-Agent reaches the origin
+// without one on every path, Go's transport included (requests with a
+// body; https:// origins), which sent "Go-http-client/1.1" the client
+// never did; a client's own User-Agent is passed as it is.
+func TestNoUserAgentAdded(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%q", r.Header["User-Agent"])
+	}))
+	t.Cleanup(origin.Close)
+	for _, engineName := range bothEngines {
+		h := startWith(t, pool1(PolicyFirst, origin.URL), nil, false, engineName)
+		for _, tc := range []struct{ name, req, want string }{
+			{"GET", "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", `[]`},
+			{"POST with a body", "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nConnection: close\r\n\r\nb", `[]`},
+			{"POST with the client's", "POST /x HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/8\r\nContent-Length: 1\r\nConnection: close\r\n\r\nb", `["curl/8"]`},
+		} {
+			t.Run(engineName+"/"+tc.name, func(t *testing.T) {
+				resps, bodies, _ := rawExchange(t, h, tc.req)
+				if len(resps) != 1 || resps[0].StatusCode != 200 || bodies[0] != tc.want {
+					t.Fatalf("origin saw User-Agent %q, want %s", bodies, tc.want)
+				}
+			})
+		}
+	}
+}
