@@ -71,6 +71,9 @@ type Alerter struct {
 
 	evalMu sync.Mutex   // serialises Evaluate
 	rcache rollupCaches // guarded by evalMu
+	// arrived is when each latest verdict was first read, to date
+	// verdicts on this clock (see arrivals.rebase). Guarded by evalMu.
+	arrived arrivals
 
 	statePath string     // Options.StatePath; "" for none
 	saveMu    sync.Mutex // serialises saves; taken before mu
@@ -189,7 +192,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m, redact: o.Redact, writeHealth: o.WriteHealth,
 		cfg: cfg, slos: slos, links: newLinker(cfg),
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
-		streamOwed: map[string]*owed{}, rcache: rollupCaches{}, statePath: o.StatePath,
+		streamOwed: map[string]*owed{}, rcache: rollupCaches{}, arrived: arrivals{}, statePath: o.StatePath,
 	}
 	if a.statePath != "" {
 		a.load()
@@ -332,7 +335,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	now := a.now()
-	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache,
+	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache, arrived: a.arrived,
 		readFailedAt: a.readFailedAt, deadFiring: deadFiring, checks: checks, pairs: pairs, held: held}
 	if a.writeHealth != nil {
 		if werr := a.writeHealth(); werr != nil {
@@ -371,6 +374,8 @@ type evaluator struct {
 	links linker
 	seen  map[string]reporting.Verdict
 	rc    rollupCaches
+	// arrived dates the latest verdicts on this clock (arrivals.rebase).
+	arrived arrivals
 	// readFailedAt is when the store's reads last failed (zero: never);
 	// deadFiring holds the region+"\x00"+check of firing dead-man alerts.
 	readFailedAt time.Time
@@ -392,7 +397,10 @@ func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("latest verdicts: %w", err)
 	}
-	cands := e.evalLatest(latest)
+	// Ages and expiry count from when this alerter first read each
+	// verdict, not from the region's clock: a region whose clock is slow
+	// would otherwise look stale (dead-man alerts, never in a quorum).
+	cands := e.evalLatest(e.arrived.rebase(latest, e.now))
 	for _, s := range slos {
 		if s.TTFBP95 > 0 && !e.cfg.TTFB.Disabled {
 			cs, err := e.evalTTFB(ctx, s)
