@@ -1254,6 +1254,11 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	h := w.Header()
 	copyHeaders(h, resp.Header, false)
+	if _, ok := h["Content-Type"]; !ok {
+		// net/http's server would sniff one the origin did not send; a nil
+		// value stops it (and writes nothing on the fast engine).
+		h["Content-Type"] = nil
+	}
 	if len(resp.Trailer) > 0 {
 		keys := make([]string, 0, len(resp.Trailer))
 		for k := range resp.Trailer {

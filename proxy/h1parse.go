@@ -234,7 +234,8 @@ func parseHead(s string, h *reqHead) error {
 	if h.minor == 0 && !h.keepAlive {
 		h.connClose = true
 	}
-	if !h.expect || (h.contentLength <= 0 && !h.chunked) {
+	if !h.expect || (h.contentLength <= 0 && !h.chunked) || h.minor == 0 {
+		// No 100 Continue to an HTTP/1.0 client (RFC 9110 §15.2).
 		h.expect = false
 	}
 	return nil

@@ -203,6 +203,18 @@ func TestEngineProtocol(t *testing.T) {
 			t.Errorf("origin got body %q", a.body)
 		}
 	})
+	t.Run("expect 100-continue from an HTTP/1.0 client", func(t *testing.T) {
+		// RFC 9110 §15.2: no 1xx to an HTTP/1.0 client, which would read it
+		// as the final answer (was: 100 Continue, then the answer).
+		resps, _, _ := rawExchange(t, h, "PUT / HTTP/1.0\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\ndata")
+		if len(resps) != 1 || resps[0].StatusCode != 200 {
+			var got []int
+			for _, r := range resps {
+				got = append(got, r.StatusCode)
+			}
+			t.Fatalf("answers %v, want [200]", got)
+		}
+	})
 	t.Run("HTTP/1.0", func(t *testing.T) {
 		resps, bodies, closed := rawExchange(t, h, "GET / HTTP/1.0\r\n\r\n")
 		if len(resps) != 1 || resps[0].StatusCode != 200 || bodies[0] != "ok a" || !closed {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 // TestNoUserAgentAdded: a request without User-Agent reaches the origin
@@ -30,5 +32,24 @@ func TestNoUserAgentAdded(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestNoContentTypeAdded: an answer without Content-Type reaches the client
+// without one on both engines (was: net/http's server, engine stdlib,
+// sniffed "text/plain; charset=utf-8" the origin never sent).
+func TestNoContentTypeAdded(t *testing.T) {
+	origin := checktest.CannedOrigin(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	for _, engineName := range bothEngines {
+		t.Run(engineName, func(t *testing.T) {
+			h := startWith(t, pool1(PolicyFirst, origin), nil, false, engineName)
+			resps, bodies, _ := rawExchange(t, h, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			if len(resps) != 1 || bodies[0] != "ok" {
+				t.Fatalf("answers %d, bodies %q", len(resps), bodies)
+			}
+			if ct, ok := resps[0].Header["Content-Type"]; ok {
+				t.Fatalf("the client got Content-Type %q the origin did not send", ct)
+			}
+		})
 	}
 }
