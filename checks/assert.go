@@ -271,6 +271,21 @@ func (e *Expect) evalBody(o *observation, v *verdict) {
 		v.add(CauseBody, "body regex ~"+e.Body.Regex[i], ok, got, "match",
 			fmt.Sprintf("body does not match ~%s%s", e.Body.Regex[i], cut))
 	}
+	for i, re := range e.bodyNotRe {
+		name := "body not_regex ~" + e.Body.NotRegex[i]
+		loc := re.FindIndex(o.body)
+		if loc == nil && o.truncated {
+			v.add(CauseBody, name, false, "(unknown: "+over+")", "no match",
+				fmt.Sprintf("body not_regex ~%s cannot be checked: %s, so the absence of a match cannot be shown", e.Body.NotRegex[i], over))
+			continue
+		}
+		got := "no match"
+		if loc != nil {
+			got = "matched " + matchExcerpt(o.body, loc)
+		}
+		v.add(CauseBody, name, loc == nil, got, "no match",
+			fmt.Sprintf("body matches ~%s: %s", e.Body.NotRegex[i], matchExcerpt(o.body, loc)))
+	}
 	if len(e.json) == 0 {
 		return
 	}
@@ -309,7 +324,17 @@ func (e *Expect) evalBody(o *observation, v *verdict) {
 			}
 			ok = r.Exists() && j.re.MatchString(text)
 		}
-		v.add(CauseJSON, name, ok, got, want, fmt.Sprintf("json %s: got %s, want %s", j.name, got, want))
+		notNumber := ""
+		if ok && len(j.bounds) > 0 {
+			ok = r.Exists() && r.Type == gjson.Number
+			if r.Exists() && !ok {
+				notNumber = " (not a number)"
+			}
+			for _, b := range j.bounds {
+				ok = ok && b.holds(r.Num)
+			}
+		}
+		v.add(CauseJSON, name, ok, got, want, fmt.Sprintf("json %s: got %s%s, want %s", j.name, got, notNumber, want))
 	}
 }
 
@@ -327,6 +352,9 @@ func (e *Expect) evalUndecoded(o *observation, v *verdict) {
 	}
 	for _, s := range e.Body.Regex {
 		v.add(CauseBody, "body regex ~"+s, false, got, "match", "body regex: "+msg)
+	}
+	for _, s := range e.Body.NotRegex {
+		v.add(CauseBody, "body not_regex ~"+s, false, got, "no match", "body not_regex: "+msg)
 	}
 	for _, j := range e.json {
 		v.add(CauseJSON, "json "+j.name, false, got, j.want(), fmt.Sprintf("json %s: %s", j.name, msg))
@@ -486,7 +514,7 @@ func skipSpaceBack(b []byte, i int) int {
 
 func (j jsonExpect) want() string {
 	var parts []string
-	if j.exists != nil && (j.equals == nil && j.re == nil || !*j.exists) {
+	if j.exists != nil && (j.equals == nil && j.re == nil && len(j.bounds) == 0 || !*j.exists) {
 		if *j.exists {
 			parts = append(parts, "exists")
 		} else {
@@ -498,6 +526,9 @@ func (j jsonExpect) want() string {
 	}
 	if j.re != nil {
 		parts = append(parts, "~"+j.re.String())
+	}
+	for _, b := range j.bounds {
+		parts = append(parts, b.String())
 	}
 	return strings.Join(parts, " and ")
 }

@@ -71,3 +71,30 @@ func bodyExcerpt(body []byte) string {
 	}
 	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(string(shown[:n])+"…"), len(body))
 }
+
+// matchExcerpt is the text a body.not_regex matched (loc from FindIndex),
+// Go-quoted and cut at excerptLen bytes on a rune boundary, with its byte
+// offset: `"error: db down" at byte 12`. A JSON body whose sensitive
+// values are masked (see bodyExcerpt) is not quoted from: the match could
+// be one of them, so only its offset and length are given.
+func matchExcerpt(body []byte, loc []int) string {
+	if loc == nil {
+		return ""
+	}
+	if jb := jsonBody(body); gjson.ValidBytes(jb) {
+		if r := gjson.ParseBytes(jb); r.IsObject() || r.IsArray() {
+			if _, masked := maskNested(r); masked {
+				return fmt.Sprintf("%d bytes at byte %d (not shown: the JSON body has sensitive keys)", loc[1]-loc[0], loc[0])
+			}
+		}
+	}
+	m := body[loc[0]:loc[1]]
+	if len(m) <= excerptLen {
+		return fmt.Sprintf("%s at byte %d", strconv.Quote(string(m)), loc[0])
+	}
+	n := excerptLen
+	for n > 0 && !utf8.RuneStart(m[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s at byte %d", strconv.Quote(string(m[:n])+"…"), loc[0])
+}

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -238,8 +239,22 @@ type HTTPSpec struct {
 	// Body is the request body as text. Default: none.
 	Body string `mapstructure:"body"`
 	// JSON is any value sent JSON-encoded with Content-Type
-	// application/json (unless headers set one). Excludes Body.
+	// application/json (unless headers set one). Excludes Body and Form.
 	JSON any `mapstructure:"json"`
+	// Query are query parameters added after the query of URL or Path (and
+	// the target's), names and values percent-encoded as an HTML form
+	// encodes them (a space as "+", "&" as "%26"), in name order. In a
+	// script step values may hold ${name} and ${env:NAME}, which are
+	// encoded after substitution. Default: none.
+	Query map[string]string `mapstructure:"query"`
+	// Form is sent as an application/x-www-form-urlencoded body (names and
+	// values percent-encoded, in name order) with that Content-Type unless
+	// headers set one. Excludes Body and JSON. Default: none.
+	Form map[string]string `mapstructure:"form"`
+	// BasicAuth sends an Authorization: Basic header (RFC 7617) built
+	// from a username and a password. Excludes headers.Authorization.
+	// Default: none.
+	BasicAuth *BasicAuth `mapstructure:"basic_auth"`
 	// FollowRedirects follows up to 10 redirects. Default false: a 3xx is
 	// the answer asserted on.
 	FollowRedirects bool `mapstructure:"follow_redirects"`
@@ -277,8 +292,20 @@ type HTTPSpec struct {
 
 	compiled bool
 	jsonBody []byte      // encoded JSON body
+	formBody string      // encoded form body (no variables substituted)
+	query    string      // encoded query (no variables substituted)
 	headers  http.Header // canonical request headers (without defaults)
 	host     string      // Host override
+}
+
+// BasicAuth is http.basic_auth: the credentials of an Authorization:
+// Basic header. The password may come from the environment (${NAME} in a
+// check, ${env:NAME} in a script step); it is never shown.
+type BasicAuth struct {
+	// Username is required and must not contain ":" (RFC 7617 §2).
+	Username string `mapstructure:"username"`
+	// Password may be empty.
+	Password string `mapstructure:"password"`
 }
 
 // ValidateAndSetDefaults sets defaults, canonicalises headers, encodes the
@@ -302,7 +329,7 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 		}
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, errorf(ErrBadURL, "url: %q: want an absolute http:// or https:// URL", s.URL))
+			errs = append(errs, errorf(ErrBadURL, "url: %q: want an absolute http:// or https:// URL", units.RedactURL(s.URL)))
 		} else if p := u.Port(); p != "" {
 			// url.Parse takes any run of digits as a port.
 			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -312,8 +339,46 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	} else if s.Path != "" && !strings.HasPrefix(s.Path, "/") {
 		errs = append(errs, errorf(ErrBadURL, "path: %q: must start with \"/\"", s.Path))
 	}
+	if s.URL != "" {
+		if why := badQuery(s.URL); why != "" {
+			errs = append(errs, errorf(ErrBadURL, "url: the query %s, which cannot be sent in a request line; put the parameters in query: (they are percent-encoded)", why))
+		}
+	} else if why := badQuery(s.Path); why != "" {
+		errs = append(errs, errorf(ErrBadURL, "path: the query %s, which cannot be sent in a request line; put the parameters in query: (they are percent-encoded)", why))
+	}
 	if s.Body != "" && s.JSON != nil {
 		errs = append(errs, errorf(ErrConflict, "json: set either body or json, not both"))
+	}
+	if s.Form != nil {
+		if s.Body != "" {
+			errs = append(errs, errorf(ErrConflict, "form: set either body or form, not both"))
+		}
+		if s.JSON != nil {
+			errs = append(errs, errorf(ErrConflict, "form: set either json or form, not both"))
+		}
+	}
+	s.formBody, s.query = encodeParams(s.Form, nil), encodeParams(s.Query, nil)
+	for _, p := range []struct {
+		key string
+		m   map[string]string
+	}{{"query", s.Query}, {"form", s.Form}} {
+		for k := range p.m {
+			if k == "" {
+				errs = append(errs, errorf(ErrBadValue, "%s: empty parameter name", p.key))
+			}
+		}
+	}
+	if s.BasicAuth != nil {
+		if s.BasicAuth.Username == "" {
+			errs = append(errs, errorf(ErrBadValue, "basic_auth.username: required"))
+		} else if strings.Contains(s.BasicAuth.Username, ":") && !strings.Contains(s.BasicAuth.Username, "${") {
+			errs = append(errs, errorf(ErrBadValue, "basic_auth.username: must not contain \":\" (RFC 7617)"))
+		}
+		for k := range s.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				errs = append(errs, errorf(ErrConflict, "basic_auth: set either basic_auth or headers.%s, not both", k))
+			}
+		}
 	}
 	s.jsonBody = nil
 	if s.JSON != nil {
@@ -355,6 +420,9 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	}
 	if s.JSON != nil && s.headers.Get("Content-Type") == "" {
 		s.headers.Set("Content-Type", "application/json")
+	}
+	if s.Form != nil && s.headers.Get("Content-Type") == "" {
+		s.headers.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	if err := s.TLS.ValidateAndSetDefaults(); err != nil {
 		errs = append(errs, units.Prefix("tls", err))
@@ -406,12 +474,40 @@ type TCPSpec struct {
 	// Expect is a substring, or "~regex", that must appear in what the
 	// server sends back within read_limit bytes. Default: nothing is read.
 	Expect string `mapstructure:"expect"`
-	// ReadLimit is how much is read while waiting for Expect, in bytes
-	// with a unit. Default "64KiB".
+	// Query is a conversation in order, as blackbox_exporter's
+	// query_response: each element expects a line from the server, sends
+	// text, or both (expect first). It excludes Send and Expect. Expect
+	// is matched against each line received (without its line break; a
+	// last line the server has not ended yet is tried too), so "~^250 "
+	// matches a line that starts with "250 "; lines before the matching
+	// one are skipped. Default: none.
+	Query []TCPQueryStep `mapstructure:"query"`
+	// ReadLimit is how much is read while waiting for Expect (for Query:
+	// over the whole conversation), in bytes with a unit. Default "64KiB".
 	ReadLimit units.ByteSize `mapstructure:"read_limit"`
 
 	compiled bool
 	re       *regexp.Regexp
+}
+
+// TCPQueryStep is one element of tcp.query: expect, send, or both.
+type TCPQueryStep struct {
+	// Expect is a substring, or "~regex", that a line from the server must
+	// hold before the conversation goes on.
+	Expect string `mapstructure:"expect"`
+	// Send is written as is (add "\r\n" yourself), after Expect matched
+	// when both are set.
+	Send string `mapstructure:"send"`
+
+	re *regexp.Regexp
+}
+
+// match reports whether line satisfies the step's expect.
+func (q *TCPQueryStep) match(line []byte) bool {
+	if q.re != nil {
+		return q.re.Match(line)
+	}
+	return bytes.Contains(line, []byte(q.Expect))
 }
 
 // ValidateAndSetDefaults compiles expect and sets read_limit.
@@ -424,6 +520,33 @@ func (s *TCPSpec) ValidateAndSetDefaults() error {
 			errs = append(errs, fmt.Errorf("expect: %w", err))
 		}
 		s.re = re
+	}
+	if s.Query != nil {
+		if len(s.Query) == 0 {
+			errs = append(errs, errorf(ErrBadValue, "query: empty list (omit the key, or list {expect: …} and {send: …} steps)"))
+		}
+		if s.Send != "" || s.Expect != "" {
+			errs = append(errs, errorf(ErrConflict, "query: set either query or send/expect, not both (put them in query, in order)"))
+		}
+	}
+	for i := range s.Query {
+		q := &s.Query[i]
+		q.re = nil
+		if q.Expect == "" && q.Send == "" {
+			errs = append(errs, errorf(ErrBadValue, "query[%d]: want expect, send or both", i))
+			continue
+		}
+		if strings.HasPrefix(q.Expect, "^") {
+			errs = append(errs, errorf(ErrBadValue, "query[%d].expect: %q is a substring; write %q for a regular expression", i, q.Expect, "~"+q.Expect))
+			continue
+		}
+		if strings.HasPrefix(q.Expect, "~") {
+			re, err := compileRegex(q.Expect[1:])
+			if err != nil {
+				errs = append(errs, fmt.Errorf("query[%d].expect: %w", i, err))
+			}
+			q.re = re
+		}
 	}
 	if s.ReadLimit < 0 {
 		errs = append(errs, errorf(ErrBadValue, "read_limit: must not be negative"))

@@ -79,7 +79,7 @@ func TestInvalidConfig(t *testing.T) {
 			"expect.body.regex[1]: bad regex \"[z-a]\": invalid character class range: `z-a`",
 			"expect.json[0].path: empty JSON path",
 			"expect.json[1].regex: bad regex \"(\": missing closing ): `(`",
-			"expect.json[2].exists: false cannot be combined with equals or regex",
+			"expect.json[2].exists: false cannot be combined with equals, regex, gt, gte, lt or lte",
 		}, checks.ErrBadRegex},
 		{"content_type and negatives", func() error {
 			_, err := checks.NewHTTP(checks.HTTPSpec{}, checks.Expect{ContentType: "json", TTFB: -time.Second, CertMinDays: -1}, checks.Options{})

@@ -75,6 +75,7 @@ type Expect struct {
 	status      StatusRanges
 	headers     []headerExpect
 	bodyRegex   []*regexp.Regexp
+	bodyNotRe   []*regexp.Regexp
 	json        []jsonExpect
 	sum         *checksum
 	contentType string
@@ -106,10 +107,16 @@ type BodyExpect struct {
 	NotContains []string `mapstructure:"not_contains"`
 	// Regex lists Go regular expressions that must all match the body.
 	Regex []string `mapstructure:"regex"`
+	// NotRegex lists Go regular expressions none of which may match the
+	// body (blackbox_exporter's fail_if_body_matches_regexp). A body cut
+	// at body_limit fails them when nothing matched in the part read, as
+	// not_contains does.
+	NotRegex []string `mapstructure:"not_regex"`
 }
 
 // JSONExpect is one assertion on a JSON body (config key `expect.json[]`).
-// With none of Equals, Exists and Regex set it asserts that Path exists.
+// With none of Equals, Exists, Regex and the bounds set it asserts that
+// Path exists.
 type JSONExpect struct {
 	// Path selects a value with gjson syntax ("ok", "items.0.id",
 	// "items.#", `items.#(id==2).name`), checked at load (an unclosed
@@ -129,6 +136,13 @@ type JSONExpect struct {
 	// Regex must match the selected value's text (a string's contents, or
 	// the raw JSON of any other value).
 	Regex string `mapstructure:"regex"`
+	// GT, GTE, LT and LTE bound a number: the value must be a JSON number
+	// greater than, at least, less than, at most the bound (compared as
+	// float64). A string, even "42", fails. Unset = no bound.
+	GT  *float64 `mapstructure:"gt"`
+	GTE *float64 `mapstructure:"gte"`
+	LT  *float64 `mapstructure:"lt"`
+	LTE *float64 `mapstructure:"lte"`
 }
 
 // SizeExpect bounds the body size (config key `expect.size`), in bytes with
@@ -149,7 +163,29 @@ type jsonExpect struct {
 	equals []byte // canonical JSON, nil when unset
 	exists *bool
 	re     *regexp.Regexp
+	bounds []numBound
 }
+
+// numBound is one of json[].gt, gte, lt, lte.
+type numBound struct {
+	op string // ">", ">=", "<", "<="
+	n  float64
+}
+
+// holds reports whether x satisfies the bound.
+func (b numBound) holds(x float64) bool {
+	switch b.op {
+	case ">":
+		return x > b.n
+	case ">=":
+		return x >= b.n
+	case "<":
+		return x < b.n
+	}
+	return x <= b.n
+}
+
+func (b numBound) String() string { return b.op + " " + strconv.FormatFloat(b.n, 'f', -1, 64) }
 
 // ValidateAndSetDefaults validates every key and compiles status ranges,
 // header matchers, regexes, JSON assertions and the checksum. Errors start
@@ -200,7 +236,7 @@ func (e *Expect) ValidateAndSetDefaults() error {
 	for _, l := range []struct {
 		key  string
 		list []string
-	}{{"contains", e.Body.Contains}, {"not_contains", e.Body.NotContains}, {"regex", e.Body.Regex}} {
+	}{{"contains", e.Body.Contains}, {"not_contains", e.Body.NotContains}, {"regex", e.Body.Regex}, {"not_regex", e.Body.NotRegex}} {
 		for i, s := range l.list {
 			if s == "" {
 				errs = append(errs, errorf(ErrBadValue, "body.%s[%d]: empty string (it matches every body)", l.key, i))
@@ -218,6 +254,18 @@ func (e *Expect) ValidateAndSetDefaults() error {
 			continue
 		}
 		e.bodyRegex = append(e.bodyRegex, re)
+	}
+	e.bodyNotRe = e.bodyNotRe[:0]
+	for i, src := range e.Body.NotRegex {
+		if src == "" {
+			continue
+		}
+		re, err := compileRegex(src)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("body.not_regex[%d]: %w", i, err))
+			continue
+		}
+		e.bodyNotRe = append(e.bodyNotRe, re)
 	}
 
 	e.json = e.json[:0]
@@ -302,7 +350,7 @@ func (e *Expect) onlyKeys(kind string, allowed ...string) error {
 	set := map[string]bool{
 		"status":        e.Status.isSet(),
 		"headers":       len(e.Headers) > 0,
-		"body":          len(e.Body.Contains)+len(e.Body.NotContains)+len(e.Body.Regex) > 0,
+		"body":          len(e.Body.Contains)+len(e.Body.NotContains)+len(e.Body.Regex)+len(e.Body.NotRegex) > 0,
 		"json":          len(e.JSON) > 0,
 		"checksum":      e.Checksum != "",
 		"size":          e.Size != (SizeExpect{}),
@@ -352,14 +400,47 @@ func (j JSONExpect) compile() (jsonExpect, error) {
 		}
 		c.re = re
 	}
-	if j.Exists != nil && !*j.Exists && (c.equals != nil || c.re != nil) {
-		return c, errorf(ErrConflict, "exists: false cannot be combined with equals or regex")
+	if j.GT != nil && j.GTE != nil {
+		return c, errorf(ErrConflict, "gte: set either gt or gte, not both")
 	}
-	if c.equals == nil && c.re == nil && c.exists == nil {
+	if j.LT != nil && j.LTE != nil {
+		return c, errorf(ErrConflict, "lte: set either lt or lte, not both")
+	}
+	for _, b := range []struct {
+		op string
+		n  *float64
+	}{{">", j.GT}, {">=", j.GTE}, {"<", j.LT}, {"<=", j.LTE}} {
+		if b.n != nil {
+			c.bounds = append(c.bounds, numBound{b.op, *b.n})
+		}
+	}
+	if lo, hi := firstBound(c.bounds, ">"), firstBound(c.bounds, "<"); lo != nil && hi != nil &&
+		(lo.n > hi.n || lo.n == hi.n && (lo.op == ">" || hi.op == "<")) {
+		return c, errorf(ErrConflict, "%s: no number is %s and %s", keyOf(*lo), lo, hi)
+	}
+	if j.Exists != nil && !*j.Exists && (c.equals != nil || c.re != nil || len(c.bounds) > 0) {
+		return c, errorf(ErrConflict, "exists: false cannot be combined with equals, regex, gt, gte, lt or lte")
+	}
+	if c.equals == nil && c.re == nil && c.exists == nil && len(c.bounds) == 0 {
 		t := true
 		c.exists = &t
 	}
 	return c, nil
+}
+
+// firstBound is the bound whose operator starts with op (">" or "<").
+func firstBound(bs []numBound, op string) *numBound {
+	for i := range bs {
+		if strings.HasPrefix(bs[i].op, op) {
+			return &bs[i]
+		}
+	}
+	return nil
+}
+
+// keyOf is the config key of a bound.
+func keyOf(b numBound) string {
+	return map[string]string{">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}[b.op]
 }
 
 // canonicalJSON re-encodes a JSON document so that equal values compare

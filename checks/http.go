@@ -163,7 +163,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	if expand == nil {
 		expand = func(s string) string { return s }
 	}
-	target, err := h.requestURL(t, expand)
+	target, err := h.requestURL(t, expand, o.Expand != nil)
 	if err != nil {
 		res.Cause, res.Err = CauseInternal, err.Error()
 		res.Phases.Total = time.Since(start)
@@ -180,6 +180,10 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		body = bytes.NewReader(b)
 	case h.spec.jsonBody != nil:
 		body = bytes.NewReader(h.spec.jsonBody)
+	case h.spec.Form != nil && o.Expand != nil:
+		body = strings.NewReader(encodeParams(h.spec.Form, expand))
+	case h.spec.Form != nil:
+		body = strings.NewReader(h.spec.formBody)
 	case h.spec.Body != "":
 		body = strings.NewReader(expand(h.spec.Body))
 	}
@@ -198,6 +202,12 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	for k, vs := range h.spec.headers {
 		for i, v := range vs {
 			v = expand(v)
+			if why := badHeaderValue(v); why != "" {
+				// The value is not shown: it may hold a secret.
+				res.Cause, res.Err = CauseInternal, fmt.Sprintf("http.headers.%s: the value %s%s, which cannot be sent in a header", k, why, afterSubst(o.Expand != nil))
+				res.Phases.Total = time.Since(start)
+				return res, nil
+			}
 			if i == 0 {
 				req.Header.Set(k, v)
 			} else {
@@ -207,6 +217,20 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	}
 	if h.spec.host != "" {
 		req.Host = expand(h.spec.host)
+		if why := badHeaderValue(req.Host); why != "" {
+			res.Cause, res.Err = CauseInternal, fmt.Sprintf("http.headers.Host: the value %s%s, which cannot be sent in a header", why, afterSubst(o.Expand != nil))
+			res.Phases.Total = time.Since(start)
+			return res, nil
+		}
+	}
+	if ba := h.spec.BasicAuth; ba != nil {
+		user, pass := expand(ba.Username), expand(ba.Password)
+		if o.Expand != nil && strings.Contains(user, ":") {
+			res.Cause, res.Err = CauseInternal, "http.basic_auth.username: after variables are substituted it contains \":\", which Basic authentication cannot carry (RFC 7617)"
+			res.Phases.Total = time.Since(start)
+			return res, nil
+		}
+		req.SetBasicAuth(user, pass)
 	}
 	client := http.Client{Transport: hopTransport{h.tr}, Jar: o.Jar}
 	if !h.spec.FollowRedirects {
@@ -239,7 +263,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		obs.cert = &certTLS{presented: resp.TLS.PeerCertificates, chains: resp.TLS.VerifiedChains}
 		obs.cert.expiries(&res)
 	}
-	keep := o.KeepBody || len(h.expect.Body.Contains)+len(h.expect.Body.NotContains)+len(h.expect.bodyRegex)+len(h.expect.json) > 0
+	keep := o.KeepBody || len(h.expect.Body.Contains)+len(h.expect.Body.NotContains)+len(h.expect.bodyRegex)+len(h.expect.bodyNotRe)+len(h.expect.json) > 0
 	var sum hash.Hash
 	if h.expect.sum != nil {
 		sum = newHash(h.expect.sum.algo)
@@ -489,10 +513,16 @@ func newHash(algo string) hash.Hash {
 }
 
 // requestURL builds the URL of one run: http.url, or the target base plus
-// http.path, expanded, with the cache-busting parameter.
-func (h *HTTP) requestURL(t Target, expand func(string) string) (string, error) {
+// http.path, expanded, then http.query (encoded after expansion) and the
+// cache-busting parameter. A URL whose query holds what cannot go in a
+// request line (a substituted value with a space, say) is an error naming
+// the key, never sent; the URL itself is not quoted (it may hold a
+// secret).
+func (h *HTTP) requestURL(t Target, expand func(string) string, substituted bool) (string, error) {
 	var raw string
+	key := "http.path"
 	if h.spec.URL != "" {
+		key = "http.url"
 		raw = expand(h.spec.URL)
 	} else {
 		if !strings.HasPrefix(t.URL, "http://") && !strings.HasPrefix(t.URL, "https://") {
@@ -500,19 +530,55 @@ func (h *HTTP) requestURL(t Target, expand func(string) string) (string, error) 
 		}
 		raw = JoinTargetPath(t.URL, expand(h.spec.Path))
 	}
-	if !h.spec.CacheBust {
-		return raw, nil
-	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", errorf(ErrBadURL, "http: the request URL does not parse (%s)", urlErrKind(err))
+		return "", errorf(ErrBadURL, "%s: the request URL does not parse (%s)%s", key, urlErrKind(err), queryHint(substituted))
+	}
+	if why := badRequestText(u.RawQuery); why != "" {
+		what := "the request URL's query"
+		if substituted {
+			what = "after variables are substituted, the request URL's query"
+		}
+		return "", errorf(ErrBadURL, "%s: %s %s, which cannot be sent in a request line; put the parameters in http.query (values are percent-encoded)", key, what, why)
+	}
+	query := h.spec.query
+	if substituted {
+		query = encodeParams(h.spec.Query, expand)
+	}
+	if query == "" && !h.spec.CacheBust {
+		return raw, nil
 	}
 	q := u.RawQuery
-	if q != "" {
-		q += "&"
+	if query != "" {
+		if q != "" {
+			q += "&"
+		}
+		q += query
 	}
-	u.RawQuery = q + CacheBustParam + "=" + strconv.FormatUint(rand.Uint64(), 36)
+	if h.spec.CacheBust {
+		if q != "" {
+			q += "&"
+		}
+		q += CacheBustParam + "=" + strconv.FormatUint(rand.Uint64(), 36)
+	}
+	u.RawQuery = q
 	return u.String(), nil
+}
+
+// afterSubst is the words that say a bad value came from substitution.
+func afterSubst(substituted bool) string {
+	if substituted {
+		return " after variables are substituted"
+	}
+	return ""
+}
+
+// queryHint suggests http.query for a URL built from variables.
+func queryHint(substituted bool) string {
+	if !substituted {
+		return ""
+	}
+	return "; a value substituted into it may need encoding: put query parameters in http.query"
 }
 
 // expandJSON applies expand to every string in a decoded JSON/YAML value.

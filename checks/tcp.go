@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
@@ -61,6 +62,9 @@ func (c *TCP) Run(ctx context.Context, t Target) Result {
 	stop := watchCtx(ctx, conn)
 	defer stop()
 
+	if len(c.spec.Query) > 0 {
+		return c.runQuery(conn, tr, res, start)
+	}
 	var got []byte
 	var ioErr error
 	matched := false
@@ -81,11 +85,14 @@ func (c *TCP) Run(ctx context.Context, t Target) Result {
 
 	var v verdict
 	if c.spec.Expect != "" {
-		shown := strconv.Quote(abbrev(string(got), 100))
+		shown := tcpExcerpt(got)
 		if len(got) == 0 {
 			shown = "(nothing)"
 		}
-		msg := fmt.Sprintf("tcp expect: %s not received (got %d bytes)", c.spec.Expect, len(got))
+		msg := fmt.Sprintf("tcp expect: %s not received (got nothing)", c.spec.Expect)
+		if len(got) > 0 {
+			msg = fmt.Sprintf("tcp expect: %s not received (got %d bytes: %s)", c.spec.Expect, len(got), tcpExcerpt(got))
+		}
 		v.add(CauseBody, "tcp expect", matched, shown, c.spec.Expect, msg)
 	}
 	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start}
@@ -219,4 +226,133 @@ func (o Options) runContext(ctx context.Context) (context.Context, context.Cance
 		return context.WithTimeout(ctx, o.Timeout)
 	}
 	return ctx, func() {}
+}
+
+// tcpExcerptLen is how many bytes of what a server sent a failed tcp
+// expect shows.
+const tcpExcerptLen = 100
+
+// tcpExcerpt is the start of what a server sent, Go-quoted (control
+// characters and invalid UTF-8 escaped), cut at tcpExcerptLen bytes on a
+// rune boundary with "…".
+func tcpExcerpt(b []byte) string {
+	if len(b) <= tcpExcerptLen {
+		return strconv.Quote(string(b))
+	}
+	n := tcpExcerptLen
+	for n > tcpExcerptLen-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return strconv.Quote(string(b[:n])) + "…"
+}
+
+// runQuery runs tcp.query on a connected conn: each step waits for a line
+// holding its expect (skipping lines that do not), then writes its send.
+// The first expect that is not met fails the run with cause body and
+// shows what arrived while waiting for it; an I/O error with nothing
+// received for the step is the cause instead, as for tcp.expect.
+func (c *TCP) runQuery(conn net.Conn, tr *runTrace, res Result, start time.Time) Result {
+	limit := int(c.spec.ReadLimit)
+	p := make([]byte, min(limit, 4096))
+	var buf []byte  // received, not yet consumed by a match
+	var seen []byte // received while waiting for the current expect (first 4 KiB)
+	total := 0
+	var ioErr, sendErr error
+	var v verdict
+	failed := -1
+	lines := 0
+	for i := range c.spec.Query {
+		q := &c.spec.Query[i]
+		if q.Expect != "" {
+			seen, lines = seen[:0], 0
+			seen = append(seen, buf[:min(len(buf), 4096)]...)
+			matched := false
+			for {
+				for !matched {
+					nl := bytes.IndexByte(buf, '\n')
+					if nl < 0 {
+						break
+					}
+					lines++
+					matched = q.match(bytes.TrimSuffix(buf[:nl], []byte("\r")))
+					buf = buf[nl+1:]
+				}
+				if !matched && len(buf) > 0 && q.match(buf) {
+					matched, buf = true, buf[:0]
+				}
+				if matched || ioErr != nil || total >= limit {
+					break
+				}
+				n, err := conn.Read(p[:min(len(p), limit-total)])
+				if n > 0 {
+					if total == 0 {
+						tr.mark(&tr.firstByte, false)
+					}
+					total += n
+					buf = append(buf, p[:n]...)
+					if room := 4096 - len(seen); room > 0 {
+						seen = append(seen, p[:min(n, room)]...)
+					}
+				}
+				ioErr = err
+			}
+			name := fmt.Sprintf("tcp query[%d].expect", i)
+			shown := tcpExcerpt(seen)
+			if len(seen) == 0 {
+				shown = "(nothing)"
+			}
+			if matched {
+				v.add(CauseBody, name, true, "match", q.Expect, "")
+			} else {
+				msg := fmt.Sprintf("tcp query[%d].expect: %s not received (got nothing)", i, q.Expect)
+				if len(seen) > 0 {
+					msg = fmt.Sprintf("tcp query[%d].expect: %s not received in %d line(s) (got %s)", i, q.Expect, max(lines, 1), shown)
+					if total >= limit {
+						msg += fmt.Sprintf("; stopped at read_limit %s", c.spec.ReadLimit)
+					}
+				}
+				v.add(CauseBody, name, false, shown, q.Expect, msg)
+				failed = i
+				break
+			}
+		}
+		if q.Send != "" {
+			if _, err := io.WriteString(conn, q.Send); err != nil {
+				sendErr, failed = err, i
+				break
+			}
+		}
+	}
+	end := time.Now()
+	res.Phases = tr.phases(end)
+	if tr.firstByte.IsZero() {
+		res.Phases.Transfer = 0
+	}
+	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start}
+	c.expect.evalCommon(&obs, &v)
+	res.Assertions = v.list
+	if sendErr != nil {
+		cause, msg := classify(sendErr, tr, end.Sub(start))
+		res.Cause, res.Err = cause, fmt.Sprintf("tcp query[%d].send: %s", failed, msg)
+		return res
+	}
+	if failed >= 0 && ioErr != nil && len(seen) == 0 {
+		cause, msg := classify(ioErr, tr, end.Sub(start))
+		switch {
+		case total == 0 && errors.Is(ioErr, io.EOF):
+			res.Cause, res.Err = CauseReset, "connection closed by the server before sending anything"
+			return res
+		case errors.Is(ioErr, io.EOF):
+			res.Cause, res.Err = CauseReset, fmt.Sprintf("connection closed by the server at tcp query[%d]", failed)
+			return res
+		}
+		res.Cause, res.Err = cause, fmt.Sprintf("tcp query[%d]: %s", failed, msg)
+		return res
+	}
+	if v.cause != "" {
+		res.Cause, res.Err = v.cause, v.err
+		return res
+	}
+	res.OK = true
+	return res
 }

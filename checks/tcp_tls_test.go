@@ -73,7 +73,7 @@ func TestTCP(t *testing.T) {
 		{name: "send expect", target: redis, spec: checks.TCPSpec{Send: "PING\r\n", Expect: "+PONG"}},
 		{name: "send expect regex", target: redis, spec: checks.TCPSpec{Send: "PING\r\n", Expect: `~^\+PONG\r\n$`}},
 		{name: "expect mismatch", target: redis, spec: checks.TCPSpec{Send: "HELLO\r\n", Expect: "+PONG"},
-			cause: checks.CauseBody, errHas: "tcp expect: +PONG not received (got 22 bytes)"},
+			cause: checks.CauseBody, errHas: "tcp expect: +PONG not received (got 22 bytes: \"-ERR unknown command\\r\\n\")"},
 		{name: "banner", target: banner, spec: checks.TCPSpec{Expect: "~^SSH-2\\.0-"}, expect: checks.Expect{TTFB: time.Second}},
 		{name: "banner ttfb too slow", target: banner, expect: checks.Expect{TTFB: 5 * time.Millisecond}, cause: checks.CauseTTFB},
 		{name: "http over tcp", target: strings.Replace(origin.URL(), "http://", "tcp://", 1),

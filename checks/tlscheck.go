@@ -111,7 +111,9 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 		got := "trusted (issuer " + issuerName(leaf) + ")"
 		msg := ""
 		if chainErr != nil {
-			_, msg, _ = certCause(chainErr)
+			// Wrapped as crypto/tls wraps it, so the message can name the
+			// certificates presented.
+			_, msg, _ = certCause(&tls.CertificateVerificationError{UnverifiedCertificates: state.PeerCertificates, Err: chainErr})
 			got = strings.TrimPrefix(msg, "cert: ")
 		}
 		v.add(CauseCert, "cert chain", chainErr == nil, got, "trusted", msg)

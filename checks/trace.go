@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -505,7 +506,7 @@ func certCause(err error) (Cause, string, bool) {
 	var ci x509.CertificateInvalidError
 	switch {
 	case errors.As(err, &ua):
-		return CauseCert, "cert: signed by an unknown authority", true
+		return CauseCert, "cert: signed by an unknown authority" + unknownAuthorityDetail(ua.Cert, certsFromErr(err)), true
 	case errors.As(err, &he):
 		return CauseCert, "cert: " + strings.TrimPrefix(he.Error(), "x509: "), true
 	case errors.As(err, &ci):
@@ -572,4 +573,53 @@ func resetMsg(err error) string {
 func isCtxErr(err error) bool {
 	return err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err))
+}
+
+// unknownAuthorityDetail names the certificates no trusted root vouches
+// for: the leaf (the first presented; else the one in the error), its
+// issuer or "(self-signed)" for a certificate signed by its own key, and,
+// when verification went up through intermediates the server sent, the
+// certificate where the chain ends (top, x509's UnknownAuthorityError
+// Cert): "; the chain ends at CN=Corp Int, issued by CN=Corp Root".
+func unknownAuthorityDetail(top *x509.Certificate, presented []*x509.Certificate) string {
+	leaf := top
+	if len(presented) > 0 {
+		leaf = presented[0]
+	}
+	if leaf == nil {
+		return ""
+	}
+	out := ": leaf " + certName(leaf.Subject.CommonName, leaf.Subject.String())
+	if selfSigned(leaf) {
+		return out + " (self-signed)"
+	}
+	out += ", issuer " + certName(leaf.Issuer.CommonName, leaf.Issuer.String())
+	if top != nil && !bytes.Equal(top.Raw, leaf.Raw) {
+		out += "; the chain ends at " + certName(top.Subject.CommonName, top.Subject.String())
+		if selfSigned(top) {
+			out += ", a self-signed certificate not trusted"
+		} else {
+			out += ", issued by " + certName(top.Issuer.CommonName, top.Issuer.String())
+		}
+	}
+	return out
+}
+
+// certName is "CN=<cn>", or the whole distinguished name without a CN.
+func certName(cn, dn string) string {
+	if cn != "" {
+		return "CN=" + cn
+	}
+	if dn == "" {
+		return "(empty subject)"
+	}
+	return dn
+}
+
+// selfSigned reports whether c names itself as issuer and its signature
+// verifies with its own key.
+func selfSigned(c *x509.Certificate) bool {
+	// CheckSignature, not CheckSignatureFrom: a self-signed leaf need not
+	// be marked as a CA.
+	return bytes.Equal(c.RawIssuer, c.RawSubject) && c.CheckSignature(c.SignatureAlgorithm, c.RawTBSCertificate, c.Signature) == nil
 }
