@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -362,6 +363,15 @@ func (b *Browser) openTab(ctx context.Context) (*tab, error) {
 		}
 	}()
 	return &tab{ctx: tctx, root: root, cancel: cancel, events: ev}, nil
+}
+
+// mainFrame returns the id of the tab's main frame (a tab's main frame
+// has its target's id).
+func (t *tab) mainFrame() cdp.FrameID {
+	if c := chromedp.FromContext(t.ctx); c != nil && c.Target != nil {
+		return cdp.FrameID(c.Target.TargetID)
+	}
+	return ""
 }
 
 // close closes the tab and disposes of its browser context.

@@ -242,7 +242,7 @@ func TestBrowserStepTimeoutCauses(t *testing.T) {
 		{"element never appears", `
 - browser: {navigate: /tiny}
 - {name: wait, timeout: 500ms, browser: {wait_visible: "#never"}}`, checks.CauseScript,
-			`step 1 "wait" (browser.wait_visible): wait_visible #never: not visible within 500ms`},
+			`step 1 "wait" (browser.wait_visible): wait_visible #never: no element within 500ms`},
 		{"text never appears", `
 - browser: {navigate: /tiny}
 - {name: wait, timeout: 500ms, browser: {wait_text: {selector: "#x", equals: "done"}}}`, checks.CauseScript,
@@ -287,7 +287,7 @@ func TestBrowserMissingElementAtRunDeadlineIsScript(t *testing.T) {
 	if res.OK || res.Cause != checks.CauseScript || res.CouldNotRun() {
 		t.Fatalf("cause %s (%s), want script", res.Cause, res.Err)
 	}
-	if want := `step 1 "checkout" (browser.wait_visible): wait_visible #checkout: not visible within `; !strings.HasPrefix(res.Err, want) {
+	if want := `step 1 "checkout" (browser.wait_visible): wait_visible #checkout: no element within `; !strings.HasPrefix(res.Err, want) {
 		t.Errorf("err %q, want it to start with %q", res.Err, want)
 	}
 	if s := res.Steps[1]; s.Cause != checks.CauseScript {

@@ -17,8 +17,10 @@ import (
 type BrowserStep struct {
 	// Navigate loads a URL and waits for its load event. A URL without a
 	// scheme is joined to the target URL ("/shop" → <target>/shop). A
-	// document answered with status >= 400 fails the step.
-	Navigate *string `mapstructure:"navigate"`
+	// document answered with status >= 400 fails the step. It is the URL
+	// (a string or *string), or a NavigateAction (a mapping {url,
+	// wait_until} in a config file) to wait for less than the load event.
+	Navigate any `mapstructure:"navigate"`
 	// Click waits until the element is visible, enabled (not disabled, not
 	// in a disabled fieldset, not aria-disabled) and the one a click at its
 	// center reaches (no overlay over it), then clicks its center.
@@ -79,6 +81,95 @@ type BrowserStep struct {
 	Frame *string `mapstructure:"frame"`
 
 	extracts []namedExtract // Extract compiled, by name
+	nav      *NavigateAction // Navigate compiled
+}
+
+// The events a navigate step may wait for (NavigateAction.WaitUntil).
+const (
+	WaitLoad             = "load"
+	WaitDOMContentLoaded = "domcontentloaded"
+	WaitCommit           = "commit"
+)
+
+// NavigateAction is the mapping form of navigate (`navigate: {url,
+// wait_until}`).
+type NavigateAction struct {
+	// URL is loaded as the string form of navigate is.
+	URL string `mapstructure:"url"`
+	// WaitUntil is the event the step waits for: "load" (the default: the
+	// page and all its resources, third-party scripts included) or
+	// "domcontentloaded" (the document is parsed; scripts it waits for
+	// have run, images, async scripts and iframes may still load) or
+	// "commit" (the document's response arrived and replaced the page;
+	// the rest of it may still load, a script that blocks the parser
+	// included), as Playwright's page.goto waitUntil. Case-insensitive.
+	WaitUntil string `mapstructure:"wait_until"`
+}
+
+// compileNavigate turns the Navigate value into b.nav. Errors name the key
+// under navigate.
+func (b *BrowserStep) compileNavigate() (urlKey string, err error) {
+	var n NavigateAction
+	urlKey = "navigate"
+	switch v := b.Navigate.(type) {
+	case string:
+		n.URL = v
+	case *string:
+		n.URL = *v
+	case NavigateAction:
+		n, urlKey = v, "navigate.url"
+	case *NavigateAction:
+		n, urlKey = *v, "navigate.url"
+	case map[string]any:
+		urlKey = "navigate.url"
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			s, ok := v[k].(string)
+			switch lk := strings.ToLower(k); {
+			case lk != "url" && lk != "wait_until":
+				return urlKey, fmt.Errorf("navigate.%s: unknown key (want url, wait_until)", k)
+			case !ok:
+				return urlKey, fmt.Errorf("navigate.%s: want a string, got %s", lk, shapeOf(v[k]))
+			case lk == "url":
+				n.URL = s
+			default:
+				n.WaitUntil = s
+			}
+		}
+	default:
+		return urlKey, fmt.Errorf("navigate: want a URL or a mapping {url, wait_until}, got %s", shapeOf(v))
+	}
+	switch w := strings.ToLower(strings.TrimSpace(n.WaitUntil)); w {
+	case "", WaitLoad:
+		n.WaitUntil = WaitLoad
+	case WaitDOMContentLoaded, WaitCommit:
+		n.WaitUntil = w
+	default:
+		return urlKey, fmt.Errorf("navigate.wait_until: %q: want %s, %s or %s", n.WaitUntil, WaitLoad, WaitDOMContentLoaded, WaitCommit)
+	}
+	b.nav = &n
+	return urlKey, nil
+}
+
+// shapeOf names the kind of a decoded YAML value, for errors.
+func shapeOf(v any) string {
+	switch v.(type) {
+	case map[string]any, map[any]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case bool:
+		return "true or false"
+	case nil:
+		return "nothing"
+	case string:
+		return "a string"
+	}
+	return "a number"
 }
 
 // TypeAction types text into an element (`type:`).
@@ -291,12 +382,16 @@ func (b *BrowserStep) validate() (string, []ref, error) {
 	}
 	switch kind {
 	case "navigate":
-		if strings.TrimSpace(*b.Navigate) == "" {
-			err = errors.New("navigate: URL is empty")
-		} else if sc := navigateScheme(literalPrefix(*b.Navigate)); sc != "" && !httpScheme(sc) {
-			err = fmt.Errorf("navigate: scheme %s: %w", abbrevScheme(sc), ErrNavigateScheme)
+		var key string
+		if key, err = b.compileNavigate(); err != nil {
+			break
 		}
-		add("navigate", *b.Navigate)
+		if strings.TrimSpace(b.nav.URL) == "" {
+			err = fmt.Errorf("%s: URL is empty", key)
+		} else if sc := navigateScheme(literalPrefix(b.nav.URL)); sc != "" && !httpScheme(sc) {
+			err = fmt.Errorf("%s: scheme %s: %w", key, abbrevScheme(sc), ErrNavigateScheme)
+		}
+		add(key, b.nav.URL)
 	case "click":
 		err = selector("click", *b.Click)
 	case "wait_visible":

@@ -42,6 +42,122 @@ type pageEvents struct {
 	// frame in the tab's process (the page's and its same-process
 	// iframes'), for steps with a frame. At most maxContexts.
 	contexts map[cdp.FrameID]string
+	// nav follows the navigation the current navigate step started.
+	nav navState
+	// pending holds the network requests that have not finished nor
+	// failed, by id: what a load event may still wait for. At most
+	// maxPending.
+	pending map[network.RequestID]pendingRequest
+	seq     int // orders pending
+}
+
+// pendingRequest is a request still in flight.
+type pendingRequest struct {
+	url string
+	seq int
+}
+
+// maxPending bounds the requests a tab tracks as in flight.
+const maxPending = 1000
+
+// navState is what the events said of a navigation of the tab's main frame
+// since navigate started it.
+type navState struct {
+	main      cdp.FrameID      // the tab's main frame; "" when no navigation is followed
+	docReq    network.RequestID // the document's request (the last of its redirects)
+	start     cdp.MonotonicTime // when the document was first asked for
+	status    int               // the document's status; 0: no response yet
+	url       string            // the document's final URL
+	ttfb      time.Duration     // from start to the document's response
+	committed bool              // the new document replaced the old one
+	dcl, load bool              // its DOMContentLoaded and load events fired
+	stopped   bool              // the main frame stopped loading
+	failed    string            // the document's request failed: Chromium's error text
+}
+
+// startNav starts following a navigation of the frame main, forgetting
+// the requests of the page before.
+func (p *pageEvents) startNav(main cdp.FrameID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nav = navState{main: main}
+	p.pending = nil
+}
+
+// navigation returns what is known of the navigation startNav began.
+func (p *pageEvents) navigation() navState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nav
+}
+
+// pendingURLs returns the URLs of up to n requests still in flight, oldest
+// first, and how many there are in all.
+func (p *pageEvents) pendingURLs(n int) ([]string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	all := make([]pendingRequest, 0, len(p.pending))
+	for _, r := range p.pending {
+		all = append(all, r)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	var out []string
+	for _, r := range all[:min(n, len(all))] {
+		out = append(out, units.RedactURL(r.url))
+	}
+	return out, len(all)
+}
+
+// handleNav records the events of the network and of the main frame that
+// tell how far the followed navigation got. p.mu is held.
+func (p *pageEvents) handleNav(ev any) {
+	n := &p.nav
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if ev.Request != nil {
+			if _, ok := p.pending[ev.RequestID]; ok || len(p.pending) < maxPending {
+				if p.pending == nil {
+					p.pending = map[network.RequestID]pendingRequest{}
+				}
+				p.seq++
+				p.pending[ev.RequestID] = pendingRequest{url: ev.Request.URL, seq: p.seq}
+			}
+		}
+		if n.main != "" && ev.FrameID == n.main && ev.Type == network.ResourceTypeDocument && !n.committed {
+			if n.docReq == "" || ev.RedirectResponse == nil && ev.RequestID != n.docReq {
+				n.start = ev.Timestamp
+			}
+			n.docReq = ev.RequestID
+		}
+	case *network.EventResponseReceived:
+		if n.main != "" && ev.RequestID == n.docReq && ev.Response != nil && n.status == 0 {
+			n.status, n.url = int(ev.Response.Status), ev.Response.URL
+			n.ttfb = time.Duration((float64(ev.Timestamp) - float64(n.start)) * float64(time.Second))
+		}
+	case *network.EventLoadingFinished:
+		delete(p.pending, ev.RequestID)
+	case *network.EventLoadingFailed:
+		delete(p.pending, ev.RequestID)
+		if n.main != "" && ev.RequestID == n.docReq && !n.committed {
+			n.failed = ev.ErrorText
+		}
+	case *page.EventFrameNavigated:
+		if n.main != "" && ev.Frame != nil && ev.Frame.ID == n.main && ev.Type == page.NavigationTypeNavigation {
+			n.committed = true
+		}
+	case *page.EventDomContentEventFired:
+		if n.committed {
+			n.dcl = true
+		}
+	case *page.EventLoadEventFired:
+		if n.committed {
+			n.dcl, n.load = true, true
+		}
+	case *page.EventFrameStoppedLoading:
+		if n.main != "" && ev.FrameID == n.main {
+			n.stopped = true
+		}
+	}
 }
 
 // maxContexts bounds the frames whose JavaScript contexts a tab tracks.
@@ -57,6 +173,14 @@ func (p *pageEvents) frameContext(id cdp.FrameID) string {
 }
 
 func (p *pageEvents) handle(ev any) {
+	switch ev.(type) {
+	case *network.EventRequestWillBeSent, *network.EventResponseReceived, *network.EventLoadingFinished,
+		*network.EventLoadingFailed, *page.EventFrameNavigated, *page.EventDomContentEventFired,
+		*page.EventLoadEventFired, *page.EventFrameStoppedLoading:
+		p.mu.Lock()
+		p.handleNav(ev)
+		p.mu.Unlock()
+	}
 	switch ev := ev.(type) {
 	case *page.EventFrameStartedLoading:
 		p.setLoading(ev.FrameID, false, true)
@@ -264,8 +388,8 @@ const metricsJS = `(async () => {
   if (nav) {
     out.ttfb_ms = nav.responseStart - nav.startTime;
     out.request_to_first_byte_ms = nav.responseStart - nav.requestStart;
-    out.dom_content_loaded_ms = nav.domContentLoadedEventEnd - nav.startTime;
-    out.load_ms = nav.loadEventEnd - nav.startTime;
+    if (nav.domContentLoadedEventEnd > 0) out.dom_content_loaded_ms = nav.domContentLoadedEventEnd - nav.startTime;
+    if (nav.loadEventEnd > 0) out.load_ms = nav.loadEventEnd - nav.startTime;
     out.transfer_bytes = nav.transferSize;
     out.dns_ms = nav.domainLookupEnd - nav.domainLookupStart;
     out.connect_ms = nav.connectEnd - nav.connectStart;
@@ -390,8 +514,8 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		fr = &f
 	}
 	switch {
-	case b.Navigate != nil:
-		u, err := x(*b.Navigate)
+	case b.nav != nil:
+		u, err := x(b.nav.URL)
 		if err != nil {
 			return failf("navigate: %w", err)
 		}
@@ -402,23 +526,44 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err := checkNavigateURL(u); err != nil {
 			return outcome{cause: checks.CauseScript, err: fmt.Errorf("navigate %s: %w", shown, err)}
 		}
-		resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(u))
+		nav, err := r.navigate(ctx, u, b.nav.WaitUntil)
 		if err != nil {
 			var le *chromedp.LoadError
 			if errors.As(err, &le) {
 				return outcome{cause: loadErrorCause(le.ErrorText), err: fmt.Errorf("navigate %s: %s", shown, le.ErrorText), url: u}
 			}
-			o := r.waitFail(ctx, err, "navigate "+shown, fmt.Sprintf("navigate %s: no load event within %s", shown, timeoutText))
+			event := "load event"
+			switch b.nav.WaitUntil {
+			case WaitDOMContentLoaded:
+				event = "DOMContentLoaded event"
+			case WaitCommit:
+				event = "new document"
+			}
+			msg := fmt.Sprintf("navigate %s: no %s within %s", shown, event, timeoutText)
+			if nav.status != 0 {
+				// The document answered: what the page still waited for
+				// is a sub-resource (a slow third-party script), named.
+				msg = fmt.Sprintf("navigate %s: document status %d (ttfb %s), no %s within %s", shown, nav.status, roundForText(nav.ttfb), event, timeoutText)
+				if urls, n := r.tab.events.pendingURLs(3); n > 0 {
+					msg += "; still loading: " + strings.Join(urls, ", ")
+					if n > len(urls) {
+						msg += fmt.Sprintf(" and %d more", n-len(urls))
+					}
+				}
+			}
+			o := r.waitFail(ctx, err, "navigate "+shown, msg)
 			if we, ok := o.err.(*waitErr); ok {
 				we.load = true
 			}
 			o.url = u
+			if nav.status != 0 {
+				o.status, o.url, o.ttfb = nav.status, nav.url, nav.ttfb
+			}
 			return o
 		}
-		o := outcome{url: u}
-		if resp != nil {
-			o.status = int(resp.Status)
-			o.url = resp.URL
+		o := outcome{url: u, status: nav.status, ttfb: nav.ttfb}
+		if nav.url != "" {
+			o.url = nav.url
 		}
 		m, merr := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](metricsJS, chromedp.EvalAwaitPromise))
 		if merr == nil {
@@ -655,6 +800,49 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 	return outcome{cause: checks.CauseInternal, err: errors.New("browser step without an action")}
 }
 
+// navigate loads u in the tab's main frame and waits, within ctx, for its
+// load event, its DOMContentLoaded event when until is
+// WaitDOMContentLoaded, or its commit (the new document replaced the old)
+// when until is WaitCommit. It returns what the events said of the document
+// (its status and TTFB, also when ctx ended first), and a
+// *chromedp.LoadError when Chromium could not load it.
+func (r *run) navigate(ctx context.Context, u, until string) (navState, error) {
+	ev := r.tab.events
+	ev.startNav(r.tab.mainFrame())
+	res, err := chromedp.Call(ctx, page.Navigate, page.NavigateParams{URL: u})
+	if err != nil {
+		return ev.navigation(), err
+	}
+	if res.ErrorText != "" {
+		return ev.navigation(), &chromedp.LoadError{ErrorText: res.ErrorText}
+	}
+	if res.LoaderID == "" {
+		return ev.navigation(), nil // within the document (a #fragment): no load
+	}
+	for {
+		n := ev.navigation()
+		switch {
+		case n.failed != "":
+			return n, &chromedp.LoadError{ErrorText: n.failed}
+		case n.load, n.dcl && until == WaitDOMContentLoaded, n.committed && until == WaitCommit:
+			return n, nil
+		case n.stopped && n.status != 0:
+			// The frame stopped loading: a document without a page of
+			// its own (204, a download), or one whose load event came
+			// before its commit was seen.
+			return n, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ev.navigation(), ctx.Err()
+		case <-time.After(navPoll):
+		}
+	}
+}
+
+// navPoll is how often navigate looks at the events of its navigation.
+const navPoll = 10 * time.Millisecond
+
 // actionableJS tells whether the element a click, type, fill, select or
 // wait_visible acts on is ready for it: {state: "ok"} (with x, y: the
 // viewport point a click goes to), or why not: "missing", "hidden" (no
@@ -729,8 +917,7 @@ const (
 // the one a click at its centre would reach (see actionableJS). When the
 // time runs out the step fails (cause script) saying what was still
 // wrong, e.g. "click #b: not enabled within 3s" or "click #b: covered by
-// div#overlay within 3s" (wait_visible: "not visible" for a missing
-// element too).
+// div#overlay within 3s", "wait_visible #b: no element within 3s".
 func (r *run) waitActionable(ctx context.Context, fr *selector, action string, sel selector, need int, timeoutText string) (actionState, scope, outcome, bool) {
 	what := action + " " + sel.written
 	js := pageJS(actionableJS, sel.js(), need&needVisible != 0, need&needEnabled != 0, need&needHit != 0, need&needControl != 0)
@@ -797,10 +984,9 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 			var msg string
 			switch last.State {
 			case "missing":
+				// wait_visible too: "not visible" would send the reader
+				// looking for CSS that hides an element that is not there.
 				msg = fmt.Sprintf("%s: no element within %s", what, timeoutText)
-				if action == "wait_visible" {
-					msg = fmt.Sprintf("%s: not visible within %s", what, timeoutText)
-				}
 			case "hidden":
 				msg = fmt.Sprintf("%s: not visible within %s", what, timeoutText)
 			case "disabled":

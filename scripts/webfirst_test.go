@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,8 +58,14 @@ func appOrigin(t testing.TB) *httptest.Server {
 		io.WriteString(w, "Welcome back")
 	})
 	mux.HandleFunc("GET /slow3p", func(w http.ResponseWriter, r *http.Request) {
+		// A tag manager's script: async, or (?sync) one that blocks the
+		// parser.
+		async := " async"
+		if r.URL.Query().Has("sync") {
+			async = ""
+		}
 		html(w, `<!doctype html><title>Slow tag</title><h1 id="main">Main content</h1>
-<script src="/thirdparty.js"></script><p id="after">after</p>`)
+<script`+async+` src="/thirdparty.js"></script><p id="after">after</p>`)
 	})
 	mux.HandleFunc("GET /thirdparty.js", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -69,7 +76,8 @@ func appOrigin(t testing.TB) *httptest.Server {
 		io.WriteString(w, "window.tag = 1;")
 	})
 	mux.HandleFunc("GET /items", func(w http.ResponseWriter, r *http.Request) {
-		html(w, `<!doctype html><title>Items</title><div class="item">a</div><div class="item">b</div><div class="item">c</div>`)
+		html(w, `<!doctype html><title>Items</title><div class="item">a</div><div class="item">b</div><div class="item">c</div>
+<div id="hid" style="display:none">hidden</div>`)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -166,5 +174,97 @@ func TestBrowserCookiesReachLaterHTTPSteps(t *testing.T) {
 	res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
 	if !res.OK {
 		t.Fatalf("%s: %s", res.Cause, res.Err)
+	}
+}
+// TestBrowserNavigateWaitUntil: navigate: {url, wait_until:
+// domcontentloaded} passes on a page whose async third-party script never
+// comes in time, and wait_until: commit on one whose script blocks the
+// parser; with the load event (the default) the step fails with cause
+// timeout, keeping the document's status and TTFB and naming the request
+// still pending.
+func TestBrowserNavigateWaitUntil(t *testing.T) {
+	b := needChromium(t)
+	o := appOrigin(t)
+	for _, tc := range []struct{ name, nav string }{
+		{"domcontentloaded", `{url: /slow3p, wait_until: domcontentloaded}`},
+		{"commit", `{url: "/slow3p?sync", wait_until: commit}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := browserRunner(t, b, "", `
+- browser: {navigate: `+tc.nav+`}
+  timeout: 2s
+- browser: {assert_text: {selector: "#main", equals: "Main content"}}
+  timeout: 1s
+`, 20*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+			if !res.OK {
+				t.Fatalf("%s: %s", res.Cause, res.Err)
+			}
+			if s := res.Steps[0]; s.StatusCode != 200 || s.TTFB <= 0 || s.Duration > 1500*time.Millisecond {
+				t.Errorf("navigate step %+v: want status 200, a TTFB, well within 2s", s)
+			}
+		})
+	}
+
+	r := browserRunner(t, b, "", `
+- name: open
+  browser: {navigate: /slow3p}
+  timeout: 1s
+`, 20*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+	want := `step 0 "open" (browser.navigate): navigate ` + o.URL + `/slow3p: document status 200 (ttfb `
+	if res.OK || res.Cause != checks.CauseTimeout || !strings.HasPrefix(res.Err, want) ||
+		!strings.Contains(res.Err, "no load event within 1s; still loading: "+o.URL+"/thirdparty.js") {
+		t.Fatalf("load: %s: %q\nwant timeout: %q… no load event within 1s; still loading: %s/thirdparty.js", res.Cause, res.Err, want, o.URL)
+	}
+	if s := res.Steps[0]; s.StatusCode != 200 || s.TTFB <= 0 || res.StatusCode != 200 || res.Phases.TTFB <= 0 {
+		t.Errorf("step %+v, result status %d ttfb %s: want the document's status 200 and its TTFB", s, res.StatusCode, res.Phases.TTFB)
+	}
+}
+
+// TestNavigateConfig: the string form and the mapping form of navigate,
+// and the errors of a bad mapping, at their keys.
+func TestNavigateConfig(t *testing.T) {
+	for _, tc := range []struct{ src, err string }{
+		{`[{browser: {navigate: /a}}]`, ""},
+		{`[{browser: {navigate: {url: /a}}}]`, ""},
+		{`[{browser: {navigate: {url: /a, wait_until: load}}}]`, ""},
+		{`[{browser: {navigate: {url: /a, wait_until: commit}}}]`, ""},
+		{`[{browser: {navigate: {url: /a, wait_until: DOMContentLoaded}}}]`, ""},
+		{`[{browser: {navigate: {url: /a, wait_until: networkidle}}}]`, `script[0].browser.navigate.wait_until: "networkidle": want load, domcontentloaded or commit`},
+		{`[{browser: {navigate: {wait_until: load}}}]`, `script[0].browser.navigate.url: URL is empty`},
+		{`[{browser: {navigate: {url: /a, timeout: 3s}}}]`, `script[0].browser.navigate.timeout: unknown key (want url, wait_until)`},
+		{`[{browser: {navigate: [/a]}}]`, `script[0].browser.navigate: want a URL or a mapping {url, wait_until}, got a list`},
+		{`[{browser: {navigate: {url: "file:///etc/passwd"}}}]`, `script[0].browser.navigate.url: scheme file: ` + ErrNavigateScheme.Error()},
+	} {
+		_, err := New(mustScript(t, tc.src), Options{Timeout: 10 * time.Second})
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.src, err)
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("%s: error %v, want %s", tc.src, err, tc.err)
+		}
+	}
+}
+
+// TestBrowserWaitVisibleNamesAMissingElement: wait_visible on a selector
+// that matches nothing says so, as click does, rather than "not visible";
+// an element that is there but hidden is "not visible".
+func TestBrowserWaitVisibleNamesAMissingElement(t *testing.T) {
+	b := needChromium(t)
+	o := appOrigin(t)
+	for _, tc := range []struct{ step, err string }{
+		{`{wait_visible: "#doesnotexist"}`, `step 1 "wait" (browser.wait_visible): wait_visible #doesnotexist: no element within 500ms`},
+		{`{wait_visible: "#hid"}`, `step 1 "wait" (browser.wait_visible): wait_visible #hid: not visible within 500ms`},
+	} {
+		r := browserRunner(t, b, "", `
+- browser: {navigate: /items}
+- name: wait
+  timeout: 500ms
+  browser: `+tc.step, 20*time.Second)
+		res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+		if res.OK || res.Cause != checks.CauseScript || res.Err != tc.err {
+			t.Errorf("got %s: %q\nwant script: %q", res.Cause, res.Err, tc.err)
+		}
 	}
 }
