@@ -134,6 +134,7 @@ func (c *Config) explicitZeros() []error {
 			key(k+"retry.max_buffered_body", p.Retry.MaxBufferedBody == 0, "64KiB"),
 			key(k+"connect_timeout", p.ConnectTimeout == 0, "2s"),
 			key(k+"tunnel_idle_timeout", p.TunnelIdleTimeout == 0, "10m"),
+			key(k+"body_timeout", p.BodyTimeout == 0, "60s"),
 		)
 		for j := range p.Origins {
 			keys = append(keys, key(fmt.Sprintf("%sorigins[%d].weight", k, j), p.Origins[j].Weight == 0,
@@ -151,6 +152,9 @@ const (
 
 // DefaultTunnelIdleTimeout is pools[].tunnel_idle_timeout when omitted.
 const DefaultTunnelIdleTimeout = 10 * time.Minute
+
+// DefaultBodyTimeout is pools[].body_timeout when omitted.
+const DefaultBodyTimeout = 60 * time.Second
 
 // ErrUnknownEngine is returned for a Config.Engine other than fast or stdlib.
 var ErrUnknownEngine = errors.New("unknown engine (want fast or stdlib)")
@@ -192,6 +196,12 @@ type PoolConfig struct {
 	// no byte went either way for this long; the tunnel holds its origin's
 	// in-flight count (max_conns) until then. Default 10m.
 	TunnelIdleTimeout time.Duration `mapstructure:"tunnel_idle_timeout"`
+	// BodyTimeout bounds each wait for the next bytes of an origin's
+	// answer body once its head arrived (nginx's proxy_read_timeout,
+	// HAProxy's timeout server): an origin silent for this long mid-body
+	// fails the try (cause timeout) and the client's answer is cut off.
+	// Default 60s.
+	BodyTimeout time.Duration `mapstructure:"body_timeout"`
 	// TLS configures the connections to the pool's https:// origins.
 	TLS OriginTLSConfig `mapstructure:"tls"`
 
@@ -482,6 +492,12 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	if p.TunnelIdleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("tunnel_idle_timeout: must be positive, got %s", p.TunnelIdleTimeout))
 	}
+	if p.BodyTimeout == 0 {
+		p.BodyTimeout = DefaultBodyTimeout
+	}
+	if p.BodyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("body_timeout: must be positive, got %s", p.BodyTimeout))
+	}
 	if p.ConnectTimeout == 0 {
 		p.ConnectTimeout = 2 * time.Second
 	}
@@ -521,7 +537,16 @@ func (o *OriginConfig) ValidateAndSetDefaults() error {
 		errs = append(errs, fmt.Errorf("url: %q: want http:// or https://", units.RedactURL(o.URL)))
 	case u.Host == "":
 		errs = append(errs, fmt.Errorf("url: %q: no host", units.RedactURL(o.URL)))
-	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.User != nil:
+	case u.User != nil:
+		// Quoted with the user info in place (the password as "…"), since
+		// that is what is wrong; units.RedactURL would drop it.
+		info := "…"
+		if _, ok := u.User.Password(); ok {
+			info = u.User.Username() + ":…"
+		}
+		shown := strings.Replace(units.RedactURL(o.URL), "://", "://"+info+"@", 1)
+		errs = append(errs, fmt.Errorf("url: %q: user info (user:password@) is not allowed: the proxy sends an origin no credentials of its own (clients' Authorization headers pass through)", shown))
+	case u.Path != "" && u.Path != "/", u.RawQuery != "":
 		errs = append(errs, fmt.Errorf("url: %q: only scheme://host[:port] is allowed", units.RedactURL(o.URL)))
 	default:
 		u.Path = ""

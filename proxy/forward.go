@@ -965,6 +965,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		berr := func() error {
 			defer cancel(nil)
 			defer o.inflight.Add(-1)
+			if method != http.MethodHead && status != http.StatusSwitchingProtocols {
+				resp.Body = pl.watchBody(resp, cancel)
+			}
 			return pl.respond(w, r, resp, method, h2Send)
 		}()
 		if berr != nil || !settled {
@@ -1114,6 +1117,67 @@ func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, wat
 	http.NewResponseController(w).Flush()
 	panic(http.ErrAbortHandler)
 }
+
+// watchBody bounds each wait for the next bytes of resp's body by the
+// pool's body_timeout. On the fast path the origin connection's deadline is
+// moved before each read (nothing to do for a body already buffered);
+// through Go's transport a timer, reset before each read, cancels the try.
+// A read that times out returns errBodyTimeout (cause timeout).
+func (pl *pool) watchBody(resp *http.Response, cancel func(error)) io.ReadCloser {
+	d := pl.cfg.BodyTimeout
+	if d <= 0 || resp.Body == nil || resp.Body == http.NoBody {
+		return resp.Body
+	}
+	if hb, ok := resp.Body.(*h1Body); ok {
+		if !hb.eof && !bodyBuffered(resp, hb.c.br) {
+			hb.idle = d
+		}
+		return hb
+	}
+	b := &timedBody{ReadCloser: resp.Body, d: d}
+	b.t = time.AfterFunc(d, func() {
+		b.fired.Store(true)
+		cancel(errBodyTimeout)
+	})
+	b.t.Stop() // armed by each Read
+	return b
+}
+
+// timedBody is an answer body from Go's transport whose every read must
+// bring bytes within d: the timer cancels the try's context when it fires.
+type timedBody struct {
+	io.ReadCloser
+	d     time.Duration
+	t     *time.Timer
+	fired atomic.Bool
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	b.t.Reset(b.d)
+	n, err := b.ReadCloser.Read(p)
+	b.t.Stop()
+	if err != nil && err != io.EOF && b.fired.Load() {
+		return n, errBodyTimeout
+	}
+	return n, err
+}
+
+func (b *timedBody) Close() error {
+	b.t.Stop()
+	return b.ReadCloser.Close()
+}
+
+// errBodyTimeout is the error of an answer body read that waited longer
+// than body_timeout for the origin's next bytes (a timeout: cause timeout).
+var errBodyTimeout error = bodyTimeoutError{}
+
+type bodyTimeoutError struct{}
+
+func (bodyTimeoutError) Error() string {
+	return "the origin sent no byte of the answer's body for body_timeout"
+}
+func (bodyTimeoutError) Timeout() bool   { return true }
+func (bodyTimeoutError) Temporary() bool { return false }
 
 // bodyCause is the cause of an origin body that broke after its head:
 // protocol for a body that ended before its Content-Length or last chunk

@@ -339,12 +339,27 @@ type h1Body struct {
 	keep bool
 	eof  bool
 	done bool
+	idle time.Duration // body_timeout when the body is not all buffered (watchBody), else 0
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {
+	if b.idle > 0 && b.c.br.Buffered() == 0 {
+		// The read will wait for the origin: at most idle. The deadline
+		// is moved only when it drifted by idle/64 (a runtime timer
+		// update per move).
+		now := time.Now()
+		if dl := b.c.dl; dl.IsZero() || dl.Sub(now) < b.idle-b.idle/64 {
+			b.c.dl = now.Add(b.idle)
+			b.c.c.SetDeadline(b.c.dl)
+		}
+	}
 	n, err := b.body.Read(p)
 	if err == io.EOF {
 		b.eof = true
+	} else if err != nil && b.idle > 0 {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			err = errBodyTimeout
+		}
 	}
 	return n, err
 }

@@ -1,0 +1,70 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+)
+
+// TestBodyTimeout: an origin that sends an answer's head and part of its
+// body, then falls silent, fails the try after body_timeout (cause
+// timeout, logged with the origin) and the client's answer is cut off
+// (connection closed before the promised length), on the fast path and
+// through Go's transport (a request with a body), on both engines. Was:
+// no read timeout once the head had arrived, the client and the origin's
+// max_conns slot held for as long as the origin stayed silent.
+func TestBodyTimeout(t *testing.T) {
+	origin := checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"))
+		time.Sleep(5 * time.Second)
+	})
+	for _, engineName := range bothEngines {
+		for _, tc := range []struct{ name, req string }{
+			{"GET", "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"},
+			{"POST", "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nb"},
+		} {
+			t.Run(engineName+"/"+tc.name, func(t *testing.T) {
+				cfg := pool1(PolicyFirst, origin)
+				cfg.Pools[0].BodyTimeout = 300 * time.Millisecond
+				h, logs := startCapturing(t, cfg, engineName)
+				c, err := net.Dial("tcp", h.front.Listener.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(4 * time.Second))
+				start := time.Now()
+				io.WriteString(c, tc.req)
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("answer %v %v, want the origin's 200 head", resp, err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				took := time.Since(start)
+				if string(b) != "abc" || err != io.ErrUnexpectedEOF {
+					t.Fatalf("body %q, %v after %v; want \"abc\" cut off (unexpected EOF)", b, err, took)
+				}
+				if took > 2*time.Second {
+					t.Errorf("cut off after %v, want about body_timeout (300ms)", took)
+				}
+				if v, _ := h.metric("vigil_proxy_tries_total", map[string]string{"origin": "o0", "result": CauseTimeout}); v != 1 {
+					t.Errorf("tries_total{result=timeout} = %v, want 1", v)
+				}
+				if got := logs.lines("origin body broke", "origin=o0", "cause=timeout", "body_timeout"); len(got) != 1 {
+					t.Errorf("want one log line naming the timeout, got %q", strings.Join(logs.lines("origin body broke"), "\n"))
+				}
+			})
+		}
+	}
+}
