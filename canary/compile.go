@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/url"
 	"strings"
 	"time"
 
@@ -176,6 +177,44 @@ func (c *Config) PairNames() map[string][]string {
 			ts = append(ts, targetNameForURL(ch.URL))
 		}
 		out[ch.Name] = append(ts, ch.Targets...)
+	}
+	return out
+}
+
+// URLSecrets returns the credentials written in the userinfo of the
+// targets' URLs and the checks' url and http.url: each password, each
+// user:password, and a user given without a password (https://TOKEN@host)
+// of checks.MinEncodedSecret bytes or more. A check sends them as an
+// Authorization: Basic header, which an origin or its error page may echo
+// back, so the config's redactor hides them as it hides ${NAME} values, in
+// the encodings checks.Redactor knows ("Basic ***"). The URLs themselves
+// are shown without userinfo (units.RedactURL).
+func (c *Config) URLSecrets() []string {
+	raws := make([]string, 0, len(c.Targets)+len(c.Checks))
+	for _, t := range c.Targets {
+		raws = append(raws, t.URL)
+	}
+	for _, ch := range c.Checks {
+		raws = append(raws, ch.URL)
+		if ch.HTTP != nil {
+			raws = append(raws, ch.HTTP.URL)
+		}
+	}
+	var out []string
+	for _, raw := range raws {
+		if !strings.Contains(raw, "@") {
+			continue
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.User == nil {
+			continue
+		}
+		user := u.User.Username()
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw, user+":"+pw)
+		} else if len(user) >= checks.MinEncodedSecret {
+			out = append(out, user)
+		}
 	}
 	return out
 }

@@ -444,12 +444,21 @@ func (t *TargetConfig) ValidateAndSetDefaults() error {
 	return errors.Join(errs...)
 }
 
+// schemeTypo matches one of the schemes a target takes followed by a
+// separator other than "://" ("http//", "http:/", "https:"): the scheme is
+// there, mistyped, and the hint writes it right rather than adding another.
+var schemeTypo = regexp.MustCompile(`^(?i)(https?|tcp|tls)(?::/?|//)`)
+
 func validateURL(raw string) error {
 	if raw == "" {
 		return errors.New("required")
 	}
 	if !strings.Contains(raw, "://") {
-		return fmt.Errorf("%q: no scheme: write it as http://%s (or https://, tcp://, tls://)", units.RedactURL(raw), units.RedactURL(raw))
+		shown := units.RedactURL(raw)
+		if m := schemeTypo.FindStringSubmatch(shown); m != nil {
+			return fmt.Errorf("%q: no scheme: write it as %s://%s", shown, strings.ToLower(m[1]), shown[len(m[0]):])
+		}
+		return fmt.Errorf("%q: no scheme: write it as http://%s (or https://, tcp://, tls://)", shown, shown)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -616,6 +616,11 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	if f.Proxy != nil {
 		f.Proxy.SetKeys(keysUnder(md.Keys, "proxy."))
 	}
+	// A password written in a target or check URL is a secret too: an
+	// origin may echo the Basic header the check sends.
+	for _, sec := range f.Config.URLSecrets() {
+		red.add("url", sec)
+	}
 	unused := md.Unused
 	sort.Strings(unused)
 	for _, k := range unused {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/reporting/alerting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 func init() {
@@ -176,7 +177,7 @@ count until they are older than the pool's verdicts.max_age.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, u := range f.verdictsFrom {
 				if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-					return &exitError{code: 2, err: fmt.Errorf("--verdicts-from: %q: want an http(s) URL of a canary", u)}
+					return &exitError{code: 2, err: fmt.Errorf("--verdicts-from: %q: want an http(s) URL of a canary", units.RedactURL(u))}
 				}
 			}
 			return serve(cmd, &f, roles{proxy: true})

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMalformedURLHidesPassword: a URL with a typo in its scheme (which
+// url.Parse reads as a path, not a URL with a host) is quoted by validate,
+// check and proxy --verdicts-from with its password hidden, and the "no
+// scheme" hint writes the mistyped scheme right instead of adding a second
+// one.
+func TestMalformedURLHidesPassword(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(path, []byte(`targets: [{name: t1, url: "http//u:litpwA1@127.0.0.1:8080/"}]
+checks:
+  - {name: c1, targets: [t1], http: {}}
+  - {name: c2, url: "https//u:litpwA2@127.0.0.1/", http: {}}
+  - {name: c3, url: "http://127.0.0.1:1/", http: {url: "http:/u:litpwA3@127.0.0.1/"}}
+  - {name: c4, url: "http://127.0.0.1:1/", http: {url: "htp://u:litpwA4@127.0.0.1/"}}
+  - {name: c5, url: "http:u:litpwA5@127.0.0.1:8080/x?k=s3cretq", http: {}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		path + `: targets[0].url: "http//u:…@127.0.0.1:8080/": no scheme: write it as http://u:…@127.0.0.1:8080/`,
+		path + `: checks[1].url: "https//u:…@127.0.0.1/": no scheme: write it as https://u:…@127.0.0.1/`,
+		path + `: checks[2].http.url: "http:/u:…@127.0.0.1/": want an absolute http:// or https:// URL`,
+		path + `: checks[3].http.url: "htp://127.0.0.1/": want an absolute http:// or https:// URL`,
+		path + `: checks[4].url: "http:u:…@127.0.0.1:8080/x?k=…": no scheme: write it as http://u:…@127.0.0.1:8080/x?k=…`,
+	}
+	for _, cmd := range []string{"validate", "check"} {
+		t.Run(cmd, func(t *testing.T) {
+			out, code := runCLI(t, cmd, "-c", path)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			for _, w := range want {
+				if !strings.Contains(out, w+"\n") && !strings.HasSuffix(out, w) {
+					t.Errorf("output lacks the line\n%s\ngot:\n%s", w, out)
+				}
+			}
+			for _, sec := range []string{"litpw", "s3cretq"} {
+				if strings.Contains(out, sec) {
+					t.Errorf("output shows %q:\n%s", sec, out)
+				}
+			}
+		})
+	}
+
+	t.Run("proxy --verdicts-from", func(t *testing.T) {
+		for in, want := range map[string]string{
+			"ftp://vfu:vfpwC2@127.0.0.1:1/": `--verdicts-from: "ftp://127.0.0.1:1/": want an http(s) URL of a canary`,
+			"http//vfu:vfpwC3@127.0.0.1:1/": `--verdicts-from: "http//vfu:…@127.0.0.1:1/": want an http(s) URL of a canary`,
+		} {
+			out, code := runCLI(t, "proxy", "-c", path, "--verdicts-from", in)
+			if code != 2 || !strings.Contains(out, want) || strings.Contains(out, "vfpw") {
+				t.Errorf("--verdicts-from %s: exit %d, output %q; want 2 and %q", in, code, out, want)
+			}
+		}
+	})
+}
+
+// TestURLPasswordEchoedHidden: a password written in a target URL (and in
+// a check's url and http.url) is sent as an Authorization: Basic header;
+// an origin that echoes the header makes a json assertion fail with it as
+// got, which `vigil check` shows as "Basic ***", not as the base64 of
+// user:password, and a password echoed as written shows as *** too.
+func TestURLPasswordEchoedHidden(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pw, _ := r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"hdr": r.Header.Get("Authorization"), "pw": pw})
+	}))
+	defer origin.Close()
+	host := strings.TrimPrefix(origin.URL, "http://")
+	path := filepath.Join(t.TempDir(), "vigil.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`targets: [{name: t1, url: "http://tuser:tpass12345@%[1]s"}]
+checks:
+  - {name: target, targets: [t1], http: {path: /echo}, expect: {json: [{path: hdr, equals: 1}, {path: pw, equals: 1}]}}
+  - {name: url, url: "http://cuser:cpass67890@%[1]s", http: {}, expect: {json: [{path: hdr, equals: 1}, {path: pw, equals: 1}]}}
+  - {name: httpurl, url: "http://%[1]s", http: {url: "http://huser:hpass13579@%[1]s/x"}, expect: {json: [{path: hdr, equals: 1}, {path: pw, equals: 1}]}}
+`, host)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, "check", "-c", path, "--json")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (the assertions fail)", code)
+	}
+	for _, want := range []string{`{"name":"json hdr","ok":false,"got":"\"Basic ***\"","want":"1"}`,
+		`{"name":"json pw","ok":false,"got":"\"***\"","want":"1"}`} {
+		if n := strings.Count(out, want); n != 3 {
+			t.Errorf("%d checks show %s, want 3:\n%s", n, want, out)
+		}
+	}
+	for _, sec := range []string{"tpass12345", "cpass67890", "hpass13579",
+		base64.StdEncoding.EncodeToString([]byte("tuser:tpass12345")),
+		base64.StdEncoding.EncodeToString([]byte("cuser:cpass67890")),
+		base64.StdEncoding.EncodeToString([]byte("huser:hpass13579"))} {
+		if strings.Contains(out, sec) {
+			t.Errorf("vigil check shows %q:\n%s", sec, out)
+		}
+	}
+}
