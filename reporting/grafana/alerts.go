@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/grafana/grafana-foundation-sdk/go/alerting"
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -22,9 +23,19 @@ const (
 	// BurnRateFast is the fast-burn multiple of the error budget (Google SRE
 	// workbook: 2 % of a 30-day budget in 1 h), checked over 1 h and 5 m.
 	BurnRateFast = 14.4
-	// MinRegionsDown is how many regions must see an origin unhealthy
-	// before the "origin down" rule fires.
-	MinRegionsDown = 2
+	// BurnRateLong and BurnRateShort are the fast-burn windows; the burn
+	// rule's query reads the long one.
+	BurnRateLong, BurnRateShort = time.Hour, 5 * time.Minute
+	// BurnMinRuns is how many runs a region needs in the long window to
+	// count as burning, as the alerter's burn_rate.min_runs (default 10):
+	// a region's first failed run is not a burn rate.
+	BurnMinRuns = 10
+	// Quorum is how many regions must agree before a rule pages, as the
+	// alerter's alerting.quorum: the origin-down rule needs the target
+	// unhealthy in this many regions, the burn-rate rule this many regions
+	// burning, so one vantage's network trouble pages nobody. Keep it
+	// equal to the alerter's quorum (examples/multi-region: 2).
+	Quorum = 2
 )
 
 // Alert rule provisioning identity.
@@ -85,26 +96,22 @@ func thresholdAbove(refID, input string, limit float64) cog.Builder[variants.Dat
 		}))
 }
 
-func math(refID, expression string) cog.Builder[variants.Dataquery] {
-	return expr.NewExprBuilder().TypeMath(expr.NewTypeMathBuilder().
-		RefId(refID).
-		Datasource(exprRef()).
-		Expression(expression))
-}
-
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
+// burnQuery completes qAlertBurnRate: the per-run failure ratio above which
+// a region burns at BurnRateFast (BurnRateFast × (1 − SLOTarget)), the short
+// window and BurnMinRuns.
+func burnQuery() string {
+	limit := strconv.FormatFloat(BurnRateFast*(1-SLOTarget), 'g', 6, 64)
+	return strings.NewReplacer("{limit}", limit, "{short_ns}", strconv.FormatInt(int64(BurnRateShort), 10),
+		"{min_runs}", fmtFloat(BurnMinRuns)+".0").Replace(qAlertBurnRate)
+}
+
 func alertRules() []alertRule {
-	budget := fmtFloat(1 - SLOTarget)
-	// 1 - 0.999 is 0.0010000000000000009 in float64; keep the literal short.
-	if b, err := strconv.ParseFloat(budget, 64); err == nil {
-		budget = strconv.FormatFloat(b, 'g', 6, 64)
-	}
-	burn := fmt.Sprintf(qAlertBurnRate, budget)
 	return []alertRule{
 		{
 			uid:       "vigil-origin-down",
-			title:     fmt.Sprintf("Origin down in %d or more regions", MinRegionsDown),
+			title:     fmt.Sprintf("Origin down in %d or more regions", Quorum),
 			forDur:    "1m",
 			condition: "C",
 			noData:    alerting.RuleNoDataStateOK, // no unhealthy region at all: no series
@@ -114,7 +121,7 @@ func alertRules() []alertRule {
 				"description": "The latest unexpired verdict of check {{ $labels.check }} against {{ $labels.target }} is unhealthy in several regions at once: the origin is down, not one vantage's network.",
 			},
 			flux:     []alertFlux{{"A", 300, qAlertRegionsDown}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", MinRegionsDown-0.5)},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", Quorum-0.5)},
 			exprRefs: []string{"B", "C"},
 		},
 		{
@@ -133,25 +140,35 @@ func alertRules() []alertRule {
 			exprRefs: []string{"B", "C"},
 		},
 		{
-			uid:       "vigil-availability-burn",
-			title:     fmt.Sprintf("Availability error budget burning %sx (1h and 5m)", fmtFloat(BurnRateFast)),
+			uid: "vigil-availability-burn",
+			title: fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions",
+				fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort), Quorum),
 			forDur:    "2m",
-			condition: "E",
-			noData:    alerting.RuleNoDataStateNoData,
+			condition: "C",
+			noData:    alerting.RuleNoDataStateNoData, // no verdict at all over the long window
 			labels:    map[string]string{"severity": "page", "slo": "availability"},
 			annotations: map[string]string{
-				"summary": "{{ $labels.check }} burns its error budget at {{ humanize $values.C }}x over 1h",
-				"description": fmt.Sprintf("Failed-run ratio over 1h and over 5m are both above %sx the error budget of a %s%% availability SLO.",
-					fmtFloat(BurnRateFast), fmtFloat(SLOTarget*100)),
+				"summary": fmt.Sprintf("{{ $labels.check }} → {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
+					fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort)),
+				"description": fmt.Sprintf("In %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s): the origin fails, not one vantage's network.",
+					Quorum, shortDur(BurnRateLong), shortDur(BurnRateShort), fmtFloat(BurnRateFast), fmtFloat(SLOTarget*100), BurnMinRuns, shortDur(BurnRateLong)),
 			},
-			flux: []alertFlux{{"A", 3600, burn}, {"B", 300, burn}},
-			exprs: []cog.Builder[variants.Dataquery]{
-				reduceLast("C", "A"), reduceLast("D", "B"),
-				math("E", fmt.Sprintf("$C > %s && $D > %s", fmtFloat(BurnRateFast), fmtFloat(BurnRateFast))),
-			},
-			exprRefs: []string{"C", "D", "E"},
+			flux:     []alertFlux{{"A", alerting.Duration(BurnRateLong / time.Second), burnQuery()}},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", Quorum-0.5)},
+			exprRefs: []string{"B", "C"},
 		},
 	}
+}
+
+// shortDur prints 5m and 1h instead of 5m0s and 1h0m0s.
+func shortDur(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }
 
 func alertQueries() []NamedQuery {
@@ -207,11 +224,12 @@ func ruleGroup() ([]alerting.Rule, error) {
 // folder "vigil", evaluated every minute) — the content of
 // examples/grafana/provisioning/alerting/vigil-slo.yaml:
 //
-//   - origin down: a check's target unhealthy in ≥ MinRegionsDown regions
+//   - origin down: a check's target unhealthy in ≥ Quorum regions
 //     (latest unexpired verdict, last 5 m), for 1 m;
 //   - TTFB p95 per check × region over 10 m above TTFBP95ThresholdMS, for 5 m;
-//   - availability burn rate above BurnRateFast × (1 − SLOTarget) over both
-//     1 h and 5 m, for 2 m.
+//   - availability burn rate of a check × target above BurnRateFast ×
+//     (1 − SLOTarget) over both BurnRateLong and BurnRateShort in ≥ Quorum
+//     regions (each with ≥ BurnMinRuns runs), for 2 m.
 //
 // The rules are built with the SDK's alerting types (the API model) and
 // reshaped into the file format: per-rule folderUID/ruleGroup/orgID move

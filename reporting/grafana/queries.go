@@ -234,13 +234,27 @@ const (
   |> quantile(q: 0.95, method: "estimate_tdigest")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, region: r.region, _value: r._value}))`
 
-	// qAlertBurnRate is completed with the error budget (1 - SLO target):
-	// the error-budget burn rate per check over the range.
+	// qAlertBurnRate is completed by burnQuery: per check × target, how
+	// many regions burn the error budget faster than the factor over both
+	// the rule's range (the long window) and its last {short_ns}
+	// nanoseconds (the short window), each with at least {min_runs} runs
+	// over the long one: "failed/runs > {limit}" is "burn rate (failed/runs
+	// over the budget) > factor". Regions count once, whatever their
+	// vantages; a pair with verdicts and no burning region says 0. As the
+	// alerter's burn_rate rule, per region, not over all regions at once.
 	qAlertBurnRate = fromVerdicts + `
   |> filter(fn: (r) => r._field == "ok" or r._field == "cause")
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
-  |> map(fn: (r) => ({r with _value: if ` + availableRun + ` then 0.0 else 1.0}))
-  |> group(columns: ["check"])
-  |> mean()
-  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, _value: r._value / %s}))`
+  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region,
+      failed: if ` + availableRun + ` then 0.0 else 1.0,
+      recent: if int(v: r._time) >= int(v: v.timeRangeStop) - {short_ns} then 1.0 else 0.0}))
+  |> group(columns: ["check", "target", "region"])
+  |> reduce(identity: {runs: 0.0, failed: 0.0, sruns: 0.0, sfailed: 0.0},
+      fn: (r, accumulator) => ({runs: accumulator.runs + 1.0, failed: accumulator.failed + r.failed,
+        sruns: accumulator.sruns + r.recent, sfailed: accumulator.sfailed + r.failed * r.recent}))
+  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region,
+      burning: if r.runs >= {min_runs} and r.sruns > 0.0 and r.failed / r.runs > {limit} and r.sfailed / r.sruns > {limit} then 1.0 else 0.0}))
+  |> group(columns: ["check", "target"])
+  |> sum(column: "burning")
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: r.burning}))`
 )

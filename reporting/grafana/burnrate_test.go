@@ -1,0 +1,157 @@
+package grafana
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// provisionedRule reads one rule of the committed alerting provisioning
+// file, the one Grafana loads.
+func provisionedRule(t *testing.T, uid string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(examples, "provisioning", "alerting", "vigil-slo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Groups []struct {
+			Rules []map[string]any `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range doc.Groups {
+		for _, r := range g.Rules {
+			if r["uid"] == uid {
+				return r
+			}
+		}
+	}
+	t.Fatalf("no rule %s in vigil-slo.yaml", uid)
+	return nil
+}
+
+// firing evaluates a provisioned rule the way Grafana does, for the
+// expressions it uses: each Flux query over its relative range ending at
+// now, "reduce last" and "threshold gt" per series (labels check and
+// target). It returns the firing series as "check/target" → the
+// summary annotation with $labels and $values filled in.
+func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[string]string {
+	t.Helper()
+	type series map[string]float64 // "check/target" → value
+	values := map[string]series{}
+	data, _ := rule["data"].([]any)
+	for _, d := range data {
+		q, _ := d.(map[string]any)
+		ref, _ := q["refId"].(string)
+		model, _ := q["model"].(map[string]any)
+		switch {
+		case q["datasourceUid"] == DatasourceUID:
+			rng, _ := q["relativeTimeRange"].(map[string]any)
+			from, _ := rng["from"].(int)
+			flux := Interpolate(model["query"].(string), nil, now.Add(-time.Duration(from)*time.Second), now, time.Minute)
+			res, err := db.query(flux)
+			if err != nil {
+				t.Fatalf("rule query %s: %v\n%s", ref, err, flux)
+			}
+			ci, ti, vi := slices.Index(res.header, "check"), slices.Index(res.header, "target"), slices.Index(res.header, "_value")
+			if ci < 0 || ti < 0 || vi < 0 {
+				t.Fatalf("rule query %s: columns %v, want check, target and _value (one alert per check × target)", ref, res.header)
+			}
+			values[ref] = series{}
+			for _, row := range res.rows {
+				v, err := strconv.ParseFloat(row[vi], 64)
+				if err != nil {
+					t.Fatalf("rule query %s: _value %q: %v", ref, row[vi], err)
+				}
+				values[ref][row[ci]+"/"+row[ti]] = v // rows are per series: the last one stays
+			}
+		case model["type"] == "reduce" && model["reducer"] == "last":
+			values[ref] = values[model["expression"].(string)]
+		case model["type"] == "threshold":
+			conds, _ := model["conditions"].([]any)
+			c0, _ := conds[0].(map[string]any)
+			ev, _ := c0["evaluator"].(map[string]any)
+			params, _ := ev["params"].([]any)
+			if len(conds) != 1 || ev["type"] != "gt" || len(params) != 1 {
+				t.Fatalf("threshold %s: %v: only one gt condition is evaluated here", ref, conds)
+			}
+			limit, _ := params[0].(float64)
+			out := series{}
+			for k, v := range values[model["expression"].(string)] {
+				if v > limit {
+					out[k] = 1
+				} else {
+					out[k] = 0
+				}
+			}
+			values[ref] = out
+		default:
+			t.Fatalf("expression %s of type %v is not evaluated here", ref, model["type"])
+		}
+	}
+	ann, _ := rule["annotations"].(map[string]any)
+	summary, _ := ann["summary"].(string)
+	out := map[string]string{}
+	for k, v := range values[rule["condition"].(string)] {
+		if v == 0 {
+			continue
+		}
+		check, target, _ := strings.Cut(k, "/")
+		s := strings.NewReplacer("{{ $labels.check }}", check, "{{ $labels.target }}", target).Replace(summary)
+		for ref, vals := range values {
+			s = strings.ReplaceAll(s, "{{ $values."+ref+" }}", strconv.FormatFloat(vals[k], 'g', -1, 64))
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// TestBurnRateRuleNeedsQuorum evaluates the provisioned
+// vigil-availability-burn rule over the sample data in a real InfluxDB
+// 1.8: edge-b fails in eu-west and us-east for the last 5 minutes (2
+// regions, the quorum) and pages; edge-a fails every 10th run in us-east
+// only, a 100× burn of a 99.9% budget over 1h and 5m in one region, and
+// pages nobody, as vigil's alerter with quorum 2 would not.
+func TestBurnRateRuleNeedsQuorum(t *testing.T) {
+	db := startInfluxd(t)
+	now := time.Now()
+	db.write(t, sampleLines(now))
+	got := firing(t, db, provisionedRule(t, "vigil-availability-burn"), now.Add(time.Second))
+	want := map[string]string{}
+	for _, check := range sampleChecks {
+		want[check+"/edge-b"] = check + " → edge-b burns its error budget above 14.4x over 1h and 5m in 2 regions"
+	}
+	if len(got) != len(want) {
+		t.Errorf("firing %v, want only edge-b of each check (edge-a burns in us-east only, below quorum %d)", got, Quorum)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: summary %q, want %q", k, got[k], w)
+		}
+	}
+
+	// The region count per pair, as the rule's query gives it.
+	res, err := db.query(Interpolate(strings.ReplaceAll(burnQuery(), "${bucket}", DefaultBucket), nil, now.Add(-BurnRateLong), now.Add(time.Second), time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]string{}
+	for _, row := range res.rows {
+		counts[row[slices.Index(res.header, "check")]+"/"+row[slices.Index(res.header, "target")]] = row[slices.Index(res.header, "_value")]
+	}
+	for _, check := range sampleChecks {
+		// ap-south's slow-only edge-a runs are available: not burning.
+		if counts[check+"/edge-a"] != "1" || counts[check+"/edge-b"] != "2" {
+			t.Errorf("regions burning: %v, want %s/edge-a 1 (us-east) and %s/edge-b 2", counts, check, check)
+		}
+	}
+}
