@@ -39,7 +39,11 @@ const Redacted = "***"
 //     as \uXXXX, with "/" as "\/", and as .NET's System.Text.Json writes
 //     by default (\u0022 for a quote; \u002B, \u0027, \u0060 and the
 //     HTML characters escaped; non-ASCII as \uXXXX);
-//   - Go-quoted (%q), as error messages quote values.
+//   - Go-quoted (%q), as error messages quote values;
+//   - for a non-ASCII secret, its UTF-8 bytes read as ISO-8859-1
+//     ("pässwörd" as "pÃ¤sswÃ¶rd"), as servers that decode header bytes
+//     as Latin-1 (WSGI per PEP 3333, Java servlets) echo it, JSON-escaped
+//     and Go-quoted too ("p\u00c3\u00a4ssw\u00c3\u00b6rd").
 //
 // JSON escaping and Go quoting apply to the base64 and percent-encoded
 // forms too: an origin's JSON may echo the percent-encoded secret, and an
@@ -301,6 +305,13 @@ func secretForms(sec string) []string {
 	// Lower-case hex digits need no form of their own: the matcher folds
 	// A-F (see Redactor).
 	forms = append(forms, url.QueryEscape(sec), url.PathEscape(sec))
+	// A non-ASCII secret echoed by a server that reads header bytes as
+	// ISO-8859-1 (PEP 3333 WSGI, Python's http.server, Java servlets):
+	// "pässwörd" comes back as "pÃ¤sswÃ¶rd", JSON-escaped as
+	// "p\u00c3\u00a4ssw\u00c3\u00b6rd" by the loop below.
+	if l := latin1(sec); l != sec {
+		forms = append(forms, l)
+	}
 	// An encoded secret may in turn sit in a JSON string and be Go-quoted
 	// in an error: `got "p%2Fa\u0026b"`.
 	for _, f := range slices.Clone(forms) {
@@ -312,6 +323,17 @@ func secretForms(sec string) []string {
 		}
 	}
 	return forms
+}
+
+// latin1 is s's bytes read as ISO-8859-1 (each byte the rune of its
+// value), written as UTF-8: how a UTF-8 text looks once a Latin-1 reader
+// decoded it. An ASCII s is returned as it is.
+func latin1(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteRune(rune(s[i]))
+	}
+	return b.String()
 }
 
 // jsonForms are the ways JSON encoders write sec inside a string literal

@@ -110,3 +110,54 @@ checks:
 		}
 	}
 }
+
+// TestLatin1EchoedSecretHidden: an origin that reads header bytes as
+// ISO-8859-1 (Python's http.server, WSGI, Java servlets) echoes a
+// non-ASCII ${…} secret as the Latin-1 reading of its UTF-8 bytes, and
+// Python's json module writes that as \u00c3\u00a4…: `vigil check` shows
+// it as ***, in an echoed header list (a JSON subtree quoted as got) and
+// as a string value.
+func TestLatin1EchoedSecretHidden(t *testing.T) {
+	const secret = "pässwörd-secret"
+	t.Setenv("VIGIL_TEST_L1", secret)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw := r.Header.Get("X-K")
+		var l1 []rune // the bytes read as Latin-1
+		for i := 0; i < len(raw); i++ {
+			l1 = append(l1, rune(raw[i]))
+		}
+		// As Python's json.dumps writes it (ensure_ascii).
+		var esc strings.Builder
+		for _, c := range l1 {
+			if c < 0x80 {
+				esc.WriteRune(c)
+			} else {
+				fmt.Fprintf(&esc, `\u%04x`, c)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"hdr": [["X-K", "%s"]], "k": "%s"}`, esc.String(), esc.String())
+	}))
+	defer origin.Close()
+	path := filepath.Join(t.TempDir(), "vigil.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`checks:
+  - {name: l1, url: %q, http: {headers: {X-K: "${VIGIL_TEST_L1}"}}, expect: {json: [{path: hdr, equals: 1}, {path: k, equals: 1}]}}
+`, origin.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, "check", "-c", path, "--json")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (the assertions fail)", code)
+	}
+	for _, want := range []string{`{"name":"json hdr","ok":false,"got":"[[\"X-K\", \"***\"]]","want":"1"}`,
+		`{"name":"json k","ok":false,"got":"\"***\"","want":"1"}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	for _, leak := range []string{"ssw", "\\u00c3", "Ã"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("output shows %q:\n%s", leak, out)
+		}
+	}
+}
