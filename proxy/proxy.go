@@ -692,7 +692,11 @@ func (p *Proxy) evaluateLoop(ctx context.Context) {
 	}
 }
 
-// publishSignals sends one Signal per origin every SignalWindow.
+// publishSignals sends one Signal per origin every SignalWindow. Ejected is
+// the passive detector's ejection alone (the canary's passive triggers run
+// an origin's checks on it; an origin out by the canaries' own verdicts must
+// not set them off); Out and OutBy say whether and why the origin was out of
+// rotation at all (passive, verdicts, drain), for the Ejections panel.
 func (p *Proxy) publishSignals(ctx context.Context) {
 	last := time.Now()
 	for {
@@ -708,13 +712,18 @@ func (p *Proxy) publishSignals(ctx context.Context) {
 		for _, pl := range st.pools {
 			for _, o := range pl.origins {
 				req, s5, ce, to, p95 := o.stats.take()
-				o.mu.Lock()
-				why := o.why[bit(flagPassive)]
-				o.mu.Unlock()
+				f := o.flags.Load()
+				var why string
+				if f&flagPassive != 0 {
+					o.mu.Lock()
+					why = o.why[bit(flagPassive)]
+					o.mu.Unlock()
+				}
 				out = append(out, reporting.Signal{
 					Pool: pl.name, Origin: o.name, Region: st.cfg.Region, Vantage: st.cfg.Vantage,
 					At: now, Window: now.Sub(last), Requests: req, Status5xx: s5, ConnErrors: ce,
-					Timeouts: to, P95: p95, Ejected: o.has(flagPassive), Reason: why,
+					Timeouts: to, P95: p95, Ejected: f&flagPassive != 0, Reason: why,
+					Out: f != 0, OutBy: flagNames(f),
 				})
 			}
 		}
@@ -725,4 +734,19 @@ func (p *Proxy) publishSignals(ctx context.Context) {
 		}
 		c()
 	}
+}
+
+// flagNames names the flags set in f as /api/v1/origins does, comma
+// separated: "drained,verdict_down,passive_ejected"; "" for none.
+func flagNames(f uint32) string {
+	var out []string
+	for _, x := range []struct {
+		flag uint32
+		name string
+	}{{flagDrained, "drained"}, {flagVerdict, "verdict_down"}, {flagPassive, "passive_ejected"}} {
+		if f&x.flag != 0 {
+			out = append(out, x.name)
+		}
+	}
+	return strings.Join(out, ",")
 }

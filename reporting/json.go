@@ -97,12 +97,14 @@ type signalJSON struct {
 	P95Ms      float64   `json:"p95_ms"`
 	Ejected    bool      `json:"ejected"`
 	Reason     string    `json:"reason,omitempty"`
+	Out        bool      `json:"out"`
+	OutBy      string    `json:"out_by,omitempty"`
 }
 
 // MarshalJSON writes the snake_case wire form.
 func (s Signal) MarshalJSON() ([]byte, error) {
 	return json.Marshal(signalJSON{s.Pool, s.Origin, s.Region, s.Vantage, s.At, Ms(s.Window),
-		s.Requests, s.Status5xx, s.ConnErrors, s.Timeouts, Ms(s.P95), s.Ejected, s.Reason})
+		s.Requests, s.Status5xx, s.ConnErrors, s.Timeouts, Ms(s.P95), s.Ejected, s.Reason, s.Out, s.OutBy})
 }
 
 // UnmarshalJSON reads the snake_case wire form.
@@ -112,6 +114,6 @@ func (s *Signal) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Signal{w.Pool, w.Origin, w.Region, w.Vantage, w.At, FromMs(w.WindowMs), w.Requests,
-		w.Status5xx, w.ConnErrors, w.Timeouts, FromMs(w.P95Ms), w.Ejected, w.Reason}
+		w.Status5xx, w.ConnErrors, w.Timeouts, FromMs(w.P95Ms), w.Ejected, w.Reason, w.Out, w.OutBy}
 	return nil
 }

@@ -125,9 +125,21 @@ type Signal struct {
 	ConnErrors int
 	Timeouts   int
 	P95        time.Duration
-	// Ejected reports whether the passive detector had the origin ejected at At.
+	// Ejected reports whether the passive detector had the origin ejected at
+	// At. The canary's passive triggers run an origin's checks when it is
+	// set, so it stays the passive detector's alone: an origin out by the
+	// canaries' own verdicts must not trigger their checks again and again.
 	Ejected bool
-	Reason  string
+	// Reason is why the passive detector ejected the origin ("" when not).
+	Reason string
+	// Out reports whether this proxy instance had the origin out of
+	// rotation at At for any reason: ejected by the passive detector, down
+	// by a quorum of canary verdicts, or drained. Ejected implies Out.
+	Out bool
+	// OutBy names what held the origin out, comma separated, in the names
+	// of the proxy's /api/v1/origins: "drained", "verdict_down",
+	// "passive_ejected" ("" when not Out).
+	OutBy string
 }
 
 // FailureRate is the share of requests in the window that failed (5xx,

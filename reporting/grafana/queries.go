@@ -202,9 +202,12 @@ const (
   |> group(columns: ["origin"])
   |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)`
 
-	// qEjected: 1 while a proxy instance had the origin ejected, else 0.
+	// qEjected: 1 while a proxy instance had the origin out of rotation
+	// for any reason (passive ejection, verdicts, drain: the out field),
+	// else 0. ejected (passive only) is read too, for signals written
+	// before out existed.
 	qEjected = fromSignals + byRegion + `
-  |> filter(fn: (r) => r._field == "ejected")
+  |> filter(fn: (r) => r._field == "out" or r._field == "ejected")
   |> map(fn: (r) => ({r with _value: if r._value then 1 else 0}))
   |> keep(columns: ["_start", "_stop", "_time", "_value", "origin", "vantage"])
   |> group(columns: ["origin", "vantage"])

@@ -207,5 +207,7 @@ func signalLine(l *lineBuilder, s *reporting.Signal) []byte {
 	l.float("p95_ms", reporting.Ms(s.P95))
 	l.bool("ejected", s.Ejected)
 	l.str("reason", s.Reason)
+	l.bool("out", s.Out)
+	l.str("out_by", s.OutBy)
 	return l.end(s.At.UnixNano())
 }

@@ -259,7 +259,7 @@ func (s *Store) Signals(ctx context.Context, since time.Time) ([]reporting.Signa
 			Requests: int(num(rec.ValueByKey("requests"))), Status5xx: int(num(rec.ValueByKey("status_5xx"))),
 			ConnErrors: int(num(rec.ValueByKey("conn_errors"))), Timeouts: int(num(rec.ValueByKey("timeouts"))),
 			P95: fromMs(num(rec.ValueByKey("p95_ms"))), Ejected: boolean(rec.ValueByKey("ejected")),
-			Reason: str(rec, "reason"),
+			Reason: str(rec, "reason"), Out: boolean(rec.ValueByKey("out")), OutBy: str(rec, "out_by"),
 		})
 		return nil
 	})

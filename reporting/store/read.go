@@ -166,7 +166,7 @@ func (s *Store) Signals(ctx context.Context, since time.Time) ([]reporting.Signa
 	}
 	defer s.mu.RUnlock()
 	rows, err := s.r.QueryContext(ctx, `SELECT pool, origin, region, vantage, at, window, requests, status_5xx,
-		conn_errors, timeouts, p95, ejected, reason FROM signals WHERE at > ? ORDER BY at, id`, unixNano(since))
+		conn_errors, timeouts, p95, ejected, reason, out, out_by FROM signals WHERE at > ? ORDER BY at, id`, unixNano(since))
 	if err != nil {
 		return nil, fmt.Errorf("store: signals: %w", err)
 	}
@@ -176,7 +176,7 @@ func (s *Store) Signals(ctx context.Context, since time.Time) ([]reporting.Signa
 		var g reporting.Signal
 		var at, window, p95 int64
 		if err := rows.Scan(&g.Pool, &g.Origin, &g.Region, &g.Vantage, &at, &window, &g.Requests, &g.Status5xx,
-			&g.ConnErrors, &g.Timeouts, &p95, &g.Ejected, &g.Reason); err != nil {
+			&g.ConnErrors, &g.Timeouts, &p95, &g.Ejected, &g.Reason, &g.Out, &g.OutBy); err != nil {
 			return nil, fmt.Errorf("store: signals: %w", err)
 		}
 		g.At, g.Window, g.P95 = fromNano(at), time.Duration(window), time.Duration(p95)

@@ -122,7 +122,8 @@ CREATE TABLE IF NOT EXISTS signals (
 	id INTEGER PRIMARY KEY,
 	pool TEXT NOT NULL, origin TEXT NOT NULL, region TEXT NOT NULL, vantage TEXT NOT NULL,
 	at INTEGER NOT NULL, window INTEGER NOT NULL, requests INTEGER NOT NULL, status_5xx INTEGER NOT NULL,
-	conn_errors INTEGER NOT NULL, timeouts INTEGER NOT NULL, p95 INTEGER NOT NULL, ejected INTEGER NOT NULL, reason TEXT NOT NULL
+	conn_errors INTEGER NOT NULL, timeouts INTEGER NOT NULL, p95 INTEGER NOT NULL, ejected INTEGER NOT NULL, reason TEXT NOT NULL,
+	out INTEGER NOT NULL DEFAULT 0, out_by TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS signals_at ON signals(at);
 `
@@ -190,6 +191,10 @@ func Open(dir string, o Options) (*Store, error) {
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN proto TEXT NOT NULL DEFAULT ''")
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN held_until INTEGER NOT NULL DEFAULT 0")
 	}
+	// Likewise signals before out and out_by (a row written then reads as
+	// not out: only the passive ejection was recorded).
+	_, _ = w.Exec("ALTER TABLE signals ADD COLUMN out INTEGER NOT NULL DEFAULT 0")
+	_, _ = w.Exec("ALTER TABLE signals ADD COLUMN out_by TEXT NOT NULL DEFAULT ''")
 	if _, err := w.Exec(schema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: schema %s: %w", path, err)

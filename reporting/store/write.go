@@ -175,7 +175,7 @@ func (s *Store) PublishSignals(ctx context.Context, sigs []reporting.Signal) err
 	now := s.opts.Now()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO signals (pool, origin, region, vantage, at, window,
-			requests, status_5xx, conn_errors, timeouts, p95, ejected, reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+			requests, status_5xx, conn_errors, timeouts, p95, ejected, reason, out, out_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 		if err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func (s *Store) PublishSignals(ctx context.Context, sigs []reporting.Signal) err
 				g.At = now
 			}
 			if _, err := st.ExecContext(ctx, g.Pool, g.Origin, g.Region, g.Vantage, g.At.UnixNano(), int64(g.Window),
-				g.Requests, g.Status5xx, g.ConnErrors, g.Timeouts, int64(g.P95), g.Ejected, g.Reason); err != nil {
+				g.Requests, g.Status5xx, g.ConnErrors, g.Timeouts, int64(g.P95), g.Ejected, g.Reason, g.Out, g.OutBy); err != nil {
 				return err
 			}
 		}

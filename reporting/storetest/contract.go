@@ -373,6 +373,7 @@ func testSignals(t *testing.T, s Store) {
 			At: now.Add(-time.Duration(3-i) * time.Minute), Window: 10 * time.Second,
 			Requests: 1000 + i, Status5xx: 3 * i, ConnErrors: i, Timeouts: 2, P95: 87*ms + 500*time.Microsecond,
 			Ejected: i == 2, Reason: map[bool]string{true: "5xx rate 25% > 20%"}[i == 2],
+			Out: i >= 1, OutBy: map[int]string{1: "drained,verdict_down", 2: "passive_ejected"}[i],
 		})
 	}
 	if err := s.PublishSignals(context.Background(), sigs); err != nil {
