@@ -756,7 +756,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if fast && o.h1 != nil {
 			// The fast path bounds the try with connection deadlines.
 			var stale error
-			resp, err = o.h1.roundTrip(ctx, r, hdr, now.Add(tryTimeout), watch, &stale)
+			resp, err = o.h1.roundTrip(ctx, r, w, hdr, now.Add(tryTimeout), watch, &stale)
 			if stale != nil {
 				pl.staleConn(o, r, try+1, stale)
 			}
@@ -822,6 +822,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			var conns atomic.Int32
 			out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
 				GotConn: func(httptrace.GotConnInfo) { conns.Add(1) },
+				// Called before RoundTrip returns, while this goroutine
+				// waits in it: nothing else writes to w meanwhile.
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					sendInterim(w, r, code, http.Header(h))
+					return nil
+				},
 			}))
 			resp, err = pl.transport.RoundTrip(out)
 			watch.endCancel()
@@ -1116,6 +1122,28 @@ func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, wat
 	// would see no answer at all rather than a truncated one.
 	http.NewResponseController(w).Flush()
 	panic(http.ErrAbortHandler)
+}
+
+// sendInterim passes an origin's interim (1xx) answer to the client, as a
+// proxy must (RFC 9110 §15.2): 103 Early Hints (so the browser preloads
+// while the origin works), 102 and the like, with their header fields
+// (hop-by-hop ones removed). Not 100 Continue (the proxy answered the
+// client's Expect itself), not 101 (an upgrade is the final answer), and
+// nothing to an HTTP/1.0 client, which would take it for the final answer.
+// The final answer's header starts empty again; failover is unaffected:
+// a later origin's final answer may follow another's interim one.
+func sendInterim(w http.ResponseWriter, r *http.Request, code int, hdr http.Header) {
+	if code == http.StatusContinue || code == http.StatusSwitchingProtocols ||
+		r.ProtoMajor == 1 && r.ProtoMinor == 0 {
+		return
+	}
+	h := w.Header()
+	saved := maps.Clone(h)
+	clear(h)
+	copyHeaders(h, hdr, false)
+	w.WriteHeader(code)
+	clear(h)
+	maps.Copy(h, saved)
 }
 
 // watchBody bounds each wait for the next bytes of resp's body by the

@@ -197,7 +197,10 @@ func (p *h1Pool) dialConn(ctx context.Context, deadline time.Time) (*h1Conn, err
 // watch (nil outside the fast engine) lets the engine's client watcher abort
 // the wait for the answer when the client leaves: the error is then
 // errClientGone.
-func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header, deadline time.Time, watch *tryWatch, stale *error) (*http.Response, error) {
+//
+// Interim answers other than 100 and 101 (103 Early Hints, 102) go to w as
+// they arrive (sendInterim).
+func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.ResponseWriter, hdr http.Header, deadline time.Time, watch *tryWatch, stale *error) (*http.Response, error) {
 	fresh := false
 	dropped := 0
 	for attempt := 0; ; attempt++ {
@@ -252,6 +255,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, hdr http.Header
 					break
 				}
 				interim = true
+				sendInterim(w, r, resp.StatusCode, resp.Header)
 				resp, err = readResponse(c.br, r.Method, &c.rb)
 			}
 		}

@@ -1,0 +1,74 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+)
+
+// TestInterimAnswersForwarded: an origin's 103 Early Hints reaches an
+// HTTP/1.1 client before the final answer, with its Link field, on both
+// engines, on the fast path (GET) and through Go's transport (POST), as a
+// proxy must forward 1xx (RFC 9110 §15.2; was: dropped). The final answer
+// does not carry the hint's fields. An HTTP/1.0 client gets no 1xx.
+func TestInterimAnswersForwarded(t *testing.T) {
+	origin := checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			c.Write([]byte("HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" +
+				"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+		}
+	})
+	for _, engineName := range bothEngines {
+		h := startWith(t, pool1(PolicyFirst, origin), nil, false, engineName)
+		for _, tc := range []struct {
+			name, req string
+			hints     bool
+		}{
+			{"GET", "GET /x HTTP/1.1\r\nHost: x\r\n\r\n", true},
+			{"POST", "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nb", true},
+			{"HTTP/1.0 GET", "GET /x HTTP/1.0\r\nHost: x\r\n\r\n", false},
+		} {
+			t.Run(engineName+"/"+tc.name, func(t *testing.T) {
+				c, err := net.Dial("tcp", h.front.Listener.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				io.WriteString(c, tc.req)
+				tp := textproto.NewReader(bufio.NewReader(c))
+				line, err := tp.ReadLine()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.hints {
+					hdr, err := tp.ReadMIMEHeader()
+					if line != "HTTP/1.1 103 Early Hints" || err != nil || hdr.Get("Link") != "</s.css>; rel=preload" {
+						t.Fatalf("first answer %q %v %v, want 103 Early Hints with the origin's Link", line, hdr, err)
+					}
+					if line, err = tp.ReadLine(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if line != "HTTP/1.1 200 OK" && line != "HTTP/1.0 200 OK" {
+					t.Fatalf("answer %q, want the final 200", line)
+				}
+				hdr, err := tp.ReadMIMEHeader()
+				if err != nil || hdr.Get("Link") != "" {
+					t.Fatalf("final answer's header %v %v, want no Link", hdr, err)
+				}
+			})
+		}
+	}
+}
