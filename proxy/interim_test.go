@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
 	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
@@ -70,5 +73,47 @@ func TestInterimAnswersForwarded(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestInterimAnswersForwardedHTTP2: an HTTP/2 client on the TLS listener
+// gets the origin's 103 (its own HEADERS frame with :status 103 and the
+// Link field) before the final 200.
+func TestInterimAnswersForwardedHTTP2(t *testing.T) {
+	origin := checktest.CannedOrigin(t, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"+
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	addr, roots := runTLSProxy(t, pool1(PolicyFirst, origin))
+	_, fr := h2Open(t, addr, roots, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "x"}, {":path", "/x"}})
+	dec := hpack.NewDecoder(4096, nil)
+	var got []string
+	for len(got) < 2 {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after answers %q: %v", got, err)
+		}
+		hf, ok := f.(*http2.HeadersFrame)
+		if !ok {
+			if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+				fr.WriteSettingsAck()
+			}
+			continue
+		}
+		fields, err := dec.DecodeFull(hf.HeaderBlockFragment())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status, link string
+		for _, f := range fields {
+			switch f.Name {
+			case ":status":
+				status = f.Value
+			case "link":
+				link = f.Value
+			}
+		}
+		got = append(got, status+" "+link)
+	}
+	if got[0] != "103 </s.css>; rel=preload" || got[1] != "200 " {
+		t.Fatalf("answers %q, want 103 with the Link, then 200 without", got)
 	}
 }
