@@ -128,6 +128,7 @@ func (f *File) Compile(o canary.CompileOptions) ([]canary.Pair, error) {
 // newApp builds every part the roles need from a validated config. Nothing
 // runs until Run.
 func newApp(cfg *File, o appOptions) (*app, error) {
+	cfg.overrideListen(o.listen)
 	a := &app{opts: o, cfg: cfg, path: cfg.path, log: o.log, reg: prometheus.NewRegistry()}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -772,6 +773,7 @@ func (a *app) reload() {
 }
 
 func (a *app) apply(cfg *File) error {
+	cfg.overrideListen(a.opts.listen)
 	if cfg.Agent.Listen != a.cfg.Agent.Listen || cfg.Agent.DataDir != a.cfg.Agent.DataDir {
 		a.log.Warn("agent.listen and agent.data_dir take effect on restart")
 	}

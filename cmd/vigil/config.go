@@ -54,6 +54,19 @@ type File struct {
 	redactor *redactor
 	// sections holds the top-level keys the file sets (lower case).
 	sections map[string]bool
+	// statusPageDefault: alerting.status_page_url was not set and is
+	// "http://" + agent.listen; --listen moves it (overrideListen).
+	statusPageDefault bool
+}
+
+// overrideListen applies --listen (listen, "" for none) to what the file
+// derives from agent.listen: a defaulted alerting.status_page_url links
+// to the address the status page is served on, not to agent.listen's.
+// Call it on every config the app runs, at start and on reload.
+func (f *File) overrideListen(listen string) {
+	if listen != "" && f.statusPageDefault {
+		f.Alerting.StatusPageURL = "http://" + listen
+	}
 }
 
 // minCheckInterval is the shortest interval a check may run at (checks[].interval,
@@ -161,6 +174,7 @@ func (f *File) ValidateAndSetDefaults() error {
 	}
 	if f.Alerting.StatusPageURL == "" && f.Agent.Listen != "" {
 		f.Alerting.StatusPageURL = "http://" + f.Agent.Listen
+		f.statusPageDefault = true
 	}
 	errs = append(errs, units.Prefix("alerting", f.Alerting.ValidateAndSetDefaults()))
 	if f.Proxy != nil {
