@@ -466,7 +466,8 @@ func validToken(s string) bool {
 }
 
 // TCPSpec is a TCP connect check (config key `tcp:`): connect, optionally
-// send a line, optionally expect text back.
+// send a line, optionally expect text back; or hold a conversation of
+// expects and sends in order (Query).
 type TCPSpec struct {
 	// Send is written after connecting, as is (add "\r\n" yourself).
 	// Default: nothing.

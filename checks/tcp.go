@@ -17,7 +17,7 @@ import (
 )
 
 // TCP is a compiled TCP check: connect, optionally send, optionally read
-// until tcp.expect is seen. Expect keys accepted: ttfb (first byte read;
+// until tcp.expect is seen; or run tcp.query's expects and sends in order. Expect keys accepted: ttfb (first byte read;
 // setting it makes the check wait for a first byte), duration. Safe for
 // concurrent Run.
 type TCP struct {

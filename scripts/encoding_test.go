@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -193,5 +195,30 @@ func TestScriptBasicAuthFromSecret(t *testing.T) {
 	}
 	if got, want := o.requests()[0].header["authorization"], "Basic YWxpY2U6cEBzczp3MHJkJg=="; got != want {
 		t.Errorf("Authorization %q, want %q", got, want)
+	}
+}
+
+// A secret sent through http.query is hidden in its encoded form too
+// when the origin echoes the request URI into a failed assertion.
+func TestScriptQuerySecretRedactedWhenEchoed(t *testing.T) {
+	t.Setenv("ENC_SECRET", "pw&x+y %z")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "you asked for "+r.RequestURI)
+	}))
+	defer srv.Close()
+	r := apiScript(t, `
+- http: {path: /a, query: {user: alice, pw: "${env:ENC_SECRET}"}}
+  expect: {body: {regex: ["^nothing like this$"]}}
+`)
+	res := r.Run(context.Background(), checks.Target{Name: "o", URL: srv.URL})
+	if res.OK || len(res.Steps) != 1 || len(res.Steps[0].Assertions) == 0 {
+		t.Fatalf("ok %v steps %+v", res.OK, res.Steps)
+	}
+	var got string
+	for _, a := range res.Steps[0].Assertions {
+		got += a.Got + "\n"
+	}
+	if strings.Contains(got, "pw%26x%2By+%25z") || !strings.Contains(got, "pw=[redacted]&user=alice") {
+		t.Errorf("assertions got %q: want the encoded secret redacted and user=alice kept", got)
 	}
 }

@@ -3,6 +3,7 @@ package scripts
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -258,15 +259,24 @@ func (rv *runVars) expand(s string) (string, error) {
 	return expand(s, rv.lookup)
 }
 
-// redact replaces every secret value in s with "[redacted]". Longer secrets
-// are replaced first so that a secret containing another is fully hidden.
+// redact replaces every secret value in s with "[redacted]", also as
+// http.query and http.form encode it (url.QueryEscape) and as a URL path
+// carries it (url.PathEscape), so a step's URL does not show it. Longer
+// forms are replaced first so that a secret containing another is fully
+// hidden.
 func (rv *runVars) redact(s string) string {
 	if len(rv.secrets) == 0 || s == "" {
 		return s
 	}
-	keys := make([]string, 0, len(rv.secrets))
+	seen := map[string]bool{}
+	keys := make([]string, 0, 3*len(rv.secrets))
 	for k := range rv.secrets {
-		keys = append(keys, k)
+		for _, f := range []string{k, url.QueryEscape(k), url.PathEscape(k)} {
+			if !seen[f] {
+				seen[f] = true
+				keys = append(keys, f)
+			}
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
 	for _, k := range keys {
