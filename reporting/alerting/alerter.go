@@ -276,7 +276,9 @@ func (a *Alerter) SetPairs(pairs map[string][]string) {
 }
 
 // Run evaluates every evaluation_interval until ctx ends, starting at once.
-// Evaluation errors are logged and counted; Run returns when ctx is done.
+// Evaluation errors are counted and logged: the first one, then at most one
+// line a minute with how many failed in a row, and a line when evaluations
+// work again. Run returns when ctx is done.
 // Call Close afterwards to drain deliveries.
 func (a *Alerter) Run(ctx context.Context) {
 	defer func() {
@@ -284,9 +286,10 @@ func (a *Alerter) Run(ctx context.Context) {
 			a.log.Error("alerting: panic in evaluation loop", "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	var failures evalFailureLog
 	for {
-		if err := a.Evaluate(ctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("alerting: evaluation failed", "err", err)
+		if err := a.Evaluate(ctx); ctx.Err() == nil {
+			failures.record(a.log, a.now(), err)
 		}
 		a.mu.Lock()
 		every := a.cfg.EvaluationInterval
