@@ -460,6 +460,113 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Dura
 	return true, fmt.Sprintf("unhealthy in %d region(s), quorum %d: %s", len(regions), pl.cfg.Verdicts.Quorum, b.String())
 }
 
+// Why an origin's verdict flag cleared, in the log line's message.
+const (
+	clearedExpired = "verdicts expired, region(s) stopped reporting"
+	clearedHealthy = "region(s) turned healthy"
+	clearedUnknown = "region(s) report unknown"
+	clearedQuorum  = "fewer regions unhealthy than the quorum"
+)
+
+// clearedBecause says why the regions that held o down (named in was, the
+// reason verdictDown gave) no longer do, for the log line of its return.
+// Each is sorted by its counted verdicts for o: stopped_reporting when none
+// is fresh and unexpired any more (its canary stopped, or cannot reach the
+// store: its last verdicts aged past max_age or expired), turned_healthy
+// when a fresh one is healthy or degraded, unknown when a fresh one is
+// unknown, still_unhealthy when a fresh one is still unhealthy (too few
+// regions for the quorum). The cause names the first of stopped_reporting,
+// turned_healthy and unknown that is not empty: a region gone silent is
+// not a recovery. attrs has the non-empty lists, the quorum, max_age when a
+// region stopped, and was.
+func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ahead []time.Duration, now time.Time) (string, []any) {
+	best := map[string]reporting.State{} // per region: unhealthy > healthy/degraded > unknown
+	rank := func(st reporting.State) int {
+		switch st {
+		case reporting.StateUnhealthy:
+			return 3
+		case reporting.StateHealthy, reporting.StateDegraded:
+			return 2
+		}
+		return 1
+	}
+	for i := range vs {
+		v := &vs[i]
+		if v.Target != o.target || !pl.counts(v) || !fresh(v.At, now, pl.cfg.Verdicts.MaxAge) ||
+			ahead != nil && ahead[i] > pl.cfg.Verdicts.MaxAge || !v.Expires.IsZero() && !now.Before(v.Expires) {
+			continue
+		}
+		st := v.Current(now)
+		if cur, ok := best[v.Region]; !ok || rank(st) > rank(cur) {
+			best[v.Region] = st
+		}
+	}
+	var stopped, healthy, unknown, still []string
+	for _, r := range whyRegions(was) {
+		name := r
+		if name == "" {
+			name = "(no region)"
+		}
+		st, ok := best[r]
+		switch {
+		case !ok:
+			stopped = append(stopped, name)
+		case st == reporting.StateUnhealthy:
+			still = append(still, name)
+		case rank(st) == 2:
+			healthy = append(healthy, name)
+		default:
+			unknown = append(unknown, name)
+		}
+	}
+	var attrs []any
+	cause := clearedQuorum
+	for _, l := range []struct {
+		key, cause string
+		regions    []string
+	}{
+		{"stopped_reporting", clearedExpired, stopped},
+		{"turned_healthy", clearedHealthy, healthy},
+		{"unknown", clearedUnknown, unknown},
+		{"still_unhealthy", "", still},
+	} {
+		if len(l.regions) == 0 {
+			continue
+		}
+		if cause == clearedQuorum && l.cause != "" {
+			cause = l.cause
+		}
+		attrs = append(attrs, l.key, strings.Join(l.regions, ","))
+	}
+	attrs = append(attrs, "quorum", pl.cfg.Verdicts.Quorum)
+	if len(stopped) > 0 {
+		attrs = append(attrs, "max_age", pl.cfg.Verdicts.MaxAge.String())
+	}
+	return cause, append(attrs, "was", was)
+}
+
+// whyRegions lists the regions named in a reason verdictDown gave ("unhealthy
+// in 2 region(s), quorum 2: eu: home (timeout); us: home"), "" for "(no
+// region)"; none for another text.
+func whyRegions(why string) []string {
+	_, rest, ok := strings.Cut(why, "), quorum ")
+	if !ok || !strings.HasPrefix(why, "unhealthy in ") {
+		return nil
+	}
+	if _, rest, ok = strings.Cut(rest, ": "); !ok {
+		return nil
+	}
+	var out []string
+	for _, part := range strings.Split(rest, "; ") {
+		name, _, _ := strings.Cut(part, ": ")
+		if name == "(no region)" {
+			name = ""
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
 // applyVerdicts sets or clears each origin's verdict flag; max_ejected can
 // keep a verdict-down origin in service.
 func (pl *pool) applyVerdicts(vs []reporting.Verdict, now time.Time) {
@@ -499,14 +606,18 @@ func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration
 			o.why[bit(flagVerdict)] = why
 			o.mu.Unlock()
 		case !down && o.has(flagVerdict):
+			o.mu.Lock()
+			was := o.why[bit(flagVerdict)]
+			o.mu.Unlock()
 			if o.clear(flagVerdict, now) {
 				o.m.available.Set(b2f(o.Available()))
-				if o.Available() {
-					pl.log.Info("proxy: verdicts cleared origin", "pool", pl.name, "origin", o.name)
-				} else {
-					pl.log.Info("proxy: verdicts cleared origin; origin still out", "pool", pl.name, "origin", o.name,
-						"still", o.stillOut())
+				cause, attrs := pl.clearedBecause(o, was, vs, ahead, now)
+				msg := "proxy: verdicts cleared origin"
+				if !o.Available() {
+					msg += "; origin still out"
+					attrs = append(attrs, "still", o.stillOut())
 				}
+				pl.log.Info(msg+": "+cause, append([]any{"pool", pl.name, "origin", o.name}, attrs...)...)
 			}
 		default:
 			o.mu.Lock()
