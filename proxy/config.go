@@ -67,6 +67,11 @@ type Config struct {
 	// bounds each stream's writes (streamSend): the stuck stream is reset,
 	// the connection's others go on. Default 60s.
 	SendTimeout time.Duration `mapstructure:"send_timeout"`
+	// MaxClientConns bounds the client connections open at once, over both
+	// listeners, WebSocket tunnels included (nginx's worker_connections,
+	// HAProxy's maxconn): past it new connections wait in the kernel's
+	// accept queue until one closes. Default 10000.
+	MaxClientConns int `mapstructure:"max_client_conns"`
 	// VerdictPoll is how often the verdict source is read. Default 2s.
 	VerdictPoll time.Duration `mapstructure:"verdict_poll"`
 	// SignalWindow is the passive observation window published as
@@ -111,6 +116,7 @@ func (c *Config) explicitZeros() []error {
 		key("max_body", c.MaxBody == 0, "10MiB"),
 		key("read_header_timeout", c.ReadHeaderTimeout == 0, "10s"),
 		key("idle_timeout", c.IdleTimeout == 0, "60s"),
+		key("max_client_conns", c.MaxClientConns == 0, "10000"),
 		key("verdict_poll", c.VerdictPoll == 0, "2s"),
 		key("signal_window", c.SignalWindow == 0, "10s"),
 	}
@@ -152,6 +158,9 @@ const (
 
 // DefaultTunnelIdleTimeout is pools[].tunnel_idle_timeout when omitted.
 const DefaultTunnelIdleTimeout = 10 * time.Minute
+
+// DefaultMaxClientConns is max_client_conns when omitted.
+const DefaultMaxClientConns = 10000
 
 // DefaultBodyTimeout is pools[].body_timeout when omitted.
 const DefaultBodyTimeout = 60 * time.Second
@@ -351,6 +360,12 @@ func (c *Config) ValidateAndSetDefaults() error {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 60 * time.Second
+	}
+	switch {
+	case c.MaxClientConns == 0:
+		c.MaxClientConns = DefaultMaxClientConns
+	case c.MaxClientConns < 0:
+		errs = append(errs, fmt.Errorf("max_client_conns: %d: must be positive (unset: %d)", c.MaxClientConns, DefaultMaxClientConns))
 	}
 	if c.VerdictPoll == 0 {
 		c.VerdictPoll = 2 * time.Second

@@ -47,6 +47,8 @@ type metrics struct {
 	sourceUp   *prometheus.GaugeVec     // source
 	sourceOK   *prometheus.GaugeVec     // source
 	refused    *prometheus.CounterVec   // code
+	clients    prometheus.Gauge         // client connections open
+	clientWait prometheus.Counter       // accepts that waited at max_client_conns
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -92,11 +94,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_refused_total",
 			Help: "Requests answered before any pool was chosen, by status code: malformed (400), too large (413, 431), unsupported (405, 417, 501, 505), or for a host and path no pool serves (421).",
 		}, []string{"code"}),
+		clients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vigil_proxy_client_connections",
+			Help: "Client connections open, over both listeners (WebSocket tunnels included); at most max_client_conns.",
+		}),
+		clientWait: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vigil_proxy_client_connections_limited_total",
+			Help: "Times the proxy stopped accepting because max_client_conns connections were open (new ones waited in the accept queue).",
+		}),
 	}
 	for _, code := range []string{"400", "421"} {
 		m.refused.WithLabelValues(code)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

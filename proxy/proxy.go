@@ -220,6 +220,7 @@ func restartOnly(a, b Config) []string {
 		{"proxy.read_timeout", a.ReadTimeout != b.ReadTimeout},
 		{"proxy.write_timeout", a.WriteTimeout != b.WriteTimeout},
 		{"proxy.send_timeout", a.SendTimeout != b.SendTimeout},
+		{"proxy.max_client_conns", a.MaxClientConns != b.MaxClientConns},
 	} {
 		if k.changed {
 			keys = append(keys, k.name)
@@ -497,8 +498,9 @@ func (p *Proxy) Run(ctx context.Context) error {
 	defer cancel()
 	var servers []interface{ Shutdown(context.Context) error }
 	errc := make(chan error, 3) // one per server
+	limit := newConnLimit(cfg.MaxClientConns, p.m, p.log)
 	serve := func(addr string, tlsFiles bool) error {
-		ln, err := net.Listen("tcp", addr)
+		tln, err := net.Listen("tcp", addr)
 		if err != nil {
 			key := map[bool]string{false: "proxy.listen", true: "proxy.tls_listen"}[tlsFiles]
 			if errors.Is(err, syscall.EADDRINUSE) {
@@ -506,6 +508,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("%s: %w", key, err)
 		}
+		ln := limit.listener(tln)
 		var certs *certStore
 		if tlsFiles {
 			if certs, err = newCertStore(cfg.CertFile, cfg.KeyFile, p.log); err != nil {

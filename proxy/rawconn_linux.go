@@ -55,11 +55,16 @@ type rawConn struct {
 // wrapConn returns c with raw reads and writes when it is a TCP connection,
 // c itself otherwise.
 func wrapConn(c net.Conn) net.Conn {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
+	var sc syscall.Conn
+	switch v := c.(type) {
+	case *net.TCPConn:
+		sc = v
+	case *limitTCPConn:
+		sc = v
+	default:
 		return c
 	}
-	rc, err := tc.SyscallConn()
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return c
 	}
@@ -269,7 +274,7 @@ func (c *rawConn) Write(p []byte) (int, error) {
 
 // CloseWrite half-closes the TCP connection (lingering close).
 func (c *rawConn) CloseWrite() error {
-	return c.Conn.(*net.TCPConn).CloseWrite()
+	return c.Conn.(interface{ CloseWrite() error }).CloseWrite()
 }
 
 // idleUsable reports whether an idle keep-alive connection can carry a new

@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// connLimit bounds the client connections open at once over all of the
+// proxy's listeners (max_client_conns). A listener at the limit stops
+// calling accept(2): new connections wait in the kernel's accept queue (and
+// past its backlog are refused by the kernel) until one closes, as HAProxy
+// does at maxconn. That bounds the memory clients can hold with slow or idle
+// connections. A connection counts from its accept to its Close (a
+// WebSocket tunnel too).
+type connLimit struct {
+	sem    chan struct{}
+	m      *metrics
+	log    *slog.Logger
+	mu     sync.Mutex
+	logged time.Time // the last "at the limit" line (one a minute)
+}
+
+func newConnLimit(n int, m *metrics, log *slog.Logger) *connLimit {
+	return &connLimit{sem: make(chan struct{}, n), m: m, log: log}
+}
+
+// listener wraps a TCP listener.
+func (l *connLimit) listener(ln net.Listener) net.Listener {
+	return &limitListener{Listener: ln, lim: l, done: make(chan struct{})}
+}
+
+func (l *connLimit) release() {
+	<-l.sem
+	l.m.clients.Dec()
+}
+
+type limitListener struct {
+	net.Listener
+	lim  *connLimit
+	once sync.Once
+	done chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.lim.sem <- struct{}{}:
+	default:
+		l.lim.m.clientWait.Inc()
+		l.lim.mu.Lock()
+		if now := time.Now(); now.Sub(l.lim.logged) >= time.Minute {
+			l.lim.logged = now
+			l.lim.log.Warn("proxy: max_client_conns client connections are open; new ones wait in the accept queue until one closes",
+				"max_client_conns", cap(l.lim.sem), "addr", l.Addr().String())
+		}
+		l.lim.mu.Unlock()
+		select {
+		case l.lim.sem <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.lim.sem
+		return nil, err
+	}
+	l.lim.m.clients.Inc()
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return &limitConn{Conn: c, lim: l.lim}, nil
+	}
+	return &limitTCPConn{TCPConn: tc, lim: l.lim}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitTCPConn is an accepted TCP connection that gives its slot back when
+// closed. It keeps *net.TCPConn's methods (SyscallConn for the raw reads
+// and peeks, CloseWrite for the lingering close, ReadFrom for sendfile).
+type limitTCPConn struct {
+	*net.TCPConn
+	lim  *connLimit
+	once sync.Once
+}
+
+func (c *limitTCPConn) Close() error {
+	err := c.TCPConn.Close()
+	c.once.Do(c.lim.release)
+	return err
+}
+
+// limitConn is limitTCPConn for another kind of connection.
+type limitConn struct {
+	net.Conn
+	lim  *connLimit
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.lim.release)
+	return err
+}
