@@ -216,6 +216,8 @@ func TestOpenProxyRefused(t *testing.T) {
 		{"served host", "GET / HTTP/1.1\r\nHost: www.example.com\r\n\r\n", "200"},
 		{"served wildcard", "GET / HTTP/1.1\r\nHost: img.cdn.example.com\r\n\r\n", "200"},
 		{"absolute served host", "GET http://www.example.com/ HTTP/1.1\r\nHost: www.example.com\r\n\r\n", "200"},
+		{"absolute served host without a path", "GET http://www.example.com HTTP/1.1\r\nHost: www.example.com\r\n\r\n", "200"},
+		{"trace", "TRACE / HTTP/1.1\r\nHost: www.example.com\r\n\r\n", "405"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,8 +226,8 @@ func TestOpenProxyRefused(t *testing.T) {
 			}
 		})
 	}
-	if n := a.hits.Load(); n != 3 {
-		t.Fatalf("origin saw %d requests, want only the 3 served ones", n)
+	if n := a.hits.Load(); n != 4 {
+		t.Fatalf("origin saw %d requests, want only the 4 served ones", n)
 	}
 }
 

@@ -25,6 +25,18 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
 		return
 	}
+	if r.Method == http.MethodTrace {
+		// TRACE echoes the request, cookies and credentials included, back
+		// to whoever can make a browser send it (cross-site tracing); nginx
+		// refuses it too.
+		p.refuse(w, http.StatusMethodNotAllowed, "TRACE is not supported")
+		return
+	}
+	if r.URL.Path == "" && r.URL.Host != "" {
+		// An absolute-form target without a path ("GET http://a.example
+		// HTTP/1.1") asks for "/" (RFC 9112 §3.2.2).
+		r.URL.Path, r.URL.RawPath = "/", ""
+	}
 	if r.RequestURI == "*" {
 		if r.Method != http.MethodOptions {
 			p.refuse(w, http.StatusBadRequest, "the asterisk-form request target is for OPTIONS only")
