@@ -71,7 +71,7 @@ type navState struct {
 	ttfb      time.Duration     // from start to the document's response
 	committed bool              // the new document replaced the old one
 	dcl, load bool              // its DOMContentLoaded and load events fired
-	stopped   bool              // the main frame stopped loading
+	stopped   bool              // the main frame stopped loading after the document's response
 	failed    string            // the document's request failed: Chromium's error text
 }
 
@@ -154,7 +154,9 @@ func (p *pageEvents) handleNav(ev any) {
 			n.dcl, n.load = true, true
 		}
 	case *page.EventFrameStoppedLoading:
-		if n.main != "" && ev.FrameID == n.main {
+		// Only a stop after the document's response: the load the
+		// navigation interrupted (a new tab's about:blank) stops too.
+		if n.main != "" && ev.FrameID == n.main && n.status != 0 {
 			n.stopped = true
 		}
 	}
@@ -426,8 +428,13 @@ const metricsJS = `(async () => {
   return out;
 })()`
 
-// textJS returns {found, text} for the element a selector finds.
-const textJS = `((sel) => { const el = find(sel); return el ? {found: true, text: (el.innerText ?? el.textContent ?? '').trim()} : {found: false, text: ''}; })(%s)`
+// textJS returns {found, text} for the element a selector finds, and for
+// a CSS selector how many elements it matches (count; the first is used).
+const textJS = `((sel) => {
+  const el = find(sel);
+  const count = sel.css ? document.querySelectorAll(sel.css).length : 0;
+  return el ? {found: true, text: (el.innerText ?? el.textContent ?? '').trim(), count: count} : {found: false, text: ''};
+})(%s)`
 
 // selectJS sets a <select>'s value and fires input and change events.
 const selectJS = `((sel, v) => {
@@ -448,6 +455,17 @@ func jsString(s string) string {
 type elementText struct {
 	Found bool   `json:"found"`
 	Text  string `json:"text"`
+	Count int    `json:"count"` // elements a CSS selector matched; 0 for a text selector
+}
+
+// several says, for a failed text assertion, that the selector matched
+// more than one element and which one was read: a selector that became
+// ambiguous after a redesign otherwise fails with a puzzling text.
+func (et elementText) several(sel string) string {
+	if et.Count < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s matched %d elements; the first is used)", sel, et.Count)
 }
 
 // readText polls the element's text until cond accepts it or ctx ends.
@@ -465,7 +483,13 @@ func (r *run) readText(ctx context.Context, fr *selector, sel selector, cond fun
 		}
 		frame = state
 		if state == "" {
+			prev := et
 			et, err = evalIn[elementText](ctx, sc, js)
+			if err != nil && ctx.Err() != nil {
+				// The time ran out while the page was asked: what it
+				// said last is what the step saw.
+				et = prev
+			}
 			var ee *chromedp.ExceptionError
 			switch {
 			case err == nil, ctx.Err() != nil, r.tab.browserDead(), errors.As(err, &ee):
@@ -526,10 +550,12 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		if err := checkNavigateURL(u); err != nil {
 			return outcome{cause: checks.CauseScript, err: fmt.Errorf("navigate %s: %w", shown, err)}
 		}
+		r.navFailed = ""
 		nav, err := r.navigate(ctx, u, b.nav.WaitUntil)
 		if err != nil {
 			var le *chromedp.LoadError
 			if errors.As(err, &le) {
+				r.navFailed = le.ErrorText
 				return outcome{cause: loadErrorCause(le.ErrorText), err: fmt.Errorf("navigate %s: %s", shown, le.ErrorText), url: u}
 			}
 			event := "load event"
@@ -715,7 +741,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			if !et.Found {
 				a.Got = "(no element)"
 			}
-			msg := fmt.Sprintf("%s %s: text %q, want %s, within %s", name, em.Selector, et.Text, want, timeoutText)
+			msg := fmt.Sprintf("%s %s: text %q, want %s, within %s%s", name, em.Selector, et.Text, want, timeoutText, et.several(em.Selector))
 			if !et.Found {
 				msg = fmt.Sprintf("%s %s: no element within %s", name, em.Selector, timeoutText)
 			}
@@ -729,7 +755,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		a.OK, _ = em.match(et.Text)
 		o = outcome{assertions: []checks.AssertionResult{a}}
 		if !a.OK {
-			o.cause, o.err = checks.CauseScript, fmt.Errorf("%s %s: text %q, want %s", name, em.Selector, et.Text, want)
+			o.cause, o.err = checks.CauseScript, fmt.Errorf("%s %s: text %q, want %s%s", name, em.Selector, et.Text, want, et.several(em.Selector))
 		}
 		return o
 

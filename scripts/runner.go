@@ -182,6 +182,7 @@ type run struct {
 	start     time.Time
 	end       time.Time       // the run's whole budget ends here (screenshot included); zero: no deadline
 	pushed    map[string]bool // cookies copied into the browser
+	navFailed string          // Chromium's error of the last navigate, when it failed to load
 }
 
 // Run runs the script once against t. It always returns a Result: steps run
@@ -615,6 +616,22 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 		main = cdp.FrameID(c.Target.TargetID) // a tab's main frame has its target's id
 	}
 	st := r.tab.events.state(main)
+	if r.navFailed != "" {
+		// The navigation failed at once (refused, a certificate error):
+		// the tab shows Chromium's error page a moment later, and until
+		// then has no page to capture. Wait for it as long as a probe.
+		err := r.waitPage(ctx, probe)
+		if err != nil {
+			if r.tab.browserDead() {
+				return "", ""
+			}
+			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+				return "", fmt.Sprintf("the navigation failed (%s), and the tab showed no page within %s", r.navFailed, probeText)
+			}
+			return "", fmt.Sprintf("the navigation failed (%s), and the tab showed no page: %s", r.navFailed, firstLine(err.Error()))
+		}
+		st = pageState{} // the error page is there: capture it as any page
+	}
 	if st.awaiting {
 		// A navigation waits for its server: no script runs until the
 		// document arrives, but the tab still shows what it showed before
@@ -627,10 +644,15 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 		}
 		sctx, scancel := context.WithTimeout(ctx, probe)
 		png, err := chromedp.Run(sctx, chromedp.CaptureScreenshot())
+		timedOut := sctx.Err() != nil
 		scancel()
 		if err != nil {
 			if r.tab.browserDead() {
 				return "", ""
+			}
+			if !timedOut {
+				// Said as it is, not as a wait that did not happen.
+				return "", "the page was still waiting for its server, and the tab could not be captured: " + firstLine(err.Error())
 			}
 			return "", fmt.Sprintf("the page was still waiting for its server, and the tab did not answer within %s", probeText)
 		}
@@ -638,7 +660,11 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 	}
 	pctx, pcancel := context.WithTimeout(ctx, probe)
 	_, err := chromedp.Run(pctx, chromedp.Evaluate[int]("1"))
+	timedOut := pctx.Err() != nil
 	pcancel()
+	if err != nil && !timedOut && !r.tab.browserDead() {
+		return "", "the page could not be asked whether it answers: " + firstLine(err.Error())
+	}
 	if err != nil {
 		if r.tab.browserDead() {
 			return "", ""
@@ -668,6 +694,26 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 		return "", "screenshot: " + firstLine(err.Error())
 	}
 	return r.saveFailure(i, s, sr, png)
+}
+
+// waitPage asks the tab, every pollInterval for at most d, for a trivial
+// value until it answers: after a failed navigation Chromium swaps in its
+// error page, and the tab answers nothing until it is there. It returns
+// the last error.
+func (r *run) waitPage(ctx context.Context, d time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		_, err := chromedp.Run(wctx, chromedp.Evaluate[int]("1"))
+		if err == nil || r.tab.browserDead() {
+			return err
+		}
+		select {
+		case <-wctx.Done():
+			return err
+		case <-time.After(pollInterval):
+		}
+	}
 }
 
 // saveFailure saves the failure screenshot of step i and its note.

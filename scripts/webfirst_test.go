@@ -268,3 +268,54 @@ func TestBrowserWaitVisibleNamesAMissingElement(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserFailedNavigationScreenshot: after a navigation that failed at
+// once (connection refused, a certificate of an unknown authority), the
+// failure screenshot shows Chromium's error page, and the error does not
+// claim a wait that never happened ("the tab did not answer within 2s").
+func TestBrowserFailedNavigationScreenshot(t *testing.T) {
+	b := needChromium(t)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(tlsSrv.Close)
+	for _, tc := range []struct {
+		name, url, text string
+		cause           checks.Cause
+	}{
+		{"refused", deadURL, "net::ERR_CONNECTION_REFUSED", checks.CauseConnectRefused},
+		{"unknown CA", tlsSrv.URL, "net::ERR_CERT_AUTHORITY_INVALID", checks.CauseScript},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := browserRunner(t, b, t.TempDir(), `[{name: open, browser: {navigate: /}}]`, 8*time.Second)
+			res := r.Run(context.Background(), checks.Target{Name: "app", URL: tc.url})
+			if want := `step 0 "open" (browser.navigate): navigate ` + tc.url + `/: ` + tc.text; res.Cause != tc.cause || res.Err != want {
+				t.Fatalf("got %s: %q\nwant %s: %q", res.Cause, res.Err, tc.cause, want)
+			}
+			if len(res.Artifacts) != 1 {
+				t.Errorf("artifacts %v, want the screenshot of the error page", res.Artifacts)
+			}
+		})
+	}
+}
+
+// TestBrowserTextAssertionNamesSeveralMatches: a CSS selector that matches
+// several elements is read from the first; a failing text assertion says
+// how many matched, and one on the first passes.
+func TestBrowserTextAssertionNamesSeveralMatches(t *testing.T) {
+	b := needChromium(t)
+	o := appOrigin(t)
+	r := browserRunner(t, b, "", `
+- browser: {navigate: /items}
+- browser: {assert_text: {selector: ".item", equals: "a"}}
+- name: second
+  timeout: 500ms
+  browser: {assert_text: {selector: ".item", equals: "b"}}
+`, 20*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+	want := `step 2 "second" (browser.assert_text): assert_text .item: text "a", want equals "b", within 500ms (.item matched 3 elements; the first is used)`
+	if res.OK || res.Cause != checks.CauseScript || res.Err != want || !res.Steps[1].OK {
+		t.Fatalf("got %s: %q\nwant script: %q", res.Cause, res.Err, want)
+	}
+}
