@@ -49,6 +49,7 @@ type metrics struct {
 	refused    *prometheus.CounterVec   // code
 	clients    prometheus.Gauge         // client connections open
 	clientWait prometheus.Counter       // accepts that waited at max_client_conns
+	h2Errors   *prometheus.CounterVec   // type
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -98,6 +99,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_client_connections",
 			Help: "Client connections open, over both listeners (WebSocket tunnels included); at most max_client_conns.",
 		}),
+		h2Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_http2_errors_total",
+			Help: "HTTP/2 protocol errors on the TLS listener, by type as Go's HTTP/2 server names them: conn_ (the connection was ended with GOAWAY) or stream_ (the stream was reset), the error code and the check that failed (stream_PROTOCOL_ERROR_bad_path_method, conn_PROTOCOL_ERROR_headers_even, …).",
+		}, []string{"type"}),
 		clientWait: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vigil_proxy_client_connections_limited_total",
 			Help: "Times the proxy stopped accepting because max_client_conns connections were open (new ones waited in the accept queue).",
@@ -106,7 +111,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, code := range []string{"400", "421"} {
 		m.refused.WithLabelValues(code)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -631,6 +631,9 @@ func (p *Proxy) server(cfg Config) *http.Server {
 		WriteTimeout:                 cfg.WriteTimeout,
 		IdleTimeout:                  cfg.IdleTimeout,
 		ErrorLog:                     slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		HTTP2: &http.HTTP2Config{CountError: func(typ string) {
+			p.m.h2Errors.WithLabelValues(typ).Inc()
+		}},
 	}
 }
 
