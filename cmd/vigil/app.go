@@ -235,6 +235,11 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 	}
 
 	if o.roles.alerter && !cfg.Alerting.Disabled {
+		if o.roles.canary && cfg.Store.InfluxDB != nil {
+			// vigil run in each region: every one of them alerts on what
+			// all regions write, so each alert is sent once per region.
+			a.log.Warn("alerting: vigil run alerts on the shared InfluxDB store (store.influxdb): every vigil run doing so notifies on its own, so with several regions each alert is sent once per region; run one vigil alerter for the store and set alerting.disabled: true in the regions' files")
+		}
 		if a.hist == nil {
 			return nil, errors.New("alerting: needs a store to read (store.embedded or store.influxdb)")
 		}
