@@ -2,11 +2,14 @@ package scripts
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -50,9 +53,93 @@ type BrowserConfig struct {
 	// environment do not show in /proc/<pid>/environ of the browser.
 	// Default none.
 	Env []string `mapstructure:"env"`
+	// CAFile is a PEM file of CA certificates that Chromium trusts besides
+	// its own roots, for sites behind a private CA (as http.tls.ca_file
+	// does for http steps). It holds for every browser run of the agent.
+	// Certificates are still verified in full: a leaf the CA issued that
+	// expired, or names another host, still fails. The CAs go into an NSS
+	// database of the browser's own (Chromium's trust store on Linux),
+	// made with NSS's certutil, which must be installed (Debian/Ubuntu
+	// package libnss3-tools); without it browser runs fail with
+	// browser_unavailable, naming it. Default none.
+	CAFile string `mapstructure:"ca_file"`
 	// Log receives browser start, restart and stop events. Default
 	// slog.Default().
 	Log *slog.Logger `mapstructure:"-"`
+
+	caCerts []*x509.Certificate // CAFile, parsed
+}
+
+// loadCAFile parses CAFile.
+func (c *BrowserConfig) loadCAFile() error {
+	c.caCerts = nil
+	if c.CAFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(c.CAFile)
+	if err != nil {
+		return fmt.Errorf("ca_file: %w", err)
+	}
+	for len(data) > 0 {
+		var blk *pem.Block
+		blk, data = pem.Decode(data)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return fmt.Errorf("ca_file: %s: certificate %d: %w", c.CAFile, len(c.caCerts)+1, err)
+		}
+		c.caCerts = append(c.caCerts, cert)
+	}
+	if len(c.caCerts) == 0 {
+		return fmt.Errorf("ca_file: %s: no PEM certificate in it", c.CAFile)
+	}
+	return nil
+}
+
+// certutilTimeout bounds each run of certutil.
+const certutilTimeout = 20 * time.Second
+
+// trustStore makes, in home, the NSS database (home/.pki/nssdb) that
+// Chromium started with HOME=home reads its locally trusted CAs from, and
+// adds the CAs of CAFile to it as trusted issuers of server certificates.
+func (c *BrowserConfig) trustStore(home string) error {
+	certutil, err := exec.LookPath("certutil")
+	if err != nil {
+		return fmt.Errorf("ca_file: certutil of NSS is needed to give Chromium the CAs (Debian/Ubuntu package libnss3-tools): %v", err)
+	}
+	db := filepath.Join(home, ".pki", "nssdb")
+	if err := os.MkdirAll(db, 0o700); err != nil {
+		return fmt.Errorf("ca_file: %w", err)
+	}
+	run := func(args ...string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), certutilTimeout)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, certutil, append([]string{"-d", "sql:" + db}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ca_file: certutil %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	if err := run("-N", "--empty-password"); err != nil {
+		return err
+	}
+	for i, cert := range c.caCerts {
+		f := filepath.Join(home, fmt.Sprintf("ca-%d.pem", i))
+		if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
+			return fmt.Errorf("ca_file: %w", err)
+		}
+		// C: a trusted issuer of server certificates (not of e-mail or
+		// code signing).
+		if err := run("-A", "-n", fmt.Sprintf("vigil-ca-%d", i), "-t", "C,,", "-i", f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // geteuid is os.Geteuid; tests replace it.
@@ -107,6 +194,9 @@ func (c *BrowserConfig) ValidateAndSetDefaults() error {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
 			return fmt.Errorf("env[%d]: %q: want a variable name such as HTTPS_PROXY", i, name)
 		}
+	}
+	if err := c.loadCAFile(); err != nil {
+		return err
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
@@ -199,6 +289,24 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		return nil, fmt.Errorf("%w: a directory for its temporary files: %v", ErrBrowserUnavailable, err)
 	}
 	env := slices.DeleteFunc(b.cfg.browserEnv(os.Environ()), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
+	if b.cfg.CAFile != "" && len(b.cfg.caCerts) == 0 {
+		// NewBrowser could not read it: say why on every run rather
+		// than start without the CAs.
+		if err := b.cfg.loadCAFile(); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("%w: %v", ErrBrowserUnavailable, err)
+		}
+	}
+	if len(b.cfg.caCerts) > 0 {
+		// Chromium on Linux reads the CAs a user trusts from
+		// $HOME/.pki/nssdb: a home of its own holds the ca_file's.
+		home := filepath.Join(dir, "home")
+		if err := b.cfg.trustStore(home); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("%w: %v", ErrBrowserUnavailable, err)
+		}
+		env = append(slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }), "HOME="+home)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
