@@ -71,6 +71,17 @@ type verdictFeed struct {
 	// skewWarned is when a verdict dated too far ahead was last logged
 	// (pollFeed's goroutine only).
 	skewWarned time.Time
+	// late is, per region, whether its verdicts arrive dated more than
+	// max_age in the past (applyFeeds only, under applyMu).
+	late map[string]*lateRegion
+}
+
+// lateRegion is whether one region's verdicts from one source arrive late
+// (dated more than max_age before the proxy first sees them), and when
+// that was last logged.
+type lateRegion struct {
+	late, logged bool
+	warned       time.Time
 }
 
 // skewWarnEvery is the least time between two warnings about one source's
@@ -237,7 +248,7 @@ func (p *Proxy) applyFeeds() {
 		f.mu.Lock()
 		last := f.last
 		f.mu.Unlock()
-		all, ahead = p.rebase(f.name, last, now, pools, all, ahead, present)
+		all, ahead = p.rebase(f, last, now, pools, all, ahead, present)
 	}
 	for k := range p.vseen {
 		if !present[k] {
@@ -276,11 +287,15 @@ const gapWarnEvery = 10 * time.Minute
 // Keys are per source, so two sources of one canary do not mix their dates.
 // A verdict without a date is passed as it is (never fresh).
 //
+// A verdict with a new date more than max_age before now counts (from now)
+// all the same, and is logged (lateCheck): that region's clock is slow, or
+// its verdicts reach the store late.
+//
 // It also warns, at most once per key per gapWarnEvery, when two successive
 // verdicts of a key came further apart than the smallest max_age of the
 // pools counting it: between such runs the verdict is stale, and an origin
 // the check fails drifts back into service until the next run.
-func (p *Proxy) rebase(source string, vs []reporting.Verdict, now time.Time, pools []*pool,
+func (p *Proxy) rebase(f *verdictFeed, vs []reporting.Verdict, now time.Time, pools []*pool,
 	out []reporting.Verdict, ahead []time.Duration, present map[string]bool) ([]reporting.Verdict, []time.Duration) {
 	for i := range vs {
 		v := vs[i]
@@ -288,7 +303,7 @@ func (p *Proxy) rebase(source string, vs []reporting.Verdict, now time.Time, poo
 			out, ahead = append(out, v), append(ahead, 0)
 			continue
 		}
-		k := source + "\x00" + v.Key()
+		k := f.name + "\x00" + v.Key()
 		present[k] = true
 		ks := p.vseen[k]
 		var seen time.Time
@@ -307,6 +322,7 @@ func (p *Proxy) rebase(source string, vs []reporting.Verdict, now time.Time, poo
 			} else {
 				ks.longGaps = 0
 			}
+			p.lateCheck(f, &v, now, pools)
 			ks.at, ks.seen = v.At, now
 			seen = now
 		}
@@ -348,6 +364,55 @@ func (p *Proxy) gapCheck(ks *keySeen, v *reporting.Verdict, gap time.Duration, n
 	p.log.Warn("proxy: verdicts of a counted check come further apart than verdicts.max_age: between runs they are stale, and an origin the check fails returns to service until the next run; raise the pool's verdicts.max_age above the check's interval + jitter + timeout",
 		"pool", poolName, "check", v.Check, "target", v.Target, "region", v.Region, "gap", gap.Round(time.Second).String(),
 		"max_age", maxAge.String(), "next_warning_in", gapWarnEvery.String())
+}
+
+// lateWarnEvery is the least time between two warnings about one region's
+// verdicts arriving dated more than max_age in the past.
+const lateWarnEvery = 10 * time.Minute
+
+// lateCheck looks at a verdict with a new date: when it is dated more than
+// the smallest max_age of the pools counting it before now, it warns, once
+// per source and region until a verdict of that region arrives dated within
+// max_age again (then it says so), and at most once per lateWarnEvery. Such
+// a verdict counts from now all the same (rebase); verdicts dated before the
+// sources' window (2 × the largest max_age) never arrive.
+func (p *Proxy) lateCheck(f *verdictFeed, v *reporting.Verdict, now time.Time, pools []*pool) {
+	var maxAge time.Duration
+	var poolName string
+	for _, pl := range pools {
+		if pl.counts(v) && (maxAge == 0 || pl.cfg.Verdicts.MaxAge < maxAge) {
+			maxAge, poolName = pl.cfg.Verdicts.MaxAge, pl.name
+		}
+	}
+	if maxAge == 0 {
+		return
+	}
+	if f.late == nil {
+		f.late = map[string]*lateRegion{}
+	}
+	lr := f.late[v.Region]
+	late := now.Sub(v.At) > maxAge
+	switch {
+	case late && (lr == nil || !lr.late):
+		if lr == nil {
+			lr = &lateRegion{}
+			f.late[v.Region] = lr
+		}
+		lr.late, lr.logged = true, false
+		if !lr.warned.IsZero() && now.Sub(lr.warned) < lateWarnEvery {
+			return
+		}
+		lr.warned, lr.logged = now, true
+		p.log.Warn("proxy: verdicts arrive dated more than max_age in the past (clock skew on the canary, or verdicts reaching the store late); each counts for max_age from when the proxy first saw it",
+			"source", f.name, "region", v.Region, "late", now.Sub(v.At).Round(time.Second).String(),
+			"max_age", maxAge.String(), "pool", poolName, "check", v.Check, "target", v.Target)
+	case !late && lr != nil && lr.late:
+		lr.late = false
+		if lr.logged {
+			p.log.Info("proxy: verdicts arrive dated within max_age again", "source", f.name, "region", v.Region,
+				"max_age", maxAge.String())
+		}
+	}
 }
 
 // VerdictHealth is nil while at least one verdict source is readable (or
