@@ -274,8 +274,9 @@ type VerdictConfig struct {
 	// Quorum is how many distinct regions must report a fresh unhealthy
 	// verdict for a counted check before the origin is verdict-down. Default 1.
 	Quorum int `mapstructure:"quorum"`
-	// MaxAge ignores verdicts older than this (and any verdict past its
-	// Expires): stale means unknown means ignored. Default 60s.
+	// MaxAge is how long a verdict counts, from when the proxy first saw
+	// it (its own clock, so a canary's clock skew does not matter), and
+	// never past its Expires: stale means unknown means ignored. Default 60s.
 	MaxAge time.Duration `mapstructure:"max_age"`
 }
 

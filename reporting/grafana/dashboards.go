@@ -406,7 +406,7 @@ func proxy() *board {
 	const ejected = "Ejections (origin × proxy)"
 	bd.b.WithPanel(statetimeline.NewPanelBuilder().
 		Title(ejected).
-		Description("Whether the passive detector of each proxy instance had the origin ejected.").
+		Description("Whether each proxy instance had the origin out of rotation (passively ejected, down by the canaries' verdicts, or drained).").
 		Datasource(datasource()).
 		WithTarget(bd.flux(ejected, "A", qEjected)).
 		Mappings(ejectedMappings()).
