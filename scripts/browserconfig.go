@@ -80,7 +80,7 @@ type BrowserStep struct {
 	// and extract. Nil: the page.
 	Frame *string `mapstructure:"frame"`
 
-	extracts []namedExtract // Extract compiled, by name
+	extracts []namedExtract  // Extract compiled, by name
 	nav      *NavigateAction // Navigate compiled
 }
 

@@ -63,7 +63,7 @@ const maxPending = 1000
 // navState is what the events said of a navigation of the tab's main frame
 // since navigate started it.
 type navState struct {
-	main      cdp.FrameID      // the tab's main frame; "" when no navigation is followed
+	main      cdp.FrameID       // the tab's main frame; "" when no navigation is followed
 	docReq    network.RequestID // the document's request (the last of its redirects)
 	start     cdp.MonotonicTime // when the document was first asked for
 	status    int               // the document's status; 0: no response yet

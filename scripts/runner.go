@@ -180,9 +180,10 @@ type run struct {
 	slotWait  time.Duration // how long the run waited for its browser slot
 	artifacts []string
 	start     time.Time
-	end       time.Time       // the run's whole budget ends here (screenshot included); zero: no deadline
-	pushed    map[string]bool // cookies copied into the browser
-	navFailed string          // Chromium's error of the last navigate, when it failed to load
+	end       time.Time           // the run's whole budget ends here (screenshot included); zero: no deadline
+	pushed    map[string]bool     // cookies copied into the browser
+	navFailed string              // Chromium's error of the last navigate, when it failed to load
+	pulled    map[string]*url.URL // cookies copied from the browser, by name, domain and path
 }
 
 // Run runs the script once against t. It always returns a Result: steps run
@@ -757,7 +758,8 @@ func (r *run) redactAssertions(as []checks.AssertionResult) []checks.AssertionRe
 // the run's jar before an http step, so that an http step after a login
 // through the page sends the session, as Playwright's page.request does.
 // A cookie the browser holds replaces the jar's of the same name, domain
-// and path. ctx bounds the question; without a tab, or when the browser
+// and path, and one copied before that the browser deleted since is
+// deleted from the jar. ctx bounds the question; without a tab, or when the browser
 // does not answer, the jar stays as it is.
 func (r *run) pullCookies(ctx context.Context) {
 	if r.tab == nil || r.jar == nil || r.tab.browserDead() {
@@ -774,6 +776,7 @@ func (r *run) pullCookies(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	seen := map[string]*url.URL{}
 	for _, bc := range res.Cookies {
 		if bc == nil || bc.Domain == "" {
 			continue
@@ -790,13 +793,29 @@ func (r *run) pullCookies(ctx context.Context) {
 		if !bc.Session && bc.Expires > 0 {
 			hc.Expires = time.Unix(int64(bc.Expires), 0)
 		}
-		r.jar.SetCookies(&url.URL{Scheme: scheme, Host: host, Path: bc.Path}, []*http.Cookie{hc})
+		u := &url.URL{Scheme: scheme, Host: host, Path: bc.Path}
+		r.jar.SetCookies(u, []*http.Cookie{hc})
+		seen[bc.Name+"\x00"+bc.Domain+"\x00"+bc.Path] = u
 		// The browser has it: the next browser step need not copy it back.
 		if r.pushed == nil {
 			r.pushed = map[string]bool{}
 		}
 		r.pushed[bc.Name+"="+bc.Value] = true
 	}
+	// A cookie copied before that the browser no longer has (a logout
+	// through the page deleted it) goes from the jar too.
+	for k, u := range r.pulled {
+		if _, ok := seen[k]; !ok {
+			name, rest, _ := strings.Cut(k, "\x00")
+			domain, path, _ := strings.Cut(rest, "\x00")
+			gone := &http.Cookie{Name: name, Path: path, MaxAge: -1}
+			if strings.HasPrefix(domain, ".") {
+				gone.Domain = u.Host
+			}
+			r.jar.SetCookies(u, []*http.Cookie{gone})
+		}
+	}
+	r.pulled = seen
 }
 
 // cookiePullBudget bounds pullCookies.

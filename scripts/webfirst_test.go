@@ -38,6 +38,10 @@ func appOrigin(t testing.TB) *httptest.Server {
 	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<!doctype html><title>Dashboard</title><h1 id="welcome">Welcome</h1>`)
 	})
+	mux.HandleFunc("GET /logout", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "sid", Path: "/", MaxAge: -1})
+		html(w, `<!doctype html><title>Bye</title><p id="bye">Logged out</p>`)
+	})
 	mux.HandleFunc("GET /api/me", func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie("sid")
 		if err != nil {
@@ -158,7 +162,8 @@ func TestBrowserAssertionFailuresSayWhatWasSeen(t *testing.T) {
 
 // TestBrowserCookiesReachLaterHTTPSteps: a session cookie the page got in
 // a browser login (HttpOnly, so no script can read it) is sent by the http
-// steps after it, so a UI login can be followed by API calls.
+// steps after it, so a UI login can be followed by API calls; once a
+// logout in the page deleted it, they no longer send it.
 func TestBrowserCookiesReachLaterHTTPSteps(t *testing.T) {
 	b := needChromium(t)
 	o := appOrigin(t)
@@ -170,12 +175,17 @@ func TestBrowserCookiesReachLaterHTTPSteps(t *testing.T) {
 - name: api
   http: {path: /api/me}
   expect: {status: 200, json: [{path: sid, equals: sess-alice}]}
+- browser: {navigate: /logout}
+- name: api after logout
+  http: {path: /api/me}
+  expect: {status: 401}
 `, 20*time.Second)
 	res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
 	if !res.OK {
 		t.Fatalf("%s: %s", res.Cause, res.Err)
 	}
 }
+
 // TestBrowserNavigateWaitUntil: navigate: {url, wait_until:
 // domcontentloaded} passes on a page whose async third-party script never
 // comes in time, and wait_until: commit on one whose script blocks the
