@@ -38,6 +38,9 @@ func appOrigin(t testing.TB) *httptest.Server {
 	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<!doctype html><title>Dashboard</title><h1 id="welcome">Welcome</h1>`)
 	})
+	mux.HandleFunc("GET /go", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/dashboard", http.StatusFound)
+	})
 	mux.HandleFunc("GET /logout", func(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: "sid", Path: "/", MaxAge: -1})
 		html(w, `<!doctype html><title>Bye</title><p id="bye">Logged out</p>`)
@@ -327,5 +330,32 @@ func TestBrowserTextAssertionNamesSeveralMatches(t *testing.T) {
 	want := `step 2 "second" (browser.assert_text): assert_text .item: text "a", want equals "b", within 500ms (.item matched 3 elements; the first is used)`
 	if res.OK || res.Cause != checks.CauseScript || res.Err != want || !res.Steps[1].OK {
 		t.Fatalf("got %s: %q\nwant script: %q", res.Cause, res.Err, want)
+	}
+}
+
+// TestBrowserNavigateFollowsRedirectsAndSites: navigate reports the final
+// document of a redirect (its status and URL), and a navigation to another
+// site (which Chromium runs in another renderer) loads as any other.
+func TestBrowserNavigateFollowsRedirectsAndSites(t *testing.T) {
+	b := needChromium(t)
+	o := appOrigin(t)
+	other := strings.Replace(o.URL, "127.0.0.1", "localhost", 1)
+	r := browserRunner(t, b, "", `
+- browser: {navigate: /go}
+- browser: {assert_title: Dashboard}
+- browser: {navigate: "`+other+`/items"}
+- browser: {assert_title: Items}
+- browser: {navigate: {url: /dashboard, wait_until: domcontentloaded}}
+- browser: {assert_text: {selector: "#welcome", equals: Welcome}}
+`, 20*time.Second)
+	res := r.Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+	if !res.OK {
+		t.Fatalf("%s: %s", res.Cause, res.Err)
+	}
+	if s := res.Steps[0]; s.StatusCode != 200 || s.URL != o.URL+"/dashboard" || s.TTFB <= 0 {
+		t.Errorf("redirected navigate: %+v, want status 200 of %s/dashboard", s, o.URL)
+	}
+	if s := res.Steps[2]; s.StatusCode != 200 || s.URL != other+"/items" {
+		t.Errorf("navigate to another site: %+v", s)
 	}
 }
