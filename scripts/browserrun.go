@@ -42,8 +42,10 @@ type pageEvents struct {
 	// frame in the tab's process (the page's and its same-process
 	// iframes'), for steps with a frame. At most maxContexts.
 	contexts map[cdp.FrameID]string
-	// nav follows the navigation the current navigate step started.
-	nav navState
+	// nav follows the navigation the current navigate step started;
+	// navWake is closed (and replaced) when it changes.
+	nav     navState
+	navWake chan struct{}
 	// pending holds the network requests that have not finished nor
 	// failed, by id: what a load event may still wait for. At most
 	// maxPending.
@@ -81,14 +83,16 @@ func (p *pageEvents) startNav(main cdp.FrameID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.nav = navState{main: main}
+	p.navWake = make(chan struct{})
 	p.pending = nil
 }
 
-// navigation returns what is known of the navigation startNav began.
-func (p *pageEvents) navigation() navState {
+// navigation returns what is known of the navigation startNav began, and
+// a channel closed when that changes.
+func (p *pageEvents) navigation() (navState, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.nav
+	return p.nav, p.navWake
 }
 
 // pendingURLs returns the URLs of up to n requests still in flight, oldest
@@ -112,6 +116,13 @@ func (p *pageEvents) pendingURLs(n int) ([]string, int) {
 // tell how far the followed navigation got. p.mu is held.
 func (p *pageEvents) handleNav(ev any) {
 	n := &p.nav
+	before := *n
+	defer func() {
+		if *n != before && p.navWake != nil {
+			close(p.navWake) // navigate looks again
+			p.navWake = make(chan struct{})
+		}
+	}()
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
 		if ev.Request != nil {
@@ -836,17 +847,17 @@ func (r *run) navigate(ctx context.Context, u, until string) (navState, error) {
 	ev := r.tab.events
 	ev.startNav(r.tab.mainFrame())
 	res, err := chromedp.Call(ctx, page.Navigate, page.NavigateParams{URL: u})
+	n, wake := ev.navigation()
 	if err != nil {
-		return ev.navigation(), err
+		return n, err
 	}
 	if res.ErrorText != "" {
-		return ev.navigation(), &chromedp.LoadError{ErrorText: res.ErrorText}
+		return n, &chromedp.LoadError{ErrorText: res.ErrorText}
 	}
 	if res.LoaderID == "" {
-		return ev.navigation(), nil // within the document (a #fragment): no load
+		return n, nil // within the document (a #fragment): no load
 	}
 	for {
-		n := ev.navigation()
 		switch {
 		case n.failed != "":
 			return n, &chromedp.LoadError{ErrorText: n.failed}
@@ -860,14 +871,13 @@ func (r *run) navigate(ctx context.Context, u, until string) (navState, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return ev.navigation(), ctx.Err()
-		case <-time.After(navPoll):
+			n, _ = ev.navigation()
+			return n, ctx.Err()
+		case <-wake:
 		}
+		n, wake = ev.navigation()
 	}
 }
-
-// navPoll is how often navigate looks at the events of its navigation.
-const navPoll = 10 * time.Millisecond
 
 // actionableJS tells whether the element a click, type, fill, select or
 // wait_visible acts on is ready for it: {state: "ok"} (with x, y: the
