@@ -95,12 +95,16 @@ type BrowserConfig struct {
 	// its minimal set (PATH, HOME, locale, TZ, TMPDIR, XDG_*, FONTCONFIG_*,
 	// DISPLAY), e.g. HTTPS_PROXY (default none).
 	Env []string `mapstructure:"env"`
+	// CAFile is a PEM file of CAs that Chromium trusts besides its own, for
+	// sites behind a private CA (default none).
+	CAFile string `mapstructure:"ca_file"`
 }
 
 // Scripts returns the scripts.BrowserConfig of these settings, logging to
 // log.
 func (b *BrowserConfig) Scripts(log *slog.Logger) scripts.BrowserConfig {
-	return scripts.BrowserConfig{ExecPath: b.ExecPath, MaxConcurrent: b.MaxConcurrent, NoSandbox: b.NoSandbox, Env: b.Env, Log: log}
+	return scripts.BrowserConfig{ExecPath: b.ExecPath, MaxConcurrent: b.MaxConcurrent, NoSandbox: b.NoSandbox, Env: b.Env,
+		CAFile: b.CAFile, Log: log}
 }
 
 // Defaults is the `defaults:` section, inherited by every check.
@@ -354,7 +358,7 @@ func (a *AgentConfig) ValidateAndSetDefaults() error {
 	if a.Browser.MaxConcurrent < 0 {
 		errs = append(errs, fmt.Errorf("browser.max_concurrent: must be positive, got %d", a.Browser.MaxConcurrent))
 	}
-	sc := scripts.BrowserConfig{Env: a.Browser.Env}
+	sc := scripts.BrowserConfig{Env: a.Browser.Env, CAFile: a.Browser.CAFile}
 	errs = append(errs, units.Prefix("browser", sc.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("triggers", a.Triggers.ValidateAndSetDefaults()))
 	return errors.Join(errs...)
