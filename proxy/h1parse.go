@@ -25,8 +25,12 @@ func (e *parseError) Error() string { return e.msg }
 
 func perr(code int, msg string) error { return &parseError{code: code, msg: msg} }
 
-// errHeaderTooLarge is answered with 431.
-var errHeaderTooLarge = perr(http.StatusRequestHeaderFieldsTooLarge, "request header block too large")
+// errHeaderTooLarge is answered with 431; errURITooLong (a request line
+// alone over the limit) with 414, as nginx does.
+var (
+	errHeaderTooLarge = perr(http.StatusRequestHeaderFieldsTooLarge, "request header block too large")
+	errURITooLong     = perr(http.StatusRequestURITooLong, "request line too long")
+)
 
 // reqHead is a parsed request head. Strings point into one string holding
 // the whole head (one allocation per request).
@@ -66,6 +70,9 @@ func readHead(br *bufio.Reader, max int, h *reqHead) error {
 				raw = append(raw, line...)
 				if len(raw) > max {
 					h.raw = raw[:0]
+					if lines == 0 {
+						return errURITooLong
+					}
 					return errHeaderTooLarge
 				}
 				line, err = br.ReadSlice('\n')
@@ -83,6 +90,9 @@ func readHead(br *bufio.Reader, max int, h *reqHead) error {
 		raw = append(raw, line...)
 		if len(raw) > max {
 			h.raw = raw[:0]
+			if lines == 0 {
+				return errURITooLong
+			}
 			return errHeaderTooLarge
 		}
 		lines++

@@ -108,7 +108,7 @@ func TestEngineSmuggling(t *testing.T) {
 		{"control in target", "GET /a\x01b HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 		{"bad escape in target", "GET /a%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 		{"head too large", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", 2000) + "\r\n\r\n", 431},
-		{"long line too large", "GET /" + strings.Repeat("p", 8000) + " HTTP/1.1\r\nHost: x\r\n\r\n", 431},
+		{"request line too long", "GET /" + strings.Repeat("p", 8000) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
 		{"unsupported expectation", "GET / HTTP/1.1\r\nHost: x\r\nExpect: magic\r\n\r\n", 417},
 	}
 	for _, tt := range tests {
