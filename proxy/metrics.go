@@ -93,7 +93,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"source"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_refused_total",
-			Help: "Requests answered before any pool was chosen, by status code: malformed (400), too large (413, 431), unsupported (405, 417, 501, 505), or for a host and path no pool serves (421).",
+			Help: "Requests answered before any pool was chosen, by status code: malformed (400), too large (413, 414, 431), unsupported (405, 417, 501, 505), or for a host and path no pool serves (421).",
 		}, []string{"code"}),
 		clients: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vigil_proxy_client_connections",
