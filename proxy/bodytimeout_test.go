@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,47 @@ func TestBodyTimeout(t *testing.T) {
 				}
 				if got := logs.lines("origin body broke", "origin=o0", "cause=timeout", "body_timeout"); len(got) != 1 {
 					t.Errorf("want one log line naming the timeout, got %q", strings.Join(logs.lines("origin body broke"), "\n"))
+				}
+			})
+		}
+	}
+}
+
+// TestBodyTimeoutPartialChunkLine: a chunked answer whose head arrives
+// with the start of the next chunk's size line in the same read, the
+// origin then silent, is cut off after body_timeout too (was: the first
+// read found bytes buffered, set no deadline, and waited for good).
+func TestBodyTimeoutPartialChunkLine(t *testing.T) {
+	for _, tail := range []string{"5\r\nhello\r\n3", "5\r\nhello\r"} {
+		origin := checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			c.Write([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + tail))
+			time.Sleep(5 * time.Second)
+		})
+		for _, engineName := range bothEngines {
+			t.Run(engineName+"/"+strconv.Quote(tail), func(t *testing.T) {
+				cfg := pool1(PolicyFirst, origin)
+				cfg.Pools[0].BodyTimeout = 300 * time.Millisecond
+				h := startWith(t, cfg, nil, false, engineName)
+				c, err := net.Dial("tcp", h.front.Listener.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(4 * time.Second))
+				start := time.Now()
+				io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("answer %v %v", resp, err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				if took := time.Since(start); string(b) != "hello" || err != io.ErrUnexpectedEOF || took > 2*time.Second {
+					t.Fatalf("body %q, %v after %v; want \"hello\" cut off after about body_timeout (300ms)", b, err, took)
 				}
 			})
 		}

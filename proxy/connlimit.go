@@ -8,10 +8,10 @@ import (
 )
 
 // connLimit bounds the client connections open at once over all of the
-// proxy's listeners (max_client_conns). A listener at the limit stops
-// calling accept(2): new connections wait in the kernel's accept queue (and
-// past its backlog are refused by the kernel) until one closes, as HAProxy
-// does at maxconn. That bounds the memory clients can hold with slow or idle
+// proxy's listeners (max_client_conns). At the limit a listener holds the
+// connection it accepted last, unserved, and stops calling accept(2): new
+// connections wait in the kernel's accept queue (and past its backlog are
+// refused by the kernel) until one closes, as HAProxy does at maxconn. That bounds the memory clients can hold with slow or idle
 // connections. A connection counts from its accept to its Close (a
 // WebSocket tunnel too).
 type connLimit struct {
@@ -44,6 +44,15 @@ type limitListener struct {
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	// A slot is taken once a connection is accepted, not while waiting in
+	// accept(2) (a listener waiting there must not hold one another
+	// listener's client needs). At the limit this connection waits for a
+	// slot, and so the listener stops accepting: the next ones wait in
+	// the kernel's accept queue.
 	select {
 	case l.lim.sem <- struct{}{}:
 	default:
@@ -58,13 +67,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		select {
 		case l.lim.sem <- struct{}{}:
 		case <-l.done:
+			c.Close()
 			return nil, net.ErrClosed
 		}
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.lim.sem
-		return nil, err
 	}
 	l.lim.m.clients.Inc()
 	tc, ok := c.(*net.TCPConn)

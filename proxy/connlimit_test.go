@@ -77,3 +77,34 @@ func TestMaxClientConns(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxClientConnsBothListeners: with max_client_conns: 1 and both
+// listeners, plain clients one after another are all served: a listener
+// waiting in accept(2) holds no slot (was: the TLS listener's pending
+// accept took the slot the first plain client freed, and the second plain
+// client waited on an idle proxy).
+func TestMaxClientConnsBothListeners(t *testing.T) {
+	a := newBackend(t, "a")
+	cfg := pool1(PolicyFirst, a.srv.URL)
+	cfg.MaxClientConns = 1
+	certFile, keyFile, _ := selfSigned(t)
+	cfg.TLSListen, cfg.CertFile, cfg.KeyFile = "127.0.0.1:0", certFile, keyFile
+	p, err := New(cfg, nil, testLogger(t), WithRegistry(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := runProxyOn(t, p, 2)[0]
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("plain client %d: %v %v, want 200", i, resp, err)
+		}
+	}
+}

@@ -820,16 +820,19 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			// path does; each connection after the first is such a resend,
 			// counted and logged like the fast path's.
 			var conns atomic.Int32
+			// Interim answers arrive on the transport's own goroutine,
+			// which may still be in the hook after RoundTrip returned (a
+			// try cut by its timeout): im keeps the hook's writes to w
+			// apart from this goroutine's, and none is made once RoundTrip
+			// returned. As on the fast path, more than max1xx of them fail
+			// the try (setting the hook lifts net/http's own bound).
+			im := &interimGate{}
 			out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
-				GotConn: func(httptrace.GotConnInfo) { conns.Add(1) },
-				// Called before RoundTrip returns, while this goroutine
-				// waits in it: nothing else writes to w meanwhile.
-				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
-					sendInterim(w, r, code, http.Header(h))
-					return nil
-				},
+				GotConn:        func(httptrace.GotConnInfo) { conns.Add(1) },
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error { return im.send(w, r, code, http.Header(h)) },
 			}))
 			resp, err = pl.transport.RoundTrip(out)
+			im.close()
 			watch.endCancel()
 			for n := conns.Load(); n > 1; n-- {
 				pl.staleConn(o, r, try+1, errTransportResend)
@@ -1146,6 +1149,40 @@ func sendInterim(w http.ResponseWriter, r *http.Request, code int, hdr http.Head
 	maps.Copy(h, saved)
 }
 
+// interimGate passes the interim answers Go's transport reports to the
+// client (sendInterim) while the try waits in RoundTrip, at most max1xx of
+// them.
+type interimGate struct {
+	mu     sync.Mutex
+	n      int
+	closed bool // RoundTrip returned: w is the handler's alone
+}
+
+func (g *interimGate) send(w http.ResponseWriter, r *http.Request, code int, h http.Header) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errInterimLate
+	}
+	if code != http.StatusContinue {
+		if g.n++; g.n > max1xx {
+			return errTooMany1xx
+		}
+	}
+	sendInterim(w, r, code, h)
+	return nil
+}
+
+func (g *interimGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// errInterimLate ends an exchange whose interim answer came after the try
+// had ended.
+var errInterimLate = errors.New("interim answer after the try ended")
+
 // watchBody bounds each wait for the next bytes of resp's body by the
 // pool's body_timeout. On the fast path the origin connection's deadline is
 // moved before each read (nothing to do for a body already buffered);
@@ -1158,7 +1195,7 @@ func (pl *pool) watchBody(resp *http.Response, cancel func(error)) io.ReadCloser
 	}
 	if hb, ok := resp.Body.(*h1Body); ok {
 		if !hb.eof && !bodyBuffered(resp, hb.c.br) {
-			hb.idle = d
+			hb.c.bodyIdle = d
 		}
 		return hb
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,11 @@ type h1Conn struct {
 	lastUsed time.Time
 	dl       time.Time // the deadline in force
 	rb       respBuf   // reused response state
+	// bodyIdle is body_timeout while this exchange's answer body is read
+	// from the socket (watchBody), else 0; aborted is set when the
+	// request's context poisoned the deadline (the read must not move it).
+	bodyIdle time.Duration
+	aborted  atomic.Bool
 }
 
 // h1Pool holds one origin's idle keep-alive connections (LIFO).
@@ -219,6 +225,8 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 		// A deadline up to 1/64 of the try earlier than asked is kept:
 		// setting one costs a runtime timer update.
 		c.lastUsed = now // idle age counts from the exchange's start (conservative)
+		c.bodyIdle = 0
+		c.aborted.Store(false)
 		if c.dl.IsZero() || c.dl.After(deadline) || deadline.Sub(c.dl) > deadline.Sub(now)/64 {
 			c.c.SetDeadline(deadline)
 			c.dl = deadline
@@ -237,7 +245,10 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 		}
 		stop := neverStopped
 		if ctx.Done() != nil {
-			stop = context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
+			stop = context.AfterFunc(ctx, func() {
+				c.aborted.Store(true)
+				c.c.SetDeadline(aLongTimeAgo)
+			})
 		}
 		deferWrites(c.c) // the origin answers only after the request
 		err := writeHead(c.bw, r, hdr)
@@ -343,24 +354,28 @@ type h1Body struct {
 	keep bool
 	eof  bool
 	done bool
-	idle time.Duration // body_timeout when the body is not all buffered (watchBody), else 0
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {
-	if b.idle > 0 && b.c.br.Buffered() == 0 {
-		// The read will wait for the origin: at most idle. The deadline
+	c := b.c
+	if idle := c.bodyIdle; idle > 0 && !c.aborted.Load() {
+		// A read that waits for the origin waits at most idle (also one
+		// that finds part of a chunk's size line buffered). The deadline
 		// is moved only when it drifted by idle/64 (a runtime timer
-		// update per move).
+		// update per move), never once the context poisoned it.
 		now := time.Now()
-		if dl := b.c.dl; dl.IsZero() || dl.Sub(now) < b.idle-b.idle/64 {
-			b.c.dl = now.Add(b.idle)
-			b.c.c.SetDeadline(b.c.dl)
+		if dl := c.dl; dl.IsZero() || dl.Sub(now) < idle-idle/64 {
+			c.dl = now.Add(idle)
+			c.c.SetDeadline(c.dl)
+			if c.aborted.Load() {
+				c.c.SetDeadline(aLongTimeAgo) // the context fired meanwhile
+			}
 		}
 	}
 	n, err := b.body.Read(p)
 	if err == io.EOF {
 		b.eof = true
-	} else if err != nil && b.idle > 0 {
+	} else if err != nil && c.bodyIdle > 0 {
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			err = errBodyTimeout
 		}

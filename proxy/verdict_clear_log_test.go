@@ -65,7 +65,7 @@ func TestVerdictClearLogSaysWhy(t *testing.T) {
 			not:   []string{"stopped_reporting", "expired", "max_age", "ap"},
 		},
 		{
-			name: "us degraded, eu stopped",
+			name:  "us degraded, eu stopped",
 			after: []reporting.Verdict{down[0], v("us", reporting.StateDegraded, later, time.Hour)},
 			cause: "verdicts expired, region(s) stopped reporting",
 			attrs: []string{"stopped_reporting=eu", "turned_healthy=us"},
