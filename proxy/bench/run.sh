@@ -116,8 +116,8 @@ cpu_ticks() {
   u=0; s=0
   for p in $m $(ps -o pid= --ppid "$m"); do
     [ -r "/proc/$p/stat" ] || continue
-    read -r pu ps <<<"$(awk '{print $14, $15}' "/proc/$p/stat")"
-    u=$((u + pu)); s=$((s + ps))
+    set -- $(awk '{print $14, $15}' "/proc/$p/stat")
+    u=$((u + $1)); s=$((s + $2))
   done
   echo "$u $s"
 }
@@ -141,9 +141,9 @@ while [ "$r" -lt "$ROUNDS" ]; do
   for spec in $SPECS; do
     name=${spec%%:*}; rest=${spec#*:}; port=${rest%%:*}; pidf="$W/${rest#*:}.pid"
     wrk -t2 -c32 -d1s "http://127.0.0.1:$port/1k.txt" >/dev/null 2>&1 || true   # warm-up
-    read -r u0 s0 <<<"$(cpu_ticks "$pidf")"
+    set -- $(cpu_ticks "$pidf"); u0=$1; s0=$2
     out=$(wrk -t2 -c32 -d"$DUR" --latency "http://127.0.0.1:$port/1k.txt")
-    read -r u1 s1 <<<"$(cpu_ticks "$pidf")"
+    set -- $(cpu_ticks "$pidf"); u1=$1; s1=$2
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     n=$(echo "$out" | awk '/requests in/ {print $1}')
     p50=$(lat_us "$(echo "$out" | awk '$1=="50%" {print $2}')")
