@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 // strictSMTP is a Postfix-like server with a pregreet test: a client that
@@ -17,46 +18,31 @@ import (
 // the server's tcp:// URL.
 func strictSMTP(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	u := checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		c.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+		if _, err := br.Peek(1); err == nil {
+			c.Write([]byte("554 5.5.1 Error: early talker (pregreet)\r\n"))
+			return
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte("220 mail.test ESMTP\r\n"))
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				c.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
-				if _, err := br.Peek(1); err == nil {
-					c.Write([]byte("554 5.5.1 Error: early talker (pregreet)\r\n"))
-					return
-				}
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				c.Write([]byte("220 mail.test ESMTP\r\n"))
-				for {
-					line, err := br.ReadString('\n')
-					if err != nil {
-						return
-					}
-					switch {
-					case strings.HasPrefix(line, "EHLO "):
-						c.Write([]byte("250-mail.test\r\n250-PIPELINING\r\n250 STARTTLS\r\n"))
-					case strings.HasPrefix(line, "QUIT"):
-						c.Write([]byte("221 2.0.0 Bye\r\n"))
-						return
-					default:
-						c.Write([]byte("502 5.5.2 Error: command not recognized\r\n"))
-					}
-				}
-			}()
+			switch {
+			case strings.HasPrefix(line, "EHLO "):
+				c.Write([]byte("250-mail.test\r\n250-PIPELINING\r\n250 STARTTLS\r\n"))
+			case strings.HasPrefix(line, "QUIT"):
+				c.Write([]byte("221 2.0.0 Bye\r\n"))
+				return
+			default:
+				c.Write([]byte("502 5.5.2 Error: command not recognized\r\n"))
+			}
 		}
-	}()
-	return "tcp://" + ln.Addr().String()
+	})
+	return "tcp://" + strings.TrimPrefix(u, "http://")
 }
 
 func runTCP(t *testing.T, spec checks.TCPSpec) checks.Result {
