@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,24 +63,10 @@ func startBadApp(t testing.TB, cfgText string, logger *slog.Logger, faults *stat
 		ln.Close()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	stop := runApp(t, a)
 	b := &badApp{a: a, base: "http://" + a.Addr()}
 	var once sync.Once
-	b.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("app stopped with error: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Error("app did not stop within 20s")
-			}
-		})
-	}
+	b.stop = func() { once.Do(stop) }
 	t.Cleanup(b.stop)
 	if r.proxy {
 		deadline := time.Now().Add(5 * time.Second)

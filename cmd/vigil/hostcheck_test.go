@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
@@ -98,17 +96,7 @@ func TestHostCheckExposedListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("app did not stop within 20s")
-		}
-	}()
+	defer runApp(t, a)()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	for _, host := range []string{"vigil.example.net:" + port, "127.0.0.1:" + port} {
 		code, _, body := rawExchange(t, "127.0.0.1:"+port, "GET /healthz HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n")

@@ -38,10 +38,16 @@ func startAppWith(t *testing.T, path string, o appOptions) (*app, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a, runApp(t, a)
+}
+
+// runApp runs a until the returned func stops it: a must stop within 20s
+// and without an error, or the test fails.
+func runApp(t testing.TB, a *app) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	return a, func() {
+	return func() {
 		cancel()
 		select {
 		case err := <-done:

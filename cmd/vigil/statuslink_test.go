@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,17 +76,7 @@ alerting:
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- a.Run(ctx) }()
-			defer func() {
-				cancel()
-				select {
-				case <-done:
-				case <-time.After(20 * time.Second):
-					t.Error("app did not stop within 20s")
-				}
-			}()
+			defer runApp(t, a)()
 
 			next := func(what string) string {
 				t.Helper()
