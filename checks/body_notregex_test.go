@@ -1,12 +1,10 @@
 package checks_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
 )
@@ -45,14 +43,7 @@ func TestBodyNotRegex(t *testing.T) {
 			if c.limit > 0 {
 				spec.BodyLimit = 1024
 			}
-			h, err := checks.NewHTTP(spec, checks.Expect{Body: checks.BodyExpect{NotRegex: []string{"(?i)error"}}}, checks.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			res := h.Run(ctx, checks.Target{Name: "o", URL: srv.URL})
+			res := runHTTPWith(t, spec, checks.Expect{Body: checks.BodyExpect{NotRegex: []string{"(?i)error"}}}, srv.URL)
 			if res.OK != c.ok || (!c.ok && (res.Cause != checks.CauseBody || res.Err != c.err)) {
 				t.Errorf("ok %v cause %s err %q\nwant ok %v err %q", res.OK, res.Cause, res.Err, c.ok, c.err)
 			}

@@ -1,12 +1,10 @@
 package checks_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
 )
@@ -34,14 +32,7 @@ func TestJSONNumericBounds(t *testing.T) {
 		{"sensitive value masked", checks.JSONExpect{Path: "token", GT: fp(10)}, false, "json token: got [masked: 1 bytes, sha256:7902699b], want > 10"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h, err := checks.NewHTTP(checks.HTTPSpec{}, checks.Expect{JSON: []checks.JSONExpect{c.j}}, checks.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			res := h.Run(ctx, checks.Target{Name: "o", URL: srv.URL})
+			res := runHTTPWith(t, checks.HTTPSpec{}, checks.Expect{JSON: []checks.JSONExpect{c.j}}, srv.URL)
 			if res.OK != c.ok || (!c.ok && (res.Cause != checks.CauseJSON || res.Err != c.err)) {
 				t.Errorf("ok %v cause %s err %q\nwant ok %v err %q", res.OK, res.Cause, res.Err, c.ok, c.err)
 			}

@@ -38,7 +38,14 @@ func newRecorder(t *testing.T) *recorder {
 
 func runHTTP(t *testing.T, spec checks.HTTPSpec, target string) checks.Result {
 	t.Helper()
-	h, err := checks.NewHTTP(spec, checks.Expect{}, checks.Options{})
+	return runHTTPWith(t, spec, checks.Expect{}, target)
+}
+
+// runHTTPWith runs one http check with spec and e against target (named
+// "o") within 5s.
+func runHTTPWith(t *testing.T, spec checks.HTTPSpec, e checks.Expect, target string) checks.Result {
+	t.Helper()
+	h, err := checks.NewHTTP(spec, e, checks.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
