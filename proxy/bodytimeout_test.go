@@ -39,20 +39,7 @@ func TestBodyTimeout(t *testing.T) {
 				cfg := pool1(PolicyFirst, origin)
 				cfg.Pools[0].BodyTimeout = 300 * time.Millisecond
 				h, logs := startCapturing(t, cfg, engineName)
-				c, err := net.Dial("tcp", h.front.Listener.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(4 * time.Second))
-				start := time.Now()
-				io.WriteString(c, tc.req)
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				if err != nil || resp.StatusCode != 200 {
-					t.Fatalf("answer %v %v, want the origin's 200 head", resp, err)
-				}
-				b, err := io.ReadAll(resp.Body)
-				took := time.Since(start)
+				b, took, err := readCutOff(t, h, tc.req)
 				if string(b) != "abc" || err != io.ErrUnexpectedEOF {
 					t.Fatalf("body %q, %v after %v; want \"abc\" cut off (unexpected EOF)", b, err, took)
 				}
@@ -90,23 +77,32 @@ func TestBodyTimeoutPartialChunkLine(t *testing.T) {
 				cfg := pool1(PolicyFirst, origin)
 				cfg.Pools[0].BodyTimeout = 300 * time.Millisecond
 				h := startWith(t, cfg, nil, false, engineName)
-				c, err := net.Dial("tcp", h.front.Listener.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(4 * time.Second))
-				start := time.Now()
-				io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				if err != nil || resp.StatusCode != 200 {
-					t.Fatalf("answer %v %v", resp, err)
-				}
-				b, err := io.ReadAll(resp.Body)
-				if took := time.Since(start); string(b) != "hello" || err != io.ErrUnexpectedEOF || took > 2*time.Second {
+				b, took, err := readCutOff(t, h, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+				if string(b) != "hello" || err != io.ErrUnexpectedEOF || took > 2*time.Second {
 					t.Fatalf("body %q, %v after %v; want \"hello\" cut off after about body_timeout (300ms)", b, err, took)
 				}
 			})
 		}
 	}
+}
+
+// readCutOff sends req on a new connection to h and reads the answer,
+// which must have a 200 head: it returns the body read, how long the
+// exchange took (at most 4s) and the error that ended the body.
+func readCutOff(t *testing.T, h *harness, req string) ([]byte, time.Duration, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", h.front.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(4 * time.Second))
+	start := time.Now()
+	io.WriteString(c, req)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("answer %v %v, want the origin's 200 head", resp, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	return b, time.Since(start), err
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
@@ -131,21 +130,12 @@ func TestHTTP2HostField(t *testing.T) {
 // as malformed (no :scheme) is counted in vigil_proxy_http2_errors_total
 // under the type that server gives it (was: counted nowhere).
 func TestHTTP2ErrorsCounted(t *testing.T) {
-	cfg := pool1(PolicyFirst, newBackend(t, "a").srv.URL)
-	certFile, keyFile, roots := selfSigned(t)
-	cfg.TLSListen, cfg.CertFile, cfg.KeyFile = "127.0.0.1:0", certFile, keyFile
-	reg := prometheus.NewRegistry()
-	p, err := New(cfg, nil, testLogger(t), WithRegistry(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := runProxyOn(t, p, 2)[1]
-	_, fr := h2Open(t, addr, roots, [][2]string{{":method", "GET"}, {":authority", "x"}, {":path", "/x"}})
+	f := startTLSFront(t, pool1(PolicyFirst, newBackend(t, "a").srv.URL))
+	_, fr := h2Open(t, f.addr, f.roots, [][2]string{{":method", "GET"}, {":authority", "x"}, {":path", "/x"}})
 	if status, _ := h2Answer(t, fr); status != "RST_STREAM PROTOCOL_ERROR" {
 		t.Fatalf("answer %q, want the stream reset (PROTOCOL_ERROR)", status)
 	}
-	h := &harness{t: t, reg: reg}
-	if v, _ := h.metric("vigil_proxy_http2_errors_total", map[string]string{"type": "stream_PROTOCOL_ERROR_bad_path_method"}); v != 1 {
+	if v, _ := f.h.metric("vigil_proxy_http2_errors_total", map[string]string{"type": "stream_PROTOCOL_ERROR_bad_path_method"}); v != 1 {
 		t.Fatalf("vigil_proxy_http2_errors_total{type=stream_PROTOCOL_ERROR_bad_path_method} = %v, want 1", v)
 	}
 }
