@@ -432,6 +432,27 @@ type tab struct {
 	frames frameTargets // out-of-process iframes the run's steps attached to
 }
 
+// attachTarget makes the first chromedp call on tctx, a new target's
+// context: that call binds the target's event loop to the context it gets,
+// so it gets tctx itself (no deadline), and ctx bounds only the wait for
+// it. When ctx ends first it returns ctx.Err(); on any error tctx is
+// cancelled.
+func attachTarget(ctx, tctx context.Context, cancel context.CancelFunc) error {
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(tctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			cancel()
+		}
+		return err
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return ctx.Err()
+	}
+}
+
 // openTab opens a new isolated browser context with one tab, bounded by ctx
 // for the opening only. The tab lives until close.
 func (b *Browser) openTab(ctx context.Context) (*tab, error) {
@@ -441,19 +462,10 @@ func (b *Browser) openTab(ctx context.Context) (*tab, error) {
 	}
 	ev := &pageEvents{}
 	tctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext(), chromedp.WithListener(ev.handle))
-	done := make(chan error, 1)
-	// The first Run binds the tab's event loop to the context it gets, so it
-	// gets the tab's own context (no deadline); ctx bounds the wait here.
-	go func() { done <- chromedp.Do(tctx) }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		cancel()
-		<-done
-		return nil, ctx.Err()
-	}
-	if err != nil {
-		cancel()
+	if err := attachTarget(ctx, tctx, cancel); err != nil {
+		if ctx.Err() != nil && err == ctx.Err() {
+			return nil, err
+		}
 		if root.Err() != nil {
 			return nil, fmt.Errorf("browser died while opening a tab: %w", err)
 		}

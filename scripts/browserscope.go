@@ -178,19 +178,10 @@ func (t *tab) frameTarget(ctx context.Context, id cdp.FrameID) (*chromedp.Target
 	// The context lives as long as the tab's; cancelling it only detaches
 	// (the iframe stays).
 	fctx, cancel := chromedp.NewContext(t.ctx, chromedp.WithTargetID(target.ID(id)), chromedp.WithDetachOnCancel())
-	done := make(chan error, 1)
-	// The first Run binds the target's event loop to the context it gets:
-	// the frame context itself (no deadline); ctx bounds the wait here.
-	go func() { done <- chromedp.Do(fctx) }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		cancel()
-		<-done
-		return nil, ctx.Err()
-	}
-	if err != nil {
-		cancel()
+	if err := attachTarget(ctx, fctx, cancel); err != nil {
+		if ctx.Err() != nil && err == ctx.Err() {
+			return nil, err
+		}
 		return nil, fmt.Errorf("attaching to the iframe: %w", err)
 	}
 	if t.frames.m == nil {
