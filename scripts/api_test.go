@@ -153,6 +153,26 @@ func TestExprStepFails(t *testing.T) {
 	}
 }
 
+// TestExprFailureShowsValues: a false expression's message gives the
+// values its comparisons compared (each non-literal operand, evaluated on
+// its own), not only the last status code.
+func TestExprFailureShowsValues(t *testing.T) {
+	o := newAPIOrigin(t)
+	t.Setenv("DEMO_PASSWORD", demoPassword)
+	r := apiScript(t, `
+- http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}
+  extract: {token: {json: token}}
+- http: {path: /api/me, headers: {authorization: "Bearer ${token}"}}
+- expr: 'len(vars.token) > 20 || last.json.user == "bob" || last.json.user == vars.token'
+`)
+	res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
+	want := `step 2 "2 expr" (expr): expr len(vars.token) > 20 || last.json.user == "bob" || last.json.user == vars.token: ` +
+		`false (len(vars.token) = 8, last.json.user = "demo", vars.token = "tok-4711"; last.status_code=200)`
+	if res.OK || res.Cause != checks.CauseScript || res.Err != want {
+		t.Fatalf("err %q\nwant %q", res.Err, want)
+	}
+}
+
 // TestExprVarNamesIgnoreCase: variable names in expressions match
 // case-insensitively, as in extract and ${name}: vars.TOKEN is the variable
 // extracted as Token, and a false comparison with it fails the step.
@@ -163,7 +183,7 @@ func TestExprVarNamesIgnoreCase(t *testing.T) {
 		expr, err string
 	}{
 		{`vars.TOKEN == "tok-4711" && vars["Token"] == "tok-4711" && "TOKEN" in vars && !("NOPE" in vars)`, ""},
-		{`vars.TOKEN == "other"`, `step 1 "1 expr" (expr): expr vars.TOKEN == "other": false (last.status_code=200)`},
+		{`vars.TOKEN == "other"`, `step 1 "1 expr" (expr): expr vars.TOKEN == "other": false (vars.TOKEN = "tok-4711"; last.status_code=200)`},
 	} {
 		r := apiScript(t, `
 - http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}

@@ -1,8 +1,11 @@
 package scripts
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -93,4 +96,86 @@ func (v *varVisitor) Visit(n *ast.Node) {
 	if s, ok := m.Property.(*ast.StringNode); ok {
 		v.names = append(v.names, strings.ToLower(s.Value))
 	}
+}
+
+// maxExplained bounds the operands explainExpr names, and
+// maxExplainedValue the length of each value it shows.
+const (
+	maxExplained      = 4
+	maxExplainedValue = 80
+)
+
+// explainExpr names the values, as env gives them, of the operands of
+// src's comparisons that are not literals ("len(last.json.orders) = 2"),
+// for the message of an expression that was false: at most maxExplained
+// of them, each value shortened. Operands that cannot be evaluated on
+// their own are left out.
+func explainExpr(src string, env exprEnv) string {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return ""
+	}
+	v := &operandVisitor{}
+	ast.Walk(&tree.Node, v)
+	var parts []string
+	seen := map[string]bool{}
+	for _, n := range v.nodes {
+		sub := n.String()
+		if seen[sub] || len(parts) == maxExplained {
+			continue
+		}
+		seen[sub] = true
+		p, err := expr.Compile(sub, expr.Env(exprEnv{}), expr.Patch(lowerVarNames{}))
+		if err != nil {
+			continue
+		}
+		out, err := expr.Run(p, env)
+		if err != nil {
+			continue
+		}
+		parts = append(parts, sub+" = "+shortValue(out))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// operandVisitor collects the operands of comparisons that are not
+// literals.
+type operandVisitor struct{ nodes []ast.Node }
+
+func (v *operandVisitor) Visit(n *ast.Node) {
+	b, ok := (*n).(*ast.BinaryNode)
+	if !ok {
+		return
+	}
+	switch b.Operator {
+	case "==", "!=", "<", "<=", ">", ">=", "in", "not in", "matches", "contains", "startsWith", "endsWith":
+		for _, o := range []ast.Node{b.Left, b.Right} {
+			switch o.(type) {
+			case *ast.IntegerNode, *ast.FloatNode, *ast.StringNode, *ast.BoolNode, *ast.NilNode:
+			default:
+				v.nodes = append(v.nodes, o)
+			}
+		}
+	}
+}
+
+// shortValue renders v as JSON (a string quoted), cut to maxExplainedValue
+// bytes on a character boundary.
+func shortValue(v any) string {
+	var s string
+	if str, ok := v.(string); ok {
+		s = strconv.Quote(str)
+	} else if b, err := json.Marshal(v); err == nil {
+		s = string(b)
+	} else {
+		s = fmt.Sprint(v)
+	}
+	if len(s) > maxExplainedValue {
+		cut := maxExplainedValue
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }

@@ -510,13 +510,20 @@ func (r *run) runExpr(s *Step) outcome {
 	for k, v := range r.vars.vars {
 		vars[k] = v
 	}
-	ok, err := runExpr(s.program, exprEnv{Vars: vars, Last: r.last})
+	env := exprEnv{Vars: vars, Last: r.last}
+	ok, err := runExpr(s.program, env)
 	if err != nil {
 		return failf("expr %s: %w", s.Expr, err)
 	}
 	a := checks.AssertionResult{Name: "expr", OK: ok, Got: fmt.Sprint(ok), Want: s.Expr}
 	if !ok {
-		return outcome{cause: checks.CauseScript, err: fmt.Errorf("expr %s: false (last.status_code=%d)", s.Expr, r.last.StatusCode), assertions: []checks.AssertionResult{a}}
+		// What the comparisons compared (secrets among them are hidden
+		// with the rest of the message).
+		why := fmt.Sprintf("last.status_code=%d", r.last.StatusCode)
+		if values := explainExpr(s.Expr, env); values != "" {
+			why = values + "; " + why
+		}
+		return outcome{cause: checks.CauseScript, err: fmt.Errorf("expr %s: false (%s)", s.Expr, why), assertions: []checks.AssertionResult{a}}
 	}
 	return outcome{assertions: []checks.AssertionResult{a}}
 }
