@@ -1395,6 +1395,9 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		}
 		h["Trailer"] = []string{strings.Join(keys, ", ")}
 	}
+	if rw, ok := w.(*respWriter); ok {
+		rw.setReason(resp.Status, resp.StatusCode)
+	}
 	w.WriteHeader(resp.StatusCode)
 	if method == http.MethodHead {
 		return nil

@@ -653,7 +653,8 @@ type respWriter struct {
 	written     int64
 	buf         []byte
 	hijacked    bool
-	done        bool // the handler returned: held-back bytes are the whole body
+	done        bool   // the handler returned: held-back bytes are the whole body
+	reason      string // the final status line's reason phrase ("": the standard one)
 }
 
 var (
@@ -860,7 +861,10 @@ func (w *respWriter) commit() error {
 
 func (w *respWriter) writeStatusLine(code int) {
 	bw := w.c.bw
-	if code == http.StatusOK {
+	reason := http.StatusText(code)
+	if w.reason != "" && code == w.status && code >= 200 {
+		reason = w.reason
+	} else if code == http.StatusOK {
 		bw.WriteString("HTTP/1.1 200 OK\r\n")
 		return
 	}
@@ -868,8 +872,25 @@ func (w *respWriter) writeStatusLine(code int) {
 	bw.WriteString("HTTP/1.1 ")
 	bw.Write(strconv.AppendInt(scratch[:0], int64(code), 10))
 	bw.WriteByte(' ')
-	bw.WriteString(http.StatusText(code))
+	bw.WriteString(reason)
 	bw.WriteString("\r\n")
+}
+
+// setReason makes the final answer's status line carry the reason phrase
+// of status, an origin's "200 Custom Fine", as nginx passes it on; one
+// that is the standard phrase, empty, or holds a control character is
+// not kept.
+func (w *respWriter) setReason(status string, code int) {
+	_, r, ok := strings.Cut(status, " ")
+	if !ok || r == "" || r == http.StatusText(code) {
+		return
+	}
+	for i := 0; i < len(r); i++ {
+		if c := r[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return
+		}
+	}
+	w.reason = r
 }
 
 // writeFields writes the header map; CR and LF in values become spaces.

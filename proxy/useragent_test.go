@@ -53,3 +53,33 @@ func TestNoContentTypeAdded(t *testing.T) {
 		})
 	}
 }
+
+// TestReasonPhrasePassed: the fast engine passes an origin's own reason
+// phrase on ("200 Custom Fine", "599 Weird Thing"), as nginx does, on the
+// fast path and through Go's transport (was: the standard phrase, or none
+// for a code without one); a phrase with a control character is replaced
+// by the standard one.
+func TestReasonPhrasePassed(t *testing.T) {
+	for _, tc := range []struct{ origin, want string }{
+		{"200 Custom Fine", "HTTP/1.1 200 Custom Fine"},
+		{"599 Weird Thing", "HTTP/1.1 599 Weird Thing"},
+		{"200 OK", "HTTP/1.1 200 OK"},
+		{"404 Nope\x01", "HTTP/1.1 404 Not Found"},
+	} {
+		origin := checktest.CannedOrigin(t, "HTTP/1.1 "+tc.origin+"\r\nContent-Length: 2\r\n\r\nok")
+		h := startWith(t, pool1(PolicyFirst, origin), nil, false, EngineFast)
+		for _, req := range []string{
+			"GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+			"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nConnection: close\r\n\r\nb",
+		} {
+			resps, _, _ := rawExchange(t, h, req)
+			if len(resps) != 1 || "HTTP/1.1 "+resps[0].Status != tc.want {
+				var got []string
+				for _, r := range resps {
+					got = append(got, r.Status)
+				}
+				t.Errorf("origin %q, %s: status lines %q, want %q", tc.origin, req[:4], got, tc.want)
+			}
+		}
+	}
+}
