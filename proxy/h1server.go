@@ -423,7 +423,7 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 	default:
 		c.req.Body = http.NoBody
 	}
-	c.w.reset(c, h.method == http.MethodHead, h.minor == 0 || h.connClose, c.br)
+	c.w.reset(c, h.method == http.MethodHead, h.connClose, c.br) // HTTP/1.0: connClose unless it asked for keep-alive
 	if !c.run(&c.req) {
 		return false, c.w.hijacked
 	}

@@ -215,6 +215,21 @@ func TestEngineProtocol(t *testing.T) {
 			t.Fatalf("answers %v, want [200]", got)
 		}
 	})
+	t.Run("HTTP/1.0 keep-alive", func(t *testing.T) {
+		// An HTTP/1.0 client that asks for keep-alive (ab -k) keeps its
+		// connection, as with nginx and net/http (was: closed after each
+		// answer).
+		req := "GET / HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
+		resps, bodies, closed := rawExchange(t, h, req+req+"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+		if len(resps) != 3 || !closed {
+			t.Fatalf("%d answers (closed %v), want 3 on one connection, closed after the last", len(resps), closed)
+		}
+		for i, r := range resps[:2] {
+			if r.StatusCode != 200 || bodies[i] != "ok a" || r.Close || r.Header.Get("Connection") != "keep-alive" {
+				t.Errorf("answer %d: %d %q close=%v Connection=%q, want 200 kept alive", i, r.StatusCode, bodies[i], r.Close, r.Header.Get("Connection"))
+			}
+		}
+	})
 	t.Run("HTTP/1.0", func(t *testing.T) {
 		resps, bodies, closed := rawExchange(t, h, "GET / HTTP/1.0\r\n\r\n")
 		if len(resps) != 1 || resps[0].StatusCode != 200 || bodies[0] != "ok a" || !closed {
