@@ -21,6 +21,34 @@ import (
 func logTo(b *checktest.SyncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // waitHealth waits up to 10 s for Health to report every one of want.
+// failingStore opens a store with cfg (flushing every 20ms, retrying after
+// 50ms) against a server that answers every request with status and the
+// text answer gives (as contentType), publishes one verdict and reads once.
+// It returns the store (closed when the test ends), its log and the read's
+// error.
+func failingStore(t *testing.T, cfg influx.Config, status int, contentType string, answer func(*http.Request) string) (*influx.Store, *checktest.SyncBuffer, error) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		io.WriteString(w, answer(r))
+	}))
+	t.Cleanup(srv.Close)
+	log := &checktest.SyncBuffer{}
+	cfg.URL, cfg.FlushInterval = srv.URL, 20*time.Millisecond
+	st, err := influx.Open(cfg, t.TempDir(), influx.Options{Log: logTo(log), MinBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Publish(context.Background(), []reporting.Verdict{outageVerdict(time.Now(), 0)}); err != nil {
+		t.Fatal(err)
+	}
+	_, rerr := st.Verdicts(context.Background(), time.Minute)
+	return st, log, rerr
+}
+
 func waitHealth(t *testing.T, st *influx.Store, want ...string) string {
 	t.Helper()
 	var got string
@@ -61,24 +89,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 			`store.influxdb.bucket: "vigil": not found in InfluxDB (404 Not Found: bucket "vigil" not found)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(tc.status)
-				io.WriteString(w, tc.body)
-			}))
-			defer srv.Close()
-			var log checktest.SyncBuffer
-			st, err := influx.Open(influx.Config{URL: srv.URL, Token: "s3cret-token", Org: "acme", Bucket: "vigil", FlushInterval: 20 * time.Millisecond},
-				t.TempDir(), influx.Options{Log: logTo(&log), MinBackoff: 50 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			if err := st.Publish(context.Background(), []reporting.Verdict{outageVerdict(time.Now(), 0)}); err != nil {
-				t.Fatal(err)
-			}
-			_, rerr := st.Verdicts(context.Background(), time.Minute)
+			st, log, rerr := failingStore(t, influx.Config{Token: "s3cret-token", Org: "acme", Bucket: "vigil"},
+				tc.status, "application/json", func(*http.Request) string { return tc.body })
 			if got := st.ExplainError(rerr); got == nil || got.Error() != tc.want {
 				t.Errorf("read error explained = %v, want %q", got, tc.want)
 			}

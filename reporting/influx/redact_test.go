@@ -1,17 +1,11 @@
 package influx_test
 
 import (
-	"context"
 	"encoding/base64"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/vigil-synthetics/vigil/checks/checktest"
-	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/influx"
 )
 
@@ -51,24 +45,7 @@ func TestTokenHiddenWhenEchoed(t *testing.T) {
 			[]string{"vpassw0rd9", base64.StdEncoding.EncodeToString([]byte("vuser:vpassw0rd9"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "text/plain")
-				w.WriteHeader(tc.status)
-				io.WriteString(w, tc.echo(r))
-			}))
-			defer srv.Close()
-			var log checktest.SyncBuffer
-			st, err := influx.Open(influx.Config{URL: srv.URL, Token: tc.token, Bucket: "vigil/autogen", FlushInterval: 20 * time.Millisecond},
-				t.TempDir(), influx.Options{Log: logTo(&log), MinBackoff: 50 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			if err := st.Publish(context.Background(), []reporting.Verdict{outageVerdict(time.Now(), 0)}); err != nil {
-				t.Fatal(err)
-			}
-			_, rerr := st.Verdicts(context.Background(), time.Minute)
+			st, log, rerr := failingStore(t, influx.Config{Token: tc.token, Bucket: "vigil/autogen"}, tc.status, "text/plain", tc.echo)
 			if got := st.ExplainError(rerr); got == nil || !strings.HasSuffix(got.Error(), tc.wantRead) {
 				t.Errorf("read error = %v, want it to end with %q", got, tc.wantRead)
 			}
