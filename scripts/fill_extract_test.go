@@ -93,8 +93,7 @@ func TestBrowserFillReplacesValues(t *testing.T) {
 	if !res.OK {
 		t.Fatalf("%s: %s\n%+v", res.Cause, res.Err, res.Steps)
 	}
-	got := o.posted()
-	for field, want := range map[string]string{
+	o.checkPosted(t, map[string]string{
 		"name":  "Ada Lovelace",
 		"email": "fill-s3cret-77@example.com",
 		"when":  "2024-05-31",
@@ -103,11 +102,8 @@ func TestBrowserFillReplacesValues(t *testing.T) {
 		// type keeps what the field holds and types at the caret, which
 		// focusing an input that never had it puts at the start.
 		"city": "tonBos",
-	} {
-		if g := got.Get(field); g != want {
-			t.Errorf("server received %s=%q, want %q", field, g, want)
-		}
-	}
+	})
+	got := o.posted()
 	events := got.Get("events")
 	for _, want := range []string{
 		"name:input:true name:change:false",

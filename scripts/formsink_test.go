@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"testing"
 )
 
 // formSink serves a test page and records the last form posted back to it,
@@ -37,4 +38,16 @@ func (f *formSink) posted() url.Values {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.form
+}
+
+// checkPosted fails t for each field of want the last form posted does not
+// hold as want says.
+func (f *formSink) checkPosted(t testing.TB, want map[string]string) {
+	t.Helper()
+	got := f.posted()
+	for field, w := range want {
+		if g := got.Get(field); g != w {
+			t.Errorf("server received %s=%q, want %q", field, g, w)
+		}
+	}
 }

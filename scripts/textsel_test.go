@@ -164,19 +164,14 @@ func TestBrowserTextSelectors(t *testing.T) {
 	if !res.OK {
 		t.Fatalf("%s: %s\n%+v", res.Cause, res.Err, res.Steps)
 	}
-	got := o.posted()
-	for field, want := range map[string]string{
+	o.checkPosted(t, map[string]string{
 		// sso: "with sso" is in "Log in with SSO"; signup: the link's
 		// text over two lines; never ghost, the hidden "Log in".
 		"clicked": "sso signup ",
 		"user":    "ada",
 		// The span, not the link or the div around it.
 		"pw": "pw-signup-label",
-	} {
-		if g := got.Get(field); g != want {
-			t.Errorf("server received %s=%q, want %q", field, g, want)
-		}
-	}
+	})
 }
 
 // TestBrowserTextSelectorErrors: a text selector that finds nothing, or
