@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"net/http"
-	"net/http/httputil"
 	"net/textproto"
 	"strings"
 )
@@ -208,7 +207,7 @@ func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response,
 			}
 			delete(hdr, "Trailer")
 		}
-		resp.Body = &chunkedBody{r: httputil.NewChunkedReader(br), br: br, resp: resp}
+		resp.Body = &chunkedBody{r: newChunkedReader(br), br: br, resp: resp}
 	case resp.ContentLength == 0:
 		resp.Body = http.NoBody
 	case resp.ContentLength > 0:

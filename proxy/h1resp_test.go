@@ -73,6 +73,9 @@ func TestOriginResponseFraming(t *testing.T) {
 		{"unknown coding", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nok", false, 502, "", false},
 		{"not HTTP", "SSH-2.0-OpenSSH\r\n\r\n", false, 502, "", false},
 		{"204 ignores body fields", "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", false, 204, "", false},
+		{"chunk extension after white space", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5 ;e=1\r\nhello\r\n3\t; a=\"b\"\r\n!!!\r\n0\r\n\r\n", false, 200, "hello!!!", false},
+		{"chunk line with bare LF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", true, 200, "", true},
+		{"white space inside chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 0\r\nhello\r\n0\r\n\r\n", true, 200, "", true},
 		{"interim 103 skipped", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false, 200, "ok", false},
 	}
 	for _, tt := range tests {

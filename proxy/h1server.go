@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"runtime/debug"
 	"strconv"
@@ -410,7 +409,7 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 	switch {
 	case h.chunked:
 		body = &reqBody{c: c, expect: h.expect, chunked: true}
-		body.r = httputil.NewChunkedReader(c.br)
+		body.r = newChunkedReader(c.br)
 		c.req.ContentLength = -1
 		c.req.TransferEncoding = chunkedTE
 		c.req.Body = body

@@ -88,6 +88,8 @@ func TestEngineSmuggling(t *testing.T) {
 		{"bad chunk size", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400},
 		{"chunk size overflow", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff1\r\nabc\r\n0\r\n\r\n", 400},
 		{"chunk without CRLF", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n", 400},
+		{"chunk line with bare LF", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n", 400},
+		{"CR inside chunk line", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;a\rb\r\nabc\r\n0\r\n\r\n", 400},
 		{"chunk size with space", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3 3\r\nabc\r\n0\r\n\r\n", 400},
 		{"obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n", 400},
 		{"obs-fold TE", "POST / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\tTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
@@ -167,7 +169,8 @@ func TestEngineProtocol(t *testing.T) {
 		}
 	})
 	t.Run("chunked body reaches the origin", func(t *testing.T) {
-		req := "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+		// White space before an extension is allowed (RFC 9112 BWS).
+		req := "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5 ;e=1\r\nhello\r\n6\t\r\n world\r\n0\r\n\r\n"
 		resps, _, _ := rawExchange(t, h, req)
 		if len(resps) != 1 || resps[0].StatusCode != 200 {
 			t.Fatalf("got %d responses", len(resps))
