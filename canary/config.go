@@ -639,7 +639,11 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 		c.Adaptive = &a
 	}
 
-	// Probe specs.
+	// Probe specs. A script asserts per step: a check-level expect would
+	// be ignored and the check pass whatever the steps got.
+	if c.Script != nil && c.Expect != nil && len(c.Expect.Keys()) > 0 {
+		errs = append(errs, errors.New("expect: script checks do not use it; put it on a step (script[0].expect)"))
+	}
 	if c.Expect == nil {
 		c.Expect = &checks.Expect{}
 	}
@@ -669,7 +673,7 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 // the check's timeout: the run is cancelled at the timeout (cause timeout)
 // before either can be exceeded, so the assertion could never fail.
 func (c *CheckConfig) expectFitsTimeout() []error {
-	if c.Expect == nil || c.Timeout <= 0 {
+	if c.Expect == nil || c.Timeout <= 0 || c.Script != nil {
 		return nil
 	}
 	timeout := fmt.Sprintf("timeout %s", c.Timeout)

@@ -345,9 +345,22 @@ func (e *Expect) ValidateFor(kind string) error {
 	return nil
 }
 
-// onlyKeys returns an ErrUnsupported error for each set key not in allowed.
-func (e *Expect) onlyKeys(kind string, allowed ...string) error {
-	set := map[string]bool{
+// Keys returns the keys set, sorted ("body", "status"): none for an
+// Expect that asserts nothing.
+func (e *Expect) Keys() []string {
+	var keys []string
+	for k, v := range e.setKeys() {
+		if v {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// setKeys maps every key to whether it is set.
+func (e *Expect) setKeys() map[string]bool {
+	return map[string]bool{
 		"status":        e.Status.isSet(),
 		"headers":       len(e.Headers) > 0,
 		"body":          len(e.Body.Contains)+len(e.Body.NotContains)+len(e.Body.Regex)+len(e.Body.NotRegex) > 0,
@@ -359,6 +372,11 @@ func (e *Expect) onlyKeys(kind string, allowed ...string) error {
 		"cert_min_days": e.CertMinDays != 0,
 		"content_type":  e.ContentType != "",
 	}
+}
+
+// onlyKeys returns an ErrUnsupported error for each set key not in allowed.
+func (e *Expect) onlyKeys(kind string, allowed ...string) error {
+	set := e.setKeys()
 	for _, a := range allowed {
 		delete(set, a)
 	}
