@@ -589,11 +589,14 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 
 	// ${NAME} interpolation (not inside check scripts, which resolve their own
 	// ${var} at run time and read secrets with ${env:NAME}).
+	// An unset variable is an error, and the file is validated on with
+	// "${NAME}" left in its place, so that one run lists the other errors
+	// too; errors about a key holding such a placeholder are left out, as
+	// they could only follow from it.
 	var errs []error
-	interpolated := interpolate(settings, "", env, red, &errs)
-	if len(errs) > 0 {
-		return nil, fail(errs...)
-	}
+	var unsetKeys []string
+	interpolated := interpolate(settings, "", env, red, &errs, &unsetKeys)
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	settings = interpolated.(map[string]any)
 
 	var f File
@@ -610,10 +613,13 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		// of its values failed: they come from the tree instead.
 		md.Unused = unknown
 		for _, e := range decodeErrors(decodeErr) {
-			errs = append(errs, e)
 			if k, _, ok := strings.Cut(e.Error(), ": "); ok {
 				badKeys = append(badKeys, decodeScope(k))
 			}
+			if len(dropUnder([]error{e}, unsetKeys)) == 0 {
+				continue // the placeholder of an unset variable
+			}
+			errs = append(errs, e)
 		}
 	}
 	// Which keys were set, so that validation tells an explicit 0 from
@@ -658,7 +664,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		// when checks did not decode, a check naming a target when targets
 		// did not).
 		if err := f.ValidateAndSetDefaults(); err != nil {
-			for _, e := range dropUnder(units.Errors(err), badKeys) {
+			for _, e := range dropUnder(units.Errors(err), append(badKeys, unsetKeys...)) {
 				// A section that did not decode is still a section:
 				// "nothing configured" would be wrong.
 				if errors.Is(e, errNothingConfigured) && slices.ContainsFunc(badKeys, func(k string) bool {
@@ -677,7 +683,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		return nil, fail(errs...)
 	}
 	if err := f.ValidateAndSetDefaults(); err != nil {
-		return nil, fail(units.Errors(err)...)
+		return nil, fail(dropUnder(units.Errors(err), unsetKeys)...)
 	}
 	f.path = path
 	f.redactor = red
@@ -1526,10 +1532,11 @@ var interpRE = regexp.MustCompile(`\$\$\{|\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)(:-
 
 // interpolate replaces ${NAME}, ${env:NAME} and ${NAME:-default} in every
 // string value with the environment's value. "$${" is a literal "${". An
-// unset variable without a default is an error naming the key. Inside check
-// scripts only ${env:NAME} is left for the script (resolved at run time) and
+// unset variable without a default is an error naming the key; it is left
+// as written ("${NAME}") and the key added to unset. Inside check scripts
+// only ${env:NAME} is left for the script (resolved at run time) and
 // ${name} is a script variable.
-func interpolate(v any, path string, env func(string) (string, bool), red *redactor, errs *[]error) any {
+func interpolate(v any, path string, env func(string) (string, bool), red *redactor, errs *[]error, unset *[]string) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
@@ -1542,13 +1549,13 @@ func interpolate(v any, path string, env func(string) (string, bool), red *redac
 				out[k] = val
 				continue
 			}
-			out[k] = interpolate(val, p, env, red, errs)
+			out[k] = interpolate(val, p, env, red, errs, unset)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, val := range x {
-			out[i] = interpolate(val, fmt.Sprintf("%s[%d]", path, i), env, red, errs)
+			out[i] = interpolate(val, fmt.Sprintf("%s[%d]", path, i), env, red, errs, unset)
 		}
 		return out
 	case string:
@@ -1569,7 +1576,10 @@ func interpolate(v any, path string, env func(string) (string, bool), red *redac
 				return def
 			}
 			*errs = append(*errs, fmt.Errorf("%s: ${%s} is not set in the environment (use ${%s:-default} for an optional value)", path, name, name))
-			return ""
+			if len(*unset) == 0 || (*unset)[len(*unset)-1] != path {
+				*unset = append(*unset, path)
+			}
+			return m
 		})
 	}
 	return v

@@ -27,3 +27,37 @@ func TestScriptCheckExpectRejected(t *testing.T) {
 		t.Fatalf("expect on the step: exit %d, output:\n%s", code, out)
 	}
 }
+
+// TestUnsetEnvListedWithOtherErrors: an unset ${NAME} is one error among
+// the others of the file (unknown keys, bad durations, unknown targets),
+// not the only one shown, and the key holding it gets no error of its own
+// on top (targets[0].url is not "required", checks[2] not "name at least
+// one target"). Values that are set stay redacted.
+func TestUnsetEnvListedWithOtherErrors(t *testing.T) {
+	t.Setenv("VIGIL_TEST_SET_TOKEN", "s3cret-value-42")
+	path := writeConfig(t, `agent: {admin_token: "${VIGIL_TEST_SET_TOKEN}"}
+targets:
+  - {name: a, url: "${VIGIL_TEST_UNSET_URL}"}
+checks:
+  - {name: c, targets: [a, nosuch], intervall: 5s}
+  - {name: d, targets: [a], interval: 5}
+  - {name: e, url: "${VIGIL_TEST_UNSET_URL2}", http: {headers: {Authorization: "Bearer ${VIGIL_TEST_SET_TOKEN}x"}}}
+`)
+	out, code := runCLI(t, "validate", "-c", path)
+	var want []string
+	for _, l := range []string{
+		"checks[2].url: ${VIGIL_TEST_UNSET_URL2} is not set in the environment (use ${VIGIL_TEST_UNSET_URL2:-default} for an optional value)",
+		"targets[0].url: ${VIGIL_TEST_UNSET_URL} is not set in the environment (use ${VIGIL_TEST_UNSET_URL:-default} for an optional value)",
+		`checks[1].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
+		"checks[0].intervall: unknown key",
+		`checks[0].targets[1]: "nosuch": unknown target (define it under targets:)`,
+	} {
+		want = append(want, path+": "+l)
+	}
+	if code != 2 || strings.TrimSpace(out) != strings.Join(want, "\n") {
+		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and:\n%s", code, out, strings.Join(want, "\n"))
+	}
+	if strings.Contains(out, "s3cret-value-42") {
+		t.Fatalf("a secret is printed:\n%s", out)
+	}
+}
