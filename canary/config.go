@@ -226,6 +226,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 			f.noExtraPasses = c.isSet(p+"extra_passes") && f.ExtraPasses == 0
 		}
 	}
+	errs = append(errs, c.expectZeros()...)
 	errs = append(errs, units.Prefix("agent", c.Agent.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("defaults", c.Defaults.ValidateAndSetDefaults()))
 	targets := map[string]string{}
@@ -316,6 +317,38 @@ func (c *Config) explicitZeros() []error {
 		}
 	}
 	return c.set.ExplicitZeros(keys)
+}
+
+// expectZeros reads the explicit 0s of every expect (the check's and its
+// script steps'): `size.max: 0B` asserts an empty body (an omitted max is
+// no bound), while `ttfb: 0s` and `duration: 0s` are errors: no run takes
+// 0s, so the check could never pass, and an omitted key is no limit.
+func (c *Config) expectZeros() []error {
+	var errs []error
+	one := func(p string, e *checks.Expect) {
+		if e == nil {
+			return
+		}
+		if c.isSet(p+"size.max") && e.Size.Max == 0 {
+			e.Size.MaxSet = true
+		}
+		for _, k := range []struct {
+			key string
+			d   time.Duration
+		}{{"ttfb", e.TTFB}, {"duration", e.Duration}} {
+			if c.isSet(p+k.key) && k.d == 0 {
+				errs = append(errs, fmt.Errorf("%s%s: 0s: no run takes 0s, so the check could never pass (omit the key for no limit)", p, k.key))
+			}
+		}
+	}
+	for i := range c.Checks {
+		ch := &c.Checks[i]
+		one(fmt.Sprintf("checks[%d].expect.", i), ch.Expect)
+		for j := range ch.Script {
+			one(fmt.Sprintf("checks[%d].script[%d].expect.", i, j), ch.Script[j].Expect)
+		}
+	}
+	return errs
 }
 
 // ValidateAndSetDefaults fills the agent defaults.

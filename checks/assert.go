@@ -158,7 +158,7 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 			want = append(want, ">= "+e.Size.Min.String())
 			ok = ok && (o.truncated || o.size >= int64(e.Size.Min))
 		}
-		if e.Size.Max > 0 {
+		if e.Size.HasMax() {
 			want = append(want, "<= "+e.Size.Max.String())
 			ok = ok && !o.truncated && o.size <= int64(e.Size.Max)
 		}

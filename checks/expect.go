@@ -56,9 +56,11 @@ type Expect struct {
 	// Size bounds the body length in bytes.
 	Size SizeExpect `mapstructure:"size"`
 	// TTFB is the maximum time from the start of the run to the first
-	// response byte (tcp: first byte read). 0 = no limit.
+	// response byte (tcp: first byte read). 0 = no limit; the config
+	// loader rejects an explicit 0s (canary.Config.SetKeys).
 	TTFB time.Duration `mapstructure:"ttfb"`
-	// Duration is the maximum total run time. 0 = no limit.
+	// Duration is the maximum total run time. 0 = no limit; the config
+	// loader rejects an explicit 0s.
 	Duration time.Duration `mapstructure:"duration"`
 	// CertMinDays is the minimum number of whole days left before the
 	// NotAfter of the earliest-expiring certificate of the best verified
@@ -146,11 +148,19 @@ type JSONExpect struct {
 }
 
 // SizeExpect bounds the body size (config key `expect.size`), in bytes with
-// a unit ("1KiB"). 0 = no bound.
+// a unit ("1KiB"). A Min of 0 is no bound; a Max of 0 is no bound unless
+// MaxSet, when it asserts an empty body.
 type SizeExpect struct {
 	Min units.ByteSize `mapstructure:"min"`
 	Max units.ByteSize `mapstructure:"max"`
+	// MaxSet makes Max a bound even when it is 0 (`max: 0B`: the body must
+	// be empty). The config loader sets it for every max the file writes
+	// (canary.Config.SetKeys); an omitted max is no bound.
+	MaxSet bool `mapstructure:"-"`
 }
+
+// HasMax reports whether Max is a bound.
+func (s SizeExpect) HasMax() bool { return s.Max > 0 || s.MaxSet }
 
 type headerExpect struct {
 	name string // canonical
@@ -292,7 +302,7 @@ func (e *Expect) ValidateAndSetDefaults() error {
 
 	if e.Size.Min < 0 || e.Size.Max < 0 {
 		errs = append(errs, errorf(ErrBadValue, "size: sizes must not be negative"))
-	} else if e.Size.Max > 0 && e.Size.Min > e.Size.Max {
+	} else if e.Size.HasMax() && e.Size.Min > e.Size.Max {
 		errs = append(errs, errorf(ErrBadValue, "size: min %s is above max %s", e.Size.Min, e.Size.Max))
 	}
 	if e.TTFB < 0 {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -59,5 +62,55 @@ checks:
 	}
 	if strings.Contains(out, "s3cret-value-42") {
 		t.Fatalf("a secret is printed:\n%s", out)
+	}
+}
+
+// TestSizeMaxZeroAsserted: an explicit expect.size.max: 0B asserts an empty
+// body (an explicit 0 is not the default), for a check and a script step;
+// before, it was dropped and a non-empty body passed.
+func TestSizeMaxZeroAsserted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			fmt.Fprint(w, "ok")
+		}
+	}))
+	defer srv.Close()
+	cases := []struct{ name, check, want string }{
+		{"check max 0B on a body", "http: {path: /ok}\n    expect: {size: {max: 0B}}", "FAIL    size   200"},
+		{"check min and max 0B on a body", "http: {path: /ok}\n    expect: {size: {min: 0B, max: 0B}}", "body size 2B, want <= 0B"},
+		{"step max 0B on a body", "script: [{http: {path: /ok}, expect: {size: {max: 0B}}}]", "body size 2B, want <= 0B"},
+		{"check max 0B on an empty body", "http: {path: /empty}\n    expect: {size: {max: 0B}}", "1 check, 1 passed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := writeConfig(t, fmt.Sprintf("targets: [{name: a, url: %q}]\nchecks:\n  - name: c\n    targets: [a]\n    %s\n", srv.URL, c.check))
+			out, code := runCLI(t, "check", "-c", cfg)
+			wantCode := 1
+			if strings.Contains(c.want, "passed") {
+				wantCode = 0
+			}
+			if code != wantCode || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d, output:\n%s\nwant exit %d and %q", code, out, wantCode, c.want)
+			}
+		})
+	}
+}
+
+// TestExpectZeroDurationRejected: expect.ttfb: 0s and expect.duration: 0s
+// (of a check or a script step) are errors saying why, not ignored.
+func TestExpectZeroDurationRejected(t *testing.T) {
+	out, code := validateOut(t, `targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks:
+  - {name: c, targets: [a], http: {path: /}, expect: {ttfb: 0s, duration: 0s}}
+  - {name: d, targets: [a], script: [{http: {path: /}, expect: {duration: 0s}}]}
+`)
+	for _, want := range []string{
+		"checks[0].expect.ttfb: 0s: no run takes 0s, so the check could never pass (omit the key for no limit)",
+		"checks[0].expect.duration: 0s: no run takes 0s, so the check could never pass (omit the key for no limit)",
+		"checks[1].script[0].expect.duration: 0s: no run takes 0s, so the check could never pass (omit the key for no limit)",
+	} {
+		if code != 2 || !strings.Contains(out, want) {
+			t.Fatalf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
+		}
 	}
 }
