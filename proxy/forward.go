@@ -975,7 +975,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			defer cancel(nil)
 			defer o.inflight.Add(-1)
 			if method != http.MethodHead && status != http.StatusSwitchingProtocols {
-				resp.Body = pl.watchBody(resp, cancel)
+				resp.Body = pl.watchBody(resp, cancel, watch)
 			}
 			return pl.respond(w, r, resp, method, h2Send)
 		}()
@@ -1187,8 +1187,11 @@ var errInterimLate = errors.New("interim answer after the try ended")
 // pool's body_timeout. On the fast path the origin connection's deadline is
 // moved before each read (nothing to do for a body already buffered);
 // through Go's transport a timer, reset before each read, cancels the try.
-// A read that times out returns errBodyTimeout (cause timeout).
-func (pl *pool) watchBody(resp *http.Response, cancel func(error)) io.ReadCloser {
+// A read that times out returns errBodyTimeout (cause timeout). On the fast
+// engine each read through the transport also publishes the try's cancel
+// function to the client watcher (see h1Body): a client that leaves while
+// the origin is silent ends the try (errClientGone).
+func (pl *pool) watchBody(resp *http.Response, cancel func(error), watch *tryWatch) io.ReadCloser {
 	d := pl.cfg.BodyTimeout
 	if d <= 0 || resp.Body == nil || resp.Body == http.NoBody {
 		return resp.Body
@@ -1199,7 +1202,7 @@ func (pl *pool) watchBody(resp *http.Response, cancel func(error)) io.ReadCloser
 		}
 		return hb
 	}
-	b := &timedBody{ReadCloser: resp.Body, d: d}
+	b := &timedBody{ReadCloser: resp.Body, d: d, watch: watch, cancel: cancel}
 	b.t = time.AfterFunc(d, func() {
 		b.fired.Store(true)
 		cancel(errBodyTimeout)
@@ -1212,16 +1215,28 @@ func (pl *pool) watchBody(resp *http.Response, cancel func(error)) io.ReadCloser
 // bring bytes within d: the timer cancels the try's context when it fires.
 type timedBody struct {
 	io.ReadCloser
-	d     time.Duration
-	t     *time.Timer
-	fired atomic.Bool
+	d      time.Duration
+	t      *time.Timer
+	fired  atomic.Bool
+	watch  *tryWatch // nil outside the fast engine
+	cancel func(error)
 }
 
 func (b *timedBody) Read(p []byte) (int, error) {
 	b.t.Reset(b.d)
+	if b.watch != nil {
+		b.watch.beginCancel(&b.cancel, time.Now())
+	}
 	n, err := b.ReadCloser.Read(p)
+	if b.watch != nil {
+		b.watch.endCancel()
+	}
 	b.t.Stop()
-	if err != nil && err != io.EOF && b.fired.Load() {
+	switch {
+	case err == nil || err == io.EOF:
+	case b.watch.isGone():
+		return n, errClientGone
+	case b.fired.Load():
 		return n, errBodyTimeout
 	}
 	return n, err

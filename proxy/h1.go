@@ -294,7 +294,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 			// Not expected without an Upgrade request; do not reuse.
 			resp.Close = true
 		}
-		resp.Body = &h1Body{body: resp.Body, c: c, p: p, stop: stop, keep: !resp.Close, eof: resp.Body == http.NoBody}
+		resp.Body = &h1Body{body: resp.Body, c: c, p: p, stop: stop, keep: !resp.Close, eof: resp.Body == http.NoBody, watch: watch}
 		return resp, nil
 	}
 }
@@ -346,18 +346,31 @@ func writeHead(bw *bufio.Writer, r *http.Request, hdr http.Header) error {
 
 // h1Body returns its connection to the pool when the body was read to the
 // end and the origin allows keep-alive; otherwise it closes the connection.
+//
+// While a read waits for the origin (a body not yet buffered whole), the
+// connection is published to the fast engine's client watcher (watch), as
+// during the wait for the head: a client that leaves while the origin is
+// silent mid-body (a long poll, a stream between events) has the origin
+// connection closed within 0.5–1 s, not after body_timeout; the read then
+// fails with errClientGone.
 type h1Body struct {
-	body io.ReadCloser
-	c    *h1Conn
-	p    *h1Pool
-	stop func() bool
-	keep bool
-	eof  bool
-	done bool
+	body  io.ReadCloser
+	c     *h1Conn
+	p     *h1Pool
+	stop  func() bool
+	watch *tryWatch
+	keep  bool
+	eof   bool
+	done  bool
+	taken bool // the watcher aborted the connection: never reused
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {
 	c := b.c
+	if b.taken {
+		return 0, errClientGone
+	}
+	armed := false
 	if idle := c.bodyIdle; idle > 0 && !c.aborted.Load() {
 		// A read that waits for the origin waits at most idle (also one
 		// that finds part of a chunk's size line buffered). The deadline
@@ -371,11 +384,24 @@ func (b *h1Body) Read(p []byte) (int, error) {
 				c.c.SetDeadline(aLongTimeAgo) // the context fired meanwhile
 			}
 		}
+		if b.watch != nil {
+			if !b.watch.beginConn(c, now) {
+				b.taken = true
+				return 0, errClientGone
+			}
+			armed = true
+		}
 	}
 	n, err := b.body.Read(p)
-	if err == io.EOF {
+	if armed && !b.watch.endConn() {
+		b.taken = true // the watcher poisoned c's deadline
+	}
+	switch {
+	case err == io.EOF:
 		b.eof = true
-	} else if err != nil && c.bodyIdle > 0 {
+	case err != nil && b.taken:
+		err = errClientGone
+	case err != nil && c.bodyIdle > 0:
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			err = errBodyTimeout
 		}
@@ -392,7 +418,7 @@ func (b *h1Body) Close() error {
 	// Bytes past the end of the answer (a body after a 204 or to a HEAD,
 	// more than Content-Length said) would be read as the next request's
 	// answer: such a connection is not reused.
-	if b.eof && b.keep && live && b.c.br.Buffered() == 0 {
+	if b.eof && b.keep && live && !b.taken && b.c.br.Buffered() == 0 {
 		b.body.Close()
 		b.p.put(b.c)
 		return nil
