@@ -133,8 +133,10 @@ func (c *Config) Compile(o CompileOptions) ([]Pair, error) {
 	return pairs, nil
 }
 
-// targetNameForURL names the implicit target of a check that sets url:
+// TargetNameForURL names the implicit target of a check that sets url:
 // the URL's host:port.
+func TargetNameForURL(u string) string { return targetNameForURL(u) }
+
 func targetNameForURL(u string) string {
 	if i := strings.Index(u, "://"); i >= 0 {
 		u = u[i+3:]

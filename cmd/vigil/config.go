@@ -100,8 +100,10 @@ func (f *File) ValidateAndSetDefaults() error {
 	errs = append(errs, units.Prefix("store", f.Store.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("status_page", f.StatusPage.ValidateAndSetDefaults()))
 	checkNames := map[string]bool{}
+	checkTargets := map[string][]string{} // check name → the targets it runs on
 	for _, c := range f.Checks {
 		checkNames[c.Name] = true
+		checkTargets[c.Name] = checkTargetNames(c)
 	}
 	targets := map[string]string{}
 	for _, t := range f.Targets {
@@ -125,6 +127,10 @@ func (f *File) ValidateAndSetDefaults() error {
 		if t := f.SLOs[i].Target; t != "" {
 			if _, ok := targets[t]; !ok {
 				errs = append(errs, fmt.Errorf("%s.target: %q: %w", p, t, canary.ErrUnknownTarget))
+			} else if ts, ok := checkTargets[f.SLOs[i].Check]; ok && !slices.Contains(ts, t) {
+				// No verdict of that pair ever comes: the SLO could never fire.
+				errs = append(errs, fmt.Errorf("%s.target: %q: check %q does not run on target %s (its targets: %s)",
+					p, t, f.SLOs[i].Check, t, strings.Join(ts, ", ")))
 			}
 		}
 	}
@@ -264,6 +270,60 @@ func (f *File) verdictAges() []string {
 				"returns to service until the next run; set max_age to at least %s, or leave the check out of the pool's verdicts.checks/tiers "+
 				"(a long max_age also keeps a stopped canary's verdicts counting that long)",
 				i, p.Verdicts.MaxAge, c.Name, c.Interval, jitter, c.Timeout, f.Proxy.VerdictPoll, gap, gap.Round(time.Second)+time.Second))
+		}
+	}
+	return warns
+}
+
+// checkTargetNames returns the targets check c runs on: the host:port of
+// its url, then its targets.
+func checkTargetNames(c canary.CheckConfig) []string {
+	var ts []string
+	if c.URL != "" {
+		ts = append(ts, canary.TargetNameForURL(c.URL))
+	}
+	return append(ts, c.Targets...)
+}
+
+// poolChecks warns about a check a pool's verdicts.checks names that runs
+// on none of the pool's origin targets: its verdicts never concern the
+// pool, which judges its origins without it (and, when it names no other
+// check that does run on them, by passive detection alone). A warning, not
+// an error: the file ran before this was checked. Pools with an origin
+// given by url (no target) are not judged.
+func (f *File) poolChecks() []string {
+	if f.Proxy == nil {
+		return nil
+	}
+	byName := map[string]canary.CheckConfig{}
+	for _, c := range f.Checks {
+		byName[c.Name] = c
+	}
+	var warns []string
+	for i, p := range f.Proxy.Pools {
+		var origins []string
+		for _, o := range p.Origins {
+			if o.Target == "" {
+				origins = nil
+				break
+			}
+			origins = append(origins, o.Target)
+		}
+		if len(origins) == 0 {
+			continue
+		}
+		for j, name := range p.Verdicts.Checks {
+			c, ok := byName[name]
+			if !ok {
+				continue // an unknown check is an error of its own
+			}
+			ts := checkTargetNames(c)
+			if slices.ContainsFunc(ts, func(t string) bool { return slices.Contains(origins, t) }) {
+				continue
+			}
+			warns = append(warns, fmt.Sprintf("proxy.pools[%d].verdicts.checks[%d]: check %q runs on none of the pool's origins (its targets: %s; the pool's origins: %s): "+
+				"its verdicts never count for the pool, which judges its origins without it (by passive detection alone when no other check it counts runs on them)",
+				i, j, name, strings.Join(ts, ", "), strings.Join(origins, ", ")))
 		}
 	}
 	return warns
@@ -511,6 +571,9 @@ func loadConfigWarn(path string, env func(string) (string, bool), environ []stri
 			warn(path + ": " + msg)
 		}
 		for _, msg := range f.verdictAges() {
+			warn(path + ": " + msg)
+		}
+		for _, msg := range f.poolChecks() {
 			warn(path + ": " + msg)
 		}
 		for _, msg := range f.Alerting.Warnings() {

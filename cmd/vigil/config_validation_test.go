@@ -114,3 +114,44 @@ checks:
 		}
 	}
 }
+
+// TestSLOTargetNotRunByCheck: an SLO naming a target its check does not run
+// on could never fire; validate rejects it naming both.
+func TestSLOTargetNotRunByCheck(t *testing.T) {
+	const base = `targets: [{name: a, url: "http://127.0.0.1:9"}, {name: b, url: "http://127.0.0.1:10"}]
+checks:
+  - {name: c, targets: [a], http: {path: /}}
+  - {name: h, targets: [a, b], http: {path: /}}
+`
+	out, code := validateOut(t, base+"slos: [{name: s, check: c, target: b, objective: 99%}]\n")
+	want := `slos[0].target: "b": check "c" does not run on target b (its targets: a)`
+	if code != 2 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
+	}
+	if out, code := validateOut(t, base+"slos: [{name: s, check: h, target: b, objective: 99%}]\n"); code != 0 || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("a target the check runs on: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestPoolCheckOnOtherTargetsWarned: a pool whose verdicts.checks names a
+// check that runs on none of its origins is warned about (exit 0): that
+// check's verdicts never count for the pool. A check on one of them says
+// nothing.
+func TestPoolCheckOnOtherTargetsWarned(t *testing.T) {
+	const base = `targets: [{name: a, url: "http://127.0.0.1:9"}, {name: b, url: "http://127.0.0.1:10"}]
+checks:
+  - {name: c, targets: [a], http: {path: /}}
+  - {name: h, targets: [b], http: {path: /}}
+`
+	cfg := writeConfig(t, base+`proxy: {pools: [{name: p, origins: [{target: b}], verdicts: {checks: [h, c]}}]}`+"\n")
+	out, code := runCLI(t, "validate", "-c", cfg)
+	want := "ok\nwarning: " + cfg + `: proxy.pools[0].verdicts.checks[1]: check "c" runs on none of the pool's origins (its targets: a; the pool's origins: b): ` +
+		"its verdicts never count for the pool, which judges its origins without it (by passive detection alone when no other check it counts runs on them)"
+	if code != 0 || strings.TrimSpace(out) != want {
+		t.Fatalf("exit %d:\n%s\nwant exit 0:\n%s", code, out, want)
+	}
+	cfg = writeConfig(t, base+`proxy: {pools: [{name: p, origins: [{target: a}, {target: b}], verdicts: {checks: [h, c]}}]}`+"\n")
+	if out, code := runCLI(t, "validate", "-c", cfg); code != 0 || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("checks on the pool's origins: exit %d:\n%s", code, out)
+	}
+}
