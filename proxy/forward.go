@@ -1434,9 +1434,30 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	if flush && fl != nil {
 		st.flush(fl)
 	}
+	// Other answers are flushed whenever the origin has nothing more in
+	// hand: before a read that must wait for it (fast path: nothing
+	// buffered from its connection), and after a short read (Go's
+	// transport). So a slow or stalled origin's head and first bytes reach
+	// the client as they come, as behind nginx, while an answer that
+	// arrived whole goes out in one write.
+	var (
+		hb      *h1Body // fast path: its buffer says whether a read waits
+		pending bool    // written since the last flush
+	)
+	if !flush {
+		if fl == nil {
+			fl, _ = w.(http.Flusher)
+		}
+		hb, _ = resp.Body.(*h1Body)
+		pending = true // the head
+	}
 	bp := bufPool.Get().(*[]byte)
 	buf := *bp
 	for {
+		if pending && hb != nil && fl != nil && hb.c.br.Buffered() == 0 {
+			st.flush(fl)
+			pending = false
+		}
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			var werr error
@@ -1449,8 +1470,11 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 				bufPool.Put(bp)
 				return nil // the client went away
 			}
-			if flush && fl != nil {
+			if (flush || hb == nil && rerr == nil && n < len(buf)) && fl != nil {
 				st.flush(fl)
+				pending = false
+			} else {
+				pending = true
 			}
 		}
 		if rerr == io.EOF {
