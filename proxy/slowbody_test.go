@@ -15,7 +15,7 @@ import (
 // body the origin sends slowly reaches the client as it comes: the first
 // bytes the origin sent arrive at once, not when the body is complete (or
 // 4 KiB are buffered), on the fast path and through Go's transport; on
-// the fast path a head whose body has not started goes out at once too.
+// http:// origins a head whose body has not started goes out at once too.
 // Was: nothing reached the client until the whole body was in, and an
 // origin that stalled mid-body kept the client waiting for body_timeout
 // before it saw even the head.
@@ -48,9 +48,6 @@ func TestSlowContentLengthBodyFlows(t *testing.T) {
 	}
 	for _, engineName := range bothEngines {
 		for _, tc := range cases {
-			if engineName == EngineStdlib && tc.first == "" {
-				continue // net/http's server sends the head with the first body bytes
-			}
 			t.Run(engineName+"/"+tc.name, func(t *testing.T) {
 				h := startWith(t, pool1(PolicyFirst, origin), nil, false, engineName)
 				c, err := net.Dial("tcp", h.front.Listener.Addr().String())
