@@ -1406,9 +1406,13 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	if len(resp.Trailer) > 0 {
 		keys := make([]string, 0, len(resp.Trailer))
 		for k := range resp.Trailer {
-			keys = append(keys, k)
+			if trailerAllowed(k, resp.Header) {
+				keys = append(keys, k)
+			}
 		}
-		h["Trailer"] = []string{strings.Join(keys, ", ")}
+		if len(keys) > 0 {
+			h["Trailer"] = []string{strings.Join(keys, ", ")}
+		}
 	}
 	if rw, ok := w.(*respWriter); ok {
 		rw.setReason(resp.Status, resp.StatusCode)
@@ -1490,9 +1494,43 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		st.flush(fl)
 	}
 	for k, vv := range resp.Trailer {
-		h[http.TrailerPrefix+k] = vv
+		if trailerAllowed(k, resp.Header) {
+			h[http.TrailerPrefix+k] = vv
+		}
 	}
 	return nil
+}
+
+// notTrailers are the fields an origin's trailer section must not carry on
+// (RFC 9110 §6.5.1): framing, routing, authentication, cookies, control
+// data and hop-by-hop fields. A client that merged them into the answer's
+// header would be misled (a Content-Length, a Set-Cookie after the fact).
+var notTrailers = map[string]bool{
+	"Age": true, "Authorization": true, "Cache-Control": true, "Connection": true,
+	"Content-Encoding": true, "Content-Length": true, "Content-Range": true,
+	"Content-Type": true, "Cookie": true, "Date": true, "Expect": true, "Expires": true,
+	"Host": true, "Keep-Alive": true, "Location": true, "Max-Forwards": true,
+	"Pragma": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
+	"Proxy-Connection": true, "Range": true, "Retry-After": true, "Set-Cookie": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Vary": true, "Www-Authenticate": true,
+}
+
+// trailerAllowed reports whether trailer field k (canonical) goes on to the
+// client: not one of notTrailers, nor one the answer's Connection header
+// names.
+func trailerAllowed(k string, hdr http.Header) bool {
+	if notTrailers[k] {
+		return false
+	}
+	for _, v := range hdr["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(textproto.TrimString(f), k) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // errUnasked101 is a 101 answer to a request that did not ask for that
