@@ -131,9 +131,16 @@ func (cr *chunkedReader) beginChunk() {
 	}
 }
 
-// parseChunkSize parses 1 to 16 hex digits.
+// parseChunkSize parses hex digits: any number of leading zeros (RFC 9112
+// chunk-size = 1*HEXDIG, as nginx), then at most 16 digits.
 func parseChunkSize(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 16 {
+	if len(b) == 0 {
+		return 0, false
+	}
+	for len(b) > 1 && b[0] == '0' {
+		b = b[1:]
+	}
+	if len(b) > 16 {
 		return 0, false
 	}
 	var n uint64
