@@ -125,10 +125,10 @@ type originMetrics struct {
 	pool, origin string
 	vec          *prometheus.CounterVec
 	latency      prometheus.Observer
-	available    prometheus.Gauge              // nil for noOrigin
-	tryOK        prometheus.Counter            // tries answered below 500, body whole; nil for noOrigin
-	ejections    map[string]prometheus.Counter // empty for noOrigin
-	codes        [600]atomic.Pointer[counterBox]
+	available    prometheus.Gauge                 // nil for noOrigin
+	tryOK        prometheus.Counter               // tries answered below 500, body whole; nil for noOrigin
+	ejections    map[string]prometheus.Counter    // empty for noOrigin
+	codes        [1000]atomic.Pointer[counterBox] // by status code; status lines carry 3 digits
 	codesMu      sync.Mutex
 }
 

@@ -83,3 +83,20 @@ func TestReasonPhrasePassed(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusAbove599Counted: an origin's status above 599 (passed on, as
+// nginx does) is counted under its own code in vigil_proxy_requests_total
+// (was: code "0", which no documented query matches).
+func TestStatusAbove599Counted(t *testing.T) {
+	origin := checktest.CannedOrigin(t, "HTTP/1.1 999 Weird\r\nContent-Length: 2\r\n\r\nok")
+	h := startWith(t, pool1(PolicyFirst, origin), nil, false, testEngine())
+	if code, _, _ := h.do("GET", "/x", ""); code != 999 {
+		t.Fatalf("status %d, want the origin's 999", code)
+	}
+	if v, _ := h.metric("vigil_proxy_requests_total", map[string]string{"origin": "o0", "code": "999"}); v != 1 {
+		t.Errorf(`requests_total{code="999"} = %v, want 1`, v)
+	}
+	if v, ok := h.metric("vigil_proxy_requests_total", map[string]string{"origin": "o0", "code": "0"}); ok {
+		t.Errorf(`requests_total{code="0"} = %v, want no such series`, v)
+	}
+}
