@@ -1144,6 +1144,7 @@ func sendInterim(w http.ResponseWriter, r *http.Request, code int, hdr http.Head
 	saved := maps.Clone(h)
 	clear(h)
 	copyHeaders(h, hdr, false)
+	delete(h, "Content-Length") // never on a 1xx (RFC 9110 §8.6)
 	w.WriteHeader(code)
 	clear(h)
 	maps.Copy(h, saved)

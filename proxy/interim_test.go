@@ -21,7 +21,8 @@ import (
 // HTTP/1.1 client before the final answer, with its Link field, on both
 // engines, on the fast path (GET) and through Go's transport (POST), as a
 // proxy must forward 1xx (RFC 9110 §15.2; was: dropped). The final answer
-// does not carry the hint's fields. An HTTP/1.0 client gets no 1xx.
+// does not carry the hint's fields, and the hint no Content-Length the
+// origin put on it. An HTTP/1.0 client gets no 1xx.
 func TestInterimAnswersForwarded(t *testing.T) {
 	origin := checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
 		for {
@@ -30,7 +31,7 @@ func TestInterimAnswersForwarded(t *testing.T) {
 				return
 			}
 			io.Copy(io.Discard, req.Body)
-			c.Write([]byte("HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" +
+			c.Write([]byte("HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\nContent-Length: 5\r\n\r\n" +
 				"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
 		}
 	})
@@ -61,6 +62,9 @@ func TestInterimAnswersForwarded(t *testing.T) {
 					hdr, err := tp.ReadMIMEHeader()
 					if line != "HTTP/1.1 103 Early Hints" || err != nil || hdr.Get("Link") != "</s.css>; rel=preload" {
 						t.Fatalf("first answer %q %v %v, want 103 Early Hints with the origin's Link", line, hdr, err)
+					}
+					if v, ok := hdr["Content-Length"]; ok {
+						t.Errorf("103 carries Content-Length %q: never on a 1xx (RFC 9110 §8.6)", v)
 					}
 					if line, err = tp.ReadLine(); err != nil {
 						t.Fatal(err)
