@@ -183,25 +183,27 @@ func (c *BrowserConfig) browserEnv(environ []string) []string {
 // error for the agent (it may be installed later): it is reported by every
 // browser run as browser_unavailable. `vigil validate` reports an ExecPath
 // that names no executable on the machine it runs on.
+// Every error is returned (joined), each naming its key.
 func (c *BrowserConfig) ValidateAndSetDefaults() error {
+	var errs []error
 	if c.MaxConcurrent < 0 {
-		return errors.New("max_concurrent: must not be negative")
+		errs = append(errs, errors.New("max_concurrent: must not be negative"))
 	}
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent
 	}
 	for i, name := range c.Env {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return fmt.Errorf("env[%d]: %q: want a variable name such as HTTPS_PROXY", i, name)
+			errs = append(errs, fmt.Errorf("env[%d]: %q: want a variable name such as HTTPS_PROXY", i, name))
 		}
 	}
 	if err := c.loadCAFile(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Browser is one shared headless Chromium process for all browser scripts of

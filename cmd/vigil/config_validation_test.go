@@ -155,3 +155,23 @@ checks:
 		t.Fatalf("checks on the pool's origins: exit %d:\n%s", code, out)
 	}
 }
+
+// TestBrowserConfigEveryError: agent.browser reports every bad key at once,
+// not the first only.
+func TestBrowserConfigEveryError(t *testing.T) {
+	missing := t.TempDir() + "/none.pem"
+	out, code := validateOut(t, `agent:
+  browser: {env: ["A=B", ""], ca_file: "`+missing+`"}
+targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks: [{name: c, targets: [a], http: {}}]
+`)
+	for _, want := range []string{
+		`agent.browser.env[0]: "A=B": want a variable name such as HTTPS_PROXY`,
+		`agent.browser.env[1]: "": want a variable name such as HTTPS_PROXY`,
+		"agent.browser.ca_file: open " + missing + ": no such file or directory",
+	} {
+		if code != 2 || !strings.Contains(out, want) {
+			t.Fatalf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
+		}
+	}
+}
