@@ -711,7 +711,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 			errs = append(errs, fmt.Errorf("%s: duplicates %s (keys match case-insensitively: keep one)", k, known))
 			continue
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", k, ErrUnknownKey))
+		errs = append(errs, fmt.Errorf("%s: %w%s", k, ErrUnknownKey, keyHint(k)))
 	}
 	errs = append(errs, mapTwins...)
 	f.sections = sections
@@ -887,6 +887,67 @@ func structFields(t reflect.Type, fields map[string]reflect.Type) {
 		}
 		fields[name] = f.Type
 	}
+}
+
+// keyHint is what follows "unknown key" for key (a decoder path,
+// "checks[0].intervall"): " (did you mean interval?)" when a key of the
+// same mapping is a typo away, and for an expect.json element the keys it
+// takes; else "".
+func keyHint(key string) string {
+	segs := strings.Split(key, ".")
+	t := reflect.TypeOf(File{})
+	for _, seg := range segs[:len(segs)-1] {
+		name, idx, _ := strings.Cut(seg, "[")
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return ""
+		}
+		fields := map[string]reflect.Type{}
+		structFields(t, fields)
+		ft, ok := fields[name]
+		if !ok {
+			for n, f := range fields {
+				if strings.EqualFold(n, name) {
+					ft, ok = f, true
+				}
+			}
+		}
+		if !ok {
+			return ""
+		}
+		t = ft
+		for range strings.Count(idx, "]") {
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			if k := t.Kind(); k != reflect.Slice && k != reflect.Array && k != reflect.Map {
+				return ""
+			}
+			t = t.Elem()
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return ""
+	}
+	fields := map[string]reflect.Type{}
+	structFields(t, fields)
+	names := slices.Sorted(maps.Keys(fields))
+	var hints []string
+	if near := nearestName(strings.ToLower(segs[len(segs)-1]), names); near != "" {
+		hints = append(hints, "did you mean "+near+"?")
+	}
+	if t == reflect.TypeOf(checks.JSONExpect{}) {
+		hints = append(hints, "expect.json elements take "+strings.Join(names, ", "))
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(hints, " ") + ")"
 }
 
 // caseTwin returns the name of another key beside key (a decoder path,

@@ -196,7 +196,7 @@ checks: [{name: h, targets: [a], rise: 2.5, bogus: 1}]
 alertng: {quorum: 2}
 `,
 		`checks[0].rise: 2.5: want an integer`,
-		`alertng: unknown key`,
+		`alertng: unknown key (did you mean alerting?)`,
 		`checks[0].bogus: unknown key`)
 }
 

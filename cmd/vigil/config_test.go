@@ -36,7 +36,7 @@ func withMinInterval(t *testing.T, d time.Duration) {
 // `vigil validate` prints for it.
 func TestInvalidConfigs(t *testing.T) {
 	want := map[string]string{
-		"invalid-unknown-key.yaml":      "checks[2].expect.statuss: unknown key",
+		"invalid-unknown-key.yaml":      "checks[2].expect.statuss: unknown key (did you mean status?)",
 		"invalid-timeout-interval.yaml": "checks[0].timeout: 5s ≥ interval 5s: timeout must be shorter than the interval",
 		"invalid-unknown-target.yaml":   `checks[0].targets[1]: "origin-z": unknown target (define it under targets:)`,
 		"invalid-duration-unit.yaml":    `checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
@@ -63,7 +63,7 @@ func TestInvalidConfigs(t *testing.T) {
 		// Decode errors, validation errors and compile errors in one run.
 		"invalid-many.yaml": strings.Join([]string{
 			`checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
-			`checks[0].expect.statuss: unknown key`,
+			`checks[0].expect.statuss: unknown key (did you mean status?)`,
 			`checks[1].expect.status: "2xx-3": not a status code or range`,
 			`checks[2].expect.checksum: want "sha256:<64 hex>" (or sha1, md5, crc32), got "sha257:…"`,
 			"checks[3].expect.headers.Cache-Control: bad regex \"max-age=(\\\\d+\": missing closing ): `max-age=(\\d+`",

@@ -52,7 +52,7 @@ checks:
 		"checks[2].url: ${VIGIL_TEST_UNSET_URL2} is not set in the environment (use ${VIGIL_TEST_UNSET_URL2:-default} for an optional value)",
 		"targets[0].url: ${VIGIL_TEST_UNSET_URL} is not set in the environment (use ${VIGIL_TEST_UNSET_URL:-default} for an optional value)",
 		`checks[1].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
-		"checks[0].intervall: unknown key",
+		"checks[0].intervall: unknown key (did you mean interval?)",
 		`checks[0].targets[1]: "nosuch": unknown target (define it under targets:)`,
 	} {
 		want = append(want, path+": "+l)
@@ -173,5 +173,37 @@ checks: [{name: c, targets: [a], http: {}}]
 		if code != 2 || !strings.Contains(out, want) {
 			t.Fatalf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
 		}
+	}
+}
+
+// TestUnknownKeyHints: an unknown key a typo away from a key of the same
+// mapping says which one was meant, and one in an expect.json element
+// lists the keys the element takes; a key near none says only that it is
+// unknown.
+func TestUnknownKeyHints(t *testing.T) {
+	out, code := validateOut(t, `targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks:
+  - name: c
+    targets: [a]
+    intervall: 5s
+    bogusness: 1
+    expect:
+      json: [{path: x, gtt: 5, greater: 3}]
+  - {name: d, targets: [a], script: [{http: {path: /}, expct: {status: 200}}]}
+`)
+	want := []string{
+		"checks[0].bogusness: unknown key",
+		"checks[0].expect.json[0].greater: unknown key (expect.json elements take equals, exists, gt, gte, lt, lte, path, regex)",
+		"checks[0].expect.json[0].gtt: unknown key (did you mean gt? expect.json elements take equals, exists, gt, gte, lt, lte, path, regex)",
+		"checks[0].intervall: unknown key (did you mean interval?)",
+		"checks[1].script[0].expct: unknown key (did you mean expect?)",
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		_, msg, _ := strings.Cut(l, ".yaml: ")
+		got = append(got, msg)
+	}
+	if code != 2 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and:\n%s", code, out, strings.Join(want, "\n"))
 	}
 }
