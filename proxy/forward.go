@@ -1060,6 +1060,21 @@ func (pl *pool) staleConn(o *origin, r *http.Request, try int, err error) {
 	}
 }
 
+// unsolicited logs an origin connection dropped because the origin sent
+// bytes nobody asked for: more than its answer's framing said, or while the
+// connection was idle (a desynchronised origin; nginx logs "upstream sent
+// more data than specified"). They never reach a client. Logged at warn,
+// rate-limited like the "try failed" lines.
+func (pl *pool) unsolicited(o *origin) {
+	if ok, n := pl.tryLog.allow(o.name, causeUnsolicited, time.Now().UnixNano()); ok {
+		pl.log.Warn("proxy: origin sent bytes after its answer that no request asked for; its connection was dropped and the bytes discarded",
+			"pool", pl.name, "origin", o.name, "suppressed", n)
+	}
+}
+
+// causeUnsolicited keys the rate limit of unsolicited's log line.
+const causeUnsolicited = "unsolicited"
+
 // causeStaleConn keys the rate limit of staleConn's log line.
 const causeStaleConn = "stale_conn"
 

@@ -66,6 +66,17 @@ type h1Pool struct {
 	idleTimeout time.Duration // 0: h1IdleTimeout (tests set a shorter one)
 	reaping     bool          // the reaper is armed
 	reaper      *time.Timer
+
+	// extra, when set, is told of a connection dropped because the origin
+	// sent bytes nobody asked for (after its answer's end, or while idle).
+	extra atomic.Pointer[func()]
+}
+
+// unsolicited reports a connection dropped for bytes the origin sent unasked.
+func (p *h1Pool) unsolicited() {
+	if f := p.extra.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // idleLimit is the pool's idle timeout. Caller holds p.mu.
@@ -231,13 +242,18 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 			c.c.SetDeadline(deadline)
 			c.dl = deadline
 		}
-		if reused && !idleUsable(c.c) {
-			c.c.Close()
-			attempt--
-			if dropped++; dropped >= 64 {
-				fresh = true
+		if reused {
+			if usable, extra := idleUsable(c.c); !usable {
+				if extra {
+					p.unsolicited()
+				}
+				c.c.Close()
+				attempt--
+				if dropped++; dropped >= 64 {
+					fresh = true
+				}
+				continue
 			}
-			continue
 		}
 		if !watch.beginConn(c, now) {
 			c.c.Close()
@@ -422,6 +438,9 @@ func (b *h1Body) Close() error {
 		b.body.Close()
 		b.p.put(b.c)
 		return nil
+	}
+	if b.eof && b.keep && b.c.br.Buffered() > 0 {
+		b.p.unsolicited()
 	}
 	b.c.c.Close() // before body.Close, which would otherwise drain the rest
 	b.body.Close()

@@ -276,6 +276,10 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 			if o.h1 == nil {
 				o.h1 = pl.h1PoolFor(oc.u)
 			}
+			if o.h1 != nil {
+				f := func() { pl.unsolicited(o) }
+				o.h1.extra.Store(&f)
+			}
 			if o.passive == nil || o.passive.width != max(int64(pc.Passive.Window)/10, 1) {
 				o.passive = newDetector(pc.Passive.Window)
 			}

@@ -279,27 +279,32 @@ func (c *rawConn) CloseWrite() error {
 
 // idleUsable reports whether an idle keep-alive connection can carry a new
 // request: nothing to read (EAGAIN). End of stream (the origin closed it), a
-// reset, or bytes the origin sent unasked make it unusable. One non-blocking
-// peek; the read deadline must not have passed.
-func idleUsable(c net.Conn) bool {
+// reset, or bytes the origin sent unasked (extra) make it unusable. One
+// non-blocking peek; the read deadline must not have passed.
+func idleUsable(c net.Conn) (usable, extra bool) {
 	r, ok := c.(*rawConn)
 	if !ok {
-		return true
+		return true, false
 	}
-	usable := false
-	var b [1]byte
+	// One captured variable (b[0] is the peeked byte, b[1] the outcome):
+	// each variable the closure shares is a heap allocation.
+	var b [2]byte
 	err := r.rc.Read(func(fd uintptr) bool {
 		for {
-			_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+			n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
 				syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-			if e == syscall.EINTR {
+			switch {
+			case e == syscall.EINTR:
 				continue
+			case e == syscall.EAGAIN:
+				b[1] = 1
+			case e == 0 && n > 0:
+				b[1] = 2
 			}
-			usable = e == syscall.EAGAIN
 			return true
 		}
 	})
-	return err == nil && usable
+	return err == nil && b[1] == 1, b[1] == 2
 }
 
 // peerClosed reports whether the peer of c closed or reset the connection:

@@ -15,7 +15,7 @@ func deferWrites(net.Conn) {}
 
 // idleUsable reports true off Linux: a stale connection is found by the
 // retry on a new connection.
-func idleUsable(net.Conn) bool { return true }
+func idleUsable(net.Conn) (usable, extra bool) { return true, false }
 
 // setSendTimeout makes every write to c that cannot progress for d fail.
 func setSendTimeout(c net.Conn, d time.Duration) net.Conn {
