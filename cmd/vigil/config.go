@@ -1239,6 +1239,12 @@ func unitHook(from, to reflect.Type, data any) (any, error) {
 		if to == percentType {
 			return units.ParsePercent(s)
 		}
+		// "-1MiB" is a size with a sign, not one without a unit.
+		if rest, neg := strings.CutPrefix(strings.TrimSpace(s), "-"); neg {
+			if _, err := units.ParseByteSize(rest); err == nil {
+				return nil, fmt.Errorf("%q: a size must not be negative", s)
+			}
+		}
 		return units.ParseByteSize(s)
 	}
 	switch data.(type) {

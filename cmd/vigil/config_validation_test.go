@@ -207,3 +207,24 @@ checks:
 		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and:\n%s", code, out, strings.Join(want, "\n"))
 	}
 }
+
+// TestNegativeSizeAndBackoffValues: a negative size says it is negative
+// (not that it lacks a unit), and a max_backoff below backoff gives both
+// values.
+func TestNegativeSizeAndBackoffValues(t *testing.T) {
+	out, code := validateOut(t, `targets: [{name: a, url: "http://127.0.0.1:9"}]
+checks: [{name: c, targets: [a], http: {body_limit: -1KiB}}]
+alerting: {retry: {backoff: 5s, max_backoff: 2s, redeliver_backoff: 10m, redeliver_max_backoff: 1m}}
+proxy: {listen: "127.0.0.1:0", max_body: -1MiB, pools: [{name: p, origins: [{target: a}]}]}
+`)
+	for _, want := range []string{
+		`checks[0].http.body_limit: "-1KiB": a size must not be negative`,
+		`proxy.max_body: "-1MiB": a size must not be negative`,
+		"alerting.retry.max_backoff: 2s: must not be below backoff 5s",
+		"alerting.retry.redeliver_max_backoff: 1m0s: must not be below backoff 10m0s (retry.redeliver_backoff)",
+	} {
+		if code != 2 || !strings.Contains(out, want) {
+			t.Fatalf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
+		}
+	}
+}

@@ -669,7 +669,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 		}
 	}
 	if r.MaxBackoff >= 0 && r.MaxBackoff < r.Backoff {
-		add(fmt.Errorf("retry.max_backoff: %w", ErrBackoffTooLarge))
+		add(fmt.Errorf("retry.max_backoff: %s: %w %s", r.MaxBackoff, ErrBackoffTooLarge, r.Backoff))
 	}
 	if r.Timeout == 0 {
 		r.Timeout = 10 * time.Second
@@ -681,7 +681,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 		r.RedeliverMaxBackoff = max(5*time.Minute, r.RedeliverBackoff)
 	}
 	if r.RedeliverMaxBackoff >= 0 && r.RedeliverMaxBackoff < r.RedeliverBackoff {
-		add(fmt.Errorf("retry.redeliver_max_backoff: %w", ErrBackoffTooLarge))
+		add(fmt.Errorf("retry.redeliver_max_backoff: %s: %w %s (retry.redeliver_backoff)", r.RedeliverMaxBackoff, ErrBackoffTooLarge, r.RedeliverBackoff))
 	}
 	return errors.Join(errs...)
 }
