@@ -141,6 +141,7 @@ func (c *Config) explicitZeros() []error {
 			key(k+"connect_timeout", p.ConnectTimeout == 0, "2s"),
 			key(k+"tunnel_idle_timeout", p.TunnelIdleTimeout == 0, "10m"),
 			key(k+"body_timeout", p.BodyTimeout == 0, "60s"),
+			key(k+"origin_idle_timeout", p.OriginIdleTimeout == 0, "50s"),
 		)
 		for j := range p.Origins {
 			keys = append(keys, key(fmt.Sprintf("%sorigins[%d].weight", k, j), p.Origins[j].Weight == 0,
@@ -164,6 +165,9 @@ const DefaultMaxClientConns = 10000
 
 // DefaultBodyTimeout is pools[].body_timeout when omitted.
 const DefaultBodyTimeout = 60 * time.Second
+
+// DefaultOriginIdleTimeout is pools[].origin_idle_timeout when omitted.
+const DefaultOriginIdleTimeout = 50 * time.Second
 
 // ErrUnknownEngine is returned for a Config.Engine other than fast or stdlib.
 var ErrUnknownEngine = errors.New("unknown engine (want fast or stdlib)")
@@ -211,6 +215,13 @@ type PoolConfig struct {
 	// fails the try (cause timeout) and the client's answer is cut off.
 	// Default 60s.
 	BodyTimeout time.Duration `mapstructure:"body_timeout"`
+	// OriginIdleTimeout is how long an idle keep-alive connection to an
+	// origin is kept for reuse (nginx's upstream keepalive_timeout,
+	// Envoy's idle_timeout). Set it below the origins' own keep-alive
+	// timeout, so that the proxy never reuses a connection the origin is
+	// closing: a request with a body that meets such a close is not sent
+	// again. Default 50s.
+	OriginIdleTimeout time.Duration `mapstructure:"origin_idle_timeout"`
 	// TLS configures the connections to the pool's https:// origins.
 	TLS OriginTLSConfig `mapstructure:"tls"`
 
@@ -513,6 +524,12 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	}
 	if p.BodyTimeout < 0 {
 		errs = append(errs, fmt.Errorf("body_timeout: must be positive, got %s", p.BodyTimeout))
+	}
+	if p.OriginIdleTimeout == 0 {
+		p.OriginIdleTimeout = DefaultOriginIdleTimeout
+	}
+	if p.OriginIdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("origin_idle_timeout: must be positive, got %s", p.OriginIdleTimeout))
 	}
 	if p.ConnectTimeout == 0 {
 		p.ConnectTimeout = 2 * time.Second

@@ -184,7 +184,7 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
 		pl.none.code(code)
 	}
-	pl.transport, pl.dial = newTransport(pc.ConnectTimeout, &pc.TLS)
+	pl.transport, pl.dial = newTransport(pc.ConnectTimeout, pc.OriginIdleTimeout, &pc.TLS)
 	if pc.TLS.InsecureSkipVerify {
 		log.Warn("proxy: TLS verification of this pool's https origins is off (tls.insecure_skip_verify)", "pool", pc.Name)
 	}
@@ -227,7 +227,10 @@ func (e *dialError) Unwrap() error { return e.err }
 
 // newTransport is the shared, tuned origin transport of a pool: HTTP/1.1
 // keep-alive with a large idle pool per origin, no compression, no proxy.
-func newTransport(connectTimeout time.Duration, tc *OriginTLSConfig) (*http.Transport, func(context.Context, string, string) (net.Conn, error)) {
+func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig) (*http.Transport, func(context.Context, string, string) (net.Conn, error)) {
+	if idleTimeout <= 0 {
+		idleTimeout = h1IdleTimeout
+	}
 	d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
@@ -258,7 +261,7 @@ func newTransport(connectTimeout time.Duration, tc *OriginTLSConfig) (*http.Tran
 		},
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       h1IdleTimeout, // as the fast path
+		IdleConnTimeout:       idleTimeout, // as the fast path
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,

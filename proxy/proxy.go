@@ -279,6 +279,7 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 			if o.h1 != nil {
 				f := func() { pl.unsolicited(o) }
 				o.h1.extra.Store(&f)
+				o.h1.setIdleTimeout(pc.OriginIdleTimeout)
 			}
 			if o.passive == nil || o.passive.width != max(int64(pc.Passive.Window)/10, 1) {
 				o.passive = newDetector(pc.Passive.Window)
@@ -337,7 +338,8 @@ func (pl *pool) inheritPool(pp *pool) (sameDial bool) {
 	} else {
 		pl.budget.copyCounts(pp.budget)
 	}
-	if pp.cfg.ConnectTimeout != pl.cfg.ConnectTimeout || !sameOriginTLS(&pp.cfg.TLS, &pl.cfg.TLS) {
+	if pp.cfg.ConnectTimeout != pl.cfg.ConnectTimeout || pp.cfg.OriginIdleTimeout != pl.cfg.OriginIdleTimeout ||
+		!sameOriginTLS(&pp.cfg.TLS, &pl.cfg.TLS) {
 		return false
 	}
 	pl.transport.CloseIdleConnections() // the new one, unused
