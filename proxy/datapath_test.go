@@ -395,14 +395,16 @@ func TestPassedThrough5xxLogged(t *testing.T) {
 					t.Fatalf("%s: %d, want the origin's 503", m, code)
 				}
 			}
-			got := logs.lines(`msg="proxy: try failed"`, "cause=status_5xx", "status=503", "passed_through=true")
+			got := logs.lines(`msg="proxy: try failed"`, "cause=status_5xx", "status=503", "passed_through=true",
+				`not_retried="not replay-safe`)
 			if len(got) != 1 {
 				// The second line falls in the same second: suppressed.
-				t.Fatalf("want one logged pass-through line, got %q", logs.lines("try failed"))
+				t.Fatalf("want one logged pass-through line saying why the POST was not retried, got %q", logs.lines("try failed"))
 			}
 			time.Sleep(1100 * time.Millisecond)
 			h.do("GET", "/p", "")
-			if got := logs.lines(`msg="proxy: try failed"`, "cause=status_5xx", "suppressed=1"); len(got) != 1 {
+			// The only origin: the GET has nowhere else to go.
+			if got := logs.lines(`msg="proxy: try failed"`, "cause=status_5xx", "suppressed=1", `not_retried="no other origin to try"`); len(got) != 1 {
 				t.Fatalf("want a line counting the suppressed one, got %q", logs.lines("try failed"))
 			}
 		})

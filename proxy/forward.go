@@ -87,11 +87,13 @@ func (l *logLimiter) allow(origin, cause string, now int64) (ok bool, suppressed
 // tryFailed logs a failed try, rate-limited per origin and cause. The line
 // has the pool, origin, cause, method, path and try (1-based), then err (when
 // not nil) or status (when not 0), passed_through=true when the origin's
-// answer went to the client, and "suppressed" (the lines of this origin and
+// answer went to the client (passedThrough not nil) with not_retried, why
+// it went to no other origin, and "suppressed" (the lines of this origin and
 // cause left out since the previous one). The parameters are typed, not
 // ...any, so that a line the limiter leaves out allocates nothing: it is on
-// the path of every 5xx answer passed through.
-func (pl *pool) tryFailed(origin, cause, method, path string, try int, err error, status int, passedThrough bool) {
+// the path of every 5xx answer passed through (passedThrough is called only
+// for a line written).
+func (pl *pool) tryFailed(origin, cause, method, path string, try int, err error, status int, passedThrough func() string) {
 	pl.m.tries.WithLabelValues(pl.name, origin, cause).Inc()
 	ok, n := pl.tryLog.allow(origin, cause, time.Now().UnixNano())
 	if !ok {
@@ -105,8 +107,8 @@ func (pl *pool) tryFailed(origin, cause, method, path string, try int, err error
 	if status != 0 {
 		args = append(args, "status", status)
 	}
-	if passedThrough {
-		args = append(args, "passed_through", true)
+	if passedThrough != nil {
+		args = append(args, "passed_through", true, "not_retried", passedThrough())
 	}
 	pl.log.Warn("proxy: try failed", append(args, "suppressed", n)...)
 }
@@ -895,7 +897,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			} else {
 				o.stats.connErrors.Add(1)
 			}
-			pl.tryFailed(o.name, cause, method, r.URL.Path, try+1, err, 0, false)
+			pl.tryFailed(o.name, cause, method, r.URL.Path, try+1, err, 0, nil)
 			lastCause = cause
 			if cause == CauseTimeout {
 				timedOut = true
@@ -933,7 +935,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
 			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
 			if pl.budget.allow(tryEnd.UnixNano()) {
-				pl.tryFailed(o.name, CauseStatus5xx, method, r.URL.Path, try+1, nil, resp.StatusCode, false)
+				pl.tryFailed(o.name, CauseStatus5xx, method, r.URL.Path, try+1, nil, resp.StatusCode, nil)
 				drain(resp.Body)
 				o.inflight.Add(-1)
 				cancel(nil)
@@ -944,7 +946,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		}
 		if failed {
 			// The origin's 5xx goes to the client (no retry allowed or left).
-			pl.tryFailed(o.name, CauseStatus5xx, method, r.URL.Path, try+1, nil, resp.StatusCode, true)
+			pl.tryFailed(o.name, CauseStatus5xx, method, r.URL.Path, try+1, nil, resp.StatusCode, func() string {
+				return notRetried(replaySafe, resp.StatusCode, try+1 < cfg.Tries, pl.hasEligible(tried, !answered), tryEnd.Before(deadline))
+			})
 		}
 		pl.budget.add(tryEnd.UnixNano())
 		o.m.code(resp.StatusCode).Inc()
@@ -1077,6 +1081,24 @@ func (pl *pool) unsolicited(o *origin) {
 
 // causeUnsolicited keys the rate limit of unsolicited's log line.
 const causeUnsolicited = "unsolicited"
+
+// notRetried says why an origin's 5xx went to the client instead of to
+// another origin, in the order the conditions are checked.
+func notRetried(replaySafe bool, status int, triesLeft, otherOrigin, timeLeft bool) string {
+	switch {
+	case !replaySafe:
+		return "not replay-safe (a request body not buffered, or POST/PUT/PATCH without Idempotency-Key)"
+	case status == http.StatusNotImplemented:
+		return "501 is never retried"
+	case !triesLeft:
+		return "retry.tries used up"
+	case !otherOrigin:
+		return "no other origin to try"
+	case !timeLeft:
+		return "retry.budget time used up"
+	}
+	return "retry_budget exhausted (retries already at their share of the load)"
+}
 
 // causeStaleConn keys the rate limit of staleConn's log line.
 const causeStaleConn = "stale_conn"
