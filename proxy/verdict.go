@@ -267,6 +267,16 @@ type keySeen struct {
 	at, seen time.Time
 	longGaps int
 	warned   time.Time
+	// cause is the failure cause of the key's last failing run seen while
+	// it is unhealthy, carried by its later unhealthy verdicts whose runs
+	// pass (held down by flap damping, or waiting for rise passes): their
+	// own Cause is "" (carryCause).
+	cause string
+	// heldRaw is the last HeldUntil the source gave, and held that time on
+	// this proxy's clock when first seen: later verdicts with the same
+	// hold-down keep its first date, so the end shown does not move by the
+	// poll's delay with each run.
+	heldRaw, held time.Time
 }
 
 // gapWarnEvery is the least time between two warnings about one key's
@@ -327,6 +337,7 @@ func (p *Proxy) rebase(f *verdictFeed, vs []reporting.Verdict, now time.Time, po
 			seen = now
 		}
 		a := max(v.At.Sub(now), 0)
+		held := v.HeldUntil
 		if shift := seen.Sub(v.At); shift != 0 {
 			v.At = seen
 			if !v.Expires.IsZero() {
@@ -336,9 +347,35 @@ func (p *Proxy) rebase(f *verdictFeed, vs []reporting.Verdict, now time.Time, po
 				v.HeldUntil = v.HeldUntil.Add(shift)
 			}
 		}
+		ks = p.vseen[k]
+		switch {
+		case held.IsZero():
+		case held.Equal(ks.heldRaw):
+			v.HeldUntil = ks.held
+		default:
+			ks.heldRaw, ks.held = held, v.HeldUntil
+		}
+		carryCause(ks, &v)
 		out, ahead = append(out, v), append(ahead, a)
 	}
 	return out, ahead
+}
+
+// carryCause gives an unhealthy verdict whose run passed (Cause "": held
+// down by flap damping, or passing but short of the canary's rise) the cause
+// of its key's last failing run seen here, so the origin's reason keeps
+// saying why it went down. A verdict that is not unhealthy forgets it.
+func carryCause(ks *keySeen, v *reporting.Verdict) {
+	switch {
+	case v.State != reporting.StateUnhealthy:
+		ks.cause = ""
+	case !v.OK:
+		if v.Cause != "" {
+			ks.cause = v.Cause
+		}
+	case v.Cause == "":
+		v.Cause = ks.cause
+	}
 }
 
 // gapCheck counts a gap between two successive verdicts of a key and warns
@@ -497,11 +534,7 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Dura
 			ahead != nil && ahead[i] > pl.cfg.Verdicts.MaxAge {
 			continue
 		}
-		why := v.Check
-		if v.Cause != "" {
-			why += " (" + v.Cause + ")"
-		}
-		regions[v.Region] = append(regions[v.Region], why)
+		regions[v.Region] = append(regions[v.Region], v.Check+verdictDetail(v, now))
 	}
 	if len(regions) < pl.cfg.Verdicts.Quorum {
 		return false, ""
@@ -523,6 +556,37 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Dura
 		fmt.Fprintf(&b, "%s: %s", name, strings.Join(regions[r], ", "))
 	}
 	return true, fmt.Sprintf("unhealthy in %d region(s), quorum %d: %s", len(regions), pl.cfg.Verdicts.Quorum, b.String())
+}
+
+// heldFormat is how a flap hold-down's end shows in a reason: UTC, to the
+// second (hold-downs last minutes, not days).
+const heldFormat = "15:04:05Z"
+
+// verdictDetail is what a reason says of one unhealthy verdict after its
+// check's name: " (CAUSE; STATE)", "" when there is nothing to say. CAUSE is
+// the failure cause (of its run, or of the last failing run before it when
+// it passed: carryCause); STATE is "held down by flap damping until T" while
+// the canary holds it down (HeldUntil, on this proxy's clock), else
+// "passing again" when its run passed (the canary waits for rise passes, and
+// after a hold-down flap.extra_passes more, before it turns healthy). Parts
+// are separated by "; " inside the parentheses only (whyRegions skips them).
+func verdictDetail(v *reporting.Verdict, now time.Time) string {
+	var parts []string
+	if v.Cause != "" {
+		parts = append(parts, v.Cause)
+	}
+	switch {
+	case v.HeldUntil.After(now):
+		parts = append(parts, "held down by flap damping until "+v.HeldUntil.UTC().Format(heldFormat))
+	case v.OK && !v.HeldUntil.IsZero():
+		parts = append(parts, "passing again after a flap hold-down")
+	case v.OK:
+		parts = append(parts, "passing again")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // Why an origin's verdict flag cleared, in the log line's message.
@@ -622,7 +686,7 @@ func whyRegions(why string) []string {
 		return nil
 	}
 	var out []string
-	for _, part := range strings.Split(rest, "; ") {
+	for _, part := range splitOutside(rest, "; ") {
 		name, _, _ := strings.Cut(part, ": ")
 		if name == "(no region)" {
 			name = ""
@@ -630,6 +694,25 @@ func whyRegions(why string) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// splitOutside splits s at each sep that is outside parentheses.
+func splitOutside(s, sep string) []string {
+	var out []string
+	depth, from := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '(':
+			depth++
+		case s[i] == ')' && depth > 0:
+			depth--
+		case depth == 0 && strings.HasPrefix(s[i:], sep):
+			out = append(out, s[from:i])
+			from = i + len(sep)
+			i += len(sep) - 1
+		}
+	}
+	return append(out, s[from:])
 }
 
 // applyVerdicts sets or clears each origin's verdict flag; max_ejected can
