@@ -70,6 +70,10 @@ func quantile(h *[latBuckets]uint32, q float64) time.Duration {
 // counter and a sliding window of 10 buckets.
 type detector struct {
 	consecutive atomic.Int64
+	// lastFail is when the latest failed try ended (unix nanos; 0: none
+	// yet). It survives reset: the ejection count decays only over periods
+	// without one.
+	lastFail atomic.Int64
 
 	mu      sync.Mutex
 	width   int64 // bucket width, nanos
@@ -143,6 +147,7 @@ func (p *pool) observe(o *origin, failed bool, lat time.Duration, now int64) {
 		}
 		return
 	}
+	o.passive.lastFail.Store(now)
 	n := o.passive.consecutive.Add(1)
 	if c := p.cfg.Passive.Consecutive5xx; c > 0 && n >= int64(c) && !o.has(flagPassive) {
 		p.eject(o, ReasonConsecutive5xx, time.Unix(0, now), func() string {
@@ -224,6 +229,7 @@ func (p *pool) evaluate(now time.Time) {
 	}
 	var rates []rate
 	for _, o := range p.origins {
+		o.decay(now, cfg.Ejection)
 		if o.has(flagPassive) {
 			o.mu.Lock()
 			done := !now.Before(o.ejectUntil)
@@ -245,12 +251,6 @@ func (p *pool) evaluate(now time.Time) {
 			}
 			continue
 		}
-		o.mu.Lock()
-		if o.ejections > 0 && now.Sub(o.lastDecay) >= cfg.Ejection {
-			o.ejections--
-			o.lastDecay = now
-		}
-		o.mu.Unlock()
 		req, fail, p95 := o.passive.window(ns)
 		if req < cfg.MinRequests {
 			continue
@@ -299,6 +299,32 @@ func (p *pool) evaluate(now time.Time) {
 					pct(r.rate), r.req, cfg.Window, pct(median), pct(limit), cfg.SuccessRateStdev, pct(stdev), pct(minOutlierGap))
 			})
 		}
+	}
+}
+
+// decay lowers o's passive ejection count by one per full ejection period
+// during which o was in rotation (no flag set: not ejected, not down by
+// verdicts, not drained) and had no failed try, as Envoy lowers its
+// ejection multiplier only for intervals in which the host was healthy. A
+// failing origin that keeps being ejected so gets ever longer ejections.
+func (o *origin) decay(now time.Time, period time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ejections == 0 {
+		return
+	}
+	if o.flags.Load() != 0 {
+		o.lastDecay = now // out of rotation: no evidence of health
+		return
+	}
+	if f := o.passive.lastFail.Load(); f != 0 {
+		if t := time.Unix(0, f); t.After(o.lastDecay) {
+			o.lastDecay = t // the healthy period starts after the last failure
+		}
+	}
+	if now.Sub(o.lastDecay) >= period {
+		o.ejections--
+		o.lastDecay = now
 	}
 }
 
