@@ -606,8 +606,9 @@ const (
 // unknown, still_unhealthy when a fresh one is still unhealthy (too few
 // regions for the quorum). The cause names the first of stopped_reporting,
 // turned_healthy and unknown that is not empty: a region gone silent is
-// not a recovery. attrs has the non-empty lists, the quorum, max_age when a
-// region stopped, and was.
+// not a recovery. attrs has the non-empty lists, the quorum, stopped_by
+// (which limit ended each stopped region's verdicts: stoppedBy), max_age
+// when it was that limit for one, and was.
 func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ahead []time.Duration, now time.Time) (string, []any) {
 	best := map[string]reporting.State{} // per region: unhealthy > healthy/degraded > unknown
 	rank := func(st reporting.State) int {
@@ -630,7 +631,8 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 			best[v.Region] = st
 		}
 	}
-	var stopped, healthy, unknown, still []string
+	var stopped, healthy, unknown, still, limits []string
+	agedOut := false
 	for _, r := range whyRegions(was) {
 		name := r
 		if name == "" {
@@ -640,6 +642,9 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 		switch {
 		case !ok:
 			stopped = append(stopped, name)
+			limit := pl.stoppedBy(o, r, vs, ahead)
+			agedOut = agedOut || strings.HasPrefix(limit, "max_age")
+			limits = append(limits, name+": "+limit)
 		case st == reporting.StateUnhealthy:
 			still = append(still, name)
 		case rank(st) == 2:
@@ -669,9 +674,38 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 	}
 	attrs = append(attrs, "quorum", pl.cfg.Verdicts.Quorum)
 	if len(stopped) > 0 {
+		attrs = append(attrs, "stopped_by", strings.Join(limits, ", "))
+	}
+	if agedOut {
 		attrs = append(attrs, "max_age", pl.cfg.Verdicts.MaxAge.String())
 	}
 	return cause, append(attrs, "was", was)
+}
+
+// stoppedBy says which limit ended the counted verdicts of o from region r
+// that no longer count: of the one that counted longest, "max_age D" when it
+// grew older than the pool's max_age first, "expires T" when its own expiry
+// (the canary's expire_after, on this proxy's clock) came first; "no verdict
+// left" when the sources no longer return any.
+func (pl *pool) stoppedBy(o *origin, r string, vs []reporting.Verdict, ahead []time.Duration) string {
+	maxAge := pl.cfg.Verdicts.MaxAge
+	var end time.Time
+	limit := "no verdict left"
+	for i := range vs {
+		v := &vs[i]
+		if v.Target != o.target || v.Region != r || !pl.counts(v) || v.At.IsZero() ||
+			ahead != nil && ahead[i] > maxAge {
+			continue
+		}
+		e, l := v.At.Add(maxAge), "max_age "+maxAge.String()
+		if !v.Expires.IsZero() && v.Expires.Before(e) {
+			e, l = v.Expires, "expires "+v.Expires.UTC().Format(heldFormat)
+		}
+		if end.IsZero() || e.After(end) {
+			end, limit = e, l
+		}
+	}
+	return limit
 }
 
 // whyRegions lists the regions named in a reason verdictDown gave ("unhealthy
