@@ -49,6 +49,10 @@ type OriginStatus struct {
 	// is at the cap now and takes no new try.
 	MaxConns int64 `json:"max_conns,omitempty"`
 	Full     bool  `json:"full"`
+	// VerdictBelowQuorum is set while the origin is not verdict-down but
+	// some regions, fewer than verdicts.quorum, hold it unhealthy: "not
+	// taken out: unhealthy in 1 region(s), quorum 2: eu: home (status)".
+	VerdictBelowQuorum string `json:"verdict_below_quorum,omitempty"`
 }
 
 // Origins returns the state of every origin of every pool.
@@ -70,6 +74,9 @@ func (p *Proxy) Origins() []OriginStatus {
 					s.Why, s.Since = map[string]string{}, map[string]time.Time{}
 				}
 				s.Why[name], s.Since[name] = o.why[i], o.since[i]
+			}
+			if f&flagVerdict == 0 {
+				s.VerdictBelowQuorum = o.why[bit(flagVerdict)] // set only below the quorum
 			}
 			if f&flagDrained != 0 {
 				s.DrainedBy = o.drainedBy

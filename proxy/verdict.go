@@ -244,20 +244,60 @@ func (p *Proxy) applyFeeds() {
 	var all []reporting.Verdict
 	var ahead []time.Duration
 	present := map[string]bool{}
+	known := len(p.vseen)
 	for _, f := range p.feeds {
 		f.mu.Lock()
 		last := f.last
 		f.mu.Unlock()
 		all, ahead = p.rebase(f, last, now, pools, all, ahead, present)
 	}
+	changed := len(p.vseen) != known
 	for k := range p.vseen {
 		if !present[k] {
 			delete(p.vseen, k)
+			changed = true
 		}
 	}
 	for _, pl := range pools {
+		if changed {
+			pl.quorumCheck(all)
+		}
 		pl.applyVerdictsAhead(all, ahead, now)
 	}
+}
+
+// quorumCheck warns when fewer regions report verdicts that count for the
+// pool's origins than its verdicts.quorum, and at least one does: no
+// origin can then be taken out by verdicts, whatever they say. applyFeeds
+// calls it when the set of verdict keys read changes (the first read, a
+// new check, region or canary, one gone), so it is logged once per change,
+// not per poll.
+func (pl *pool) quorumCheck(vs []reporting.Verdict) {
+	targets := map[string]bool{}
+	for _, o := range pl.origins {
+		if o.target != "" {
+			targets[o.target] = true
+		}
+	}
+	regions := map[string]bool{}
+	for i := range vs {
+		if v := &vs[i]; targets[v.Target] && pl.counts(v) {
+			regions[v.Region] = true
+		}
+	}
+	if len(regions) == 0 || len(regions) >= pl.cfg.Verdicts.Quorum {
+		return
+	}
+	names := make([]string, 0, len(regions))
+	for r := range regions {
+		if r == "" {
+			r = "(no region)"
+		}
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	pl.log.Warn("proxy: verdicts.quorum exceeds the regions that report for the pool: verdicts can take no origin out",
+		"pool", pl.name, "quorum", pl.cfg.Verdicts.Quorum, "regions", strings.Join(names, ","))
 }
 
 // keySeen is what the proxy saw of one verdict key (check, target, region,
@@ -519,7 +559,9 @@ func (pl *pool) counts(v *reporting.Verdict) bool {
 // hold a fresh unhealthy verdict for a counted check. Degraded, healthy,
 // unknown, expired verdicts and those not fresh (older than max_age, or
 // dated more than max_age ahead) never take an origin out.
-// It returns a reason listing the failing checks and regions.
+// It returns a reason listing the failing checks and regions; when some
+// regions but fewer than quorum hold it unhealthy, it returns false and
+// that reason after belowQuorum.
 func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Duration, now time.Time) (bool, string) {
 	if o.target == "" {
 		return false, ""
@@ -536,7 +578,7 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Dura
 		}
 		regions[v.Region] = append(regions[v.Region], v.Check+verdictDetail(v, now))
 	}
-	if len(regions) < pl.cfg.Verdicts.Quorum {
+	if len(regions) == 0 {
 		return false, ""
 	}
 	keys := make([]string, 0, len(regions))
@@ -555,8 +597,18 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Dura
 		}
 		fmt.Fprintf(&b, "%s: %s", name, strings.Join(regions[r], ", "))
 	}
-	return true, fmt.Sprintf("unhealthy in %d region(s), quorum %d: %s", len(regions), pl.cfg.Verdicts.Quorum, b.String())
+	why := fmt.Sprintf("unhealthy in %d region(s), quorum %d: %s", len(regions), pl.cfg.Verdicts.Quorum, b.String())
+	if len(regions) < pl.cfg.Verdicts.Quorum {
+		return false, belowQuorum + why
+	}
+	return true, why
 }
+
+// belowQuorum starts the reason verdictDown gives for an origin that fewer
+// regions than the quorum hold unhealthy. applyVerdictsAhead keeps it in
+// the origin's verdict reason while the verdict flag is clear, and
+// GET /api/v1/origins shows it as verdict_below_quorum.
+const belowQuorum = "not taken out: "
 
 // heldFormat is how a flap hold-down's end shows in a reason: UTC, to the
 // second (hold-downs last minutes, not days).
@@ -771,6 +823,7 @@ func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration
 				o.mu.Lock()
 				first := o.verdictSeen != why
 				o.verdictSeen = why
+				o.why[bit(flagVerdict)] = ""
 				o.mu.Unlock()
 				if first {
 					pl.log.Warn("proxy: verdicts say origin is down but max_ejected keeps it in service",
@@ -792,6 +845,9 @@ func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration
 			was := o.why[bit(flagVerdict)]
 			o.mu.Unlock()
 			if o.clear(flagVerdict, now) {
+				o.mu.Lock()
+				o.why[bit(flagVerdict)] = why // the note below the quorum, if any
+				o.mu.Unlock()
 				o.m.available.Set(b2f(o.Available()))
 				cause, attrs := pl.clearedBecause(o, was, vs, ahead, now)
 				msg := "proxy: verdicts cleared origin"
@@ -802,8 +858,13 @@ func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration
 				pl.log.Info(msg+": "+cause, append([]any{"pool", pl.name, "origin", o.name}, attrs...)...)
 			}
 		default:
+			// The verdict reason of an origin in service is the note
+			// below the quorum, if any (verdict_below_quorum in the API).
 			o.mu.Lock()
 			o.verdictSeen = ""
+			if !o.has(flagVerdict) {
+				o.why[bit(flagVerdict)] = why
+			}
 			o.mu.Unlock()
 		}
 	}
