@@ -109,8 +109,23 @@ func (d *detector) record(now int64, failed bool, lat time.Duration) int {
 	return k
 }
 
-// window sums the buckets of the last window at now.
-func (d *detector) window(now int64) (req, fail int, p95 time.Duration) {
+// recentBuckets is how many of the window's 10 buckets (the current one and
+// the one before) the window rules look at to tell an origin failing now from
+// one that recovered with failures still in its window.
+const recentBuckets = 2
+
+// windowSums are a detector's sums over its window.
+type windowSums struct {
+	req, fail int
+	p95       time.Duration
+	// recentFail and recentSlow count the failed tries, and the answers
+	// slower than the slow bound given, in the last recentBuckets buckets.
+	recentFail, recentSlow int
+}
+
+// window sums the buckets of the last window at now. An answer is slow when
+// its latency bucket lies above slow (as the p95 compared with latency_p95).
+func (d *detector) window(now int64, slow time.Duration) (s windowSums) {
 	e := now / d.width
 	var h [latBuckets]uint32
 	d.mu.Lock()
@@ -119,14 +134,22 @@ func (d *detector) window(now int64) (req, fail int, p95 time.Duration) {
 		if b.epoch <= e-10 || b.epoch > e {
 			continue
 		}
-		req += int(b.req)
-		fail += int(b.fail)
+		s.req += int(b.req)
+		s.fail += int(b.fail)
+		recent := b.epoch > e-recentBuckets
+		if recent {
+			s.recentFail += int(b.fail)
+		}
 		for k, c := range b.lat {
 			h[k] += c
+			if recent && c != 0 && slow > 0 && latUpper(k) > slow {
+				s.recentSlow += int(c)
+			}
 		}
 	}
 	d.mu.Unlock()
-	return req, fail, quantile(&h, 0.95)
+	s.p95 = quantile(&h, 0.95)
+	return s
 }
 
 func (d *detector) reset() {
@@ -223,9 +246,10 @@ func (p *pool) evaluate(now time.Time) {
 	cfg := &p.cfg.Passive
 	ns := now.UnixNano()
 	type rate struct {
-		o    *origin
-		rate float64
-		req  int
+		o      *origin
+		rate   float64
+		req    int
+		recent bool // a failed try in the last recentBuckets buckets
 	}
 	var rates []rate
 	for _, o := range p.origins {
@@ -251,25 +275,29 @@ func (p *pool) evaluate(now time.Time) {
 			}
 			continue
 		}
-		req, fail, p95 := o.passive.window(ns)
+		w := o.passive.window(ns, cfg.LatencyP95)
+		req, fail, p95 := w.req, w.fail, w.p95
 		if req < cfg.MinRequests {
 			continue
 		}
-		if cfg.FailureRate > 0 && float64(fail) >= cfg.FailureRate.Fraction()*float64(req) {
+		// The rate and latency rules eject only an origin failing now: one
+		// that failed under max_ejected or below min_requests and has
+		// recovered keeps its failures in the window for a while.
+		if cfg.FailureRate > 0 && float64(fail) >= cfg.FailureRate.Fraction()*float64(req) && w.recentFail > 0 {
 			p.eject(o, ReasonFailureRate, now, func() string {
 				return fmt.Sprintf("failure rate %s (%d of %d requests in %s) ≥ failure_rate %s",
 					pct(float64(fail)/float64(req)), fail, req, cfg.Window, pct(cfg.FailureRate.Fraction()))
 			})
 			continue
 		}
-		if cfg.LatencyP95 > 0 && p95 > cfg.LatencyP95 {
+		if cfg.LatencyP95 > 0 && p95 > cfg.LatencyP95 && w.recentSlow > 0 {
 			p.eject(o, ReasonLatencyP95, now, func() string {
 				return fmt.Sprintf("p95 %s > latency_p95 %s (%d requests in %s)",
 					p95.Round(time.Millisecond), cfg.LatencyP95, req, cfg.Window)
 			})
 			continue
 		}
-		rates = append(rates, rate{o, 1 - float64(fail)/float64(req), req})
+		rates = append(rates, rate{o, 1 - float64(fail)/float64(req), req, w.recentFail > 0})
 	}
 	if cfg.SuccessRateStdev <= 0 || len(rates) < 3 {
 		return
@@ -293,7 +321,7 @@ func (p *pool) evaluate(now time.Time) {
 	}
 	limit := median - max(cfg.SuccessRateStdev*stdev, minOutlierGap)
 	for _, r := range rates {
-		if r.rate < limit {
+		if r.rate < limit && r.recent {
 			p.eject(r.o, ReasonSuccessRate, now, func() string {
 				return fmt.Sprintf("success rate %s (%d requests in %s) vs pool median %s, below %s (median − max(%g × stdev %s, %s))",
 					pct(r.rate), r.req, cfg.Window, pct(median), pct(limit), cfg.SuccessRateStdev, pct(stdev), pct(minOutlierGap))
