@@ -47,8 +47,14 @@ type OriginStatus struct {
 	InFlight  int64 `json:"in_flight"`
 	// MaxConns is the origin's max_conns (0: no cap); Full reports that it
 	// is at the cap now and takes no new try.
-	MaxConns int64 `json:"max_conns,omitempty"`
+	MaxConns int64 `json:"max_conns"`
 	Full     bool  `json:"full"`
+	// SlowStartUntil is, while a returned origin's weight ramps up
+	// (slow_start, round_robin and least_conn), when it reaches its full
+	// weight; WeightFraction is its effective weight now as a fraction of
+	// weight (0.1 to 1). Both are absent outside a ramp.
+	SlowStartUntil *time.Time `json:"slow_start_until,omitempty"`
+	WeightFraction float64    `json:"weight_fraction,omitempty"`
 	// VerdictBelowQuorum is set while the origin is not verdict-down but
 	// some regions, fewer than verdicts.quorum, hold it unhealthy: "not
 	// taken out: unhealthy in 1 region(s), quorum 2: eu: home (status)".
@@ -74,6 +80,9 @@ func (p *Proxy) Origins() []OriginStatus {
 					s.Why, s.Since = map[string]string{}, map[string]time.Time{}
 				}
 				s.Why[name], s.Since[name] = o.why[i], o.since[i]
+			}
+			if until, frac, ok := o.ramp(pl.cfg, time.Now()); ok && f == 0 {
+				s.SlowStartUntil, s.WeightFraction = &until, frac
 			}
 			if f&flagVerdict == 0 {
 				s.VerdictBelowQuorum = o.why[bit(flagVerdict)] // set only below the quorum

@@ -78,6 +78,26 @@ func (b *roundRobin) Pick(_ *http.Request, eligible uint64) int {
 	return best
 }
 
+// ramp reports whether the origin's weight is ramping up under the pool's
+// slow start at now (round_robin and least_conn only: the hash policies
+// have none), when the ramp ends, and the effective weight's fraction of
+// the configured one (weightAt's, 0.1 to 1, to three decimals). For GET /api/v1/origins.
+func (o *origin) ramp(cfg *PoolConfig, now time.Time) (until time.Time, frac float64, ok bool) {
+	if cfg.SlowStart <= 0 || cfg.Policy != PolicyRoundRobin && cfg.Policy != PolicyLeastConn {
+		return time.Time{}, 0, false
+	}
+	r := o.returnedAt.Load()
+	if r == 0 {
+		return time.Time{}, 0, false
+	}
+	until = time.Unix(0, r).Add(cfg.SlowStart)
+	if !now.Before(until) || now.UnixNano() < r {
+		return time.Time{}, 0, false
+	}
+	frac = float64(o.weightAt(now.UnixNano(), cfg.SlowStart)) / float64(o.weight*1000)
+	return until, math.Round(frac*1000) / 1000, true
+}
+
 // leastConn is power of two choices, weighted: two distinct eligible origins
 // are drawn at random in proportion to their effective weight (slow start
 // included) and compared on requests in flight per unit of effective
