@@ -50,6 +50,9 @@ type metrics struct {
 	clients    prometheus.Gauge         // client connections open
 	clientWait prometheus.Counter       // accepts that waited at max_client_conns
 	h2Errors   *prometheus.CounterVec   // type
+
+	// ejectRefused counts passive ejections max_ejected refused.
+	ejectRefused *prometheus.CounterVec // pool, origin, reason
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -70,6 +73,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_ejections_total",
 			Help: "Origins taken out, by reason (consecutive_5xx, failure_rate, success_rate, latency_p95, verdict).",
+		}, []string{"pool", "origin", "reason"}),
+		ejectRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_ejections_refused_total",
+			Help: "Passive ejections refused because max_ejected origins of the pool were out, by the rule that fired (consecutive_5xx: every failed try at or past the threshold; the window rules: every evaluation).",
 		}, []string{"pool", "origin", "reason"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_retries_total",
@@ -111,7 +118,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, code := range []string{"400", "421"} {
 		m.refused.WithLabelValues(code)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -128,6 +135,7 @@ type originMetrics struct {
 	available    prometheus.Gauge                 // nil for noOrigin
 	tryOK        prometheus.Counter               // tries answered below 500, body whole; nil for noOrigin
 	ejections    map[string]prometheus.Counter    // empty for noOrigin
+	ejectRefused map[string]prometheus.Counter    // by passive reason; empty for noOrigin
 	codes        [1000]atomic.Pointer[counterBox] // by status code; status lines carry 3 digits
 	codesMu      sync.Mutex
 }
@@ -144,6 +152,10 @@ func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 	}
 	for _, r := range ejectionReasons {
 		om.ejections[r] = m.ejections.WithLabelValues(pool, origin, r)
+	}
+	om.ejectRefused = map[string]prometheus.Counter{}
+	for _, r := range passiveReasons {
+		om.ejectRefused[r] = m.ejectRefused.WithLabelValues(pool, origin, r)
 	}
 	// Every failure cause starts at 0, so an origin's failure rate is 0,
 	// not absent, until its first failure.
@@ -187,5 +199,6 @@ func (m *metrics) forget(pool, origin string) {
 	m.available.DeleteLabelValues(pool, origin)
 	m.requests.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 	m.ejections.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
+	m.ejectRefused.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 	m.tries.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 }

@@ -21,6 +21,10 @@ const (
 
 var ejectionReasons = []string{ReasonConsecutive5xx, ReasonFailureRate, ReasonSuccessRate, ReasonLatencyP95, ReasonVerdict}
 
+// passiveReasons are the passive detector's rules (the `reason` label of
+// vigil_proxy_ejections_refused_total).
+var passiveReasons = []string{ReasonConsecutive5xx, ReasonFailureRate, ReasonSuccessRate, ReasonLatencyP95}
+
 // minOutlierGap is the least gap (in success-rate points, 0..1) below the
 // pool median before the success-rate rule ejects, so that tiny spreads
 // (99.9% against 100%) never eject.
@@ -74,6 +78,10 @@ type detector struct {
 	// yet). It survives reset: the ejection count decays only over periods
 	// without one.
 	lastFail atomic.Int64
+	// refusedLogged is set while an incident in which max_ejected refuses
+	// to eject the origin has been logged; evaluate clears it once the
+	// origin is no longer failing, eject once it is ejected.
+	refusedLogged atomic.Bool
 
 	mu      sync.Mutex
 	width   int64 // bucket width, nanos
@@ -215,7 +223,10 @@ func (p *pool) eject(o *origin, reason string, now time.Time, detailf func() str
 	}
 	if !p.mayEject(o) {
 		p.mu.Unlock()
-		if p.capLogged.CompareAndSwap(false, true) {
+		if c := o.m.ejectRefused[reason]; c != nil {
+			c.Inc()
+		}
+		if o.passive.refusedLogged.CompareAndSwap(false, true) {
 			p.log.Warn("proxy: ejection refused by max_ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detailf(), "max_ejected", p.cfg.MaxEjected.String())
 		}
 		return
@@ -235,6 +246,7 @@ func (p *pool) eject(o *origin, reason string, now time.Time, detailf func() str
 		return
 	}
 	o.passive.reset()
+	o.passive.refusedLogged.Store(false)
 	o.m.ejections[reason].Inc()
 	o.m.available.Set(0)
 	p.log.Warn("proxy: origin ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detail, "for", d, "ejections", count)
@@ -277,6 +289,11 @@ func (p *pool) evaluate(now time.Time) {
 		}
 		w := o.passive.window(ns, cfg.LatencyP95)
 		req, fail, p95 := w.req, w.fail, w.p95
+		if w.recentFail == 0 && w.recentSlow == 0 && o.passive.refusedLogged.Load() {
+			// Not failing now: a refusal incident, if any, is over; the
+			// next one is logged again.
+			o.passive.refusedLogged.Store(false)
+		}
 		if req < cfg.MinRequests {
 			continue
 		}
