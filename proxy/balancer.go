@@ -8,8 +8,12 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Balancer picks the origin for one try of a request. The pool passes the
@@ -335,4 +339,65 @@ func mix64(x uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
+}
+
+// lastResort follows a pool's last-resort incidents: the time from a
+// request that finds no origin to send its first try to (every origin out
+// of rotation or full: pool.eligible offers only origins taken out) to the
+// first request an available origin takes again. Envoy counts such picks
+// as lb_healthy_panic; HAProxy logs "has no server available!".
+type lastResort struct {
+	since  atomic.Int64       // unix nanoseconds the open incident began; 0: none
+	served atomic.Int64       // requests sent in last-resort mode since then
+	total  prometheus.Counter // vigil_proxy_last_resort_total{pool}; nil: not counted
+}
+
+// first notes where a request's first try goes: fromAvail false (the last
+// resort) counts the request in total and, when no incident is open, opens
+// one with a warning naming why each origin is out; fromAvail true closes
+// an open incident (logged with its length and requests). When none is
+// open this is one atomic load: it runs on every request.
+func (lr *lastResort) first(pl *pool, fromAvail bool) {
+	if fromAvail {
+		if lr.since.Load() != 0 {
+			lr.end(pl, time.Now())
+		}
+		return
+	}
+	if lr.total != nil {
+		lr.total.Inc()
+	}
+	lr.served.Add(1)
+	now := time.Now()
+	if lr.since.Load() != 0 || !lr.since.CompareAndSwap(0, now.UnixNano()) {
+		return
+	}
+	pl.log.Warn("proxy: pool has no available origin; requests go to origins out of rotation as a last resort",
+		"pool", pl.name, "origins", outSummary(pl.origins))
+}
+
+// end closes the open incident, if any, and logs it.
+func (lr *lastResort) end(pl *pool, now time.Time) {
+	s := lr.since.Swap(0)
+	if s == 0 {
+		return
+	}
+	pl.log.Info("proxy: pool has an available origin again; last resort over", "pool", pl.name,
+		"lasted", now.Sub(time.Unix(0, s)).Round(time.Millisecond).String(), "requests", lr.served.Swap(0))
+}
+
+// outSummary says why each origin is out of rotation, for the last-resort
+// warning: "o0: verdict_down; o1: passive_ejected,drained; o2: full".
+func outSummary(origins []*origin) string {
+	parts := make([]string, 0, len(origins))
+	for _, o := range origins {
+		why := o.stillOut()
+		if o.full() {
+			why = strings.TrimPrefix(why+",full", ",")
+		}
+		if why != "" {
+			parts = append(parts, o.name+": "+why)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -38,6 +38,7 @@ const noOrigin = "none"
 // known in advance is created at 0 when its pool or origin is built.
 type metrics struct {
 	requests   *prometheus.CounterVec   // pool, origin, code
+	lastResort *prometheus.CounterVec   // pool: requests in last-resort mode
 	latency    *prometheus.HistogramVec // pool, origin
 	available  *prometheus.GaugeVec     // pool, origin
 	ejections  *prometheus.CounterVec   // pool, origin, reason
@@ -61,6 +62,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_requests_total",
 			Help: "Requests answered, by pool, origin that answered (\"none\" for the proxy's own answers) and status code.",
 		}, []string{"pool", "origin", "code"}),
+		lastResort: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_last_resort_total",
+			Help: "Requests whose first try went to an origin out of rotation as a last resort, because the pool had no available origin (every one verdict-down, passively ejected, drained or full).",
+		}, []string{"pool"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "vigil_proxy_request_duration_seconds",
 			Help:    "Time from request start to response headers, in seconds, including failover.",
@@ -123,7 +128,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
+	if err := reg.Register(m.lastResort); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// forLastResort returns a pool's vigil_proxy_last_resort_total, created at 0.
+func (m *metrics) forLastResort(pool string) prometheus.Counter {
+	return m.lastResort.WithLabelValues(pool)
 }
 
 // originMetrics holds one origin's pre-resolved series so the hot path does

@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+)
+
+// lastResort, as the request path drives it (its first pick of each
+// request): an incident is logged once when the first request finds no
+// available origin, naming why each origin is out, and once when a request
+// finds one again, with how many requests went to the last resort; the
+// pool's vigil_proxy_last_resort_total counts them.
+func TestLastResortIncident(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.Pools[0].MaxEjected = 100
+	h, logs := startCapturing(t, cfg, EngineFast)
+	pl := h.pool("web")
+	lr := &lastResort{total: h.p.m.forLastResort("web")}
+	count := func() float64 {
+		t.Helper()
+		n, ok := h.metric("vigil_proxy_last_resort_total", map[string]string{"pool": "web"})
+		if !ok {
+			t.Fatal("vigil_proxy_last_resort_total{pool=web} missing")
+		}
+		return n
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("vigil_proxy_last_resort_total starts at %v, want 0", n)
+	}
+	lr.first(pl, true)
+	if got := logs.lines("last resort"); len(got) != 0 || count() != 0 {
+		t.Fatalf("available pick: lines %q, count %v; want none and 0", got, count())
+	}
+	now := time.Now()
+	pl.applyVerdicts([]reporting.Verdict{verdict("o0", "healthz", "eu", reporting.StateUnhealthy, now)}, now)
+	h.p.Drain("o1", "deploy")
+	for i := 0; i < 3; i++ {
+		lr.first(pl, false)
+	}
+	if n := count(); n != 3 {
+		t.Errorf("vigil_proxy_last_resort_total = %v, want 3", n)
+	}
+	began := logs.lines("level=WARN", "pool has no available origin")
+	if len(began) != 1 {
+		t.Fatalf("want one last-resort warning, got %q", began)
+	}
+	if want := `origins="o0: verdict_down; o1: drained"`; !strings.Contains(began[0], want) || !strings.Contains(began[0], "pool=web") {
+		t.Errorf("warning lacks pool=web or %s:\n%s", want, began[0])
+	}
+	lr.first(pl, true)
+	lr.first(pl, true)
+	ended := logs.lines("pool has an available origin again; last resort over")
+	if len(ended) != 1 || !strings.Contains(ended[0], "requests=3") || !strings.Contains(ended[0], "pool=web") {
+		t.Fatalf("want one last-resort-over line with pool=web requests=3, got %q", ended)
+	}
+	lr.first(pl, false) // a new incident
+	if got := logs.lines("pool has no available origin"); len(got) != 2 || count() != 4 {
+		t.Errorf("second incident: %d warnings, count %v; want 2 and 4", len(got), count())
+	}
+}
