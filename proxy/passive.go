@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,9 @@ type detector struct {
 	// to eject the origin has been logged; evaluate clears it once the
 	// origin is no longer failing, eject once it is ejected.
 	refusedLogged atomic.Bool
+	// run counts the failures of the current consecutive run by cause
+	// (retryCauses' order, then failures of no known cause).
+	run [runSlots]atomic.Int32
 
 	mu      sync.Mutex
 	width   int64 // bucket width, nanos
@@ -162,6 +166,7 @@ func (d *detector) window(now int64, slow time.Duration) (s windowSums) {
 
 func (d *detector) reset() {
 	d.consecutive.Store(0)
+	d.clearRun()
 	d.mu.Lock()
 	d.buckets = [10]passiveBucket{}
 	d.mu.Unlock()
@@ -170,21 +175,97 @@ func (d *detector) reset() {
 // observe records one try's outcome on o and applies the consecutive rule
 // inline. failed is true for 5xx answers, connection errors, timeouts and
 // bodies that broke after their head. lat is the time to the answer's head.
+// A failure recorded here has no known cause; observeCause names it.
 func (p *pool) observe(o *origin, failed bool, lat time.Duration, now int64) {
+	cause := ""
+	if failed {
+		cause = causeUnknown
+	}
+	p.observeCause(o, cause, lat, now)
+}
+
+// observeCause is observe with the failed try's cause (a Cause* constant;
+// "" for a success): the consecutive rule's ejection detail then says what
+// failed, "5 consecutive failed tries (3 timeout, 2 status_5xx)".
+func (p *pool) observeCause(o *origin, cause string, lat time.Duration, now int64) {
+	failed := cause != ""
 	o.stats.lat[o.passive.record(now, failed, lat)].Add(1) // the signals' p95
 	if !failed {
 		if o.passive.consecutive.Load() != 0 {
 			o.passive.consecutive.Store(0)
+			o.passive.clearRun()
 		}
 		return
 	}
 	o.passive.lastFail.Store(now)
+	o.passive.run[runIndex(cause)].Add(1)
 	n := o.passive.consecutive.Add(1)
 	if c := p.cfg.Passive.Consecutive5xx; c > 0 && n >= int64(c) && !o.has(flagPassive) {
 		p.eject(o, ReasonConsecutive5xx, time.Unix(0, now), func() string {
-			return fmt.Sprintf("%d consecutive failed tries (5xx, connection error or timeout), consecutive_5xx %d", n, c)
+			return fmt.Sprintf("%d consecutive failed tries (%s), consecutive_5xx %d", n, o.passive.runCauses(), c)
 		})
 	}
+}
+
+// causeUnknown is the cause of a failure observe records without one.
+const causeUnknown = "unknown"
+
+// runSlots is the size of detector.run: a slot per retry cause (their
+// index in retryCauses), and the last for failures of no known cause.
+const runSlots = 16
+
+// runIndex is cause's slot in detector.run.
+func runIndex(cause string) int {
+	for i, c := range retryCauses {
+		if c == cause && i < runSlots-1 {
+			return i
+		}
+	}
+	return runSlots - 1
+}
+
+// clearRun zeroes the per-cause counts of the consecutive run.
+func (d *detector) clearRun() {
+	for i := range d.run {
+		if d.run[i].Load() != 0 {
+			d.run[i].Store(0)
+		}
+	}
+}
+
+// runCauses says what failed in the current consecutive run, by cause:
+// "3 timeout, 2 status_5xx"; failures of no known cause count as "other",
+// and a run of those only reads "5xx, connection error or timeout". Under
+// concurrent tries the counts are approximate.
+func (d *detector) runCauses() string {
+	var b strings.Builder
+	for i := range d.run {
+		v := d.run[i].Load()
+		if v == 0 {
+			continue
+		}
+		name := "other"
+		if i < runSlots-1 && i < len(retryCauses) {
+			name = retryCauses[i]
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d %s", v, name)
+	}
+	if b.Len() == 0 || d.onlyUnknown() {
+		return "5xx, connection error or timeout"
+	}
+	return b.String()
+}
+
+func (d *detector) onlyUnknown() bool {
+	for i := range runSlots - 1 {
+		if d.run[i].Load() != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ejectedCount counts origins out for verdict or passive reasons (drained
