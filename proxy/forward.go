@@ -39,6 +39,8 @@ type pool struct {
 
 	tunnels *tunnelSet // the proxy's WebSocket tunnels (nil in some tests)
 
+	resort lastResort // last-resort incidents and vigil_proxy_last_resort_total
+
 	mu        sync.Mutex // serialises ejections against max_ejected
 	capLogged atomic.Bool
 	tryLog    logLimiter // "try failed" lines, per origin and cause
@@ -183,6 +185,7 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 		pl.retries[c] = m.retries.WithLabelValues(pc.Name, c)
 	}
 	m.budgetDeny.WithLabelValues(pc.Name)
+	pl.resort.total = m.forLastResort(pc.Name)
 	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
 		pl.none.code(code)
 	}
@@ -735,6 +738,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		i := pl.bal.Pick(r, eligible)
 		if i < 0 {
 			break
+		}
+		if try == 0 {
+			pl.resort.first(pl, fromAvail)
 		}
 		o := pl.origins[i]
 		if try > 0 {
