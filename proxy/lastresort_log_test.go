@@ -106,16 +106,26 @@ func TestLastResortLoggedAndCounted(t *testing.T) {
 			if want := `origins="o0: verdict_down; o1: drained,verdict_down"`; !strings.Contains(began[0], want) || !strings.Contains(began[0], "pool=web") {
 				t.Errorf("warning lacks pool=web or %s:\n%s", want, began[0])
 			}
+			// A reload during the incident continues it: no second warning.
+			if err := h.p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			if code, body, _ := h.do("GET", "/", ""); code != 200 || body != "ok a" {
+				t.Fatalf("last-resort request after a reload: %d %q", code, body)
+			}
+			if got := logs.lines("level=WARN", "pool has no available origin"); len(got) != 1 {
+				t.Fatalf("a reload reopened the incident: %q", got)
+			}
 			h.pool("web").applyVerdicts(nil, now)
 			if code, _, _ := h.do("GET", "/", ""); code != 200 {
 				t.Fatalf("after o0 returned: %d", code)
 			}
 			ended := logs.lines("last resort over")
-			if len(ended) != 1 || !strings.Contains(ended[0], "requests=3") || !strings.Contains(ended[0], "pool=web") {
-				t.Fatalf("want one last-resort-over line with requests=3, got %q", ended)
+			if len(ended) != 1 || !strings.Contains(ended[0], "requests=4") || !strings.Contains(ended[0], "pool=web") {
+				t.Fatalf("want one last-resort-over line with requests=4, got %q", ended)
 			}
-			if n := count(); n != 3 {
-				t.Errorf("after the return vigil_proxy_last_resort_total = %v, want still 3", n)
+			if n := count(); n != 4 {
+				t.Errorf("after the return vigil_proxy_last_resort_total = %v, want still 4", n)
 			}
 		})
 	}
