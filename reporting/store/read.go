@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,6 +83,19 @@ func (s *Store) bounds(q reporting.HistoryQuery) (from, to int64) {
 	return from, to
 }
 
+// historySQL is History's statement. With a Limit it reads newest first
+// (History reverses the rows): every form reads the verdicts index whose
+// columns are the filter's (check, check × target) followed by at, so the
+// cost follows the window and the limit, not the history kept, and no sort
+// is needed.
+func historySQL(q reporting.HistoryQuery, from, to int64) (string, []any) {
+	w, args := where(q, "at", from, to)
+	if q.Limit > 0 {
+		return `SELECT ` + verdictCols + ` FROM verdicts` + w + ` ORDER BY at DESC, id DESC LIMIT ?`, append(args, q.Limit)
+	}
+	return `SELECT ` + verdictCols + ` FROM verdicts` + w + ` ORDER BY at, id`, args
+}
+
 // History returns raw verdicts matching q with From <= At <= To (To zero:
 // now), oldest first. With a Limit it returns the newest Limit of them, still
 // oldest first.
@@ -91,12 +105,7 @@ func (s *Store) History(ctx context.Context, q reporting.HistoryQuery) ([]report
 	}
 	defer s.mu.RUnlock()
 	from, to := s.bounds(q)
-	w, args := where(q, "at", from, to)
-	query := `SELECT ` + verdictCols + ` FROM verdicts` + w + ` ORDER BY at, id`
-	if q.Limit > 0 {
-		query = `SELECT ` + verdictCols + ` FROM (SELECT * FROM verdicts` + w + ` ORDER BY at DESC, id DESC LIMIT ?) ORDER BY at, id`
-		args = append(args, q.Limit)
-	}
+	query, args := historySQL(q, from, to)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: history: %w", err)
@@ -105,7 +114,24 @@ func (s *Store) History(ctx context.Context, q reporting.HistoryQuery) ([]report
 	if err != nil {
 		return nil, fmt.Errorf("store: history: %w", err)
 	}
+	if q.Limit > 0 {
+		slices.Reverse(out)
+	}
 	return out, nil
+}
+
+// rollupsSQL is Rollups' statement. A check × target filter reads the
+// rollups_target index (check, target, minute), so the cost follows the
+// window, not the 35 days kept; a check's rows are read by the primary key.
+func rollupsSQL(q reporting.HistoryQuery, from, to int64) (string, []any) {
+	w, args := where(q, "minute", from, to)
+	if q.Limit > 0 {
+		return `SELECT * FROM (SELECT check_name, target, region, minute, total, failed, unhealthy, ttfb_sum, ttfb_max, ttfb_hist
+		FROM rollups` + w + ` ORDER BY minute DESC, check_name DESC, target DESC, region DESC LIMIT ?)
+		ORDER BY minute, check_name, target, region`, append(args, q.Limit)
+	}
+	return `SELECT check_name, target, region, minute, total, failed, unhealthy, ttfb_sum, ttfb_max, ttfb_hist
+		FROM rollups` + w + ` ORDER BY minute, check_name, target, region`, args
 }
 
 // Rollups returns the per-minute rollups matching q whose minute overlaps
@@ -122,15 +148,7 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 	if !q.From.IsZero() {
 		from = q.From.Truncate(time.Minute).UnixNano()
 	}
-	w, args := where(q, "minute", from, to)
-	query := `SELECT check_name, target, region, minute, total, failed, unhealthy, ttfb_sum, ttfb_max, ttfb_hist
-		FROM rollups` + w + ` ORDER BY minute, check_name, target, region`
-	if q.Limit > 0 {
-		query = `SELECT * FROM (SELECT check_name, target, region, minute, total, failed, unhealthy, ttfb_sum, ttfb_max, ttfb_hist
-		FROM rollups` + w + ` ORDER BY minute DESC, check_name DESC, target DESC, region DESC LIMIT ?)
-		ORDER BY minute, check_name, target, region`
-		args = append(args, q.Limit)
-	}
+	query, args := rollupsSQL(q, from, to)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: rollups: %w", err)

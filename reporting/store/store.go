@@ -100,7 +100,6 @@ CREATE TABLE IF NOT EXISTS verdicts (
 	held_until INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts(at);
-CREATE INDEX IF NOT EXISTS verdicts_series ON verdicts(check_name, target, region, at);
 CREATE TABLE IF NOT EXISTS latest (
 	check_name TEXT NOT NULL, target TEXT NOT NULL, tier TEXT NOT NULL, region TEXT NOT NULL, vantage TEXT NOT NULL,
 	state TEXT NOT NULL, ok INTEGER NOT NULL, cause TEXT NOT NULL, err TEXT NOT NULL, status_code INTEGER NOT NULL,
@@ -127,6 +126,59 @@ CREATE TABLE IF NOT EXISTS signals (
 );
 CREATE INDEX IF NOT EXISTS signals_at ON signals(at);
 `
+
+// readIndexes are the indexes History and Rollups read by: each filter
+// (check; check × target) followed by the time column, so a read costs what
+// its window and limit hold, not the history kept. Open creates those a file
+// lacks (one written by an older version: about 2 s per million verdicts,
+// once, logged) and drops verdicts_series (check, target, region, at), which
+// they replace: its region column kept the time range of a check × target
+// read from being used.
+var readIndexes = []struct{ name, def string }{
+	{"verdicts_check_at", "verdicts(check_name, at)"},
+	{"verdicts_target_at", "verdicts(check_name, target, at)"},
+	{"rollups_target", "rollups(check_name, target, minute)"},
+}
+
+// indexLogRows is how many verdicts a file must hold for Open to log that
+// it is indexing them.
+var indexLogRows int64 = 100000
+
+// ensureIndexes creates the missing readIndexes and drops verdicts_series.
+func ensureIndexes(w *sql.DB, path string, log *slog.Logger) error {
+	var missing []string
+	for _, ix := range readIndexes {
+		var n int
+		if err := w.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type='index' AND name=?`, ix.name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			missing = append(missing, ix.name)
+		}
+	}
+	if len(missing) > 0 {
+		var rows int64
+		if err := w.QueryRow(`SELECT count(*) FROM verdicts`).Scan(&rows); err != nil {
+			return err
+		}
+		began := time.Now()
+		logged := rows >= indexLogRows
+		if logged {
+			log.Info("store: indexing the stored history for faster reads (once, after an upgrade)", "file", path,
+				"verdicts", rows, "indexes", missing)
+		}
+		for _, ix := range readIndexes {
+			if _, err := w.Exec("CREATE INDEX IF NOT EXISTS " + ix.name + " ON " + ix.def); err != nil {
+				return fmt.Errorf("index %s: %w", ix.name, err)
+			}
+		}
+		if logged {
+			log.Info("store: indexed the stored history", "file", path, "duration", time.Since(began).Round(time.Millisecond).String())
+		}
+	}
+	_, err := w.Exec("DROP INDEX IF EXISTS verdicts_series")
+	return err
+}
 
 // Open opens or creates <dir>/vigil.db, applies the schema and starts
 // pruning in the background: expired rows once right away, then every
@@ -196,6 +248,10 @@ func Open(dir string, o Options) (*Store, error) {
 	_, _ = w.Exec("ALTER TABLE signals ADD COLUMN out INTEGER NOT NULL DEFAULT 0")
 	_, _ = w.Exec("ALTER TABLE signals ADD COLUMN out_by TEXT NOT NULL DEFAULT ''")
 	if _, err := w.Exec(schema); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: schema %s: %w", path, err)
+	}
+	if err := ensureIndexes(w, path, o.Log); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: schema %s: %w", path, err)
 	}
