@@ -36,8 +36,8 @@ type OriginStatus struct {
 	// EjectedUntil is the end of the current passive ejection.
 	EjectedUntil *time.Time `json:"ejected_until,omitempty"`
 	// EjectionDetail gives the numbers behind the current passive ejection,
-	// whose rule Why["passive"] names: "5 consecutive failed tries (5xx,
-	// connection error or timeout), consecutive_5xx 5", "failure rate 42%
+	// whose rule Why["passive"] names: "5 consecutive failed tries (3
+	// timeout, 2 status_5xx), consecutive_5xx 5", "failure rate 42%
 	// (21 of 50 requests in 10s) ≥ failure_rate 30%", "p95 1.2s >
 	// latency_p95 500ms (…)", "success rate 60% (…) vs pool median 99%, …".
 	EjectionDetail string `json:"ejection_detail,omitempty"`

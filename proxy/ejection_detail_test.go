@@ -40,7 +40,7 @@ func TestEjectionDetail(t *testing.T) {
 			h.do("GET", "/", "")
 		}
 		st := adminOrigins(t, h.p)[0]
-		want := "3 consecutive failed tries (5xx, connection error or timeout), consecutive_5xx 3"
+		want := "3 consecutive failed tries (3 status_5xx), consecutive_5xx 3"
 		if !st.PassiveEjected || st.Why["passive"] != ReasonConsecutive5xx || st.EjectionDetail != want {
 			t.Fatalf("why %q detail %q, want %q and %q", st.Why["passive"], st.EjectionDetail, ReasonConsecutive5xx, want)
 		}

@@ -41,9 +41,8 @@ type pool struct {
 
 	resort lastResort // last-resort incidents and vigil_proxy_last_resort_total
 
-	mu        sync.Mutex // serialises ejections against max_ejected
-	capLogged atomic.Bool
-	tryLog    logLimiter // "try failed" lines, per origin and cause
+	mu     sync.Mutex // serialises ejections against max_ejected
+	tryLog logLimiter // "try failed" lines, per origin and cause
 }
 
 // logLimiter rate-limits a log line per key: the first line is written,
@@ -896,7 +895,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			cause, connLevel := classify(err, ctx)
 			cancel(nil)
-			pl.observe(o, true, lat, tryEnd.UnixNano())
+			pl.observeCause(o, cause, lat, tryEnd.UnixNano())
 			o.stats.requests.Add(1)
 			if cause == CauseTimeout {
 				o.stats.timeouts.Add(1)
@@ -1121,7 +1120,11 @@ func (pl *pool) settle(o *origin, failed bool, lat time.Duration, now int64) {
 	if !failed {
 		o.m.tryOK.Inc()
 	}
-	pl.observe(o, failed, lat, now)
+	cause := ""
+	if failed {
+		cause = CauseStatus5xx
+	}
+	pl.observeCause(o, cause, lat, now)
 	o.stats.requests.Add(1)
 	if failed {
 		o.stats.status5xx.Add(1)
@@ -1152,7 +1155,7 @@ func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, wat
 	}
 	cause := bodyCause(berr)
 	if !settled {
-		pl.observe(o, true, lat, now)
+		pl.observeCause(o, cause, lat, now)
 		o.stats.requests.Add(1)
 		if cause == CauseTimeout {
 			o.stats.timeouts.Add(1)
