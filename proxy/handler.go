@@ -22,14 +22,14 @@ func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveHTTP) }
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	st := p.state.Load()
 	if r.Method == http.MethodConnect {
-		p.refuse(w, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
+		p.refuse(w, r, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
 		return
 	}
 	if r.Method == http.MethodTrace {
 		// TRACE echoes the request, cookies and credentials included, back
 		// to whoever can make a browser send it (cross-site tracing); nginx
 		// refuses it too.
-		p.refuse(w, http.StatusMethodNotAllowed, "TRACE is not supported")
+		p.refuse(w, r, http.StatusMethodNotAllowed, "TRACE is not supported")
 		return
 	}
 	if r.URL.Path == "" && r.URL.Host != "" {
@@ -39,7 +39,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.RequestURI == "*" {
 		if r.Method != http.MethodOptions {
-			p.refuse(w, http.StatusBadRequest, "the asterisk-form request target is for OPTIONS only")
+			p.refuse(w, r, http.StatusBadRequest, "the asterisk-form request target is for OPTIONS only")
 			return
 		}
 		serverOptions(w, r)
@@ -49,12 +49,12 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Host != "" || (len(r.RequestURI) > 0 && r.RequestURI[0] != '/') {
 		// Absolute-form target: only for a host some pool names explicitly.
 		if !st.explicitHost(hostOf(r.URL.Host)) {
-			p.refuse(w, http.StatusBadRequest, "absolute request target for a host this proxy does not serve")
+			p.refuse(w, r, http.StatusBadRequest, "absolute request target for a host this proxy does not serve")
 			return
 		}
 	}
 	if !validHost(r.Host) {
-		p.refuse(w, http.StatusBadRequest, "malformed Host")
+		p.refuse(w, r, http.StatusBadRequest, "malformed Host")
 		return
 	}
 	if hv, ok := r.Header["Host"]; ok && (len(hv) != 1 || !strings.EqualFold(hv[0], r.Host)) {
@@ -62,17 +62,17 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		// (HTTP/1 servers move it to r.Host); one that differs makes the
 		// request malformed (RFC 9113 §8.3.1). An equal one is dropped
 		// when the headers are copied: the origin gets one Host.
-		p.refuse(w, http.StatusBadRequest, "host field differs from :authority")
+		p.refuse(w, r, http.StatusBadRequest, "host field differs from :authority")
 		return
 	}
 	rp, ok := routePath(r.URL.Path)
 	if !ok {
-		p.refuse(w, http.StatusBadRequest, "ambiguous path: a dot segment with path parameters")
+		p.refuse(w, r, http.StatusBadRequest, "ambiguous path: a dot segment with path parameters")
 		return
 	}
 	pl := st.route(host, rp)
 	if pl == nil {
-		p.refuse(w, http.StatusMisdirectedRequest, "no pool serves this host and path")
+		p.refuse(w, r, http.StatusMisdirectedRequest, "no pool serves this host and path")
 		return
 	}
 	readTimeout := st.cfg.ReadTimeout
@@ -155,10 +155,17 @@ func (p *Proxy) countRefused(code int) {
 	p.m.refused.WithLabelValues(strconv.Itoa(code)).Inc()
 }
 
-func (p *Proxy) refuse(w http.ResponseWriter, code int, msg string) {
+// refuse answers a request no pool takes. An HTTP/1 connection closes
+// after it (what else the client sent may not be framed as it meant); an
+// HTTP/2 one stays open, its other streams unaffected: Connection: close
+// would make net/http end the connection with a GOAWAY, costing the client
+// a new TLS handshake for its next request.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	p.countRefused(code)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Connection", "close")
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
 	w.WriteHeader(code)
 	io.WriteString(w, http.StatusText(code)+": "+msg+"\n")
 }
