@@ -75,10 +75,10 @@ type Alerter struct {
 	// verdicts on this clock (see arrivals.rebase). Guarded by evalMu.
 	arrived arrivals
 
-	statePath string     // Options.StatePath; "" for none
-	saveMu    sync.Mutex // serialises saves; taken before mu
-	savedKey  string     // change key of the last saved state; guarded by saveMu
-	saveErr   string     // last save error logged, "" after a success; guarded by saveMu
+	statePath string         // Options.StatePath; "" for none
+	saveMu    sync.Mutex     // serialises saves; taken before mu
+	savedKey  string         // change key of the last saved state; guarded by saveMu
+	saveFail  saveFailureLog // failed saves being logged; guarded by saveMu
 	// readFailedAt is the time of the last evaluation whose store reads
 	// failed; zero if none. Guarded by evalMu. See evalDeadMan.
 	readFailedAt time.Time

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -398,24 +399,58 @@ func (a *Alerter) saveState(now time.Time) {
 	f, key := a.snapshot(now)
 	a.mu.Unlock()
 	if key != a.savedKey {
-		a.persist(f, key)
+		a.persist(f, key, now)
 	}
 }
 
 // persist saves the state and records its change key. A failed save is
-// logged once per distinct error and retried on the next change or
-// evaluation. a.saveMu held, a.mu not held.
-func (a *Alerter) persist(f stateFile, key string) {
-	if err := a.save(f); err != nil {
-		if msg := err.Error(); msg != a.saveErr {
-			a.saveErr = msg
-			a.log.Warn("alerting: cannot save alert state; retrying on every evaluation", "path", a.statePath, "err", err)
+// retried on the next change or evaluation and logged by a.saveFail.
+// a.saveMu held, a.mu not held.
+func (a *Alerter) persist(f stateFile, key string, now time.Time) {
+	err := a.save(f)
+	a.saveFail.record(a.log, a.statePath, now, err)
+	if err == nil {
+		a.savedKey = key
+	}
+}
+
+// saveFailLogEvery is the least time between two log lines about one run
+// of failed saves of the state file (the first is logged at once). A
+// variable so tests can shorten it.
+var saveFailLogEvery = time.Minute
+
+// saveFailureLog logs failed saves of the state file without a line per
+// evaluation (a full disk fails every one, each with another temporary
+// file name in the error): the first failure, then at most one line per
+// saveFailLogEvery with how many failed in a row and how many were not
+// logged (suppressed), and one line when a save works again, as the
+// store's sink warnings do. The zero value is ready; guarded by saveMu.
+type saveFailureLog struct {
+	failures   int       // in a row
+	suppressed int       // failures not logged since the last line
+	since      time.Time // of the first failure in a row
+	last       time.Time // of the last line
+}
+
+// record notes one save of path at now: err nil when it worked.
+func (l *saveFailureLog) record(log *slog.Logger, path string, now time.Time, err error) {
+	switch {
+	case err == nil && l.failures > 0:
+		log.Info("alerting: alert state saved again", "path", path, "failures", l.failures, "suppressed", l.suppressed,
+			"failed_for", now.Sub(l.since).Round(time.Second).String())
+		*l = saveFailureLog{}
+	case err == nil:
+	case l.failures == 0:
+		l.failures, l.since, l.last = 1, now, now
+		log.Warn("alerting: cannot save alert state; retrying on every evaluation", "path", path, "err", err)
+	default:
+		l.failures++
+		if now.Sub(l.last) < saveFailLogEvery {
+			l.suppressed++
+			return
 		}
-		return
+		log.Warn("alerting: still cannot save alert state", "path", path, "err", err, "failures", l.failures,
+			"suppressed", l.suppressed, "failing_for", now.Sub(l.since).Round(time.Second).String())
+		l.suppressed, l.last = 0, now
 	}
-	if a.saveErr != "" {
-		a.log.Info("alerting: alert state saved again", "path", a.statePath)
-		a.saveErr = ""
-	}
-	a.savedKey = key
 }
