@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,41 +15,68 @@ import (
 // change (size or modification time of either file).
 const certReloadEvery = 10 * time.Second
 
-// certStore serves the TLS listener's certificate and picks up a renewed one
-// (certbot, cert-manager, a deploy hook) without a restart: a handshake at
-// most certReloadEvery after the files changed gets the new pair. A pair that
-// does not load (half-written, key and certificate not matching) is logged
-// and the previous one stays in use until the files are fixed.
+// certStore serves the TLS listener's certificates and picks up renewed
+// ones (certbot, cert-manager, a deploy hook) without a restart: a handshake
+// at most certReloadEvery after the files changed gets the new pair. A pair
+// that does not load (half-written, key and certificate not matching) is
+// logged and the previous one stays in use until the files are fixed.
+//
+// The first pair (cert_file, key_file) is the default; each further one
+// (certs) is served to a client whose SNI name it covers, the first that
+// matches, as nginx's and Caddy's per-name certificates.
 type certStore struct {
-	certFile, keyFile string
-	log               *slog.Logger
-	now               func() time.Time
-
-	cert atomic.Pointer[tls.Certificate]
+	pairs []*certPair
+	log   *slog.Logger
+	now   func() time.Time
 
 	mu      sync.Mutex
 	checked time.Time
-	stamp   string // sizes and mtimes of the files last loaded or tried
 }
 
-func newCertStore(certFile, keyFile string, log *slog.Logger) (*certStore, error) {
-	s := &certStore{certFile: certFile, keyFile: keyFile, log: log, now: time.Now}
-	stamp, err := s.fileStamp()
-	if err != nil {
-		return nil, err
-	}
+// certPair is one certificate of the listener and its files.
+type certPair struct {
+	certFile, keyFile string
+	cert              atomic.Pointer[tls.Certificate]
+	stamp             string // sizes and mtimes of the files last loaded or tried
+}
+
+// loadPair loads a certificate and key, with its parsed leaf.
+func loadPair(certFile, keyFile string) (*tls.Certificate, error) {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: tls: cert_file %s, key_file %s: %w", certFile, keyFile, err)
+		return nil, fmt.Errorf("%s, key_file %s: %w", certFile, keyFile, err)
 	}
-	s.cert.Store(&cert)
-	s.stamp, s.checked = stamp, s.now()
+	if cert.Leaf == nil {
+		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("%s: %w", certFile, err)
+		}
+	}
+	return &cert, nil
+}
+
+func newCertStore(def CertPair, more []CertPair, log *slog.Logger) (*certStore, error) {
+	s := &certStore{log: log, now: time.Now}
+	for _, f := range append([]CertPair{def}, more...) {
+		p := &certPair{certFile: f.CertFile, keyFile: f.KeyFile}
+		stamp, err := p.fileStamp()
+		if err != nil {
+			return nil, err
+		}
+		cert, err := loadPair(f.CertFile, f.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: tls: cert_file %w", err)
+		}
+		p.cert.Store(cert)
+		p.stamp = stamp
+		s.pairs = append(s.pairs, p)
+	}
+	s.checked = s.now()
 	return s, nil
 }
 
-func (s *certStore) fileStamp() (string, error) {
+func (p *certPair) fileStamp() (string, error) {
 	var stamp string
-	for _, f := range []string{s.certFile, s.keyFile} {
+	for _, f := range []string{p.certFile, p.keyFile} {
 		fi, err := os.Stat(f)
 		if err != nil {
 			return "", fmt.Errorf("proxy: tls: %w", err)
@@ -59,9 +87,16 @@ func (s *certStore) fileStamp() (string, error) {
 }
 
 // GetCertificate is the listener's tls.Config.GetCertificate.
-func (s *certStore) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (s *certStore) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	s.maybeReload()
-	return s.cert.Load(), nil
+	if name := hello.ServerName; name != "" {
+		for _, p := range s.pairs[1:] {
+			if c := p.cert.Load(); c.Leaf.VerifyHostname(name) == nil {
+				return c, nil
+			}
+		}
+	}
+	return s.pairs[0].cert.Load(), nil
 }
 
 func (s *certStore) maybeReload() {
@@ -72,24 +107,43 @@ func (s *certStore) maybeReload() {
 		return
 	}
 	s.checked = now
-	stamp, err := s.fileStamp()
+	for _, p := range s.pairs {
+		p.maybeReload(s.log)
+	}
+}
+
+func (p *certPair) maybeReload(log *slog.Logger) {
+	stamp, err := p.fileStamp()
 	if err != nil {
-		if stamp != s.stamp {
-			s.log.Error("proxy: tls: certificate files unreadable; keeping the loaded certificate", "err", err)
+		if stamp != p.stamp {
+			log.Error("proxy: tls: certificate files unreadable; keeping the loaded certificate", "err", err)
 		}
-		s.stamp = ""
+		p.stamp = ""
 		return
 	}
-	if stamp == s.stamp {
+	if stamp == p.stamp {
 		return
 	}
-	s.stamp = stamp
-	cert, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
+	p.stamp = stamp
+	cert, err := loadPair(p.certFile, p.keyFile)
 	if err != nil {
-		s.log.Error("proxy: tls: new certificate does not load; keeping the previous one",
-			"cert_file", s.certFile, "key_file", s.keyFile, "err", err)
+		log.Error("proxy: tls: new certificate does not load; keeping the previous one",
+			"cert_file", p.certFile, "key_file", p.keyFile, "err", err)
 		return
 	}
-	s.cert.Store(&cert)
-	s.log.Info("proxy: tls: certificate reloaded", "cert_file", s.certFile)
+	p.cert.Store(cert)
+	log.Info("proxy: tls: certificate reloaded", "cert_file", p.certFile)
+}
+
+// listenerSuites are the TLS 1.2 cipher suites the TLS listener offers:
+// forward-secret AEAD ones only (Mozilla's "intermediate" list). Go's
+// default also takes the CBC ones with SHA-1 (ECDHE-RSA-AES128-SHA…).
+// TLS 1.3 suites are not configurable and all AEAD.
+var listenerSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }

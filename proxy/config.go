@@ -40,9 +40,17 @@ type Config struct {
 	Listen string `mapstructure:"listen"`
 	// TLSListen is an optional HTTPS listen address; it needs CertFile and KeyFile. Default "" (off).
 	TLSListen string `mapstructure:"tls_listen"`
-	// CertFile and KeyFile are PEM files for TLSListen.
+	// CertFile and KeyFile are PEM files for TLSListen: the default
+	// certificate, served when no pair of Certs matches the name the client
+	// asked for (SNI).
 	CertFile string `mapstructure:"cert_file"`
 	KeyFile  string `mapstructure:"key_file"`
+	// Certs are more certificate pairs for TLSListen, each served to
+	// clients asking for a name it covers (SNI), the first that matches.
+	Certs []CertPair `mapstructure:"certs"`
+	// TLSMinVersion is the lowest TLS version TLSListen accepts: "1.2"
+	// (default) or "1.3".
+	TLSMinVersion string `mapstructure:"tls_min_version"`
 	// AdminToken guards drain/undrain (Authorization: Bearer …). The loader
 	// copies agent.admin_token here when it is empty. Empty: every admin write
 	// is refused.
@@ -165,6 +173,13 @@ const DefaultMaxClientConns = 10000
 
 // DefaultBodyTimeout is pools[].body_timeout when omitted.
 const DefaultBodyTimeout = 60 * time.Second
+
+// CertPair is a PEM certificate (followed by its intermediates) and its
+// key for the TLS listener.
+type CertPair struct {
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+}
 
 // DefaultOriginIdleTimeout is pools[].origin_idle_timeout when omitted.
 const DefaultOriginIdleTimeout = 50 * time.Second
@@ -359,6 +374,35 @@ func (c *Config) ValidateAndSetDefaults() error {
 		}
 		if c.KeyFile == "" {
 			errs = append(errs, errors.New("key_file: required with tls_listen"))
+		}
+		// Loaded here, so that validate and a reload refuse a pair the
+		// listener could not start with (nginx -t loads them too).
+		if c.CertFile != "" && c.KeyFile != "" {
+			if _, err := loadPair(c.CertFile, c.KeyFile); err != nil {
+				errs = append(errs, fmt.Errorf("cert_file: %w", err))
+			}
+		}
+		for i, cp := range c.Certs {
+			switch {
+			case cp.CertFile == "" || cp.KeyFile == "":
+				errs = append(errs, fmt.Errorf("certs[%d]: cert_file and key_file are both required", i))
+			default:
+				if _, err := loadPair(cp.CertFile, cp.KeyFile); err != nil {
+					errs = append(errs, fmt.Errorf("certs[%d].cert_file: %w", i, err))
+				}
+			}
+		}
+		switch c.TLSMinVersion {
+		case "", "1.2", "1.3":
+		default:
+			errs = append(errs, fmt.Errorf("tls_min_version: %q: want \"1.2\" or \"1.3\"", c.TLSMinVersion))
+		}
+	} else {
+		if len(c.Certs) > 0 {
+			errs = append(errs, errors.New("certs: only with tls_listen"))
+		}
+		if c.TLSMinVersion != "" {
+			errs = append(errs, errors.New("tls_min_version: only with tls_listen"))
 		}
 	}
 	if c.MaxHeaderBytes == 0 {

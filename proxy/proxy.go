@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -214,6 +215,8 @@ func restartOnly(a, b Config) []string {
 		{"proxy.engine", a.Engine != b.Engine},
 		{"proxy.cert_file", a.CertFile != b.CertFile},
 		{"proxy.key_file", a.KeyFile != b.KeyFile},
+		{"proxy.certs", !slices.Equal(a.Certs, b.Certs)},
+		{"proxy.tls_min_version", a.TLSMinVersion != b.TLSMinVersion},
 		{"proxy.max_header_bytes", a.MaxHeaderBytes != b.MaxHeaderBytes},
 		{"proxy.read_header_timeout", a.ReadHeaderTimeout != b.ReadHeaderTimeout},
 		{"proxy.idle_timeout", a.IdleTimeout != b.IdleTimeout},
@@ -520,7 +523,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		ln := limit.listener(tln)
 		var certs *certStore
 		if tlsFiles {
-			if certs, err = newCertStore(cfg.CertFile, cfg.KeyFile, p.log); err != nil {
+			if certs, err = newCertStore(CertPair{cfg.CertFile, cfg.KeyFile}, cfg.Certs, p.log); err != nil {
 				ln.Close()
 				return err
 			}
@@ -566,8 +569,12 @@ func (p *Proxy) Run(ctx context.Context) error {
 		// to net/http, HTTP/1 ones to the fast engine (engine fast, with the
 		// plain listener's framing rules) or to net/http, which then counts
 		// its refusals on the decrypted side.
-		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"h2", "http/1.1"}}
+		minVer := uint16(tls.VersionTLS12)
+		if cfg.TLSMinVersion == "1.3" {
+			minVer = tls.VersionTLS13
+		}
+		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: minVer,
+			CipherSuites: listenerSuites, NextProtos: []string{"h2", "http/1.1"}}
 		std, h1 := newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.countRefused, p.log, fast)
 		run(srv, std)
 		if h1 != nil {

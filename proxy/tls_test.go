@@ -79,7 +79,7 @@ func TestRunTLSListener(t *testing.T) {
 func TestCertReload(t *testing.T) {
 	certA, keyA, rootsA := selfSigned(t)
 	certB, keyB, rootsB := selfSigned(t)
-	s, err := newCertStore(certA, keyA, testLogger(t))
+	s, err := newCertStore(CertPair{certA, keyA}, nil, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestCertReload(t *testing.T) {
 	if !trusted(rootsB) {
 		t.Fatal("a broken pair replaced the good certificate")
 	}
-	if _, err := newCertStore(certA, keyA, testLogger(t)); err == nil || !strings.Contains(err.Error(), keyA) {
+	if _, err := newCertStore(CertPair{certA, keyA}, nil, testLogger(t)); err == nil || !strings.Contains(err.Error(), keyA) {
 		t.Fatalf("start with a broken pair: %v, want an error naming the key file", err)
 	}
 }
