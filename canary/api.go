@@ -47,7 +47,8 @@ const (
 // src supplies /api/v1/verdicts and history (typically the embedded store,
 // which also holds other canaries' verdicts); nil: verdicts come from this
 // canary's memory and history answers 501. Verdict states are as of the
-// request: an expired verdict reads unknown.
+// request: an expired verdict reads unknown. /api/v1/verdicts leaves out
+// this canary's region's pairs its config no longer runs (see dropRemoved).
 func (c *Canary) Handler(src reporting.HistorySource) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/verdicts", func(w http.ResponseWriter, r *http.Request) {
@@ -152,6 +153,7 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 		apiError(w, http.StatusInternalServerError, "reading verdicts failed")
 		return
 	}
+	vs = c.dropRemoved(vs)
 	now := c.now()
 	for i := range vs {
 		vs[i].State = vs[i].Current(now)

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -862,6 +863,31 @@ func (c *Canary) Verdicts(_ context.Context, maxAge time.Duration) ([]reporting.
 }
 
 var _ reporting.Source = (*Canary)(nil)
+
+// dropRemoved leaves out of vs (in place) the series of this canary's
+// region whose check × target its current config does not run (over every
+// shard; disabled checks do not run): a pair a reload removed, whose last
+// verdict a store keeps for its whole retention. It is the status page's
+// rule (cmd/vigil's statuspage.Options.Removed): other regions' series are
+// not this config's to judge and are kept.
+func (c *Canary) dropRemoved(vs []reporting.Verdict) []reporting.Verdict {
+	c.mu.Lock()
+	cfg := c.cfg
+	c.mu.Unlock()
+	agent := c.labels.Load()
+	if cfg == nil || agent == nil {
+		return vs
+	}
+	pairs := cfg.PairNames()
+	out := vs[:0]
+	for _, v := range vs {
+		if v.Region == agent.Region && !slices.Contains(pairs[v.Check], v.Target) {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
 
 // Skipped returns how many scheduled runs of the pair were skipped because
 // its previous run was still in flight.
