@@ -134,6 +134,14 @@ type entry struct {
 	next    time.Time
 	plan    plan
 	removed bool
+	// deferNext: the scheduled run in flight is a restart's catch-up run
+	// (plan.resume) or a run deferred for one. A slot that comes while it
+	// runs is owed (owed: its time) and run as soon as it ends, instead
+	// of being skipped, so a restart neither skips nor repeats a run.
+	// Runs end within their timeout, which is under the interval: each
+	// deferred run ends closer to its slot, and the chain stops.
+	deferNext bool
+	owed      time.Time
 
 	mu      sync.Mutex // guards machine, latest, has, done
 	machine *Machine
@@ -245,26 +253,53 @@ func (c *Canary) fireDue() time.Duration {
 			return e.next.Sub(now)
 		}
 		planned := e.next
+		catchUp := e.plan.resumed
+		e.plan.resumed = false
 		e.next = e.plan.advance(now)
 		heap.Fix(&c.queue, 0)
-		c.fire(e, planned)
+		c.fire(e, planned, catchUp)
 	}
 	return time.Hour
 }
 
-// fire starts a scheduled run of e unless it is still running. Called with c.mu held.
-func (c *Canary) fire(e *entry, planned time.Time) {
+// fire starts a scheduled run of e unless it is still running: then the
+// run is skipped, or owed when the run in flight is a catch-up run (see
+// entry.deferNext). catchUp: this run is one, or is owed for one. Called
+// with c.mu held.
+func (c *Canary) fire(e *entry, planned time.Time, catchUp bool) {
 	if !e.start() {
+		if e.deferNext && e.owed.IsZero() {
+			e.owed = planned
+			return
+		}
 		e.skipped.Add(1)
 		return
 	}
+	e.deferNext = catchUp
 	sem := c.sem
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		if catchUp {
+			defer c.runOwed(e)
+		}
 		defer c.recoverRun(e)
 		c.run(e, planned, sem)
 	}()
+}
+
+// runOwed ends a catch-up run of e: the slot that came while it ran, if
+// any, runs now (while Run's wait group still counts this run, so a stop
+// waits for it or drops it like any queued run).
+func (c *Canary) runOwed(e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	owed := e.owed
+	e.owed, e.deferNext = time.Time{}, false
+	if owed.IsZero() || e.removed || c.stopping.Load() {
+		return
+	}
+	c.fire(e, owed, true)
 }
 
 // recoverRun keeps a panic outside the check itself (the check's own panics

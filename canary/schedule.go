@@ -97,6 +97,9 @@ type plan struct {
 	jitter   float64       // fraction of the interval
 	base     time.Time     // the current regular slot (before jitter)
 	regular  time.Time     // the next regular run when a confirm run was put before it
+	// resumed: the next run is the restart's catch-up run for the slot
+	// before (resume). fireDue takes it to the run (entry.deferNext).
+	resumed bool
 }
 
 // first places the first run: the pair's next interval slot at or after
@@ -126,8 +129,11 @@ func (p *plan) first(key string, now time.Time) time.Time {
 //
 // A pair with no stored run, or one down for longer (more slots missed),
 // runs at its next slot, as on a first start: the start does not become a
-// burst of catch-up runs. Then the pair continues on its next slot. It
-// returns the time of the first run and whether it changed.
+// burst of catch-up runs. Then the pair continues on its next slot; if the
+// catch-up run is still going then (it started late in the slot, and a run
+// lasts up to its timeout), that slot's run starts right after it instead
+// of being skipped (entry.deferNext). It returns the time of the first run
+// and whether it changed.
 func (p *plan) resume(lastStart, now time.Time) (time.Time, bool) {
 	if p.cron != nil || p.interval <= 0 {
 		return time.Time{}, false
@@ -145,6 +151,7 @@ func (p *plan) resume(lastStart, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	p.base = prev
+	p.resumed = true
 	return at, true
 }
 
