@@ -38,8 +38,9 @@ func plan(t *testing.T, s *Store, query string, args []any) string {
 // and the alerter search an index on the filter's columns followed by the
 // time, and need no sort: a week of a 1 s check on 3 targets (1.8 M rows)
 // made a check page read every row of the check and sort them (1.2 CPU-s a
-// render, every 5 s). Checked on a new file and on one written with the
-// older layout (verdicts_series only), which Open upgrades, saying so.
+// render, every 5 s). Checked on a new file and on files written with the
+// older layout (verdicts_series only), which Open upgrades: a large one in
+// the background, saying so.
 func TestHistoryReadsUseTimeIndex(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -88,51 +89,71 @@ func TestHistoryReadsUseTimeIndex(t *testing.T) {
 		check(t, s)
 	})
 
-	t.Run("file of the older layout", func(t *testing.T) {
-		dir := t.TempDir()
-		s, err := Open(dir, Options{Now: clock, Log: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range []string{"DROP INDEX verdicts_check_at", "DROP INDEX verdicts_target_at", "DROP INDEX rollups_target",
-			"CREATE INDEX verdicts_series ON verdicts(check_name, target, region, at)"} {
-			if _, err := s.w.Exec(q); err != nil {
+	for _, tc := range []struct {
+		name       string
+		background int64 // indexInBackground
+	}{
+		{"small file of the older layout: indexed at Open", 1000},
+		{"large file of the older layout: indexed in the background", 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{Now: clock, Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		var vs []reporting.Verdict
-		for i := range 30 {
-			vs = append(vs, reporting.Verdict{Check: "c", Target: []string{"t", "u", "w"}[i%3], Region: "r", State: reporting.StateHealthy,
-				OK: true, At: now.Add(-time.Duration(30-i) * time.Minute)})
-		}
-		if err := s.Publish(context.Background(), vs); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		defer func(n int64) { indexLogRows = n }(indexLogRows)
-		indexLogRows = 30
-		var log logBuf
-		s, err = Open(dir, Options{Now: clock, Log: slog.New(slog.NewTextHandler(&log, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		check(t, s)
-		for _, want := range []string{"store: indexing the stored history for faster reads (once, after an upgrade)", "verdicts=30",
-			"store: indexed the stored history"} {
-			if !strings.Contains(log.String(), want) {
-				t.Errorf("log lacks %q:\n%s", want, log.String())
+			for _, q := range []string{"DROP INDEX verdicts_check_at", "DROP INDEX verdicts_target_at", "DROP INDEX rollups_target",
+				"CREATE INDEX verdicts_series ON verdicts(check_name, target, region, at)"} {
+				if _, err := s.w.Exec(q); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		var n int
-		if err := s.r.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name='verdicts_series'`).Scan(&n); err != nil || n != 0 {
-			t.Errorf("verdicts_series still there (%d, %v): it costs every write and no read uses it", n, err)
-		}
-		got, err := s.History(context.Background(), reporting.HistoryQuery{Check: "c", Target: "u", From: now.Add(-time.Hour), Limit: 3})
-		if err != nil || len(got) != 3 || got[0].Target != "u" || !got[0].At.Before(got[2].At) || !got[2].At.Equal(now.Add(-2*time.Minute)) {
-			t.Errorf("History(c, u, limit 3) after the upgrade = %+v, %v; want u's newest 3, oldest first", got, err)
-		}
-	})
+			var vs []reporting.Verdict
+			for i := range 30 {
+				vs = append(vs, reporting.Verdict{Check: "c", Target: []string{"t", "u", "w"}[i%3], Region: "r", State: reporting.StateHealthy,
+					OK: true, At: now.Add(-time.Duration(30-i) * time.Minute)})
+			}
+			if err := s.Publish(context.Background(), vs); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			defer func(n int64) { indexInBackground = n }(indexInBackground)
+			indexInBackground = tc.background
+			var log logBuf
+			s, err = Open(dir, Options{Now: clock, Log: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			select {
+			case <-s.indexed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("indexing did not end within 10 s")
+			}
+			check(t, s)
+			var lines []string
+			if tc.background <= 30 {
+				lines = []string{"store: indexing the stored history in the background for faster reads (once, after an upgrade)",
+					"verdicts=30", "store: indexed the stored history"}
+			}
+			for _, want := range lines {
+				if !strings.Contains(log.String(), want) {
+					t.Errorf("log lacks %q:\n%s", want, log.String())
+				}
+			}
+			if len(lines) == 0 && strings.Contains(log.String(), "index") {
+				t.Errorf("a small file's indexing is logged:\n%s", log.String())
+			}
+			var n int
+			if err := s.r.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name='verdicts_series'`).Scan(&n); err != nil || n != 0 {
+				t.Errorf("verdicts_series still there (%d, %v): it costs every write and no read uses it", n, err)
+			}
+			got, err := s.History(context.Background(), reporting.HistoryQuery{Check: "c", Target: "u", From: now.Add(-time.Hour), Limit: 3})
+			if err != nil || len(got) != 3 || got[0].Target != "u" || !got[0].At.Before(got[2].At) || !got[2].At.Equal(now.Add(-2*time.Minute)) {
+				t.Errorf("History(c, u, limit 3) after the upgrade = %+v, %v; want u's newest 3, oldest first", got, err)
+			}
+		})
+	}
 }

@@ -80,6 +80,10 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when pruneLoop returns
+	// indexed is closed when the read indexes exist (at once unless a
+	// large file of an older version gains them in the background) or
+	// their creation ended otherwise.
+	indexed chan struct{}
 }
 
 var (
@@ -129,59 +133,75 @@ CREATE INDEX IF NOT EXISTS signals_at ON signals(at);
 
 // readIndexes are the indexes History and Rollups read by: each filter
 // (check; check × target) followed by the time column, so a read costs what
-// its window and limit hold, not the history kept. Open creates those a file
-// lacks (one written by an older version: about 2 s per million verdicts,
-// once, logged) and drops verdicts_series (check, target, region, at), which
-// they replace: its region column kept the time range of a check × target
-// read from being used.
+// its window and limit hold, not the history kept. They replace
+// verdicts_series (check, target, region, at), whose region column kept the
+// time range of a check × target read from being used; createIndexes drops
+// it once they exist.
 var readIndexes = []struct{ name, def string }{
 	{"verdicts_check_at", "verdicts(check_name, at)"},
 	{"verdicts_target_at", "verdicts(check_name, target, at)"},
 	{"rollups_target", "rollups(check_name, target, minute)"},
 }
 
-// indexLogRows is how many verdicts a file must hold for Open to log that
-// it is indexing them.
-var indexLogRows int64 = 100000
+// indexInBackground is how many verdicts a file lacking readIndexes (one
+// written by an older version) must hold for Open to leave creating them to
+// the background, logged, instead of creating them before it returns:
+// about 2 s per million verdicts, once.
+var indexInBackground int64 = 100000
 
-// ensureIndexes creates the missing readIndexes and drops verdicts_series.
-func ensureIndexes(w *sql.DB, path string, log *slog.Logger) error {
+// missingIndexes returns the names of the readIndexes the file lacks.
+func missingIndexes(db *sql.DB) ([]string, error) {
 	var missing []string
 	for _, ix := range readIndexes {
 		var n int
-		if err := w.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type='index' AND name=?`, ix.name).Scan(&n); err != nil {
-			return err
+		if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type='index' AND name=?`, ix.name).Scan(&n); err != nil {
+			return nil, err
 		}
 		if n == 0 {
 			missing = append(missing, ix.name)
 		}
 	}
-	if len(missing) > 0 {
-		var rows int64
-		if err := w.QueryRow(`SELECT count(*) FROM verdicts`).Scan(&rows); err != nil {
-			return err
-		}
-		began := time.Now()
-		logged := rows >= indexLogRows
-		if logged {
-			log.Info("store: indexing the stored history for faster reads (once, after an upgrade)", "file", path,
-				"verdicts", rows, "indexes", missing)
-		}
-		for _, ix := range readIndexes {
-			if _, err := w.Exec("CREATE INDEX IF NOT EXISTS " + ix.name + " ON " + ix.def); err != nil {
-				return fmt.Errorf("index %s: %w", ix.name, err)
-			}
-		}
-		if logged {
-			log.Info("store: indexed the stored history", "file", path, "duration", time.Since(began).Round(time.Millisecond).String())
+	return missing, nil
+}
+
+// createIndexes creates the missing readIndexes, then drops verdicts_series.
+func createIndexes(ctx context.Context, w *sql.DB) error {
+	for _, ix := range readIndexes {
+		if _, err := w.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS "+ix.name+" ON "+ix.def); err != nil {
+			return fmt.Errorf("index %s: %w", ix.name, err)
 		}
 	}
-	_, err := w.Exec("DROP INDEX IF EXISTS verdicts_series")
+	_, err := w.ExecContext(ctx, "DROP INDEX IF EXISTS verdicts_series")
 	return err
 }
 
-// Open opens or creates <dir>/vigil.db, applies the schema and starts
-// pruning in the background: expired rows once right away, then every
+// indexLogged creates the readIndexes of a large file for pruneLoop,
+// logging the start and the end. Reads work meanwhile (more slowly) and
+// writes wait for it. A Close stops it; the next start begins again.
+func (s *Store) indexLogged(rows int64, missing []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("store: indexing panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	s.log.Info("store: indexing the stored history in the background for faster reads (once, after an upgrade)",
+		"verdicts", rows, "indexes", missing)
+	began := time.Now()
+	err := createIndexes(s.ctx, s.w)
+	took := time.Since(began).Round(time.Millisecond).String()
+	switch {
+	case err != nil && s.ctx.Err() != nil:
+		s.log.Info("store: indexing stopped by close; it starts again at the next start", "duration", took)
+	case err != nil:
+		s.log.Warn("store: indexing failed; history reads stay slow until a start where it works", "err", err, "duration", took)
+	default:
+		s.log.Info("store: indexed the stored history", "duration", took)
+	}
+}
+
+// Open opens or creates <dir>/vigil.db, applies the schema (a large file of
+// an older version gains its read indexes in the background: readIndexes)
+// and starts pruning in the background: expired rows once right away, then every
 // PruneInterval. Open does not wait for the first prune (a large backlog
 // takes a while: e.g. 20 s for 1.5 million rows); reads and writes work
 // meanwhile, and it logs when it starts and ends.
@@ -251,7 +271,15 @@ func Open(dir string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: schema %s: %w", path, err)
 	}
-	if err := ensureIndexes(w, path, o.Log); err != nil {
+	missing, err := missingIndexes(w)
+	var backlog int64
+	if err == nil && len(missing) > 0 {
+		err = w.QueryRow(`SELECT count(*) FROM verdicts`).Scan(&backlog)
+	}
+	if err == nil && backlog < indexInBackground {
+		backlog, err = 0, createIndexes(context.Background(), w)
+	}
+	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: schema %s: %w", path, err)
 	}
@@ -272,9 +300,9 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	s := &Store{w: w, r: r, opts: o, log: o.Log, done: make(chan struct{})}
+	s := &Store{w: w, r: r, opts: o, log: o.Log, done: make(chan struct{}), indexed: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	go s.pruneLoop()
+	go s.pruneLoop(backlog, missing)
 	return s, nil
 }
 
@@ -343,10 +371,16 @@ func (s *Store) prune(ctx context.Context, now time.Time) (pruned, error) {
 	return done, nil
 }
 
-// pruneLoop prunes once right after Open, logging the start and the end
-// (a large backlog takes a while), then every PruneInterval, until Close.
-func (s *Store) pruneLoop() {
+// pruneLoop first creates the read indexes of a file of an older version
+// holding unindexed verdicts (unindexed > 0), then prunes once, logging the
+// start and the end of both (a large backlog takes a while), then every
+// PruneInterval, until Close.
+func (s *Store) pruneLoop(unindexed int64, missing []string) {
 	defer close(s.done)
+	if unindexed > 0 {
+		s.indexLogged(unindexed, missing)
+	}
+	close(s.indexed)
 	s.pruneLogged(true)
 	t := time.NewTicker(PruneInterval)
 	defer t.Stop()
