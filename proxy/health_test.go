@@ -218,6 +218,16 @@ func TestMaxEjected(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Fatalf("%d of 4 origins out after verdicts, want still 2", n)
 	}
+	// Each refused verdict ejection is counted, per poll.
+	h.pool("web").applyVerdicts(vs, now)
+	refused := 0.0
+	for _, o := range []string{"o0", "o1", "o2", "o3"} {
+		v, _ := h.metric("vigil_proxy_ejections_refused_total", map[string]string{"origin": o, "reason": ReasonVerdict})
+		refused += v
+	}
+	if refused != 4 {
+		t.Fatalf("ejections_refused_total{reason=verdict} sums to %v over two polls, want 4 (two origins kept in service each time)", refused)
+	}
 	// Drained origins do not count against the cap.
 	h.p.Drain("o0", "x")
 	h.p.Drain("o1", "x")

@@ -52,7 +52,7 @@ type metrics struct {
 	clientWait prometheus.Counter       // accepts that waited at max_client_conns
 	h2Errors   *prometheus.CounterVec   // type
 
-	// ejectRefused counts passive ejections max_ejected refused.
+	// ejectRefused counts ejections max_ejected refused.
 	ejectRefused *prometheus.CounterVec // pool, origin, reason
 }
 
@@ -81,7 +81,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"pool", "origin", "reason"}),
 		ejectRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_ejections_refused_total",
-			Help: "Passive ejections refused because max_ejected origins of the pool were out, by the rule that fired (consecutive_5xx: every failed try at or past the threshold; the window rules: every evaluation).",
+			Help: "Ejections refused because max_ejected origins of the pool were out, by the rule that fired (consecutive_5xx: every failed try at or past the threshold; the window rules: every evaluation; verdict: every verdict poll that found the origin down).",
 		}, []string{"pool", "origin", "reason"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_retries_total",
@@ -167,7 +167,7 @@ func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 		om.ejections[r] = m.ejections.WithLabelValues(pool, origin, r)
 	}
 	om.ejectRefused = map[string]prometheus.Counter{}
-	for _, r := range passiveReasons {
+	for _, r := range ejectionReasons {
 		om.ejectRefused[r] = m.ejectRefused.WithLabelValues(pool, origin, r)
 	}
 	// Every failure cause starts at 0, so an origin's failure rate is 0,

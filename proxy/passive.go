@@ -22,9 +22,6 @@ const (
 
 var ejectionReasons = []string{ReasonConsecutive5xx, ReasonFailureRate, ReasonSuccessRate, ReasonLatencyP95, ReasonVerdict}
 
-// passiveReasons are the passive detector's rules (the `reason` label of
-// vigil_proxy_ejections_refused_total).
-var passiveReasons = []string{ReasonConsecutive5xx, ReasonFailureRate, ReasonSuccessRate, ReasonLatencyP95}
 
 // minOutlierGap is the least gap (in success-rate points, 0..1) below the
 // pool median before the success-rate rule ejects, so that tiny spreads

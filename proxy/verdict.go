@@ -820,6 +820,7 @@ func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration
 			changed := ok && o.set(flagVerdict, why, now)
 			pl.mu.Unlock()
 			if !ok {
+				o.m.ejectRefused[ReasonVerdict].Inc()
 				o.mu.Lock()
 				first := o.verdictSeen != why
 				o.verdictSeen = why
