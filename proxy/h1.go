@@ -111,6 +111,10 @@ func (p *h1Pool) get(now time.Time) *h1Conn {
 }
 
 func (p *h1Pool) put(c *h1Conn) {
+	// Idle from now: the origin's own keep-alive timer starts when it sent
+	// the end of its answer, which is about now, not when the request went
+	// out (a slow answer is not idle time).
+	c.lastUsed = time.Now()
 	p.mu.Lock()
 	if p.closed || len(p.idle) >= h1MaxIdle {
 		p.mu.Unlock()
@@ -235,7 +239,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 		}
 		// A deadline up to 1/64 of the try earlier than asked is kept:
 		// setting one costs a runtime timer update.
-		c.lastUsed = now // idle age counts from the exchange's start (conservative)
+		c.lastUsed = now // in use; put sets the idle start
 		c.bodyIdle = 0
 		c.aborted.Store(false)
 		if c.dl.IsZero() || c.dl.After(deadline) || deadline.Sub(c.dl) > deadline.Sub(now)/64 {

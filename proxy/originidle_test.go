@@ -58,3 +58,37 @@ func TestOriginIdleTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestOriginIdleTimeoutCountsIdleTimeOnly: origin_idle_timeout counts from
+// the end of the last answer, not from the start of its request: an origin
+// that takes longer than the timeout to answer keeps its connection for
+// requests sent right after (was, on the fast path: a new connection for
+// every answer slower than origin_idle_timeout).
+func TestOriginIdleTimeoutCountsIdleTimeOnly(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(400 * time.Millisecond)
+		w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	cfg := pool1(PolicyFirst, srv.URL)
+	cfg.Pools[0].OriginIdleTimeout = 300 * time.Millisecond
+	h := startWith(t, cfg, nil, false, testEngine())
+	for _, method := range []string{"GET", "POST"} {
+		before := conns.Load()
+		for i := range 3 {
+			if code, b, _ := h.do(method, "/", map[string]string{"GET": "", "POST": "x"}[method]); code != 200 || b != "ok" {
+				t.Fatalf("%s %d: %d %q", method, i, code, b)
+			}
+		}
+		if got := conns.Load() - before; got > 1 {
+			t.Errorf("%s: %d origin connections for 3 back-to-back requests of 400ms each, want at most 1 (each was idle about 0s, origin_idle_timeout 300ms)", method, got)
+		}
+	}
+}
