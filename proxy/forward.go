@@ -1507,8 +1507,11 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	bp := bufPool.Get().(*[]byte)
 	buf := *bp
-	for {
-		if pending && hb != nil && fl != nil && hb.c.br.Buffered() == 0 {
+	for first := true; ; first = false {
+		// Through Go's transport nothing says whether a read will wait: the
+		// head goes out before the first read (one more write when the body
+		// came with it), so a stalled body never holds back the status.
+		if pending && fl != nil && (hb == nil && first || hb != nil && hb.c.br.Buffered() == 0) {
 			st.flush(fl)
 			pending = false
 		}

@@ -14,8 +14,8 @@ import (
 // TestSlowContentLengthBodyFlows: an answer with a Content-Length whose
 // body the origin sends slowly reaches the client as it comes: the first
 // bytes the origin sent arrive at once, not when the body is complete (or
-// 4 KiB are buffered), on the fast path and through Go's transport; on
-// http:// origins a head whose body has not started goes out at once too.
+// 4 KiB are buffered), and a head whose body has not started goes out at
+// once too, on the fast path and through Go's transport.
 // Was: nothing reached the client until the whole body was in, and an
 // origin that stalled mid-body kept the client waiting for body_timeout
 // before it saw even the head.
@@ -45,6 +45,7 @@ func TestSlowContentLengthBodyFlows(t *testing.T) {
 		{"GET", "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n", "0123456789"},
 		{"POST", "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nb", "0123456789"},
 		{"GET head first", "GET /late HTTP/1.1\r\nHost: x\r\n\r\n", ""},
+		{"POST head first", "POST /late HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nb", ""},
 	}
 	for _, engineName := range bothEngines {
 		for _, tc := range cases {
