@@ -39,7 +39,7 @@ type pool struct {
 
 	tunnels *tunnelSet // the proxy's WebSocket tunnels (nil in some tests)
 
-	resort lastResort // last-resort incidents and vigil_proxy_last_resort_total
+	resort *lastResort // last-resort incidents and vigil_proxy_last_resort_total; shared by a pool's generations
 
 	mu     sync.Mutex // serialises ejections against max_ejected
 	tryLog logLimiter // "try failed" lines, per origin and cause
@@ -184,7 +184,7 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 		pl.retries[c] = m.retries.WithLabelValues(pc.Name, c)
 	}
 	m.budgetDeny.WithLabelValues(pc.Name)
-	pl.resort.total = m.forLastResort(pc.Name)
+	pl.resort = &lastResort{total: m.forLastResort(pc.Name)}
 	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
 		pl.none.code(code)
 	}

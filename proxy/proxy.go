@@ -336,9 +336,9 @@ func (o *origin) inherit(po *origin) {
 // transport with the keep-alive connections to the origins. It reports
 // whether the transport (and so the dial function) was taken over.
 func (pl *pool) inheritPool(pp *pool) (sameDial bool) {
-	// An open last-resort incident goes on (one warning, one "over" line).
-	pl.resort.since.Store(pp.resort.since.Load())
-	pl.resort.served.Store(pp.resort.served.Load())
+	// An open last-resort incident goes on (one warning, one "over" line),
+	// also for requests still finishing on the previous generation.
+	pl.resort = pp.resort
 	if pp.budget.ratio == pl.budget.ratio {
 		pl.budget = pp.budget
 	} else {
