@@ -23,7 +23,9 @@ const certReloadEvery = 10 * time.Second
 //
 // The first pair (cert_file, key_file) is the default; each further one
 // (certs) is served to a client whose SNI name it covers, the first that
-// matches, as nginx's and Caddy's per-name certificates.
+// matches and that the client can use (an ECDSA and an RSA pair for one
+// name serve each client the kind it supports), as nginx's and Caddy's
+// per-name certificates.
 type certStore struct {
 	pairs []*certPair
 	log   *slog.Logger
@@ -90,10 +92,19 @@ func (p *certPair) fileStamp() (string, error) {
 func (s *certStore) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	s.maybeReload()
 	if name := hello.ServerName; name != "" {
+		var named *tls.Certificate // covers the name; the client may not take its key type
 		for _, p := range s.pairs[1:] {
 			if c := p.cert.Load(); c.Leaf.VerifyHostname(name) == nil {
-				return c, nil
+				if hello.SupportsCertificate(c) == nil {
+					return c, nil
+				}
+				if named == nil {
+					named = c
+				}
 			}
+		}
+		if named != nil {
+			return named, nil
 		}
 	}
 	return s.pairs[0].cert.Load(), nil

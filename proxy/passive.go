@@ -22,7 +22,6 @@ const (
 
 var ejectionReasons = []string{ReasonConsecutive5xx, ReasonFailureRate, ReasonSuccessRate, ReasonLatencyP95, ReasonVerdict}
 
-
 // minOutlierGap is the least gap (in success-rate points, 0..1) below the
 // pool median before the success-rate rule ejects, so that tiny spreads
 // (99.9% against 100%) never eject.
