@@ -5,31 +5,21 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 )
 
 // rsaCertFor writes a self-signed RSA certificate for name and its key.
 func rsaCertFor(t *testing.T, name string) (string, string) {
 	t.Helper()
-	key, _ := rsa.GenerateKey(rand.Reader, 2048)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: name + " rsa"}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	cf, kf := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
-	os.WriteFile(cf, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(kf, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600)
-	return cf, kf
+	tmpl := serverCertTemplate(name + " rsa")
+	tmpl.DNSNames = []string{name}
+	tmpl.KeyUsage |= x509.KeyUsageKeyEncipherment
+	certFile, keyFile, _ := writeSelfSigned(t, tmpl, key)
+	return certFile, keyFile
 }
 
 // TestTLSListenerDualCertSameName: two pairs for one name (ECDSA first, RSA

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -18,32 +19,58 @@ import (
 	"time"
 )
 
-// selfSigned writes a certificate and key for 127.0.0.1 and returns their paths.
+// selfSigned writes a certificate and key for 127.0.0.1 and returns their
+// paths and a pool trusting the certificate.
 func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	tmpl := serverCertTemplate("vigil test")
+	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	certFile, keyFile, c := writeSelfSigned(t, tmpl, newECKey(t))
+	pool = x509.NewCertPool()
+	pool.AddCert(c)
+	return certFile, keyFile, pool
+}
+
+// serverCertTemplate is a server certificate named cn, valid for an hour
+// around now.
+func serverCertTemplate(cn string) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+}
+
+func newECKey(t *testing.T) crypto.Signer {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vigil test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	return key
+}
+
+// writeSelfSigned signs tmpl with key itself and writes the certificate and
+// the key (PKCS #8) as PEM files: it returns their paths and the certificate.
+func writeSelfSigned(t *testing.T, tmpl *x509.Certificate, key crypto.Signer) (certFile, keyFile string, cert *x509.Certificate) {
+	t.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kb, _ := x509.MarshalECPrivateKey(key)
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	c, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(c)
-	return certFile, keyFile, pool
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, err = x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, cert
 }
 
 func TestRunTLSListener(t *testing.T) {
