@@ -17,18 +17,8 @@ import (
 // origin closing idle connections sooner (Node.js and Apache: 5s) made a
 // POST that met the close fail with 502.
 func TestOriginIdleTimeout(t *testing.T) {
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ok"))
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	cfg := pool1(PolicyFirst, srv.URL)
+	url, conns := connCountingOrigin(t, 0)
+	cfg := pool1(PolicyFirst, url)
 	cfg.Pools[0].OriginIdleTimeout = 200 * time.Millisecond
 	h := startWith(t, cfg, nil, false, testEngine())
 	for _, method := range []string{"GET", "POST"} {
@@ -65,19 +55,8 @@ func TestOriginIdleTimeout(t *testing.T) {
 // requests sent right after (was, on the fast path: a new connection for
 // every answer slower than origin_idle_timeout).
 func TestOriginIdleTimeoutCountsIdleTimeOnly(t *testing.T) {
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(400 * time.Millisecond)
-		w.Write([]byte("ok"))
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	cfg := pool1(PolicyFirst, srv.URL)
+	url, conns := connCountingOrigin(t, 400*time.Millisecond)
+	cfg := pool1(PolicyFirst, url)
 	cfg.Pools[0].OriginIdleTimeout = 300 * time.Millisecond
 	h := startWith(t, cfg, nil, false, testEngine())
 	for _, method := range []string{"GET", "POST"} {
@@ -91,4 +70,23 @@ func TestOriginIdleTimeoutCountsIdleTimeOnly(t *testing.T) {
 			t.Errorf("%s: %d origin connections for 3 back-to-back requests of 400ms each, want at most 1 (each was idle about 0s, origin_idle_timeout 300ms)", method, got)
 		}
 	}
+}
+
+// connCountingOrigin is an origin answering "ok" after delay; the counter
+// counts the connections it accepted.
+func connCountingOrigin(t *testing.T, delay time.Duration) (string, *atomic.Int64) {
+	t.Helper()
+	conns := new(atomic.Int64)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL, conns
 }
