@@ -44,13 +44,7 @@ func TestLastResortIncident(t *testing.T) {
 	if n := count(); n != 3 {
 		t.Errorf("vigil_proxy_last_resort_total = %v, want 3", n)
 	}
-	began := logs.lines("level=WARN", "pool has no available origin")
-	if len(began) != 1 {
-		t.Fatalf("want one last-resort warning, got %q", began)
-	}
-	if want := `origins="o0: verdict_down; o1: drained"`; !strings.Contains(began[0], want) || !strings.Contains(began[0], "pool=web") {
-		t.Errorf("warning lacks pool=web or %s:\n%s", want, began[0])
-	}
+	checkIncidentBegan(t, logs, `origins="o0: verdict_down; o1: drained"`)
 	lr.first(pl, true)
 	lr.first(pl, true)
 	ended := logs.lines("pool has an available origin again; last resort over")
@@ -99,13 +93,7 @@ func TestLastResortLoggedAndCounted(t *testing.T) {
 			if n := count(); n != 3 {
 				t.Errorf("vigil_proxy_last_resort_total = %v, want 3", n)
 			}
-			began := logs.lines("level=WARN", "pool has no available origin")
-			if len(began) != 1 {
-				t.Fatalf("want one last-resort warning, got %q", began)
-			}
-			if want := `origins="o0: verdict_down; o1: drained,verdict_down"`; !strings.Contains(began[0], want) || !strings.Contains(began[0], "pool=web") {
-				t.Errorf("warning lacks pool=web or %s:\n%s", want, began[0])
-			}
+			checkIncidentBegan(t, logs, `origins="o0: verdict_down; o1: drained,verdict_down"`)
 			// A reload during the incident continues it: no second warning.
 			if err := h.p.Reload(cfg); err != nil {
 				t.Fatal(err)
@@ -128,5 +116,18 @@ func TestLastResortLoggedAndCounted(t *testing.T) {
 				t.Errorf("after the return vigil_proxy_last_resort_total = %v, want still 4", n)
 			}
 		})
+	}
+}
+
+// checkIncidentBegan checks that exactly one last-resort warning was logged,
+// naming pool web and why each origin was out (want).
+func checkIncidentBegan(t *testing.T, logs *tryLogs, want string) {
+	t.Helper()
+	began := logs.lines("level=WARN", "pool has no available origin")
+	if len(began) != 1 {
+		t.Fatalf("want one last-resort warning, got %q", began)
+	}
+	if !strings.Contains(began[0], want) || !strings.Contains(began[0], "pool=web") {
+		t.Errorf("warning lacks pool=web or %s:\n%s", want, began[0])
 	}
 }
