@@ -861,6 +861,20 @@ func treeKeys(t reflect.Type, v any, path string) (unknown []string, twins []err
 	return unknown, twins
 }
 
+// fieldsOf returns the config keys of struct type t (through pointers)
+// with their types, or false when t is not a struct.
+func fieldsOf(t reflect.Type) (map[string]reflect.Type, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil, false
+	}
+	fields := map[string]reflect.Type{}
+	structFields(t, fields)
+	return fields, true
+}
+
 // structFields adds the mapstructure names of t's fields (those of
 // squashed embedded structs included) to fields.
 func structFields(t reflect.Type, fields map[string]reflect.Type) {
@@ -898,14 +912,10 @@ func keyHint(key string) string {
 	t := reflect.TypeOf(File{})
 	for _, seg := range segs[:len(segs)-1] {
 		name, idx, _ := strings.Cut(seg, "[")
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct {
+		fields, ok := fieldsOf(t)
+		if !ok {
 			return ""
 		}
-		fields := map[string]reflect.Type{}
-		structFields(t, fields)
 		ft, ok := fields[name]
 		if !ok {
 			for n, f := range fields {
@@ -931,11 +941,10 @@ func keyHint(key string) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct {
+	fields, ok := fieldsOf(t)
+	if !ok {
 		return ""
 	}
-	fields := map[string]reflect.Type{}
-	structFields(t, fields)
 	names := slices.Sorted(maps.Keys(fields))
 	var hints []string
 	if near := nearestName(strings.ToLower(segs[len(segs)-1]), names); near != "" {
