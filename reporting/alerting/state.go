@@ -421,36 +421,20 @@ var saveFailLogEvery = time.Minute
 
 // saveFailureLog logs failed saves of the state file without a line per
 // evaluation (a full disk fails every one, each with another temporary
-// file name in the error): the first failure, then at most one line per
-// saveFailLogEvery with how many failed in a row and how many were not
-// logged (suppressed), and one line when a save works again, as the
-// store's sink warnings do. The zero value is ready; guarded by saveMu.
-type saveFailureLog struct {
-	failures   int       // in a row
-	suppressed int       // failures not logged since the last line
-	since      time.Time // of the first failure in a row
-	last       time.Time // of the last line
-}
+// file name in the error), as failureRun says, as the store's sink
+// warnings do. The zero value is ready; guarded by saveMu.
+type saveFailureLog struct{ run failureRun }
 
 // record notes one save of path at now: err nil when it worked.
 func (l *saveFailureLog) record(log *slog.Logger, path string, now time.Time, err error) {
-	switch {
-	case err == nil && l.failures > 0:
-		log.Info("alerting: alert state saved again", "path", path, "failures", l.failures, "suppressed", l.suppressed,
-			"failed_for", now.Sub(l.since).Round(time.Second).String())
-		*l = saveFailureLog{}
-	case err == nil:
-	case l.failures == 0:
-		l.failures, l.since, l.last = 1, now, now
+	switch line, r := l.run.note(now, err != nil, saveFailLogEvery); line {
+	case lineAgain:
+		log.Info("alerting: alert state saved again", "path", path, "failures", r.failures, "suppressed", r.suppressed,
+			"failed_for", r.failedFor(now))
+	case lineFirst:
 		log.Warn("alerting: cannot save alert state; retrying on every evaluation", "path", path, "err", err)
-	default:
-		l.failures++
-		if now.Sub(l.last) < saveFailLogEvery {
-			l.suppressed++
-			return
-		}
-		log.Warn("alerting: still cannot save alert state", "path", path, "err", err, "failures", l.failures,
-			"suppressed", l.suppressed, "failing_for", now.Sub(l.since).Round(time.Second).String())
-		l.suppressed, l.last = 0, now
+	case lineStill:
+		log.Warn("alerting: still cannot save alert state", "path", path, "err", err, "failures", r.failures,
+			"suppressed", r.suppressed, "failing_for", r.failedFor(now))
 	}
 }
