@@ -363,12 +363,15 @@ func isHop(k string) bool {
 // CGI, PHP and WSGI origins map '-' and '_' to the same variable, so a
 // client could pass its own value as the proxy's (nginx drops them too);
 // so is a Host field (an HTTP/2 request's host beside :authority): the
-// request's Host is written from the routed authority alone.
+// request's Host is written from the routed authority alone; and so is
+// Content-Length, which the proxy writes from the body it sends (an HTTP/2
+// request may declare a length and send no body: passed on, the origin
+// would read the next client's request on that connection as its body).
 func copyHeaders(dst, src http.Header, request bool) {
 	conn := src["Connection"]
 	for k, vv := range src {
 		if isHop(k) || (conn != nil && namedIn(conn, k)) ||
-			request && (k == "Host" || strings.IndexByte(k, '_') >= 0 && forwardedLookAlike(k)) {
+			request && (k == "Host" || k == "Content-Length" || strings.IndexByte(k, '_') >= 0 && forwardedLookAlike(k)) {
 			continue
 		}
 		dst[k] = vv
