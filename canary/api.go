@@ -48,7 +48,8 @@ const (
 // which also holds other canaries' verdicts); nil: verdicts come from this
 // canary's memory and history answers 501. Verdict states are as of the
 // request: an expired verdict reads unknown. /api/v1/verdicts leaves out
-// this canary's region's pairs its config no longer runs (see dropRemoved).
+// the pairs of this canary's own region and vantage that its config no
+// longer runs (see dropRemoved).
 func (c *Canary) Handler(src reporting.HistorySource) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/verdicts", func(w http.ResponseWriter, r *http.Request) {

@@ -899,12 +899,18 @@ func (c *Canary) Verdicts(_ context.Context, maxAge time.Duration) ([]reporting.
 
 var _ reporting.Source = (*Canary)(nil)
 
-// dropRemoved leaves out of vs (in place) the series of this canary's
-// region whose check × target its current config does not run (over every
-// shard; disabled checks do not run): a pair a reload removed, whose last
-// verdict a store keeps for its whole retention. It is the status page's
-// rule (cmd/vigil's statuspage.Options.Removed): other regions' series are
-// not this config's to judge and are kept.
+// dropRemoved leaves out of vs (in place) the series of this canary's own
+// region and vantage whose check × target its current config does not run
+// (over every shard; disabled checks do not run): a pair a reload removed,
+// whose last verdict a store keeps for its whole retention. Series of
+// other regions, and of other vantages of this region (other canaries
+// writing to a shared store, such as InfluxDB, with checks of their own),
+// are not this config's to judge and are kept: dropping them would hide
+// their failures from a proxy reading this API. Region and vantage are
+// what tells this canary's series apart in a store (Restore reads its own
+// back by them), so this is as narrow as the store lets it be; tracking
+// the pairs this process ran would miss a pair removed while it was
+// stopped.
 func (c *Canary) dropRemoved(vs []reporting.Verdict) []reporting.Verdict {
 	c.mu.Lock()
 	cfg := c.cfg
@@ -916,7 +922,7 @@ func (c *Canary) dropRemoved(vs []reporting.Verdict) []reporting.Verdict {
 	pairs := cfg.PairNames()
 	out := vs[:0]
 	for _, v := range vs {
-		if v.Region == agent.Region && !slices.Contains(pairs[v.Check], v.Target) {
+		if v.Region == agent.Region && v.Vantage == agent.Vantage && !slices.Contains(pairs[v.Check], v.Target) {
 			continue
 		}
 		out = append(out, v)
