@@ -62,3 +62,53 @@ func TestHTTP2DeclaredLengthWithoutBody(t *testing.T) {
 		t.Errorf("origin parsed the victim's request %d times, want 2:\n%s", n, strings.Join(seen, "\n"))
 	}
 }
+
+// TestHTTP2PathWithSpaceRefused: an HTTP/2 :path with a space gets 400 and
+// reaches no origin (was: written into the origin's request line as is, so
+// "/x HTTP/1.0" made a lenient origin see another target and version than
+// the one routed), as nginx refuses it.
+func TestHTTP2PathWithSpaceRefused(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string // request lines the origin read
+	origin := checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			lines = append(lines, strings.TrimRight(line, "\r\n"))
+			mu.Unlock()
+			for {
+				h, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if h == "\r\n" {
+					break
+				}
+			}
+			if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")); err != nil {
+				return
+			}
+		}
+	})
+	cfg := pool1(PolicyFirst, origin)
+	cfg.Pools[0].Hosts = []string{"localhost"}
+	addr, roots := runTLSProxy(t, cfg)
+	for _, path := range []string{"/x HTTP/1.0", "/a?b c", "/tab\tx"} {
+		_, fr := h2Open(t, addr, roots, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", path}})
+		if status, _ := h2Answer(t, fr); status != "400" && !strings.HasPrefix(status, "RST_STREAM") {
+			t.Errorf(":path %q: %s, want 400", path, status)
+		}
+	}
+	_, fr := h2Open(t, addr, roots, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/ok?q=%20"}})
+	if status, _ := h2Answer(t, fr); status != "200" {
+		t.Fatalf("a well-formed :path: %s", status)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) != 1 || lines[0] != "GET /ok?q=%20 HTTP/1.1" {
+		t.Errorf("origin read request lines %q, want only the well-formed one", lines)
+	}
+}

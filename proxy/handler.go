@@ -65,6 +65,14 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, http.StatusBadRequest, "host field differs from :authority")
 		return
 	}
+	if r.ProtoMajor == 2 && !validTarget(r.RequestURI) {
+		// HTTP/1 parsers split the request line at white space; an HTTP/2
+		// :path carries it as is, and written into the origin's request line
+		// a space would make a lenient origin see another target or version
+		// than the one routed and logged (nginx refuses it too).
+		p.refuse(w, r, http.StatusBadRequest, "malformed :path (white space or a control character)")
+		return
+	}
 	rp, ok := routePath(r.URL.Path)
 	if !ok {
 		p.refuse(w, r, http.StatusBadRequest, "ambiguous path: a dot segment with path parameters")
@@ -168,4 +176,15 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, code int, msg str
 	}
 	w.WriteHeader(code)
 	io.WriteString(w, http.StatusText(code)+": "+msg+"\n")
+}
+
+// validTarget reports whether a request target has no white space, control
+// character or DEL: it goes into the origin's request line as is.
+func validTarget(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
