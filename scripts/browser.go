@@ -193,8 +193,14 @@ func (c *BrowserConfig) ValidateAndSetDefaults() error {
 		c.MaxConcurrent = DefaultMaxConcurrent
 	}
 	for i, name := range c.Env {
-		if name == "" || strings.ContainsAny(name, "=\x00") {
-			errs = append(errs, fmt.Errorf("env[%d]: %q: want a variable name such as HTTPS_PROXY", i, name))
+		if name == "" {
+			errs = append(errs, fmt.Errorf("env[%d]: \"\": want a variable name such as HTTPS_PROXY", i))
+		} else if cut := strings.IndexAny(name, "=\x00"); cut >= 0 {
+			// Only the name is shown: a NAME=value entry is likely a
+			// secret, and this error reaches validate's output, the
+			// reload log and the unauthenticated /healthz.
+			errs = append(errs, fmt.Errorf("env[%d]: %q: want a variable name such as HTTPS_PROXY, not NAME=value: "+
+				"env lists names only, and Chromium gets their values from vigil's own environment", i, name[:cut+1]+"…"))
 		}
 	}
 	if err := c.loadCAFile(); err != nil {

@@ -80,7 +80,7 @@ func TestBrowserEnvironmentIsMinimal(t *testing.T) {
 			t.Errorf("browser environment lacks %q:\n%s", want, joined)
 		}
 	}
-	if err := (&BrowserConfig{Env: []string{"A=B"}}).ValidateAndSetDefaults(); err == nil || !strings.Contains(err.Error(), `env[0]: "A=B"`) {
+	if err := (&BrowserConfig{Env: []string{"A=B"}}).ValidateAndSetDefaults(); err == nil || !strings.Contains(err.Error(), `env[0]: "A=…"`) {
 		t.Errorf("env entry A=B: %v, want an error naming env[0]", err)
 	}
 }
