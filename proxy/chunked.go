@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
 )
 
 // chunkedReader decodes a chunked body (RFC 9112 §7.1) up to and including
@@ -13,11 +14,13 @@ import (
 // on bytes that are not data) except that white space before an extension
 // ("5 ;name=value") is accepted: RFC 9112 allows it (BWS) and nginx takes it.
 type chunkedReader struct {
-	br     *bufio.Reader
-	n      uint64 // data bytes left in the current chunk
-	crlf   bool   // the current chunk's data ended: its CRLF comes next
-	excess int64  // bytes that were not data, less an allowance
-	err    error
+	br       *bufio.Reader
+	n        uint64 // data bytes left in the current chunk
+	crlf     bool   // the current chunk's data ended: its CRLF comes next
+	excess   int64  // bytes that were not data, less an allowance
+	err      error
+	declared uint64 // data bytes the chunk-size lines announced so far
+	max      int64  // > 0: announcing more fails at once with *http.MaxBytesError
 }
 
 func newChunkedReader(br *bufio.Reader) *chunkedReader { return &chunkedReader{br: br} }
@@ -123,6 +126,13 @@ func (cr *chunkedReader) beginChunk() {
 	cr.excess = max(cr.excess-16-2*int64(min(size, 1<<40)), 0)
 	if cr.excess > 16<<10 {
 		cr.err = errChunkOverhead
+		return
+	}
+	if cr.declared += size; cr.max > 0 && (cr.declared > uint64(cr.max) || cr.declared < size) {
+		// Over the body limit as soon as a chunk says so, not after its
+		// data (a client announcing 16 MiB and sending 5 bytes would
+		// otherwise hold the connection until a timeout), as nginx.
+		cr.err = &http.MaxBytesError{Limit: cr.max}
 		return
 	}
 	cr.n = size

@@ -584,6 +584,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 			return
 		}
+		if lc, ok := r.Body.(interface{ limitChunks(int64) }); ok && r.ContentLength < 0 {
+			lc.limitChunks(maxBody)
+		}
 		rb := http.MaxBytesReader(w, r.Body, maxBody)
 		limit := int64(cfg.MaxBufferedBody)
 		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {

@@ -587,7 +587,8 @@ func (b *reqBody) read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.eof = true
 	case err != nil:
-		if b.chunked && !isNetErr(err) {
+		var mbe *http.MaxBytesError
+		if b.chunked && !isNetErr(err) && !errors.As(err, &mbe) {
 			err, b.bad = errBadChunk, true
 		}
 		b.err = err
@@ -994,3 +995,14 @@ type cachedDate struct {
 }
 
 var dateCache atomic.Pointer[cachedDate]
+
+// limitChunks makes a chunked body fail with *http.MaxBytesError as soon as
+// its chunk-size lines announce more than max bytes (the handler answers
+// 413 at once); nothing for other bodies.
+func (b *reqBody) limitChunks(max int64) {
+	b.mu.Lock()
+	if cr, ok := b.r.(*chunkedReader); ok {
+		cr.max = max
+	}
+	b.mu.Unlock()
+}

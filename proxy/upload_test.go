@@ -343,3 +343,37 @@ func TestExpectContinueNotForwarded(t *testing.T) {
 		})
 	}
 }
+
+// TestChunkOverMaxBody413AtOnce: a chunked body whose chunk-size line
+// announces more than max_body gets 413 at once, on the fast engine, and
+// nothing reaches the origin (was: the proxy waited for the data and
+// answered 408 after try_timeout while the client held its connection), as
+// nginx answers 413 at once.
+func TestChunkOverMaxBody413AtOnce(t *testing.T) {
+	a := newBackend(t, "a")
+	cfg := pool1(PolicyFirst, a.srv.URL)
+	cfg.Pools[0].Retry.TryTimeout = 5 * time.Second
+	cfg.MaxBody = 1 << 20
+	h := startWith(t, cfg, nil, false, EngineFast)
+	for _, body := range []string{"200000\r\nhello", "80000\r\n" + strings.Repeat("x", 0x80000) + "\r\n80001\r\nabc"} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(h.front.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		began := time.Now()
+		fmt.Fprint(c, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || time.Since(began) > 2*time.Second {
+			t.Fatalf("chunks announcing more than max_body (1 MiB): %d after %v, want 413 at once", resp.StatusCode, time.Since(began))
+		}
+	}
+	if n := a.hits.Load(); n != 0 {
+		t.Fatalf("origin got %d requests, want none", n)
+	}
+}
