@@ -166,7 +166,7 @@ targets: [{name: a, url: "http://127.0.0.1:9"}]
 checks: [{name: c, targets: [a], http: {}}]
 `)
 	for _, want := range []string{
-		`agent.browser.env[0]: "A=B": want a variable name such as HTTPS_PROXY`,
+		`agent.browser.env[0]: "A=…": want a variable name such as HTTPS_PROXY`,
 		`agent.browser.env[1]: "": want a variable name such as HTTPS_PROXY`,
 		"agent.browser.ca_file: open " + missing + ": no such file or directory",
 	} {
