@@ -48,11 +48,12 @@ func (a *app) statusPage() http.Handler {
 	if a.can != nil {
 		o.LastRuns = a.pageLastRuns
 		// This canary's own pairs that a reload removed leave the page at
-		// once; other regions' series are not this config's to judge.
+		// once; other regions' and other vantages' series (other canaries
+		// writing to the same store) are not this config's to judge.
 		var mu sync.Mutex
 		var of *File // the config pairs was computed from
 		var pairs map[string][]string
-		o.Removed = func(region, check, target string) bool {
+		o.Removed = func(region, vantage, check, target string) bool {
 			cfg := a.current()
 			mu.Lock()
 			if of != cfg {
@@ -60,7 +61,7 @@ func (a *app) statusPage() http.Handler {
 			}
 			ps := pairs
 			mu.Unlock()
-			if ps == nil || region != cfg.Agent.Region {
+			if ps == nil || region != cfg.Agent.Region || vantage != cfg.Agent.Vantage {
 				return false
 			}
 			return !slices.Contains(ps[check], target)

@@ -119,9 +119,10 @@ type Options struct {
 	// their Expires show as unknown. Default 24h; negative: never.
 	Forget time.Duration
 	// Removed, if set, reports a series this process knows is no longer
-	// run (its own canary's region, a pair removed from its config): it is
-	// left out at once instead of showing as unknown until Forget.
-	Removed func(region, check, target string) bool
+	// run (its own canary's region and vantage, a pair removed from its
+	// config): it is left out at once instead of showing as unknown until
+	// Forget.
+	Removed func(region, vantage, check, target string) bool
 	// Logger receives request errors. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -400,7 +401,7 @@ func (p *Page) present(vs []reporting.Verdict) []reporting.Verdict {
 	}
 	out := vs[:0:0]
 	for _, v := range vs {
-		if !p.o.Removed(v.Region, v.Check, v.Target) {
+		if !p.o.Removed(v.Region, v.Vantage, v.Check, v.Target) {
 			out = append(out, v)
 		}
 	}
