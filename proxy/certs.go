@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,10 +24,10 @@ const certReloadEvery = 10 * time.Second
 // logged and the previous one stays in use until the files are fixed.
 //
 // The first pair (cert_file, key_file) is the default; each further one
-// (certs) is served to a client whose SNI name it covers, the first that
-// matches and that the client can use (an ECDSA and an RSA pair for one
-// name serve each client the kind it supports), as nginx's and Caddy's
-// per-name certificates.
+// (certs) is served to a client whose SNI name it covers: one the client
+// can use (an ECDSA and an RSA pair for one name serve each client the kind
+// it supports), an exact name before a wildcard, then the first listed, as
+// nginx's and Caddy's per-name certificates.
 type certStore struct {
 	pairs []*certPair
 	log   *slog.Logger
@@ -92,19 +94,29 @@ func (p *certPair) fileStamp() (string, error) {
 func (s *certStore) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	s.maybeReload()
 	if name := hello.ServerName; name != "" {
-		var named *tls.Certificate // covers the name; the client may not take its key type
+		// One the client can use wins; among those an exact name wins over
+		// a wildcard wherever it is listed (as nginx and Caddy); then the
+		// first listed.
+		var best *tls.Certificate
+		bestRank := 0
 		for _, p := range s.pairs[1:] {
-			if c := p.cert.Load(); c.Leaf.VerifyHostname(name) == nil {
-				if hello.SupportsCertificate(c) == nil {
-					return c, nil
-				}
-				if named == nil {
-					named = c
-				}
+			c := p.cert.Load()
+			if c.Leaf.VerifyHostname(name) != nil {
+				continue
+			}
+			rank := 1
+			if slices.ContainsFunc(c.Leaf.DNSNames, func(n string) bool { return strings.EqualFold(n, name) }) {
+				rank++
+			}
+			if hello.SupportsCertificate(c) == nil {
+				rank += 2
+			}
+			if rank > bestRank {
+				best, bestRank = c, rank
 			}
 		}
-		if named != nil {
-			return named, nil
+		if best != nil {
+			return best, nil
 		}
 	}
 	return s.pairs[0].cert.Load(), nil

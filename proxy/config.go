@@ -387,8 +387,12 @@ func (c *Config) ValidateAndSetDefaults() error {
 			case cp.CertFile == "" || cp.KeyFile == "":
 				errs = append(errs, fmt.Errorf("certs[%d]: cert_file and key_file are both required", i))
 			default:
-				if _, err := loadPair(cp.CertFile, cp.KeyFile); err != nil {
+				if c, err := loadPair(cp.CertFile, cp.KeyFile); err != nil {
 					errs = append(errs, fmt.Errorf("certs[%d].cert_file: %w", i, err))
+				} else if len(c.Leaf.DNSNames) == 0 && len(c.Leaf.IPAddresses) == 0 {
+					// Chosen by SNI name, which is matched against the
+					// certificate's DNS names only (as clients check it).
+					errs = append(errs, fmt.Errorf("certs[%d].cert_file: %s names no DNS name (subject alternative name; a common name alone is not matched), so no client would get it", i, cp.CertFile))
 				}
 			}
 		}

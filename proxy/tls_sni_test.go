@@ -26,11 +26,13 @@ func TestTLSListenerCertBySNI(t *testing.T) {
 	cfg := pool1(PolicyFirst, newBackend(t, "a").srv.URL)
 	ca, ka := certFor(t, "a.example")
 	cb, kb := certFor(t, "*.b.example", "b.example")
-	cfg.Certs = []CertPair{{ca, ka}, {cb, kb}}
+	cx, kx := certFor(t, "x.b.example") // exact: wins over the wildcard listed before it
+	cfg.Certs = []CertPair{{ca, ka}, {cb, kb}, {cx, kx}}
 	addr, _ := runTLSProxy(t, cfg)
 	for _, tc := range []struct{ sni, want string }{
 		{"a.example", "a.example"},
-		{"x.b.example", "*.b.example"},
+		{"x.b.example", "x.b.example"},
+		{"y.b.example", "*.b.example"},
 		{"b.example", "*.b.example"},
 		{"other.example", "vigil test"},
 		{"", "vigil test"},
@@ -84,6 +86,8 @@ func TestTLSListenerVersionsAndSuites(t *testing.T) {
 func TestTLSListenerPairsCheckedAtValidate(t *testing.T) {
 	c1, k1 := certFor(t, "a.example")
 	c2, k2 := certFor(t, "b.example")
+	tmpl := serverCertTemplate("cn-only.example") // a common name, no subject alternative name
+	cn, kn, _ := writeSelfSigned(t, tmpl, newECKey(t))
 	origin := []OriginConfig{{Target: "a", URL: "http://127.0.0.1:1"}}
 	for _, tc := range []struct {
 		name string
@@ -95,6 +99,7 @@ func TestTLSListenerPairsCheckedAtValidate(t *testing.T) {
 		{"bad SNI pair", Config{TLSListen: "127.0.0.1:0", CertFile: c1, KeyFile: k1, Certs: []CertPair{{c2, k1}}}, []string{"certs[0].cert_file: " + c2, "does not match"}},
 		{"SNI pair half given", Config{TLSListen: "127.0.0.1:0", CertFile: c1, KeyFile: k1, Certs: []CertPair{{CertFile: c2}}}, []string{"certs[0]: cert_file and key_file are both required"}},
 		{"certs without tls_listen", Config{Certs: []CertPair{{c2, k2}}}, []string{"certs: only with tls_listen"}},
+		{"SNI pair without DNS names", Config{TLSListen: "127.0.0.1:0", CertFile: c1, KeyFile: k1, Certs: []CertPair{{cn, kn}}}, []string{"certs[0].cert_file: " + cn, "names no DNS name"}},
 		{"bad min version", Config{TLSListen: "127.0.0.1:0", CertFile: c1, KeyFile: k1, TLSMinVersion: "1.1"}, []string{`tls_min_version: "1.1": want "1.2" or "1.3"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
