@@ -49,21 +49,7 @@ func TestVerdictsAPIDropsRemovedPairs(t *testing.T) {
 	t.Cleanup(srv.Close)
 	series := func() []string {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/api/v1/verdicts")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var got []reporting.Verdict
-		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil {
-			t.Fatalf("GET /api/v1/verdicts: %s", resp.Status)
-		}
-		var out []string
-		for _, v := range got {
-			out = append(out, v.Check+"/"+v.Target+"/"+v.Region)
-		}
-		slices.Sort(out)
-		return out
+		return apiSeries(t, srv.URL, func(v reporting.Verdict) string { return v.Check + "/" + v.Target + "/" + v.Region })
 	}
 	want := []string{"api/o1/test-region", "home/o1/test-region", "home/o2/other-region", "home/o2/test-region"}
 	if got := series(); !slices.Equal(got, want) {
@@ -116,21 +102,7 @@ func TestVerdictsAPIKeepsOtherVantagesOfItsRegion(t *testing.T) {
 	t.Cleanup(srv.Close)
 	series := func() []string {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/api/v1/verdicts")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var got []reporting.Verdict
-		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil {
-			t.Fatalf("GET /api/v1/verdicts: %s", resp.Status)
-		}
-		var out []string
-		for _, v := range got {
-			out = append(out, v.Check+"/"+v.Vantage+"/"+string(v.State))
-		}
-		slices.Sort(out)
-		return out
+		return apiSeries(t, srv.URL, func(v reporting.Verdict) string { return v.Check + "/" + v.Vantage + "/" + string(v.State) })
 	}
 	want := []string{"hza/v1/healthy", "hza/v2/healthy", "hzb/v2/unhealthy", "keep/v1/healthy"}
 	if got := series(); !slices.Equal(got, want) {
@@ -143,4 +115,25 @@ func TestVerdictsAPIKeepsOtherVantagesOfItsRegion(t *testing.T) {
 	if got := series(); !slices.Equal(got, want) {
 		t.Fatalf("after a reload removed hza: %v, want %v", got, want)
 	}
+}
+
+// apiSeries reads GET /api/v1/verdicts from base and returns key of each
+// verdict, sorted.
+func apiSeries(t *testing.T, base string, key func(reporting.Verdict) string) []string {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/verdicts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got []reporting.Verdict
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil {
+		t.Fatalf("GET /api/v1/verdicts: %s", resp.Status)
+	}
+	var out []string
+	for _, v := range got {
+		out = append(out, key(v))
+	}
+	slices.Sort(out)
+	return out
 }
