@@ -304,7 +304,11 @@ func secretForms(sec string) []string {
 	}
 	// Lower-case hex digits need no form of their own: the matcher folds
 	// A-F (see Redactor).
-	forms = append(forms, url.QueryEscape(sec), url.PathEscape(sec))
+	// Go's escapes, and JavaScript's, which a browser step's page uses:
+	// encodeURIComponent leaves !'()* as they are (Go escapes them), and
+	// encodeURI leaves ;,/?:@&=+$# too.
+	forms = append(forms, url.QueryEscape(sec), url.PathEscape(sec),
+		jsEscape(sec, "-_.!~*'()"), jsEscape(sec, "-_.!~*'();,/?:@&=+$#"))
 	// A non-ASCII secret echoed by a server that reads header bytes as
 	// ISO-8859-1 (PEP 3333 WSGI, Python's http.server, Java servlets):
 	// "pässwörd" comes back as "pÃ¤sswÃ¶rd", JSON-escaped as
@@ -411,6 +415,25 @@ func asciiJSON(s string) string {
 		default:
 			fmt.Fprintf(&b, `\u%04x`, r)
 		}
+	}
+	return b.String()
+}
+
+// jsEscape is s percent-encoded as JavaScript's encodeURIComponent (keep
+// "-_.!~*'()") or encodeURI (keep also ";,/?:@&=+$#") encodes it: UTF-8
+// bytes, upper-case hex, letters, digits and the kept characters as is.
+func jsEscape(s, keep string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c < 0x80 && strings.IndexByte(keep, c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
 	}
 	return b.String()
 }

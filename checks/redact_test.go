@@ -75,6 +75,12 @@ func TestRedactorEncodings(t *testing.T) {
 		{"query escape mixed-case hex", review, "/cb?A%2F=", mixHex(url.QueryEscape(review)), "&y=%3C"},
 		{"path escape mixed-case hex", odd, "/cb/", mixHex(url.PathEscape(odd)), "/z"},
 		{"go-quoted json upper-case hex", review, `got "\"`, goQuoteInner(upperHex(goJSON(review, true))), `\""`},
+		// A browser step's page encodes with JavaScript, which keeps !'()*
+		// (Go escapes them); written as Chromium sent them.
+		{"js encodeURIComponent", "Tr0ub4dor&3!", "404 http://127.0.0.1/p/", "Tr0ub4dor%263!", ""},
+		{"js encodeURIComponent, space and slash", "my pass/word!", "404 http://127.0.0.1/p/", "my%20pass%2Fword!", ""},
+		{"js encodeURIComponent, non-ASCII", "pä(ss)*'~", "/p/", "p%C3%A4(ss)*'~", "/x"},
+		{"js encodeURI", "a b/c?d=1&e!", "GET /", "a%20b/c?d=1&e!", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
