@@ -373,7 +373,8 @@ func roundForText(d time.Duration) time.Duration {
 // time is still a script failure, not the run's timeout. load: the step
 // waited for a navigation's load event, so running out of the step's own
 // timeout is a timeout too (the origin did not deliver the page in time,
-// like an http step that runs out of its timeout).
+// like an http step that runs out of its timeout); a step whose page did
+// not answer at all (a script that never yields, see noAnswer) sets it too.
 type waitErr struct {
 	what    string
 	element bool
@@ -467,6 +468,35 @@ type elementText struct {
 	Found bool   `json:"found"`
 	Text  string `json:"text"`
 	Count int    `json:"count"` // elements a CSS selector matched; 0 for a text selector
+	// stalled: when the time ran out, the last question to the page went
+	// unanswered, and the page had answered nothing for stallAfter or more
+	// (or nothing at all in the step; readText).
+	stalled bool
+	// answered: the page answered at least once during the step.
+	answered bool
+}
+
+// stallAfter is how long a page may have answered nothing, when a step's
+// time runs out during a question to it, for the step to say that the
+// page did not answer rather than what it last saw: a page that is not
+// busy answers within milliseconds, and it is asked every pollInterval.
+const stallAfter = 250 * time.Millisecond
+
+// noAnswer is the outcome of a step whose page did not answer when its
+// time ran out (a script that never yields): cause timeout, as a
+// navigation without its load event, since the element the step waited
+// for could not even be looked at. answered: the page answered earlier in
+// the step.
+func (r *run) noAnswer(ctx context.Context, what, sel, timeoutText string, answered bool) outcome {
+	msg := fmt.Sprintf("%s: the page did not answer within %s (a script that never yields), so %s could not be checked", what, timeoutText, sel)
+	if answered {
+		msg = fmt.Sprintf("%s: the page stopped answering (a script that never yields) and did not answer again within %s, so %s could not be checked", what, timeoutText, sel)
+	}
+	o := r.waitFail(ctx, ctx.Err(), what, msg)
+	if we, ok := o.err.(*waitErr); ok {
+		we.load = true
+	}
+	return o
 }
 
 // several says, for a failed text assertion, that the selector matched
@@ -483,6 +513,7 @@ func (et elementText) several(sel string) string {
 // frame is the state of a step's frame that was not ready (see scopeOf).
 func (r *run) readText(ctx context.Context, fr *selector, sel selector, cond func(elementText) bool) (et elementText, frame string, err error) {
 	js := pageJS(textJS, sel.js())
+	answered, lastAnswer := false, time.Time{}
 	for {
 		sc, state, err := r.scopeOf(ctx, fr, false)
 		if err != nil && ctx.Err() == nil && !r.tab.browserDead() {
@@ -490,16 +521,25 @@ func (r *run) readText(ctx context.Context, fr *selector, sel selector, cond fun
 			state, err = frameNoDoc, nil
 		}
 		if err != nil {
+			et.stalled = ctx.Err() != nil && (!answered || time.Since(lastAnswer) >= stallAfter)
+			et.answered = answered
 			return et, frame, err
 		}
 		frame = state
 		if state == "" {
 			prev := et
 			et, err = evalIn[elementText](ctx, sc, js)
+			if err == nil {
+				answered, lastAnswer = true, time.Now()
+			}
+			et.answered = answered
 			if err != nil && ctx.Err() != nil {
 				// The time ran out while the page was asked: what it
-				// said last is what the step saw.
+				// said last is what the step saw, unless it had not
+				// answered for a while.
 				et = prev
+				et.stalled = !answered || time.Since(lastAnswer) >= stallAfter
+				et.answered = answered
 			}
 			var ee *chromedp.ExceptionError
 			switch {
@@ -748,6 +788,12 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		et, frame, err := r.readText(ctx, fr, sel, cond)
 		_, want := em.match(et.Text)
 		a := checks.AssertionResult{Name: fmt.Sprintf("text %s", em.Selector), Got: et.Text, Want: want}
+		if err != nil && et.stalled && frame == "" {
+			o := r.noAnswer(ctx, name+" "+em.Selector, em.Selector, timeoutText, et.answered)
+			a.Got = "(no answer)"
+			o.assertions = []checks.AssertionResult{a}
+			return o
+		}
 		if err != nil {
 			if !et.Found {
 				a.Got = "(no element)"
@@ -963,6 +1009,10 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 	// the browser, which routes the click into the frame, to know where
 	// the frame moved when scrolling brought it into view.
 	var prev *actionState
+	// stalled: the time ran out during a question to the page, which had
+	// answered nothing for stallAfter or more, or nothing at all (see
+	// noAnswer).
+	stalled, answered, lastAnswer := false, false, time.Time{}
 	for {
 		sc, frame, err := r.scopeOf(ctx, fr, need&needHit != 0)
 		var st actionState
@@ -975,6 +1025,9 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 				r.tab.forgetFrame(sc.t)
 				st, err = actionState{State: frameNoDoc}, nil
 			}
+		}
+		if err == nil {
+			answered, lastAnswer = true, time.Now()
 		}
 		switch {
 		case err == nil:
@@ -1005,6 +1058,7 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 				last = st
 			}
 		case ctx.Err() != nil:
+			stalled = !answered || time.Since(lastAnswer) >= stallAfter
 		case r.tab.browserDead():
 			return last, sc, r.waitFail(ctx, err, what, ""), false
 		default:
@@ -1017,6 +1071,9 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 		}
 		select {
 		case <-ctx.Done():
+			if stalled {
+				return last, scope{}, r.noAnswer(ctx, what, sel.written, timeoutText, answered), false
+			}
 			var msg string
 			switch last.State {
 			case "missing":
