@@ -502,12 +502,21 @@ func (r *run) noAnswer(ctx context.Context, what, sel, timeoutText string, answe
 // several says, for a failed text assertion, that the selector matched
 // more than one element and which one was read: a selector that became
 // ambiguous after a redesign otherwise fails with a puzzling text.
-func (et elementText) several(sel string) string {
-	if et.Count < 2 {
+func (et elementText) several(sel string) string { return several(sel, et.Count) }
+
+// several says that a CSS selector matched n > 1 elements, of which the
+// first is acted on: " (.b matched 2 elements; the first is used)", or
+// nothing.
+func several(sel string, n int) string {
+	if n < 2 {
 		return ""
 	}
-	return fmt.Sprintf(" (%s matched %d elements; the first is used)", sel, et.Count)
+	return fmt.Sprintf(" (%s matched %d elements; the first is used)", sel, n)
 }
+
+// countJS is an expression that tells how many elements a CSS selector
+// (the variable sel of a page script) matches: 0 for a text selector.
+const countJS = `(() => { try { return sel.css ? document.querySelectorAll(sel.css).length : 0; } catch (e) { return 0; } })()`
 
 // readText polls the element's text until cond accepts it or ctx ends.
 // frame is the state of a step's frame that was not ready (see scopeOf).
@@ -936,6 +945,7 @@ func (r *run) navigate(ctx context.Context, u, until string) (navState, error) {
 // disabled button, or land on an overlay, and only a later step would
 // fail. With needControl a label stands for its form control (see findJS).
 const actionableJS = `((sel, needVisible, needEnabled, needHit, needControl) => {
+  const st = ((sel, needVisible, needEnabled, needHit, needControl) => {
   let el;
   try { el = find(sel, needControl); } catch (e) { return {state: 'missing'}; }
   if (!el) return {state: 'missing'};
@@ -964,6 +974,9 @@ const actionableJS = `((sel, needVisible, needEnabled, needHit, needControl) => 
   const hit = document.elementFromPoint(x, y);
   if (hit && (hit === el || el.contains(hit))) return {state: 'ok', x: x, y: y};
   return {state: 'covered', by: name(hit)};
+  })(sel, needVisible, needEnabled, needHit, needControl);
+  if (st.state !== 'ok' && st.state !== 'missing') st.count = ` + countJS + `;
+  return st;
 })(%s, %t, %t, %t, %t)`
 
 // actionState is actionableJS's answer.
@@ -972,6 +985,7 @@ type actionState struct {
 	By    string  `json:"by"`
 	X     float64 `json:"x"`
 	Y     float64 `json:"y"`
+	Count int     `json:"count"` // elements a CSS selector matched, when not ready; 0 for a text selector
 }
 
 // frameHitJS tells whether a click at a point of the page (x, y) reaches
@@ -1081,13 +1095,13 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 				// looking for CSS that hides an element that is not there.
 				msg = fmt.Sprintf("%s: no element within %s", what, timeoutText)
 			case "hidden":
-				msg = fmt.Sprintf("%s: not visible within %s", what, timeoutText)
+				msg = fmt.Sprintf("%s: not visible within %s%s", what, timeoutText, several(sel.written, last.Count))
 			case "disabled":
-				msg = fmt.Sprintf("%s: not enabled within %s", what, timeoutText)
+				msg = fmt.Sprintf("%s: not enabled within %s%s", what, timeoutText, several(sel.written, last.Count))
 			case "offscreen":
-				msg = fmt.Sprintf("%s: not scrolled into view within %s", what, timeoutText)
+				msg = fmt.Sprintf("%s: not scrolled into view within %s%s", what, timeoutText, several(sel.written, last.Count))
 			case "covered":
-				msg = fmt.Sprintf("%s: covered by %s within %s", what, last.By, timeoutText)
+				msg = fmt.Sprintf("%s: covered by %s within %s%s", what, last.By, timeoutText, several(sel.written, last.Count))
 			case frameMissing, frameNoDoc:
 				msg = frameMsg(what, fr, last.State, timeoutText)
 			default:
@@ -1553,9 +1567,9 @@ const extractJS = `((sel, what, attr) => {
   if (!el) return {state: 'missing'};
   const tag = el.tagName.toLowerCase();
   if (what === 'text') return {state: 'ok', value: (el.innerText ?? el.textContent ?? '').trim()};
-  if (what === 'attr') return el.hasAttribute(attr) ? {state: 'ok', value: el.getAttribute(attr)} : {state: 'noattr'};
+  if (what === 'attr') return el.hasAttribute(attr) ? {state: 'ok', value: el.getAttribute(attr)} : {state: 'noattr', count: ` + countJS + `};
   if (tag === 'input' || tag === 'textarea' || tag === 'select') return {state: 'ok', value: el.value};
-  return {state: 'novalue', tag: tag};
+  return {state: 'novalue', tag: tag, count: ` + countJS + `};
 })(%s, %s, %s)`
 
 // extractState is extractJS's answer.
@@ -1563,6 +1577,7 @@ type extractState struct {
 	State string `json:"state"`
 	Value string `json:"value"`
 	Tag   string `json:"tag"`
+	Count int    `json:"count"` // elements a CSS selector matched, when not "ok"; 0 for a text selector
 }
 
 // extract reads one variable of an extract action. An element extractor
@@ -1641,7 +1656,7 @@ func (r *run) extract(ctx context.Context, fr *selector, n namedExtract, timeout
 			case "ok":
 				return st.Value, outcome{}, true
 			case "novalue":
-				return "", failf("%s: a <%s> has no value (want an input, a textarea or a select; for other elements use text)", head, st.Tag), false
+				return "", failf("%s: a <%s> has no value (want an input, a textarea or a select; for other elements use text)%s", head, st.Tag, several(sel.written, st.Count)), false
 			}
 			last = st
 		case ctx.Err() != nil:
@@ -1662,7 +1677,7 @@ func (r *run) extract(ctx context.Context, fr *selector, n namedExtract, timeout
 			case "missing":
 				msg = fmt.Sprintf("%s: no element within %s", head, timeoutText)
 			case "noattr":
-				msg = fmt.Sprintf("%s: no attribute %s within %s", head, attr, timeoutText)
+				msg = fmt.Sprintf("%s: no attribute %s within %s%s", head, attr, timeoutText, several(sel.written, last.Count))
 			case frameMissing, frameNoDoc:
 				msg = frameMsg(head, fr, last.State, timeoutText)
 			default:
