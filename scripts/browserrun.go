@@ -51,6 +51,9 @@ type pageEvents struct {
 	// maxPending.
 	pending map[network.RequestID]pendingRequest
 	seq     int // orders pending
+	// opened is the URL of the last new tab or window the page opened
+	// (a target=_blank link, window.open), which the run does not follow.
+	opened string
 }
 
 // pendingRequest is a request still in flight.
@@ -110,6 +113,14 @@ func (p *pageEvents) pendingURLs(n int) ([]string, int) {
 		out = append(out, units.RedactURL(r.url))
 	}
 	return out, len(all)
+}
+
+// openedURL returns the URL of the last new tab or window the page
+// opened, or "".
+func (p *pageEvents) openedURL() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.opened
 }
 
 // handleNav records the events of the network and of the main frame that
@@ -208,6 +219,10 @@ func (p *pageEvents) handle(ev any) {
 	case *page.EventJavascriptDialogOpening:
 		p.mu.Lock()
 		p.dialog = true
+		p.mu.Unlock()
+	case *page.EventWindowOpen:
+		p.mu.Lock()
+		p.opened = ev.URL
 		p.mu.Unlock()
 	case *page.EventJavascriptDialogClosed:
 		p.mu.Lock()
@@ -1351,6 +1366,13 @@ func (r *run) assertPage(ctx context.Context, fr *selector, b *BrowserStep, time
 			case !seen:
 				a.Got = "(no answer)"
 				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", what, timeoutText)
+			case name == "url" && fr == nil:
+				if u := r.tab.events.openedURL(); u != "" {
+					// A target=_blank link or window.open opened a
+					// tab that no step switches to: say so, since the
+					// URL the step waited for is likely that tab's.
+					msg += fmt.Sprintf("; the page opened %s in a new tab, which the script does not follow (navigate to it: extract the link's href into a variable and navigate: ${var})", u)
+				}
 			}
 			o := r.elementWaitFail(ctx, ctx.Err(), what, msg)
 			o.assertions = []checks.AssertionResult{a}
