@@ -3,11 +3,14 @@ package alerting
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
@@ -361,6 +364,16 @@ func (r *Receiver) ValidateAndSetDefaults() error {
 	if r.Webhook != nil {
 		n++
 		errs = append(errs, checkURL("webhook.url", string(r.Webhook.URL), true))
+		for _, k := range slices.Sorted(maps.Keys(r.Webhook.Headers)) {
+			// Checked here, not at the first page: Go's client refuses to
+			// send such a header, so every delivery would fail.
+			switch {
+			case !httpguts.ValidHeaderFieldName(k):
+				errs = append(errs, fmt.Errorf("webhook.headers: %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces)", k))
+			case !httpguts.ValidHeaderFieldValue(string(r.Webhook.Headers[k])):
+				errs = append(errs, fmt.Errorf("webhook.headers.%s: the value holds a control character or line break (value not shown)", k))
+			}
+		}
 	}
 	if r.Slack != nil {
 		n++
