@@ -349,7 +349,7 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 	if next != reporting.StateUnknown {
 		m.undecided, m.undecidedFail = 0, false
 	}
-	if next != prev && (prev == reporting.StateUnhealthy || next == reporting.StateUnhealthy) &&
+	if next != prev && prev != reporting.StateUnknown && (prev == reporting.StateUnhealthy || next == reporting.StateUnhealthy) &&
 		p.Flap.MaxChanges > 0 && !held {
 		m.changes = append(m.changes, at)
 		cut := 0

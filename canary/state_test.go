@@ -175,6 +175,28 @@ func TestMachineFlapHoldDown(t *testing.T) {
 	}
 }
 
+// TestMachineFlapFromUnknownNotCounted: a pair that starts unhealthy
+// (unknown → unhealthy: leaving unknown does not count, as the README
+// says) is held at the change that makes more than max_changes after
+// that, not one change early.
+func TestMachineFlapFromUnknownNotCounted(t *testing.T) {
+	p := testParams()
+	p.Rise, p.Fall = 1, 1
+	m := NewMachine(p)
+	at := t0
+	// F: unknown→U (not counted); then P,F,P,F = 4 changes (allowed).
+	if got := feed(m, &at, "FPFPF"); got != "UHUHU" {
+		t.Fatalf("before hold: %s", got)
+	}
+	if !m.HeldUntil().IsZero() {
+		t.Fatal("held at the 4th change: leaving unknown was counted")
+	}
+	at = at.Add(10 * time.Second)
+	if st := m.Observe(at, Pass); st.State != reporting.StateUnhealthy || !st.HeldDown {
+		t.Fatalf("5th change: %s held=%v, want unhealthy held", st.State, st.HeldDown)
+	}
+}
+
 func TestMachineLatencyFlapsAreNotHeld(t *testing.T) {
 	p := testParams()
 	p.Rise, p.Fall = 1, 1
