@@ -780,6 +780,14 @@ func (c *Canary) Restore(vs []reporting.Verdict) int {
 			started[e] = s
 		}
 		if v.Current(now) == reporting.StateUnknown {
+			if v.State == reporting.StateUnhealthy && v.HeldUntil.After(now) {
+				// Expired, but its flap hold-down is not over: keep it.
+				e.mu.Lock()
+				if !e.has && e.done == nil {
+					e.machine.SeedHold(v)
+				}
+				e.mu.Unlock()
+			}
 			continue
 		}
 		// Verdicts stored before redaction existed may carry a secret.

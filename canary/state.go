@@ -229,23 +229,40 @@ func (m *Machine) Seed(v reporting.Verdict) {
 		m.notPass, m.fails = v.Streak, v.Streak
 	}
 	m.holdStart, m.holdUntil, m.recovering = time.Time{}, time.Time{}, false
-	if !v.HeldUntil.IsZero() && v.State == reporting.StateUnhealthy && m.p.Flap.MaxChanges > 0 {
-		held := v.HeldUntil
-		if !v.At.IsZero() && held.After(v.At.Add(m.p.Flap.HoldDown)) {
-			held = v.At.Add(m.p.Flap.HoldDown)
-		}
-		// The hold began at the latest at v.At (unknown without it): a
-		// later SetParams caps it from there.
-		m.holdStart, m.holdUntil, m.recovering = v.At, held, true
-		if v.At.IsZero() {
-			m.holdStart = held.Add(-m.p.Flap.HoldDown)
-		}
+	if held, ok := m.seedHold(v); ok {
 		after := 0
 		if !v.At.Before(held) {
 			after = int(v.At.Sub(held)/m.p.Interval) + 1
 		}
 		m.pass, m.answered = min(m.pass, after), min(m.answered, after)
 	}
+}
+
+// SeedHold restores only the flap hold-down of a verdict too old to seed
+// the state (expired: the canary was stopped longer than expire_after):
+// the pair starts unknown but stays held unhealthy until the verdict's
+// held_until, so a restart does not end a hold-down early.
+func (m *Machine) SeedHold(v reporting.Verdict) {
+	m.seedHold(v)
+}
+
+// seedHold sets the hold-down v reports, capped by the flap damping in
+// force, and returns its end; false when v reports none or damping is off.
+func (m *Machine) seedHold(v reporting.Verdict) (time.Time, bool) {
+	if v.HeldUntil.IsZero() || v.State != reporting.StateUnhealthy || m.p.Flap.MaxChanges <= 0 {
+		return time.Time{}, false
+	}
+	held := v.HeldUntil
+	if !v.At.IsZero() && held.After(v.At.Add(m.p.Flap.HoldDown)) {
+		held = v.At.Add(m.p.Flap.HoldDown)
+	}
+	// The hold began at the latest at v.At (unknown without it): a later
+	// SetParams caps it from there.
+	m.holdStart, m.holdUntil, m.recovering = v.At, held, true
+	if v.At.IsZero() {
+		m.holdStart = held.Add(-m.p.Flap.HoldDown)
+	}
+	return held, true
 }
 
 // heldUntil is what a verdict reports as HeldUntil: the end of the
