@@ -355,7 +355,10 @@ func TestChunkOverMaxBody413AtOnce(t *testing.T) {
 	cfg.Pools[0].Retry.TryTimeout = 5 * time.Second
 	cfg.MaxBody = 1 << 20
 	h := startWith(t, cfg, nil, false, EngineFast)
-	for _, body := range []string{"200000\r\nhello", "80000\r\n" + strings.Repeat("x", 0x80000) + "\r\n80001\r\nabc"} {
+	// A chunk over the limit; and chunks that add up to more than it, the
+	// first within max_buffered_body, so the body is still being buffered
+	// (no origin has been asked) when the second one says so.
+	for _, body := range []string{"200000\r\nhello", "8000\r\n" + strings.Repeat("x", 0x8000) + "\r\nF8001\r\nabc"} {
 		c, err := net.Dial("tcp", strings.TrimPrefix(h.front.URL, "http://"))
 		if err != nil {
 			t.Fatal(err)
