@@ -39,6 +39,11 @@ setTimeout(() => document.querySelector('.spinner').remove(), 500);</script>`,
 		"/below": `<!doctype html><title>b</title><div style="height:5000px"></div><button id="b">go</button><p id="out">idle</p>
 <script>document.getElementById('b').onclick = () => { document.getElementById('out').textContent = 'clicked'; };</script>`,
 	}
+	return htmlPages(t, pages)
+}
+
+// htmlPages serves each page's HTML at its path (404 elsewhere).
+func htmlPages(t testing.TB, pages map[string]string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := pages[r.URL.Path]
 		if !ok {

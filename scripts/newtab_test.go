@@ -2,9 +2,6 @@ package scripts
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -17,17 +14,10 @@ import (
 // extracted into a variable, reaches it.
 func TestBrowserNewTabIsNamedByAssertURL(t *testing.T) {
 	b := needChromium(t)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Home</title><a id=docs href="/docs" target="_blank">Docs</a>`)
+	srv := htmlPages(t, map[string]string{
+		"/":     `<!doctype html><title>Home</title><a id=docs href="/docs" target="_blank">Docs</a>`,
+		"/docs": `<!doctype html><title>Docs</title><h1>Docs</h1>`,
 	})
-	mux.HandleFunc("GET /docs", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Docs</title><h1>Docs</h1>`)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
 
 	r := browserRunner(t, b, "", `
 - browser: {navigate: /}

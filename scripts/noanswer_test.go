@@ -2,8 +2,6 @@ package scripts
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -15,14 +13,9 @@ import (
 // busyOrigin serves /busy, a page whose main thread is blocked for good
 // 200ms after its load (a script that never yields), with #b visible.
 func busyOrigin(t testing.TB) *httptest.Server {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /busy", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Busy</title><p id=b>busy</p><script>setTimeout(()=>{while(true){}},200)</script>`)
+	return htmlPages(t, map[string]string{
+		"/busy": `<!doctype html><title>Busy</title><p id=b>busy</p><script>setTimeout(()=>{while(true){}},200)</script>`,
 	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // TestBrowserElementStepOnAPageThatDoesNotAnswer: a step that waits for

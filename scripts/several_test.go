@@ -2,9 +2,6 @@ package scripts
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -18,17 +15,11 @@ import (
 // one clicked.
 func TestBrowserActionNamesSeveralMatches(t *testing.T) {
 	b := needChromium(t)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Two</title>
+	srv := htmlPages(t, map[string]string{"/": `<!doctype html><title>Two</title>
 <button class=b hidden>Buy</button><button class=b>Buy</button>
 <button class=d disabled>Go</button><button class=d>Go</button>
 <a class=l>no link</a><a class=l href="/next">next</a>
-<button id=one>One</button>`)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+<button id=one>One</button>`})
 	for _, tc := range []struct{ step, err string }{
 		{`{click: ".b"}`, `step 1 "act" (browser.click): click .b: not visible within 500ms (.b matched 2 elements; the first is used)`},
 		{`{wait_visible: ".b"}`, `step 1 "act" (browser.wait_visible): wait_visible .b: not visible within 500ms (.b matched 2 elements; the first is used)`},
