@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,28 @@ type Config struct {
 	// TLSMinVersion is the lowest TLS version TLSListen accepts: "1.2"
 	// (default) or "1.3".
 	TLSMinVersion string `mapstructure:"tls_min_version"`
+	// ClientCAFile, when set, makes TLSListen ask clients for a certificate
+	// and verify it against the PEM CA certificates in this file (mutual
+	// TLS); origins get the verified certificate in
+	// X-Forwarded-Client-Cert. Read at start and on every reload. Default
+	// "" (no client certificates asked for).
+	ClientCAFile string `mapstructure:"client_ca_file"`
+	// ClientAuth is "require" (a client without a certificate that
+	// verifies fails the handshake) or "optional" (a client may send none;
+	// one it sends must verify). Only with ClientCAFile. Default "require".
+	ClientAuth string `mapstructure:"client_auth"`
+	// RedirectHTTPS answers every request on Listen for a host and path a
+	// pool serves with 308 Permanent Redirect to the same URL on TLSListen
+	// (Caddy's default; nginx's `return 301 https://…`). Default false.
+	RedirectHTTPS bool `mapstructure:"redirect_https"`
+	// HSTSMaxAge, when set, adds Strict-Transport-Security: max-age=<seconds>
+	// to answers on TLSListen whose origin sent none. Default 0 (off).
+	HSTSMaxAge time.Duration `mapstructure:"hsts_max_age"`
+	// HSTSIncludeSubdomains adds includeSubDomains to that header. Default false.
+	HSTSIncludeSubdomains bool `mapstructure:"hsts_include_subdomains"`
+
+	clientCAs *x509.CertPool // ClientCAFile, loaded by ValidateAndSetDefaults
+	hsts      []string       // the Strict-Transport-Security value, nil when off
 	// AdminToken guards drain/undrain (Authorization: Bearer …). The loader
 	// copies agent.admin_token here when it is empty. Empty: every admin write
 	// is refused.
@@ -401,12 +424,25 @@ func (c *Config) ValidateAndSetDefaults() error {
 		default:
 			errs = append(errs, fmt.Errorf("tls_min_version: %q: want \"1.2\" or \"1.3\"", c.TLSMinVersion))
 		}
+		errs = append(errs, c.clientCertsAndHSTS()...)
 	} else {
 		if len(c.Certs) > 0 {
 			errs = append(errs, errors.New("certs: only with tls_listen"))
 		}
 		if c.TLSMinVersion != "" {
 			errs = append(errs, errors.New("tls_min_version: only with tls_listen"))
+		}
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"client_ca_file", c.ClientCAFile != ""}, {"client_auth", c.ClientAuth != ""},
+			{"redirect_https", c.RedirectHTTPS}, {"hsts_max_age", c.HSTSMaxAge != 0},
+			{"hsts_include_subdomains", c.HSTSIncludeSubdomains},
+		} {
+			if k.set {
+				errs = append(errs, fmt.Errorf("%s: only with tls_listen", k.key))
+			}
 		}
 	}
 	if c.MaxHeaderBytes == 0 {
@@ -910,3 +946,56 @@ func (c *OriginTLSConfig) clientConfig(host string) *tls.Config {
 	return &tls.Config{ServerName: name, RootCAs: c.roots, InsecureSkipVerify: c.InsecureSkipVerify,
 		Certificates: c.certs, NextProtos: []string{"http/1.1"}, MinVersion: minVer}
 }
+
+// clientCertsAndHSTS validates and loads client_ca_file, client_auth and
+// the HSTS keys (tls_listen is set).
+func (c *Config) clientCertsAndHSTS() []error {
+	var errs []error
+	c.clientCAs, c.hsts = nil, nil
+	if c.ClientCAFile != "" {
+		pem, err := os.ReadFile(c.ClientCAFile)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("client_ca_file: %w", err))
+		default:
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				errs = append(errs, fmt.Errorf("client_ca_file: %s: no PEM certificate in it", c.ClientCAFile))
+			} else {
+				c.clientCAs = pool
+			}
+		}
+	}
+	switch c.ClientAuth {
+	case "", ClientAuthRequire, ClientAuthOptional:
+		if c.ClientAuth != "" && c.ClientCAFile == "" {
+			errs = append(errs, errors.New("client_auth: only with client_ca_file (the CA certificates client certificates are checked against)"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("client_auth: %q: want %q or %q", c.ClientAuth, ClientAuthRequire, ClientAuthOptional))
+	}
+	if c.ClientCAFile != "" && c.ClientAuth == "" {
+		c.ClientAuth = ClientAuthRequire
+	}
+	switch {
+	case c.HSTSMaxAge < 0:
+		errs = append(errs, fmt.Errorf("hsts_max_age: %s is negative", c.HSTSMaxAge))
+	case c.HSTSMaxAge > 0 && c.HSTSMaxAge%time.Second != 0:
+		errs = append(errs, fmt.Errorf("hsts_max_age: %s: whole seconds only (max-age counts seconds)", c.HSTSMaxAge))
+	case c.HSTSMaxAge > 0:
+		v := "max-age=" + strconv.FormatInt(int64(c.HSTSMaxAge/time.Second), 10)
+		if c.HSTSIncludeSubdomains {
+			v += "; includeSubDomains"
+		}
+		c.hsts = []string{v}
+	case c.HSTSIncludeSubdomains:
+		errs = append(errs, errors.New("hsts_include_subdomains: only with hsts_max_age"))
+	}
+	return errs
+}
+
+// client_auth values.
+const (
+	ClientAuthRequire  = "require"
+	ClientAuthOptional = "optional"
+)

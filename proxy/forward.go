@@ -3,7 +3,10 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -388,12 +391,55 @@ func forwardedElement(ip, host, proto string) string {
 	return "for=" + node + ";host=" + strconv.Quote(host) + ";proto=" + proto
 }
 
+// clientCertElement is the X-Forwarded-Client-Cert value for a verified
+// client certificate, in Envoy's format: the SHA-256 of its DER form, its
+// subject, and its URI and DNS subject alternative names.
+func clientCertElement(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	var b strings.Builder
+	b.WriteString("Hash=")
+	b.WriteString(hex.EncodeToString(sum[:]))
+	b.WriteString(`;Subject="`)
+	b.WriteString(xfccEscape(c.Subject.String()))
+	b.WriteByte('"')
+	for _, u := range c.URIs {
+		b.WriteString(`;URI="`)
+		b.WriteString(xfccEscape(u.String()))
+		b.WriteByte('"')
+	}
+	for _, d := range c.DNSNames {
+		b.WriteString(`;DNS="`)
+		b.WriteString(xfccEscape(d))
+		b.WriteByte('"')
+	}
+	return b.String()
+}
+
+// xfccEscape escapes a quoted X-Forwarded-Client-Cert value: backslash and
+// double quote get a backslash; a control character (none can be valid in
+// a header) becomes '?'.
+func xfccEscape(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < ' ' || c == 0x7f:
+			b.WriteByte('?')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 // forwardedLookAlike reports whether header name k, with '_' read as '-',
 // is one of the headers the proxy sets or that origins trust for the client
 // address.
 func forwardedLookAlike(k string) bool {
 	n := strings.ReplaceAll(k, "_", "-")
-	for _, f := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded"} {
+	for _, f := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded", "X-Forwarded-Client-Cert"} {
 		if strings.EqualFold(n, f) {
 			return true
 		}
@@ -697,6 +743,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	delete(hdr, "X-Forwarded-Scheme")
 	delete(hdr, "X-Url-Scheme")
 	delete(hdr, "Front-End-Https")
+	// A client-sent X-Forwarded-Client-Cert would vouch for a certificate
+	// nobody checked (Envoy drops it too, by default); a verified client
+	// certificate is passed on in it.
+	delete(hdr, "X-Forwarded-Client-Cert")
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		hdr["X-Forwarded-Client-Cert"] = []string{clientCertElement(r.TLS.VerifiedChains[0][0])}
+	}
 	hdr["X-Real-Ip"] = fwd[2:3:3]
 	if _, ok := hdr["Forwarded"]; ok {
 		// A client's Forwarded is replaced by this hop's element, as its

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"html"
 	"io"
+	"net"
 	"net/http"
 	"path"
 	"strconv"
@@ -83,8 +85,18 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, http.StatusMisdirectedRequest, "no pool serves this host and path")
 		return
 	}
-	readTimeout := st.cfg.ReadTimeout
 	run := p.running.Load()
+	if r.TLS == nil && st.cfg.RedirectHTTPS {
+		p.redirectHTTPS(w, r, pl, st)
+		return
+	}
+	if r.TLS != nil && st.cfg.hsts != nil {
+		// An origin's own Strict-Transport-Security replaces it (respond
+		// copies the origin's fields over these); the proxy's own answers
+		// (502, 503, 504…) keep it.
+		w.Header()["Strict-Transport-Security"] = st.cfg.hsts
+	}
+	readTimeout := st.cfg.ReadTimeout
 	if run != nil {
 		readTimeout = run.ReadTimeout // restart-only: what the listener runs with
 	}
@@ -98,6 +110,38 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	pl.serve(w, r, int64(st.cfg.MaxBody), readTimeout, h2Send)
+}
+
+// redirectHTTPS answers a plain-HTTP request with 308 Permanent Redirect to
+// the same host and target on the TLS listener's port (left out when 443).
+// Only requests a pool would serve get here, so the proxy never redirects
+// to a host it does not serve. 308, unlike 301, keeps the method and body.
+func (p *Proxy) redirectHTTPS(w http.ResponseWriter, r *http.Request, pl *pool, st *runtimeState) {
+	start := time.Now()
+	_, port, _ := net.SplitHostPort(st.cfg.TLSListen)
+	if lp := p.tlsPort.Load(); lp != nil {
+		port = *lp // the port the listener has (tls_listen is restart-only; it may say :0)
+	}
+	host := hostOf(r.Host)
+	switch {
+	case port != "" && port != "443":
+		host = net.JoinHostPort(host, port)
+	case strings.Contains(host, ":"):
+		host = "[" + host + "]"
+	}
+	target := r.URL.RequestURI()
+	loc := "https://" + host + target
+	h := w.Header()
+	h["Location"] = []string{loc}
+	h["Content-Type"] = []string{"text/html; charset=utf-8"}
+	body := "<a href=\"" + html.EscapeString(loc) + "\">Permanent Redirect</a>.\n"
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(http.StatusPermanentRedirect)
+	if r.Method != http.MethodHead {
+		io.WriteString(w, body)
+	}
+	pl.none.code(http.StatusPermanentRedirect).Inc()
+	pl.none.latency.Observe(time.Since(start).Seconds())
 }
 
 // routePath is the path routing matches on: path parameters dropped, dot

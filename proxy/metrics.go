@@ -51,6 +51,7 @@ type metrics struct {
 	clients    prometheus.Gauge         // client connections open
 	clientWait prometheus.Counter       // accepts that waited at max_client_conns
 	h2Errors   *prometheus.CounterVec   // type
+	tlsErrors  *prometheus.CounterVec   // reason
 
 	// ejectRefused counts ejections max_ejected refused.
 	ejectRefused *prometheus.CounterVec // pool, origin, reason
@@ -115,6 +116,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_http2_errors_total",
 			Help: "HTTP/2 protocol errors on the TLS listener, by type as Go's HTTP/2 server names them: conn_ (the connection was ended with GOAWAY) or stream_ (the stream was reset), the error code and the check that failed (stream_PROTOCOL_ERROR_bad_path_method, conn_PROTOCOL_ERROR_headers_even, …).",
 		}, []string{"type"}),
+		tlsErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_tls_handshake_errors_total",
+			Help: "TLS handshakes on the TLS listener that failed, by reason: client_cert_missing and client_cert_invalid (client_ca_file), plain_http (an HTTP request sent to the TLS port, answered 400), timeout, other.",
+		}, []string{"reason"}),
 		clientWait: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vigil_proxy_client_connections_limited_total",
 			Help: "Times the proxy stopped accepting because max_client_conns connections were open (new ones waited in the accept queue).",
@@ -123,7 +128,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, code := range []string{"400", "421"} {
 		m.refused.WithLabelValues(code)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors} {
+	for _, r := range tlsFailReasons {
+		m.tlsErrors.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

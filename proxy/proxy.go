@@ -78,6 +78,7 @@ type Proxy struct {
 
 	tunnels tunnelSet              // WebSocket tunnels, closed at the end of the shutdown grace
 	running atomic.Pointer[Config] // the config Run started the listeners with
+	tlsPort atomic.Pointer[string] // the TLS listener's port once listening (redirect_https)
 	// feeds are the verdict sources (one per member of a Sources), each
 	// with its last verdicts and read health, kept by the poller.
 	feeds   []*verdictFeed
@@ -487,6 +488,26 @@ func hostOf(h string) string {
 	return h
 }
 
+// clientCertConfig returns the listener's GetConfigForClient: with
+// client_ca_file set in the running configuration (reloads included), a copy
+// of base that asks for a client certificate and verifies it against those
+// CAs; base itself otherwise.
+func (p *Proxy) clientCertConfig(base *tls.Config) func(*tls.ClientHelloInfo) (*tls.Config, error) {
+	return func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		cfg := &p.state.Load().cfg
+		if cfg.clientCAs == nil {
+			return nil, nil
+		}
+		c := base.Clone()
+		c.ClientCAs = cfg.clientCAs
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+		if cfg.ClientAuth == ClientAuthOptional {
+			c.ClientAuth = tls.VerifyClientCertIfGiven
+		}
+		return c, nil
+	}
+}
+
 // shutdownGrace is how long in-flight requests and WebSocket tunnels get to
 // end when the proxy stops.
 var shutdownGrace = 10 * time.Second
@@ -531,6 +552,10 @@ func (p *Proxy) Run(ctx context.Context) error {
 		p.addrMu.Lock()
 		p.addrs = append(p.addrs, ln.Addr())
 		p.addrMu.Unlock()
+		if tlsFiles {
+			_, port, _ := net.SplitHostPort(ln.Addr().String())
+			p.tlsPort.Store(&port)
+		}
 		// run serves sln with srv in its own goroutine; its Shutdown ends
 		// it with the others.
 		run := func(srv interface {
@@ -575,7 +600,9 @@ func (p *Proxy) Run(ctx context.Context) error {
 		}
 		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: minVer,
 			CipherSuites: listenerSuites, NextProtos: []string{"h2", "http/1.1"}}
-		std, h1 := newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.countRefused, p.log, fast)
+		srv.TLSConfig.GetConfigForClient = p.clientCertConfig(srv.TLSConfig.Clone())
+		std, h1 := newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.countRefused,
+			func(reason string) { p.m.tlsErrors.WithLabelValues(reason).Inc() }, p.log, fast)
 		run(srv, std)
 		if h1 != nil {
 			run(newFast(), h1)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -244,6 +245,7 @@ type tlsListener struct {
 	timeout  time.Duration
 	send     time.Duration // send_timeout of HTTP/1 connections net/http serves (0: none)
 	onRefuse func(code int)
+	onFail   func(reason string) // a failed handshake, by tlsFailReason
 	log      *slog.Logger
 
 	std  *tlsOut // net/http's connections
@@ -274,8 +276,8 @@ type tlsOut struct {
 // read and write timeouts; send is the send_timeout of the HTTP/1
 // connections net/http serves. It returns the listener net/http serves and,
 // with fast, the one the fast engine serves HTTP/1 on (nil otherwise).
-func newTLSListener(ln net.Listener, cfg *tls.Config, timeout, send time.Duration, onRefuse func(int), log *slog.Logger, fast bool) (std, fastH1 net.Listener) {
-	l := &tlsListener{ln: ln, cfg: cfg, timeout: timeout, send: send, onRefuse: onRefuse, log: log,
+func newTLSListener(ln net.Listener, cfg *tls.Config, timeout, send time.Duration, onRefuse func(int), onFail func(string), log *slog.Logger, fast bool) (std, fastH1 net.Listener) {
+	l := &tlsListener{ln: ln, cfg: cfg, timeout: timeout, send: send, onRefuse: onRefuse, onFail: onFail, log: log,
 		failed: make(chan struct{}), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
 	l.std = l.newOut()
 	std = l.std
@@ -340,11 +342,15 @@ func (l *tlsListener) handshake(raw net.Conn) {
 	tc := tls.Server(raw, l.cfg)
 	if err := tc.Handshake(); err != nil {
 		reason := err.Error()
+		kind := tlsFailReason(err)
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && recordLooksLikeHTTP(re.RecordHeader) {
 			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
 			l.onRefuse(http.StatusBadRequest)
-			reason = "client sent an HTTP request to an HTTPS server"
+			reason, kind = "client sent an HTTP request to an HTTPS server", tlsFailPlainHTTP
+		}
+		if l.onFail != nil {
+			l.onFail(kind)
 		}
 		l.log.Debug("proxy: TLS handshake failed", "remote", raw.RemoteAddr().String(), "err", reason)
 		raw.Close()
@@ -367,6 +373,35 @@ func (l *tlsListener) handshake(raw net.Conn) {
 	case <-l.done:
 		raw.Close()
 	}
+}
+
+// Reasons of vigil_proxy_tls_handshake_errors_total.
+const (
+	tlsFailClientCertMissing = "client_cert_missing"
+	tlsFailClientCertInvalid = "client_cert_invalid"
+	tlsFailPlainHTTP         = "plain_http"
+	tlsFailTimeout           = "timeout"
+	tlsFailOther             = "other"
+)
+
+var tlsFailReasons = []string{tlsFailClientCertMissing, tlsFailClientCertInvalid, tlsFailPlainHTTP, tlsFailTimeout, tlsFailOther}
+
+// tlsFailReason sorts a failed handshake for the metric: a client
+// certificate missing or not verified (client_ca_file), a handshake not
+// finished in time, or anything else (a scanner, a protocol or version the
+// listener does not offer, a client that went away).
+func tlsFailReason(err error) string {
+	var cv *tls.CertificateVerificationError
+	var ne net.Error
+	switch {
+	case errors.As(err, &cv):
+		return tlsFailClientCertInvalid
+	case strings.Contains(err.Error(), "client didn't provide a certificate"):
+		return tlsFailClientCertMissing
+	case errors.As(err, &ne) && ne.Timeout():
+		return tlsFailTimeout
+	}
+	return tlsFailOther
 }
 
 // recordLooksLikeHTTP reports whether the first five bytes of a failed
