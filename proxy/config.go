@@ -262,6 +262,11 @@ type PoolConfig struct {
 	OriginIdleTimeout time.Duration `mapstructure:"origin_idle_timeout"`
 	// TLS configures the connections to the pool's https:// origins.
 	TLS OriginTLSConfig `mapstructure:"tls"`
+	// OriginProtocol is the HTTP version spoken to the pool's origins:
+	// "http1" (HTTP/1.1) or "http2" (HTTP/2: negotiated by ALPN with
+	// https:// origins, prior knowledge (h2c) with http:// ones), for gRPC
+	// services and origins that speak only HTTP/2. Default "http1".
+	OriginProtocol string `mapstructure:"origin_protocol"`
 
 	hosts    []hostPattern
 	hashKey  hashKey
@@ -612,6 +617,13 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	if p.OriginIdleTimeout == 0 {
 		p.OriginIdleTimeout = DefaultOriginIdleTimeout
 	}
+	switch p.OriginProtocol {
+	case "":
+		p.OriginProtocol = OriginHTTP1
+	case OriginHTTP1, OriginHTTP2:
+	default:
+		errs = append(errs, fmt.Errorf("origin_protocol: %q: want %q or %q", p.OriginProtocol, OriginHTTP1, OriginHTTP2))
+	}
 	if p.OriginIdleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("origin_idle_timeout: must be positive, got %s", p.OriginIdleTimeout))
 	}
@@ -934,7 +946,7 @@ func (c *OriginTLSConfig) validateAndLoad() error {
 
 // clientConfig is the tls.Config for a connection to host (the origin
 // URL's host without port).
-func (c *OriginTLSConfig) clientConfig(host string) *tls.Config {
+func (c *OriginTLSConfig) clientConfig(host string, h2 bool) *tls.Config {
 	name := c.ServerName
 	if name == "" {
 		name = host
@@ -943,8 +955,12 @@ func (c *OriginTLSConfig) clientConfig(host string) *tls.Config {
 	if minVer == 0 {
 		minVer = tls.VersionTLS12
 	}
+	protos := []string{"http/1.1"}
+	if h2 {
+		protos = []string{"h2"}
+	}
 	return &tls.Config{ServerName: name, RootCAs: c.roots, InsecureSkipVerify: c.InsecureSkipVerify,
-		Certificates: c.certs, NextProtos: []string{"http/1.1"}, MinVersion: minVer}
+		Certificates: c.certs, NextProtos: protos, MinVersion: minVer}
 }
 
 // clientCertsAndHSTS validates and loads client_ca_file, client_auth and
@@ -993,6 +1009,12 @@ func (c *Config) clientCertsAndHSTS() []error {
 	}
 	return errs
 }
+
+// pools[].origin_protocol values.
+const (
+	OriginHTTP1 = "http1"
+	OriginHTTP2 = "http2"
+)
 
 // client_auth values.
 const (

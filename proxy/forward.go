@@ -191,7 +191,7 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
 		pl.none.code(code)
 	}
-	pl.transport, pl.dial = newTransport(pc.ConnectTimeout, pc.OriginIdleTimeout, &pc.TLS)
+	pl.transport, pl.dial = newTransport(pc.ConnectTimeout, pc.OriginIdleTimeout, &pc.TLS, pc.OriginProtocol == OriginHTTP2)
 	if pc.TLS.InsecureSkipVerify {
 		log.Warn("proxy: TLS verification of this pool's https origins is off (tls.insecure_skip_verify)", "pool", pc.Name)
 	}
@@ -201,7 +201,7 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 // h1PoolFor returns the fast-path connection pool of a plain-HTTP origin,
 // nil for https origins.
 func (pl *pool) h1PoolFor(u *url.URL) *h1Pool {
-	if u.Scheme != "http" {
+	if u.Scheme != "http" || pl.cfg.OriginProtocol == OriginHTTP2 {
 		return nil
 	}
 	addr := u.Host
@@ -234,7 +234,10 @@ func (e *dialError) Unwrap() error { return e.err }
 
 // newTransport is the shared, tuned origin transport of a pool: HTTP/1.1
 // keep-alive with a large idle pool per origin, no compression, no proxy.
-func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig) (*http.Transport, func(context.Context, string, string) (net.Conn, error)) {
+// With h2 it speaks HTTP/2 instead: negotiated by ALPN over TLS (an
+// https:// origin that does not take h2 is spoken to in HTTP/1.1) and with
+// prior knowledge (h2c) over plain TCP.
+func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig, h2 bool) (*http.Transport, func(context.Context, string, string) (net.Conn, error)) {
 	if idleTimeout <= 0 {
 		idleTimeout = h1IdleTimeout
 	}
@@ -246,7 +249,7 @@ func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig
 		}
 		return c, nil
 	}
-	return &http.Transport{
+	t := &http.Transport{
 		Proxy: nil,
 		// An origin's response head is bounded as on the fast path; larger → 502.
 		MaxResponseHeaderBytes: maxResponseHead,
@@ -257,7 +260,7 @@ func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig
 				return nil, err
 			}
 			host, _, _ := net.SplitHostPort(addr)
-			conn := tls.Client(c, tc.clientConfig(host))
+			conn := tls.Client(c, tc.clientConfig(host, h2))
 			hctx, cancel := context.WithTimeout(ctx, connectTimeout)
 			defer cancel()
 			if err := conn.HandshakeContext(hctx); err != nil {
@@ -274,7 +277,21 @@ func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig
 		ForceAttemptHTTP2:     false,
 		ReadBufferSize:        16 << 10,
 		WriteBufferSize:       16 << 10,
-	}, dial
+	}
+	if h2 {
+		t.Protocols = new(http.Protocols)
+		t.Protocols.SetHTTP2(true)
+		t.Protocols.SetUnencryptedHTTP2(true)
+		t.ForceAttemptHTTP2 = true
+		t.HTTP2 = &http.HTTP2Config{
+			// Frames of an answer are read as they come; an origin that
+			// stops answering pings is dropped (as an HTTP/1 connection
+			// that errs).
+			PingTimeout:     connectTimeout,
+			SendPingTimeout: 15 * time.Second,
+		}
+	}
+	return t, dial
 }
 
 func noCancel(error) {}
@@ -389,6 +406,13 @@ func forwardedElement(ip, host, proto string) string {
 		node = `"[` + ip + `]"`
 	}
 	return "for=" + node + ";host=" + strconv.Quote(host) + ";proto=" + proto
+}
+
+// isGRPC reports whether a request is a gRPC call (Content-Type
+// application/grpc, application/grpc+proto, …).
+func isGRPC(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return strings.HasPrefix(ct, "application/grpc") && (len(ct) == len("application/grpc") || ct[len("application/grpc")] == '+' || ct[len("application/grpc")] == ';')
 }
 
 // clientCertElement is the X-Forwarded-Client-Cert value for a verified
@@ -635,7 +659,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		}
 		rb := http.MaxBytesReader(w, r.Body, maxBody)
 		limit := int64(cfg.MaxBufferedBody)
-		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
+		// A gRPC call's messages go to the origin as they come: a
+		// streaming call's client waits for answers before it sends more,
+		// so buffering would stall it (gRPC calls are POSTs, never replayed
+		// after a 5xx anyway).
+		grpc := pl.cfg.OriginProtocol == OriginHTTP2 && isGRPC(r.Header)
+		if !grpc && (r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0) {
 			// A client that stops sending for try_timeout gets 408. When the
 			// listener has a read_timeout, that bounds the whole request
 			// instead and is left alone.
@@ -712,6 +741,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		hdr["Te"] = []string{"trailers"}
 	}
 	up := upgradeType(r.Header)
+	if up != "" && pl.cfg.OriginProtocol == OriginHTTP2 {
+		// HTTP/2 has no Upgrade (RFC 9113 §8.6); the origins of this pool
+		// are not asked, and not charged a failure for it.
+		pl.answerClose(w, r, http.StatusNotImplemented, "this pool speaks HTTP/2 to its origins: WebSocket upgrades need origin_protocol http1", start)
+		return
+	}
 	if up != "" {
 		hdr["Connection"] = []string{"Upgrade"}
 		hdr["Upgrade"] = []string{up}
@@ -1521,6 +1556,13 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		}
 		if len(keys) > 0 {
 			h["Trailer"] = []string{strings.Join(keys, ", ")}
+			if r.ProtoMajor == 1 && r.ProtoMinor >= 1 && method != http.MethodHead &&
+				resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified {
+				// An HTTP/2 origin may send trailers after a body of
+				// declared length; an HTTP/1.1 client gets them only with
+				// chunked framing.
+				delete(h, "Content-Length")
+			}
 		}
 	}
 	if rw, ok := w.(*respWriter); ok {

@@ -346,6 +346,7 @@ func (pl *pool) inheritPool(pp *pool) (sameDial bool) {
 		pl.budget.copyCounts(pp.budget)
 	}
 	if pp.cfg.ConnectTimeout != pl.cfg.ConnectTimeout || pp.cfg.OriginIdleTimeout != pl.cfg.OriginIdleTimeout ||
+		pp.cfg.OriginProtocol != pl.cfg.OriginProtocol ||
 		!sameOriginTLS(&pp.cfg.TLS, &pl.cfg.TLS) {
 		return false
 	}
