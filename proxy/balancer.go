@@ -229,16 +229,28 @@ func (b *ringHash) Pick(r *http.Request, eligible uint64) int {
 	case 1:
 		return bits.TrailingZeros64(eligible)
 	}
+	var w [64]int64
+	var total, weights int64
+	for m := eligible; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		total += b.origins[i].inflight.Load()
+		w[i] = int64(b.origins[i].weight)
+		weights += w[i]
+	}
 	k, ok := requestKey(r, b.key)
 	if !ok {
-		// No key on this request: spread it randomly.
-		return nthBit(eligible, rand.IntN(n))
+		// No key on this request: spread by weight (a random point on
+		// the ring, as Envoy does).
+		return weightedDraw(eligible, &w, weights)
 	}
-	var total int64
-	for m := eligible; m != 0; m &= m - 1 {
-		total += b.origins[bits.TrailingZeros64(m)].inflight.Load()
+	// Bounded load as Envoy's hash_balance_factor: the pool's slots are
+	// ⌈factor × (in flight + 1)⌉, an origin's its share of them by weight
+	// (at least 1), and an origin takes the key while its own in-flight
+	// requests are at most its slots.
+	slots := math.Ceil(b.bound * float64(total+1))
+	limit := func(i int) int64 {
+		return max(int64(math.Ceil(slots*float64(w[i])/float64(weights))), 1)
 	}
-	limit := int64(math.Ceil(b.bound * float64(total+1) / float64(n)))
 	h := hash64(k)
 	start := sort.Search(len(b.points), func(i int) bool { return b.points[i] >= h })
 	fallback := -1
@@ -250,7 +262,7 @@ func (b *ringHash) Pick(r *http.Request, eligible uint64) int {
 		if fallback < 0 {
 			fallback = i
 		}
-		if b.origins[i].inflight.Load() < limit {
+		if b.origins[i].inflight.Load() <= limit(i) {
 			return i
 		}
 	}
