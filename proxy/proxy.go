@@ -248,14 +248,22 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 	}
 	prev := map[string]*origin{}
 	prevPools := map[string]*pool{}
+	// Drains are by origin name (the admin API drains a name in every
+	// pool): an origin whose pool was renamed or whose URL changed stays
+	// drained under its name.
+	drainedByName := map[string]*origin{}
 	if old != nil {
 		for _, pl := range old.pools {
 			prevPools[pl.name] = pl
 			for _, o := range pl.origins {
 				prev[pl.name+"\x00"+o.url.String()] = o
+				if o.flags.Load()&flagDrained != 0 && drainedByName[o.name] == nil {
+					drainedByName[o.name] = o
+				}
 			}
 		}
 	}
+	kept := map[string]bool{} // names of drained origins still in the config
 	st := &runtimeState{cfg: cfg}
 	for i := range cfg.Pools {
 		pc := &cfg.Pools[i]
@@ -272,6 +280,20 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 				o.inherit(po)
 				if sameDial {
 					o.h1 = po.h1 // same address, same dial settings: keep its connections
+				}
+			}
+			if po := drainedByName[o.name]; po != nil {
+				kept[o.name] = true
+				if o.flags.Load()&flagDrained == 0 {
+					po.mu.Lock()
+					why, since, by := po.why[bit(flagDrained)], po.since[bit(flagDrained)], po.drainedBy
+					po.mu.Unlock()
+					o.set(flagDrained, why, since)
+					o.mu.Lock()
+					o.drainedBy = by
+					o.mu.Unlock()
+					p.log.Info("proxy: drain kept across the reload (the origin's pool or URL changed)",
+						"pool", pc.Name, "origin", o.name, "url", oc.u.String(), "was", po.url.String(), "why", why)
 				}
 			}
 			if o.inflight == nil {
@@ -305,6 +327,15 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 			if !h.any {
 				st.explicit = true
 			}
+		}
+	}
+	for name, po := range drainedByName {
+		if !kept[name] {
+			po.mu.Lock()
+			why := po.why[bit(flagDrained)]
+			po.mu.Unlock()
+			p.log.Warn("proxy: dropped a drain: the origin is no longer in the config",
+				"origin", name, "url", po.url.String(), "why", why)
 		}
 	}
 	// Most specific host first, then longest path prefix.
