@@ -78,7 +78,10 @@ type TLSOptions struct {
 	// system pool. Default: the system pool.
 	CAFile string `mapstructure:"ca_file"`
 	// ServerName is the SNI name and the name verified against the
-	// certificate. Default: the host of the request URL.
+	// certificate, for connections to the host of the check's URL (any
+	// port); a redirect to another host is verified against that host's
+	// own name. Default: the host of a Host header (http.headers, without
+	// its port), else the host of the request URL.
 	ServerName string `mapstructure:"server_name"`
 	// MinVersion is the lowest TLS version accepted: "1.0", "1.1", "1.2"
 	// or "1.3". Default "1.2".
@@ -204,7 +207,10 @@ func loadCAFile(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// config returns a fresh client config for one connection.
+// config returns a client config whose SNI and verified name is
+// serverName ("" = the host dialed). o.ServerName is not applied here: it
+// names the check's own host only (see HTTP.ownName), not a host a
+// redirect leads to.
 func (o *TLSOptions) config(serverName string) *tls.Config {
 	c := &tls.Config{
 		MinVersion:         o.minVersion,
@@ -213,9 +219,6 @@ func (o *TLSOptions) config(serverName string) *tls.Config {
 		ServerName:         serverName,
 	}
 	c.GetClientCertificate = clientCertFunc(o.clientCert)
-	if o.ServerName != "" {
-		c.ServerName = o.ServerName
-	}
 	if c.MinVersion == 0 {
 		c.MinVersion = tls.VersionTLS12
 	}

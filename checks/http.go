@@ -29,8 +29,19 @@ type HTTP struct {
 	spec   HTTPSpec
 	expect Expect
 	opts   Options
-	tr     *http.Transport
-	ua     string
+	// tr carries the requests to the check's own host (the host of the
+	// run's URL, on any port): its TLS name is ownName. trOther carries the
+	// redirects to other hosts, each verified against its own name, as
+	// browsers, curl and blackbox_exporter do.
+	tr, trOther *http.Transport
+	// ownName is the TLS name (SNI and verification) for the own host:
+	// tls.server_name, else the host of a Host header without variables,
+	// else "" (the URL's host).
+	ownName string
+	ua      string
+
+	mu     sync.Mutex
+	byName map[string]*http.Transport // own-host transports for Host headers built from variables
 }
 
 var (
@@ -90,11 +101,27 @@ func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
 	if h.ua == "" {
 		h.ua = "vigil/" + o.Version
 	}
+	if spec.host == "" || !strings.Contains(spec.host, "${") {
+		h.ownName = spec.tlsName(spec.host)
+	}
+	h.tr = h.newTransport(h.ownName)
+	h.trOther = h.newTransport("")
+	return h, nil
+}
+
+// maxNamedTransports bounds HTTP.byName; a run needing one more gets a
+// transport of its own, closed after the run.
+const maxNamedTransports = 8
+
+// newTransport is a transport whose TLS client verifies serverName ("" =
+// the host dialed).
+func (h *HTTP) newTransport(serverName string) *http.Transport {
+	spec := h.spec
 	d := &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}
-	h.tr = &http.Transport{
+	return &http.Transport{
 		Proxy:              nil, // probes go straight to the origin, never via $HTTP_PROXY
 		DialContext:        markDial(d),
-		TLSClientConfig:    spec.TLS.config(""),
+		TLSClientConfig:    spec.TLS.config(serverName),
 		DisableKeepAlives:  !spec.ReuseConnections,
 		DisableCompression: true, // no Accept-Encoding unless the check sends one; see contentDecoder
 		MaxIdleConnsPerHost: func() int {
@@ -107,7 +134,45 @@ func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
 		MaxResponseHeaderBytes: 1 << 20,
 		Protocols:              protocols(spec.HTTP2),
 	}
-	return h, nil
+}
+
+// tlsName is the TLS name for the check's own host when the request's Host
+// is host ("" when none is set): tls.server_name, else the Host header's
+// host without its port (as blackbox_exporter does), else "" (the URL's
+// host).
+func (s *HTTPSpec) tlsName(host string) string {
+	if s.TLS.ServerName != "" {
+		return s.TLS.ServerName
+	}
+	if host == "" {
+		return ""
+	}
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		return hn
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+}
+
+// ownTransport is the transport for the own host when its TLS name is
+// name; done releases a transport made for this run alone.
+func (h *HTTP) ownTransport(name string) (rt *http.Transport, done func()) {
+	if name == h.ownName {
+		return h.tr, func() {}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if tr, ok := h.byName[name]; ok {
+		return tr, func() {}
+	}
+	tr := h.newTransport(name)
+	if len(h.byName) >= maxNamedTransports {
+		return tr, tr.CloseIdleConnections
+	}
+	if h.byName == nil {
+		h.byName = map[string]*http.Transport{}
+	}
+	h.byName[name] = tr
+	return tr, func() {}
 }
 
 // markDial wraps d's connections in markConn, so a hop's first byte after
@@ -141,6 +206,12 @@ func protocols(mode string) *http.Protocols {
 // Close releases idle kept-alive connections (reuse_connections: true).
 func (h *HTTP) Close() error {
 	h.tr.CloseIdleConnections()
+	h.trOther.CloseIdleConnections()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, tr := range h.byName {
+		tr.CloseIdleConnections()
+	}
 	return nil
 }
 
@@ -232,7 +303,10 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		}
 		req.SetBasicAuth(user, pass)
 	}
-	client := http.Client{Transport: hopTransport{h.tr}, Jar: o.Jar}
+	own, done := h.ownTransport(h.spec.tlsName(req.Host))
+	defer done()
+	hops := hopTransport{own: own, other: h.trOther, ownHost: req.URL.Hostname()}
+	client := http.Client{Transport: hops, Jar: o.Jar}
 	if !h.spec.FollowRedirects {
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	} else {
@@ -245,7 +319,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		res.Phases = tr.phases(end)
 		res.Phases.Transfer = 0
 		res.Cause, res.Err = classify(err, tr, end.Sub(start))
-		if h.spec.HTTP2 == HTTP2H2C && (res.Cause == CauseInternal || res.Cause == CauseReset) {
+		if h.spec.HTTP2 == HTTP2H2C && (res.Cause == CauseInternal || res.Cause == CauseReset) && !strings.Contains(res.Err, "(HTTP/2 ") {
 			// Connected, but no HTTP/2 came back: an HTTP/1.1-only origin
 			// answers the h2c preface with an HTTP/1.1 error or a close.
 			res.Cause, res.Err = CauseProtocol, "protocol: no HTTP/2 answer to h2c (http2: h2c): "+res.Err
@@ -327,7 +401,8 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 }
 
 // maxRedirects is how many redirects http.follow_redirects follows, as
-// net/http's default policy does.
+// blackbox_exporter does: a chain of 10 is followed, an 11th redirect
+// fails. (net/http's default policy stops at the 10th, following 9.)
 const maxRedirects = 10
 
 // redirectError ends a run that was redirected more than maxRedirects
@@ -371,7 +446,9 @@ func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 			}
 		}
 	}
-	if len(via) < maxRedirects {
+	// via holds the requests made so far: len(via) is the number of this
+	// redirect.
+	if len(via) <= maxRedirects {
 		return nil
 	}
 	e := &redirectError{}

@@ -229,12 +229,23 @@ func (t *runTrace) phases(end time.Time) Phases {
 	return p
 }
 
-// hopTransport settles each hop's 1xx timing when its round trip returns,
-// before net/http or the check reads the body.
-type hopTransport struct{ rt http.RoundTripper }
+// hopTransport sends each hop of a run: to the check's own host (ownHost,
+// any port) through own, whose TLS client uses tls.server_name (or the
+// Host header's name), and to any other host a redirect names through
+// other, which verifies that host's own name. It settles each hop's 1xx
+// timing when its round trip returns, before net/http or the check reads
+// the body.
+type hopTransport struct {
+	own, other http.RoundTripper
+	ownHost    string
+}
 
 func (h hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := h.rt.RoundTrip(req)
+	rt := h.own
+	if h.other != nil && !strings.EqualFold(req.URL.Hostname(), h.ownHost) {
+		rt = h.other
+	}
+	resp, err := rt.RoundTrip(req)
 	if t := traceFrom(req.Context()); t != nil {
 		t.settle(err == nil)
 	}
@@ -375,6 +386,9 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 	if !connected {
 		return CauseConnect, "connect: " + rootMsg(err)
 	}
+	if c, msg, ok := http2Cause(err); ok {
+		return c, msg
+	}
 	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return CauseReset, resetMsg(err)
@@ -409,6 +423,7 @@ func protocolCause(err error) (Cause, string, bool) {
 		"unsupported transfer encoding",
 		"invalid byte in chunk length",
 		"http chunk length too large",
+		"multiple Content-Length headers", // RFC 9112 §6.3: differing values
 	} {
 		if strings.Contains(msg, s) {
 			msg = strings.TrimPrefix(msg, "net/http: HTTP/1.x transport connection broken: ")
@@ -417,6 +432,35 @@ func protocolCause(err error) (Cause, string, bool) {
 		}
 	}
 	return "", "", false
+}
+
+// http2Cause recognises the HTTP/2 errors that are the origin's doing;
+// net/http's HTTP/2 error types are unexported, so by their text. A stream
+// the server reset (RST_STREAM, "received from peer") or a connection it
+// closed with GOAWAY is cause reset, as a connection closed mid-response
+// over HTTP/1.1 is; a stream error vigil's side raised because the server
+// broke the framing is cause protocol.
+func http2Cause(err error) (Cause, string, bool) {
+	msg := rootMsg(err)
+	switch {
+	case strings.Contains(msg, "stream error: ") && strings.Contains(msg, "received from peer"):
+		return CauseReset, "stream reset by the server (HTTP/2 RST_STREAM " + h2Code(msg) + ") before the response was complete", true
+	case strings.Contains(msg, "server sent GOAWAY"):
+		return CauseReset, "connection closed by the server (HTTP/2 GOAWAY) before the response was complete", true
+	case strings.Contains(msg, "stream error: "):
+		return CauseProtocol, "protocol: " + strings.TrimPrefix(msg, "http2: "), true
+	}
+	return "", "", false
+}
+
+// h2Code is the error code in an HTTP/2 stream error's text ("stream
+// error: stream ID 1; INTERNAL_ERROR; received from peer").
+func h2Code(msg string) string {
+	parts := strings.Split(msg[strings.Index(msg, "stream error: "):], "; ")
+	if len(parts) >= 2 && parts[1] != "" {
+		return parts[1]
+	}
+	return "error"
 }
 
 // classifyDial maps an error from dialing (DNS + TCP connect).
