@@ -24,6 +24,15 @@ import (
 // TTFB runs to the last hop's first byte, so processing holds the earlier
 // hops' waits, as in blackbox_exporter.
 //
+// vigil_ttfb_seconds is the last run's time to first byte as the built-in
+// TTFB SLO rule reads it from the verdict (Verdict.TTFB), for every check
+// kind that has one: http (start of the run → first byte of the final
+// response), script (the first main step's that got a response), tcp
+// (first byte read); absent while the last run got no first byte, which
+// the built-in rule skips too. The generated Prometheus rules
+// (vigil:ttfb_seconds) use it, so a TTFB SLO on a script check works from
+// Prometheus although scripts export no probe_http_duration_seconds.
+//
 // probe_ssl_earliest_cert_expiry is the earliest NotAfter of the
 // certificates the server presented; probe_ssl_last_chain_expiry_timestamp_seconds
 // is, over the verified chains, the latest of each chain's earliest
@@ -38,6 +47,8 @@ var (
 	descPhase = prometheus.NewDesc("probe_http_duration_seconds",
 		"Duration of the last run's HTTP phases (resolve, connect, tls, processing, transfer), seconds.",
 		append(append([]string{}, pairLabels...), "phase"), nil)
+	descTTFB = prometheus.NewDesc("vigil_ttfb_seconds",
+		"Time to first byte of the last run (http, script, tcp checks; absent when the run got no first byte), seconds.", pairLabels, nil)
 	descStatus = prometheus.NewDesc("probe_http_status_code",
 		"HTTP status code of the last run (0 when none).", pairLabels, nil)
 	descHTTPVersion = prometheus.NewDesc("probe_http_version",
@@ -106,7 +117,7 @@ type pairCollector metrics
 
 // Describe implements prometheus.Collector.
 func (pc *pairCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descStatus,
+	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descTTFB, descStatus,
 		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descChecks, descSkipped, descPairs, descPubDropped} {
 		ch <- d
 	}
@@ -156,6 +167,9 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSuccess, b2f(v.OK), check, target, tier, region)
 		gauge(descDuration, v.Duration.Seconds(), check, target, tier, region)
 		gauge(descStreak, float64(v.Streak), check, target, tier, region)
+		if v.TTFB > 0 {
+			gauge(descTTFB, v.TTFB.Seconds(), check, target, tier, region)
+		}
 		if !certExpiry.IsZero() {
 			gauge(descCertExpiry, float64(certExpiry.Unix()), check, target, tier, region)
 		}

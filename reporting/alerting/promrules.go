@@ -177,8 +177,8 @@ var (
 // PrometheusRules renders a Prometheus rule file (recording and alerting
 // rules) equivalent to vigil's own rules, over the metrics the canary
 // exports: vigil_checks_total{check,target,region,result="pass"|"fail"},
-// vigil_verdict_state{check,target,tier,region,state},
-// probe_http_duration_seconds{…,phase} and probe_ssl_earliest_cert_expiry,
+// vigil_verdict_state{check,target,tier,region,state}, vigil_ttfb_seconds
+// and probe_ssl_earliest_cert_expiry,
 // and over `up` of the canaries' scrape targets (matched on instance and
 // job: the canaries must be scraped directly, not federated). cfg and slos
 // are validated (defaults set) first. Regions are counted with max by
@@ -226,9 +226,12 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 	const notScraped = " unless on (instance, job) (up == 1)"
 	// Shared rules.
 	w.group("vigil-common")
-	w.record("vigil:ttfb_seconds",
-		`sum without (phase) (probe_http_duration_seconds{phase=~"resolve|connect|tls|processing"})`,
-		nil, "Time to first byte of the last run, seconds (DNS + connect + TLS + processing).")
+	// vigil_ttfb_seconds is the verdict's TTFB for every check kind that
+	// has one (scripts too, which export no probe_http_duration_seconds),
+	// absent for a run without a first byte: the samples the built-in
+	// TTFB rule uses.
+	w.record("vigil:ttfb_seconds", `vigil_ttfb_seconds`,
+		nil, "Time to first byte of the last run, seconds (http, script and tcp checks; absent when the run got no first byte).")
 	if !cfg.Down.Disabled {
 		w.record("vigil:verdict_unhealthy",
 			`vigil_verdict_state{state="unhealthy"} unless ignoring (state) (vigil_verdict_state{state="unknown"} == 1)`,
