@@ -476,7 +476,10 @@ type TCPSpec struct {
 	// Default: nothing.
 	Send string `mapstructure:"send"`
 	// Expect is a substring, or "~regex", that must appear in what the
-	// server sends back within read_limit bytes. Default: nothing is read.
+	// server sends back within read_limit bytes. A regex is tried on what
+	// arrived and on each line of it without its line break (as Query
+	// does, so "~^\\+PONG$" matches "+PONG\r\n"); a substring starting
+	// with "^" is a config error. Default: nothing is read.
 	Expect string `mapstructure:"expect"`
 	// Query is a conversation in order, as blackbox_exporter's
 	// query_response: each element expects a line from the server, sends
@@ -518,7 +521,12 @@ func (q *TCPQueryStep) match(line []byte) bool {
 func (s *TCPSpec) ValidateAndSetDefaults() error {
 	var errs []error
 	s.re = nil
-	if strings.HasPrefix(s.Expect, "~") {
+	switch {
+	case strings.HasPrefix(s.Expect, "^"):
+		// A regex habit (blackbox_exporter's expect is one) that, as a
+		// substring, could never match what a server sends.
+		errs = append(errs, errorf(ErrBadValue, "expect: %q is a substring; write %q for a regular expression", s.Expect, "~"+s.Expect))
+	case strings.HasPrefix(s.Expect, "~"):
 		re, err := compileRegex(s.Expect[1:])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("expect: %w", err))

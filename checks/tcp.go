@@ -148,11 +148,30 @@ func (c *TCP) read(conn net.Conn, tr *runTrace) ([]byte, bool, error) {
 	return buf, false, nil
 }
 
+// match reports whether what arrived so far, b, satisfies tcp.expect. A
+// regex is tried on b whole (so it may span lines) and on each line
+// without its line break, the last one even before it is ended, as
+// tcp.query matches: "^" and "$" work at line starts and ends.
 func (c *TCP) match(b []byte) bool {
-	if c.spec.re != nil {
-		return c.spec.re.Match(b)
+	if c.spec.re == nil {
+		return bytes.Contains(b, []byte(c.spec.Expect))
 	}
-	return bytes.Contains(b, []byte(c.spec.Expect))
+	if c.spec.re.Match(b) {
+		return true
+	}
+	for len(b) > 0 {
+		line := b
+		nl := bytes.IndexByte(b, '\n')
+		if nl >= 0 {
+			line, b = b[:nl], b[nl+1:]
+		} else {
+			b = nil
+		}
+		if c.spec.re.Match(bytes.TrimSuffix(line, []byte("\r"))) {
+			return true
+		}
+	}
+	return false
 }
 
 // watchCtx makes blocked reads and writes on conn return when ctx ends.
