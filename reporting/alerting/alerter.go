@@ -757,11 +757,12 @@ func fingerprints(as []Alert) string {
 }
 
 // Active returns the firing alerts (silenced ones included, with Silenced
-// set), sorted by rule, check, target, region.
+// set), sorted by rule, check, target, region; empty, not nil, when none
+// fires, so /api/v1/alerts answers [] rather than null.
 func (a *Alerter) Active() []Alert {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []Alert
+	out := []Alert{}
 	for _, st := range a.states {
 		if st.firing {
 			out = append(out, st.alert)
