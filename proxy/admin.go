@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting/units"
@@ -59,6 +60,11 @@ type OriginStatus struct {
 	// some regions, fewer than verdicts.quorum, hold it unhealthy: "not
 	// taken out: unhealthy in 1 region(s), quorum 2: eu: home (status)".
 	VerdictBelowQuorum string `json:"verdict_below_quorum,omitempty"`
+	// EjectionRefused is set while max_ejected keeps the origin in service
+	// although verdicts or a passive rule would take it out: "not taken
+	// out: max_ejected 50% reached: verdicts: …; passive: consecutive_5xx
+	// (…)".
+	EjectionRefused string `json:"ejection_refused,omitempty"`
 }
 
 // Origins returns the state of every origin of every pool.
@@ -86,6 +92,16 @@ func (p *Proxy) Origins() []OriginStatus {
 			}
 			if f&flagVerdict == 0 {
 				s.VerdictBelowQuorum = o.why[bit(flagVerdict)] // set only below the quorum
+			}
+			var kept []string
+			if o.verdictSeen != "" && f&flagVerdict == 0 {
+				kept = append(kept, "verdicts: "+o.verdictSeen)
+			}
+			if o.passiveKept != "" && f&flagPassive == 0 {
+				kept = append(kept, "passive: "+o.passiveKept)
+			}
+			if kept != nil {
+				s.EjectionRefused = "not taken out: max_ejected " + pl.cfg.MaxEjected.String() + " reached: " + strings.Join(kept, "; ")
 			}
 			if f&flagDrained != 0 {
 				s.DrainedBy = o.drainedBy

@@ -52,6 +52,7 @@ type origin struct {
 	drainedBy   string       // who drained it (admin ?by= or address), while drained
 	lastDecay   time.Time
 	verdictSeen string // verdict reason while capped by max_ejected
+	passiveKept string // passive rule and detail while max_ejected refuses the ejection
 }
 
 // Available is the one predicate every balancer uses:

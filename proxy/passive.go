@@ -304,7 +304,11 @@ func (p *pool) eject(o *origin, reason string, now time.Time, detailf func() str
 			c.Inc()
 		}
 		if o.passive.refusedLogged.CompareAndSwap(false, true) {
-			p.log.Warn("proxy: ejection refused by max_ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detailf(), "max_ejected", p.cfg.MaxEjected.String())
+			detail := detailf()
+			o.mu.Lock()
+			o.passiveKept = reason + " (" + detail + ")"
+			o.mu.Unlock()
+			p.log.Warn("proxy: ejection refused by max_ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detail, "max_ejected", p.cfg.MaxEjected.String())
 		}
 		return
 	}
@@ -324,6 +328,9 @@ func (p *pool) eject(o *origin, reason string, now time.Time, detailf func() str
 	}
 	o.passive.reset()
 	o.passive.refusedLogged.Store(false)
+	o.mu.Lock()
+	o.passiveKept = ""
+	o.mu.Unlock()
 	o.m.ejections[reason].Inc()
 	o.m.available.Set(0)
 	p.log.Warn("proxy: origin ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detail, "for", d, "ejections", count)
@@ -370,6 +377,9 @@ func (p *pool) evaluate(now time.Time) {
 			// Not failing now: a refusal incident, if any, is over; the
 			// next one is logged again.
 			o.passive.refusedLogged.Store(false)
+			o.mu.Lock()
+			o.passiveKept = ""
+			o.mu.Unlock()
 		}
 		if req < cfg.MinRequests {
 			continue

@@ -833,6 +833,9 @@ func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration
 				continue
 			}
 			if changed {
+				o.mu.Lock()
+				o.verdictSeen = ""
+				o.mu.Unlock()
 				o.m.ejections[ReasonVerdict].Inc()
 				o.m.available.Set(0)
 				pl.log.Warn("proxy: origin down by verdicts", "pool", pl.name, "origin", o.name, "why", why)

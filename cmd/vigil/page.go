@@ -92,7 +92,17 @@ func (a *app) pageOrigins() []statuspage.Origin {
 			{statuspage.FlagPassive, "passive", s.PassiveEjected},
 			{statuspage.FlagDrained, "drained", s.Drained},
 		} {
-			o.Flags = append(o.Flags, statuspage.Flag{Source: f.src, Bad: f.bad, Reason: s.Why[f.key], Since: s.Since[f.key]})
+			reason := s.Why[f.key]
+			switch {
+			case f.bad:
+			case f.key == "verdict" && s.VerdictBelowQuorum != "":
+				reason = s.VerdictBelowQuorum
+			case f.key == "verdict" && strings.Contains(s.EjectionRefused, "verdicts: "),
+				f.key == "passive" && strings.Contains(s.EjectionRefused, "passive: "):
+				// In service only because max_ejected refused to take it out.
+				reason = s.EjectionRefused
+			}
+			o.Flags = append(o.Flags, statuspage.Flag{Source: f.src, Bad: f.bad, Reason: reason, Since: s.Since[f.key]})
 		}
 		out = append(out, o)
 	}
