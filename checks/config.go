@@ -433,15 +433,10 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	switch v := strings.ToLower(strings.TrimSpace(s.HTTP2)); v {
 	case "", HTTP2Off:
 		s.HTTP2 = HTTP2Off
-	case HTTP2Auto, HTTP2Required:
+	case HTTP2Auto, HTTP2Required, HTTP2H2C:
 		s.HTTP2 = v
-		if v == HTTP2Required && strings.HasPrefix(strings.ToLower(s.URL), "http://") {
-			errs = append(errs, errorf(ErrConflict, "http2: required needs an https:// url (h2 is negotiated by TLS ALPN; plain http:// speaks HTTP/1.1)"))
-		}
-	case HTTP2H2C:
-		s.HTTP2 = v
-		if strings.HasPrefix(strings.ToLower(s.URL), "https://") {
-			errs = append(errs, errorf(ErrConflict, "http2: h2c is HTTP/2 over plain http://; an https:// url negotiates h2 with auto or required"))
+		if s.URL != "" {
+			errs = append(errs, s.HTTP2Fits(s.URL))
 		}
 	default:
 		hint := ""
@@ -453,6 +448,22 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	err := errors.Join(errs...)
 	s.compiled = err == nil
 	return err
+}
+
+// HTTP2Fits reports whether http2 suits a URL the check requests (http.url,
+// or the check's url or a target's when http.url is unset): `required`
+// needs https:// (h2 is negotiated by TLS ALPN), `h2c` needs plain
+// http://. The error (ErrConflict) starts with the key, "http2: ". Call it
+// after ValidateAndSetDefaults.
+func (s *HTTPSpec) HTTP2Fits(rawURL string) error {
+	u := strings.ToLower(rawURL)
+	switch {
+	case s.HTTP2 == HTTP2Required && strings.HasPrefix(u, "http://"):
+		return errorf(ErrConflict, "http2: required needs an https:// url (h2 is negotiated by TLS ALPN; plain http:// speaks HTTP/1.1)")
+	case s.HTTP2 == HTTP2H2C && strings.HasPrefix(u, "https://"):
+		return errorf(ErrConflict, "http2: h2c is HTTP/2 over plain http://; an https:// url negotiates h2 with auto or required")
+	}
+	return nil
 }
 
 func validToken(s string) bool {

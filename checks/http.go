@@ -240,6 +240,14 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		res.Phases.Total = time.Since(start)
 		return res, nil
 	}
+	if h.spec.HTTP2 == HTTP2H2C && strings.HasPrefix(strings.ToLower(target), "https://") {
+		// Not caught at load when the URL is a target's: without this
+		// guard net/http would speak HTTP/1.1 over TLS and the run pass
+		// without any HTTP/2.
+		res.Cause, res.Err = CauseInternal, "http.http2: h2c is HTTP/2 over plain http://, but this run's URL is https:// (use auto or required to negotiate h2 over TLS)"
+		res.Phases.Total = time.Since(start)
+		return res, nil
+	}
 	var body io.Reader
 	switch {
 	case h.spec.JSON != nil && o.Expand != nil:
