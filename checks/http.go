@@ -266,7 +266,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	case h.spec.Body != "":
 		body = strings.NewReader(expand(h.spec.Body))
 	}
-	tr := &runTrace{start: start}
+	tr := &runTrace{start: start, timeout: h.opts.Timeout}
 	rctx := tr.withTrace(ctx)
 	req, err := http.NewRequestWithContext(rctx, h.spec.Method, target, body)
 	if err != nil {

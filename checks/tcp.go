@@ -50,7 +50,7 @@ func (c *TCP) Run(ctx context.Context, t Target) Result {
 		res.Cause, res.Err = CauseInternal, err.Error()
 		return res
 	}
-	tr := &runTrace{start: start}
+	tr := &runTrace{start: start, timeout: c.opts.Timeout}
 	conn, err := c.d.DialContext(tr.withTrace(ctx), "tcp", addr)
 	if err != nil {
 		end := time.Now()

@@ -52,7 +52,7 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 	if name == "" {
 		name = host
 	}
-	tr := &runTrace{start: start}
+	tr := &runTrace{start: start, timeout: c.opts.Timeout}
 	ctx = tr.withTrace(ctx)
 	raw, err := c.d.DialContext(ctx, "tcp", addr)
 	if err != nil {

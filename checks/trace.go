@@ -35,6 +35,9 @@ import (
 type runTrace struct {
 	mu    sync.Mutex
 	start time.Time
+	// timeout is the check's configured timeout (Options.Timeout; 0 =
+	// none), quoted by timeout messages when the run lasted about that long.
+	timeout time.Duration
 
 	hops                int // requests begun (GetConn); 0 for tcp and tls checks
 	dnsStart, dnsDone   time.Time
@@ -338,7 +341,13 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 	t.mu.Unlock()
 
 	deadline := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err)
+	// A run stopped at the check's timeout says so with the value
+	// configured ("within 2s"), not the few more microseconds measured; one
+	// stopped much earlier by its caller's deadline says how long it ran.
 	after := elapsed.Round(time.Millisecond)
+	if t.timeout > 0 && elapsed >= t.timeout-t.timeout/20 {
+		after = t.timeout
+	}
 
 	if dialErr != nil && !connected {
 		return classifyDial(dialErr)
