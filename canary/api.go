@@ -37,8 +37,10 @@ const (
 // Handler serves the canary's HTTP API:
 //
 //	GET  /api/v1/verdicts                 latest verdict per check × target × region (× vantage)
-//	                                      ?max_age=30s keeps verdicts whose run is that recent
-//	GET  /api/v1/checks/{name}/history    ?target=&region=&from=&to=&limit= (needs src)
+//	                                      ?max_age=30s keeps verdicts whose run is that recent (> 0)
+//	GET  /api/v1/checks/{name}/history    ?target=&region=&from=&to=&limit= (needs src); from
+//	                                      defaults to an hour before to (or now); from after
+//	                                      to, limit above MaxHistoryLimit: 400
 //	POST /api/v1/trigger                  {"check":…,"target":…} or ?check=&target=; bearer agent.admin_token
 //	                                      (401 missing/wrong token, 403 no admin_token configured)
 //	GET  /healthz                         200 "ok" or 503 with the reasons
@@ -100,32 +102,52 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// parseDur reads a duration like 30s, 5m, 2h or 7d.
+// parseDur reads a duration like 30s, 5m, 2h or 7d; a negative one is an
+// error saying so.
 func parseDur(s string) (time.Duration, error) {
 	if strings.HasSuffix(s, "d") {
 		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
-		if err != nil || n < 0 || n*float64(24*time.Hour) > math.MaxInt64 || math.IsNaN(n) {
+		if err == nil && n < 0 {
+			return 0, fmt.Errorf("%q: must be positive", s)
+		}
+		if err != nil || n*float64(24*time.Hour) > math.MaxInt64 || math.IsNaN(n) {
 			return 0, fmt.Errorf("%q: not a duration", s)
 		}
 		return time.Duration(n * float64(24*time.Hour)), nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	if err != nil {
 		return 0, fmt.Errorf("%q: not a duration", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q: must be positive", s)
 	}
 	return d, nil
 }
 
-// parseTime reads RFC 3339 or a duration meaning that long before now.
+// maxUnixSeconds is the largest integer parseTime reads as Unix seconds
+// (year 5138): a larger one is almost surely milliseconds, which would
+// otherwise ask for a range thousands of years ahead and answer [].
+const maxUnixSeconds = 1e11
+
+// parseTime reads RFC 3339, Unix seconds (an integer: "0" is 1970, not
+// "0s ago") or a duration meaning that long before now.
 func parseTime(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	if d, err := parseDur(s); err == nil {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > maxUnixSeconds || n < -maxUnixSeconds {
+			return time.Time{}, fmt.Errorf("%q: out of range for Unix seconds (milliseconds? divide by 1000)", s)
+		}
+		return time.Unix(n, 0), nil
+	}
+	d, err := parseDur(s)
+	if err == nil {
 		return now.Add(-d), nil
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Unix(n, 0), nil
+	if strings.HasSuffix(err.Error(), "must be positive") {
+		return time.Time{}, fmt.Errorf("%q: a duration ago must be positive", s)
 	}
 	return time.Time{}, fmt.Errorf("%q: want RFC 3339, Unix seconds or a duration ago (1h)", s)
 }
@@ -134,6 +156,9 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 	var maxAge time.Duration
 	if s := r.URL.Query().Get("max_age"); s != "" {
 		d, err := parseDur(s)
+		if err == nil && d == 0 {
+			err = fmt.Errorf("%q: must be positive (leave max_age out for every verdict)", s)
+		}
 		if err != nil {
 			apiError(w, http.StatusBadRequest, "max_age: "+err.Error())
 			return
@@ -173,17 +198,27 @@ func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src report
 	q := r.URL.Query()
 	now := c.now()
 	hq := reporting.HistoryQuery{Check: r.PathValue("name"), Target: q.Get("target"),
-		Region: q.Get("region"), Limit: DefaultHistoryLimit, From: now.Add(-time.Hour)}
+		Region: q.Get("region"), Limit: DefaultHistoryLimit}
 	var err error
+	if s := q.Get("to"); s != "" {
+		if hq.To, err = parseTime(s, now); err != nil {
+			apiError(w, http.StatusBadRequest, "to: "+err.Error())
+			return
+		}
+	}
+	// Without from: the hour before to (or before now).
+	hq.From = now.Add(-time.Hour)
+	if !hq.To.IsZero() {
+		hq.From = hq.To.Add(-time.Hour)
+	}
 	if s := q.Get("from"); s != "" {
 		if hq.From, err = parseTime(s, now); err != nil {
 			apiError(w, http.StatusBadRequest, "from: "+err.Error())
 			return
 		}
-	}
-	if s := q.Get("to"); s != "" {
-		if hq.To, err = parseTime(s, now); err != nil {
-			apiError(w, http.StatusBadRequest, "to: "+err.Error())
+		if !hq.To.IsZero() && hq.From.After(hq.To) {
+			apiError(w, http.StatusBadRequest, fmt.Sprintf("from %q (%s) is after to %q (%s)",
+				s, hq.From.UTC().Format(time.RFC3339), q.Get("to"), hq.To.UTC().Format(time.RFC3339)))
 			return
 		}
 	}
@@ -193,7 +228,11 @@ func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src report
 			apiError(w, http.StatusBadRequest, fmt.Sprintf("limit: %q: want a positive integer", s))
 			return
 		}
-		hq.Limit = min(n, MaxHistoryLimit)
+		if n > MaxHistoryLimit {
+			apiError(w, http.StatusBadRequest, fmt.Sprintf("limit: %q: at most %d", s, MaxHistoryLimit))
+			return
+		}
+		hq.Limit = n
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
