@@ -90,6 +90,9 @@ func NewHTTP(spec HTTPSpec, expect Expect, o Options) (*HTTP, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := headBodyAssertions(spec.Method, &expect); err != nil {
+		return nil, err
+	}
 	if expect.Size.Max > spec.BodyLimit {
 		return nil, errorf(ErrBadValue, "expect.size.max: %s is above http.body_limit %s", expect.Size.Max, spec.BodyLimit)
 	}
@@ -173,6 +176,36 @@ func (h *HTTP) ownTransport(name string) (rt *http.Transport, done func()) {
 	}
 	h.byName[name] = tr
 	return tr, func() {}
+}
+
+// headBodyAssertions rejects assertions on the body of a HEAD request,
+// which gets none: not_contains and not_regex would always pass (a copy
+// of a GET check's expect, say), the others always fail. The error names
+// the first such key.
+func headBodyAssertions(method string, e *Expect) error {
+	if method != http.MethodHead {
+		return nil
+	}
+	var key string
+	switch {
+	case len(e.Body.Contains) > 0:
+		key = "body.contains"
+	case len(e.Body.NotContains) > 0:
+		key = "body.not_contains"
+	case len(e.Body.Regex) > 0:
+		key = "body.regex"
+	case len(e.Body.NotRegex) > 0:
+		key = "body.not_regex"
+	case len(e.JSON) > 0:
+		key = "json"
+	case e.Checksum != "":
+		key = "checksum"
+	case e.Size.Min > 0 || e.Size.Max > 0 || e.Size.MaxSet:
+		key = "size"
+	default:
+		return nil
+	}
+	return errorf(ErrConflict, "expect.%s: http.method HEAD gets no body to assert on (use GET, or drop the key)", key)
 }
 
 // markDial wraps d's connections in markConn, so a hop's first byte after
