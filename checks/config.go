@@ -236,7 +236,10 @@ type HTTPSpec struct {
 	// Default "/". Cannot be combined with URL.
 	Path string `mapstructure:"path"`
 	// Headers are request headers; names keep the file's case and are
-	// canonicalised (names differing only in case are a config error). A "host" header sets the Host sent. They override
+	// canonicalised (names differing only in case are a config error). A
+	// "host" header sets the Host sent and, unless tls.server_name is set,
+	// the TLS name for the check's own host (its host, without the port,
+	// as blackbox_exporter does). They override
 	// the default User-Agent and X-Vigil-Check.
 	Headers map[string]string `mapstructure:"headers"`
 	// Body is the request body as text. Default: none.
