@@ -82,6 +82,29 @@ func (b *roundRobin) Pick(_ *http.Request, eligible uint64) int {
 	return best
 }
 
+// inheritRoundRobin carries the smooth round robin's current weights over a
+// reload, per origin URL, so the sequence goes on where it was: rebuilt from
+// zero on every reload (a SIGHUP from a config manager every few seconds),
+// it started over each time and an origin late in it could get nothing.
+func inheritRoundRobin(b, prev Balancer, origins, prevOrigins []*origin) {
+	rr, ok := b.(*roundRobin)
+	prr, pok := prev.(*roundRobin)
+	if !ok || !pok {
+		return
+	}
+	byURL := map[string]int{}
+	for j, o := range prevOrigins {
+		byURL[o.url.String()] = j
+	}
+	prr.mu.Lock()
+	defer prr.mu.Unlock()
+	for i, o := range origins {
+		if j, ok := byURL[o.url.String()]; ok {
+			rr.cur[i] = prr.cur[j]
+		}
+	}
+}
+
 // ramp reports whether the origin's weight is ramping up under the pool's
 // slow start at now (round_robin and least_conn only: the hash policies
 // have none), when the ramp ends, and the effective weight's fraction of

@@ -281,6 +281,11 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 				if sameDial {
 					o.h1 = po.h1 // same address, same dial settings: keep its connections
 				}
+			} else if old != nil && pc.SlowStart > 0 {
+				// Added by this reload (or given a new URL): a cold origin
+				// (a new cache node) ramps up like a returning one, as
+				// Envoy's slow start does for new hosts.
+				o.returnedAt.Store(time.Now().UnixNano())
 			}
 			if po := drainedByName[o.name]; po != nil {
 				kept[o.name] = true
@@ -321,6 +326,9 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 			pl.all |= 1 << j
 		}
 		pl.bal = newBalancer(pc, pl.origins)
+		if pp := prevPools[pc.Name]; pp != nil {
+			inheritRoundRobin(pl.bal, pp.bal, pl.origins, pp.origins)
+		}
 		st.pools = append(st.pools, pl)
 		for _, h := range pc.hosts {
 			st.routes = append(st.routes, route{host: h, prefix: pc.PathPrefix, pool: pl})
