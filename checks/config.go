@@ -456,14 +456,15 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 // HTTP2Fits reports whether http2 suits a URL the check requests (http.url,
 // or the check's url or a target's when http.url is unset): `required`
 // needs https:// (h2 is negotiated by TLS ALPN), `h2c` needs plain
-// http://. The error (ErrConflict) starts with the key, "http2: ". Call it
-// after ValidateAndSetDefaults.
+// http://. The error (ErrConflict) starts with the key, "http2: ". It may
+// be called before or after ValidateAndSetDefaults.
 func (s *HTTPSpec) HTTP2Fits(rawURL string) error {
 	u := strings.ToLower(rawURL)
+	mode := strings.ToLower(strings.TrimSpace(s.HTTP2))
 	switch {
-	case s.HTTP2 == HTTP2Required && strings.HasPrefix(u, "http://"):
+	case mode == HTTP2Required && strings.HasPrefix(u, "http://"):
 		return errorf(ErrConflict, "http2: required needs an https:// url (h2 is negotiated by TLS ALPN; plain http:// speaks HTTP/1.1)")
-	case s.HTTP2 == HTTP2H2C && strings.HasPrefix(u, "https://"):
+	case mode == HTTP2H2C && strings.HasPrefix(u, "https://"):
 		return errorf(ErrConflict, "http2: h2c is HTTP/2 over plain http://; an https:// url negotiates h2 with auto or required")
 	}
 	return nil
