@@ -46,7 +46,9 @@ type SLOStatus struct {
 	Regions []RegionSLO
 }
 
-// SLOStatus computes every SLO's standing now from the store. Availability
+// SLOStatus computes every SLO's standing now from the store, one entry per
+// SLO × target with runs, and one for an SLO with none (Runs 0,
+// Availability -1, TTFBP95 0, Met). Availability
 // reads the per-minute rollups over the SLO window; TTFB reads the raw
 // verdicts of windows up to RawTTFBWindow (exact p95) and the rollups of
 // longer ones. It reads the whole window on every call: cache the result
@@ -113,6 +115,21 @@ func (a *Alerter) SLOStatus(ctx context.Context) ([]SLOStatus, error) {
 					st.Met = false
 				}
 			}
+		}
+	}
+	// An SLO without runs in its window (a new or rarely run check) is
+	// still listed, with no runs, so the status page does not read "no SLO
+	// covers this check".
+	for _, s := range slos {
+		listed := false
+		for k := range out {
+			if k.slo == s.Name {
+				listed = true
+				break
+			}
+		}
+		if !listed {
+			get(s, s.Target)
 		}
 	}
 	res := make([]SLOStatus, 0, len(out))

@@ -45,3 +45,29 @@ func TestSLOStatus(t *testing.T) {
 		t.Fatalf("ttfb: %+v", tt)
 	}
 }
+
+// TestSLOStatusWithoutRuns: an SLO whose check has not run in its window
+// (a new check, a yearly cron) is listed with no runs, so the status page
+// shows it as such instead of "No SLO covers this check."
+func TestSLOStatusWithoutRuns(t *testing.T) {
+	slos := []SLO{
+		{Name: "yearly-avail", Check: "yearly", Objective: 99.9, Window: 30 * 24 * time.Hour},
+		{Name: "yearly-ttfb", Check: "yearly", Target: "origin-a", TTFBP95: 300 * time.Millisecond, Window: 5 * time.Minute},
+	}
+	h := newHarness(t, t0, Config{}, slos)
+	h.store.add(verdict("asset", "origin-a", "eu", t0.Add(-time.Minute), H, time.Minute)) // another check runs
+	got, err := h.a.SLOStatus(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d statuses, want one per SLO: %+v", len(got), got)
+	}
+	av, tt := got[0], got[1]
+	if av.SLO != "yearly-avail" || av.Check != "yearly" || av.Runs != 0 || av.Availability != -1 || !av.Met {
+		t.Errorf("availability SLO without runs: %+v, want check yearly, 0 runs, availability -1, met", av)
+	}
+	if tt.SLO != "yearly-ttfb" || tt.Target != "origin-a" || tt.TTFBP95 != 0 || tt.TTFBObjective != 300*time.Millisecond || !tt.Met {
+		t.Errorf("TTFB SLO without runs: %+v, want target origin-a, p95 0, objective 300ms, met", tt)
+	}
+}

@@ -3,9 +3,11 @@ package statuspage
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting"
@@ -178,6 +180,14 @@ type failure struct {
 	ArtifactURL string
 }
 
+// runList is one table of runs on a check page (recent failures, recent
+// slow runs); Class is each row's class.
+type runList struct {
+	Runs  []failure
+	Now   time.Time
+	Class string
+}
+
 // checkData is a check page's model.
 type checkData struct {
 	base
@@ -194,6 +204,9 @@ type checkData struct {
 	Phases      []phaseRow
 	PhaseSpan   time.Duration
 	Failures    []failure
+	// Slow are recent runs that failed only a ttfb or duration objective
+	// (available, over the latency objective), newest first.
+	Slow        []failure
 	LastRuns    []RunDetail
 	HasLastRuns bool
 	FailWindow  time.Duration
@@ -223,11 +236,19 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 
 	win := DefaultChartWindow
 	d.Window = "1h"
+	want := r.URL.Query().Get("window")
 	for _, cw := range chartWindows {
 		d.Windows = append(d.Windows, cw.Label)
-		if r.URL.Query().Get("window") == cw.Label {
+		if want == cw.Label {
 			win, d.Window = cw.D, cw.Label
 		}
+	}
+	if want != "" && want != d.Window {
+		// A window the page does not offer would otherwise silently draw
+		// the default hour under a link that says otherwise.
+		http.Error(w, fmt.Sprintf("status page: window: %q: want one of %s", want, strings.Join(d.Windows, ", ")),
+			http.StatusBadRequest)
+		return
 	}
 
 	vs, err := p.o.Verdicts.Verdicts(ctx, max(p.o.Forget, 0))
@@ -296,12 +317,22 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		fail("cannot read history", err)
 	}
-	for i := len(fh) - 1; i >= 0 && len(d.Failures) < maxFailures; i-- {
-		if v := fh[i]; !v.OK {
-			d.Failures = append(d.Failures, failure{Verdict: v, ArtifactURL: p.artifactURL(v.Artifact)})
+	// A run that failed only its ttfb or duration objective is slow, not
+	// down (uptime does not count it as failed): it is listed apart.
+	for i := len(fh) - 1; i >= 0 && (len(d.Failures) < maxFailures || len(d.Slow) < maxFailures); i-- {
+		v := fh[i]
+		switch {
+		case v.OK:
+		case v.Unavailable():
+			if len(d.Failures) < maxFailures {
+				d.Failures = append(d.Failures, failure{Verdict: v, ArtifactURL: p.artifactURL(v.Artifact)})
+			}
+		case len(d.Slow) < maxFailures:
+			d.Slow = append(d.Slow, failure{Verdict: v, ArtifactURL: p.artifactURL(v.Artifact)})
 		}
 	}
 	slices.SortStableFunc(d.Failures, func(a, b failure) int { return b.At.Compare(a.At) })
+	slices.SortStableFunc(d.Slow, func(a, b failure) int { return b.At.Compare(a.At) })
 	d.Known = len(mine) > 0 || len(hist) > 0 || len(fh) > 0 || len(d.LastRuns) > 0 || hasRuns(d.Uptime)
 	if !d.Known && code == http.StatusOK {
 		code = http.StatusNotFound

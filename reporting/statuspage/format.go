@@ -30,6 +30,8 @@ var funcs = template.FuncMap{
 	"dur":        fmtDur,
 	"f1":         func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"sloCurrent": sloCurrent,
+	"sloNoRuns":  sloNoRuns,
+	"runList":    func(runs []failure, now time.Time, class string) runList { return runList{runs, now, class} },
 	"budget":     fmtBudget,
 	"budgetW": func(b float64) float64 {
 		if math.IsNaN(b) {
@@ -157,8 +159,12 @@ func fmtBudget(b float64) string {
 	return strconv.FormatFloat(b*100, 'f', 1, 64) + "% left"
 }
 
-// sloCurrent formats an SLI in its objective's unit (see SLOStatus.Current).
+// sloCurrent formats an SLI in its objective's unit (see SLOStatus.Current):
+// "no runs yet" for an SLO without runs in its window.
 func sloCurrent(s SLOStatus) string {
+	if sloNoRuns(s) {
+		return "no runs yet"
+	}
 	obj := strings.TrimSpace(s.Objective)
 	if strings.HasSuffix(obj, "%") {
 		return fmtPct(s.Current)
@@ -167,6 +173,17 @@ func sloCurrent(s SLOStatus) string {
 		return fmtMs(time.Duration(s.Current * float64(time.Second)))
 	}
 	return strconv.FormatFloat(s.Current, 'g', 6, 64)
+}
+
+// sloNoRuns reports whether s has no runs in its window: Current below 0,
+// or, for a duration objective (a TTFB p95, which a run with a first byte
+// never makes 0), 0.
+func sloNoRuns(s SLOStatus) bool {
+	if s.Current < 0 {
+		return true
+	}
+	_, err := time.ParseDuration(strings.TrimSpace(s.Objective))
+	return err == nil && s.Current == 0
 }
 
 func regionLabel(r string) string {

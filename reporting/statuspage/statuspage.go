@@ -171,7 +171,8 @@ type SLOStatus struct {
 	Objective string
 	// Current is the SLI over Window: a ratio 0..1 when Objective is a
 	// percentage (shown as a percentage), seconds when Objective is a
-	// duration, otherwise shown as is.
+	// duration, otherwise shown as is. Below 0 (or 0 for a duration
+	// objective): no runs in the window yet, shown as such.
 	Current float64
 	// BudgetLeft is the error budget left, 1 = untouched, 0 = spent
 	// (negative: overspent).
