@@ -124,8 +124,9 @@ type Defaults struct {
 	Fall int `mapstructure:"fall"`
 	// Flap configures flap damping.
 	Flap FlapConfig `mapstructure:"flap"`
-	// ExpireAfter is how long a verdict stays valid (default 3 × interval).
-	// It must cover the interval plus jitter plus timeout.
+	// ExpireAfter is how long a verdict stays valid (default 3 × interval;
+	// for a cron check 3 × the longest gap between its runs). It must cover
+	// the interval (the longest gap) plus jitter plus timeout.
 	ExpireAfter time.Duration `mapstructure:"expire_after"`
 	// Adaptive slows long-stable checks (default false).
 	Adaptive bool `mapstructure:"adaptive"`
@@ -293,7 +294,7 @@ func (c *Config) explicitZeros() []error {
 		keys = append(keys,
 			key(p+"interval", ch.Interval == 0, "defaults.interval"),
 			key(p+"timeout", ch.Timeout == 0, "defaults.timeout, capped at 80% of the interval"),
-			key(p+"expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval"),
+			key(p+"expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval (cron: 3 × the longest gap between runs)"),
 			key(p+"rise", ch.Rise == 0, "defaults.rise"),
 			key(p+"fall", ch.Fall == 0, "defaults.fall"))
 		if ch.HTTP != nil {
@@ -601,9 +602,13 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 			errs = append(errs, fmt.Errorf("cron: %q: %w: %v", c.Cron, ErrBadCron, err))
 		} else {
 			c.schedule = s
-			now := time.Now()
-			next := s.Next(now)
-			c.Interval = s.Next(next).Sub(next)
+			errs = append(errs, cronFits(c.Cron, s, time.Now())...)
+			// A cron check's interval (what its default timeout,
+			// expire_after and confirm cadence derive from, and its
+			// verdicts' interval_ms) is the longest gap between two of
+			// its runs: the same whenever the config is loaded, and long
+			// enough that a verdict outlives every gap (expireFits).
+			c.Interval = CronMaxGap(s, time.Now())
 		}
 	}
 	if c.Interval < 0 {
@@ -737,7 +742,6 @@ const MaxCronJitter = time.Minute
 func (c *CheckConfig) expireFits(inherited bool) error {
 	gap, what := c.Interval, fmt.Sprintf("interval %s", c.Interval)
 	if c.schedule != nil {
-		gap = CronMaxGap(c.schedule, time.Now())
 		what = fmt.Sprintf("the longest gap between cron runs %s", gap)
 	}
 	jit := time.Duration(c.Jitter.Fraction() * float64(c.Interval))
@@ -749,8 +753,38 @@ func (c *CheckConfig) expireFits(inherited bool) error {
 	if inherited {
 		from = " (inherited from defaults.expire_after)"
 	}
-	return fmt.Errorf("expire_after: %s%s is shorter than %s + jitter %s + timeout %s = %s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least %s, or omit it for 3 × interval)",
-		c.ExpireAfter, from, what, jit, c.Timeout, need, need)
+	omit := "3 × interval"
+	if c.schedule != nil {
+		omit = fmt.Sprintf("3 × the longest gap = %s", 3*gap)
+	}
+	return fmt.Errorf("expire_after: %s%s is shorter than %s + jitter %s + timeout %s = %s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least %s, or omit it for %s)",
+		c.ExpireAfter, from, what, jit, c.Timeout, need, need, omit)
+}
+
+// cronFits rejects a cron schedule that parses but would not run as
+// written: an "@every" below 1s or not a whole number of seconds
+// (robfig/cron rounds it down to whole seconds and up to at least 1s, so
+// "@every 500ms" and "@every 0s" would run every second, "@every 1500ms"
+// every second too), and one that matches no time in the next five years
+// ("0 0 30 2 *": robfig/cron gives up after five years and the pair would
+// stay unknown for ever without a run).
+func cronFits(spec string, s cron.Schedule, now time.Time) []error {
+	expr := strings.TrimSpace(spec)
+	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
+		if i := strings.IndexAny(expr, " \t"); i > 0 {
+			expr = strings.TrimSpace(expr[i:])
+		}
+	}
+	if rest, ok := strings.CutPrefix(expr, "@every "); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil && (d < time.Second || d%time.Second != 0) {
+			return []error{fmt.Errorf("cron: %q: %w: @every needs a whole number of seconds, at least 1s (it would run every %s)",
+				spec, ErrBadCron, max(d.Truncate(time.Second), time.Second))}
+		}
+	}
+	if s.Next(now).IsZero() {
+		return []error{fmt.Errorf("cron: %q: %w: it matches no time in the next 5 years, so the check would never run", spec, ErrBadCron)}
+	}
+	return nil
 }
 
 // CronMaxGap is the longest time between two consecutive firings of s over

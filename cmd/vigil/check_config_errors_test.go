@@ -110,7 +110,7 @@ checks:
 `,
 		`checks[0].expire_after: 1s is shorter than interval 2s + jitter 200ms + timeout 1.6s = 3.8s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 3.8s, or omit it for 3 × interval)`,
 		`checks[1].expire_after: 1m10s (inherited from defaults.expire_after) is shorter than interval 1m0s + jitter 6s + timeout 10s = 1m16s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 1m16s, or omit it for 3 × interval)`,
-		`checks[2].expire_after: 12h0m0s is shorter than the longest gap between cron runs 24h0m0s + jitter 0s + timeout 5s = 24h0m5s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 24h0m5s, or omit it for 3 × interval)`)
+		`checks[2].expire_after: 12h0m0s is shorter than the longest gap between cron runs 24h0m0s + jitter 0s + timeout 5s = 24h0m5s: the verdict would expire before the next run renews it and the pair would stay unknown (set at least 24h0m5s, or omit it for 3 × the longest gap = 72h0m0s)`)
 }
 
 // checksRun returns the check names of vigil check --json output.
