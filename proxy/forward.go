@@ -342,6 +342,20 @@ func classify(err error, ctx context.Context) (cause string, connLevel bool) {
 	return CauseReset, false
 }
 
+// unsendable reports whether err is Go's transport refusing to write a
+// request it finds invalid (a method, header field name or value, or host
+// it will not put on the wire), before any byte went to the origin.
+func unsendable(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"net/http: invalid method", "net/http: invalid header field", "invalid Host header",
+		"http2: invalid header field", "http2: invalid pseudo-header", "http: no Host in request URL"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // isProtocolError reports whether err is an origin answer that breaks
 // HTTP/1.1: the fast path's protocolError, or one of http.Transport's
 // (https origins), which it reports only as text.
@@ -463,7 +477,8 @@ func xfccEscape(v string) string {
 // address.
 func forwardedLookAlike(k string) bool {
 	n := strings.ReplaceAll(k, "_", "-")
-	for _, f := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded", "X-Forwarded-Client-Cert"} {
+	for _, f := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded", "X-Forwarded-Client-Cert",
+		"X-Original-Url", "X-Rewrite-Url"} {
 		if strings.EqualFold(n, f) {
 			return true
 		}
@@ -778,6 +793,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	delete(hdr, "X-Forwarded-Scheme")
 	delete(hdr, "X-Url-Scheme")
 	delete(hdr, "Front-End-Https")
+	// IIS (URL Rewrite) and Symfony take the request path from these: a
+	// client could reach a path that path_prefix routing never sent to
+	// this origin.
+	delete(hdr, "X-Original-Url")
+	delete(hdr, "X-Rewrite-Url")
 	// A client-sent X-Forwarded-Client-Cert would vouch for a certificate
 	// nobody checked (Envoy drops it too, by default); a verified client
 	// certificate is passed on in it.
@@ -985,6 +1005,16 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			if errors.As(err, &mbe) {
 				cancel(nil)
 				pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
+				return
+			}
+			if unsendable(err) {
+				// Go's transport refused to write the request at all (the
+				// router lets through nothing it knows of): the client's
+				// request, not the origin, is at fault, and no other origin
+				// would take it either.
+				cancel(nil)
+				pl.log.Info("proxy: request cannot be forwarded", "pool", pl.name, "origin", o.name, "path", r.URL.Path, "err", err.Error())
+				pl.answerClose(w, r, http.StatusBadRequest, "request cannot be forwarded", start)
 				return
 			}
 			cause, connLevel := classify(err, ctx)

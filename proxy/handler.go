@@ -67,6 +67,36 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, http.StatusBadRequest, "host field differs from :authority")
 		return
 	}
+	if !isToken(r.Method) {
+		// HTTP/1 parsers refuse such a method; an HTTP/2 :method carries
+		// any bytes ("GET /x HTTP/1.1", "G@T"), and Go's transport would
+		// refuse to send it, which counted as a failure of every origin
+		// tried: any client could have the pool's origins ejected.
+		p.refuse(w, r, http.StatusBadRequest, "malformed method")
+		return
+	}
+	if r.URL.User != nil {
+		// "GET http://user:pw@host/ HTTP/1.1": RFC 9110 §4.2.4 makes the
+		// userinfo an error (nginx answers 400); Host with one gets 400 too.
+		p.refuse(w, r, http.StatusBadRequest, "user information in the request target")
+		return
+	}
+	if r.ProtoMajor == 2 {
+		if cl, ok := r.Header["Content-Length"]; ok {
+			// RFC 9113 §8.1.1: a content-length that is not one number,
+			// or that announces a body the stream does not carry, makes
+			// the request malformed (nginx answers 400); forwarded, the
+			// origin got an empty POST instead.
+			// Go's HTTP/2 server sets ContentLength to the declared length
+			// while the stream is open and to 0 when it ended with the
+			// headers.
+			n, valid := h2ContentLength(cl)
+			if !valid || n != r.ContentLength {
+				p.refuse(w, r, http.StatusBadRequest, "malformed content-length")
+				return
+			}
+		}
+	}
 	if r.ProtoMajor == 2 && !validTarget(r.RequestURI) {
 		// HTTP/1 parsers split the request line at white space; an HTTP/2
 		// :path carries it as is, and written into the origin's request line
@@ -220,6 +250,22 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, code int, msg str
 	}
 	w.WriteHeader(code)
 	io.WriteString(w, http.StatusText(code)+": "+msg+"\n")
+}
+
+// h2ContentLength parses an HTTP/2 request's content-length field: one
+// value of digits only.
+func h2ContentLength(vv []string) (int64, bool) {
+	if len(vv) != 1 || vv[0] == "" || len(vv[0]) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range []byte(vv[0]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // validTarget reports whether a request target has no white space, control
