@@ -52,6 +52,10 @@ type Config struct {
 	// TLSMinVersion is the lowest TLS version TLSListen accepts: "1.2"
 	// (default) or "1.3".
 	TLSMinVersion string `mapstructure:"tls_min_version"`
+	// H2C makes Listen also take HTTP/2 with prior knowledge (h2c: a
+	// connection opening with the HTTP/2 preface), for gRPC clients without
+	// TLS. Default false.
+	H2C bool `mapstructure:"h2c"`
 	// ClientCAFile, when set, makes TLSListen ask clients for a certificate
 	// and verify it against the PEM CA certificates in this file (mutual
 	// TLS); origins get the verified certificate in

@@ -65,6 +65,9 @@ type engine struct {
 	sendTimeout       time.Duration // bounds each write that makes no progress (send_timeout)
 	idleTimeout       time.Duration
 	onRefuse          func(code int) // counts requests the engine answers itself (may be nil)
+	// h2c, when set (proxy.h2c), takes the connections that open with the
+	// HTTP/2 preface (prior knowledge): net/http's HTTP/2 server serves them.
+	h2c func(net.Conn) bool
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -270,6 +273,13 @@ func (c *econn) serve() {
 		}
 		if !c.state.CompareAndSwap(connIdle, connActive) {
 			return // shutting down
+		}
+		if first && e.h2c != nil && isH2CPreface(c.br) {
+			// Handed over with the bytes read so far; the HTTP/2 server
+			// owns the connection (and the reader) from here on.
+			hijacked = true
+			e.h2c(&prefixConn{Conn: c.c, br: c.br})
+			return
 		}
 		start := time.Now()
 		if e.readHeaderTimeout > 0 && !headBuffered(c.br) {

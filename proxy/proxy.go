@@ -214,6 +214,7 @@ func restartOnly(a, b Config) []string {
 		{"proxy.listen", a.Listen != b.Listen},
 		{"proxy.tls_listen", a.TLSListen != b.TLSListen},
 		{"proxy.engine", a.Engine != b.Engine},
+		{"proxy.h2c", a.H2C != b.H2C},
 		{"proxy.cert_file", a.CertFile != b.CertFile},
 		{"proxy.key_file", a.KeyFile != b.KeyFile},
 		{"proxy.certs", !slices.Equal(a.Certs, b.Certs)},
@@ -616,12 +617,28 @@ func (p *Proxy) Run(ctx context.Context) error {
 			return eng
 		}
 		if !tlsFiles && fast {
-			run(newFast(), ln)
+			eng := newFast()
+			if cfg.H2C {
+				// Connections that open with the HTTP/2 preface go to
+				// net/http's HTTP/2 server.
+				q := newConnQueue(ln.Addr())
+				h2 := p.server(cfg)
+				h2.Protocols = new(http.Protocols)
+				h2.Protocols.SetUnencryptedHTTP2(true)
+				run(h2, q)
+				eng.h2c = q.push
+			}
+			run(eng, ln)
 			p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", false, "engine", cfg.Engine)
 			return nil
 		}
 		srv := p.server(cfg)
 		if !tlsFiles {
+			if cfg.H2C {
+				srv.Protocols = new(http.Protocols)
+				srv.Protocols.SetHTTP1(true)
+				srv.Protocols.SetUnencryptedHTTP2(true)
+			}
 			// net/http's own refusals are counted on the connections it
 			// writes to (refused.go).
 			run(srv, &refusalListener{Listener: ln, onRefuse: p.countRefused, sendTimeout: cfg.SendTimeout})
