@@ -746,7 +746,7 @@ func (c *Canary) TriggerContext(ctx context.Context, check, target string) (repo
 // the pair's latest verdict and state, so a restart does not turn every
 // origin unknown for rise × interval. It returns how many pairs it seeded.
 //
-// Restore also keeps each interval pair's runs across the restart, from
+// Restore also keeps each pair's runs (interval or cron) across the restart, from
 // when the stored verdicts (of any state, expired too) say it last ran:
 // its first run stays on its next slot, unless the slot before it did not
 // run because of the restart; then that run is made at start (see

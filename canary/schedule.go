@@ -113,7 +113,7 @@ func (p *plan) first(key string, now time.Time) time.Time {
 	return p.base.Add(jitter(p.jitter, p.interval))
 }
 
-// resume corrects the first run of an interval pair after a restart, given
+// resume corrects the first run of a pair after a restart, given
 // when the pair's last stored run started (zero: none stored). first put
 // the pair on its next slot; the slot before it, prev, was served if the
 // last run started at or after prev. If it was not, prev's run is made now
@@ -129,13 +129,17 @@ func (p *plan) first(key string, now time.Time) time.Time {
 //
 // A pair with no stored run, or one down for longer (more slots missed),
 // runs at its next slot, as on a first start: the start does not become a
-// burst of catch-up runs. Then the pair continues on its next slot; if the
+// burst of catch-up runs. A cron pair catches up the same way (resumeCron).
+// Then the pair continues on its next slot; if the
 // catch-up run is still going then (it started late in the slot, and a run
 // lasts up to its timeout), that slot's run starts right after it instead
 // of being skipped (entry.deferNext). It returns the time of the first run
 // and whether it changed.
 func (p *plan) resume(lastStart, now time.Time) (time.Time, bool) {
-	if p.cron != nil || p.interval <= 0 {
+	if p.cron != nil {
+		return p.resumeCron(lastStart, now)
+	}
+	if p.interval <= 0 {
 		return time.Time{}, false
 	}
 	prev := p.base.Add(-p.interval)
@@ -153,6 +157,29 @@ func (p *plan) resume(lastStart, now time.Time) (time.Time, bool) {
 	p.base = prev
 	p.resumed = true
 	return at, true
+}
+
+// resumeCron is resume for a cron pair: prev, the first firing after the
+// last stored run started, is the one the restart missed when it came
+// before the next firing first planned (p.base). Its run is made now,
+// within one jitter window, provided it is the only firing missed (the
+// stored run served the firing before it) and less than half the gap
+// between prev and the next firing has passed (else the next firing is
+// near). A deploy that spans 09:00 runs a "0 9 * * *" check at start
+// instead of losing the day's run. With no stored run the pair waits for
+// its next firing.
+func (p *plan) resumeCron(lastStart, now time.Time) (time.Time, bool) {
+	if lastStart.IsZero() || p.base.IsZero() {
+		return time.Time{}, false
+	}
+	prev := p.cron.Next(lastStart)
+	if prev.IsZero() || !prev.Before(p.base) || now.Before(prev) || !p.cron.Next(prev).Equal(p.base) ||
+		now.Sub(prev) >= p.base.Sub(prev)/2 {
+		return time.Time{}, false
+	}
+	p.base = prev
+	p.resumed = true
+	return now.Add(jitter(p.jitter, p.interval)), true
 }
 
 // advance moves to the next regular slot after the one that just fired and
