@@ -368,6 +368,7 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		}
 	}
 	c.m.inFlight.Inc()
+	started := time.Now()
 	res := c.redactResult(c.probe(p))
 	c.m.inFlight.Dec()
 	if bsem != nil {
@@ -385,7 +386,7 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		close(done)
 		return v
 	}
-	v := c.judge(e, p, res)
+	v := c.judge(e, p, res, started)
 	c.publish(v)
 	return v
 }
@@ -447,8 +448,9 @@ func decidingStep(res checks.Result) (checks.StepResult, bool) {
 }
 
 // judge feeds the result to e's state machine, records the verdict as e's
-// latest, reschedules e if the adaptive interval asks for it, and ends the run.
-func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
+// latest, reschedules e if the adaptive interval asks for it, and ends the
+// run, which started at started (real clock).
+func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) reporting.Verdict {
 	at := c.now()
 	o := Classify(res)
 	agent := c.labels.Load()
@@ -497,7 +499,7 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result) reporting.Verdict {
 		c.log.Log(context.Background(), level, "verdict changed", "check", v.Check, "target", v.Target, "from", string(step.From),
 			"to", string(step.State), "cause", v.Cause, "held_down", step.HeldDown)
 	}
-	c.reschedule(e, step.Next, p.Check.Interval)
+	c.reschedule(e, started, step.Next, p.Check.Interval)
 	if done != nil {
 		close(done)
 	}
@@ -591,9 +593,12 @@ func (c *Canary) redactAssertions(as []checks.AssertionResult) []checks.Assertio
 	return out
 }
 
-// reschedule applies the adaptive interval: a shorter delay pulls the next
-// run forward (a confirm run); a longer one stretches the next regular slot.
-func (c *Canary) reschedule(e *entry, delay, interval time.Duration) {
+// reschedule applies the adaptive interval after a run that started at
+// started: a shorter delay pulls the next run forward (a confirm run), to
+// delay after that start, or right away when the run itself lasted longer
+// (an origin that times out is confirmed in about fall × timeout, not
+// fall × (timeout + delay)); a longer one stretches the next regular slot.
+func (c *Canary) reschedule(e *entry, started time.Time, delay, interval time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.removed {
@@ -605,7 +610,10 @@ func (c *Canary) reschedule(e *entry, delay, interval time.Duration) {
 	if delay >= interval || e.idx < 0 {
 		return
 	}
-	at := time.Now().Add(delay)
+	at := started.Add(delay)
+	if now := time.Now(); at.Before(now) {
+		at = now
+	}
 	if at.Before(e.next) {
 		if e.plan.regular.IsZero() {
 			e.plan.regular = e.next
