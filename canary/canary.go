@@ -386,6 +386,21 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		close(done)
 		return v
 	}
+	c.mu.Lock()
+	removed := e.removed
+	c.mu.Unlock()
+	if removed {
+		// A reload removed the pair while it ran: its verdict is not
+		// kept, published or logged (a store's other readers would see a
+		// fresh verdict of a check that no longer exists).
+		e.mu.Lock()
+		v := e.latest
+		done := e.done
+		e.done = nil
+		e.mu.Unlock()
+		close(done)
+		return v
+	}
 	v := c.judge(e, p, res, started)
 	c.publish(v)
 	return v
