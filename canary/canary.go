@@ -99,7 +99,9 @@ type Canary struct {
 	running  atomic.Bool
 	stopped  atomic.Bool
 	stopping atomic.Bool     // Run's ctx is done: queued scheduled runs are dropped
-	runCtx   context.Context // base of every run's context; never cancelled before runs end
+	aborted  atomic.Bool     // Abort was called: runs are cancelled and dropped
+	runCtx   context.Context // base of every run's context; cancelled only by Abort
+	abort    context.CancelFunc
 	// stopCtx is done once Run's ctx is: browser runs still waiting for a
 	// browser slot give up (scripts.WithSlotWaitCancel) and are dropped.
 	stopCtx   context.Context
@@ -191,8 +193,8 @@ func New(cfg *Config, pairs []Pair, o Options) (*Canary, error) {
 		entries: map[string]*entry{},
 		byName:  map[[2]string]*entry{},
 		wake:    make(chan struct{}, 1),
-		runCtx:  context.Background(),
 	}
+	c.runCtx, c.abort = context.WithCancel(context.Background())
 	c.stopCtx, c.stopWaits = context.WithCancel(context.Background())
 	c.SetRedact(o.Redact)
 	c.m = newMetrics(c)
@@ -206,7 +208,8 @@ func New(cfg *Config, pairs []Pair, o Options) (*Canary, error) {
 }
 
 // Run schedules every pair until ctx is done, then waits for in-flight runs
-// (each ends within its own timeout), publishes what they produced and
+// (each ends within its own timeout, or at once after Abort, which drops
+// them), publishes what they produced and
 // returns nil. Browser runs still waiting for a browser slot then give up
 // and are dropped without a verdict, like scheduled runs that had not
 // started. It does not close the sink.
@@ -347,17 +350,14 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		bsem <- struct{}{}
 	}
 	sem <- struct{}{}
-	if !planned.IsZero() && c.stopping.Load() {
-		// Shutting down: a scheduled run that has not started yet is dropped.
+	if (!planned.IsZero() && c.stopping.Load()) || c.aborted.Load() {
+		// Shutting down: a scheduled run that has not started yet is
+		// dropped (after Abort, any run).
 		<-sem
 		if bsem != nil {
 			<-bsem
 		}
-		e.mu.Lock()
-		done := e.done
-		e.done = nil
-		e.mu.Unlock()
-		close(done)
+		e.drop()
 		return reporting.Verdict{}
 	}
 	if !planned.IsZero() {
@@ -378,13 +378,11 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 	if c.stopping.Load() && scripts.WaitCanceled(res) {
 		// Shutting down: a browser run that was still waiting for its
 		// browser slot did not start, and is dropped like a queued run.
-		e.mu.Lock()
-		v := e.latest
-		done := e.done
-		e.done = nil
-		e.mu.Unlock()
-		close(done)
-		return v
+		return e.drop()
+	}
+	if c.aborted.Load() {
+		// Abort cancelled the run: its result is not kept, as a kill.
+		return e.drop()
 	}
 	c.mu.Lock()
 	removed := e.removed
@@ -393,17 +391,37 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		// A reload removed the pair while it ran: its verdict is not
 		// kept, published or logged (a store's other readers would see a
 		// fresh verdict of a check that no longer exists).
-		e.mu.Lock()
-		v := e.latest
-		done := e.done
-		e.done = nil
-		e.mu.Unlock()
-		close(done)
-		return v
+		return e.drop()
 	}
 	v := c.judge(e, p, res, started)
 	c.publish(v)
 	return v
+}
+
+// drop ends a run of e without a verdict and returns e's latest one.
+func (e *entry) drop() reporting.Verdict {
+	e.mu.Lock()
+	v := e.latest
+	done := e.done
+	e.done = nil
+	e.mu.Unlock()
+	if done != nil {
+		close(done)
+	}
+	return v
+}
+
+// Abort cancels every run in flight and drops their results, as a kill
+// would: no verdict of them is kept or published (what earlier runs
+// produced still is, when Run returns). Runs that would start afterwards
+// are dropped too. It is for a second shutdown signal: Run's ctx being
+// done lets runs in flight finish within their timeout, which may be long
+// (a synthetic check's 50 s); after Abort, Run returns as soon as the
+// checks notice the cancellation.
+func (c *Canary) Abort() {
+	c.aborted.Store(true)
+	c.abort()
+	c.stopWaits()
 }
 
 // usesBrowser reports whether the pair's probe says it drives the browser.

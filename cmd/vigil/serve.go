@@ -104,7 +104,9 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// A second signal during agent.shutdown_delay ends the delay.
+	// A second signal ends agent.shutdown_delay, and cancels the canary's
+	// runs in flight without keeping their results (as a kill would), so
+	// the stop does not wait for the longest check timeout.
 	ended := make(chan struct{})
 	defer close(ended)
 	go func() {
@@ -119,6 +121,10 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 		select {
 		case <-again:
 			close(hurry)
+			if a.can != nil {
+				log.Info("second signal: cancelling the checks in flight; their results are not kept")
+				a.can.Abort()
+			}
 		case <-ended:
 		}
 	}()
@@ -224,9 +230,9 @@ and alerting rules for the same SLOs over vigil's metrics, for teams that alert 
 // only); nil without a checks section (one rule for every check). A check
 // with disabled: true does not run, and its silence is not news. A cron
 // check's interval is the longest gap between two of its runs after now
-// (canary.CronMaxGap), not the gap between the next two (its Interval):
-// a weekdays-only check gets 72h whichever day the rules are generated,
-// and is not reported silent over a weekend.
+// (canary.CronMaxGap, as its Interval): a weekdays-only check gets 72h
+// whichever day the rules are generated, and is not reported silent over
+// a weekend.
 func (f *File) deadManChecks(now time.Time) []alerting.CheckInterval {
 	if !f.sections["checks"] {
 		return nil
