@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,13 @@ type Config struct {
 	// TLSMinVersion is the lowest TLS version TLSListen accepts: "1.2"
 	// (default) or "1.3".
 	TLSMinVersion string `mapstructure:"tls_min_version"`
+	// AccessLog writes one JSON line per request: "stdout", "stderr" or a
+	// file path (appended to, created with mode 0640, reopened on every
+	// reload). Default "" (off).
+	AccessLog string `mapstructure:"access_log"`
+	// AccessLogQuery adds the query string to access log lines (it can hold
+	// tokens). Default false.
+	AccessLogQuery bool `mapstructure:"access_log_query"`
 	// H2C makes Listen also take HTTP/2 with prior knowledge (h2c: a
 	// connection opening with the HTTP/2 preface), for gRPC clients without
 	// TLS. Default false.
@@ -453,6 +461,14 @@ func (c *Config) ValidateAndSetDefaults() error {
 				errs = append(errs, fmt.Errorf("%s: only with tls_listen", k.key))
 			}
 		}
+	}
+	if c.AccessLog != "" && c.AccessLog != "stdout" && c.AccessLog != "stderr" {
+		if fi, err := os.Stat(filepath.Dir(c.AccessLog)); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("access_log: %s: its directory %s does not exist", c.AccessLog, filepath.Dir(c.AccessLog)))
+		}
+	}
+	if c.AccessLogQuery && c.AccessLog == "" {
+		errs = append(errs, errors.New("access_log_query: only with access_log"))
 	}
 	if c.MaxHeaderBytes == 0 {
 		c.MaxHeaderBytes = 64 << 10

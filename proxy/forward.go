@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math/bits"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -653,8 +654,11 @@ var hdrPool = sync.Pool{New: func() any { return make(http.Header, 16) }}
 // serve forwards one request through the pool with failover.
 // h2Send is the send_timeout of an HTTP/2 answer's stream (0 for HTTP/1,
 // whose connection bounds its writes).
-func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, readTimeout, h2Send time.Duration) {
+func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, readTimeout, h2Send time.Duration, ae *accessEntry) {
 	start := time.Now()
+	if ae != nil {
+		ae.pool = pl.name
+	}
 	cfg := &pl.cfg.Retry
 
 	// Body: none, buffered (replayable after a 5xx), or streamed.
@@ -1080,6 +1084,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			})
 		}
 		pl.budget.add(tryEnd.UnixNano())
+		if ae != nil {
+			ae.origin, ae.tries, ae.upstream = o.name, try+1, tryEnd.Sub(start)
+		}
 		o.m.code(resp.StatusCode).Inc()
 		o.m.latency.Observe(tryEnd.Sub(start).Seconds())
 		if rb != nil && !rb.eof.Load() {
@@ -1128,6 +1135,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// closes the connection after it, as above.
 	unread := stream != nil && (lastRB == nil || !lastRB.eof.Load())
 	code, msg := http.StatusBadGateway, "all origins failed"
+	if ae != nil {
+		ae.tries = bits.OnesCount64(tried)
+	}
 	switch {
 	case timedOut || !time.Now().Before(deadline):
 		code, msg = http.StatusGatewayTimeout, "no origin answered in time"

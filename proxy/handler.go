@@ -22,6 +22,44 @@ import (
 func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveHTTP) }
 
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if al := p.alog.Load(); al != nil {
+		p.serveLogged(al, w, r)
+		return
+	}
+	p.route(w, r, nil)
+}
+
+// serveLogged serves r and writes its access log line when the answer is
+// done (also when the client went away: status 499).
+func (p *Proxy) serveLogged(al *accessLog, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ae := &accessEntry{}
+	rw, fast := w.(*respWriter)
+	var cw *countWriter
+	if !fast {
+		cw = &countWriter{ResponseWriter: w}
+		w = cw
+	}
+	defer func() {
+		var status int
+		var bytes int64
+		if fast {
+			status, bytes = rw.status, rw.written+int64(len(rw.buf))
+			if rw.hijacked && status == 0 {
+				status = http.StatusSwitchingProtocols
+			}
+		} else {
+			status, bytes = cw.status, cw.bytes
+		}
+		if status == 0 {
+			status = statusClientClosed // aborted: the client went away
+		}
+		al.write(start, r, status, bytes, ae)
+	}()
+	p.route(w, r, ae)
+}
+
+func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 	st := p.state.Load()
 	if r.Method == http.MethodConnect {
 		p.refuse(w, r, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
@@ -117,6 +155,9 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	run := p.running.Load()
 	if r.TLS == nil && st.cfg.RedirectHTTPS {
+		if ae != nil {
+			ae.pool = pl.name
+		}
 		p.redirectHTTPS(w, r, pl, st)
 		return
 	}
@@ -139,7 +180,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			h2Send = run.SendTimeout
 		}
 	}
-	pl.serve(w, r, int64(st.cfg.MaxBody), readTimeout, h2Send)
+	pl.serve(w, r, int64(st.cfg.MaxBody), readTimeout, h2Send, ae)
 }
 
 // redirectHTTPS answers a plain-HTTP request with 308 Permanent Redirect to

@@ -76,9 +76,10 @@ type Proxy struct {
 	addrMu sync.Mutex
 	addrs  []net.Addr
 
-	tunnels tunnelSet              // WebSocket tunnels, closed at the end of the shutdown grace
-	running atomic.Pointer[Config] // the config Run started the listeners with
-	tlsPort atomic.Pointer[string] // the TLS listener's port once listening (redirect_https)
+	tunnels tunnelSet                 // WebSocket tunnels, closed at the end of the shutdown grace
+	running atomic.Pointer[Config]    // the config Run started the listeners with
+	tlsPort atomic.Pointer[string]    // the TLS listener's port once listening (redirect_https)
+	alog    atomic.Pointer[accessLog] // access_log, nil when off
 	// feeds are the verdict sources (one per member of a Sources), each
 	// with its last verdicts and read health, kept by the poller.
 	feeds   []*verdictFeed
@@ -130,9 +131,36 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	if err != nil {
 		return nil, err
 	}
+	if err := p.openAccessLog(st.cfg); err != nil {
+		return nil, err
+	}
 	p.state.Store(st)
 	p.restoreDrains()
 	return p, nil
+}
+
+// openAccessLog opens access_log anew (a reload reopens it, so a rotated
+// file is let go) and closes the previous one once requests that loaded it
+// wrote their line.
+func (p *Proxy) openAccessLog(cfg Config) error {
+	var al *accessLog
+	if cfg.AccessLog != "" {
+		var err error
+		if al, err = openAccessLog(cfg.AccessLog, cfg.AccessLogQuery, p.log); err != nil {
+			return fmt.Errorf("proxy.access_log: %w", err)
+		}
+	}
+	if old := p.alog.Swap(al); old != nil {
+		time.AfterFunc(2*time.Second, old.close)
+	}
+	return nil
+}
+
+// closeAccessLog flushes and closes the access log (the proxy stops).
+func (p *Proxy) closeAccessLog() {
+	if al := p.alog.Swap(nil); al != nil {
+		al.close()
+	}
 }
 
 // Reload swaps in cfg. Origin state (drain, verdict and passive flags,
@@ -149,6 +177,9 @@ func (p *Proxy) Reload(cfg Config) error {
 	old := p.state.Load()
 	st, err := p.build(cfg, old)
 	if err != nil {
+		return err
+	}
+	if err := p.openAccessLog(st.cfg); err != nil {
 		return err
 	}
 	p.state.Store(st)
@@ -688,6 +719,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		if n := p.tunnels.closeAll(); n > 0 {
 			p.log.Info("proxy: closed WebSocket tunnels still open at the end of the shutdown grace", "tunnels", n)
 		}
+		p.closeAccessLog()
 	}
 	if err := serve(cfg.Listen, false); err != nil {
 		return err
