@@ -118,6 +118,12 @@ type Canary struct {
 	dropMu       sync.Mutex
 	dropLast     uint64
 	dropLastSeen time.Time
+
+	// satMu guards the rate limit of the agent.concurrency warning
+	// (noteSlotWait): the last line's time and the long waits since.
+	satMu     sync.Mutex
+	satLogged time.Time
+	satQuiet  int
 }
 
 type errBox struct{ err error }
@@ -349,7 +355,13 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 		c.mu.Unlock()
 		bsem <- struct{}{}
 	}
-	sem <- struct{}{}
+	select {
+	case sem <- struct{}{}:
+	default: // every slot taken: the run starts late
+		waitStart := time.Now()
+		sem <- struct{}{}
+		c.noteSlotWait(p, time.Since(waitStart), cap(sem))
+	}
 	if (!planned.IsZero() && c.stopping.Load()) || c.aborted.Load() {
 		// Shutting down: a scheduled run that has not started yet is
 		// dropped (after Abort, any run).
@@ -396,6 +408,34 @@ func (c *Canary) run(e *entry, planned time.Time, sem chan struct{}) reporting.V
 	v := c.judge(e, p, res, started)
 	c.publish(v)
 	return v
+}
+
+// satLogEvery is the most often noteSlotWait logs.
+const satLogEvery = time.Minute
+
+// noteSlotWait logs, at most once a minute, a run that waited longer than
+// its jitter window (10% of its interval, at least 100ms) for a free slot
+// of agent.concurrency: the only other trace is vigil_schedule_lag_seconds
+// and vigil_runs_in_flight, and one blackholed origin with many checks
+// holds slots for their whole timeout, delaying every other origin's
+// checks.
+func (c *Canary) noteSlotWait(p *Pair, waited time.Duration, slots int) {
+	if waited < max(p.Check.Interval/10, 100*time.Millisecond) {
+		return
+	}
+	c.satMu.Lock()
+	now := time.Now()
+	if !c.satLogged.IsZero() && now.Sub(c.satLogged) < satLogEvery {
+		c.satQuiet++
+		c.satMu.Unlock()
+		return
+	}
+	quiet := c.satQuiet
+	c.satLogged, c.satQuiet = now, 0
+	c.satMu.Unlock()
+	c.log.Warn("canary: runs wait for a free slot of agent.concurrency and start late (checks that time out hold their slot for the whole timeout); raise agent.concurrency or lower those timeouts",
+		"concurrency", slots, "check", p.Check.Name, "target", p.Target.Name, "waited", waited.Round(time.Millisecond).String(),
+		"more_late_runs_not_logged", quiet)
 }
 
 // drop ends a run of e without a verdict and returns e's latest one.
