@@ -11,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/statuspage"
 	"github.com/vigil-synthetics/vigil/scripts"
 )
@@ -23,8 +25,12 @@ func (a *app) statusPage() http.Handler {
 	if a.hist == nil || !sp.IsEnabled() {
 		return nil
 	}
+	var verdicts reporting.HistorySource = a.shown()
+	if a.can != nil {
+		verdicts = withPending{verdicts, a.can}
+	}
 	o := statuspage.Options{
-		Verdicts:   a.shown(),
+		Verdicts:   verdicts,
 		Notice:     a.fallback.Notice, // "" without a fallback
 		AdminToken: a.cfg.Agent.AdminToken,
 		Faults:     a.opts.faults,
@@ -213,4 +219,31 @@ func (a *app) pageSLOs() []statuspage.SLOStatus {
 	}
 	a.sloCache, a.sloAt = out, time.Now()
 	return out
+}
+
+// withPending adds to the verdicts the status page shows a placeholder
+// (unknown, "not run yet") for each pair this agent's canary runs that has
+// no verdict yet, so a check whose first run is ahead (hourly, cron) has its
+// row from the start.
+type withPending struct {
+	reporting.HistorySource
+	can *canary.Canary
+}
+
+func (w withPending) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
+	vs, err := w.HistorySource.Verdicts(ctx, maxAge)
+	if err != nil {
+		return vs, err
+	}
+	type key struct{ check, target, region, vantage string }
+	have := make(map[key]bool, len(vs))
+	for _, v := range vs {
+		have[key{v.Check, v.Target, v.Region, v.Vantage}] = true
+	}
+	for _, p := range w.can.Pending() {
+		if !have[key{p.Check, p.Target, p.Region, p.Vantage}] {
+			vs = append(vs, p)
+		}
+	}
+	return vs, nil
 }

@@ -31,6 +31,9 @@ type cell struct {
 	// Held is the end of a flap hold-down keeping a fresh unhealthy verdict
 	// unhealthy whatever the runs say; zero when none.
 	Held time.Time
+	// Pending: a configured pair that has not run yet (a placeholder with
+	// no date).
+	Pending bool
 }
 
 // row is one check × target.
@@ -183,7 +186,7 @@ func cellOf(v reporting.Verdict, now time.Time) cell {
 		Check: v.Check, Target: v.Target, Region: v.Region,
 		State: cur, Last: v.State, Stale: cur == reporting.StateUnknown && v.State != reporting.StateUnknown && v.State != "",
 		OK: v.OK, Cause: v.Cause, Err: v.Err, Status: v.StatusCode, TTFB: v.TTFB,
-		Age: max(now.Sub(v.At), 0), Artifact: v.Artifact,
+		Age: max(now.Sub(v.At), 0), Artifact: v.Artifact, Pending: v.At.IsZero(),
 	}
 	if v.Vantage != "" {
 		c.Vantages = []string{v.Vantage}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+)
+
+// TestStatusPageShowsPairsNotRunYet: a configured check whose first run is
+// still ahead (here a yearly cron) has its row on the status page from the
+// start, unknown and "not run yet" (it was missing until its first run:
+// "No verdicts yet"), beside a check that already ran.
+func TestStatusPageShowsPairsNotRunYet(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vigil.yaml")
+	cfg := fmt.Sprintf(`agent: {region: r1, data_dir: %q}
+targets: [{name: o, url: %q}]
+checks:
+  - {name: often, targets: [o], interval: 1s, timeout: 500ms, http: {path: /healthz}}
+  - {name: yearly-report, targets: [o], cron: "@yearly", http: {path: /healthz}}
+`, filepath.Join(dir, "data"), o.URL())
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, stop := startApp(t, path, roles{canary: true, page: true})
+	defer stop()
+	page := func() string {
+		resp, err := http.Get("http://" + a.Addr() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var p string
+	waitFor(t, 20*time.Second, "the check that runs on the page", func() bool {
+		p = page()
+		return strings.Contains(p, ">often<")
+	})
+	i := strings.Index(p, `data-check="yearly-report"`)
+	if i < 0 {
+		t.Fatalf("the yearly check is not on the page before its first run:\n%.3000s", p)
+	}
+	cell := p[i:min(len(p), i+600)]
+	if !strings.Contains(cell, `data-state="unknown"`) || !strings.Contains(cell, "not run yet") {
+		t.Errorf("the yearly check's cell: want unknown, not run yet:\n%s", cell)
+	}
+}
