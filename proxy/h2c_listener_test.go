@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -38,73 +37,14 @@ func h2cClient() *http.Client {
 // message, trailers included) and HTTP/1.1 on the same port, on both
 // engines; without it, a prior-knowledge client gets no HTTP/2.
 func TestPlainListenerH2C(t *testing.T) {
-	origin := h2cOrigin(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Trailer", "Grpc-Status")
-		w.Header().Set("X-Proto-At-Origin", r.Proto)
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		br := bufio.NewReader(r.Body)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				break
-			}
-			io.WriteString(w, "echo "+line)
-			w.(http.Flusher).Flush()
-		}
-		w.Header().Set("Grpc-Status", "0")
-	})
+	origin := h2cOrigin(t, grpcEcho)
 	for _, engineName := range []string{EngineFast, EngineStdlib} {
 		t.Run(engineName, func(t *testing.T) {
 			cfg := pool1(PolicyFirst, origin)
 			cfg.Pools[0].OriginProtocol = OriginHTTP2
 			cfg.H2C = true
 			addr := runPlainProxy(t, cfg, engineName)
-
-			pr, pw := io.Pipe()
-			req, _ := http.NewRequestWithContext(context.Background(), "POST", "http://"+addr+"/svc.Echo/Chat", pr)
-			req.Header.Set("Content-Type", "application/grpc")
-			type result struct {
-				resp *http.Response
-				err  error
-			}
-			done := make(chan result, 1)
-			go func() { resp, err := h2cClient().Do(req); done <- result{resp, err} }()
-			io.WriteString(pw, "one\n")
-			var res result
-			select {
-			case res = <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatal("no answer head within 5s over h2c")
-			}
-			if res.err != nil {
-				t.Fatal(res.err)
-			}
-			defer res.resp.Body.Close()
-			if res.resp.ProtoMajor != 2 || res.resp.Header.Get("X-Proto-At-Origin") != "HTTP/2.0" {
-				t.Fatalf("client got %s, origin saw %q; want HTTP/2 on both sides", res.resp.Proto, res.resp.Header.Get("X-Proto-At-Origin"))
-			}
-			br := bufio.NewReader(res.resp.Body)
-			for _, msg := range []string{"one", "two"} {
-				if msg != "one" {
-					io.WriteString(pw, msg+"\n")
-				}
-				got := make(chan string, 1)
-				go func() { l, _ := br.ReadString('\n'); got <- l }()
-				select {
-				case l := <-got:
-					if l != "echo "+msg+"\n" {
-						t.Fatalf("got %q, want the echo of %q", l, msg)
-					}
-				case <-time.After(5 * time.Second):
-					t.Fatalf("no echo of %q within 5s", msg)
-				}
-			}
-			pw.Close()
-			io.ReadAll(br)
-			if got := res.resp.Trailer.Get("Grpc-Status"); got != "0" {
-				t.Errorf("grpc-status trailer %q, want 0", got)
-			}
+			checkGRPCStream(t, h2cClient().Transport, "http://"+addr+"/svc.Echo/Chat")
 
 			// HTTP/1.1 on the same port still works.
 			c, err := net.Dial("tcp", addr)
@@ -113,10 +53,10 @@ func TestPlainListenerH2C(t *testing.T) {
 			}
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(5 * time.Second))
-			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/grpc\r\nContent-Length: 4\r\nConnection: close\r\n\r\nhey\n")
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil || resp.StatusCode != 200 {
-				t.Fatalf("HTTP/1.1 GET on an h2c listener: %v %v", resp, err)
+				t.Fatalf("HTTP/1.1 POST on an h2c listener: %v %v", resp, err)
 			}
 		})
 	}

@@ -96,49 +96,50 @@ func TestOriginHTTP2(t *testing.T) {
 	}
 }
 
-// TestOriginHTTP2GRPCStream: a gRPC-style bidirectional stream (HTTP/2 from
-// the client to the TLS listener, HTTP/2 to an h2c origin) goes through
-// message by message: the client sends its second message only after the
-// echo of its first arrived, which a proxy buffering the request body would
-// never deliver; the grpc-status trailer reaches the client.
-func TestOriginHTTP2GRPCStream(t *testing.T) {
-	origin := h2cOrigin(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Content-Type") != "application/grpc" {
-			http.Error(w, "not grpc", 415)
-			return
+// grpcEcho is a gRPC-style origin: it answers a call (Content-Type
+// application/grpc) at once, echoes each line of the request stream as it
+// arrives and ends with a grpc-status trailer; X-Proto-At-Origin says which
+// protocol the call arrived in.
+func grpcEcho(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Content-Type") != "application/grpc" {
+		http.Error(w, "not grpc", 415)
+		return
+	}
+	w.Header().Set("Trailer", "Grpc-Status")
+	w.Header().Set("Content-Type", "application/grpc")
+	w.Header().Set("X-Proto-At-Origin", r.Proto)
+	w.WriteHeader(200)
+	w.(http.Flusher).Flush()
+	br := bufio.NewReader(r.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			break
 		}
-		w.Header().Set("Trailer", "Grpc-Status")
-		w.Header().Set("Content-Type", "application/grpc")
-		w.WriteHeader(200)
+		io.WriteString(w, "echo "+line)
 		w.(http.Flusher).Flush()
-		br := bufio.NewReader(r.Body)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				break
-			}
-			io.WriteString(w, "echo "+line)
-			w.(http.Flusher).Flush()
-		}
-		w.Header().Set("Grpc-Status", "0")
-	})
-	cfg := pool1(PolicyFirst, origin)
-	cfg.Pools[0].OriginProtocol = OriginHTTP2
-	_, _, addr, roots := runTLSProxyReg(t, cfg)
+	}
+	w.Header().Set("Grpc-Status", "0")
+}
 
+// checkGRPCStream runs a bidirectional call to url through rt against a
+// grpcEcho origin: the second message is sent only after the echo of the
+// first arrived (a proxy buffering the request body never delivers it);
+// both sides must speak HTTP/2 and the grpc-status trailer must arrive.
+func checkGRPCStream(t *testing.T, rt http.RoundTripper, url string) {
+	t.Helper()
 	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", "https://"+addr+"/svc.Echo/Chat", pr)
+	defer pw.Close()
+	req, _ := http.NewRequest("POST", url, pr)
 	req.Header.Set("Content-Type", "application/grpc")
 	req.Header.Set("TE", "trailers")
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
-	defer tr.CloseIdleConnections()
 	type result struct {
 		resp *http.Response
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := tr.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
 		done <- result{resp, err}
 	}()
 	if _, err := io.WriteString(pw, "one\n"); err != nil {
@@ -154,8 +155,8 @@ func TestOriginHTTP2GRPCStream(t *testing.T) {
 		t.Fatal(res.err)
 	}
 	defer res.resp.Body.Close()
-	if res.resp.ProtoMajor != 2 {
-		t.Fatalf("client spoke %s to the TLS listener, want HTTP/2", res.resp.Proto)
+	if res.resp.ProtoMajor != 2 || res.resp.Header.Get("X-Proto-At-Origin") != "HTTP/2.0" {
+		t.Fatalf("client got %s, origin saw %q; want HTTP/2 on both sides", res.resp.Proto, res.resp.Header.Get("X-Proto-At-Origin"))
 	}
 	br := bufio.NewReader(res.resp.Body)
 	for _, msg := range []string{"one", "two"} {
@@ -178,6 +179,18 @@ func TestOriginHTTP2GRPCStream(t *testing.T) {
 	if got := res.resp.Trailer.Get("Grpc-Status"); got != "0" {
 		t.Errorf("grpc-status trailer %q, want 0", got)
 	}
+}
+
+// TestOriginHTTP2GRPCStream: a gRPC-style bidirectional stream (HTTP/2 from
+// the client to the TLS listener, HTTP/2 to an h2c origin) goes through
+// message by message, trailers included.
+func TestOriginHTTP2GRPCStream(t *testing.T) {
+	cfg := pool1(PolicyFirst, h2cOrigin(t, grpcEcho))
+	cfg.Pools[0].OriginProtocol = OriginHTTP2
+	_, _, addr, roots := runTLSProxyReg(t, cfg)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	checkGRPCStream(t, tr, "https://"+addr+"/svc.Echo/Chat")
 }
 
 // TestOriginProtocolConfig: an unknown origin_protocol names the key.
