@@ -934,17 +934,9 @@ func (c *OriginTLSConfig) validateAndLoad() error {
 	}
 	c.roots = nil
 	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("ca_file: %w", err))
-		default:
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				errs = append(errs, fmt.Errorf("ca_file: %s: no PEM certificate in it", c.CAFile))
-			} else {
-				c.roots = pool
-			}
+		var err error
+		if c.roots, err = loadCAPool("ca_file", c.CAFile); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	c.certs = nil
@@ -989,17 +981,9 @@ func (c *Config) clientCertsAndHSTS() []error {
 	var errs []error
 	c.clientCAs, c.hsts = nil, nil
 	if c.ClientCAFile != "" {
-		pem, err := os.ReadFile(c.ClientCAFile)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("client_ca_file: %w", err))
-		default:
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				errs = append(errs, fmt.Errorf("client_ca_file: %s: no PEM certificate in it", c.ClientCAFile))
-			} else {
-				c.clientCAs = pool
-			}
+		var err error
+		if c.clientCAs, err = loadCAPool("client_ca_file", c.ClientCAFile); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	switch c.ClientAuth {
@@ -1041,3 +1025,17 @@ const (
 	ClientAuthRequire  = "require"
 	ClientAuthOptional = "optional"
 )
+
+// loadCAPool reads a PEM file of CA certificates named by key: an error
+// names the key and the file when it is unreadable or holds none.
+func loadCAPool(key, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: %s: no PEM certificate in it", key, path)
+	}
+	return pool, nil
+}
