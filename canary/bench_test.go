@@ -22,6 +22,7 @@ import (
 
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/store"
 )
 
 // The load benchmarks run only with VIGIL_BENCH=1 (make bench, or
@@ -140,13 +141,16 @@ func (l *lagRecorder) quantile(q float64) time.Duration {
 
 // runLoad runs n pairs of one HTTP check at interval against url for d and
 // reports the canary process's CPU, peak RSS, schedule lag and run count.
-func runLoad(t *testing.T, url string, n int, interval, d time.Duration) (cpu time.Duration, hwm int64, p50, p99 time.Duration, runs, fails uint64) {
-	return runLoadWith(t, url, n, interval, d, nil)
+// withStore publishes every verdict to an embedded store (as vigil canary
+// and vigil run do: batched SQLite writes, rollups); without it verdicts
+// stay in memory (scheduler and probes only).
+func runLoad(t *testing.T, url string, n int, interval, d time.Duration, withStore bool) (cpu time.Duration, hwm int64, p50, p99 time.Duration, runs, fails uint64) {
+	return runLoadWith(t, url, n, interval, d, nil, withStore)
 }
 
 // runLoadWith is runLoad with every pair's probe replaced by probe when it
 // is not nil.
-func runLoadWith(t *testing.T, url string, n int, interval, d time.Duration, probe checks.Check) (cpu time.Duration, hwm int64, p50, p99 time.Duration, runs, fails uint64) {
+func runLoadWith(t *testing.T, url string, n int, interval, d time.Duration, probe checks.Check, withStore bool) (cpu time.Duration, hwm int64, p50, p99 time.Duration, runs, fails uint64) {
 	var skipped uint64
 	defer func() { t.Logf("BENCH %d pairs: skipped runs (previous run still in flight): %d", n, skipped) }()
 	targets := make(map[string]string, n)
@@ -169,7 +173,16 @@ func runLoadWith(t *testing.T, url string, n int, interval, d time.Duration, pro
 	defer func() {
 		t.Logf("BENCH %d pairs: most runs in flight at once: %d (agent.concurrency %d)", n, cw.max.Load(), cfg.Agent.Concurrency)
 	}()
-	c, err := New(cfg, pairs, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	o := Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if withStore {
+		st, err := store.Open(t.TempDir(), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		o.Sink = st
+	}
+	c, err := New(cfg, pairs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,19 +222,25 @@ func TestBenchScale10k(t *testing.T) {
 	}
 	url := startBenchOrigin(t)
 	d := benchSeconds()
-	cpu, hwm, p50, p99, runs, fails := runLoad(t, url, 10000, 10*time.Second, d)
-	cores := cpu.Seconds() / d.Seconds()
 	t.Logf("BENCH host: %d CPUs, load average %s", runtime.NumCPU(), loadavg())
-	t.Logf("BENCH scale10k: pairs=10000 interval=10s duration=%s runs=%d (%.0f/s) fails=%d cpu=%.1fs (%.2f cores) peak_rss=%.0fMiB lag_p50=%s lag_p99=%s",
-		d, runs, float64(runs)/d.Seconds(), fails, cpu.Seconds(), cores, float64(hwm)/(1<<20), p50, p99)
-	if fails > runs/100 {
-		t.Errorf("%d of %d runs failed against a healthy local origin", fails, runs)
+	for _, withStore := range []bool{false, true} {
+		what := "with the embedded store (as vigil canary runs)"
+		if !withStore {
+			what = "scheduler and probes only, no store"
+		}
+		cpu, hwm, p50, p99, runs, fails := runLoad(t, url, 10000, 10*time.Second, d, withStore)
+		cores := cpu.Seconds() / d.Seconds()
+		t.Logf("BENCH scale10k, %s: pairs=10000 interval=10s duration=%s runs=%d (%.0f/s) fails=%d cpu=%.1fs (%.2f cores, %.0fµs per run) peak_rss=%.0fMiB lag_p50=%s lag_p99=%s",
+			what, d, runs, float64(runs)/d.Seconds(), fails, cpu.Seconds(), cores, cpu.Seconds()/float64(max(runs, 1))*1e6, float64(hwm)/(1<<20), p50, p99)
+		if fails > runs/100 {
+			t.Errorf("%d of %d runs failed against a healthy local origin", fails, runs)
+		}
 	}
 	// The scheduler alone (a check that returns at once), to tell its own
 	// lag from the host's: on a busy host both are dominated by waiting
 	// for a CPU.
 	fd := max(d/3, 10*time.Second)
-	cpu, _, p50, p99, runs, _ = runLoadWith(t, url, 10000, 10*time.Second, fd, nopCheck{})
+	cpu, _, p50, p99, runs, _ := runLoadWith(t, url, 10000, 10*time.Second, fd, nopCheck{}, false)
 	t.Logf("BENCH scale10k scheduler only (no-op check): duration=%s runs=%d cpu=%.1fs (%.2f cores) lag_p50=%s lag_p99=%s load average %s",
 		fd, runs, cpu.Seconds(), cpu.Seconds()/fd.Seconds(), p50, p99, loadavg())
 }
@@ -243,7 +262,8 @@ func TestBenchVsBlackbox(t *testing.T) {
 	d := benchSeconds()
 
 	t.Logf("BENCH host: %d CPUs, load average %s", runtime.NumCPU(), loadavg())
-	vcpu, vhwm, _, vp99, vruns, vfails := runLoad(t, url, 500, time.Second, d)
+	// No store: blackbox_exporter keeps nothing either.
+	vcpu, vhwm, _, vp99, vruns, vfails := runLoad(t, url, 500, time.Second, d, false)
 	vnow, _ := readProc(os.Getpid())
 	t.Logf("BENCH vigil: 500 pairs @1s for %s: runs=%d fails=%d cpu=%.2fs rss=%.0fMiB (peak of the test process %.0fMiB) lag_p99=%s",
 		d, vruns, vfails, vcpu.Seconds(), float64(vnow.rss)/(1<<20), float64(vhwm)/(1<<20), vp99)
