@@ -294,7 +294,7 @@ func (c *Config) explicitZeros() []error {
 		keys = append(keys,
 			key(p+"interval", ch.Interval == 0, "defaults.interval"),
 			key(p+"timeout", ch.Timeout == 0, "defaults.timeout, capped at 80% of the interval"),
-			key(p+"expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval (cron: 3 × the longest gap between runs)"),
+			key(p+"expire_after", ch.ExpireAfter == 0, "defaults.expire_after or 3 × interval"),
 			key(p+"rise", ch.Rise == 0, "defaults.rise"),
 			key(p+"fall", ch.Fall == 0, "defaults.fall"))
 		if ch.HTTP != nil {
