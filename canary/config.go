@@ -853,8 +853,21 @@ func (c *CheckConfig) urlFits(raw string) error {
 		if !strings.HasPrefix(raw, "http://") && !strings.HasPrefix(raw, "https://") {
 			return errors.New("want an http:// or https:// URL for an http check")
 		}
+		if c.HTTP != nil {
+			// http2: h2c needs http://, required needs https://.
+			if err := c.HTTP.HTTP2Fits(raw); err != nil {
+				return fmt.Errorf("http.%w", err)
+			}
+		}
 	case "script":
 		if strings.HasPrefix(raw, "http://") || strings.HasPrefix(raw, "https://") {
+			for i, st := range c.Script {
+				if st.HTTP != nil && st.HTTP.URL == "" {
+					if err := st.HTTP.HTTP2Fits(raw); err != nil {
+						return fmt.Errorf("script[%d].http.%w", i, err)
+					}
+				}
+			}
 			return nil
 		}
 		for i, st := range c.Script {
