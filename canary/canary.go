@@ -164,6 +164,9 @@ type entry struct {
 	done       chan struct{} // non-nil while a run is in flight; closed when it ends
 
 	passes, fails, slows, skipped atomic.Uint64 // slows: failed only a latency objective
+	// failed counts failed runs (fail and slow) by cause, in the order of
+	// checks.AllCauses (vigil_check_failures_total).
+	failed []atomic.Uint64
 }
 
 // New builds a canary for a validated config and its compiled pairs
@@ -562,6 +565,11 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 	default: // slow, not down: counts as available
 		e.slows.Add(1)
 	}
+	if !res.OK {
+		if i, ok := causeIndex[res.Cause]; ok {
+			e.failed[i].Add(1)
+		}
+	}
 	if step.Changed {
 		level := slog.LevelInfo
 		if step.From == reporting.StateUnknown && step.State == reporting.StateHealthy {
@@ -767,7 +775,8 @@ func (c *Canary) Reload(cfg *Config, pairs []Pair) {
 				e.plan.jitter = pl.jitter
 			}
 		} else {
-			e = &entry{key: key, idx: -1, machine: NewMachine(ParamsFor(p.Check)), plan: pl}
+			e = &entry{key: key, idx: -1, machine: NewMachine(ParamsFor(p.Check)), plan: pl,
+				failed: make([]atomic.Uint64, len(checks.AllCauses))}
 			e.pair.Store(&p)
 			e.next = e.plan.first(slotKey(key, cfg), now)
 			heap.Push(&c.queue, e)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
@@ -65,6 +66,9 @@ var (
 	descChecks = prometheus.NewDesc("vigil_checks_total",
 		"Runs of the check against the target by result: pass, fail, or slow (failed only a ttfb or duration objective: available, but over the latency objective).",
 		[]string{"check", "target", "region", "result"}, nil)
+	descFailures = prometheus.NewDesc("vigil_check_failures_total",
+		"Failed runs (fail and slow) of the check against the target by cause, from the closed set (dns, connect_refused, timeout, status, body, ttfb, …): tells timeouts, refusals and wrong answers apart, and runs that could not complete (network, TLS, timeout, browser, internal) from answers an assertion refused. A series appears at the first failure with that cause.",
+		[]string{"check", "target", "region", "cause"}, nil)
 	descSkipped = prometheus.NewDesc("vigil_skipped_runs_total",
 		"Scheduled runs skipped because the previous run of the pair was still in flight.",
 		[]string{"check", "target", "region"}, nil)
@@ -118,7 +122,7 @@ type pairCollector metrics
 // Describe implements prometheus.Collector.
 func (pc *pairCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descTTFB, descStatus,
-		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descChecks, descSkipped, descPairs, descPubDropped} {
+		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descChecks, descFailures, descSkipped, descPairs, descPubDropped} {
 		ch <- d
 	}
 }
@@ -145,6 +149,11 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(e.passes.Load()), check, target, region, "pass")
 		ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(e.fails.Load()), check, target, region, "fail")
 		ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(e.slows.Load()), check, target, region, "slow")
+		for i := range e.failed {
+			if n := e.failed[i].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(descFailures, prometheus.CounterValue, float64(n), check, target, region, string(checks.AllCauses[i]))
+			}
+		}
 		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(e.skipped.Load()), check, target, region)
 		e.mu.Lock()
 		v, has := e.latest, e.has
@@ -216,3 +225,13 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// causeIndex maps each cause to its place in checks.AllCauses (the index of
+// an entry's failure counters).
+var causeIndex = func() map[checks.Cause]int {
+	m := make(map[checks.Cause]int, len(checks.AllCauses))
+	for i, c := range checks.AllCauses {
+		m[c] = i
+	}
+	return m
+}()
