@@ -24,23 +24,13 @@ func TestMetricsTTFBEveryKind(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	t.Cleanup(srv.Close)
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL
-	dead.Close()
-	cfg := testConfig(t, map[string]string{"o": srv.URL, "dead": deadURL},
+	cfg := testConfig(t, map[string]string{"o": srv.URL, "dead": closedURL(t)},
 		CheckConfig{Name: "page", Targets: []string{"o"}, Rise: 1, Interval: time.Hour,
 			HTTP: &checks.HTTPSpec{Path: "/"}},
 		CheckConfig{Name: "flow", Targets: []string{"o", "dead"}, Rise: 1, Interval: time.Hour,
 			Script: scripts.Script{{HTTP: &checks.HTTPSpec{Path: "/login"}}, {HTTP: &checks.HTTPSpec{Path: "/home"}}}})
 	c := start(t, cfg, compile(t, cfg), Options{})
-	for _, p := range [][2]string{{"page", "o"}, {"flow", "o"}, {"flow", "dead"}} {
-		if _, err := c.Trigger(p[0], p[1]); err != nil {
-			t.Fatalf("trigger %v: %v", p, err)
-		}
-	}
-	srvAPI := httptest.NewServer(c.Handler(nil))
-	t.Cleanup(srvAPI.Close)
-	_, body := do(t, "GET", srvAPI.URL+"/metrics", "", "")
+	body := triggerAndScrape(t, c, [2]string{"page", "o"}, [2]string{"flow", "o"}, [2]string{"flow", "dead"})
 	for _, check := range []string{"page", "flow"} {
 		v, _ := latestOf(c, check, "o")
 		got := metricValue(t, body, `vigil_ttfb_seconds{check="`+check+`",region="test-region",target="o",tier="`+v.Tier+`"}`)
