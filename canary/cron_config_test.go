@@ -63,13 +63,13 @@ func TestCronExpireAfterMessage(t *testing.T) {
 // checks[N].cron. Whole seconds and a leap day stay valid.
 func TestCronRejectsSchedulesThatDoNotRunAsWritten(t *testing.T) {
 	for spec, want := range map[string]string{
-		"@every 500ms":                      `checks[0].cron: "@every 500ms": bad cron schedule: @every needs a whole number of seconds, at least 1s (it would run every 1s)`,
-		"@every 0s":                         `checks[0].cron: "@every 0s": bad cron schedule: @every needs a whole number of seconds, at least 1s (it would run every 1s)`,
+		"@every 500ms":                       `checks[0].cron: "@every 500ms": bad cron schedule: @every needs a whole number of seconds, at least 1s (it would run every 1s)`,
+		"@every 0s":                          `checks[0].cron: "@every 0s": bad cron schedule: @every needs a whole number of seconds, at least 1s (it would run every 1s)`,
 		"CRON_TZ=Europe/Paris @every 1500ms": `checks[0].cron: "CRON_TZ=Europe/Paris @every 1500ms": bad cron schedule: @every needs a whole number of seconds, at least 1s (it would run every 1s)`,
-		"0 0 30 2 *":                        `checks[0].cron: "0 0 30 2 *": bad cron schedule: it matches no time in the next 5 years, so the check would never run`,
-		"@every 1s":                         "",
-		"@every 2m":                         "",
-		"0 0 29 2 *":                        "",
+		"0 0 30 2 *":                         `checks[0].cron: "0 0 30 2 *": bad cron schedule: it matches no time in the next 5 years, so the check would never run`,
+		"@every 1s":                          "",
+		"@every 2m":                          "",
+		"0 0 29 2 *":                         "",
 	} {
 		_, err := cronCheck(t, CheckConfig{Cron: spec})
 		switch {
