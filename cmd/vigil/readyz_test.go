@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -62,22 +63,7 @@ proxy:
 `, agent, filepath.Join(dir, "data"), delay, o.URL(), prx)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, "proxy", "-c", path)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() { cmd.Process.Kill() })
-		waitFor(t, 15*time.Second, "/readyz 200", func() bool {
-			resp, err := http.Get("http://" + agent + "/readyz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == 200
-		})
+		cmd, exited := startReady(t, exec.Command(bin, "proxy", "-c", path), os.Stderr, agent)
 		return cmd, "http://" + agent, "http://" + prx, exited
 	}
 
@@ -134,4 +120,27 @@ proxy:
 			t.Fatalf("still running %v after two signals (shutdown_delay 60s)", time.Since(sent))
 		}
 	})
+}
+
+// startReady starts cmd (its stdout and stderr to out), kills it when the
+// test ends, and waits until its agent listener at agent answers /readyz
+// 200. The channel gets cmd.Wait's result.
+func startReady(t *testing.T, cmd *exec.Cmd, out io.Writer, agent string) (*exec.Cmd, chan error) {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitFor(t, 15*time.Second, "/readyz 200", func() bool {
+		resp, err := http.Get("http://" + agent + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return cmd, exited
 }

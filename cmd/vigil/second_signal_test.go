@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,23 +60,8 @@ checks:
 `, agent, filepath.Join(dir, "data"), ln.Addr(), fire.Second())), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "canary", "-c", path)
 	var stderr syncBuf
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	waitFor(t, 15*time.Second, "/readyz 200", func() bool {
-		resp, err := http.Get("http://" + agent + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	cmd, exited := startReady(t, exec.Command(bin, "canary", "-c", path), &stderr, agent)
 	select {
 	case c := <-accepted:
 		defer c.Close()
