@@ -63,6 +63,8 @@ var (
 		append(append([]string{}, pairLabels...), "state"), nil)
 	descStreak = prometheus.NewDesc("vigil_verdict_streak",
 		"Consecutive runs with the same pass/fail outcome as the last one.", pairLabels, nil)
+	descHeld = prometheus.NewDesc("vigil_verdict_held_until_timestamp_seconds",
+		"While flap damping holds the pair unhealthy whatever its runs say: when the hold-down ends, Unix seconds. Absent otherwise.", pairLabels, nil)
 	descChecks = prometheus.NewDesc("vigil_checks_total",
 		"Runs of the check against the target by result: pass, fail, or slow (failed only a ttfb or duration objective: available, but over the latency objective).",
 		[]string{"check", "target", "region", "result"}, nil)
@@ -122,7 +124,7 @@ type pairCollector metrics
 // Describe implements prometheus.Collector.
 func (pc *pairCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descTTFB, descStatus,
-		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descChecks, descFailures, descSkipped, descPairs, descPubDropped} {
+		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descHeld, descChecks, descFailures, descSkipped, descPairs, descPubDropped} {
 		ch <- d
 	}
 }
@@ -176,6 +178,9 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSuccess, b2f(v.OK), check, target, tier, region)
 		gauge(descDuration, v.Duration.Seconds(), check, target, tier, region)
 		gauge(descStreak, float64(v.Streak), check, target, tier, region)
+		if state == reporting.StateUnhealthy && v.HeldUntil.After(now) {
+			gauge(descHeld, float64(v.HeldUntil.Unix()), check, target, tier, region)
+		}
 		if v.TTFB > 0 {
 			gauge(descTTFB, v.TTFB.Seconds(), check, target, tier, region)
 		}
