@@ -31,7 +31,7 @@ func (a *app) statusPage() http.Handler {
 	}
 	o := statuspage.Options{
 		Verdicts:   verdicts,
-		Notice:     a.fallback.Notice, // "" without a fallback
+		Notice:     a.pageNotice,
 		AdminToken: a.cfg.Agent.AdminToken,
 		Faults:     a.opts.faults,
 		Title:      sp.Title,
@@ -246,4 +246,21 @@ func (w withPending) Verdicts(ctx context.Context, maxAge time.Duration) ([]repo
 		}
 	}
 	return vs, nil
+}
+
+// pageNotice is the status page's banner: the store fallback's notice and a
+// rejected reload, which otherwise only /healthz and the log show (the page
+// names no error: those can carry URLs).
+func (a *app) pageNotice() string {
+	var parts []string
+	if n := a.fallback.Notice(); n != "" { // "" without a fallback
+		parts = append(parts, n)
+	}
+	a.mu.Lock()
+	failed := a.reloadErr != nil
+	a.mu.Unlock()
+	if failed {
+		parts = append(parts, "The last config reload failed; the previous config is still running (see /healthz).")
+	}
+	return strings.Join(parts, " ")
 }

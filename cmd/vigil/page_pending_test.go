@@ -56,3 +56,54 @@ checks:
 		t.Errorf("the yearly check's cell: want unknown, not run yet:\n%s", cell)
 	}
 }
+
+// TestStatusPageShowsRejectedReload: a reload that failed is on the status
+// page's banner (it showed only on /healthz and in the log), without the
+// error's text; a good reload clears it.
+func TestStatusPageShowsRejectedReload(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vigil.yaml")
+	good := fmt.Sprintf(`agent: {region: r1, data_dir: %q}
+targets: [{name: o, url: %q}]
+checks:
+  - {name: often, targets: [o], interval: 1s, timeout: 500ms, http: {path: /healthz}}
+`, filepath.Join(dir, "data"), o.URL())
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, stop := startApp(t, path, roles{canary: true, page: true})
+	defer stop()
+	banner := func() string {
+		resp, err := http.Get("http://" + a.Addr() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		p := string(b)
+		i := strings.Index(p, `<div id="notice"`)
+		if i < 0 {
+			t.Fatalf("no notice element:\n%.2000s", p)
+		}
+		return p[i:min(len(p), i+300)]
+	}
+	if b := banner(); strings.Contains(b, "reload failed") {
+		t.Fatalf("banner before any reload: %s", b)
+	}
+	if err := os.WriteFile(path, []byte(good+"  - {name: broken, targets: [nope], http: {path: /}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.reload()
+	if b := banner(); !strings.Contains(b, "The last config reload failed; the previous config is still running") || strings.Contains(b, "nope") {
+		t.Errorf("banner after a failed reload: %s", b)
+	}
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.reload()
+	if b := banner(); strings.Contains(b, "reload failed") {
+		t.Errorf("banner after a good reload: %s", b)
+	}
+}
