@@ -338,6 +338,7 @@ func check() *board {
 	const causes = "Failures by cause"
 	bd.b.WithPanel(barchart.NewPanelBuilder().
 		Title(causes).
+		Description("Failed runs by cause; slow runs (failed only a ttfb or duration objective: available) are under Recent slow runs.").
 		Datasource(datasource()).
 		WithTarget(bd.flux(causes, "A", qFailuresByCause)).
 		XField("cause").
@@ -348,18 +349,10 @@ func check() *board {
 		Span(8).Height(9))
 
 	const recent = "Recent failures"
-	bd.b.WithPanel(table.NewPanelBuilder().
-		Title(recent).
-		Description("The last 100 failed runs, newest first.").
-		Datasource(datasource()).
-		WithTarget(bd.flux(recent, "A", qRecentFailures)).
-		WithTransformation(organize(
-			[]string{"_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "url", "artifact"},
-			map[string]string{"_time": "time", "status_code": "status", "ttfb_ms": "ttfb"})).
-		OverrideByName("ttfb_ms", []dashboard.DynamicConfigValue{{Id: "unit", Value: "ms"}}).
-		Filterable(true).
-		Footer(noFooter()).
-		Span(16).Height(9))
+	bd.b.WithPanel(runsTable(bd, recent, "The last 100 failed runs, newest first (slow runs are under Recent slow runs).", qRecentFailures))
+	const slow = "Recent slow runs"
+	bd.b.WithPanel(runsTable(bd, slow, "The last 100 runs that failed only a ttfb or duration objective (slow, not down), newest first.", qRecentSlow).
+		Span(24))
 	return bd
 }
 
@@ -494,4 +487,20 @@ func dashboardNames(m map[string][]byte) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// runsTable is a table of runs (qRecentFailures, qRecentSlow).
+func runsTable(bd *board, title, desc, query string) *table.PanelBuilder {
+	return table.NewPanelBuilder().
+		Title(title).
+		Description(desc).
+		Datasource(datasource()).
+		WithTarget(bd.flux(title, "A", query)).
+		WithTransformation(organize(
+			[]string{"_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "url", "artifact"},
+			map[string]string{"_time": "time", "status_code": "status", "ttfb_ms": "ttfb"})).
+		OverrideByName("ttfb_ms", []dashboard.DynamicConfigValue{{Id: "unit", Value: "ms"}}).
+		Filterable(true).
+		Footer(noFooter()).
+		Span(16).Height(9)
 }

@@ -136,9 +136,11 @@ const (
       wait: if r.ttfb_ms - r.dns_ms - r.connect_ms - r.tls_ms > 0.0 then r.ttfb_ms - r.dns_ms - r.connect_ms - r.tls_ms else 0.0,
       transfer: r.transfer_ms}))`
 
-	// qFailuresByCause: failed runs per cause over the range.
+	// qFailuresByCause: failed runs per cause over the range, slow runs
+	// (failed only a ttfb or duration objective: available) left out, as
+	// slow is not down.
 	qFailuresByCause = fromVerdicts + byCheck + byRegion + `
-  |> filter(fn: (r) => r._field == "cause" and r._value != "")
+  |> filter(fn: (r) => r._field == "cause" and r._value != "" and r._value != "ttfb" and r._value != "duration")
   |> duplicate(column: "_value", as: "cause")
   |> group(columns: ["cause"])
   |> count()
@@ -147,11 +149,22 @@ const (
   |> rename(columns: {_value: "failures"})
   |> sort(columns: ["failures"], desc: true)`
 
-	// qRecentFailures: the last 100 failed runs, newest first.
-	qRecentFailures = fromVerdicts + byCheck + byRegion + `
+	// qRecentFailures: the last 100 failed runs, newest first; slow runs
+	// are in qRecentSlow.
+	qRecentFailures = recentRunsHead + `r.ok == false and r.cause != "ttfb" and r.cause != "duration"` + recentRunsTail
+
+	// qRecentSlow: the last 100 slow runs (failed only a ttfb or duration
+	// objective), newest first.
+	qRecentSlow = recentRunsHead + `r.ok == false and (r.cause == "ttfb" or r.cause == "duration")` + recentRunsTail
+
+	// recentRunsHead + a Flux predicate over the pivoted run r +
+	// recentRunsTail: the last 100 runs of the range that match, newest
+	// first.
+	recentRunsHead = fromVerdicts + byCheck + byRegion + `
   |> filter(fn: (r) => r._field == "ok" or r._field == "state" or r._field == "cause" or r._field == "err" or r._field == "status_code" or r._field == "ttfb_ms" or r._field == "url" or r._field == "artifact")
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
-  |> filter(fn: (r) => r.ok == false)
+  |> filter(fn: (r) => `
+	recentRunsTail = `)
   |> group()
   |> keep(columns: ["_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "url", "artifact"])
   |> sort(columns: ["_time"], desc: true)
