@@ -206,8 +206,13 @@ func (p *plan) advance(now time.Time) time.Time {
 	p.base = p.base.Add(eff)
 	if p.base.Before(now.Add(-p.interval)) {
 		// The run that just fired was the catch-up; the next one is the
-		// pair's first slot after now (slots stay on the wall-clock grid).
+		// pair's first slot after now (slots stay on the wall-clock grid)
+		// that is at least half an interval away: the slot right behind
+		// the catch-up would probe the origin twice within moments.
 		p.base = p.base.Add((now.Sub(p.base)/p.interval + 1) * p.interval)
+		if p.base.Sub(now) < p.interval/2 {
+			p.base = p.base.Add(p.interval)
+		}
 	}
 	return p.base.Add(jitter(p.jitter, p.interval))
 }
