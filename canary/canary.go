@@ -167,6 +167,8 @@ type entry struct {
 	// failed counts failed runs (fail and slow) by cause, in the order of
 	// checks.AllCauses (vigil_check_failures_total).
 	failed []atomic.Uint64
+	// dur and ttfb are the runs' latency histograms (agent.latency_histograms).
+	dur, ttfb latencyHist
 }
 
 // New builds a canary for a validated config and its compiled pairs
@@ -569,6 +571,10 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 		if i, ok := causeIndex[res.Cause]; ok {
 			e.failed[i].Add(1)
 		}
+	}
+	e.dur.observe(v.Duration)
+	if v.TTFB > 0 {
+		e.ttfb.observe(v.TTFB)
 	}
 	if step.Changed {
 		level := slog.LevelInfo

@@ -74,6 +74,11 @@ type AgentConfig struct {
 	// SIGINT while GET /readyz answers 503, so load balancers stop sending
 	// it traffic before its listeners close (default 0: close at once).
 	ShutdownDelay time.Duration `mapstructure:"shutdown_delay"`
+	// LatencyHistograms exports every run's duration and TTFB as Prometheus
+	// histograms per check × target (vigil_check_duration_seconds,
+	// vigil_check_ttfb_seconds), 28 more series per pair (default false:
+	// last-run gauges only).
+	LatencyHistograms bool `mapstructure:"latency_histograms"`
 	// Browser configures the shared Chromium for browser script steps.
 	Browser BrowserConfig `mapstructure:"browser"`
 	// Triggers runs deep and synthetic checks out of cycle when the proxy's

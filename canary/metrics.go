@@ -2,7 +2,9 @@ package canary
 
 import (
 	"fmt"
+	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -71,6 +73,12 @@ var (
 	descFailures = prometheus.NewDesc("vigil_check_failures_total",
 		"Failed runs (fail and slow) of the check against the target by cause, from the closed set (dns, connect_refused, timeout, status, body, ttfb, …): tells timeouts, refusals and wrong answers apart, and runs that could not complete (network, TLS, timeout, browser, internal) from answers an assertion refused. A series appears at the first failure with that cause.",
 		[]string{"check", "target", "region", "cause"}, nil)
+	descDurHist = prometheus.NewDesc("vigil_check_duration_seconds",
+		"Duration of each run of the check against the target, seconds (agent.latency_histograms).",
+		[]string{"check", "target", "region"}, nil)
+	descTTFBHist = prometheus.NewDesc("vigil_check_ttfb_seconds",
+		"Time to first byte of each run that got one, seconds (agent.latency_histograms).",
+		[]string{"check", "target", "region"}, nil)
 	descSkipped = prometheus.NewDesc("vigil_skipped_runs_total",
 		"Scheduled runs skipped because the previous run of the pair was still in flight.",
 		[]string{"check", "target", "region"}, nil)
@@ -124,7 +132,7 @@ type pairCollector metrics
 // Describe implements prometheus.Collector.
 func (pc *pairCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descTTFB, descStatus,
-		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descHeld, descChecks, descFailures, descSkipped, descPairs, descPubDropped} {
+		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descHeld, descChecks, descFailures, descDurHist, descTTFBHist, descSkipped, descPairs, descPubDropped} {
 		ch <- d
 	}
 }
@@ -135,6 +143,7 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
 	c.mu.Lock()
 	region := c.cfg.Agent.Region
+	hists := c.cfg.Agent.LatencyHistograms
 	es := make([]*entry, 0, len(c.entries))
 	for _, e := range c.entries {
 		es = append(es, e)
@@ -155,6 +164,10 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 			if n := e.failed[i].Load(); n > 0 {
 				ch <- prometheus.MustNewConstMetric(descFailures, prometheus.CounterValue, float64(n), check, target, region, string(checks.AllCauses[i]))
 			}
+		}
+		if hists {
+			ch <- e.dur.metric(descDurHist, check, target, region)
+			ch <- e.ttfb.metric(descTTFBHist, check, target, region)
 		}
 		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(e.skipped.Load()), check, target, region)
 		e.mu.Lock()
@@ -240,3 +253,33 @@ var causeIndex = func() map[checks.Cause]int {
 	}
 	return m
 }()
+
+// latencyBuckets are the upper bounds of the latency histograms, seconds:
+// from a loopback health check to a slow browser transaction.
+var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// latencyHist is one pair's latency histogram, lock-free: a count per
+// bucket (the last one past every bound) and the sum in µs.
+type latencyHist struct {
+	counts [13]atomic.Uint64
+	sumUS  atomic.Uint64
+}
+
+func (h *latencyHist) observe(d time.Duration) {
+	s := d.Seconds()
+	i := sort.SearchFloat64s(latencyBuckets, s)
+	h.counts[i].Add(1)
+	h.sumUS.Add(uint64(max(d.Microseconds(), 0)))
+}
+
+// metric is the histogram as Prometheus reads it (cumulative buckets).
+func (h *latencyHist) metric(d *prometheus.Desc, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(latencyBuckets))
+	var cum uint64
+	for i, ub := range latencyBuckets {
+		cum += h.counts[i].Load()
+		buckets[ub] = cum
+	}
+	count := cum + h.counts[len(latencyBuckets)].Load()
+	return prometheus.MustNewConstHistogram(d, count, float64(h.sumUS.Load())/1e6, buckets, labels...)
+}
