@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -27,6 +28,10 @@ type accessLog struct {
 	done   chan struct{}
 	closed bool
 	log    *slog.Logger
+	// next is the log that replaced this one at a reload (nil when the
+	// reload turned it off): a request that began before the reload and
+	// ends after this one closed writes its line there.
+	next atomic.Pointer[accessLog]
 }
 
 // openAccessLog opens path ("stdout", "stderr" or a file, appended to and
@@ -113,6 +118,9 @@ type accessEntry struct {
 	origin   string
 	tries    int
 	upstream time.Duration // request start to the answering origin's head
+	// grpcStatus is a gRPC call's grpc-status (trailer or trailers-only
+	// head), "" for other requests.
+	grpcStatus string
 }
 
 // countWriter counts an answer's status and body bytes for the access log

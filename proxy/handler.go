@@ -54,6 +54,16 @@ func (p *Proxy) serveLogged(al *accessLog, w http.ResponseWriter, r *http.Reques
 		if status == 0 {
 			status = statusClientClosed // aborted: the client went away
 		}
+		if isGRPC(r.Header) {
+			// The origin's trailer, or its trailers-only head, copied
+			// into the answer's header map.
+			h := w.Header()
+			if v := h.Get("Grpc-Status"); v != "" {
+				ae.grpcStatus = v
+			} else if v := h.Get(http.TrailerPrefix + "Grpc-Status"); v != "" {
+				ae.grpcStatus = v
+			}
+		}
 		al.write(start, r, status, bytes, ae)
 	}()
 	p.route(w, r, ae)

@@ -151,6 +151,9 @@ func (p *Proxy) openAccessLog(cfg Config) error {
 		}
 	}
 	if old := p.alog.Swap(al); old != nil {
+		// Requests that began before the swap write their line to its
+		// successor (nil: the log was turned off) once it is closed.
+		old.next.Store(al)
 		time.AfterFunc(2*time.Second, old.close)
 	}
 	return nil
