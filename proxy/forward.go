@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // pool is one configured pool at runtime.
@@ -1077,7 +1079,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			return pl.respond(w, r, resp, method, h2Send)
 		}()
 		if berr != nil || !settled {
-			pl.bodyEnded(o, w, r, watch, status, settled, lat, try+1, berr)
+			pl.bodyEnded(o, w, r, watch, status, settled, lat, try+1, berr, rb)
 		}
 		if unread {
 			finishUpload(w, r, rb.ended, cfg.TryTimeout)
@@ -1230,8 +1232,26 @@ func (pl *pool) settle(o *origin, failed bool, lat time.Duration, now int64) {
 // failed because the client left (the request's context ended, or the
 // fast engine's watcher found it gone) is not the origin's fault: that try
 // counts as ok.
-func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, watch *tryWatch, status int, settled bool, lat time.Duration, try int, berr error) {
+func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, watch *tryWatch, status int, settled bool, lat time.Duration, try int, berr error, rb *replayBody) {
 	now := time.Now().UnixNano()
+	if berr != nil && rb != nil && rb.clientErr() != nil {
+		// The client's request stream broke (it went over max_body, sent
+		// malformed framing, or stalled) while the answer streamed: the
+		// origin had to stop, through no fault of its own. A stream
+		// (gRPC) is ended with an error; the origin is not charged.
+		if !settled {
+			pl.settle(o, false, lat, now)
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(rb.clientErr(), &mbe) {
+			if ok, n := pl.tryLog.allow("", causeClientBody, now); ok {
+				pl.log.Info("proxy: client request body went over max_body while the answer streamed; stream ended", "pool", pl.name,
+					"origin", o.name, "method", r.Method, "path", r.URL.Path, "max_body", units.ByteSize(mbe.Limit).String(), "suppressed", n)
+			}
+		}
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler)
+	}
 	if berr == nil || r.Context().Err() != nil || watch.isGone() {
 		if !settled {
 			pl.settle(o, false, lat, now)
@@ -1419,6 +1439,10 @@ const statusClientClosed = 499
 
 // causeClientClosed keys the rate limit of the client-closed log line.
 const causeClientClosed = "client_closed"
+
+// causeClientBody keys the rate limit of "client request body went over
+// max_body" lines (not a try cause: the origin is not charged).
+const causeClientBody = "client_body"
 
 // eligible returns the origins a try may go to: available and not tried,
 // with fromAvail true; when none is left and resort is true, the last resort:
