@@ -969,7 +969,9 @@ func (c *OriginTLSConfig) clientConfig(host string, h2 bool) *tls.Config {
 	}
 	protos := []string{"http/1.1"}
 	if h2 {
-		protos = []string{"h2"}
+		// An origin without h2 picks http/1.1 (one that enforces ALPN
+		// would refuse a handshake offering h2 alone).
+		protos = []string{"h2", "http/1.1"}
 	}
 	return &tls.Config{ServerName: name, RootCAs: c.roots, InsecureSkipVerify: c.InsecureSkipVerify,
 		Certificates: c.certs, NextProtos: protos, MinVersion: minVer}
