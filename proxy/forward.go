@@ -342,6 +342,12 @@ func classify(err error, ctx context.Context) (cause string, connLevel bool) {
 	return CauseReset, false
 }
 
+// isRefusedStream reports whether err is an HTTP/2 origin's REFUSED_STREAM
+// (Go's transport passes it on when it cannot resend the body itself).
+func isRefusedStream(err error) bool {
+	return strings.Contains(err.Error(), "REFUSED_STREAM")
+}
+
 // unsendable reports whether err is Go's transport refusing to write a
 // request it finds invalid (a method, header field name or value, or host
 // it will not put on the wire), before any byte went to the origin.
@@ -918,7 +924,10 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			resp, err = pl.transport.RoundTrip(out)
 			im.close()
 			watch.endCancel()
-			for n := conns.Load(); n > 1; n-- {
+			// Over HTTP/2, Go's transport resends only a request the
+			// origin left unprocessed (REFUSED_STREAM, GOAWAY): no stale
+			// connection, nothing to charge.
+			for n := conns.Load(); n > 1 && pl.cfg.OriginProtocol != OriginHTTP2; n-- {
 				pl.staleConn(o, r, try+1, errTransportResend)
 			}
 		}
@@ -979,12 +988,22 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			cause, connLevel := classify(err, ctx)
 			cancel(nil)
-			pl.observeCause(o, cause, lat, tryEnd.UnixNano())
-			o.stats.requests.Add(1)
-			if cause == CauseTimeout {
-				o.stats.timeouts.Add(1)
+			// An HTTP/2 origin at its stream limit refuses a stream it did
+			// not process (REFUSED_STREAM, RFC 9113 §8.7): like a refused
+			// connection, the request moves on when its body can be sent
+			// again, and the origin, which only protected itself, is not
+			// charged for it.
+			refused := isRefusedStream(err)
+			if refused {
+				cause, connLevel = CauseConnectRefused, true
 			} else {
-				o.stats.connErrors.Add(1)
+				pl.observeCause(o, cause, lat, tryEnd.UnixNano())
+				o.stats.requests.Add(1)
+				if cause == CauseTimeout {
+					o.stats.timeouts.Add(1)
+				} else {
+					o.stats.connErrors.Add(1)
+				}
 			}
 			pl.tryFailed(o.name, cause, method, r.URL.Path, try+1, err, 0, nil)
 			lastCause = cause
