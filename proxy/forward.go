@@ -428,6 +428,31 @@ func forwardedElement(ip, host, proto string) string {
 	return "for=" + node + ";host=" + strconv.Quote(host) + ";proto=" + proto
 }
 
+// grpcTimeout parses a grpc-timeout value: 1 to 8 digits and a unit (H, M,
+// S, m, u, n).
+func grpcTimeout(v string) (time.Duration, bool) {
+	if len(v) < 2 || len(v) > 9 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v[:len(v)-1], 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	unit := map[byte]time.Duration{'H': time.Hour, 'M': time.Minute, 'S': time.Second,
+		'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond}[v[len(v)-1]]
+	if unit == 0 {
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // isGRPC reports whether a request is a gRPC call (Content-Type
 // application/grpc, application/grpc+proto, …).
 func isGRPC(h http.Header) bool {
@@ -790,6 +815,15 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// The budget counts from now: reading a buffered body is the client's
 	// time, not the origins'.
 	deadline := time.Now().Add(cfg.Budget)
+	// A gRPC call carries its own deadline (grpc-timeout): it bounds the
+	// wait for the answer instead of try_timeout, and may extend the budget.
+	var callTimeout time.Duration
+	if pl.cfg.OriginProtocol == OriginHTTP2 && isGRPC(r.Header) {
+		if d, ok := grpcTimeout(r.Header.Get("Grpc-Timeout")); ok {
+			callTimeout = d
+			deadline = maxTime(deadline, time.Now().Add(d))
+		}
+	}
 	var tried uint64
 	var lastRB *replayBody // the last try's streamed body, if any
 	lastCause := ""
@@ -872,6 +906,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				// the transport may go on reading the client's body while
 				// the answer streams, and that must not re-arm it.
 				tryTimeout = cfg.TryTimeout
+				if callTimeout > 0 {
+					// Just before the client gives up, so that an origin
+					// that never answers is charged a timeout rather than
+					// the call ending as the client's 499.
+					tryTimeout = callTimeout - min(callTimeout/10, time.Second)
+				}
 				body, ctl := rb, http.NewResponseController(w)
 				tt = &tryTimer{d: tryTimeout}
 				tt.t = time.AfterFunc(tryTimeout, func() {

@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGRPCTimeoutBoundsTheCall: a gRPC call's grpc-timeout, not
+// try_timeout, bounds the wait for its answer: a 2 s call with a 5 s
+// deadline succeeds behind a 1 s try_timeout (it got 504), and a call to an
+// origin that never answers ends just before the client's deadline with
+// the origin charged a timeout (it ended as the client's 499, so a hung
+// gRPC origin was never ejected).
+func TestGRPCTimeoutBoundsTheCall(t *testing.T) {
+	origin := h2cOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		d := 2 * time.Second
+		if r.URL.Path == "/svc/Hang" {
+			d = 10 * time.Second
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Grpc-Status", "0")
+	})
+	cfg := pool1(PolicyFirst, origin)
+	cfg.Pools[0].OriginProtocol = OriginHTTP2
+	cfg.Pools[0].Retry.TryTimeout = time.Second
+	cfg.Pools[0].ConnectTimeout = 500 * time.Millisecond
+	h, _, addr, roots := runTLSProxyReg(t, cfg)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	call := func(path, timeout string) (int, time.Duration) {
+		req, _ := http.NewRequest("POST", "https://"+addr+path, strings.NewReader("\x00\x00\x00\x00\x00"))
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Header.Set("Grpc-Timeout", timeout)
+		start := time.Now()
+		resp, err := (&http.Client{Transport: tr, Timeout: 20 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, time.Since(start)
+	}
+	if code, d := call("/svc/Slow", "5S"); code != 200 {
+		t.Errorf("a 2s call with grpc-timeout 5S behind try_timeout 1s: %d after %s, want 200", code, d)
+	}
+	code, d := call("/svc/Hang", "2S")
+	if code != 504 || d < 1500*time.Millisecond || d > 2*time.Second {
+		t.Errorf("a call to a hung origin with grpc-timeout 2S: %d after %s, want 504 just before 2s", code, d)
+	}
+	if v, _ := h.metric("vigil_proxy_tries_total", map[string]string{"result": "timeout"}); v != 1 {
+		t.Errorf("vigil_proxy_tries_total{result=timeout} = %v, want 1 (the hung origin charged)", v)
+	}
+}
