@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -267,6 +268,17 @@ func TestRedirectHTTPS(t *testing.T) {
 			t.Errorf("HEAD redirect has a body: %q", body)
 		}
 	}
+	// HTTP/1.0 without Host, on the "*" pool: no host to redirect to.
+	c, err := net.Dial("tcp", plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET /v6/x HTTP/1.0\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 400 || resp.Header.Get("Location") != "" {
+		t.Errorf("redirect without a Host: %v %v, want 400 and no Location", resp, err)
+	}
 	if n := b.hits.Load(); n != 0 {
 		t.Errorf("the origin got %d requests while redirect_https was on", n)
 	}
@@ -323,6 +335,25 @@ func TestHSTS(t *testing.T) {
 	resp.Body.Close()
 	if v := resp.Header.Values("Strict-Transport-Security"); len(v) != 0 {
 		t.Errorf("plain listener answer has Strict-Transport-Security %q", v)
+	}
+	// The proxy's refusals before routing carry it too (nginx's "always").
+	tc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	for _, tc2 := range []struct {
+		method, host string
+		code         int
+	}{{"TRACE", "", 405}, {"GET", "", 400}} {
+		req, _ := http.NewRequest(tc2.method, "https://"+addr+"/a/..;/b", nil)
+		if tc2.method == "TRACE" {
+			req.URL.Path = "/"
+		}
+		resp, err := tc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc2.code || resp.Header.Get("Strict-Transport-Security") != want {
+			t.Errorf("%s refused on the TLS listener: %d, Strict-Transport-Security %q; want %d with it", tc2.method, resp.StatusCode, resp.Header.Get("Strict-Transport-Security"), tc2.code)
+		}
 	}
 }
 

@@ -71,6 +71,12 @@ func (p *Proxy) serveLogged(al *accessLog, w http.ResponseWriter, r *http.Reques
 
 func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 	st := p.state.Load()
+	if r.TLS != nil && st.cfg.hsts != nil {
+		// On every answer of the TLS listener, refusals included (nginx's
+		// add_header … always). An origin's own Strict-Transport-Security
+		// replaces it (respond copies the origin's fields over these).
+		w.Header()["Strict-Transport-Security"] = st.cfg.hsts
+	}
 	if r.Method == http.MethodConnect {
 		p.refuse(w, r, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
 		return
@@ -171,12 +177,6 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 		p.redirectHTTPS(w, r, pl, st)
 		return
 	}
-	if r.TLS != nil && st.cfg.hsts != nil {
-		// An origin's own Strict-Transport-Security replaces it (respond
-		// copies the origin's fields over these); the proxy's own answers
-		// (502, 503, 504…) keep it.
-		w.Header()["Strict-Transport-Security"] = st.cfg.hsts
-	}
 	readTimeout := st.cfg.ReadTimeout
 	if run != nil {
 		readTimeout = run.ReadTimeout // restart-only: what the listener runs with
@@ -204,6 +204,12 @@ func (p *Proxy) redirectHTTPS(w http.ResponseWriter, r *http.Request, pl *pool, 
 		port = *lp // the port the listener has (tls_listen is restart-only; it may say :0)
 	}
 	host := hostOf(r.Host)
+	if host == "" {
+		// No Host (HTTP/1.0, or an empty one) with a "*" pool: there is
+		// no URL to send the client to.
+		p.refuse(w, r, http.StatusBadRequest, "no Host to redirect to https://")
+		return
+	}
 	switch {
 	case port != "" && port != "443":
 		host = net.JoinHostPort(host, port)
