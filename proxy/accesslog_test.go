@@ -128,6 +128,9 @@ func TestAccessLogConfigErrors(t *testing.T) {
 	}{
 		{func(c *Config) { c.AccessLog = "/nonexistent-dir/x/access.log" }, "access_log: /nonexistent-dir/x/access.log: its directory /nonexistent-dir/x does not exist"},
 		{func(c *Config) { c.AccessLogQuery = true }, "access_log_query: only with access_log"},
+		{func(c *Config) { c.AccessLog = os.TempDir() }, "access_log: open " + os.TempDir() + ": is a directory"},
+		{func(c *Config) { c.AccessLog = "STDOUT" }, `access_log: "STDOUT": write stdout (lower case, no spaces)`},
+		{func(c *Config) { c.AccessLog = " stderr" }, `access_log: " stderr": write stderr (lower case, no spaces)`},
 	} {
 		cfg := pool1(PolicyFirst, "http://127.0.0.1:1")
 		tc.mod(&cfg)

@@ -462,9 +462,22 @@ func (c *Config) ValidateAndSetDefaults() error {
 			}
 		}
 	}
-	if c.AccessLog != "" && c.AccessLog != "stdout" && c.AccessLog != "stderr" {
+	switch v := strings.ToLower(strings.TrimSpace(c.AccessLog)); {
+	case c.AccessLog == "", c.AccessLog == "stdout", c.AccessLog == "stderr":
+	case v == "stdout" || v == "stderr":
+		errs = append(errs, fmt.Errorf("access_log: %q: write %s (lower case, no spaces) for the standard stream, or a file path", c.AccessLog, v))
+	default:
 		if fi, err := os.Stat(filepath.Dir(c.AccessLog)); err != nil || !fi.IsDir() {
 			errs = append(errs, fmt.Errorf("access_log: %s: its directory %s does not exist", c.AccessLog, filepath.Dir(c.AccessLog)))
+			break
+		}
+		// Opened (and created) as the proxy will, so a config that
+		// validates also starts (nginx -t opens its logs too).
+		f, err := os.OpenFile(c.AccessLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("access_log: %w", err))
+		} else {
+			f.Close()
 		}
 	}
 	if c.AccessLogQuery && c.AccessLog == "" {
