@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
@@ -85,7 +87,10 @@ type Config struct {
 	HSTSIncludeSubdomains bool `mapstructure:"hsts_include_subdomains"`
 
 	clientCAs *x509.CertPool // ClientCAFile, loaded by ValidateAndSetDefaults
-	hsts      []string       // the Strict-Transport-Security value, nil when off
+	// clientRoots are the SHA-256 of the DER of each certificate of
+	// ClientCAFile: a verified chain must still end in one of them.
+	clientRoots map[[32]byte]bool
+	hsts        []string // the Strict-Transport-Security value, nil when off
 	// AdminToken guards drain/undrain (Authorization: Bearer …). The loader
 	// copies agent.admin_token here when it is empty. Empty: every admin write
 	// is refused.
@@ -995,10 +1000,13 @@ func (c *OriginTLSConfig) clientConfig(host string, h2 bool) *tls.Config {
 func (c *Config) clientCertsAndHSTS() []error {
 	var errs []error
 	c.clientCAs, c.hsts = nil, nil
+	c.clientRoots = nil
 	if c.ClientCAFile != "" {
 		var err error
 		if c.clientCAs, err = loadCAPool("client_ca_file", c.ClientCAFile); err != nil {
 			errs = append(errs, err)
+		} else {
+			c.clientRoots = pemFingerprints(c.ClientCAFile)
 		}
 	}
 	switch c.ClientAuth {
@@ -1053,4 +1061,21 @@ func loadCAPool(key, path string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("%s: %s: no PEM certificate in it", key, path)
 	}
 	return pool, nil
+}
+
+// pemFingerprints returns the SHA-256 of the DER of every certificate in a
+// PEM file (read again: loadCAPool checked it).
+func pemFingerprints(path string) map[[32]byte]bool {
+	out := map[[32]byte]bool{}
+	rest, _ := os.ReadFile(path)
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return out
+		}
+		if b.Type == "CERTIFICATE" {
+			out[sha256.Sum256(b.Bytes)] = true
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/sha256"
 	"html"
 	"io"
 	"net"
@@ -76,6 +77,10 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 		// add_header … always). An origin's own Strict-Transport-Security
 		// replaces it (respond copies the origin's fields over these).
 		w.Header()["Strict-Transport-Security"] = st.cfg.hsts
+	}
+	if r.TLS != nil && !clientCertStillAccepted(r, &st.cfg) {
+		p.refuse(w, r, http.StatusForbidden, "client certificate not accepted by the current client_ca_file or client_auth; reconnect")
+		return
 	}
 	if r.Method == http.MethodConnect {
 		p.refuse(w, r, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
@@ -334,4 +339,32 @@ func validTarget(t string) bool {
 		}
 	}
 	return true
+}
+
+// clientCertStillAccepted reports whether a TLS connection's client
+// certificate (or its lack of one) is accepted by the client certificate
+// settings in force now: a reload that drops a CA from client_ca_file, or
+// turns client certificates on, must not leave connections made before it
+// served (nginx's reload retires them). With no client_ca_file now, r.TLS
+// is replaced by a copy without the verified chains, so no
+// X-Forwarded-Client-Cert vouches for a certificate nothing checks anymore.
+func clientCertStillAccepted(r *http.Request, cfg *Config) bool {
+	chains := r.TLS.VerifiedChains
+	if cfg.clientCAs == nil {
+		if len(chains) > 0 {
+			cs := *r.TLS
+			cs.VerifiedChains = nil
+			r.TLS = &cs
+		}
+		return true
+	}
+	if len(chains) == 0 {
+		return cfg.ClientAuth == ClientAuthOptional && len(r.TLS.PeerCertificates) == 0
+	}
+	for _, ch := range chains {
+		if len(ch) > 0 && cfg.clientRoots[sha256.Sum256(ch[len(ch)-1].Raw)] {
+			return true
+		}
+	}
+	return false
 }
