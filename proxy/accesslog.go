@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,100 +15,225 @@ import (
 	"unicode/utf8"
 )
 
-// accessLog writes one JSON line per request the router sees (access_log):
-// buffered, flushed every second and when the buffer fills, so a busy proxy
-// makes one write(2) per 64 KiB of lines, not one per request.
+// accessLog writes one JSON line per request the router sees (access_log).
+// Requests never wait for it: write hands each line to one writer goroutine
+// through a bounded queue and drops the line (counted, logged at most once a
+// minute) when the queue is full, as when stdout is a pipe nobody reads.
+// The writer buffers lines and flushes them every second and when 64 KiB
+// are buffered, so a busy proxy makes one write(2) per 64 KiB of lines.
 type accessLog struct {
 	path  string
 	query bool // access_log_query: the query string is logged
 
-	mu     sync.Mutex
-	f      *os.File // nil for stdout/stderr
-	w      *bufio.Writer
-	err    error // the last write error, logged once per change
-	done   chan struct{}
-	closed bool
-	log    *slog.Logger
+	out io.Writer // where flushes go: f, stdout or stderr
+	f   *os.File  // nil for stdout/stderr; a failed write is cut back off it
+	log *slog.Logger
+
+	// every is the flush interval (1s); dropEvery the least time between
+	// two "lines dropped" warnings (1 min).
+	every, dropEvery time.Duration
+
+	mu      sync.RWMutex // held for writing only to close lines
+	closed  bool
+	lines   chan []byte   // the queue to the writer, closed by close
+	done    chan struct{} // closed when the writer has finished
+	dropped atomic.Int64  // lines dropped on a full queue, not yet logged
+
 	// next is the log that replaced this one at a reload (nil when the
 	// reload turned it off): a request that began before the reload and
 	// ends after this one closed writes its line there.
 	next atomic.Pointer[accessLog]
 }
 
+const (
+	accessLogBuffer = 64 << 10 // bytes buffered before a flush
+	accessLogQueue  = 4096     // lines queued for the writer before drops
+	// accessLogCloseWait bounds close: a stalled reader (a full pipe)
+	// keeps what is still queued, and close returns after it.
+	accessLogCloseWait = time.Second
+)
+
 // openAccessLog opens path ("stdout", "stderr" or a file, appended to and
 // created with mode 0640).
 func openAccessLog(path string, query bool, log *slog.Logger) (*accessLog, error) {
-	var out io.Writer
-	var f *os.File
 	switch path {
 	case "stdout":
-		out = os.Stdout
+		return newAccessLog(path, os.Stdout, nil, query, time.Second, log), nil
 	case "stderr":
-		out = os.Stderr
-	default:
-		var err error
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
-		if err != nil {
-			return nil, err
-		}
-		out = f
+		return newAccessLog(path, os.Stderr, nil, query, time.Second, log), nil
 	}
-	a := &accessLog{path: path, query: query, f: f, w: bufio.NewWriterSize(out, 64<<10), done: make(chan struct{}), log: log}
-	go a.flusher()
-	return a, nil
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	return newAccessLog(path, f, f, query, time.Second, log), nil
 }
 
-func (a *accessLog) flusher() {
-	t := time.NewTicker(time.Second)
+// newAccessLog starts the writer of a log flushing to out every interval;
+// f, if not nil, is the file behind out (cut back after a failed write,
+// closed by close).
+func newAccessLog(path string, out io.Writer, f *os.File, query bool, every time.Duration, log *slog.Logger) *accessLog {
+	a := &accessLog{path: path, query: query, out: out, f: f, log: log,
+		every: every, dropEvery: time.Minute,
+		lines: make(chan []byte, accessLogQueue), done: make(chan struct{})}
+	go a.writer()
+	go a.reportDrops()
+	return a
+}
+
+// send queues line unless a is closed (false: the caller hands it on to
+// a's successor). A full queue drops the line: a request never waits.
+func (a *accessLog) send(line []byte) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		return false
+	}
+	select {
+	case a.lines <- line:
+	default:
+		a.dropped.Add(1)
+	}
+	return true
+}
+
+// writer owns the buffer: it takes queued lines, flushes when 64 KiB are
+// buffered and every second, and at close flushes the rest and closes the
+// file.
+func (a *accessLog) writer() {
+	defer close(a.done)
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.Error("proxy: access log writer panicked; lines are lost", "file", a.path, "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	t := time.NewTicker(a.every)
 	defer t.Stop()
+	var fl flusher
+	buf := make([]byte, 0, accessLogBuffer+1024)
+	for {
+		select {
+		case line, ok := <-a.lines:
+			if !ok {
+				fl.flush(a, buf)
+				if a.f != nil {
+					a.f.Close()
+				}
+				return
+			}
+			buf = append(buf, line...)
+			if len(buf) >= accessLogBuffer {
+				fl.flush(a, buf)
+				buf = buf[:0]
+			}
+		case <-t.C:
+			fl.flush(a, buf)
+			buf = buf[:0]
+		}
+	}
+}
+
+// flusher is the writer's error state: a failed write is logged once, and
+// its end only when a flush reached the file again.
+type flusher struct {
+	failing bool
+	// cut: a failed write left part of a line that could not be taken
+	// back (stdout, or Truncate failed): the next write starts with a
+	// newline, so that no good line is glued to it.
+	cut bool
+}
+
+// flush writes buf; on failure its lines are dropped. A regular file is cut
+// back to its size before the write, so it never holds part of a line.
+func (fl *flusher) flush(a *accessLog, buf []byte) {
+	if len(buf) == 0 {
+		return
+	}
+	var size int64 = -1
+	if a.f != nil {
+		if fi, err := a.f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	if fl.cut {
+		if _, err := a.out.Write([]byte{'\n'}); err != nil {
+			fl.failed(a, err)
+			return
+		}
+		fl.cut = false
+	}
+	n, err := a.out.Write(buf)
+	if err == nil && n < len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		if n > 0 {
+			if size < 0 || a.f.Truncate(size) != nil {
+				fl.cut = true
+			}
+		}
+		fl.failed(a, err)
+		return
+	}
+	if fl.failing {
+		fl.failing = false
+		a.log.Info("proxy: access log writes again", "file", a.path)
+	}
+}
+
+func (fl *flusher) failed(a *accessLog, err error) {
+	if !fl.failing {
+		fl.failing = true
+		a.log.Error("proxy: access log write failed; lines are lost until it works again", "file", a.path, "err", err.Error())
+	}
+}
+
+// reportDrops logs lines dropped on a full queue, at most once a minute,
+// from its own goroutine so that the warning comes also while the writer
+// is stuck in a write.
+func (a *accessLog) reportDrops() {
+	t := time.NewTicker(a.every)
+	defer t.Stop()
+	var last time.Time
+	report := func() {
+		if n := a.dropped.Swap(0); n > 0 {
+			last = time.Now()
+			a.log.Warn("proxy: access log is behind; lines dropped", "file", a.path, "dropped", n)
+		}
+	}
 	for {
 		select {
 		case <-t.C:
-			a.mu.Lock()
-			a.check(a.w.Flush())
-			a.mu.Unlock()
+			if time.Since(last) >= a.dropEvery {
+				report()
+			}
 		case <-a.done:
+			report()
 			return
 		}
 	}
 }
 
-// check logs a write error when it first appears (a full disk), and its end.
-func (a *accessLog) check(err error) {
-	if (err == nil) == (a.err == nil) {
-		return
-	}
-	if err != nil {
-		a.log.Error("proxy: access log write failed; lines are lost until it works again", "file", a.path, "err", err.Error())
-		a.w.Reset(a.writer()) // drop what could not be written
-	} else {
-		a.log.Info("proxy: access log writes again", "file", a.path)
-	}
-	a.err = err
-}
-
-func (a *accessLog) writer() io.Writer {
-	switch {
-	case a.f != nil:
-		return a.f
-	case a.path == "stderr":
-		return os.Stderr
-	}
-	return os.Stdout
-}
-
-// close flushes and closes the log.
+// close stops taking lines (later ones go to a's successor), then waits at
+// most a second for the writer to write what is queued and close the file.
 func (a *accessLog) close() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.closed {
+		a.mu.Unlock()
 		return
 	}
 	a.closed = true
-	close(a.done)
-	a.w.Flush()
+	close(a.lines)
+	a.mu.Unlock()
 	if a.f != nil {
-		a.f.Close()
+		// A FIFO named as the file stalls like a pipe; its writes
+		// (not a regular file's) take a deadline.
+		a.f.SetWriteDeadline(time.Now().Add(accessLogCloseWait))
+	}
+	select {
+	case <-a.done:
+	case <-time.After(accessLogCloseWait):
+		a.log.Warn("proxy: access log closed with lines still queued; its reader is stalled", "file", a.path)
 	}
 }
 
@@ -190,6 +316,10 @@ func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes in
 	b = strconv.AppendBool(b, r.TLS != nil)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
+	if e.grpcStatus != "" {
+		b = append(b, `,"grpc_status":`...)
+		b = appendJSONString(b, e.grpcStatus)
+	}
 	b = append(b, `,"bytes":`...)
 	b = strconv.AppendInt(b, bytes, 10)
 	b = append(b, `,"duration":`...)
@@ -213,12 +343,11 @@ func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes in
 		b = appendJSONString(b, ua)
 	}
 	b = append(b, "}\n"...)
-	a.mu.Lock()
-	if !a.closed {
-		_, err := a.w.Write(b)
-		a.check(err)
+	// A log closed by a reload hands the line to its successor, which may
+	// itself be closed by a later one; nil: the log was turned off.
+	for l := a; l != nil && !l.send(b); {
+		l = l.next.Load()
 	}
-	a.mu.Unlock()
 }
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and
