@@ -49,19 +49,7 @@ func TestBrowser(t *testing.T) {
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
 
-	// Chromium, ended by the allocator's cancel, leaves its
-	// org.chromium.Chromium.* scratch directories in TMPDIR: a TMPDIR of the
-	// test's own keeps them out of /tmp and removes them with it.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Env("TMPDIR="+t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelT()
+	ctx := chromeContext(t, bin)
 
 	cell := `td[data-check="asset"][data-target="origin-a"][data-region="eu-west"]`
 	if err := chromedp.Do(ctx,
@@ -114,4 +102,24 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(cell+`[data-state="healthy"]`))); err != nil {
 		t.Fatalf("error banner stays: %v", err)
 	}
+}
+
+// chromeContext starts headless Chromium bin (with extra allocator
+// options) for one test, ended with it, and returns a browser context
+// bounded to 30 s. Chromium, ended by the allocator's cancel, leaves its
+// org.chromium.Chromium.* scratch directories in TMPDIR: a TMPDIR of the
+// test's own keeps them out of /tmp and removes them with it.
+func chromeContext(t *testing.T, bin string, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(opts, extra...)...)
+	t.Cleanup(cancelA)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
+	t.Cleanup(cancelT)
+	return ctx
 }

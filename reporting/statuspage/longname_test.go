@@ -1,7 +1,6 @@
 package statuspage
 
 import (
-	"context"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -35,16 +34,7 @@ func TestLongNamesKeepColumnsOnScreen(t *testing.T) {
 	}
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Env("TMPDIR="+t.TempDir()), chromedp.WindowSize(1280, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelT()
+	ctx := chromeContext(t, bin, chromedp.WindowSize(1280, 900))
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`td.cell[data-region="us-east"]`))); err != nil {
 		t.Fatalf("open page: %v", err)
 	}
