@@ -126,7 +126,9 @@ func TestBrowserFrameErrors(t *testing.T) {
 	host, _, _ := frameServers(t)
 	for _, tc := range []struct{ page, step, want string }{
 		{"", `{click: "text=Pay", frame: "#nope"}`, `click text=Pay: frame #nope: no element within 1s`},
-		// The page's own element over the iframe takes the click.
+		// The page's own element over the iframe takes the click (the
+		// frame's document is loaded first: on a loaded machine it could
+		// take longer than the step's 1s).
 		{"?veil", `{click: "text=Pay", frame: "#same"}`, `click text=Pay: covered by div#veil within 1s`},
 		{"", `{wait_text: {selector: "#done", contains: x}, frame: "#nope"}`, `wait_text #done: frame #nope: no element within 1s`},
 		{"", `{eval: {js: "1"}, frame: "text=Nowhere"}`, `eval: frame text=Nowhere: no element within 1s`},
@@ -135,9 +137,14 @@ func TestBrowserFrameErrors(t *testing.T) {
 		{"", `{type: {selector: "#card", text: "1"}}`, `type #card: no element within 1s`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
+			loaded := ""
+			if tc.page == "?veil" {
+				loaded = `- browser: {wait_text: {selector: "text=Pay", contains: "Pay"}, frame: "#same"}
+`
+			}
 			r := browserRunner(t, b, "", `
 - browser: {navigate: "/host`+tc.page+`"}
-- {name: s, timeout: 1s, browser: `+tc.step+`}
+`+loaded+`- {name: s, timeout: 1s, browser: `+tc.step+`}
 `, 20*time.Second)
 			res := r.Run(context.Background(), checks.Target{Name: "x", URL: host.URL})
 			if res.OK || res.Cause != checks.CauseScript || !strings.HasSuffix(res.Err, "): "+tc.want) {
