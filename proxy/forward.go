@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -1170,7 +1171,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		finishUpload(w, r, nil, cfg.TryTimeout)
 		return
 	}
-	pl.answer(w, code, msg, start)
+	pl.answerFor(w, r, code, msg, start)
 }
 
 // clientGone reports whether the client of r went away: net/http cancels
@@ -1551,6 +1552,58 @@ func (pl *pool) answer(w http.ResponseWriter, code int, msg string, start time.T
 	io.WriteString(w, text)
 }
 
+// answerFor writes the proxy's own answer to r: a gRPC call over HTTP/2
+// gets it in gRPC's terms (answerGRPC), any other request an HTTP error.
+func (pl *pool) answerFor(w http.ResponseWriter, r *http.Request, code int, msg string, start time.Time) {
+	if r.ProtoMajor == 2 && isGRPC(r.Header) {
+		pl.answerGRPC(w, code, msg, start)
+		return
+	}
+	pl.answer(w, code, msg, start)
+}
+
+// answerGRPC is the proxy's own answer to a gRPC call, as Envoy sends it: a
+// trailers-only answer (HTTP 200, grpc-status, grpc-message) that clients
+// read as UNAVAILABLE (502, 503), DEADLINE_EXCEEDED (504: the call gets no
+// automatic retry, as it may have run), RESOURCE_EXHAUSTED (413) or
+// INTERNAL (400), where a plain HTTP error read as UNAVAILABLE or UNKNOWN.
+// Metrics count it under the HTTP code the proxy meant.
+func (pl *pool) answerGRPC(w http.ResponseWriter, code int, msg string, start time.Time) {
+	pl.none.code(code).Inc()
+	pl.none.latency.Observe(time.Since(start).Seconds())
+	status := 2 // UNKNOWN
+	switch code {
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		status = 14 // UNAVAILABLE
+	case http.StatusGatewayTimeout:
+		status = 4 // DEADLINE_EXCEEDED
+	case http.StatusRequestEntityTooLarge:
+		status = 8 // RESOURCE_EXHAUSTED
+	case http.StatusBadRequest, http.StatusRequestTimeout:
+		status = 13 // INTERNAL
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"application/grpc"}
+	h["Grpc-Status"] = []string{strconv.Itoa(status)}
+	h["Grpc-Message"] = []string{grpcPercentEncode(http.StatusText(code) + ": " + msg)}
+	w.WriteHeader(http.StatusOK)
+}
+
+// grpcPercentEncode encodes a grpc-message value: bytes outside printable
+// ASCII, and '%', as %XX (the gRPC over HTTP/2 spec).
+func grpcPercentEncode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < ' ' || c > '~' || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
 // finishUpload bounds what is left of an HTTP/1 upload after its answer
 // went out with Connection: close; ended, when not nil, is closed once the
 // transport's reads of the body ended. The answer is flushed at once. The
@@ -1588,7 +1641,7 @@ func finishUpload(w http.ResponseWriter, r *http.Request, ended <-chan struct{},
 // stalled client must not hold the connection.
 func (pl *pool) answerClose(w http.ResponseWriter, r *http.Request, code int, msg string, start time.Time) {
 	closeAfter(w, r)
-	pl.answer(w, code, msg, start)
+	pl.answerFor(w, r, code, msg, start)
 }
 
 // closeAfter marks an HTTP/1 answer Connection: close. HTTP/2 frames every

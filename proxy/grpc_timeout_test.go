@@ -37,7 +37,7 @@ func TestGRPCTimeoutBoundsTheCall(t *testing.T) {
 	h, _, addr, roots := runTLSProxyReg(t, cfg)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
 	defer tr.CloseIdleConnections()
-	call := func(path, timeout string) (int, time.Duration) {
+	call := func(path, timeout string) (string, time.Duration) {
 		req, _ := http.NewRequest("POST", "https://"+addr+path, strings.NewReader("\x00\x00\x00\x00\x00"))
 		req.Header.Set("Content-Type", "application/grpc")
 		req.Header.Set("Grpc-Timeout", timeout)
@@ -48,14 +48,17 @@ func TestGRPCTimeoutBoundsTheCall(t *testing.T) {
 		}
 		io.ReadAll(resp.Body)
 		resp.Body.Close()
-		return resp.StatusCode, time.Since(start)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: HTTP %d, want 200 (gRPC's status is in grpc-status)", path, resp.StatusCode)
+		}
+		return resp.Header.Get("Grpc-Status") + resp.Trailer.Get("Grpc-Status"), time.Since(start)
 	}
-	if code, d := call("/svc/Slow", "5S"); code != 200 {
-		t.Errorf("a 2s call with grpc-timeout 5S behind try_timeout 1s: %d after %s, want 200", code, d)
+	if status, d := call("/svc/Slow", "5S"); status != "0" {
+		t.Errorf("a 2s call with grpc-timeout 5S behind try_timeout 1s: grpc-status %q after %s, want 0", status, d)
 	}
-	code, d := call("/svc/Hang", "2S")
-	if code != 504 || d < 1500*time.Millisecond || d > 2*time.Second {
-		t.Errorf("a call to a hung origin with grpc-timeout 2S: %d after %s, want 504 just before 2s", code, d)
+	status, d := call("/svc/Hang", "2S")
+	if status != "4" || d < 1500*time.Millisecond || d > 2*time.Second {
+		t.Errorf("a call to a hung origin with grpc-timeout 2S: grpc-status %q after %s, want 4 (DEADLINE_EXCEEDED) just before 2s", status, d)
 	}
 	if v, _ := h.metric("vigil_proxy_tries_total", map[string]string{"result": "timeout"}); v != 1 {
 		t.Errorf("vigil_proxy_tries_total{result=timeout} = %v, want 1 (the hung origin charged)", v)
