@@ -838,6 +838,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// load for it). Checked only before a retry: the hot path makes no
 		// extra call.
 		if try > 0 && (watch.isGone() || clientGone(w, r)) {
+			if ae != nil {
+				ae.tries = try
+			}
 			pl.clientClosed(r, try, start)
 		}
 		now := time.Now()
@@ -1010,6 +1013,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			if r.Context().Err() != nil || watch.isGone() {
 				cancel(nil)
+				if ae != nil {
+					ae.tries = try + 1
+				}
 				pl.clientClosed(r, try+1, start) // not the origin's fault
 			}
 			if errors.As(err, &mbe) {
