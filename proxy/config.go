@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -87,9 +86,9 @@ type Config struct {
 	HSTSIncludeSubdomains bool `mapstructure:"hsts_include_subdomains"`
 
 	clientCAs *x509.CertPool // ClientCAFile, loaded by ValidateAndSetDefaults
-	// clientRoots are the SHA-256 of the DER of each certificate of
-	// ClientCAFile: a verified chain must still end in one of them.
-	clientRoots map[[32]byte]bool
+	// clientRoots are the DER of each certificate of ClientCAFile: a
+	// verified chain must still end in one of them.
+	clientRoots map[string]bool
 	hsts        []string // the Strict-Transport-Security value, nil when off
 	// AdminToken guards drain/undrain (Authorization: Bearer …). The loader
 	// copies agent.admin_token here when it is empty. Empty: every admin write
@@ -953,7 +952,7 @@ func (c *OriginTLSConfig) validateAndLoad() error {
 	c.roots = nil
 	if c.CAFile != "" {
 		var err error
-		if c.roots, err = loadCAPool("ca_file", c.CAFile); err != nil {
+		if c.roots, _, err = loadCAPool("ca_file", c.CAFile); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -1003,10 +1002,8 @@ func (c *Config) clientCertsAndHSTS() []error {
 	c.clientRoots = nil
 	if c.ClientCAFile != "" {
 		var err error
-		if c.clientCAs, err = loadCAPool("client_ca_file", c.ClientCAFile); err != nil {
+		if c.clientCAs, c.clientRoots, err = loadCAPool("client_ca_file", c.ClientCAFile); err != nil {
 			errs = append(errs, err)
-		} else {
-			c.clientRoots = pemFingerprints(c.ClientCAFile)
 		}
 	}
 	switch c.ClientAuth {
@@ -1049,33 +1046,34 @@ const (
 	ClientAuthOptional = "optional"
 )
 
-// loadCAPool reads a PEM file of CA certificates named by key: an error
-// names the key and the file when it is unreadable or holds none.
-func loadCAPool(key, path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+// loadCAPool reads a PEM file of CA certificates named by key, as
+// x509.CertPool.AppendCertsFromPEM reads one (blocks that are not a
+// certificate, or do not parse, are skipped), and returns the pool and the
+// DER of each certificate in it. An error names the key and the file when
+// it is unreadable or holds none.
+func loadCAPool(key, path string) (*x509.CertPool, map[string]bool, error) {
+	rest, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, nil, fmt.Errorf("%s: %w", key, err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: %s: no PEM certificate in it", key, path)
-	}
-	return pool, nil
-}
-
-// pemFingerprints returns the SHA-256 of the DER of every certificate in a
-// PEM file (read again: loadCAPool checked it).
-func pemFingerprints(path string) map[[32]byte]bool {
-	out := map[[32]byte]bool{}
-	rest, _ := os.ReadFile(path)
+	pool, ders := x509.NewCertPool(), map[string]bool{}
 	for {
 		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			return out
+		if b, rest = pem.Decode(rest); b == nil {
+			break
 		}
-		if b.Type == "CERTIFICATE" {
-			out[sha256.Sum256(b.Bytes)] = true
+		if b.Type != "CERTIFICATE" || len(b.Headers) != 0 {
+			continue
 		}
+		cert, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			continue
+		}
+		pool.AddCert(cert)
+		ders[string(cert.Raw)] = true
 	}
+	if len(ders) == 0 {
+		return nil, nil, fmt.Errorf("%s: %s: no PEM certificate in it", key, path)
+	}
+	return pool, ders, nil
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"net"
 	"sync"
 )
@@ -17,7 +16,7 @@ const h2cPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 func isH2CPreface(br *bufio.Reader) bool {
 	for n := 1; ; {
 		b, err := br.Peek(n)
-		if err != nil || !bytes.Equal(b, []byte(h2cPreface[:n])) {
+		if err != nil || string(b) != h2cPreface[:n] {
 			return false
 		}
 		if n == len(h2cPreface) {

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/sha256"
 	"html"
 	"io"
 	"net"
@@ -362,7 +361,7 @@ func clientCertStillAccepted(r *http.Request, cfg *Config) bool {
 		return cfg.ClientAuth == ClientAuthOptional && len(r.TLS.PeerCertificates) == 0
 	}
 	for _, ch := range chains {
-		if len(ch) > 0 && cfg.clientRoots[sha256.Sum256(ch[len(ch)-1].Raw)] {
+		if len(ch) > 0 && cfg.clientRoots[string(ch[len(ch)-1].Raw)] {
 			return true
 		}
 	}
