@@ -380,3 +380,26 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
+
+// writeRefused appends the line of a request an engine refused while
+// parsing it: time, client, TLS, status and the reason, which stands in for
+// the request nobody could parse.
+func (a *accessLog) writeRefused(r refusal) {
+	b := make([]byte, 0, 192)
+	b = append(b, `{"ts":"`...)
+	b = time.Now().UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z07:00")
+	b = append(b, `","remote":`...)
+	b = appendJSONString(b, r.remote)
+	b = append(b, `,"tls":`...)
+	b = strconv.AppendBool(b, r.tls)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(r.code), 10)
+	b = append(b, `,"bytes":`...)
+	b = strconv.AppendInt(b, int64(r.bytes), 10)
+	b = append(b, `,"duration":0,"refused":`...)
+	b = appendJSONString(b, r.reason)
+	b = append(b, "}\n"...)
+	for l := a; l != nil && !l.send(b); {
+		l = l.next.Load()
+	}
+}

@@ -64,7 +64,7 @@ type engine struct {
 	writeTimeout      time.Duration
 	sendTimeout       time.Duration // bounds each write that makes no progress (send_timeout)
 	idleTimeout       time.Duration
-	onRefuse          func(code int) // counts requests the engine answers itself (may be nil)
+	onRefuse          func(refusal) // counts and logs requests the engine answers itself (may be nil)
 	// h2c, when set (proxy.h2c), takes the connections that open with the
 	// HTTP/2 preface (prior knowledge): net/http's HTTP/2 server serves them.
 	h2c func(net.Conn) bool
@@ -363,10 +363,10 @@ const (
 // fail answers a malformed request; the connection then closes.
 func (c *econn) fail(code int, msg string) {
 	c.linger = true
-	if c.e.onRefuse != nil {
-		c.e.onRefuse(code)
-	}
 	text := strconv.Itoa(code) + " " + http.StatusText(code) + ": " + msg + "\n"
+	if c.e.onRefuse != nil {
+		c.e.onRefuse(refusal{code: code, remote: c.remote, tls: c.tls != nil, reason: msg, bytes: len(text)})
+	}
 	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code) +
 		"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(text)) + "\r\n\r\n" + text)

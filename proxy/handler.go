@@ -298,6 +298,16 @@ func (p *Proxy) countRefused(code int) {
 	p.m.refused.WithLabelValues(strconv.Itoa(code)).Inc()
 }
 
+// engineRefused counts a request an engine refused while parsing it and
+// writes its access log line: the client, the status and why (there is no
+// method, host or path to log that the proxy could trust).
+func (p *Proxy) engineRefused(r refusal) {
+	p.countRefused(r.code)
+	if al := p.alog.Load(); al != nil {
+		al.writeRefused(r)
+	}
+}
+
 // refuse answers a request no pool takes. An HTTP/1 connection closes
 // after it (what else the client sent may not be framed as it meant); an
 // HTTP/2 one stays open, its other streams unaffected: Connection: close

@@ -647,7 +647,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		fast := cfg.Engine == EngineFast
 		newFast := func() *engine {
 			eng := newEngine(p.Handler(), cfg, p.log)
-			eng.onRefuse = p.countRefused
+			eng.onRefuse = p.engineRefused
 			return eng
 		}
 		if !tlsFiles && fast {
@@ -675,7 +675,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 			}
 			// net/http's own refusals are counted on the connections it
 			// writes to (refused.go).
-			run(srv, &refusalListener{Listener: ln, onRefuse: p.countRefused, sendTimeout: cfg.SendTimeout})
+			run(srv, &refusalListener{Listener: ln, onRefuse: p.engineRefused, sendTimeout: cfg.SendTimeout})
 			p.log.Info("proxy: listening", "addr", ln.Addr().String(), "tls", false, "engine", cfg.Engine)
 			return nil
 		}
@@ -692,7 +692,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: minVer,
 			CipherSuites: listenerSuites, NextProtos: []string{"h2", "http/1.1"}}
 		srv.TLSConfig.GetConfigForClient = p.clientCertConfig(srv.TLSConfig.Clone())
-		std, h1 := newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.countRefused,
+		std, h1 := newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.engineRefused,
 			func(reason string) { p.m.tlsErrors.WithLabelValues(reason).Inc() }, p.log, fast)
 		run(srv, std)
 		if h1 != nil {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -45,7 +46,8 @@ var (
 // sendTimer), which net/http takes as the client gone.
 type refusalConn struct {
 	sendTimeoutConn
-	onRefuse  func(code int)
+	onRefuse  func(refusal)
+	tls       bool
 	answering atomic.Bool
 }
 
@@ -62,7 +64,7 @@ func (c *tlsRefusalConn) ConnectionState() tls.ConnectionState { return c.tc.Con
 func (c *refusalConn) Write(p []byte) (int, error) {
 	if !c.answering.Load() {
 		if code := statusOf(p); code >= 400 && code <= 599 {
-			c.onRefuse(code)
+			c.onRefuse(refusal{code: code, remote: c.RemoteAddr().String(), tls: c.tls, reason: refusalReason(p), bytes: bodyLen(p)})
 		}
 	}
 	return c.sendTimeoutConn.Write(p)
@@ -147,6 +149,50 @@ func (c *sendTimeoutConn) CloseWrite() error {
 	return nil
 }
 
+// refusal is a request an engine answers itself while parsing it (a
+// malformed request line or header, a head too large): counted in
+// vigil_proxy_refused_total and written to the access log.
+type refusal struct {
+	code   int
+	remote string
+	tls    bool
+	reason string
+	bytes  int // body bytes of the answer
+}
+
+// refusalReason returns the reason in net/http's answer to a malformed
+// request, written whole as one write: its body's first line
+// ("400 Bad Request: malformed Host header") without the status.
+func refusalReason(p []byte) string {
+	i := bytes.Index(p, []byte("\r\n\r\n"))
+	if i < 0 {
+		return ""
+	}
+	body := p[i+4:]
+	if j := bytes.IndexAny(body, "\r\n"); j >= 0 {
+		body = body[:j]
+	}
+	if len(body) > 200 {
+		body = body[:200]
+	}
+	s := string(body)
+	if k := strings.Index(s, ": "); k >= 0 {
+		return s[k+2:]
+	}
+	if len(s) > 4 && s[3] == ' ' {
+		return s[4:] // "431 Request Header Fields Too Large"
+	}
+	return s
+}
+
+// bodyLen returns the length of the body in p, an answer written whole.
+func bodyLen(p []byte) int {
+	if i := bytes.Index(p, []byte("\r\n\r\n")); i >= 0 {
+		return len(p) - i - 4
+	}
+	return 0
+}
+
 // statusOf returns the status code of an HTTP/1 status line at the start of
 // p ("HTTP/1.1 431 ..."), 0 when p does not start with one.
 func statusOf(p []byte) int {
@@ -218,7 +264,7 @@ func markAnswering(h http.Handler) http.Handler {
 // plain listener in refusalConns.
 type refusalListener struct {
 	net.Listener
-	onRefuse    func(code int)
+	onRefuse    func(refusal)
 	sendTimeout time.Duration // send_timeout (0: none)
 }
 
@@ -244,7 +290,7 @@ type tlsListener struct {
 	cfg      *tls.Config  // NextProtos must list "h2" only when net/http serves HTTP/2
 	timeout  time.Duration
 	send     time.Duration // send_timeout of HTTP/1 connections net/http serves (0: none)
-	onRefuse func(code int)
+	onRefuse func(refusal)
 	onFail   func(reason string) // a failed handshake, by tlsFailReason
 	log      *slog.Logger
 
@@ -276,7 +322,7 @@ type tlsOut struct {
 // read and write timeouts; send is the send_timeout of the HTTP/1
 // connections net/http serves. It returns the listener net/http serves and,
 // with fast, the one the fast engine serves HTTP/1 on (nil otherwise).
-func newTLSListener(ln net.Listener, cfg *tls.Config, timeout, send time.Duration, onRefuse func(int), onFail func(string), log *slog.Logger, fast bool) (std, fastH1 net.Listener) {
+func newTLSListener(ln net.Listener, cfg *tls.Config, timeout, send time.Duration, onRefuse func(refusal), onFail func(string), log *slog.Logger, fast bool) (std, fastH1 net.Listener) {
 	l := &tlsListener{ln: ln, cfg: cfg, timeout: timeout, send: send, onRefuse: onRefuse, onFail: onFail, log: log,
 		failed: make(chan struct{}), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
 	l.std = l.newOut()
@@ -345,9 +391,9 @@ func (l *tlsListener) handshake(raw net.Conn) {
 		kind := tlsFailReason(err)
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && recordLooksLikeHTTP(re.RecordHeader) {
-			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
-			l.onRefuse(http.StatusBadRequest)
+			io.WriteString(re.Conn, plainHTTPAnswer)
 			reason, kind = "client sent an HTTP request to an HTTPS server", tlsFailPlainHTTP
+			l.onRefuse(refusal{code: http.StatusBadRequest, remote: raw.RemoteAddr().String(), tls: true, reason: reason, bytes: len(plainHTTPAnswer) - len(plainHTTPHead)})
 		}
 		if l.onFail != nil {
 			l.onFail(kind)
@@ -364,7 +410,7 @@ func (l *tlsListener) handshake(raw net.Conn) {
 	case l.fast != nil:
 		out = l.fast // the engine sets its own send timeout and counts its refusals
 	default:
-		c = &tlsRefusalConn{refusalConn: &refusalConn{sendTimeoutConn: sendTimeoutConn{Conn: tc, send: sendTimer{d: l.send}}, onRefuse: l.onRefuse}, tc: tc}
+		c = &tlsRefusalConn{refusalConn: &refusalConn{sendTimeoutConn: sendTimeoutConn{Conn: tc, send: sendTimer{d: l.send}}, onRefuse: l.onRefuse, tls: true}, tc: tc}
 	}
 	select {
 	case out.conns <- c:
@@ -374,6 +420,13 @@ func (l *tlsListener) handshake(raw net.Conn) {
 		raw.Close()
 	}
 }
+
+// plainHTTPAnswer answers an HTTP request sent to the TLS listener, as
+// net/http does.
+const (
+	plainHTTPHead   = "HTTP/1.0 400 Bad Request\r\n\r\n"
+	plainHTTPAnswer = plainHTTPHead + "Client sent an HTTP request to an HTTPS server.\n"
+)
 
 // Reasons of vigil_proxy_tls_handshake_errors_total.
 const (
