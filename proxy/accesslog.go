@@ -247,6 +247,10 @@ type accessEntry struct {
 	// grpcStatus is a gRPC call's grpc-status (trailer or trailers-only
 	// head), "" for other requests.
 	grpcStatus string
+	// A WebSocket tunnel's bytes, origin to client and client to origin,
+	// after the 101 head.
+	tunnel               bool
+	tunnelDown, tunnelUp int64
 }
 
 // countWriter counts an answer's status and body bytes for the access log
@@ -321,7 +325,11 @@ func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes in
 		b = appendJSONString(b, e.grpcStatus)
 	}
 	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, bytes, 10)
+	b = strconv.AppendInt(b, bytes+e.tunnelDown, 10)
+	if e.tunnel {
+		b = append(b, `,"bytes_up":`...)
+		b = strconv.AppendInt(b, e.tunnelUp, 10)
+	}
 	b = append(b, `,"duration":`...)
 	b = strconv.AppendFloat(b, end.Sub(start).Seconds(), 'f', 6, 64)
 	if e.pool != "" {

@@ -1154,7 +1154,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			if method != http.MethodHead && status != http.StatusSwitchingProtocols {
 				resp.Body = pl.watchBody(resp, cancel, watch)
 			}
-			return pl.respond(w, r, resp, method, h2Send)
+			return pl.respond(w, r, resp, method, h2Send, ae)
 		}()
 		if berr != nil || !settled {
 			pl.bodyEnded(o, w, r, watch, status, settled, lat, try+1, berr, rb)
@@ -1682,10 +1682,10 @@ func drain(b io.ReadCloser) {
 // any (nil when the client went away): the caller records the failed try
 // and aborts the client connection, so that the client sees a truncated
 // response, not a complete-looking one.
-func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, method string, h2Send time.Duration) error {
+func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, method string, h2Send time.Duration, ae *accessEntry) error {
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		pl.upgrade(w, r, resp)
+		pl.upgrade(w, r, resp, ae)
 		return nil
 	}
 	h := w.Header()
@@ -1849,7 +1849,8 @@ func upgradeAsked(req, resp http.Header) bool {
 // upgrade passes a 101 Switching Protocols (WebSocket) through: the client
 // connection is hijacked and bytes are copied both ways until one side ends.
 // A 101 to anything but the WebSocket upgrade the client asked for is a 502.
-func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Response) {
+// The bytes that went each way are left in ae for the access log.
+func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Response, ae *accessEntry) {
 	up := upgradeType(resp.Header)
 	if !upgradeAsked(r.Header, resp.Header) {
 		pl.log.Warn("proxy: origin switched to a protocol the client did not ask for", "pool", pl.name, "upgrade", up)
@@ -1907,10 +1908,24 @@ func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	})
 	defer watchdog.Stop()
 	errc := make(chan error, 2)
-	go func() { _, err := io.Copy(conn, &activityReader{r: backConn, last: &last}); errc <- err }()
-	go func() { _, err := io.Copy(backConn, &activityReader{r: brw, last: &last}); errc <- err }()
+	var toClient, toOrigin int64
+	go func() {
+		n, err := io.Copy(conn, &activityReader{r: backConn, last: &last})
+		toClient = n
+		errc <- err
+	}()
+	go func() {
+		n, err := io.Copy(backConn, &activityReader{r: brw, last: &last})
+		toOrigin = n
+		errc <- err
+	}()
 	<-errc
 	backConn.Close()
+	conn.Close()
+	<-errc
+	if ae != nil {
+		ae.tunnelDown, ae.tunnelUp, ae.tunnel = toClient, toOrigin, true
+	}
 	if idled.Load() {
 		pl.log.Info("proxy: tunnel closed after tunnel_idle_timeout without traffic", "pool", pl.name,
 			"upgrade", up, "idle", idle.String())
