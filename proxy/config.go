@@ -376,6 +376,34 @@ type PassiveConfig struct {
 	Ejection time.Duration `mapstructure:"ejection"`
 	// MaxEjection caps one ejection. Default 300s.
 	MaxEjection time.Duration `mapstructure:"max_ejection"`
+	// GRPCFailureStatuses lists the grpc-status codes (names such as
+	// "UNAVAILABLE", or numbers) with which an origin's answer to a gRPC
+	// call counts as a failed try for the passive rules, as a 5xx does.
+	// Default ["UNAVAILABLE"]; [] counts none.
+	GRPCFailureStatuses []string `mapstructure:"grpc_failure_statuses"`
+
+	grpcFail uint32 // bit n: grpc-status n is a failure
+}
+
+// grpcCodeNames are the gRPC status codes by number.
+var grpcCodeNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// grpcFailed reports whether v, a grpc-status value, is one of
+// grpc_failure_statuses.
+func (p *PassiveConfig) grpcFailed(v string) bool {
+	if len(v) == 0 || len(v) > 2 {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+		n = n*10 + int(v[i]-'0')
+	}
+	return n < 32 && p.grpcFail&(1<<n) != 0
 }
 
 // RetryConfig bounds failover for one request.
@@ -796,6 +824,26 @@ func (p *PassiveConfig) ValidateAndSetDefaults() error {
 	}
 	if p.MaxEjection < p.Ejection {
 		errs = append(errs, fmt.Errorf("max_ejection: %s is shorter than ejection %s", p.MaxEjection, p.Ejection))
+	}
+	if p.GRPCFailureStatuses == nil {
+		p.GRPCFailureStatuses = []string{"UNAVAILABLE"}
+	}
+	p.grpcFail = 0
+	for i, s := range p.GRPCFailureStatuses {
+		code := -1
+		for n, name := range grpcCodeNames {
+			if strings.EqualFold(strings.TrimSpace(s), name) || strings.TrimSpace(s) == strconv.Itoa(n) {
+				code = n
+			}
+		}
+		switch code {
+		case -1:
+			errs = append(errs, fmt.Errorf("grpc_failure_statuses[%d]: %q is not a gRPC status: want a name such as UNAVAILABLE or INTERNAL, or a number 1 to 16", i, s))
+		case 0:
+			errs = append(errs, fmt.Errorf("grpc_failure_statuses[%d]: OK (0) is success, not a failure", i))
+		default:
+			p.grpcFail |= 1 << code
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -307,6 +307,11 @@ func stopTimer(t *time.Timer) {
 // the request's budget.
 var errTryTimeout = errors.New("try timed out")
 
+// errCallDeadline is the cancel cause of a gRPC call whose own deadline
+// (grpc-timeout), shorter than try_timeout, ran out first: the client's
+// choice, not charged to the origin.
+var errCallDeadline = errors.New("the call's deadline passed")
+
 // classify maps a failed round trip to its cause; connLevel is true when
 // nothing reached the origin.
 func classify(err error, ctx context.Context) (cause string, connLevel bool) {
@@ -922,11 +927,19 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				// the transport may go on reading the client's body while
 				// the answer streams, and that must not re-arm it.
 				tryTimeout = cfg.TryTimeout
+				timeoutCause := errTryTimeout
 				if callTimeout > 0 {
-					// Just before the client gives up, so that an origin
-					// that never answers is charged a timeout rather than
-					// the call ending as the client's 499.
+					// Just before the client gives up, so that the call
+					// ends with DEADLINE_EXCEEDED rather than as the
+					// client's 499, and an origin that never answers is
+					// charged a timeout. Only when the call allowed it at
+					// least try_timeout: a shorter deadline is the
+					// client's choice, and charging it would let any
+					// client eject healthy origins with tiny deadlines.
 					tryTimeout = callTimeout - min(callTimeout/10, time.Second)
+					if callTimeout < cfg.TryTimeout {
+						timeoutCause = errCallDeadline
+					}
 				}
 				body, ctl := rb, http.NewResponseController(w)
 				tt = &tryTimer{d: tryTimeout}
@@ -936,7 +949,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 							body.stalled.Store(true)
 							ctl.SetReadDeadline(aLongTimeAgo)
 						}
-						cancel(errTryTimeout)
+						cancel(timeoutCause)
 					})
 				})
 				rb.progress = tt.reset
@@ -1035,6 +1048,16 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 				return
 			}
+			if context.Cause(ctx) == errCallDeadline {
+				cancel(nil)
+				if ae != nil {
+					ae.tries = try + 1
+				}
+				pl.log.Debug("proxy: call's deadline passed before an answer; origin not charged", "pool", pl.name,
+					"origin", o.name, "path", r.URL.Path, "grpc_timeout", callTimeout.String())
+				pl.answerFor(w, r, http.StatusGatewayTimeout, "the call's deadline passed before an answer", start)
+				return
+			}
 			if unsendable(err) {
 				// Go's transport refused to write the request at all (the
 				// router lets through nothing it knows of): the client's
@@ -1099,6 +1122,16 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if settled {
 			pl.settle(o, failed, lat, tryEnd.UnixNano())
 		}
+		// A gRPC call's status (passive.grpc_failure_statuses) is read
+		// from a trailers-only answer's head here, from the trailer when
+		// the body ended otherwise.
+		grpcCall := pl.cfg.OriginProtocol == OriginHTTP2 && pl.cfg.Passive.grpcFail != 0 && isGRPC(r.Header)
+		if grpcCall && !settled {
+			if v := resp.Header.Get("Grpc-Status"); pl.cfg.Passive.grpcFailed(v) {
+				settled = true
+				pl.grpcStatusFailed(o, r, v, lat, try+1, tryEnd.UnixNano())
+			}
+		}
 		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
 			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
 			if pl.budget.allow(tryEnd.UnixNano()) {
@@ -1156,6 +1189,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			return pl.respond(w, r, resp, method, h2Send, ae)
 		}()
+		if grpcCall && berr == nil && !settled && r.Context().Err() == nil && !watch.isGone() {
+			if v := grpcStatusOf(w.Header()); pl.cfg.Passive.grpcFailed(v) {
+				settled = true
+				pl.grpcStatusFailed(o, r, v, lat, try+1, time.Now().UnixNano())
+			}
+		}
 		if berr != nil || !settled {
 			pl.bodyEnded(o, w, r, watch, status, settled, lat, try+1, berr, rb)
 		}
@@ -1297,6 +1336,32 @@ func (pl *pool) settle(o *origin, failed bool, lat time.Duration, now int64) {
 	if failed {
 		o.stats.status5xx.Add(1)
 	}
+}
+
+// grpcStatusFailed records a try whose gRPC call the origin answered with
+// grpc-status v, one of passive.grpc_failure_statuses: a failed try for the
+// passive rules and signals (counted as a 5xx), under cause grpc_status.
+// The answer itself goes to the client as the origin sent it.
+func (pl *pool) grpcStatusFailed(o *origin, r *http.Request, v string, lat time.Duration, try int, now int64) {
+	pl.observeCause(o, CauseGRPCStatus, lat, now)
+	o.stats.requests.Add(1)
+	o.stats.status5xx.Add(1)
+	name := v
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(grpcCodeNames) {
+		name = v + " (" + grpcCodeNames[n] + ")"
+	}
+	pl.tryFailed(o.name, CauseGRPCStatus, r.Method, r.URL.Path, try, errors.New("grpc-status "+name), 0, func() string {
+		return "gRPC calls are streamed, never replayed"
+	})
+}
+
+// grpcStatusOf returns the grpc-status of an answer whose header map is h:
+// a trailers-only answer's header field, or the trailer copied into h.
+func grpcStatusOf(h http.Header) string {
+	if v := h.Get("Grpc-Status"); v != "" {
+		return v
+	}
+	return h.Get(http.TrailerPrefix + "Grpc-Status")
 }
 
 // bodyEnded records the end of an answer whose body was being passed to the

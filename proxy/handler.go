@@ -57,12 +57,7 @@ func (p *Proxy) serveLogged(al *accessLog, w http.ResponseWriter, r *http.Reques
 		if isGRPC(r.Header) {
 			// The origin's trailer, or its trailers-only head, copied
 			// into the answer's header map.
-			h := w.Header()
-			if v := h.Get("Grpc-Status"); v != "" {
-				ae.grpcStatus = v
-			} else if v := h.Get(http.TrailerPrefix + "Grpc-Status"); v != "" {
-				ae.grpcStatus = v
-			}
+			ae.grpcStatus = grpcStatusOf(w.Header())
 		}
 		al.write(start, r, status, bytes, ae)
 	}()

@@ -18,13 +18,16 @@ const (
 	CauseTimeout        = "timeout"
 	CauseReset          = "reset"
 	CauseStatus5xx      = "status_5xx"
+	// CauseGRPCStatus: the origin answered a gRPC call with a grpc-status
+	// listed in passive.grpc_failure_statuses (UNAVAILABLE by default).
+	CauseGRPCStatus = "grpc_status"
 	// CauseProtocol is an answer that breaks HTTP/1.1: a malformed head,
 	// ambiguous framing, endless interim (1xx) answers, an unrequested
 	// protocol switch (101).
 	CauseProtocol = "protocol"
 )
 
-var retryCauses = []string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset, CauseStatus5xx, CauseProtocol}
+var retryCauses = []string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset, CauseStatus5xx, CauseProtocol, CauseGRPCStatus}
 
 // noOrigin is the origin label of answers the proxy made itself (502, 503
 // when every origin is full, 504, 413, …). It labels only
