@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -436,12 +437,10 @@ var dupKeyRE = regexp.MustCompile(`^line (\d+): mapping key "(.*)" already defin
 // unmarshal errors:\n  line 11: mapping key …") into one error each. A
 // key given twice in one mapping is named by its path:
 // "checks[0].interval: given twice, at lines 10 and 11 (keep one)".
-func yamlTypeErrors(raw []byte, te *yaml.TypeError) []error {
-	var doc yaml.Node
-	_ = yaml.Unmarshal(raw, &doc) // a key given twice is no error in a node tree
+func yamlTypeErrors(doc *yaml.Node, te *yaml.TypeError) []error {
 	// The decoder stops at the first mapping with a key given twice: the
-	// node tree has them all.
-	if errs := dupKeys(&doc, ""); len(errs) > 0 {
+	// node tree (where a key given twice is no error) has them all.
+	if errs := dupKeys(doc, ""); len(errs) > 0 {
 		return errs
 	}
 	var errs []error
@@ -449,7 +448,7 @@ func yamlTypeErrors(raw []byte, te *yaml.TypeError) []error {
 		m = strings.TrimSpace(m)
 		if sm := dupKeyRE.FindStringSubmatch(m); sm != nil {
 			line, _ := strconv.Atoi(sm[1])
-			if p := nodePathAt(&doc, "", line, sm[2]); p != "" {
+			if p := nodePathAt(doc, "", line, sm[2]); p != "" {
 				errs = append(errs, fmt.Errorf("%s: given twice, at lines %s and %s (keep one)", p, sm[3], sm[1]))
 				continue
 			}
@@ -457,6 +456,47 @@ func yamlTypeErrors(raw []byte, te *yaml.TypeError) []error {
 		errs = append(errs, fmt.Errorf("not valid YAML: %s", m))
 	}
 	return errs
+}
+
+// configDocument parses raw and returns its one YAML document. A file
+// holds one: documents that are empty (a "---" marker alone, comments, a
+// null) are skipped, so a leading "---" is fine, but a second document
+// with content is an error naming the line of its marker, since vigil would
+// otherwise read the first and drop the rest without a word (the YAML
+// decoder reads one document). A file with no content at all is its first
+// (empty) document.
+func configDocument(raw []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	var doc *yaml.Node
+	for {
+		n := new(yaml.Node)
+		err := dec.Decode(n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, err.Error()))
+		}
+		switch {
+		case doc == nil:
+			doc = n
+		case emptyDocument(n):
+		case emptyDocument(doc):
+			doc = n
+		default:
+			return nil, fmt.Errorf(`line %d: a second YAML document ("---"): vigil reads one document per file (merge them into one)`, n.Line)
+		}
+	}
+	if doc == nil {
+		doc = &yaml.Node{Kind: yaml.DocumentNode}
+	}
+	return doc, nil
+}
+
+// emptyDocument reports whether a YAML document holds nothing (comments
+// only) or a null.
+func emptyDocument(n *yaml.Node) bool {
+	return len(n.Content) == 0 || (n.Content[0].Kind == yaml.ScalarNode && n.Content[0].ShortTag() == "!!null")
 }
 
 // dupKeys returns an error for each key given twice in one mapping of
@@ -596,19 +636,21 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	// so vigil decodes from the case-preserving YAML tree instead.
 	// The YAML tree is read first so that a top-level list or scalar gets
 	// the message below rather than viper's "cannot unmarshal !!seq".
+	doc, err := configDocument(raw)
+	if err != nil {
+		return nil, fail(err)
+	}
 	var tree any
-	if err := yaml.Unmarshal(raw, &tree); err != nil {
+	if err := doc.Decode(&tree); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			return nil, fail(yamlTypeErrors(raw, te)...)
+			return nil, fail(yamlTypeErrors(doc, te)...)
 		}
 		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, err.Error())))
 	}
 	// The tree decoded again from the node tree keeps the text of every
 	// number as written (yamlNumber), for keys that take a string.
-	var doc yaml.Node
-	_ = yaml.Unmarshal(raw, &doc) // parsed above
-	settings, _ := nodeValue(&doc).(map[string]any)
+	settings, _ := nodeValue(doc).(map[string]any)
 	if settings == nil {
 		if tree != nil {
 			return nil, fail(errors.New("the top level must be a mapping of sections (agent, targets, checks, …)"))

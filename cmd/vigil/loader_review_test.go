@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
+)
+
+// TestSecondYAMLDocumentRefused: a file holding a second YAML document
+// ("---" then more config) is an error naming the file and the line of the
+// marker, from validate and check alike; vigil reads one document per
+// file and must not drop the rest silently. Empty documents (a leading
+// "---", a "---" followed by comments only) are fine.
+func TestSecondYAMLDocumentRefused(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	first := fmt.Sprintf(`targets:
+  - {name: web1, url: %s}
+checks:
+  - {name: a, targets: [web1], interval: 5s, http: {path: /}}
+`, o.URL())
+	second := `---
+checks:
+  - {name: b, targets: [web1], intervall: 5s, http: {path: /nope}, expect: {status: 200}}
+`
+	cfg := writeConfig(t, first+second)
+	for _, cmd := range []string{"validate", "check"} {
+		out, code := runCLI(t, cmd, "-c", cfg)
+		want := cfg + `: line 5: a second YAML document ("---"): vigil reads one document per file`
+		if code != 2 || !strings.Contains(out, want) {
+			t.Errorf("vigil %s: exit %d, output:\n%s\nwant exit 2 and %q", cmd, code, out, want)
+		}
+	}
+
+	// Two markers before the only document: the config is read.
+	cfg = writeConfig(t, "---\n---\n"+first)
+	if out, code := runCLI(t, "validate", "-c", cfg); code != 0 || !strings.Contains(out, "ok") {
+		t.Errorf("leading empty documents: exit %d, output:\n%s\nwant exit 0 and ok", code, out)
+	}
+	// A leading marker, and a trailing one followed by comments or a null only.
+	for name, text := range map[string]string{
+		"leading marker":  "---\n" + first,
+		"trailing marker": first + "---\n",
+		"comment doc":     first + "---\n# nothing more\n",
+		"null doc":        first + "---\n~\n",
+	} {
+		cfg := writeConfig(t, text)
+		if out, code := runCLI(t, "validate", "-c", cfg); code != 0 {
+			t.Errorf("%s: exit %d, output:\n%s\nwant exit 0", name, code, out)
+		}
+	}
+}
+
+// TestReloadRefusesSecondYAMLDocument: appending a second document to the
+// file of a running vigil is a rejected reload, shown on /healthz, not a
+// silent "config reloaded" that ignores the new document.
+func TestReloadRefusesSecondYAMLDocument(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	path := proxyOnlyConfig(t, o.URL())
+	cfg, err := loadConfig(path, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newApp(cfg, appOptions{roles: roles{proxy: true}, listener: ln, watch: 50 * time.Millisecond, log: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	base := "http://" + ln.Addr().String()
+	waitFor(t, 10*time.Second, "/healthz ok", func() bool {
+		code, _ := do(t, "GET", base+"/healthz", "", nil)
+		return code == 200
+	})
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(string(raw), "\n")
+	if !strings.HasSuffix(string(raw), "\n") {
+		raw = append(raw, '\n')
+		lines++
+	}
+	raw = append(raw, "---\nchecks:\n  - {name: b, targets: [a], intervall: 5s, http: {path: /}}\n"...)
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`line %d: a second YAML document ("---")`, lines+1)
+	waitFor(t, 10*time.Second, "/healthz reporting the rejected reload", func() bool {
+		code, body := do(t, "GET", base+"/healthz", "", nil)
+		return code == 503 && strings.Contains(body, "config reload failed") && strings.Contains(body, want)
+	})
+}
