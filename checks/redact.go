@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // MinEncodedSecret is the shortest secret, in bytes, whose encodings a
@@ -436,4 +438,32 @@ func jsEscape(s, keep string) string {
 		b.WriteByte(hex[c&15])
 	}
 	return b.String()
+}
+
+// SensitiveName reports whether values under a response header, a JSON
+// key or a variable of this name are masked wherever vigil shows them
+// (assertions' got, errors, script messages): any name containing token,
+// secret, password, credential, session, api-key, api_key, apikey,
+// authorization or cookie, case-insensitive (see the expect.json and
+// expect.headers assertions).
+func SensitiveName(name string) bool { return sensitiveName(name) }
+
+// MaskValue is v as a masked assertion shows it: its length and the first
+// 8 hex digits of its SHA-256, "[masked: 34 bytes, sha256:1f0c9a2e]", so
+// two values can be told apart without showing either.
+func MaskValue(v string) string { return maskValues([]string{v}) }
+
+// MaskJSON re-writes the JSON text raw (an object or an array) compactly
+// with the value of every key that is a SensitiveName masked as MaskValue
+// does, as expect.json shows a value, and reports whether it masked any.
+// Any other text is returned as it is, with false.
+func MaskJSON(raw string) (string, bool) {
+	if !gjson.Valid(raw) {
+		return raw, false
+	}
+	r := gjson.Parse(raw)
+	if !r.IsObject() && !r.IsArray() || !sensitiveName(raw) {
+		return raw, false
+	}
+	return maskNested(r)
 }

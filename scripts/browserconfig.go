@@ -206,6 +206,10 @@ type BrowserExtract struct {
 	// string is stored as it is, numbers, booleans, objects and arrays as
 	// JSON; undefined or null fails the step.
 	Eval string `mapstructure:"eval"`
+	// Secret makes the value a secret of the run (see Extract.Secret);
+	// a variable whose name is sensitive (token, password, session, …)
+	// is one without it.
+	Secret bool `mapstructure:"secret"`
 }
 
 // AttrExtract names an element and one of its attributes (`attr:`).

@@ -746,9 +746,13 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		for _, n := range b.extracts {
 			v, o, ok := r.extract(ctx, fr, n, timeoutText)
 			if !ok {
+				// None of the step's variables keeps an earlier value.
+				for _, n := range b.extracts {
+					r.vars.unset(n.name)
+				}
 				return o
 			}
-			r.vars.vars[n.name] = v
+			r.vars.set(n.name, v, n.e.Secret || checks.SensitiveName(n.name))
 		}
 		return outcome{}
 

@@ -105,6 +105,13 @@ type Extract struct {
 	// Cookie names a cookie set by the response (or held by the run's cookie
 	// jar for the response URL).
 	Cookie string `mapstructure:"cookie"`
+	// Secret makes the value a secret of the run: hidden, in every form
+	// ${env:…} values are, in every message, assertion, URL and
+	// screenshot. Values taken from a cookie, from a header or JSON key
+	// whose name is sensitive (Authorization, Set-Cookie, token, password,
+	// session, …; see checks.SensitiveName), or into a variable whose name
+	// is, are secrets without it.
+	Secret bool `mapstructure:"secret"`
 
 	re       *regexp.Regexp
 	jsonPath string // JSON compiled to gjson

@@ -11,12 +11,39 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+	"github.com/vigil-synthetics/vigil/checks"
 )
 
 // exprEnv is what an expression step sees: `vars` and `last`.
 type exprEnv struct {
 	Vars map[string]string `expr:"vars"`
 	Last lastResponse      `expr:"last"`
+	// Var reads one variable: every `vars.name` and `vars[...]` is
+	// compiled into a call of it (see lowerVarNames), so that a variable
+	// that is not set fails the step naming it instead of reading as "".
+	Var func(name string) (string, error) `expr:"vigil_var_"`
+}
+
+// varFunc is the identifier of exprEnv.Var in compiled expressions.
+const varFunc = "vigil_var_"
+
+// unsetVarError is the error of an expression that read a variable that
+// is not set.
+type unsetVarError struct{ name string }
+
+func (e *unsetVarError) Error() string {
+	return fmt.Sprintf("variable %s is not set (the step that extracts it did not run or failed)", e.name)
+}
+
+// newExprEnv is the environment of an expression over vars and last.
+func newExprEnv(vars map[string]string, last lastResponse) exprEnv {
+	return exprEnv{Vars: vars, Last: last, Var: func(name string) (string, error) {
+		v, ok := vars[name]
+		if !ok {
+			return "", &unsetVarError{name: name}
+		}
+		return v, nil
+	}}
 }
 
 // lastResponse is the last HTTP step's response as expressions see it.
@@ -37,7 +64,9 @@ func compileExpr(src string) (*vm.Program, error) {
 	return expr.Compile(src, expr.Env(exprEnv{}), expr.AsBool(), expr.Patch(lowerVarNames{}))
 }
 
-// lowerVarNames lower-cases the literal variable names of an expression.
+// lowerVarNames lower-cases the literal variable names of an expression,
+// and turns every read of one variable (`vars.name`, `vars[expr]`) into a
+// call of exprEnv.Var, which fails for a variable that is not set.
 type lowerVarNames struct{}
 
 func (lowerVarNames) Visit(n *ast.Node) {
@@ -47,6 +76,7 @@ func (lowerVarNames) Visit(n *ast.Node) {
 			if s, ok := x.Property.(*ast.StringNode); ok {
 				s.Value = strings.ToLower(s.Value)
 			}
+			ast.Patch(n, &ast.CallNode{Callee: &ast.IdentifierNode{Value: varFunc}, Arguments: []ast.Node{x.Property}})
 		}
 	case *ast.BinaryNode:
 		if id, ok := x.Right.(*ast.IdentifierNode); ok && id.Value == "vars" && x.Operator == "in" {
@@ -133,9 +163,66 @@ func explainExpr(src string, env exprEnv) string {
 		if err != nil {
 			continue
 		}
-		parts = append(parts, sub+" = "+shortValue(out))
+		parts = append(parts, sub+" = "+explainValue(n, out))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// explainValue is how explainExpr shows the value out of the operand n,
+// masked as an expect.json or expect.headers assertion masks its got
+// (checks.MaskValue, checks.MaskJSON): a string, object or array read
+// through a sensitive name (`last.headers["set-cookie"]`,
+// `last.json.token`, `vars.password`; see checks.SensitiveName) as its
+// length and digest, and JSON (an object, an array, a body that is JSON)
+// with the values of its sensitive keys masked. The run's secrets are
+// hidden later, with the rest of the message.
+func explainValue(n ast.Node, out any) string {
+	switch out.(type) {
+	case string, map[string]any, []any, map[string]string:
+		if sensitiveOperand(n) {
+			if str, ok := out.(string); ok {
+				return checks.MaskValue(str)
+			}
+			b, _ := json.Marshal(out)
+			return checks.MaskValue(string(b))
+		}
+	}
+	switch v := out.(type) {
+	case string:
+		if m, masked := checks.MaskJSON(strings.TrimPrefix(v, string(utf8BOM))); masked {
+			return shortValue(m)
+		}
+	case map[string]any, []any, map[string]string:
+		if b, err := json.Marshal(v); err == nil {
+			if m, masked := checks.MaskJSON(string(b)); masked {
+				return shortText(m)
+			}
+		}
+	}
+	return shortValue(out)
+}
+
+// sensitiveOperand reports whether the operand n reads a value through a
+// sensitive name: an identifier, or a member's name, that is one.
+func sensitiveOperand(n ast.Node) bool {
+	v := &sensitiveVisitor{}
+	ast.Walk(&n, v)
+	return v.found
+}
+
+type sensitiveVisitor struct{ found bool }
+
+func (v *sensitiveVisitor) Visit(n *ast.Node) {
+	switch x := (*n).(type) {
+	case *ast.MemberNode:
+		if s, ok := x.Property.(*ast.StringNode); ok && checks.SensitiveName(s.Value) {
+			v.found = true
+		}
+	case *ast.IdentifierNode:
+		if checks.SensitiveName(x.Value) {
+			v.found = true
+		}
+	}
 }
 
 // operandVisitor collects the operands of comparisons that are not
@@ -170,6 +257,11 @@ func shortValue(v any) string {
 	} else {
 		s = fmt.Sprint(v)
 	}
+	return shortText(s)
+}
+
+// shortText is s cut to maxExplainedValue bytes on a character boundary.
+func shortText(s string) string {
 	if len(s) > maxExplainedValue {
 		cut := maxExplainedValue
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

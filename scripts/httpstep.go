@@ -17,7 +17,20 @@ import (
 
 // runHTTP sends an HTTP step's request with the run's cookie jar and
 // variables, then extracts its variables.
-func (r *run) runHTTP(ctx context.Context, i int, s *Step) outcome {
+//
+// When the step fails before all of its variables are extracted, every
+// variable it extracts is unset: a later step (an `always` cleanup, an
+// expr) that uses one fails naming it rather than using a value an earlier
+// step extracted.
+func (r *run) runHTTP(ctx context.Context, i int, s *Step) (o outcome) {
+	extracted := false
+	defer func() {
+		if o.err != nil && !extracted {
+			for name := range s.extract {
+				r.vars.unset(name)
+			}
+		}
+	}()
 	for _, rf := range s.refs {
 		if _, ok := r.vars.lookup(rf); !ok {
 			if rf.env {
@@ -38,7 +51,7 @@ func (r *run) runHTTP(ctx context.Context, i int, s *Step) outcome {
 		},
 		KeepBody: true,
 	})
-	o := outcome{
+	o = outcome{
 		status:     res.StatusCode,
 		ttfb:       res.Phases.TTFB,
 		assertions: res.Assertions,
@@ -82,9 +95,17 @@ func (r *run) runHTTP(ctx context.Context, i int, s *Step) outcome {
 			o.cause, o.err = checks.CauseScript, err
 			return o
 		}
-		r.vars.vars[name] = v
+		r.vars.set(name, v, s.extract[name].secret(name))
 	}
+	extracted = true
 	return o
+}
+
+// secret reports whether the value the extractor takes into the variable
+// name is a secret of the run (see Extract.Secret).
+func (e *Extract) secret(name string) bool {
+	return e.Secret || e.Cookie != "" || checks.SensitiveName(name) ||
+		(e.Header != "" && checks.SensitiveName(e.Header)) || (e.JSON != "" && checks.SensitiveName(e.JSON))
 }
 
 // slowOnly reports whether a failed http step's response only missed a

@@ -510,9 +510,20 @@ func (r *run) runExpr(s *Step) outcome {
 	for k, v := range r.vars.vars {
 		vars[k] = v
 	}
-	env := exprEnv{Vars: vars, Last: r.last}
+	// A variable that is not set (its extracting step failed, or did not
+	// run) fails the step naming it: it does not read as "".
+	for _, name := range exprVars(s.Expr) {
+		if _, ok := vars[name]; !ok {
+			return failf("expr %s: %w", s.Expr, &unsetVarError{name: name})
+		}
+	}
+	env := newExprEnv(vars, r.last)
 	ok, err := runExpr(s.program, env)
 	if err != nil {
+		var unset *unsetVarError
+		if errors.As(err, &unset) { // vars[...] with a computed name
+			return failf("expr %s: %w", s.Expr, unset)
+		}
 		return failf("expr %s: %w", s.Expr, err)
 	}
 	a := checks.AssertionResult{Name: "expr", OK: ok, Got: fmt.Sprint(ok), Want: s.Expr}

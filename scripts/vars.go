@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/vigil-synthetics/vigil/checks"
 )
 
 // Variable syntax in step strings:
@@ -233,12 +235,49 @@ func addRefs(out *[]ref, key, s string) error {
 
 // runVars is the variable state of one run.
 type runVars struct {
-	vars    map[string]string
-	secrets map[string]struct{} // values of ${env:…} used in this run
+	vars map[string]string
+	// secrets holds the values of ${env:…} used in this run, and the
+	// extracted values that are secrets (see secretExtract).
+	secrets map[string]struct{}
+	// red hides the secrets in every form checks.Redactor knows (base64
+	// as in a Basic Authorization header, JSON-escaped, percent-encoded,
+	// Go-quoted, Latin-1).
+	red checks.Redactor
 }
 
 func newRunVars() *runVars {
 	return &runVars{vars: map[string]string{}, secrets: map[string]struct{}{}}
+}
+
+// minExtractedSecret is the shortest extracted value treated as a secret:
+// a shorter one ("1", "ok") would be hidden in unrelated text.
+const minExtractedSecret = 4
+
+// addSecret makes v one of the run's secrets.
+func (rv *runVars) addSecret(v string) {
+	if v == "" {
+		return
+	}
+	rv.secrets[v] = struct{}{}
+	rv.red.Add(v)
+}
+
+// set sets the variable name to v, a secret when secret is true (and v is
+// at least minExtractedSecret bytes long).
+func (rv *runVars) set(name, v string, secret bool) {
+	rv.vars[name] = v
+	if secret && len(v) >= minExtractedSecret {
+		rv.addSecret(v)
+	}
+}
+
+// unset forgets the variables of a step whose extraction failed, so that
+// a later step using one fails naming it instead of using the value of an
+// earlier run of the extraction.
+func (rv *runVars) unset(names ...string) {
+	for _, n := range names {
+		delete(rv.vars, n)
+	}
 }
 
 // lookup resolves one reference, recording environment values as secrets.
@@ -246,7 +285,7 @@ func (rv *runVars) lookup(r ref) (string, bool) {
 	if r.env {
 		v, ok := os.LookupEnv(r.name)
 		if ok && v != "" {
-			rv.secrets[v] = struct{}{}
+			rv.addSecret(v)
 		}
 		return v, ok
 	}
@@ -259,11 +298,15 @@ func (rv *runVars) expand(s string) (string, error) {
 	return expand(s, rv.lookup)
 }
 
-// redact replaces every secret value in s with "[redacted]", also as
-// http.query and http.form encode it (url.QueryEscape) and as a URL path
-// carries it (url.PathEscape), so a step's URL does not show it. Longer
-// forms are replaced first so that a secret containing another is fully
-// hidden.
+// redact is the one path every text a run reports goes through (step
+// errors, expr and extract messages, assertions, URLs, the page's console
+// errors and failed requests, failure notes). It replaces every secret
+// value in s with "[redacted]", also as http.query and http.form encode it
+// (url.QueryEscape) and as a URL path carries it (url.PathEscape), longer
+// forms first so that a secret containing another is fully hidden; then
+// the other forms of checks.Redactor (base64, as the "user:password" of a
+// Basic Authorization header; JSON-escaped; Go-quoted; Latin-1; the start
+// of a form cut short with "…") with "***".
 func (rv *runVars) redact(s string) string {
 	if len(rv.secrets) == 0 || s == "" {
 		return s
@@ -282,5 +325,5 @@ func (rv *runVars) redact(s string) string {
 	for _, k := range keys {
 		s = strings.ReplaceAll(s, k, "[redacted]")
 	}
-	return s
+	return rv.red.Redact(s)
 }
