@@ -469,7 +469,9 @@ func (b *Browser) openTab(ctx context.Context) (*tab, error) {
 		return nil, err
 	}
 	ev := &pageEvents{}
-	tctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext(), chromedp.WithListener(ev.handle))
+	t := &tab{root: root, events: ev}
+	tctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext(), chromedp.WithListener(ev.handle), chromedp.WithListener(t.onAttached))
+	t.ctx, t.cancel = tctx, cancel
 	if err := attachTarget(ctx, tctx, cancel); err != nil {
 		if ctx.Err() != nil && err == ctx.Err() {
 			return nil, err
@@ -490,7 +492,7 @@ func (b *Browser) openTab(ctx context.Context) (*tab, error) {
 			_, _ = chromedp.Call(tctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true, PromptText: d.DefaultPrompt})
 		}
 	}()
-	return &tab{ctx: tctx, root: root, cancel: cancel, events: ev}, nil
+	return t, nil
 }
 
 // mainFrame returns the id of the tab's main frame (a tab's main frame

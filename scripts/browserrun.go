@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -51,6 +52,9 @@ type pageEvents struct {
 	// maxPending.
 	pending map[network.RequestID]pendingRequest
 	seq     int // orders pending
+	// docFailed holds the failed documents the page asked for ("404
+	// URL"), which an iframe's log reports again (countFrame).
+	docFailed map[string]bool
 	// opened is the URL of the last new tab or window the page opened
 	// (a target=_blank link, window.open), which the run does not follow.
 	opened string
@@ -256,6 +260,17 @@ func (p *pageEvents) handle(ev any) {
 		p.mu.Lock()
 		p.contexts = nil
 		p.mu.Unlock()
+	default:
+		p.count(ev)
+	}
+}
+
+// count records the console errors and failed requests an event reports,
+// of the tab's target or of one of its out-of-process iframes (see
+// tab.onAttached): no_console_errors and max_failed_requests count every
+// frame of the page, as Playwright's page events do.
+func (p *pageEvents) count(ev any) {
+	switch ev := ev.(type) {
 	case *runtime.EventConsoleAPICalled:
 		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeAssert {
 			return
@@ -297,8 +312,62 @@ func (p *pageEvents) handle(ev any) {
 		if u, err := url.Parse(ev.Response.URL); err == nil && u.Path == "/favicon.ico" {
 			return // browsers ask for it on their own
 		}
+		if ev.Type == network.ResourceTypeDocument {
+			p.mu.Lock()
+			if p.docFailed == nil {
+				p.docFailed = map[string]bool{}
+			}
+			if len(p.docFailed) < maxEvents {
+				p.docFailed[fmt.Sprintf("%d %s", ev.Response.Status, ev.Response.URL)] = true
+			}
+			p.mu.Unlock()
+		}
 		p.add(&p.failedRequests, fmt.Sprintf("%d %s", ev.Response.Status, units.RedactURL(ev.Response.URL)))
 	}
+}
+
+// failedLoad reads the status out of the text of Chromium's log entry for
+// a failed load ("Failed to load resource: the server responded with a
+// status of 404 (Not Found)").
+var failedLoad = regexp.MustCompile(`status of (\d{3})\b`)
+
+// countFrame records the console errors and failed requests of an
+// out-of-process iframe (see tab.onAttached). vigil attaches to the
+// iframe a moment after Chromium creates it, and a fast page is done by
+// then: its console messages come from Runtime.enable, which reports
+// those logged before, and its failed requests from Log.enable, which
+// reports Chromium's "Failed to load resource" entries logged before (a
+// response of 400 or more, a network error), instead of the Network
+// events, which start only then. The iframe's own document is counted
+// once, by the page's request for it.
+func (p *pageEvents) countFrame(ev any) {
+	switch ev := ev.(type) {
+	case *runtime.EventConsoleAPICalled, *runtime.EventExceptionThrown:
+		p.count(ev)
+	case *log.EventEntryAdded:
+		e := ev.Entry
+		if e == nil || e.Source != log.EntrySourceNetwork || e.Level != log.EntryLevelError {
+			return
+		}
+		shown := units.RedactURL(e.URL)
+		if m := failedLoad.FindStringSubmatch(e.Text); m != nil {
+			if p.isDocFailure(m[1] + " " + e.URL) {
+				return
+			}
+			p.add(&p.failedRequests, m[1]+" "+shown)
+			return
+		}
+		text := strings.TrimPrefix(e.Text, "Failed to load resource: ")
+		p.add(&p.failedRequests, fmt.Sprintf("%s (%s)", text, shown))
+	}
+}
+
+// isDocFailure reports whether key ("404 URL") is the failed response of
+// a document the page asked for (an iframe's).
+func (p *pageEvents) isDocFailure(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.docFailed[key]
 }
 
 // maxEvents bounds each event list of a run.
@@ -1140,7 +1209,7 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 	}
 }
 
-// maskJS replaces, in the page and its same-origin frames, every
+// maskJS replaces, in a document and its same-origin frames, every
 // occurrence of the run's secrets (a JSON array, longest first) in the
 // values of input and textarea elements and in text (contenteditable
 // included) with as many "•", so that a screenshot does not show them, and
@@ -1182,21 +1251,128 @@ const maskJS = `((secrets) => {
 // unmaskJS undoes maskJS.
 const unmaskJS = `(() => { const k = Symbol.for('vigil.unmask'); const f = window[k]; delete window[k]; if (f) f(); return true; })()`
 
-// screenshot captures the tab's viewport as a PNG. The run's secrets (the
-// values of ${env:…} it used) are hidden in the page while it is captured,
-// as they are in every text the run reports: a secret typed into a text
-// field would show in plain text otherwise (a password field shows dots,
-// but its value is hidden too). When they cannot be hidden, there is no
-// screenshot.
+// screenshot captures the tab's viewport as a PNG. The run's secrets are
+// hidden in the page while it is captured, as they are in every text the
+// run reports: a secret typed into a text field would show in plain text
+// otherwise (a password field shows dots, but its value is hidden too).
+// They are hidden in every frame (see maskFrames). When they cannot be
+// hidden, there is no screenshot.
 func (r *run) screenshot(ctx context.Context) ([]byte, error) {
 	if secrets := r.secretValues(); len(secrets) > 0 {
-		list, _ := json.Marshal(secrets)
-		if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(maskJS, list))); err != nil {
+		undo, err := r.maskFrames(ctx, secrets)
+		defer undo()
+		if err != nil {
 			return nil, fmt.Errorf("hiding the run's secrets in the page: %w", err)
 		}
-		defer chromedp.Run(ctx, chromedp.Evaluate[bool](unmaskJS))
 	}
 	return chromedp.Run(ctx, chromedp.CaptureScreenshot())
+}
+
+// blankJS, called on an iframe element, hides its box (the page behind it
+// shows) and returns a function that shows it again.
+const blankJS = `function() {
+  const el = this, v = el.style.getPropertyValue('visibility'), p = el.style.getPropertyPriority('visibility');
+  el.style.setProperty('visibility', 'hidden', 'important');
+  return () => el.style.setProperty('visibility', v, p);
+}`
+
+// maskFrames runs maskJS in every document of the tab: the page (which
+// reaches its same-origin frames and open shadow roots), every frame of
+// another origin in the page's process (same site, another port: its own
+// JavaScript context), and every iframe of another site, which Chromium
+// runs in a process of its own (a target vigil attaches to). A frame that
+// cannot be masked (its document does not answer, or vigil cannot attach
+// to it) has its iframe element hidden while the screenshot is taken, so
+// that the page behind shows instead of the frame. It returns the function
+// that puts everything back, and an error when the page itself, or an
+// iframe that could not be masked nor hidden, could not be.
+func (r *run) maskFrames(ctx context.Context, secrets []string) (func(), error) {
+	list, _ := json.Marshal(secrets)
+	js := fmt.Sprintf(maskJS, list)
+	var undo []func()
+	restore := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](js)); err != nil {
+		return restore, err
+	}
+	undo = append(undo, func() { _, _ = chromedp.Run(ctx, chromedp.Evaluate[bool](unmaskJS)) })
+	var unmasked []cdp.FrameID
+	main := r.tab.mainFrame()
+	r.tab.events.mu.Lock()
+	contexts := make(map[cdp.FrameID]string, len(r.tab.events.contexts))
+	for id, u := range r.tab.events.contexts {
+		if id != main {
+			contexts[id] = u
+		}
+	}
+	r.tab.events.mu.Unlock()
+	for id, u := range contexts {
+		sc := scope{uctx: u}
+		if _, err := evalIn[int](ctx, sc, js); err != nil {
+			unmasked = append(unmasked, id)
+			continue
+		}
+		undo = append(undo, func() { _, _ = evalIn[bool](ctx, sc, unmaskJS) })
+	}
+	targets, failed, err := r.tab.frameTargetsNow(ctx)
+	if err != nil {
+		return restore, fmt.Errorf("listing the page's iframes: %w", err)
+	}
+	unmasked = append(unmasked, failed...)
+	for id, ft := range targets {
+		sc := scope{t: ft}
+		if _, err := evalIn[int](ctx, sc, js); err != nil {
+			unmasked = append(unmasked, id)
+			continue
+		}
+		undo = append(undo, func() { _, _ = evalIn[bool](ctx, sc, unmaskJS) })
+	}
+	// The iframes whose documents could not be masked are hidden: their
+	// element is in the page, or in the document of another iframe.
+	owners := []scope{{}}
+	for _, ft := range targets {
+		owners = append(owners, scope{t: ft})
+	}
+	for _, id := range unmasked {
+		show, err := blankFrame(ctx, owners, id)
+		if err != nil {
+			return restore, err
+		}
+		undo = append(undo, show)
+	}
+	return restore, nil
+}
+
+// blankFrame hides the iframe element of the frame id, looked for in each
+// of owners' documents, and returns the function that shows it again. A
+// frame that no document owns any more (it went away) needs nothing.
+func blankFrame(ctx context.Context, owners []scope, id cdp.FrameID) (func(), error) {
+	const group = "vigil-blank"
+	for _, sc := range owners {
+		own, err := callIn(ctx, sc, dom.GetFrameOwner, dom.GetFrameOwnerParams{FrameID: id})
+		if err != nil || own.BackendNodeID == 0 {
+			continue
+		}
+		node, err := callIn(ctx, sc, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: own.BackendNodeID, ObjectGroup: group})
+		if err != nil || node.Object == nil || node.Object.ObjectID == "" {
+			return func() {}, fmt.Errorf("an iframe could not be masked, nor hidden: %v", err)
+		}
+		res, err := callIn(ctx, sc, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+			FunctionDeclaration: blankJS, ObjectID: node.Object.ObjectID, ObjectGroup: group})
+		if err != nil || res.ExceptionDetails != nil || res.Result == nil || res.Result.ObjectID == "" {
+			return func() {}, fmt.Errorf("an iframe could not be masked, nor hidden: %v", err)
+		}
+		show := res.Result.ObjectID
+		return func() {
+			_, _ = callIn(ctx, sc, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+				FunctionDeclaration: "function() { this(); }", ObjectID: show})
+			_, _ = callIn(ctx, sc, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: group})
+		}, nil
+	}
+	return func() {}, nil
 }
 
 // secretValues returns the run's secret values, longest first.

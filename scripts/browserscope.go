@@ -177,7 +177,8 @@ func (t *tab) frameTarget(ctx context.Context, id cdp.FrameID) (*chromedp.Target
 	}
 	// The context lives as long as the tab's; cancelling it only detaches
 	// (the iframe stays).
-	fctx, cancel := chromedp.NewContext(t.ctx, chromedp.WithTargetID(target.ID(id)), chromedp.WithDetachOnCancel())
+	fctx, cancel := chromedp.NewContext(t.ctx, chromedp.WithTargetID(target.ID(id)), chromedp.WithDetachOnCancel(),
+		chromedp.WithListener(t.events.countFrame), chromedp.WithListener(t.onAttached))
 	if err := attachTarget(ctx, fctx, cancel); err != nil {
 		if ctx.Err() != nil && err == ctx.Err() {
 			return nil, err
@@ -190,6 +191,62 @@ func (t *tab) frameTarget(ctx context.Context, id cdp.FrameID) (*chromedp.Target
 	ft := chromedp.FromContext(fctx).Target
 	t.frames.m[id] = ft
 	return ft, nil
+}
+
+// frameAttachBudget bounds attaching to an out-of-process iframe the tab
+// reported (onAttached).
+const frameAttachBudget = 10 * time.Second
+
+// onAttached follows every out-of-process iframe of the tab: Chromium
+// attaches them to the tab's session by itself (and nested ones to their
+// parent iframe's), but chromedp routes nothing of such a session. vigil
+// attaches a session of its own to the iframe at once (frameTarget), which
+// enables Runtime, Network and Log in it, so that its console errors and
+// failed requests count for no_console_errors and max_failed_requests
+// (see pageEvents.countFrame), and screenshots can hide the run's secrets
+// in it.
+func (t *tab) onAttached(ev any) {
+	a, ok := ev.(*target.EventAttachedToTarget)
+	if !ok || a.TargetInfo == nil || a.TargetInfo.Type != "iframe" {
+		return
+	}
+	id := cdp.FrameID(a.TargetInfo.TargetID)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.ctx, frameAttachBudget)
+		defer cancel()
+		_, _ = t.frameTarget(ctx, id)
+	}()
+}
+
+// frameTargetsNow attaches to every out-of-process iframe of the tab's
+// browser context that the tab has not attached to yet. It returns those
+// the browser lists now, by frame id, and the ids of those it could not
+// attach to.
+func (t *tab) frameTargetsNow(ctx context.Context) (map[cdp.FrameID]*chromedp.Target, []cdp.FrameID, error) {
+	c := chromedp.FromContext(t.ctx)
+	if c == nil {
+		return nil, nil, nil
+	}
+	infos, err := chromedp.Targets(t.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[cdp.FrameID]*chromedp.Target{}
+	var failed []cdp.FrameID
+	for _, info := range infos {
+		if info.Type != "iframe" || info.BrowserContextID != c.BrowserContextID {
+			continue
+		}
+		id := cdp.FrameID(info.TargetID)
+		ft, err := t.frameTarget(ctx, id)
+		switch {
+		case err != nil:
+			failed = append(failed, id)
+		case ft != nil:
+			out[id] = ft
+		}
+	}
+	return out, failed, nil
 }
 
 // forgetFrame drops the target of an out-of-process iframe that stopped
