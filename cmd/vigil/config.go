@@ -712,6 +712,12 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	}
 	unknown, mapTwins := treeKeys(reflect.TypeOf(f), settings, "")
 	var badKeys []string // keys whose value did not decode (left at zero)
+	// A key written with no value (`checksum:`, `interval: ~`) would decode
+	// as omitted: an assertion would vanish without a word.
+	for _, k := range nullValues(reflect.TypeOf(f), settings, "") {
+		errs = append(errs, fmt.Errorf("%s: no value (omit the key, or give one)", k))
+		badKeys = append(badKeys, decodeScope(k))
+	}
 	decodeErr := dec.Decode(settings)
 	if decodeErr != nil {
 		// The decoder does not list the unused keys of a mapping once one
@@ -901,6 +907,86 @@ func treeKeys(t reflect.Type, v any, path string) (unknown []string, twins []err
 	sort.Strings(unknown)
 	slices.SortFunc(twins, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return unknown, twins
+}
+
+// nullValues returns the paths of the keys in the tree v (decoded into
+// type t) written with no value (`key:`, `key: ~`, `key: null`), and of
+// list items written so (`- `), in sorted order. Not reported:
+// `expect.json[].equals`, where null is a value (it asserts JSON null, see
+// checks.DecodeHook), and everything inside a value of any type (a JSON
+// body in http.json). The top-level sections that are mappings are not
+// seen here: written with no value they are empty sections (nullSections).
+func nullValues(t reflect.Type, v any, path string) []string {
+	var out []string
+	join := func(path, k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	var walk func(t reflect.Type, v any, path string)
+	walk = func(t reflect.Type, v any, path string) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if v == nil {
+			if path != "" {
+				out = append(out, path)
+			}
+			return
+		}
+		if t.Kind() == reflect.Interface {
+			return
+		}
+		if t == durationType || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+			return
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			fields := map[string]reflect.Type{}
+			structFields(t, fields)
+			for k, val := range m {
+				ft, ok := fields[k]
+				if !ok {
+					for name, f := range fields {
+						if strings.EqualFold(name, k) {
+							ft, ok = f, true
+							break
+						}
+					}
+				}
+				switch {
+				case !ok:
+				case val == nil && t == jsonExpectType && strings.EqualFold(k, "equals"):
+				default:
+					walk(ft, val, join(path, k))
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			l, ok := v.([]any)
+			if !ok {
+				return
+			}
+			for i, e := range l {
+				walk(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i))
+			}
+		case reflect.Map:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			for k, val := range m {
+				walk(t.Elem(), val, join(path, k))
+			}
+		}
+	}
+	walk(t, v, path)
+	sort.Strings(out)
+	return out
 }
 
 // fieldsOf returns the config keys of struct type t (through pointers)
@@ -1313,7 +1399,11 @@ func unitHook(from, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
-var textUnmarshalerType = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
+var (
+	textUnmarshalerType = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
+	jsonExpectType      = reflect.TypeOf(checks.JSONExpect{})
+	statusListType      = reflect.TypeOf(checks.StatusList(nil))
+)
 
 // scalarHook says in words what a string given for a number or a bool
 // should be (`"abc": want an integer`) where the weak decoder would say

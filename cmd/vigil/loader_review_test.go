@@ -107,3 +107,86 @@ func TestReloadRefusesSecondYAMLDocument(t *testing.T) {
 		return code == 503 && strings.Contains(body, "config reload failed") && strings.Contains(body, want)
 	})
 }
+
+// TestKeyWithNoValueRefused: a key written with no value (`key:`, `key:
+// ~`, `key: null`) at any level is an error naming its path, not an
+// omitted key (an assertion that silently vanishes, a default interval).
+// `equals:` with no value in an expect.json element keeps its documented
+// meaning (JSON null).
+func TestKeyWithNoValueRefused(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`
+targets:
+  - {name: w, url: %s}
+checks:
+  - name: a
+    targets: [w]
+    http: {path: /}
+    expect:
+      checksum:
+      body:
+        contains:
+      size: {max: }
+      json:
+      ttfb: ~
+  - name: b
+    targets: [w]
+    interval: null
+    timeout:
+    rise: ~
+    http:
+      headers: {X-A: }
+  - name: c
+    targets:
+    http: {path: /}
+  - name: d
+    targets: [w]
+    http: {path: /}
+    expect:
+      json:
+        - {path: a, equals: }
+        - {path: b, equals: ~}
+  - name: e
+    targets: [w]
+    http: {path: /, method: POST, json: {a: null, b: [1, ~]}}
+  - name: f
+    targets: [w]
+    script:
+      - browser: {navigate: }
+      - browser: {eval: {js: "1", equals: }}
+status_page: {title: }
+proxy:
+  listen: 127.0.0.1:0
+  pools:
+    - name: p
+      hosts:
+      origins: [{target: w}]
+`, o.URL()))
+	want := []string{
+		"checks[0].expect.body.contains", "checks[0].expect.checksum", "checks[0].expect.json",
+		"checks[0].expect.size.max", "checks[0].expect.ttfb",
+		"checks[1].http.headers.X-A", "checks[1].interval", "checks[1].rise", "checks[1].timeout",
+		"checks[2].targets", "checks[5].script[0].browser.navigate", "checks[5].script[1].browser.eval.equals",
+		"proxy.pools[0].hosts", "status_page.title",
+	}
+	for _, cmd := range []string{"validate", "check"} {
+		out, code := runCLI(t, cmd, "-c", cfg)
+		if code != 2 {
+			t.Errorf("vigil %s: exit %d, want 2\n%s", cmd, code, out)
+		}
+		for _, k := range want {
+			if line := cfg + ": " + k + ": no value (omit the key, or give one)"; !strings.Contains(out, line) {
+				t.Errorf("vigil %s: output lacks %q:\n%s", cmd, line, out)
+			}
+		}
+		if strings.Contains(out, "checks[3]") || strings.Contains(out, "checks[4]") {
+			t.Errorf("vigil %s: null in expect.json[].equals and inside a JSON body is a value, not an error:\n%s", cmd, out)
+		}
+		// Only the null keys: nothing that follows from them (check c has
+		// no targets because its targets key has no value).
+		if n := strings.Count(out, cfg+": "); n != len(want) {
+			t.Errorf("vigil %s: %d errors, want %d:\n%s", cmd, n, len(want), out)
+		}
+	}
+}
