@@ -1714,9 +1714,11 @@ func numberTextHook(_, to reflect.Type, data any) (any, error) {
 // shapeHook rejects a mapping or list given for a single value, and a
 // list or single value given for a mapping, in words ("want a duration,
 // got a list") rather than the decoder's Go type names ("expected type
-// 'time.Duration', got unconvertible type '[]interface {}'"). A single
-// value or mapping for a list is left to the decoder, which reads it as a
-// list of one.
+// 'time.Duration', got unconvertible type '[]interface {}'"). A number or
+// a bool where a list belongs is an error too (`hosts: 5` would be a list
+// of "5"), except in expect.status, which takes a code alone. A string or
+// a mapping for a list is left to the decoder, which reads it as a list
+// of one (`targets: web1`).
 func shapeHook(_, to reflect.Type, data any) (any, error) {
 	if data == nil {
 		return data, nil
@@ -1734,13 +1736,24 @@ func shapeHook(_, to reflect.Type, data any) (any, error) {
 		got = "a string"
 	case bool:
 		got = "true or false"
-	case int, int64, uint64, float64:
+	case int, int64, uint64, float64, yamlNumber:
 		got = "a number"
 	default:
 		return data, nil
 	}
 	want := ""
 	switch {
+	case (to.Kind() == reflect.Slice || to.Kind() == reflect.Array) &&
+		to != statusListType && !reflect.PointerTo(to).Implements(textUnmarshalerType):
+		switch v := data.(type) {
+		case bool:
+			return nil, fmt.Errorf("want a list, got a bool (%v)", v)
+		case yamlNumber:
+			return nil, fmt.Errorf("want a list, got a number (%s)", v.Text)
+		case int, int64, uint64, float64:
+			return nil, fmt.Errorf("want a list, got a number (%v)", v)
+		}
+		return data, nil
 	case to == durationType:
 		want = "a duration"
 	case to == percentType:

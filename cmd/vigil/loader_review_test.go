@@ -190,3 +190,66 @@ proxy:
 		}
 	}
 }
+
+// TestScalarForListRefused: a number or a bool where a list belongs is an
+// error that says a list is wanted, not a list of its text (`hosts: 5`
+// would route only `Host: 5`, `contains: true` would look for "true").
+// A string stays a list of one (`targets: web1`), as documented, and
+// expect.status takes a code alone.
+func TestScalarForListRefused(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`
+targets:
+  - {name: web1, url: %s}
+checks:
+  - name: a
+    targets: 5
+    http: {path: /}
+  - name: b
+    targets: [web1]
+    http: {path: /}
+    expect:
+      body: {contains: true, not_contains: 1.50}
+proxy:
+  listen: 127.0.0.1:0
+  pools:
+    - name: p
+      hosts: 5
+      origins: [{target: web1}]
+`, o.URL()))
+	want := []string{
+		"checks[0].targets: want a list, got a number (5)",
+		"checks[1].expect.body.contains: want a list, got a bool (true)",
+		"checks[1].expect.body.not_contains: want a list, got a number (1.50)",
+		"proxy.pools[0].hosts: want a list, got a number (5)",
+	}
+	for _, cmd := range []string{"validate", "check"} {
+		out, code := runCLI(t, cmd, "-c", cfg)
+		if code != 2 {
+			t.Errorf("vigil %s: exit %d, want 2\n%s", cmd, code, out)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, cfg+": "+w) {
+				t.Errorf("vigil %s: output lacks %q:\n%s", cmd, w, out)
+			}
+		}
+		if strings.Contains(out, "unknown target") {
+			t.Errorf("vigil %s: the number is not a target name:\n%s", cmd, out)
+		}
+	}
+
+	// A string for a list is a list of one; a status code alone is a status.
+	cfg = writeConfig(t, fmt.Sprintf(`
+targets:
+  - {name: web1, url: %s}
+checks:
+  - name: a
+    targets: web1
+    http: {path: /}
+    expect: {status: 200, body: {contains: ok}}
+`, o.URL()))
+	if out, code := runCLI(t, "validate", "-c", cfg); code != 0 {
+		t.Errorf("string for a list: exit %d, want 0\n%s", code, out)
+	}
+}
