@@ -64,6 +64,7 @@ func readHead(br *bufio.Reader, max int, h *reqHead) error {
 	raw := h.raw[:0]
 	lines := 0
 	for {
+		start := len(raw) // where this line begins in raw
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			for err == bufio.ErrBufferFull {
@@ -96,7 +97,11 @@ func readHead(br *bufio.Reader, max int, h *reqHead) error {
 			return errHeaderTooLarge
 		}
 		lines++
-		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
+		// The whole line, not its last piece: a line longer than br's
+		// buffer arrives in pieces, and its last one may be "\r\n" or "\n"
+		// alone (a 4095- or 4096-byte field line), which is not the empty
+		// line that ends the head.
+		if l := raw[start:]; len(l) == 1 || len(l) == 2 && l[0] == '\r' {
 			if lines == 1 {
 				h.raw = raw[:0]
 				return perr(http.StatusBadRequest, "empty request line")

@@ -63,6 +63,7 @@ func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response,
 	raw := rb.scratch[:0]
 	defer func() { rb.scratch = raw[:0] }()
 	for {
+		start := len(raw) // where this line begins in raw
 		line, err := br.ReadSlice('\n')
 		for err == bufio.ErrBufferFull {
 			raw = append(raw, line...)
@@ -85,7 +86,9 @@ func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response,
 		if len(raw) > maxResponseHead {
 			return nil, errBadResponse
 		}
-		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
+		// The whole line, not the last piece of one longer than br's
+		// buffer (which may be "\r\n" alone): see readHead.
+		if l := raw[start:]; len(l) == 1 || len(l) == 2 && l[0] == '\r' {
 			break
 		}
 	}
