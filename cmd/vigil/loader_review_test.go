@@ -253,3 +253,31 @@ checks:
 		t.Errorf("string for a list: exit %d, want 0\n%s", code, out)
 	}
 }
+
+// TestEnvSetButEmpty: a variable that is set to the empty string is
+// reported as empty, not as unset, so the user looks at its value rather
+// than at whether it is exported.
+func TestEnvSetButEmpty(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`
+targets:
+  - {name: web1, url: %s}
+checks:
+  - {name: a, targets: [web1], http: {path: /}}
+status_page: {title: "${VIGIL_TEST_EMPTY_TITLE}"}
+agent: {vantage: "${VIGIL_TEST_UNSET_VANTAGE}"}
+`, o.URL()))
+	t.Setenv("VIGIL_TEST_EMPTY_TITLE", "")
+	t.Setenv("VIGIL_TEST_UNSET_VANTAGE", "") // restored after the test
+	os.Unsetenv("VIGIL_TEST_UNSET_VANTAGE")
+	out, code := runCLI(t, "validate", "-c", cfg)
+	for _, w := range []string{
+		cfg + ": status_page.title: ${VIGIL_TEST_EMPTY_TITLE} is empty in the environment (give it a value, or use ${VIGIL_TEST_EMPTY_TITLE:-default} for an optional value)",
+		cfg + ": agent.vantage: ${VIGIL_TEST_UNSET_VANTAGE} is not set in the environment",
+	} {
+		if code != 2 || !strings.Contains(out, w) {
+			t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, w)
+		}
+	}
+}
