@@ -56,8 +56,7 @@ func prepareDataDir(key, dir string, log *slog.Logger) error {
 	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		if fi, lerr := os.Lstat(dir); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			target, _ := os.Readlink(dir)
-			return fmt.Errorf("%s is a symbolic link to %s; vigil does not follow it: point %s at the real directory", dir, target, key)
+			return dataDirLinkError(key, dir)
 		}
 		return err
 	}
@@ -69,7 +68,7 @@ func prepareDataDir(key, dir string, log *slog.Logger) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	owned := ok && int(st.Uid) == os.Geteuid()
 	if !owned && os.Geteuid() == 0 {
-		return fmt.Errorf("%s is owned by %s, not root: vigil running as root does not use a directory another user controls; chown it to root or point %s at a directory root owns", dir, ownerName(st), key)
+		return notRootOwnedError(key, dir, st)
 	}
 	perm := fi.Mode().Perm()
 	if perm&0o077 == 0 {
@@ -86,6 +85,35 @@ func prepareDataDir(key, dir string, log *slog.Logger) error {
 	}
 	log.Info(key+" was open to other users; its mode is now 0700", "dir", dir, "was", was)
 	return nil
+}
+
+func init() { rootDataDirCheck = rootDataDir }
+
+// rootDataDir is what prepareDataDir refuses, run as root, about the data
+// dir dir (clean) without creating or changing anything: a directory on
+// the way another user controls (rootOnlyAncestors), or a data dir another
+// user owns. nil when not running as root.
+func rootDataDir(key, dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if err := rootOnlyAncestors(key, dir); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return nil // missing (created as root), or not a directory (the caller says)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != 0 {
+		return notRootOwnedError(key, dir, st)
+	}
+	return nil
+}
+
+// notRootOwnedError is the error for a data dir dir owned by another user
+// than root, which vigil running as root refuses.
+func notRootOwnedError(key, dir string, st *syscall.Stat_t) error {
+	return fmt.Errorf("%s is owned by %s, not root: vigil running as root does not use a directory another user controls; chown it to root or point %s at a directory root owns", dir, ownerName(st), key)
 }
 
 // maxLinks bounds the symbolic links rootOnlyAncestors follows, as the

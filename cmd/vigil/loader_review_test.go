@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -279,5 +280,52 @@ agent: {vantage: "${VIGIL_TEST_UNSET_VANTAGE}"}
 		if code != 2 || !strings.Contains(out, w) {
 			t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, w)
 		}
+	}
+}
+
+// TestValidateRefusesUnusableDataDir: an agent.data_dir that `vigil run`
+// refuses (a regular file, a symbolic link) is an error from `vigil
+// validate` too, with run's message, naming the file and the key. A data
+// dir that does not exist yet is fine: run creates it.
+func TestValidateRefusesUnusableDataDir(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "plain")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("real", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dataDir, want string }{
+		{file, "agent.data_dir: open " + file + ": not a directory"},
+		{link, "agent.data_dir: " + link + " is a symbolic link to real; vigil does not follow it: point agent.data_dir at the real directory"},
+		{filepath.Join(dir, "new", "data"), ""},
+		{real, ""},
+	} {
+		cfg := writeConfig(t, fmt.Sprintf(`
+agent: {data_dir: %q}
+targets: [{name: web1, url: %s}]
+checks: [{name: a, targets: [web1], http: {path: /}}]
+`, tc.dataDir, o.URL()))
+		out, code := runCLI(t, "validate", "-c", cfg)
+		if tc.want == "" {
+			if code != 0 || !strings.Contains(out, "ok") {
+				t.Errorf("data_dir %s: exit %d, want 0 and ok\n%s", tc.dataDir, code, out)
+			}
+			continue
+		}
+		if code != 2 || !strings.Contains(out, cfg+": "+tc.want) {
+			t.Errorf("data_dir %s: exit %d, output:\n%s\nwant exit 2 and %q", tc.dataDir, code, out, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+		t.Errorf("validate created the data dir's parent (stat: %v); it must change nothing", err)
 	}
 }

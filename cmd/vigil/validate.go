@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,12 @@ func newValidateCmd() *cobra.Command {
 			f, err := loadConfigWarn(file, os.LookupEnv, os.Environ(), warn)
 			if err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			// What `vigil run` would refuse about the data dir itself (a
+			// file, a symbolic link, run as root one another user
+			// controls); not whether another process holds it.
+			if err := checkDataDir("agent.data_dir", f.Agent.DataDir); err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("%s: agent.data_dir: %w", file, err)}
 			}
 			// A warning, not an error: validate often runs in CI, on a
 			// machine without the browser the agent's host has.
@@ -75,4 +83,44 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// rootDataDirCheck, where set (Unix), returns what vigil running as root
+// refuses about the data dir dir (clean) before using it: a directory on
+// the way another user controls, or a data dir another user owns; nil when
+// not running as root.
+var rootDataDirCheck func(key, dir string) error
+
+// checkDataDir reports what `vigil run` would refuse about the data dir
+// dir without changing anything: a path that is not a directory (a file,
+// or one on the way), a symbolic link, and, run as root, a directory
+// another user controls. A data dir that does not exist yet is fine (run
+// creates it). Whether another process uses it is not checked: that
+// depends on the moment, not on the file.
+func checkDataDir(key, dir string) error {
+	dir = filepath.Clean(dir)
+	if rootDataDirCheck != nil {
+		if err := rootDataDirCheck(key, dir); err != nil {
+			return err
+		}
+	}
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return dataDirLinkError(key, dir)
+	case !fi.IsDir():
+		return fmt.Errorf("open %s: not a directory", dir)
+	}
+	return nil
+}
+
+// dataDirLinkError is the error for a data dir dir that is a symbolic
+// link, which vigil refuses rather than follows.
+func dataDirLinkError(key, dir string) error {
+	target, _ := os.Readlink(dir)
+	return fmt.Errorf("%s is a symbolic link to %s; vigil does not follow it: point %s at the real directory", dir, target, key)
 }
