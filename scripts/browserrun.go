@@ -52,6 +52,10 @@ type pageEvents struct {
 	// maxPending.
 	pending map[network.RequestID]pendingRequest
 	seq     int // orders pending
+	// docURL holds the URL of the last document each frame asked for
+	// (the last of its redirects), for messages about a navigation that
+	// waits for its server. At most maxEvents frames.
+	docURL map[cdp.FrameID]string
 	// docFailed holds the failed documents the page asked for ("404
 	// URL"), which an iframe's log reports again (countFrame).
 	docFailed map[string]bool
@@ -210,6 +214,17 @@ func (p *pageEvents) handle(ev any) {
 		p.mu.Unlock()
 	}
 	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if ev.Type == network.ResourceTypeDocument && ev.Request != nil {
+			p.mu.Lock()
+			if p.docURL == nil {
+				p.docURL = map[cdp.FrameID]string{}
+			}
+			if _, ok := p.docURL[ev.FrameID]; ok || len(p.docURL) < maxEvents {
+				p.docURL[ev.FrameID] = ev.Request.URL
+			}
+			p.mu.Unlock()
+		}
 	case *page.EventFrameStartedLoading:
 		p.setLoading(ev.FrameID, false, true)
 	case *page.EventFrameNavigated:
@@ -400,7 +415,8 @@ func (p *pageEvents) setLoading(id cdp.FrameID, committed, started bool) {
 
 // pageState is what the events say of the page's main frame.
 type pageState struct {
-	awaiting bool // a navigation waits for its server: no new document yet
+	awaiting bool   // a navigation waits for its server: no new document yet
+	url      string // the document the frame asked for last
 	loading  bool // the document arrived, its load event did not
 	dialog   bool // a JavaScript dialog is open
 }
@@ -410,7 +426,7 @@ func (p *pageEvents) state(main cdp.FrameID) pageState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	committed, ok := p.loading[main]
-	return pageState{awaiting: ok && !committed, loading: ok && committed, dialog: p.dialog}
+	return pageState{awaiting: ok && !committed, loading: ok && committed, dialog: p.dialog, url: p.docURL[main]}
 }
 
 func (p *pageEvents) snapshot() (console, failed []string) {
@@ -572,15 +588,40 @@ const stallAfter = 250 * time.Millisecond
 // for could not even be looked at. answered: the page answered earlier in
 // the step.
 func (r *run) noAnswer(ctx context.Context, what, sel, timeoutText string, answered bool) outcome {
-	msg := fmt.Sprintf("%s: the page did not answer within %s (a script that never yields), so %s could not be checked", what, timeoutText, sel)
+	why := r.unanswered()
+	msg := fmt.Sprintf("%s: the page did not answer within %s%s, so %s could not be checked", what, timeoutText, why, sel)
 	if answered {
-		msg = fmt.Sprintf("%s: the page stopped answering (a script that never yields) and did not answer again within %s, so %s could not be checked", what, timeoutText, sel)
+		msg = fmt.Sprintf("%s: the page stopped answering%s and did not answer again within %s, so %s could not be checked", what, why, timeoutText, sel)
 	}
 	o := r.waitFail(ctx, ctx.Err(), what, msg)
 	if we, ok := o.err.(*waitErr); ok {
 		we.load = true
 	}
 	return o
+}
+
+// unanswered says why the tab's page did not answer a question, as the
+// events tell it: ": a navigation to URL was still waiting for its
+// server" (a link to a slow server: no script runs until the document
+// arrives), ": a JavaScript dialog is open", or " (a script that never
+// yields)" when nothing else explains it: a document that arrived answers
+// while it loads, unless its script keeps the renderer busy.
+func (r *run) unanswered() string {
+	if r.tab == nil {
+		return ""
+	}
+	st := r.tab.events.state(r.tab.mainFrame())
+	u := "a new page"
+	if st.url != "" {
+		u = units.RedactURL(st.url)
+	}
+	switch {
+	case st.dialog:
+		return ": a JavaScript dialog is open"
+	case st.awaiting:
+		return fmt.Sprintf(": a navigation to %s was still waiting for its server", u)
+	}
+	return " (a script that never yields)"
 }
 
 // several says, for a failed text assertion, that the selector matched
@@ -1197,7 +1238,7 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 					msg = frameMsg(what, fr, last.State, timeoutText)
 					break
 				}
-				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", what, timeoutText)
+				msg = fmt.Sprintf("%s: the page did not answer within %s%s", what, timeoutText, r.unanswered())
 				if action == "wait_visible" {
 					// As wait_visible always said: what it waited for.
 					msg = fmt.Sprintf("%s: not visible within %s", what, timeoutText)
@@ -1545,7 +1586,7 @@ func (r *run) assertPage(ctx context.Context, fr *selector, b *BrowserStep, time
 				msg = frameMsg(what, fr, frame, timeoutText)
 			case !seen:
 				a.Got = "(no answer)"
-				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", what, timeoutText)
+				msg = fmt.Sprintf("%s: the page did not answer within %s%s", what, timeoutText, r.unanswered())
 			case name == "url" && fr == nil:
 				if u := r.tab.events.openedURL(); u != "" {
 					// A target=_blank link or window.open opened a
@@ -1887,7 +1928,7 @@ func (r *run) extract(ctx context.Context, fr *selector, n namedExtract, timeout
 					msg = frameMsg(head, fr, last.State, timeoutText)
 					break
 				}
-				msg = fmt.Sprintf("%s: the page did not answer within %s (a script that never yields, or the page still loading)", head, timeoutText)
+				msg = fmt.Sprintf("%s: the page did not answer within %s%s", head, timeoutText, r.unanswered())
 			}
 			return "", r.elementWaitFail(ctx, ctx.Err(), head, msg), false
 		case <-time.After(pollInterval):

@@ -311,7 +311,7 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 				r.artifacts = append(r.artifacts, path)
 			}
 			if why != "" {
-				sr.Err += "; no failure screenshot: " + why
+				sr.Err += "; no failure screenshot: " + r.vars.redact(why)
 			}
 			res.Cause = topCause(sr.Cause)
 			res.Err = fmt.Sprintf("step %d %q (%s): %s", i, s.Name, s.kind, sr.Err)
@@ -692,10 +692,8 @@ func (r *run) captureFailure(i int, s *Step, sr *checks.StepResult) (path, why s
 		switch {
 		case st.dialog:
 			return "", fmt.Sprintf("the page did not answer within %s: a JavaScript dialog is open", probeText)
-		case st.awaiting:
-			return "", fmt.Sprintf("the page did not answer within %s: a navigation was still waiting for its server", probeText)
 		}
-		return "", fmt.Sprintf("the page did not answer within %s (a script that never yields)", probeText)
+		return "", fmt.Sprintf("the page did not answer within %s%s", probeText, r.unanswered())
 	}
 	if sr.URL == "" {
 		if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil {
