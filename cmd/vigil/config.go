@@ -1852,14 +1852,19 @@ func interpolate(v any, path string, env func(string) (string, bool), red *redac
 			}
 			sm := interpRE.FindStringSubmatch(m)
 			name, hasDefault, def := sm[2], sm[3] != "", sm[4]
-			if val, ok := env(name); ok && val != "" {
+			val, set := env(name)
+			if set && val != "" {
 				red.add(path, val)
 				return val
 			}
 			if hasDefault {
 				return def
 			}
-			*errs = append(*errs, fmt.Errorf("%s: ${%s} is not set in the environment (use ${%s:-default} for an optional value)", path, name, name))
+			if set {
+				*errs = append(*errs, fmt.Errorf("%s: ${%s} is empty in the environment (give it a value, or use ${%s:-default} for an optional value)", path, name, name))
+			} else {
+				*errs = append(*errs, fmt.Errorf("%s: ${%s} is not set in the environment (use ${%s:-default} for an optional value)", path, name, name))
+			}
 			if len(*unset) == 0 || (*unset)[len(*unset)-1] != path {
 				*unset = append(*unset, path)
 			}
