@@ -423,12 +423,35 @@ func writeTable(w io.Writer, results []pairResult, red *redactor) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	summary := fmt.Sprintf("\n%s, %d passed, %d failed", plural(len(results), "check"), len(results)-failed-interrupted, failed)
+	summary := fmt.Sprintf("\n%s, %d passed, %d failed", runsSummary(results), len(results)-failed-interrupted, failed)
 	if interrupted > 0 {
 		summary += fmt.Sprintf(", %d interrupted", interrupted)
 	}
 	_, err := fmt.Fprintln(w, summary)
 	return err
+}
+
+// runsSummary says what the table's rows count: runs, one per check ×
+// target, and of how many checks ("12 runs (6 checks × their targets)",
+// "3 runs (1 check × 3 targets)").
+func runsSummary(results []pairResult) string {
+	if len(results) == 0 {
+		return "0 runs"
+	}
+	perCheck := map[string]int{}
+	for _, r := range results {
+		perCheck[r.Check]++
+	}
+	targets := ""
+	for _, n := range perCheck {
+		switch t := plural(n, "target"); {
+		case targets == "":
+			targets = t
+		case targets != t:
+			targets = "their targets"
+		}
+	}
+	return fmt.Sprintf("%s (%s × %s)", plural(len(results), "run"), plural(len(perCheck), "check"), targets)
 }
 
 func oneLine(s string) string {

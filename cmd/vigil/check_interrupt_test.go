@@ -75,7 +75,7 @@ checks:
 			if format == "table" {
 				if !regexpMatch(`(?m)^slow\s+a\s+INTERRUPTED\s+-\s+.*interrupted: the run was cancelled by a signal before it ended$`, out) ||
 					!regexpMatch(`(?m)^fast\s+a\s+pass\s`, out) ||
-					!strings.Contains(out, "2 checks, 1 passed, 0 failed, 1 interrupted") {
+					!strings.Contains(out, "2 runs (2 checks × 1 target), 1 passed, 0 failed, 1 interrupted") {
 					t.Errorf("table:\n%s", out)
 				}
 			} else if !strings.Contains(out, `"check":"slow","target":"a","tier":"deep","ok":false,"interrupted":true,"cause":"","error":"interrupted: the run was cancelled by a signal before it ended"`) ||

@@ -121,7 +121,7 @@ checks:
 	// Table output and JUnit.
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	out, code = runCLI(t, "check", "-c", cfg, "--junit", junit)
-	if code != 1 || !strings.Contains(out, "FAIL") || !strings.Contains(out, "checksum") || !strings.Contains(out, "2 checks, 1 passed, 1 failed") {
+	if code != 1 || !strings.Contains(out, "FAIL") || !strings.Contains(out, "checksum") || !strings.Contains(out, "2 runs (1 check × 2 targets), 1 passed, 1 failed") {
 		t.Errorf("table output (exit %d):\n%s", code, out)
 	}
 	b, err := os.ReadFile(junit)

@@ -79,7 +79,7 @@ func TestSizeMaxZeroAsserted(t *testing.T) {
 		{"check max 0B on a body", "http: {path: /ok}\n    expect: {size: {max: 0B}}", "FAIL    size   200"},
 		{"check min and max 0B on a body", "http: {path: /ok}\n    expect: {size: {min: 0B, max: 0B}}", "body size 2B, want <= 0B"},
 		{"step max 0B on a body", "script: [{http: {path: /ok}, expect: {size: {max: 0B}}}]", "body size 2B, want <= 0B"},
-		{"check max 0B on an empty body", "http: {path: /empty}\n    expect: {size: {max: 0B}}", "1 check, 1 passed"},
+		{"check max 0B on an empty body", "http: {path: /empty}\n    expect: {size: {max: 0B}}", "1 run (1 check × 1 target), 1 passed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -228,15 +228,15 @@ checks:
 `, base, base+1, base+2, checktest.AssetSHA256()))
 	got, code := runCLI(t, "check", "-c", cfg)
 	if code != 1 || !regexp.MustCompile(`asset\s+origin-b\s+FAIL\s+checksum\s+200`).MatchString(got) ||
-		!regexp.MustCompile(`asset\s+origin-a\s+pass`).MatchString(got) || !strings.Contains(got, "\n3 checks, 2 passed, 1 failed\n") {
+		!regexp.MustCompile(`asset\s+origin-a\s+pass`).MatchString(got) || !strings.Contains(got, "\n3 runs (1 check × 3 targets), 2 passed, 1 failed\n") {
 		t.Errorf("vigil check with origin-b corrupt: exit %d\n%s", code, got)
 	}
-	// One check × target: singular.
+	// One check × one target: singular.
 	one := writeConfig(t, fmt.Sprintf(`
 targets: [{name: origin-a, url: http://127.0.0.1:%d}]
 checks: [{name: healthz, targets: [origin-a], http: {path: /healthz}}]
 `, base))
-	if got, code := runCLI(t, "check", "-c", one); code != 0 || !strings.Contains(got, "\n1 check, 1 passed, 0 failed\n") {
+	if got, code := runCLI(t, "check", "-c", one); code != 0 || !strings.Contains(got, "\n1 run (1 check × 1 target), 1 passed, 0 failed\n") {
 		t.Errorf("vigil check, one check: exit %d\n%s", code, got)
 	}
 
