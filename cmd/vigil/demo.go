@@ -504,14 +504,39 @@ func demoHook(out io.Writer, w http.ResponseWriter, r *http.Request) {
 		Alerts []struct {
 			Status  string `json:"status"`
 			Summary string `json:"summary"`
+			Check   string `json:"check"`
+			Target  string `json:"target"`
 		} `json:"alerts"`
 	}
 	if err := jsonUnmarshal(body, &p); err == nil {
 		for _, a := range p.Alerts {
-			fmt.Fprintf(out, "%s  ALERT %-8s %s\n", time.Now().Format("15:04:05"), printable(strings.ToUpper(a.Status)), printable(a.Summary))
+			text := a.Summary
+			if strings.EqualFold(a.Status, "resolved") {
+				text = resolvedLine(a.Check, a.Target, a.Summary)
+			}
+			fmt.Fprintf(out, "%s  ALERT %-8s %s\n", time.Now().Format("15:04:05"), printable(strings.ToUpper(a.Status)), printable(text))
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// resolvedLine is what the terminal shows for a resolved alert. Its summary
+// is the last one it fired with ("asset × origin-b down in 2 regions (…)"),
+// which alone reads as if the origin were still down: the line says it
+// recovered and quotes the summary as what it was ("asset × origin-b
+// recovered (was down in 2 regions (…))").
+func resolvedLine(check, target, summary string) string {
+	subject := check
+	if target != "" && subject != "" {
+		subject += " × " + target
+	}
+	if subject == "" {
+		return "recovered (was: " + summary + ")"
+	}
+	if rest, ok := strings.CutPrefix(summary, subject+" "); ok {
+		return subject + " recovered (was " + rest + ")"
+	}
+	return subject + " recovered (was: " + summary + ")"
 }
 
 // printable drops the control characters of s (C0, DEL and C1, newlines and
