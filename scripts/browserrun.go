@@ -426,6 +426,11 @@ func (p *pageEvents) state(main cdp.FrameID) pageState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	committed, ok := p.loading[main]
+	if ok && !committed && p.nav.main == main && p.nav.status != 0 && !p.nav.committed {
+		// The followed navigation's document answered: it is being
+		// committed, not waiting for its server.
+		committed = true
+	}
 	return pageState{awaiting: ok && !committed, loading: ok && committed, dialog: p.dialog, url: p.docURL[main]}
 }
 
@@ -1478,8 +1483,10 @@ func (r *run) waitFail(ctx context.Context, err error, what, timeoutMsg string) 
 		return outcome{cause: checks.CauseBrowser, err: fmt.Errorf("%s: browser died: %w", what, err)}
 	}
 	if ctx.Err() != nil {
-		if timeoutMsg == "" {
-			timeoutMsg = what + ": timed out after " + ctx.Err().Error()
+		if timeoutMsg == "" && r.limit != "" {
+			timeoutMsg = what + ": did not finish within " + r.limit
+		} else if timeoutMsg == "" {
+			timeoutMsg = what + ": did not finish in time (" + ctx.Err().Error() + ")"
 		}
 		return outcome{cause: checks.CauseScript, err: &waitErr{what: timeoutMsg}}
 	}

@@ -183,6 +183,7 @@ type run struct {
 	end       time.Time           // the run's whole budget ends here (screenshot included); zero: no deadline
 	pushed    map[string]bool     // cookies copied into the browser
 	navFailed string              // Chromium's error of the last navigate, when it failed to load
+	limit     string              // the current step's time limit, for messages: "300ms (the step's timeout)"
 	pulled    map[string]*url.URL // cookies copied from the browser, by name, domain and path
 }
 
@@ -455,7 +456,11 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		err := r.openTab(octx)
 		ocancel()
 		if err != nil {
-			return outcome{cause: r.tabCause, err: err}
+			return outcome{cause: r.tabCause, err: fmt.Errorf("%s: %w", r.browserWhat(s), err)}
+		}
+		r.limit = fmt.Sprintf("%s (the step's timeout)", roundForText(timeout))
+		if capped {
+			r.limit = fmt.Sprintf("%s (what was left of the check's %s timeout)", roundForText(timeout), roundForText(r.runner.o.Timeout))
 		}
 		// Browser actions run in the tab's chromedp context, bounded by the
 		// step's timeout and, unless late, by the run's context.
@@ -553,13 +558,18 @@ func (r *run) openTab(ctx context.Context) error {
 		r.tabCause, r.tabErr = checks.CauseBrowserUnavailable, fmt.Errorf("%w: no browser configured", ErrBrowserUnavailable)
 		return r.tabErr
 	}
+	opening := time.Now()
 	t, err := b.openTab(ctx)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrBrowserUnavailable):
 			r.tabCause = checks.CauseBrowserUnavailable
 		case ctx.Err() != nil:
-			r.tabCause = checks.CauseTimeout
+			// Opening the tab is the agent's work, not the page's: the
+			// check's time ran out before the page was even asked for.
+			r.tabCause = checks.CauseBrowser
+			err = fmt.Errorf("the browser did not open the run's tab within %s, and the check's timeout ran out (vigil's own work, before the page was asked for; the machine or the browser is overloaded)",
+				roundForText(time.Since(opening)))
 		default:
 			r.tabCause = checks.CauseBrowser
 		}
@@ -568,6 +578,18 @@ func (r *run) openTab(ctx context.Context) error {
 	}
 	r.tab = t
 	return nil
+}
+
+// browserWhat names a browser step for a message about its tab: its
+// action, and for a navigate step the URL (query values as "…").
+func (r *run) browserWhat(s *Step) string {
+	if s.Browser != nil && s.Browser.nav != nil {
+		if u, err := r.vars.expand(s.Browser.nav.URL); err == nil {
+			return "navigate " + units.RedactURL(resolveURL(r.target.URL, u))
+		}
+		return "navigate"
+	}
+	return s.kind
 }
 
 // close closes the run's browser tab (its target and browser context) and

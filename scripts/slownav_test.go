@@ -48,3 +48,56 @@ func TestBrowserWaitAfterClickToSlowServer(t *testing.T) {
 		t.Errorf("blames a script: %q", res.Err)
 	}
 }
+
+// TestBrowserTimeoutMessagesNameTheLimit: a step that runs out of time
+// says which limit ended it and its value, and a check whose timeout ran
+// out while vigil opened its tab says so, naming the step's URL, with
+// cause browser (the agent's own work), not a bare "context deadline
+// exceeded" with cause timeout.
+func TestBrowserTimeoutMessagesNameTheLimit(t *testing.T) {
+	b := needChromium(t)
+	o := htmlPages(t, map[string]string{"/empty": `<!doctype html><title>empty</title>`})
+	cases := []struct {
+		name, src string
+		timeout   time.Duration
+		cause     checks.Cause
+		want      string
+	}{
+		{"step timeout", `
+- browser: {navigate: /empty}
+- name: wait
+  timeout: 300ms
+  browser: {eval: {js: "new Promise(() => {})"}}
+`, 20 * time.Second, checks.CauseScript,
+			`step 1 "wait" (browser.eval): eval: did not finish within 300ms (the step's timeout)`},
+		{"check timeout", `
+- browser: {navigate: /empty}
+- name: wait
+  browser: {eval: {js: "new Promise(() => {})"}}
+`, 3 * time.Second, checks.CauseTimeout,
+			`step 1 "wait" (browser.eval): run timed out: eval: did not finish within `},
+		{"tab opening", `
+- browser: {navigate: /empty}
+`, 20 * time.Millisecond, checks.CauseBrowser,
+			`step 0 "0 browser.navigate" (browser.navigate): navigate ` + o.URL + `/empty: the browser did not open the run's tab within `},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// The browser runs before the check's clock starts.
+			if _, err := b.running(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			res := browserRunner(t, b, "", tc.src, tc.timeout).Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
+			t.Log(res.Err)
+			got, _, _ := strings.Cut(res.Err, "; no failure screenshot")
+			if res.Cause != tc.cause || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("got %s: %q\nwant %s: %q…", res.Cause, res.Err, tc.cause, tc.want)
+			}
+			for _, bad := range []string{"timed out after", "context canceled", ": context deadline exceeded\x00"} {
+				if strings.Contains(res.Err+"\x00", bad) {
+					t.Errorf("message says %q: %q", strings.TrimSuffix(bad, "\x00"), res.Err)
+				}
+			}
+		})
+	}
+}
