@@ -86,6 +86,8 @@ type navState struct {
 	dcl, load bool              // its DOMContentLoaded and load events fired
 	stopped   bool              // the main frame stopped loading after the document's response
 	failed    string            // the document's request failed: Chromium's error text
+	mime      string            // the document's Content-Type, as Chromium read it
+	attach    string            // the document's Content-Disposition header
 }
 
 // startNav starts following a navigation of the frame main, forgetting
@@ -161,7 +163,12 @@ func (p *pageEvents) handleNav(ev any) {
 		}
 	case *network.EventResponseReceived:
 		if n.main != "" && ev.RequestID == n.docReq && ev.Response != nil && n.status == 0 {
-			n.status, n.url = int(ev.Response.Status), ev.Response.URL
+			n.status, n.url, n.mime = int(ev.Response.Status), ev.Response.URL, ev.Response.MimeType
+			for k, v := range ev.Response.Headers {
+				if strings.EqualFold(k, "Content-Disposition") {
+					n.attach = strings.TrimSpace(fmt.Sprint(v))
+				}
+			}
 			n.ttfb = time.Duration((float64(ev.Timestamp) - float64(n.start)) * float64(time.Second))
 		}
 	case *network.EventLoadingFinished:
@@ -417,8 +424,8 @@ func (p *pageEvents) setLoading(id cdp.FrameID, committed, started bool) {
 type pageState struct {
 	awaiting bool   // a navigation waits for its server: no new document yet
 	url      string // the document the frame asked for last
-	loading  bool // the document arrived, its load event did not
-	dialog   bool // a JavaScript dialog is open
+	loading  bool   // the document arrived, its load event did not
+	dialog   bool   // a JavaScript dialog is open
 }
 
 // state returns the state of the frame main (the tab's main frame).
@@ -743,6 +750,12 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 		r.navFailed = ""
 		nav, err := r.navigate(ctx, u, b.nav.WaitUntil)
 		if err != nil {
+			var de *downloadErr
+			if errors.As(err, &de) {
+				// The origin answered: not a connection failure.
+				return outcome{cause: checks.CauseScript, status: de.status, ttfb: nav.ttfb, url: u,
+					err: fmt.Errorf("navigate %s: %w", shown, err)}
+			}
 			var le *chromedp.LoadError
 			if errors.As(err, &le) {
 				r.navFailed = le.ErrorText
@@ -1041,6 +1054,27 @@ func (r *run) navigate(ctx context.Context, u, until string) (navState, error) {
 		return n, err
 	}
 	if res.ErrorText != "" {
+		if res.ErrorText == abortedLoad {
+			// A download: the server answered, and Chromium aborted the
+			// navigation to hand the response to its download manager.
+			// The response's event may come a moment after the answer.
+			wait := time.NewTimer(downloadEventWait)
+			defer wait.Stop()
+		waitResponse:
+			for n.status == 0 {
+				select {
+				case <-ctx.Done():
+					break waitResponse
+				case <-wait.C:
+					break waitResponse
+				case <-wake:
+					n, wake = ev.navigation()
+				}
+			}
+			if n.status != 0 {
+				return n, &downloadErr{status: n.status, mime: n.mime, attach: n.attach}
+			}
+		}
 		return n, &chromedp.LoadError{ErrorText: res.ErrorText}
 	}
 	if res.LoaderID == "" {
@@ -1066,6 +1100,30 @@ func (r *run) navigate(ctx context.Context, u, until string) (navState, error) {
 		}
 		n, wake = ev.navigation()
 	}
+}
+
+// abortedLoad is Chromium's error for a navigation it aborted; after a
+// response, that is one it handed to its download manager.
+const abortedLoad = "net::ERR_ABORTED"
+
+// downloadEventWait bounds the wait for the response of a navigation that
+// Chromium aborted, to tell a download from a failed connection.
+const downloadEventWait = 500 * time.Millisecond
+
+// downloadErr is a navigation whose server answered with a download (a
+// Content-Disposition: attachment, or a type the browser does not show)
+// instead of a page.
+type downloadErr struct {
+	status       int
+	mime, attach string
+}
+
+func (e *downloadErr) Error() string {
+	what := e.mime
+	if e.attach != "" {
+		what += ", Content-Disposition: " + e.attach
+	}
+	return fmt.Sprintf("the server answered %d with a download (%s), not a page; the browser does not save it, the tab stays where it was (check a download with an http step: status, headers, checksum)", e.status, what)
 }
 
 // actionableJS tells whether the element a click, type, fill, select or
