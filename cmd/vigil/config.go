@@ -715,7 +715,11 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	// A key written with no value (`checksum:`, `interval: ~`) would decode
 	// as omitted: an assertion would vanish without a word.
 	for _, k := range nullValues(reflect.TypeOf(f), settings, "") {
-		errs = append(errs, fmt.Errorf("%s: no value (omit the key, or give one)", k))
+		if strings.HasSuffix(k, "]") {
+			errs = append(errs, fmt.Errorf("%s: no value (remove the item, or give one)", k))
+		} else {
+			errs = append(errs, fmt.Errorf("%s: no value (omit the key, or give one)", k))
+		}
 		badKeys = append(badKeys, decodeScope(k))
 	}
 	decodeErr := dec.Decode(settings)

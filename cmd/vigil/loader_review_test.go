@@ -190,6 +190,22 @@ proxy:
 			t.Errorf("vigil %s: %d errors, want %d:\n%s", cmd, n, len(want), out)
 		}
 	}
+
+	// A list item with no value.
+	cfg = writeConfig(t, fmt.Sprintf(`
+targets:
+  - {name: w, url: %s}
+checks:
+  - name: a
+    targets:
+      - w
+      -
+    http: {path: /}
+`, o.URL()))
+	out, code := runCLI(t, "validate", "-c", cfg)
+	if want := cfg + ": checks[0].targets[1]: no value (remove the item, or give one)"; code != 2 || !strings.Contains(out, want) {
+		t.Errorf("list item with no value: exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
+	}
 }
 
 // TestScalarForListRefused: a number or a bool where a list belongs is an
