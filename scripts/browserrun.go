@@ -1163,7 +1163,13 @@ const actionableJS = `((sel, needVisible, needEnabled, needHit, needControl) => 
   const right = Math.min(r.right, innerWidth), bottom = Math.min(r.bottom, innerHeight);
   if (right <= left || bottom <= top) return {state: 'offscreen'};
   const x = (left + right) / 2, y = (top + bottom) / 2;
-  const hit = document.elementFromPoint(x, y);
+  let hit = document.elementFromPoint(x, y);
+  // Into open shadow roots: the document sees their host.
+  for (let i = 0; hit && hit !== el && hit.shadowRoot && i < 32; i++) {
+    const inner = hit.shadowRoot.elementFromPoint(x, y);
+    if (!inner || inner === hit) break;
+    hit = inner;
+  }
   if (hit && (hit === el || el.contains(hit))) return {state: 'ok', x: x, y: y};
   return {state: 'covered', by: name(hit)};
   })(sel, needVisible, needEnabled, needHit, needControl);

@@ -327,7 +327,9 @@ const selectorJS = `((sel) => { try { document.querySelector(sel); return ""; } 
 // JavaScript finds its element with find(sel, control), sel being
 // selector.js. It searches the document it runs in (the page's, or an
 // iframe's for a step with frame). A CSS selector is querySelector's
-// first match (a SyntaxError propagates). A text selector takes the
+// first match (a SyntaxError propagates), else the first match inside an
+// open shadow root (each root on its own: a selector does not cross a
+// shadow boundary, `my-el #inner` finds nothing). A text selector takes the
 // smallest elements whose text matches (see selector) and, of them, the
 // first visible one, else the first: a hidden copy of a button's text
 // does not win over the button. With control true, a <label> found stands
@@ -337,6 +339,20 @@ const findJS = `(sel, control) => {
   let el = null;
   if (sel.css) {
     el = document.querySelector(sel.css);
+    if (!el) {
+      // Into open shadow roots, as Playwright's CSS engine goes: the
+      // first match of each root, roots in document order, nested ones
+      // after their host's.
+      const deep = (root) => {
+        for (const h of root.querySelectorAll('*')) {
+          if (!h.shadowRoot) continue;
+          const e = h.shadowRoot.querySelector(sel.css) || deep(h.shadowRoot);
+          if (e) return e;
+        }
+        return null;
+      };
+      el = deep(document);
+    }
   } else {
     const norm = (t) => t.replace(/\s+/g, ' ').trim();
     const want = sel.exact ? norm(sel.text) : norm(sel.text).toLowerCase();
