@@ -109,6 +109,11 @@ type alertState struct {
 	alert        Alert
 	pendingSince time.Time
 	firing       bool
+	// clearedSince is, for a firing alert whose condition stopped
+	// holding, the first evaluation that found it gone: the alert keeps
+	// firing until keep_firing_for after it (see keepFiringFor). Zero
+	// while the condition holds.
+	clearedSince time.Time
 	// streamedTo are the stream receivers (Alertmanager) it was sent to
 	// as active, by name: those hold it, are sent it while a maintenance
 	// window silences it and are sent its resolve.
@@ -440,6 +445,7 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 			a.states[fp] = st
 		}
 		start := st.alert.StartsAt
+		st.clearedSince = time.Time{}
 		st.alert = c.Alert
 		st.alert.StartsAt = start
 		st.alert.Since = st.pendingSince
@@ -460,6 +466,18 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		if held[fp] {
 			continue
 		}
+		if st.firing && a.stillJudged(st.alert) {
+			// keep_firing_for: a condition that comes back within it
+			// continues this alert instead of resolving it and firing a
+			// new one.
+			if st.clearedSince.IsZero() {
+				st.clearedSince = now
+			}
+			if now.Sub(st.clearedSince) < keepFiringFor(a.cfg, a.slos, st.alert) {
+				st.alert.Silenced = a.silencedBy(now, st.alert.Check)
+				continue
+			}
+		}
 		delete(a.states, fp)
 		if !st.firing {
 			continue
@@ -467,8 +485,12 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		r := st.alert
 		r.EndsAt = now
 		r.Silenced = ""
-		a.log.Info("alert resolved", "rule", r.Rule, "check", r.Check, "target", r.Target,
-			"region", r.Region, "severity", r.Severity, "firing_for", now.Sub(r.StartsAt))
+		attrs := []any{"rule", r.Rule, "check", r.Check, "target", r.Target,
+			"region", r.Region, "severity", r.Severity, "firing_for", now.Sub(r.StartsAt)}
+		if !st.clearedSince.IsZero() && now.After(st.clearedSince) {
+			attrs = append(attrs, "condition_cleared_for", now.Sub(st.clearedSince))
+		}
+		a.log.Info("alert resolved", attrs...)
 		if g := a.groups[r.groupKey()]; g != nil && g.notified[fp] {
 			g.resolved = append(g.resolved, r)
 			delete(g.notified, fp)

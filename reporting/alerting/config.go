@@ -158,6 +158,13 @@ type DownRule struct {
 	// Default 1m when omitted; an explicit 0s (Config.SetKeys) fires on the
 	// first evaluation that sees the condition, as Prometheus's `for: 0`.
 	For time.Duration `mapstructure:"for"`
+	// KeepFiringFor is how long a firing alert keeps firing after its
+	// condition stopped holding (Prometheus's keep_firing_for); it resolves
+	// only once the condition has been false that long, and the hold starts
+	// over when it holds again. Default 0: it resolves on the first
+	// evaluation with fewer than quorum regions unhealthy (a region's
+	// verdict already needs `rise` passes to leave unhealthy).
+	KeepFiringFor time.Duration `mapstructure:"keep_firing_for"`
 	// Severity of the alert. Default page.
 	Severity string `mapstructure:"severity"`
 }
@@ -172,8 +179,19 @@ type TTFBRule struct {
 	// MinSamples is the number of runs with a TTFB a region needs in the
 	// window for its p95 to count. Default 3.
 	MinSamples int `mapstructure:"min_samples"`
+	// KeepFiringFor is how long a firing alert keeps firing after the
+	// breach stopped (Prometheus's keep_firing_for), so a p95 hovering at
+	// the objective, which crosses it as single slow runs enter and leave
+	// the window, gives one alert rather than one per crossing. Omitted:
+	// the SLO's window, at most 1h (5m for the default TTFB window); an
+	// explicit 0s (Config.SetKeys) resolves on the first evaluation
+	// without a breach.
+	KeepFiringFor time.Duration `mapstructure:"keep_firing_for"`
 	// Severity of the alert. Default ticket.
 	Severity string `mapstructure:"severity"`
+
+	// keepDefault: KeepFiringFor was omitted (set by ValidateAndSetDefaults).
+	keepDefault bool
 }
 
 // BurnRateRule configures the availability multi-window multi-burn-rate
@@ -191,6 +209,20 @@ type BurnRateRule struct {
 	// 1h window holds 120 runs, so the guard only matters in a check's
 	// first minutes and for very long intervals.
 	MinRuns int `mapstructure:"min_runs"`
+	// KeepFiringFor is how long a firing alert keeps firing after no pair
+	// of its severity holds any more (Prometheus's keep_firing_for): an
+	// error ratio that hovers at a factor crosses it with single runs, and
+	// would otherwise fire, resolve and fire again within seconds (each a
+	// new PagerDuty incident). It resolves only once no pair has held for
+	// that long; the hold starts over when one holds again. Omitted: the
+	// short window of the slowest pair that held at the alert's last
+	// holding evaluation (5m for 1h/5m, 30m for 6h/30m, 2h for 1d/2h, 6h
+	// for 3d/6h); an explicit 0s (Config.SetKeys) resolves on the first
+	// evaluation where no pair holds.
+	KeepFiringFor time.Duration `mapstructure:"keep_firing_for"`
+
+	// keepDefault: KeepFiringFor was omitted (set by ValidateAndSetDefaults).
+	keepDefault bool
 }
 
 // CertRule configures the certificate rule.
@@ -595,6 +627,17 @@ func (c *Config) ValidateAndSetDefaults() error {
 		c.Down.For = time.Minute
 	}
 	add(severity("down.severity", &c.Down.Severity, SeverityPage))
+	if c.Down.KeepFiringFor < 0 {
+		add(fmt.Errorf("down.keep_firing_for: %s: %w", c.Down.KeepFiringFor, ErrNotPositive))
+	}
+	if c.TTFB.KeepFiringFor < 0 {
+		add(fmt.Errorf("ttfb.keep_firing_for: %s: %w", c.TTFB.KeepFiringFor, ErrNotPositive))
+	}
+	c.TTFB.keepDefault = c.TTFB.KeepFiringFor == 0 && !c.set["ttfb.keep_firing_for"]
+	if c.BurnRate.KeepFiringFor < 0 {
+		add(fmt.Errorf("burn_rate.keep_firing_for: %s: %w", c.BurnRate.KeepFiringFor, ErrNotPositive))
+	}
+	c.BurnRate.keepDefault = c.BurnRate.KeepFiringFor == 0 && !c.set["burn_rate.keep_firing_for"]
 	if c.TTFB.For < 0 {
 		add(fmt.Errorf("ttfb.for: %s: %w", c.TTFB.For, ErrNotPositive))
 	}

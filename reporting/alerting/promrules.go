@@ -255,7 +255,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			"count by (check, target) (max by (check, target, region) (vigil:verdict_unhealthy) == 1) >= "+q+"\n"+
 				"or\n"+
 				"(\n  "+held+"\n)",
-			cfg.Down.For, cfg.Down.Severity, "",
+			cfg.Down.For, cfg.Down.KeepFiringFor, cfg.Down.Severity, "",
 			"{{ $labels.check }} × {{ $labels.target }} down in "+regionsTmpl+" (quorum "+q+")", true, cfg)
 	}
 	if !cfg.Cert.Disabled {
@@ -272,7 +272,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			`count by (check, target) (min by (check, target, region) ((probe_ssl_earliest_cert_expiry > 0) - time()) < `+days+` * 86400) >= `+q+"\n"+
 				"or\n"+
 				"(\n  "+held+"\n)",
-			CertPromFor, cfg.Cert.Severity, "",
+			CertPromFor, 0, cfg.Cert.Severity, "",
 			"{{ $labels.check }} × {{ $labels.target }} certificate expires within "+days+" days in "+regionsTmpl, true, cfg)
 	}
 	if !cfg.DeadMan.Disabled {
@@ -283,7 +283,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 				extra = map[string]string{"interval": promDur(g.interval)}
 			}
 			w.alertLabels(RuleDeadMan, "", deadManExpr(checkSelector(g.checks), window, cfg.DeadMan.ForgetAfter),
-				DeadManPromFor(cfg, g.interval), cfg.DeadMan.Severity, "",
+				DeadManPromFor(cfg, g.interval), 0, cfg.DeadMan.Severity, "",
 				"no run of check {{ $labels.check }} in region {{ $labels.region }} for "+promDur(window), false, extra, cfg)
 		}
 	}
@@ -342,7 +342,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 				if len(terms) == 0 {
 					continue
 				}
-				w.alert(RuleBurnRate, s.Name, strings.Join(terms, "\nor\n"), 0, sev, strings.Join(names, ","),
+				w.alert(RuleBurnRate, s.Name, strings.Join(terms, "\nor\n"), 0, burnKeepProm(cfg, sev), sev, strings.Join(names, ","),
 					"{{ $labels.check }} × {{ $labels.target }}: error budget of "+s.Name+" (objective "+s.Objective.String()+
 						"): "+burn[sev]+" in "+regionsTmpl+" ("+strings.Join(names, " or ")+")", true, cfg)
 			}
@@ -353,9 +353,13 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			w.record("vigil:ttfb_seconds:p95_"+promDur(s.Window),
 				`max by (check, target, region) (quantile_over_time(0.95, vigil:ttfb_seconds{`+sel+`}[`+promDur(s.Window)+`]))`,
 				map[string]string{"slo": s.Name}, "")
+			keep := cfg.TTFB.KeepFiringFor
+			if cfg.TTFB.keepDefault {
+				keep = ttfbKeepDefault(s)
+			}
 			w.alert(RuleTTFB, s.Name,
 				`count by (check, target) (vigil:ttfb_seconds:p95_`+promDur(s.Window)+`{`+sloSel+`} > `+obj+`) >= `+q,
-				cfg.TTFB.For, cfg.TTFB.Severity, "",
+				cfg.TTFB.For, keep, cfg.TTFB.Severity, "",
 				"{{ $labels.check }} × {{ $labels.target }} TTFB p95 over "+promDur(s.Window)+" above "+s.TTFBP95.String()+
 					" in "+regionsTmpl, true, cfg)
 		}
@@ -414,21 +418,26 @@ func (w *ruleWriter) record(name, expr string, labels map[string]string, help st
 	}
 }
 
-// alert writes an alerting rule. windows is the burn-rate pairs,
+// alert writes an alerting rule. hold is its `for`, keep its
+// `keep_firing_for` (0: none); windows is the burn-rate pairs,
 // comma-separated as in the built-in alerter's Alertmanager annotation;
 // hasTarget: the alert is per check × target, and its status_url narrows
 // the check page to the target as the built-in alerter's does.
-func (w *ruleWriter) alert(rule, slo, expr string, hold time.Duration, severity, windows, summary string, hasTarget bool, cfg Config) {
-	w.alertLabels(rule, slo, expr, hold, severity, windows, summary, hasTarget, nil, cfg)
+func (w *ruleWriter) alert(rule, slo, expr string, hold, keep time.Duration, severity, windows, summary string, hasTarget bool, cfg Config) {
+	w.alertLabels(rule, slo, expr, hold, keep, severity, windows, summary, hasTarget, nil, cfg)
 }
 
 // alertLabels is alert with extra labels.
-func (w *ruleWriter) alertLabels(rule, slo, expr string, hold time.Duration, severity, windows, summary string, hasTarget bool,
+func (w *ruleWriter) alertLabels(rule, slo, expr string, hold, keep time.Duration, severity, windows, summary string, hasTarget bool,
 	extra map[string]string, cfg Config) {
 	w.line(6, "- alert: "+alertNames[rule])
 	w.expr(8, expr)
 	if hold > 0 {
 		w.line(8, "for: "+promDur(hold))
+	}
+	if keep > 0 {
+		// Prometheus 2.42 and later.
+		w.line(8, "keep_firing_for: "+promDur(keep))
 	}
 	labels := map[string]string{"rule": rule, "severity": severity, "source": "prometheus"}
 	if slo != "" {

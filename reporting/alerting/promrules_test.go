@@ -438,3 +438,63 @@ func TestPrometheusRulesOneRegion(t *testing.T) {
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'
 `)
 }
+
+// TestPrometheusBurnKeepFiringFor runs the generated page burn-rate rule
+// with `promtool test rules`: it has keep_firing_for 30m (the longest
+// short window of the page pairs, as the built-in rule keeps a 6h/30m page
+// firing), so it is still firing 26m after the 30m window came clean and
+// resolves after 30m; with burn_rate.keep_firing_for: 0s it resolves at
+// once.
+func TestPrometheusBurnKeepFiringFor(t *testing.T) {
+	const n = 420 // minutes
+	failing := func(m int) bool { return m >= 300 && m < 330 }
+	lbl := `check="asset",target="origin-a",region="eu"`
+	input := fmt.Sprintf("      - series: 'vigil_checks_total{%s,result=\"pass\"}'\n        values: '%s'\n", lbl,
+		counterValues(n, func(m int) bool { return !failing(m) })) +
+		fmt.Sprintf("      - series: 'vigil_checks_total{%s,result=\"fail\"}'\n        values: '%s'\n", lbl,
+			counterValues(n, failing))
+	page := `
+          - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: page, slo: asset-availability, source: prometheus}
+            exp_annotations:
+              summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%): fast burn in 1 region (1h/5m or 6h/30m)'
+              status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'
+              windows: '1h/5m,6h/30m'`
+	for _, tc := range []struct {
+		name     string
+		keepZero bool
+		at385    string
+	}{
+		{"default", false, page},
+		{"0s", true, " []"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ExampleConfig
+			cfg.Quorum = 1
+			cfg.BurnRate.NoTicket = true
+			cfg.Down.Disabled, cfg.DeadMan.Disabled, cfg.Cert.Disabled = true, true, true
+			if tc.keepZero {
+				cfg.SetKeys([]string{"burn_rate.keep_firing_for"})
+			}
+			b, err := PrometheusRules(cfg, ExampleSLOs[:1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has := strings.Contains(string(b), "keep_firing_for: 30m\n"); has == tc.keepZero {
+				t.Fatalf("keep_firing_for: 30m in the rules: %t, want %t:\n%s", has, !tc.keepZero, b)
+			}
+			// The last failure is in minute 329: the 30m window is clean
+			// from 359m.
+			promtoolTest(t, writeRules(t, b), `  - interval: 1m
+    input_series:
+`+input+`    alert_rule_test:
+      - eval_time: 358m
+        alertname: VigilErrorBudgetBurn
+        exp_alerts:`+page+`
+      - eval_time: 385m
+        alertname: VigilErrorBudgetBurn
+        exp_alerts:`+tc.at385+`
+      - {eval_time: 395m, alertname: VigilErrorBudgetBurn, exp_alerts: []}
+`)
+		})
+	}
+}

@@ -392,17 +392,36 @@ func TestTTFBQuorum(t *testing.T) {
 	}
 	ttfb["us"] = 200 * time.Millisecond
 	// The breach ends once fewer than 2 slow us runs are in the window: the
-	// first slow run leaves it 20 runs (5m) after it was published.
-	for range 18 {
+	// first slow run leaves it 20 runs (5m) after it was published. The
+	// alert keeps firing for ttfb.keep_firing_for (default: the window,
+	// 5m) after that, so a p95 that crosses the objective as single slow
+	// runs enter and leave the window does not fire and resolve each time.
+	for range 19 {
 		step()
 	}
-	if n := len(h.hook.all()); n != 1 {
-		t.Fatalf("slow runs still in window: %d notifications", n)
+	if n := len(h.hook.all()); n != 1 || len(h.a.Active()) != 1 {
+		t.Fatalf("breach just ended: %d notifications, active %d", n, len(h.a.Active()))
+	}
+	// Two slow us runs 3m into the hold: the breach is back, and it is
+	// the same alert. It ends again 20 runs later, and the alert resolves
+	// 5m (20 runs) after that.
+	for range 10 {
+		step()
+	}
+	ttfb["us"] = 800 * time.Millisecond
+	step()
+	step()
+	ttfb["us"] = 200 * time.Millisecond
+	for range 38 {
+		step()
+	}
+	if n := len(h.hook.all()); n != 1 || len(h.a.Active()) != 1 {
+		t.Fatalf("breach came back within 5m: %d notifications, active %d", n, len(h.a.Active()))
 	}
 	step()
 	got = h.hook.webhooks(t)
 	if len(got) != 2 || got[1].Status != StatusResolved {
-		t.Fatalf("ttfb resolve: %+v", got)
+		t.Fatalf("ttfb resolve 5m after the breach ended: %+v", got)
 	}
 }
 
@@ -467,7 +486,10 @@ func TestBurnRatePairs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			slo := SLO{Name: "asset-availability", Check: "asset", Objective: 99.9}
 			start := t0.Add(-72 * time.Hour)
-			h := newHarness(t, start, Config{Quorum: 2, RepeatInterval: 24 * time.Hour}, []SLO{slo})
+			// keep_firing_for: 0s, to see when each pair stops holding.
+			cfg := Config{Quorum: 2, RepeatInterval: 24 * time.Hour}
+			cfg.SetKeys([]string{"burn_rate.keep_firing_for"})
+			h := newHarness(t, start, cfg, []SLO{slo})
 			fail := t0 // the first failed run is at t0+10s
 			failing := map[string]bool{}
 			for _, r := range tc.failing {

@@ -53,6 +53,10 @@ type storedState struct {
 	Streamed bool `json:"streamed,omitempty"`
 	// StreamedTo are the stream receivers that hold it as active, sorted.
 	StreamedTo []string `json:"streamed_to,omitempty"`
+	// ClearedSince is, for a firing alert kept firing by keep_firing_for,
+	// when its condition stopped holding. Absent in files of older
+	// versions and while the condition holds.
+	ClearedSince time.Time `json:"cleared_since,omitzero"`
 }
 
 // storedGroup is one groupState. Notified holds the alerts themselves, so
@@ -153,7 +157,7 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	for _, fp := range fps {
 		st := a.states[fp]
 		ss := storedState{Alert: storedAlert(st.alert), PendingSince: st.pendingSince, Firing: st.firing,
-			Streamed: st.streamed()}
+			Streamed: st.streamed(), ClearedSince: st.clearedSince}
 		if !st.streamedAll {
 			for name := range st.streamedTo {
 				ss.StreamedTo = append(ss.StreamedTo, name)
@@ -161,8 +165,8 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 			sort.Strings(ss.StreamedTo)
 		}
 		f.Alerts = append(f.Alerts, ss)
-		fmt.Fprintf(&key, "a %s %d %t %t [%s] %d\n", fp, st.pendingSince.UnixNano(), st.firing, st.streamedAll,
-			strings.Join(ss.StreamedTo, ","), st.alert.StartsAt.UnixNano())
+		fmt.Fprintf(&key, "a %s %d %t %t [%s] %d %d\n", fp, st.pendingSince.UnixNano(), st.firing, st.streamedAll,
+			strings.Join(ss.StreamedTo, ","), st.alert.StartsAt.UnixNano(), st.clearedSince.UnixNano())
 	}
 	keys := make([]string, 0, len(a.groups))
 	for k := range a.groups {
@@ -218,7 +222,7 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 // shared).
 func (a *Alerter) restore(f stateFile) {
 	for _, s := range f.Alerts {
-		st := &alertState{alert: Alert(s.Alert), pendingSince: s.PendingSince, firing: s.Firing}
+		st := &alertState{alert: Alert(s.Alert), pendingSince: s.PendingSince, firing: s.Firing, clearedSince: s.ClearedSince}
 		if len(s.StreamedTo) > 0 {
 			st.streamedTo = map[string]bool{}
 			for _, name := range s.StreamedTo {

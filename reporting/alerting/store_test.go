@@ -30,6 +30,7 @@ func scenarioEvents(t *testing.T, clock *fakeClock, src reporting.HistorySource,
 		}
 	}
 	cfg := Config{Quorum: 2, BurnRate: BurnRateRule{NoTicket: true}, DeadMan: DeadManRule{Disabled: true}}
+	cfg.SetKeys([]string{"burn_rate.keep_firing_for"}) // 0s: resolves within the scenario
 	slos := []SLO{{Name: "asset-availability", Check: "asset", Objective: 99.9}}
 	a, err := New(cfg, slos, src, Options{Now: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
