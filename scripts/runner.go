@@ -456,7 +456,11 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		err := r.openTab(octx)
 		ocancel()
 		if err != nil {
-			return outcome{cause: r.tabCause, err: fmt.Errorf("%s: %w", r.browserWhat(s), err)}
+			if r.tabCause == checks.CauseBrowser {
+				// The step never reached its page: say which it was.
+				err = fmt.Errorf("%s: %w", r.browserWhat(s), err)
+			}
+			return outcome{cause: r.tabCause, err: err}
 		}
 		r.limit = fmt.Sprintf("%s (the step's timeout)", roundForText(timeout))
 		if capped {
