@@ -67,6 +67,12 @@ type verdictFeed struct {
 
 	mu   sync.Mutex
 	last []reporting.Verdict // the last successful read's verdicts
+	// dropped is, per verdict key, the date of its verdict last dropped
+	// as dated too far ahead (dropFuture), kept while the key is read:
+	// that verdict must not count when, time passing, it comes within
+	// max_age ahead (its canary stopped, or a store read up to a bound
+	// ahead only now shows it). Under mu.
+	dropped map[string]time.Time
 
 	// skewWarned is when a verdict dated too far ahead was last logged
 	// (pollFeed's goroutine only).
@@ -104,24 +110,41 @@ func (p *Proxy) dropFuture(f *verdictFeed, vs []reporting.Verdict, now time.Time
 	var n int
 	var worst *reporting.Verdict
 	kept := vs[:0:0]
+	f.mu.Lock()
+	old := f.dropped
+	f.dropped = nil
 	for i := range vs {
 		v := &vs[i]
+		k := v.Key()
 		if v.At.After(now.Add(maxAge)) {
 			n++
 			if worst == nil || v.At.After(worst.At) {
 				worst = v
 			}
+			if f.dropped == nil {
+				f.dropped = map[string]time.Time{}
+			}
+			f.dropped[k] = v.At
 			continue
+		}
+		if at, ok := old[k]; ok {
+			if f.dropped == nil {
+				f.dropped = map[string]time.Time{}
+			}
+			f.dropped[k] = at
 		}
 		kept = append(kept, *v)
 	}
+	f.mu.Unlock()
 	if n == 0 {
-		return vs
+		return kept
 	}
 	if f.skewWarned.IsZero() || now.Sub(f.skewWarned) >= skewWarnEvery {
 		f.skewWarned = now
+		// A store is read up to a bound ahead (2 × max_age): a canary
+		// further ahead shows only its verdicts within it.
 		p.log.Warn("proxy: ignoring verdicts dated in the future beyond max_age (clock skew on the canary, or a bad canary)",
-			"source", f.name, "verdicts", n, "skew", worst.At.Sub(now).Round(time.Second).String(),
+			"source", f.name, "verdicts", n, "skew_at_least", worst.At.Sub(now).Round(time.Second).String(),
 			"max_age", maxAge.String(), "check", worst.Check, "target", worst.Target, "region", worst.Region,
 			"next_warning_in", skewWarnEvery.String())
 	}
@@ -317,6 +340,27 @@ type keySeen struct {
 	// hold-down keep its first date, so the end shown does not move by the
 	// poll's delay with each run.
 	heldRaw, held time.Time
+	// ahead is how far the verdict at was dated ahead of this proxy's
+	// clock when first seen (firstAhead): it keeps that skew, so one that
+	// was too far ahead never counts, however close its date comes.
+	ahead time.Duration
+}
+
+// aheadDropped is the skew given to a verdict dropFuture dropped before:
+// beyond every pool's max_age.
+const aheadDropped = time.Duration(1<<63 - 1)
+
+// firstAhead is how far v is dated ahead of now (0 when not ahead), or
+// aheadDropped when this very verdict was dropped before as dated beyond
+// max_age ahead.
+func (f *verdictFeed) firstAhead(v *reporting.Verdict, now time.Time) time.Duration {
+	f.mu.Lock()
+	at, ok := f.dropped[v.Key()]
+	f.mu.Unlock()
+	if ok && at.Equal(v.At) {
+		return aheadDropped
+	}
+	return max(v.At.Sub(now), 0)
 }
 
 // gapWarnEvery is the least time between two warnings about one key's
@@ -363,7 +407,7 @@ func (p *Proxy) rebase(f *verdictFeed, vs []reporting.Verdict, now time.Time, po
 			if seen.After(now) {
 				seen = now
 			}
-			p.vseen[k] = &keySeen{at: v.At, seen: seen}
+			p.vseen[k] = &keySeen{at: v.At, seen: seen, ahead: f.firstAhead(&v, now)}
 		case v.At.Equal(ks.at):
 			seen = ks.seen
 		default:
@@ -373,10 +417,10 @@ func (p *Proxy) rebase(f *verdictFeed, vs []reporting.Verdict, now time.Time, po
 				ks.longGaps = 0
 			}
 			p.lateCheck(f, &v, now, pools)
-			ks.at, ks.seen = v.At, now
+			ks.at, ks.seen, ks.ahead = v.At, now, f.firstAhead(&v, now)
 			seen = now
 		}
-		a := max(v.At.Sub(now), 0)
+		a := p.vseen[k].ahead
 		held := v.HeldUntil
 		if shift := seen.Sub(v.At); shift != 0 {
 			v.At = seen

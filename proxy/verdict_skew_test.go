@@ -56,7 +56,7 @@ func TestVerdictFromTheFutureIgnored(t *testing.T) {
 	if n := strings.Count(out, "dated in the future"); n != 1 {
 		t.Fatalf("%d skew warnings in ~15 polls, want 1:\n%s", n, out)
 	}
-	for _, want := range []string{"source=" + canary.URL + "/api/v1/verdicts", "skew=1h0m0s", "max_age=10s", "target=o0"} {
+	for _, want := range []string{"source=" + canary.URL + "/api/v1/verdicts", "skew_at_least=1h0m0s", "max_age=10s", "target=o0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("skew warning lacks %q:\n%s", want, out)
 		}
@@ -277,5 +277,43 @@ func TestVerdictAheadPerPoolMaxAge(t *testing.T) {
 		if st.Pool == "strict" && st.VerdictDown {
 			t.Fatalf("pool strict (max_age 10s) took %s out on a verdict dated 30s ahead: %+v", st.Name, st)
 		}
+	}
+}
+
+// A canary whose clock is further ahead than max_age is ignored while it
+// runs; when it stops, its last verdict comes within max_age ahead as time
+// passes, and must still be ignored: the proxy dropped that very verdict
+// before. It used to count from then on, taking the origin out about a
+// skew after the canary stopped (seen with a canary 60 s fast on InfluxDB,
+// whose verdicts are read up to 2 × max_age ahead).
+func TestVerdictFromAStoppedFastCanaryNeverCounts(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	const skew, maxAge = 2 * time.Second, time.Second
+	var frozen atomic.Pointer[time.Time]
+	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now().Add(skew)
+		if f := frozen.Load(); f != nil {
+			at = *f
+		}
+		json.NewEncoder(w).Encode([]reporting.Verdict{{Check: "home", Target: "o0", Region: "eu",
+			State: reporting.StateUnhealthy, At: at}})
+	}))
+	defer canary.Close()
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.MaxAge = maxAge
+	h, log := startSkewLogged(t, cfg, HTTPSource(canary.URL, &http.Client{Timeout: time.Second}))
+	eventually(t, "the skew warning", func() bool { return strings.Contains(log.String(), "dated in the future") })
+	stopped := time.Now()
+	stop := stopped.Add(skew)
+	frozen.Store(&stop)
+	for end := time.Now().Add(skew + 2*maxAge); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if o := h.p.Origins()[0]; o.VerdictDown {
+			t.Fatalf("%s after the fast canary stopped, its last verdict (dropped as %s ahead) took the origin out: %s",
+				time.Since(stopped).Round(10*time.Millisecond), skew, o.Why["verdict"])
+		}
+	}
+	if code, body, _ := h.do("GET", "/", ""); code != 200 || body != "ok a" {
+		t.Fatalf("GET: %d %q", code, body)
 	}
 }
