@@ -511,11 +511,16 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 				h = &hit{regions: map[string]bool{}}
 				hits[sk][w.Severity] = h
 			}
+			if len(h.windows) == 0 {
+				// The fastest pair that holds (BurnWindows is fastest
+				// first): the burn now, not an earlier, worse outage
+				// still inside a longer window.
+				h.value = burns[e.cfg.Quorum-1]
+			}
 			h.windows = append(h.windows, w.Name())
 			for _, r := range regions[sk] {
 				h.regions[r] = true
 			}
-			h.value = max(h.value, burns[e.cfg.Quorum-1])
 		}
 	}
 	var out []candidate

@@ -698,3 +698,41 @@ func TestBurnRateValueIsQuorumth(t *testing.T) {
 		t.Fatalf("value %.2f, want %.2f (us, the 2nd highest); regions %v; summary %q", burn.Value, want, burn.Regions, burn.Summary)
 	}
 }
+
+// TestBurnRateValueIsFastestPair: when 1h/5m and 6h/30m both hold and an
+// earlier outage inside the 6h window makes its burn the higher one, the
+// alert's value and summary give the fastest pair's burn (the burn now),
+// as the README says, not the 6h one.
+func TestBurnRateValueIsFastestPair(t *testing.T) {
+	slo := SLO{Name: "asset-availability", Check: "asset", Objective: 99.9}
+	const n = 400 // minutes of history, one run a minute
+	start := t0.Add(-n * time.Minute)
+	h := newHarness(t, start, Config{Down: DownRule{Disabled: true}, BurnRate: BurnRateRule{NoTicket: true}}, []SLO{slo})
+	var vs []reporting.Verdict
+	for k := range n {
+		st := H
+		// 20 failed runs 3h ago, and the last run.
+		if (k >= n-200 && k < n-180) || k == n-1 {
+			st = U
+		}
+		v := verdict("asset", "origin-a", "eu", start.Add(time.Duration(k)*time.Minute+10*time.Second), st, time.Minute)
+		vs = append(vs, v)
+	}
+	h.store.add(vs...)
+	h.clock.Set(start.Add((n-1)*time.Minute + 30*time.Second))
+	h.eval()
+	act := h.a.Active()
+	if len(act) != 1 || act[0].Rule != RuleBurnRate {
+		t.Fatalf("active: %+v", act)
+	}
+	// 1h: 1 failed run of 60 = 16.7× the 0.1% budget; 6h: 21 of 360 = 58.3×.
+	want := 1.0 / 60 / 0.001
+	if a := act[0]; a.Value < want-0.01 || a.Value > want+0.01 ||
+		!strings.Contains(a.Summary, "burning 16.7× over 1h/5m, 6h/30m in 1 region (eu)") {
+		t.Fatalf("value %.2f, want %.2f (1h/5m); summary %q", a.Value, want, a.Summary)
+	}
+	got := h.hook.webhooks(t)
+	if len(got) != 1 || got[0].Alerts[0].Value < want-0.01 || got[0].Alerts[0].Value > want+0.01 {
+		t.Fatalf("webhook: %+v", got)
+	}
+}
