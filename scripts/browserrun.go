@@ -1421,7 +1421,7 @@ func (r *run) maskFrames(ctx context.Context, secrets []string) (func(), error) 
 	r.tab.events.mu.Unlock()
 	for id, u := range contexts {
 		sc := scope{uctx: u}
-		if _, err := evalIn[int](ctx, sc, js); err != nil {
+		if err := maskIn(ctx, sc, js); err != nil {
 			unmasked = append(unmasked, id)
 			continue
 		}
@@ -1434,7 +1434,7 @@ func (r *run) maskFrames(ctx context.Context, secrets []string) (func(), error) 
 	unmasked = append(unmasked, failed...)
 	for id, ft := range targets {
 		sc := scope{t: ft}
-		if _, err := evalIn[int](ctx, sc, js); err != nil {
+		if err := maskIn(ctx, sc, js); err != nil {
 			unmasked = append(unmasked, id)
 			continue
 		}
@@ -1454,6 +1454,18 @@ func (r *run) maskFrames(ctx context.Context, secrets []string) (func(), error) 
 		undo = append(undo, show)
 	}
 	return restore, nil
+}
+
+// maxFrameMask bounds masking one frame's document: a frame busy in a
+// script that never yields is hidden instead (see maskFrames).
+const maxFrameMask = time.Second
+
+// maskIn runs the masking script js in the frame sc, within maxFrameMask.
+func maskIn(ctx context.Context, sc scope, js string) error {
+	mctx, cancel := context.WithTimeout(ctx, maxFrameMask)
+	defer cancel()
+	_, err := evalIn[int](mctx, sc, js)
+	return err
 }
 
 // blankFrame hides the iframe element of the frame id, looked for in each

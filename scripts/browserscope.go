@@ -150,17 +150,55 @@ func (r *run) scopeOf(ctx context.Context, fr *selector, scroll bool) (scope, st
 type frameTargets struct {
 	mu sync.Mutex
 	m  map[cdp.FrameID]*chromedp.Target
+	// attaching holds a channel for each iframe being attached to, closed
+	// when that is over: the lock is not held meanwhile, so a slow iframe
+	// does not hold up the others.
+	attaching map[cdp.FrameID]chan struct{}
 }
 
 // frameTarget returns the target of the out-of-process iframe id,
 // attaching to it the first time; nil when the browser lists no such
 // target (yet).
 func (t *tab) frameTarget(ctx context.Context, id cdp.FrameID) (*chromedp.Target, error) {
-	t.frames.mu.Lock()
-	defer t.frames.mu.Unlock()
-	if ft := t.frames.m[id]; ft != nil {
-		return ft, nil
+	for {
+		t.frames.mu.Lock()
+		if ft := t.frames.m[id]; ft != nil {
+			t.frames.mu.Unlock()
+			return ft, nil
+		}
+		if ch, ok := t.frames.attaching[id]; ok {
+			t.frames.mu.Unlock()
+			select {
+			case <-ch:
+				continue // attached, or failed: look again
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		if t.frames.attaching == nil {
+			t.frames.attaching = map[cdp.FrameID]chan struct{}{}
+		}
+		t.frames.attaching[id] = ch
+		t.frames.mu.Unlock()
+		ft, err := t.attachFrame(ctx, id)
+		t.frames.mu.Lock()
+		delete(t.frames.attaching, id)
+		if ft != nil {
+			if t.frames.m == nil {
+				t.frames.m = map[cdp.FrameID]*chromedp.Target{}
+			}
+			t.frames.m[id] = ft
+		}
+		t.frames.mu.Unlock()
+		close(ch)
+		return ft, err
 	}
+}
+
+// attachFrame attaches to the out-of-process iframe id; nil when the
+// browser lists no such target.
+func (t *tab) attachFrame(ctx context.Context, id cdp.FrameID) (*chromedp.Target, error) {
 	infos, err := chromedp.Targets(t.ctx)
 	if err != nil {
 		return nil, err
@@ -185,12 +223,7 @@ func (t *tab) frameTarget(ctx context.Context, id cdp.FrameID) (*chromedp.Target
 		}
 		return nil, fmt.Errorf("attaching to the iframe: %w", err)
 	}
-	if t.frames.m == nil {
-		t.frames.m = map[cdp.FrameID]*chromedp.Target{}
-	}
-	ft := chromedp.FromContext(fctx).Target
-	t.frames.m[id] = ft
-	return ft, nil
+	return chromedp.FromContext(fctx).Target, nil
 }
 
 // frameAttachBudget bounds attaching to an out-of-process iframe the tab
@@ -238,7 +271,9 @@ func (t *tab) frameTargetsNow(ctx context.Context) (map[cdp.FrameID]*chromedp.Ta
 			continue
 		}
 		id := cdp.FrameID(info.TargetID)
-		ft, err := t.frameTarget(ctx, id)
+		actx, cancel := context.WithTimeout(ctx, maxFrameMask)
+		ft, err := t.frameTarget(actx, id)
+		cancel()
 		switch {
 		case err != nil:
 			failed = append(failed, id)

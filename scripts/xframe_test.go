@@ -145,3 +145,45 @@ func TestBrowserConsoleErrorsOfCrossSiteFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserScreenshotHidesFrameThatCannotBeMasked: an iframe of another
+// site whose document does not answer (a script that never yields) cannot
+// have the secret typed into it masked: the screenshot hides the iframe
+// (its box shows the page behind it) rather than showing the secret.
+func TestBrowserScreenshotHidesFrameThatCannotBeMasked(t *testing.T) {
+	b := needChromium(t)
+	o := xframeOrigins(t)
+	t.Setenv("VIGIL_TEST_SECRET", "hunter2-s3cret")
+	run := func(src string) (checks.Result, string) {
+		t.Helper()
+		dir := t.TempDir()
+		res := browserRunner(t, b, dir, src, 30*time.Second).Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
+		if len(res.Artifacts) < 1 {
+			t.Fatalf("artifacts %v (%s: %s), want the screenshot step's", res.Artifacts, res.Cause, res.Err)
+		}
+		return res, dir
+	}
+	hung, dir := run(`
+- browser: {navigate: "/host?f=/form&only=site"}
+- browser: {type: {selector: "#u", text: "${env:VIGIL_TEST_SECRET}"}, frame: "#site"}
+- browser: {eval: {js: "document.activeElement.blur(); setTimeout(() => { for (;;) {} }, 50); true"}, frame: "#site"}
+- browser: {sleep: 300ms}
+- browser: {screenshot: true}
+`)
+	hidden, hdir := run(`
+- browser: {navigate: "/host?f=/form&only=site"}
+- browser: {eval: {js: "document.getElementById('site').style.visibility = 'hidden'; true"}}
+- browser: {screenshot: true}
+`)
+	shown, sdir := run(`
+- browser: {navigate: "/host?f=/form&only=site"}
+- browser: {screenshot: true}
+`)
+	want := decodePNG(t, hdir, hidden.Artifacts[0])
+	if samePixels(want, decodePNG(t, sdir, shown.Artifacts[0])) {
+		t.Fatal("the page with the iframe hidden looks like the page with it: the test cannot tell them apart")
+	}
+	if !samePixels(want, decodePNG(t, dir, hung.Artifacts[0])) {
+		t.Errorf("%s does not show the page with the unmaskable iframe hidden (%s)", hung.Artifacts[0], hung.Err)
+	}
+}
