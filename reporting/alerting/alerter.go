@@ -68,6 +68,7 @@ type Alerter struct {
 	metrics     *metrics
 	redact      func(string) string // Options.Redact; nil for none
 	writeHealth func() error        // Options.WriteHealth; nil for none
+	flog        *deliveryLog        // failed deliveries' log lines, across reloads
 
 	evalMu sync.Mutex   // serialises Evaluate
 	rcache rollupCaches // guarded by evalMu
@@ -203,7 +204,8 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		a.load()
 		_, a.savedKey = a.snapshot(a.now())
 	}
-	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.redact)
+	a.flog = newDeliveryLog(o.Now)
+	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.redact, a.flog)
 	return a, nil
 }
 
@@ -226,7 +228,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	}
 	old := a.disp
 	a.cfg, a.slos, a.links = cfg, slos, newLinker(cfg)
-	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.redact)
+	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.redact, a.flog)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()

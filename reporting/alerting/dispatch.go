@@ -68,6 +68,8 @@ type dispatcher struct {
 	// redact is Options.Redact, applied to every delivery error shown;
 	// nil: none.
 	redact func(string) string
+	// flog logs failed deliveries, rate-limited per receiver.
+	flog *deliveryLog
 	// ctx bounds every request; it is cancelled when close's final
 	// attempts run out of time.
 	ctx    context.Context
@@ -97,10 +99,15 @@ type worker struct {
 	lostErr            string
 }
 
+// newDispatcher starts one worker per receiver of cfg. flog logs their
+// failed deliveries; nil: a log of its own on the real clock.
 func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics, result resultFunc,
-	redact func(string) string) *dispatcher {
+	redact func(string) string, flog *deliveryLog) *dispatcher {
+	if flog == nil {
+		flog = newDeliveryLog(nil)
+	}
 	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{},
-		result: result, redact: redact}
+		result: result, redact: redact, flog: flog}
 	d.cond = sync.NewCond(&d.mu)
 	d.closing = make(chan struct{})
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -274,6 +281,7 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 			d.mu.Lock()
 			delete(d.fails, w.name)
 			d.mu.Unlock()
+			d.flog.record(d.log, w.name, "")
 			return true
 		}
 		var perm *PermanentError
@@ -293,8 +301,7 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 				w.undelivered(n, msg)
 				return false
 			}
-			d.log.Warn("alerting: delivery failed", "receiver", w.name, "group", n.GroupKey,
-				"status", n.Status, "attempts", attempt, "err", msg)
+			d.flog.record(d.log, w.name, msg, "group", n.GroupKey, "status", n.Status, "attempts", attempt)
 			return false
 		}
 		d.metrics.notifications.WithLabelValues(w.name, ResultRetry).Inc()
