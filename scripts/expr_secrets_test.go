@@ -124,3 +124,31 @@ func TestExprFailureMasksSecrets(t *testing.T) {
 		})
 	}
 }
+
+// An extracted value marked `secret: true` is hidden like an ${env:…}
+// value in every message, also when it comes back encoded; an unmarked
+// one under a plain name is shown.
+func TestExtractSecretIsHidden(t *testing.T) {
+	srv := echoOrigin(t)
+	for _, tc := range []struct {
+		secret bool
+		want   string
+	}{
+		{true, `vars.code = "[redacted]"`},
+		{false, `vars.code = "visible-value"`},
+	} {
+		mark := ""
+		if tc.secret {
+			mark = ", secret: true"
+		}
+		res := apiScript(t, `
+- http: {method: POST, path: /api/login}
+  expect: {status: 401}
+  extract: {code: {json: plain`+mark+`}}
+- expr: 'vars.code == "x"'
+`).Run(context.Background(), checks.Target{Name: "t", URL: srv.URL})
+		if res.OK || !strings.Contains(res.Err, tc.want) {
+			t.Errorf("secret %v: %q, want it to contain %q", tc.secret, res.Err, tc.want)
+		}
+	}
+}
