@@ -180,7 +180,8 @@ var errNoOwnHistory = errors.New("this agent keeps no history of its own")
 // Primary answers (and on a nil Fallback). What is wrong is the last
 // failure's: "unreachable" (connections refused or reset, DNS, dial
 // timeouts), "not answering" (reads and probes time out), "unavailable
-// (credentials rejected: 401 Unauthorized)", "unavailable (bucket not
+// (Flux off: set flux-enabled = true …)" (see FluxFix),
+// "unavailable (credentials rejected: 401 Unauthorized)", "unavailable (bucket not
 // found)", "unavailable (organization not found)", "unavailable (HTTP 503
 // Service Unavailable)" or "unavailable".
 // It names no error: those can carry URLs and are for /healthz and the log.
@@ -470,6 +471,8 @@ func outage(err error) string {
 	if he, ok := errors.AsType[*influxhttp.Error](err); ok && he.StatusCode != 0 {
 		status := fmt.Sprintf("%d %s", he.StatusCode, http.StatusText(he.StatusCode))
 		switch {
+		case FluxDisabled(err):
+			return "unavailable (Flux off: " + FluxFix + ")"
 		case he.StatusCode == http.StatusUnauthorized || he.StatusCode == http.StatusForbidden:
 			return "unavailable (credentials rejected: " + status + ")"
 		case OrgMissing(err):
@@ -494,7 +497,8 @@ func outage(err error) string {
 // BucketMissing reports whether err is InfluxDB saying that the bucket (the
 // database or retention policy on 1.8) does not exist: a 404 on 2.x and on
 // 1.8's writes (other than OrgMissing's), a 500 "no database" on 1.8's Flux
-// reads.
+// reads ("no database", or "invalid retention policy" when the database
+// exists but not the retention policy).
 func BucketMissing(err error) bool {
 	m, status := influxMessage(err)
 	switch {
@@ -504,7 +508,20 @@ func BucketMissing(err error) bool {
 		return !OrgMissing(err)
 	}
 	return strings.Contains(m, "no database") || strings.Contains(m, "database not found") ||
-		strings.Contains(m, "bucket not found") || strings.Contains(m, "retention policy not found")
+		strings.Contains(m, "bucket not found") || strings.Contains(m, "retention policy not found") ||
+		strings.Contains(m, "invalid retention policy")
+}
+
+// FluxFix says what to change when InfluxDB 1.8 runs with Flux off (its
+// default): vigil reads with Flux.
+const FluxFix = "set flux-enabled = true in the [http] section of influxdb.conf, or INFLUXDB_HTTP_FLUX_ENABLED=true, and restart InfluxDB"
+
+// FluxDisabled reports whether err is InfluxDB 1.8 refusing a Flux query
+// because its Flux service is off ("403 Forbidden: Flux query service
+// disabled"); writes still work. It is not a rejected token.
+func FluxDisabled(err error) bool {
+	m, status := influxMessage(err)
+	return status == http.StatusForbidden && strings.Contains(m, "flux query service disabled")
 }
 
 // OrgMissing reports whether err is InfluxDB 2.x answering 404 because the

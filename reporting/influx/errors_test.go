@@ -91,8 +91,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st, log, rerr := failingStore(t, influx.Config{Token: "s3cret-token", Org: "acme", Bucket: "vigil"},
 				tc.status, "application/json", func(*http.Request) string { return tc.body })
-			if got := st.ExplainError(rerr); got == nil || got.Error() != tc.want {
-				t.Errorf("read error explained = %v, want %q", got, tc.want)
+			if rerr == nil || rerr.Error() != "influx: verdicts: "+tc.want {
+				t.Errorf("read error = %v, want %q", rerr, "influx: verdicts: "+tc.want)
 			}
 			h := waitHealth(t, st, "writes failing since", "reads failing since")
 			for _, line := range strings.Split(h, "\n") {
@@ -121,8 +121,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		_, rerr := st.Verdicts(context.Background(), time.Minute)
 		const wantRead = `store.influxdb.bucket: "nodb/autogen": not found in InfluxDB (500 Internal Server Error: failed to initialize execute state: no database)`
 		const wantWrite = `store.influxdb.bucket: "nodb/autogen": not found in InfluxDB (404 Not Found: database not found: "nodb")`
-		if got := st.ExplainError(rerr); got == nil || got.Error() != wantRead {
-			t.Errorf("read error explained = %v, want %q", got, wantRead)
+		if rerr == nil || rerr.Error() != "influx: verdicts: "+wantRead {
+			t.Errorf("read error = %v, want %q", rerr, "influx: verdicts: "+wantRead)
 		}
 		h := waitHealth(t, st, "writes failing since", "reads failing since")
 		for _, line := range strings.Split(h, "\n") {

@@ -417,7 +417,7 @@ func (s *Store) sendOne(ctx context.Context) (err error) {
 // for retryable failures.
 func (s *Store) deliver(ctx context.Context, lines []string) error {
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	err := s.scrub(s.write.WriteRecord(wctx, lines...))
+	err := oneLine(s.scrub(s.write.WriteRecord(wctx, lines...)))
 	cancel()
 	if err == nil {
 		s.written.Add(uint64(len(lines)))
@@ -500,9 +500,13 @@ func (e *keyError) Unwrap() error { return e.err }
 //	store.influxdb.token: rejected by InfluxDB (401 Unauthorized)
 //	store.influxdb.bucket: "vigil/autogen": not found in InfluxDB (500 Internal Server Error: failed to initialize execute state: no database)
 //
-// 401 and 403 point at the token; 404 (2.x, and 1.8's writes) and 1.8's
-// "no database" on Flux reads point at the bucket, or at the org when
-// InfluxDB 2.x says the organization is not found. The token is never
+//	store.influxdb.url: that InfluxDB has Flux off, and vigil reads with Flux: set flux-enabled = true in the [http] section of influxdb.conf, or INFLUXDB_HTTP_FLUX_ENABLED=true, and restart InfluxDB (403 Forbidden: Flux query service disabled. …)
+//
+// 1.8's 403 "Flux query service disabled" points at InfluxDB's own config
+// (reporting.FluxDisabled), other 401s and 403s at the token; 404 (2.x,
+// and 1.8's writes) and 1.8's "no database" or "invalid retention policy"
+// on Flux reads point at the bucket, or at the org when InfluxDB 2.x says
+// the organization is not found. The token is never
 // quoted, and where the answer echoes it (a server or gateway quoting the
 // request's Authorization header) it shows as "***" (see scrub); the
 // bucket is quoted as the config has it.
@@ -518,6 +522,11 @@ func (s *Store) ExplainError(err error) error {
 	status := fmt.Sprintf("%d %s", he.StatusCode, http.StatusText(he.StatusCode))
 	said := influxSaid(he)
 	switch {
+	case reporting.FluxDisabled(err):
+		if said != "" {
+			status += ": " + said
+		}
+		return &keyError{key: "store.influxdb.url", msg: "that InfluxDB has Flux off, and vigil reads with Flux: " + reporting.FluxFix + " (" + status + ")", err: err}
 	case he.StatusCode == http.StatusUnauthorized || he.StatusCode == http.StatusForbidden:
 		if said != "" {
 			status += ": " + said

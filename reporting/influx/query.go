@@ -70,7 +70,7 @@ func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting
 		` |> last()`
 	vs, err := s.verdictRows(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("influx: verdicts: %w", err)
+		return nil, s.readError("verdicts", err)
 	}
 	// A series whose tier changed is two InfluxDB series: keep the newest.
 	latest := make(map[string]int, len(vs))
@@ -102,7 +102,7 @@ func (s *Store) History(ctx context.Context, q reporting.HistoryQuery) ([]report
 	}
 	vs, err := s.verdictRows(ctx, fq)
 	if err != nil {
-		return nil, fmt.Errorf("influx: history: %w", err)
+		return nil, s.readError("history", err)
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].At.Before(vs[j].At) })
 	return vs, nil
@@ -205,7 +205,7 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("influx: rollups: %w", err)
+		return nil, s.readError("rollups", err)
 	}
 	for _, ru := range runs {
 		if ru.notOK && (reporting.Verdict{OK: false, Cause: ru.cause}).Unavailable() {
@@ -264,10 +264,19 @@ func (s *Store) Signals(ctx context.Context, since time.Time) ([]reporting.Signa
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("influx: signals: %w", err)
+		return nil, s.readError("signals", err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out, nil
+}
+
+// readError is a failed read's error as every caller gets it: "influx:
+// WHAT: " and the error, explained (ExplainError) when InfluxDB's answer
+// points at a store.influxdb key, so that the proxy's verdict poll, the
+// passive triggers' signal reads, the alerter and the status page all
+// name the key to fix, as the write path does.
+func (s *Store) readError(what string, err error) error {
+	return fmt.Errorf("influx: %s: %w", what, s.ExplainError(err))
 }
 
 func (s *Store) verdictRows(ctx context.Context, q string) ([]reporting.Verdict, error) {
@@ -294,7 +303,7 @@ func (s *Store) each(ctx context.Context, q string, fn func(*query.FluxRecord) e
 	}
 	caller := ctx
 	defer func() {
-		err = s.scrub(err)
+		err = oneLine(s.scrub(err))
 		// A caller that went away says nothing about InfluxDB.
 		if err == nil || caller.Err() == nil {
 			s.reads.Record(err)

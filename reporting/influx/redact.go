@@ -42,8 +42,9 @@ func newRedactor(cfg Config) *checks.Redactor {
 	return r
 }
 
-// redactedError is an error whose text had credentials hidden; it still
-// unwraps to the original for errors.As (status code, Retry-After).
+// redactedError is an error whose text was rewritten (credentials hidden,
+// or folded onto one line by oneLine); it still unwraps to the original
+// for errors.As (status code, Retry-After).
 type redactedError struct {
 	msg string
 	err error
@@ -79,4 +80,26 @@ func (s *Store) scrub(err error) error {
 		return &redactedError{msg: s.red.Redact(m), err: err}
 	}
 	return err
+}
+
+// oneLine returns err with its text on one line: InfluxDB's messages end
+// with a newline (1.8's "Flux query service disabled. …\n"), and /healthz
+// gives each line of an error a line of its own, so a trailing newline made
+// an empty "proxy: " line. Lines are trimmed and the non-empty ones joined
+// with "; ".
+func oneLine(err error) error {
+	if err == nil {
+		return nil
+	}
+	m := err.Error()
+	if !strings.ContainsAny(m, "\r\n") && strings.TrimSpace(m) == m {
+		return err
+	}
+	var lines []string
+	for l := range strings.Lines(m) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return &redactedError{msg: strings.Join(lines, "; "), err: err}
 }

@@ -1,5 +1,6 @@
-// Package influxtest starts a real InfluxDB 1.8 (influxd with Flux enabled)
-// on free local ports for tests.
+// Package influxtest starts a real InfluxDB 1.8 (influxd with Flux enabled,
+// unless FluxOff; with authentication under Auth) on free local ports for
+// tests.
 //
 // influxd is looked up in $VIGIL_INFLUXD, then .cache/bin/influxd under the
 // module root, then $PATH. When it is missing the test calls
@@ -39,6 +40,7 @@ type Server struct {
 	exited         chan struct{}
 	out            *lockedWriter
 	dbs            atomic.Int64
+	user, pass     string // Auth's admin, for Query
 }
 
 // Find returns the influxd binary path or an error saying where it looked.
@@ -91,10 +93,31 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Start runs influxd with Flux enabled, data under t.TempDir(), reporting
-// disabled, and waits until /ping answers. It is stopped on cleanup.
-func Start(t testing.TB) *Server {
+// Option changes how Start configures influxd.
+type Option func(*options)
+
+type options struct {
+	fluxOff    bool
+	user, pass string
+}
+
+// FluxOff starts influxd with `[http] flux-enabled = false`, InfluxDB 1.8's
+// default: writes work, Flux reads are refused with 403.
+func FluxOff() Option { return func(o *options) { o.fluxOff = true } }
+
+// Auth starts influxd with `[http] auth-enabled = true` and an admin user
+// user with password pass; Query authenticates as them.
+func Auth(user, pass string) Option { return func(o *options) { o.user, o.pass = user, pass } }
+
+// Start runs influxd with Flux enabled (unless FluxOff), data under
+// t.TempDir(), reporting disabled, and waits until /ping answers. It is
+// stopped on cleanup.
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	bin, err := Find()
 	checktest.NeedDependency(t, "influxd (InfluxDB 1.8.10)", err)
 	dir := t.TempDir()
@@ -125,7 +148,8 @@ bind-address = "127.0.0.1:%d"
 [http]
   enabled = true
   bind-address = "127.0.0.1:%d"
-  flux-enabled = true
+  flux-enabled = %t
+  auth-enabled = %t
   log-enabled = false
   write-tracing = false
   pprof-enabled = false
@@ -135,13 +159,21 @@ bind-address = "127.0.0.1:%d"
   enabled = false
 [logging]
   level = "warn"
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort)
+`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort, !o.fluxOff, o.user != "")
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), bin: bin, dir: dir, conf: conf, t: t}
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
+	}
+	if o.user != "" {
+		// With no user yet, influxd takes this one statement unauthenticated.
+		if _, err := s.Query("", fmt.Sprintf("CREATE USER %q WITH PASSWORD '%s' WITH ALL PRIVILEGES", o.user, o.pass)); err != nil {
+			s.Stop()
+			t.Fatal(err)
+		}
+		s.user, s.pass = o.user, o.pass
 	}
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
@@ -213,13 +245,21 @@ func (s *Server) Stop() error {
 }
 
 // Query runs an InfluxQL statement (e.g. CREATE DATABASE) and returns the
-// JSON answer.
+// JSON answer; with Auth, as its admin.
 func (s *Server) Query(db, q string) (string, error) {
 	v := url.Values{"q": {q}}
 	if db != "" {
 		v.Set("db", db)
 	}
-	resp, err := http.PostForm(s.URL+"/query", v)
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/query", strings.NewReader(v.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if s.user != "" {
+		req.SetBasicAuth(s.user, s.pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err
 	}
