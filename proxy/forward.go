@@ -16,6 +16,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,45 @@ func (l *logLimiter) allow(origin, cause string, now int64) (ok bool, suppressed
 	n := st.suppressed
 	st.last, st.suppressed = now, 0
 	return true, n
+}
+
+// flushed is what a key of the limiter left out and never reported on a
+// later line (the burst ended).
+type flushed struct {
+	logKey
+	suppressed int64
+}
+
+// flush returns, and forgets, the lines left out of keys that wrote none
+// for a second: their count would otherwise wait for the next line of the
+// same origin and cause, which may never come.
+func (l *logLimiter) flush(now int64) []flushed {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []flushed
+	for k, st := range l.m {
+		if st.suppressed > 0 && now-st.last >= int64(time.Second) {
+			out = append(out, flushed{k, st.suppressed})
+			st.last, st.suppressed = now, 0
+		}
+	}
+	return out
+}
+
+// flushTryLog logs, per origin and cause, the lines the rate limit left
+// out since that key's last line when no later line reported them: "proxy:
+// lines left out by the rate limit" with the pool, origin, cause (the try
+// failure's, or client_closed, stale_conn, …) and suppressed. The passive
+// evaluation calls it every second or so.
+func (pl *pool) flushTryLog(now time.Time) {
+	for _, f := range pl.tryLog.flush(now.UnixNano()) {
+		level := slog.LevelInfo
+		if slices.Contains(retryCauses, f.cause) || f.cause == causeUnsolicited {
+			level = slog.LevelWarn
+		}
+		pl.log.Log(context.Background(), level, "proxy: lines left out by the rate limit", "pool", pl.name,
+			"origin", f.origin, "cause", f.cause, "suppressed", f.suppressed)
+	}
 }
 
 // tryFailed logs a failed try, rate-limited per origin and cause. The line

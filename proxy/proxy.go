@@ -829,6 +829,7 @@ func (p *Proxy) evaluateLoop(ctx context.Context) {
 		now := time.Now()
 		for _, pl := range p.state.Load().pools {
 			pl.evaluate(now)
+			pl.flushTryLog(now)
 		}
 	}
 }
