@@ -234,9 +234,10 @@ and alerting rules for the same SLOs over vigil's metrics, for teams that alert 
 	return cmd
 }
 
-// deadManChecks are the file's enabled checks and their intervals, for the
-// generated Prometheus dead-man rules (one per interval, over those checks
-// only); nil without a checks section (one rule for every check). A check
+// deadManChecks are the file's enabled checks, their intervals and tiers,
+// for the generated Prometheus dead-man rules (one per interval, over those
+// checks only) and the tier label of the burn-rate rules; nil without a
+// checks section (one rule for every check). A check
 // with disabled: true does not run, and its silence is not news. A cron
 // check's interval is the longest gap between two of its runs after now
 // (canary.CronMaxGap, as its Interval): a weekdays-only check gets 72h
@@ -253,7 +254,7 @@ func (f *File) deadManChecks(now time.Time) []alerting.CheckInterval {
 			interval = canary.CronMaxGap(s, now)
 		}
 		if !c.Disabled && interval > 0 {
-			out = append(out, alerting.CheckInterval{Check: c.Name, Interval: interval})
+			out = append(out, alerting.CheckInterval{Check: c.Name, Interval: interval, Tier: c.Tier})
 		}
 	}
 	return out

@@ -61,6 +61,9 @@ type Alert struct {
 	SLO string
 	// Check and Target identify the series; Target is "" for dead_man.
 	Check, Target string
+	// Tier is the check's tier (shallow, deep or synthetic) as its newest
+	// verdict says, for routing; "" when no verdict of the check is known.
+	Tier string
 	// Region is set for dead_man alerts only: the silent region.
 	Region string
 	// Regions are the regions that agree on the condition, sorted.
@@ -95,7 +98,9 @@ type Alert struct {
 	// Silenced names the maintenance window that silences the alert, or "".
 	Silenced string
 	// Labels are the alert's identity (alertname, rule, severity, check,
-	// target, slo, region, source="vigil"); Fingerprint hashes them.
+	// target, slo, region, source="vigil") and its tier; Fingerprint hashes
+	// them but tier, an attribute of the check that a config change may
+	// alter without making it another alert.
 	Labels      map[string]string
 	Fingerprint string
 }
@@ -125,6 +130,9 @@ func (a *Alert) finish() {
 	keys := make([]string, 0, len(a.Labels))
 	for k := range a.Labels {
 		keys = append(keys, k)
+	}
+	if a.Tier != "" {
+		a.Labels["tier"] = a.Tier
 	}
 	sort.Strings(keys)
 	h := fnv.New64a()

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -427,7 +429,18 @@ func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
 			cands = append(cands, cs...)
 		}
 	}
+	// Each alert carries its check's tier, from the check's newest verdict
+	// (the dead-man rule's remembered ones for a check gone silent).
+	tiers, newest := map[string]string{}, map[string]time.Time{}
+	for _, vs := range [][]reporting.Verdict{latest, slices.Collect(maps.Values(e.seen))} {
+		for _, v := range vs {
+			if v.Tier != "" && (tiers[v.Check] == "" || v.At.After(newest[v.Check])) {
+				tiers[v.Check], newest[v.Check] = v.Tier, v.At
+			}
+		}
+	}
 	for i := range cands {
+		cands[i].Tier = tiers[cands[i].Check]
 		cands[i].finish()
 		cands[i].StatusURL = e.links.status(cands[i].Check, cands[i].Target)
 		cands[i].RunbookURL = e.links.runbook(cands[i].Rule, cands[i].Check)

@@ -27,6 +27,10 @@ const deadManPromMinWindow = 2 * time.Minute
 type CheckInterval struct {
 	Check    string
 	Interval time.Duration
+	// Tier is the check's tier (shallow, deep, synthetic): the tier label
+	// of the generated burn-rate alerts of its SLOs, whose counters carry
+	// no tier. "": no label.
+	Tier string
 }
 
 // DeadManPromWindowFor is the window of the generated dead-man alert for a
@@ -171,7 +175,8 @@ var (
 		{Name: "asset-ttfb", Check: "asset", TTFBP95: 600 * time.Millisecond, Window: 5 * time.Minute},
 	}
 	ExampleConfig = Config{Quorum: 2, StatusPageURL: "http://127.0.0.1:9470"}
-	ExampleChecks = []CheckInterval{{Check: "healthz", Interval: 5 * time.Second}, {Check: "asset", Interval: 15 * time.Second}}
+	ExampleChecks = []CheckInterval{{Check: "healthz", Interval: 5 * time.Second, Tier: "shallow"},
+		{Check: "asset", Interval: 15 * time.Second, Tier: "deep"}}
 )
 
 // PrometheusRules renders a Prometheus rule file (recording and alerting
@@ -239,11 +244,11 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 		// A region counts with its canaries' current verdicts or, while
 		// the alert fires and none is current, with its last judging
 		// verdict of the last forget_after.
-		held := "count by (check, target) (\n" +
+		held := "count by (check, target, tier) (\n" +
 			"    (\n" +
-			"        max by (check, target, region) (vigil:verdict_unhealthy)\n" +
+			"        max by (check, target, tier, region) (vigil:verdict_unhealthy)\n" +
 			"      or\n" +
-			"        max by (check, target, region) (\n" +
+			"        max by (check, target, tier, region) (\n" +
 			"            (last_over_time(vigil:verdict_unhealthy[" + forget + "])" + notScraped + ")\n" +
 			"          or\n" +
 			"            (last_over_time(vigil:verdict_unhealthy[" + forget + "]) and ignoring (state) (vigil_verdict_state{state=\"unknown\"} == 1))\n" +
@@ -252,7 +257,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			"  ) >= " + q + "\n" +
 			"  and on (check, target) " + firingAlert(RuleDown)
 		w.alert(RuleDown, "",
-			"count by (check, target) (max by (check, target, region) (vigil:verdict_unhealthy) == 1) >= "+q+"\n"+
+			"count by (check, target, tier) (max by (check, target, tier, region) (vigil:verdict_unhealthy) == 1) >= "+q+"\n"+
 				"or\n"+
 				"(\n  "+held+"\n)",
 			cfg.Down.For, cfg.Down.KeepFiringFor, cfg.Down.Severity, "",
@@ -260,16 +265,16 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 	}
 	if !cfg.Cert.Disabled {
 		days := strconv.Itoa(cfg.CertExpiryDays)
-		held := "count by (check, target) (\n" +
+		held := "count by (check, target, tier) (\n" +
 			"    (\n" +
-			"        min by (check, target, region) (probe_ssl_earliest_cert_expiry > 0)\n" +
+			"        min by (check, target, tier, region) (probe_ssl_earliest_cert_expiry > 0)\n" +
 			"      or\n" +
-			"        min by (check, target, region) ((last_over_time(probe_ssl_earliest_cert_expiry[" + forget + "]) > 0)" + notScraped + ")\n" +
+			"        min by (check, target, tier, region) ((last_over_time(probe_ssl_earliest_cert_expiry[" + forget + "]) > 0)" + notScraped + ")\n" +
 			"    ) - time() < " + days + " * 86400\n" +
 			"  ) >= " + q + "\n" +
 			"  and on (check, target) " + firingAlert(RuleCert)
 		w.alert(RuleCert, "",
-			`count by (check, target) (min by (check, target, region) ((probe_ssl_earliest_cert_expiry > 0) - time()) < `+days+` * 86400) >= `+q+"\n"+
+			`count by (check, target, tier) (min by (check, target, tier, region) ((probe_ssl_earliest_cert_expiry > 0) - time()) < `+days+` * 86400) >= `+q+"\n"+
 				"or\n"+
 				"(\n  "+held+"\n)",
 			CertPromFor, 0, cfg.Cert.Severity, "",
@@ -288,6 +293,12 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 		}
 	}
 
+	tiers := map[string]string{}
+	for _, c := range checks {
+		if c.Tier != "" {
+			tiers[c.Check] = c.Tier
+		}
+	}
 	for _, s := range slos {
 		sel := `check="` + promEscape(s.Check) + `"`
 		if s.Target != "" {
@@ -342,23 +353,29 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 				if len(terms) == 0 {
 					continue
 				}
-				w.alert(RuleBurnRate, s.Name, strings.Join(terms, "\nor\n"), 0, burnKeepProm(cfg, sev), sev, strings.Join(names, ","),
+				// vigil_checks_total has no tier: the label comes from the
+				// file's checks.
+				var extra map[string]string
+				if t := tiers[s.Check]; t != "" {
+					extra = map[string]string{"tier": t}
+				}
+				w.alertLabels(RuleBurnRate, s.Name, strings.Join(terms, "\nor\n"), 0, burnKeepProm(cfg, sev), sev, strings.Join(names, ","),
 					"{{ $labels.check }} × {{ $labels.target }}: error budget of "+s.Name+" (objective "+s.Objective.String()+
-						"): "+burn[sev]+" in "+regionsTmpl+" ("+strings.Join(names, " or ")+")", true, cfg)
+						"): "+burn[sev]+" in "+regionsTmpl+" ("+strings.Join(names, " or ")+")", true, extra, cfg)
 			}
 		}
 		if s.TTFBP95 > 0 && !cfg.TTFB.Disabled {
 			w.group("vigil-slo-" + s.Name)
 			obj := strconv.FormatFloat(s.TTFBP95.Seconds(), 'g', -1, 64)
 			w.record("vigil:ttfb_seconds:p95_"+promDur(s.Window),
-				`max by (check, target, region) (quantile_over_time(0.95, vigil:ttfb_seconds{`+sel+`}[`+promDur(s.Window)+`]))`,
+				`max by (check, target, tier, region) (quantile_over_time(0.95, vigil:ttfb_seconds{`+sel+`}[`+promDur(s.Window)+`]))`,
 				map[string]string{"slo": s.Name}, "")
 			keep := cfg.TTFB.KeepFiringFor
 			if cfg.TTFB.keepDefault {
 				keep = ttfbKeepDefault(s)
 			}
 			w.alert(RuleTTFB, s.Name,
-				`count by (check, target) (vigil:ttfb_seconds:p95_`+promDur(s.Window)+`{`+sloSel+`} > `+obj+`) >= `+q,
+				`count by (check, target, tier) (vigil:ttfb_seconds:p95_`+promDur(s.Window)+`{`+sloSel+`} > `+obj+`) >= `+q,
 				cfg.TTFB.For, keep, cfg.TTFB.Severity, "",
 				"{{ $labels.check }} × {{ $labels.target }} TTFB p95 over "+promDur(s.Window)+" above "+s.TTFBP95.String()+
 					" in "+regionsTmpl, true, cfg)

@@ -107,7 +107,7 @@ func TestPrometheusDeadManStaleCanary(t *testing.T) {
 // regions.
 func downAlert(n int) string {
 	return fmt.Sprintf(`
-          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, rule: down, severity: page, source: prometheus}
+          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, tier: deep, rule: down, severity: page, source: prometheus}
             exp_annotations:
               summary: 'asset × origin-a down in %d regions (quorum 2)'
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'`, n)
@@ -148,7 +148,7 @@ func TestPrometheusCertHeldOverMissingData(t *testing.T) {
 		return seriesLine(`probe_ssl_earliest_cert_expiry{`+c.labels("tls", "origin-a", "shallow")+`}`, values) + c.upLine()
 	}
 	firing := `
-          - exp_labels: {alertname: VigilCertificate, check: tls, target: origin-a, rule: cert_expiry, severity: ticket, source: prometheus}
+          - exp_labels: {alertname: VigilCertificate, check: tls, target: origin-a, tier: shallow, rule: cert_expiry, severity: ticket, source: prometheus}
             exp_annotations:
               summary: 'tls × origin-a certificate expires within 14 days in 2 regions'
               status_url: 'http://127.0.0.1:9470/check/tls?target=origin-a'`

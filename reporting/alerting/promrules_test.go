@@ -183,19 +183,19 @@ func TestPrometheusRulesPromtoolTest(t *testing.T) {
 		fmt.Fprintf(&series, "      - series: 'vigil_verdict_state{%s,tier=\"deep\",state=\"unhealthy\"}'\n        values: '%s'\n", lbl, unhealthy)
 	}
 	page := `
-          - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: page, slo: asset-availability, source: prometheus}
+          - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, tier: deep, rule: burn_rate, severity: page, slo: asset-availability, source: prometheus}
             exp_annotations:
               summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%): fast burn in 2 regions (1h/5m or 6h/30m)'
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'
               windows: '1h/5m,6h/30m'`
 	ticket := `
-          - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, rule: burn_rate, severity: ticket, slo: asset-availability, source: prometheus}
+          - exp_labels: {alertname: VigilErrorBudgetBurn, check: asset, target: origin-a, tier: deep, rule: burn_rate, severity: ticket, slo: asset-availability, source: prometheus}
             exp_annotations:
               summary: 'asset × origin-a: error budget of asset-availability (objective 99.9%): slow burn in 2 regions (1d/2h or 3d/6h)'
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'
               windows: '1d/2h,3d/6h'`
 	down := `
-          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, rule: down, severity: page, source: prometheus}
+          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, tier: deep, rule: down, severity: page, source: prometheus}
             exp_annotations:
               summary: 'asset × origin-a down in 2 regions (quorum 2)'
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'`
@@ -288,15 +288,15 @@ func TestPrometheusDeadManFor(t *testing.T) {
 		want   []want
 	}{
 		{name: "dead_man.for set", cfg: Config{DeadMan: DeadManRule{For: 3 * time.Minute}},
-			checks: []CheckInterval{{"fast", 30 * time.Second}, {"hourly", time.Hour}},
+			checks: []CheckInterval{{Check: "fast", Interval: 30 * time.Second}, {Check: "hourly", Interval: time.Hour}},
 			want:   []want{{"30s", "3m", "2m", `{check="fast"}`}, {"1h", "3m", "3h", `{check="hourly"}`}}},
-		{name: "2 × each interval", checks: []CheckInterval{{"a", 5 * time.Second}, {"b", 90 * time.Second}, {"c", 30 * time.Second}, {"d", 5 * time.Second}},
+		{name: "2 × each interval", checks: []CheckInterval{{Check: "a", Interval: 5 * time.Second}, {Check: "b", Interval: 90 * time.Second}, {Check: "c", Interval: 30 * time.Second}, {Check: "d", Interval: 5 * time.Second}},
 			want: []want{{"5s", "10s", "2m", `{check=~"a|d"}`}, {"30s", "1m", "2m", `{check="c"}`}, {"1m30s", "3m", "4m30s", `{check="b"}`}}},
-		{name: "a daily check does not stretch a 5s one", checks: []CheckInterval{{"nightly", 24 * time.Hour}, {"fast", 5 * time.Second}},
+		{name: "a daily check does not stretch a 5s one", checks: []CheckInterval{{Check: "nightly", Interval: 24 * time.Hour}, {Check: "fast", Interval: 5 * time.Second}},
 			want: []want{{"5s", "10s", "2m", `{check="fast"}`}, {"1d", "2d", "3d", `{check="nightly"}`}}},
-		{name: "names are quoted as regular expressions", checks: []CheckInterval{{"a.b", 5 * time.Second}, {"c", 5 * time.Second}},
+		{name: "names are quoted as regular expressions", checks: []CheckInterval{{Check: "a.b", Interval: 5 * time.Second}, {Check: "c", Interval: 5 * time.Second}},
 			want: []want{{"5s", "10s", "2m", `{check=~"a\\.b|c"}`}}},
-		{name: "a check listed twice keeps its longest interval", checks: []CheckInterval{{"a", 5 * time.Second}, {"a", time.Minute}},
+		{name: "a check listed twice keeps its longest interval", checks: []CheckInterval{{Check: "a", Interval: 5 * time.Second}, {Check: "a", Interval: time.Minute}},
 			want: []want{{"1m", "2m", "3m", `{check="a"}`}}},
 		{name: "no checks: 2 × 10m / 3", want: []want{{"", "6m40s", "10m", ""}}},
 		{name: "no checks: 2 × 10m / dead_man.intervals 5", cfg: Config{DeadMan: DeadManRule{Intervals: 5}},
@@ -351,7 +351,7 @@ func silentAlert(check, interval, window string) string {
 // up sends nothing for home, a counter that stops growing from minute 60
 // fires for asset after its 2m window and 1m hold.
 func TestPrometheusDeadManPromtool(t *testing.T) {
-	b, err := PrometheusRules(ExampleConfig, nil, CheckInterval{"asset", 30 * time.Second}, CheckInterval{"home", 2 * time.Minute})
+	b, err := PrometheusRules(ExampleConfig, nil, CheckInterval{Check: "asset", Interval: 30 * time.Second}, CheckInterval{Check: "home", Interval: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestPrometheusDeadManPromtool(t *testing.T) {
 // check's 3d window and 2d hold; a check the file does not configure is not
 // judged.
 func TestPrometheusDeadManPerCheckPromtool(t *testing.T) {
-	b, err := PrometheusRules(ExampleConfig, nil, CheckInterval{"fast", 5 * time.Second}, CheckInterval{"nightly", 24 * time.Hour})
+	b, err := PrometheusRules(ExampleConfig, nil, CheckInterval{Check: "fast", Interval: 5 * time.Second}, CheckInterval{Check: "nightly", Interval: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestPrometheusRulesOneRegion(t *testing.T) {
       - eval_time: 15m
         alertname: VigilCheckDown
         exp_alerts:
-          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, rule: down, severity: page, source: prometheus}
+          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, tier: deep, rule: down, severity: page, source: prometheus}
             exp_annotations:
               summary: 'asset × origin-a down in 1 region (quorum 1)'
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'

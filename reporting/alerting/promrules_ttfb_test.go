@@ -33,7 +33,7 @@ func TestPrometheusTTFBScriptCheck(t *testing.T) {
       - eval_time: 12m
         alertname: VigilTTFBSLOBreach
         exp_alerts:
-          - exp_labels: {alertname: VigilTTFBSLOBreach, check: login-flow, target: origin-a, rule: ttfb, severity: ticket, slo: login-ttfb, source: prometheus}
+          - exp_labels: {alertname: VigilTTFBSLOBreach, check: login-flow, target: origin-a, tier: synthetic, rule: ttfb, severity: ticket, slo: login-ttfb, source: prometheus}
             exp_annotations:
               summary: 'login-flow × origin-a TTFB p95 over 5m above 300ms in 1 region'
               status_url: 'http://127.0.0.1:9470/check/login-flow?target=origin-a'

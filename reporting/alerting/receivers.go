@@ -115,6 +115,7 @@ type WebhookAlert struct {
 	SLO         string            `json:"slo,omitempty"`
 	Check       string            `json:"check"`
 	Target      string            `json:"target,omitempty"`
+	Tier        string            `json:"tier,omitempty"`
 	Region      string            `json:"region,omitempty"`
 	Regions     []string          `json:"regions"`
 	Cause       string            `json:"cause,omitempty"`
@@ -151,7 +152,7 @@ type WebhookPayload struct {
 
 func webhookAlert(a Alert) WebhookAlert {
 	w := WebhookAlert{Status: StatusFiring, Rule: a.Rule, AlertName: a.Name, Severity: a.Severity, SLO: a.SLO,
-		Check: a.Check, Target: a.Target, Region: a.Region, Regions: a.Regions, Cause: a.Cause, Error: a.Err,
+		Check: a.Check, Target: a.Target, Tier: a.Tier, Region: a.Region, Regions: a.Regions, Cause: a.Cause, Error: a.Err,
 		TTFBMs: float64(a.TTFB) / float64(time.Millisecond), Value: a.Value, Windows: a.Windows,
 		Summary: a.Summary, StatusURL: a.StatusURL, ArtifactURL: a.ArtifactURL, RunbookURL: a.RunbookURL,
 		Silenced: a.Silenced, StartsAt: a.StartsAt.UTC(), Since: a.Since.UTC(), Labels: a.Labels, Fingerprint: a.Fingerprint}

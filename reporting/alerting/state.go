@@ -139,6 +139,7 @@ type storedSeen struct {
 	Region   string        `json:"region"`
 	At       time.Time     `json:"at"`
 	Interval time.Duration `json:"interval"`
+	Tier     string        `json:"tier,omitempty"`
 }
 
 // snapshot builds the state file and its change key: the firing set,
@@ -207,7 +208,7 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	f.Stream = storeOwed(a.streamOwed)
 	fmt.Fprintf(&key, "s [%s]\n", owedKey(a.streamOwed))
 	for _, v := range a.seen {
-		f.Seen = append(f.Seen, storedSeen{Check: v.Check, Region: v.Region, At: v.At, Interval: v.Interval})
+		f.Seen = append(f.Seen, storedSeen{Check: v.Check, Region: v.Region, At: v.At, Interval: v.Interval, Tier: v.Tier})
 	}
 	sort.Slice(f.Seen, func(i, j int) bool {
 		if f.Seen[i].Region != f.Seen[j].Region {
@@ -259,7 +260,7 @@ func (a *Alerter) restore(f stateFile) {
 		a.groups[sg.Key] = g
 	}
 	for _, s := range f.Seen {
-		a.seen[s.Region+"\x00"+s.Check] = reporting.Verdict{Check: s.Check, Region: s.Region, At: s.At, Interval: s.Interval}
+		a.seen[s.Region+"\x00"+s.Check] = reporting.Verdict{Check: s.Check, Region: s.Region, At: s.At, Interval: s.Interval, Tier: s.Tier}
 	}
 	a.streamOwed = restoreOwed(f.Stream)
 	a.setActive()
