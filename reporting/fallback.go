@@ -132,6 +132,16 @@ type Explainer interface {
 	ExplainError(err error) error
 }
 
+// FailingSincer is a Primary that knows when its current outage began: the
+// first of its failed operations (reads, and writes such as an outbox's
+// delivery) in the failures going on; zero when none fails. Notice dates
+// the degraded state from it when that is earlier than the first read of
+// Primary that failed through the Fallback, so that the banner agrees with
+// /healthz.
+type FailingSincer interface {
+	FailingSince() time.Time
+}
+
 // probeCall is one probe read of Primary that concurrent reads share.
 type probeCall struct {
 	done chan struct{}
@@ -177,7 +187,10 @@ var errNoOwnHistory = errors.New("this agent keeps no history of its own")
 
 // Notice says why reads come from Own, e.g. "InfluxDB unreachable since
 // 2026-11-30T10:20:00Z: showing this canary's own results only"; "" while
-// Primary answers (and on a nil Fallback). What is wrong is the last
+// Primary answers (and on a nil Fallback). Since is when the first read
+// failed, or, for a Primary that is a FailingSincer, the first failed
+// operation of Primary's if earlier (an InfluxDB store's writes usually
+// fail first). What is wrong is the last
 // failure's: "unreachable" (connections refused or reset, DNS, dial
 // timeouts), "not answering" (reads and probes time out), "unavailable
 // (Flux off: set flux-enabled = true …)" (see FluxFix),
@@ -194,6 +207,11 @@ func (f *Fallback) Notice() string {
 	f.mu.Unlock()
 	if since.IsZero() {
 		return ""
+	}
+	if p, ok := f.Primary.(FailingSincer); ok {
+		if t := p.FailingSince(); !t.IsZero() && t.Before(since) {
+			since = t
+		}
 	}
 	return fmt.Sprintf("%s %s since %s: showing this canary's own results only",
 		f.name(), why, since.UTC().Format(time.RFC3339))

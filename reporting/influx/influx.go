@@ -85,6 +85,10 @@ type Store struct {
 
 	writes, reads reporting.Failing // for Health
 
+	failMu   sync.Mutex
+	failFrom time.Time // start of the failed writes a previous run recorded (failingFile); zero: none
+	failFile bool      // failingFile is on disk
+
 	mWritten  prometheus.Counter
 	mDropped  *prometheus.CounterVec
 	mRetries  prometheus.Counter
@@ -98,6 +102,7 @@ var (
 	_ reporting.Explainer     = (*Store)(nil)
 	_ reporting.SignalSink    = (*Store)(nil)
 	_ reporting.SignalSource  = (*Store)(nil)
+	_ reporting.FailingSincer = (*Store)(nil)
 )
 
 // Open opens the outbox under <dataDir>/outbox/ (delivering what a previous
@@ -155,9 +160,12 @@ func Open(cfg Config, dataDir string, o Options) (*Store, error) {
 	s.mSpoolLen = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "vigil_influx_outbox_bytes", Help: "Size of the outbox on disk, bytes.",
 	}, func() float64 { _, b := s.out.stats(); return float64(b) })
-	if p, _ := out.stats(); p > 0 {
+	p, _ := out.stats()
+	if p > 0 {
 		s.log.Info("influx: delivering points left in the outbox", "points", p)
 	}
+	s.failFrom = restoreFailing(out.dir, p)
+	s.failFile = !s.failFrom.IsZero()
 	go s.sendLoop()
 	return s, nil
 }
@@ -325,6 +333,7 @@ func (s *Store) sendLoop() {
 		err := s.ExplainError(s.sendOne(ctx))
 		if err == nil || ctx.Err() == nil {
 			s.writes.Record(err)
+			s.noteWrite(err)
 		}
 		if err == nil {
 			if failures > 0 {
@@ -563,9 +572,12 @@ func influxSaid(he *http2.Error) string {
 // Health reports failing writes (points wait in the outbox) and failing
 // reads (the proxy, alerter and status page see no verdicts from InfluxDB)
 // as one error per line, nil when the last write and the last read worked.
+// "writes failing since" keeps the start of an outage across restarts
+// while points wait in the outbox (see failingFile); "reads failing since"
+// starts with the process.
 func (s *Store) Health() error {
 	var errs []error
-	if since, err := s.writes.State(); err != nil {
+	if since, err := s.writesState(); err != nil {
 		p, _ := s.out.stats()
 		errs = append(errs, fmt.Errorf("writes failing since %s (%d points waiting in the outbox): %w",
 			since.UTC().Format(time.RFC3339), p, err))
