@@ -1,6 +1,10 @@
 package alerting
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +172,64 @@ func TestKeepFiringForNegative(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to contain %q", err, want)
 		}
+	}
+}
+
+// TestKeepFiringForSurvivesRestart: an alert kept firing by
+// keep_firing_for resolves keep_firing_for after its condition stopped
+// holding, across a restart in between (alerts.json keeps when), not
+// keep_firing_for after the restart; the restart sends nothing.
+func TestKeepFiringForSurvivesRestart(t *testing.T) {
+	hook := newRecorder(t)
+	clock := &fakeClock{t: t0}
+	store := &memStore{clock: clock.Now}
+	cfg := Config{Down: DownRule{KeepFiringFor: time.Minute}, DeadMan: DeadManRule{Disabled: true},
+		Receivers: []Receiver{{Name: "ops", Webhook: &WebhookConfig{URL: Secret(hook.srv.URL + "/hook")}}}}
+	cfg.SetKeys([]string{"down.for"})
+	statePath := filepath.Join(t.TempDir(), "alerts.json")
+	open := func() *Alerter {
+		a, err := New(cfg, nil, store, Options{Now: clock.Now, StatePath: statePath,
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	eval := func(a *Alerter, st reporting.State) {
+		t.Helper()
+		now := clock.Add(15 * time.Second)
+		if st != "" {
+			store.add(verdict("asset", "origin-a", "eu", now.Add(-time.Second), st, time.Minute))
+		}
+		if err := a.Evaluate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := open()
+	eval(a, U)
+	eval(a, H) // the condition stops holding: kept firing until +1m
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b := open()
+	defer b.Close(context.Background())
+	eval(b, H) // +15s
+	eval(b, H) // +30s
+	eval(b, H) // +45s
+	if n := len(hook.all()); n != 1 || len(b.Active()) != 1 {
+		t.Fatalf("45s after the recovery, restarted: %d notifications, active %d; want the page kept open", n, len(b.Active()))
+	}
+	eval(b, H) // +60s
+	var got []string
+	for _, p := range hook.webhooks(t) {
+		got = append(got, p.Status)
+	}
+	if strings.Join(got, " ") != "firing resolved" {
+		t.Fatalf("1m after the recovery, across a restart: notifications %v, want firing resolved", got)
 	}
 }
