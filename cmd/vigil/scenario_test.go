@@ -249,55 +249,77 @@ func scenarioDur(d time.Duration, note string) string {
 	return fmt.Sprintf("%.1f s", d.Seconds())
 }
 
-// quietFor is how long origin-b must see no client request and the clients
-// no symptom before the end of the fault window for the fault to count as
-// detected by the traffic measure.
-const quietFor = 2 * time.Second
+// trickle is the share of its pre-fault traffic origin-b may get in a
+// second for the fault to count as detected by the traffic measure.
+const trickle = 0.1
 
-// slowSymptom is the client latency that counts as a symptom of the fault.
-const slowSymptom = time.Second
-
-// traffic fills detect and recover from origin-b's request counter and the
-// client symptoms: detect is the last moment in the fault window origin-b
-// got a client request or a client saw an error, wrong content or a slow
-// answer, provided the rest of the window stayed quiet; recover is the first
-// client request origin-b gets after the fault ends.
-func (m *measure) traffic(samples []sample, events []reqEvent, f0, f1 time.Time) {
-	var last time.Time
-	for i := 1; i < len(samples); i++ {
-		s := samples[i]
-		if samples[i-1].at.Before(f0) || s.at.After(f1) {
-			continue // an increase that may predate the fault
+// traffic fills detect and recover from origin-b's share of the client API
+// traffic, for the systems whose health state cannot be read (nginx,
+// Caddy): detect is the start of the first second of the fault in which
+// origin-b got at most trickle of its pre-fault rate, with the share of
+// its traffic it still got from then to the end of the fault noted when
+// not 0 (a passive proxy such as nginx sends a failed origin a request now
+// and then to see whether it recovered, and lets it back in between);
+// recover is the start of the first second after the fault in which it got
+// half its pre-fault rate again. (Timing it by the last request origin-b
+// got during the fault read nginx's periodic retries as never detecting.)
+func (m *measure) traffic(samples []sample, f0, f1 time.Time) {
+	countAt := func(t time.Time) int64 {
+		var n int64
+		for _, s := range samples {
+			if s.at.After(t) {
+				break
+			}
+			n = s.apiB
 		}
-		if s.apiB > samples[i-1].apiB {
-			last = s.at
-		}
+		return n
 	}
-	for _, e := range events {
-		if e.start.Before(f0) || e.start.After(f1) {
-			continue
-		}
-		if (e.err || e.wrong || e.lat > slowSymptom) && e.start.After(last) {
-			last = e.start
-		}
+	if len(samples) == 0 || !samples[0].at.Before(f0) {
+		m.detectNote, m.recoverNote = "n/o (no samples)", "–"
+		return
 	}
-	switch {
-	case last.IsZero():
-		m.detectNote = "n/o (no symptom)"
-	case f1.Sub(last) < quietFor:
-		m.detectNote = "never"
-	default:
-		m.detect = last.Sub(f0)
+	pre := f0.Sub(samples[0].at).Seconds()
+	base := float64(countAt(f0)-samples[0].apiB) / pre // requests a second
+	if base <= 0 {
+		m.detectNote, m.recoverNote = "n/o (no traffic)", "–"
+		return
 	}
-	m.recoverNote = "not back"
-	for i := 1; i < len(samples); i++ {
-		if samples[i].at.After(f1) && samples[i].apiB > samples[i-1].apiB {
-			m.recover, m.recoverNote = samples[i].at.Sub(f1), ""
+	const step, win = 100 * time.Millisecond, time.Second
+	// lowFrom: the first one-second window of the fault at or under the
+	// trickle.
+	lowFrom := time.Time{}
+	for u := f0; !u.Add(win).After(f1); u = u.Add(step) {
+		if float64(countAt(u.Add(win))-countAt(u)) <= trickle*base {
+			lowFrom = u
 			break
 		}
 	}
-	if m.detectNote == "never" {
-		m.recoverNote = "— (never out)"
+	if lowFrom.IsZero() {
+		m.detectNote, m.recoverNote = "never", "— (never out)"
+		return
+	}
+	m.detect = lowFrom.Sub(f0)
+	if got := countAt(f1) - countAt(lowFrom); got > 0 {
+		share := float64(got) / (base * f1.Sub(lowFrom).Seconds())
+		if share > 0.5 {
+			// A dip (the load generator or the machine stalled), not
+			// taking it out.
+			m.detectNote, m.recoverNote = "never", "— (never out)"
+			return
+		}
+		pct := fmt.Sprintf("%.0f %%", 100*share)
+		if share < 0.005 {
+			pct = "<1 %"
+		}
+		m.detectNote = fmt.Sprintf("%.1f s (then %s of its traffic)", m.detect.Seconds(), pct)
+	}
+	m.recoverNote = "not back"
+	last := samples[len(samples)-1].at
+	for u := f1; !u.Add(win).After(last); u = u.Add(step) {
+		if float64(countAt(u.Add(win))-countAt(u)) >= base/2 {
+			m.recover, m.recoverNote = u.Sub(f1), ""
+			break
+		}
 	}
 }
 
@@ -555,10 +577,10 @@ func runScenario(t *testing.T, sc scenario, tm scenarioTiming, peers []peer) []m
 		if s.outB != nil {
 			m.rotation(s.samples, f0, f1)
 			tm := measure{}
-			tm.traffic(s.samples, s.rec.events, f0, f1)
+			tm.traffic(s.samples, f0, f1)
 			m.byTraffic = &tm
 		} else {
-			m.traffic(s.samples, s.rec.events, f0, f1)
+			m.traffic(s.samples, f0, f1)
 		}
 		m.replays = postReplays(s.origins)
 		if s.outB != nil {
@@ -627,7 +649,7 @@ func scenarioTable(sc scenario, tm scenarioTiming, ms []measure) string {
 	}
 	for _, m := range ms {
 		if m.byTraffic != nil {
-			fmt.Fprintf(&b, "\n%s measured by traffic, as nginx and Caddy are (origin-b's client requests and client symptoms): detect %s, recover %s.\n",
+			fmt.Fprintf(&b, "\n%s measured by traffic, as nginx and Caddy are (origin-b's share of the client traffic): detect %s, recover %s.\n",
 				m.system, scenarioDur(m.byTraffic.detect, m.byTraffic.detectNote), scenarioDur(m.byTraffic.recover, m.byTraffic.recoverNote))
 		}
 		if m.note != "" {
@@ -681,20 +703,20 @@ latency_p95 1 s, 3 tries.
 - **time to detect**: vigil and HAProxy — fault start until the proxy takes
   origin-b out of rotation by its own state (vigil's origins API, HAProxy's
   stats socket; the figure by traffic follows each table). nginx and Caddy
-  (no readable health state) — fault start until origin-b's last
-  client request or the clients' last symptom (error, wrong content, answer
-  slower than 1 s) in the window, if the last %s of the window stayed quiet;
-  "never": the peer kept sending clients to origin-b to the end; "n/o": no
-  symptom and no request reached origin-b (a refused connection retried at
-  once is invisible from outside).
+  (no readable health state) — fault start until the first second in
+  which origin-b got at most %.0f %% of its pre-fault API traffic, with the
+  share of its traffic it still got from then to the end of the fault in
+  brackets when not 0 (a passive proxy's retries of a failed origin, and
+  the times it let it back in); "never": no such second, or origin-b got
+  more than half its traffic from then on.
 - **time to recover**: vigil and HAProxy — fault end until origin-b is back
-  in rotation by its own state. nginx and Caddy — fault end until origin-b's
-  first client request.
+  in rotation by its own state. nginx and Caddy — fault end until the first
+  second in which origin-b got half its pre-fault traffic again.
 - **POST replays**: POSTs that reached more than one origin.
 
 Peer settings:
 `, form, time.Now().UTC().Format("2006-01-02 15:04 MST"), tm.rate, tm.pre, tm.fault, tm.post,
-		tm.interval, tm.fall, tm.rise, tm.verdictPoll, quietFor)
+		tm.interval, tm.fall, tm.rise, tm.verdictPoll, 100*trickle)
 	for _, p := range peers {
 		fmt.Fprintf(&doc, "- %s\n", p.note)
 	}
