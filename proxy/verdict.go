@@ -611,6 +611,20 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Dura
 		return false, ""
 	}
 	regions := map[string][]string{}
+	// A region several canaries (vantages) report from: its entries name
+	// the vantage, so the one that sees the origin broken can be found.
+	vantages := map[string]string{}
+	several := map[string]bool{}
+	for i := range vs {
+		v := &vs[i]
+		if v.Target != o.target || !pl.counts(v) {
+			continue
+		}
+		if w, ok := vantages[v.Region]; ok && w != v.Vantage {
+			several[v.Region] = true
+		}
+		vantages[v.Region] = v.Vantage
+	}
 	for i := range vs {
 		v := &vs[i]
 		if v.Target != o.target || !pl.counts(v) {
@@ -620,7 +634,15 @@ func (pl *pool) verdictDown(o *origin, vs []reporting.Verdict, ahead []time.Dura
 			ahead != nil && ahead[i] > pl.cfg.Verdicts.MaxAge {
 			continue
 		}
-		regions[v.Region] = append(regions[v.Region], v.Check+verdictDetail(v, now))
+		d := verdictDetail(v, now)
+		if several[v.Region] {
+			if d == "" {
+				d = " (vantage " + v.Vantage + ")"
+			} else {
+				d = d[:len(d)-1] + "; vantage " + v.Vantage + ")"
+			}
+		}
+		regions[v.Region] = append(regions[v.Region], v.Check+d)
 	}
 	if len(regions) == 0 {
 		return false, ""

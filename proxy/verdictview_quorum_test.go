@@ -59,3 +59,27 @@ func TestVerdictBelowQuorumShown(t *testing.T) {
 		return adminOrigins(t, h.p)[1].VerdictBelowQuorum == ""
 	})
 }
+
+// A region two canaries (vantages) report from, one seeing the origin
+// broken: the reason names that vantage, so the operator can tell which
+// canary to look at; with one vantage per region the reason stays as it
+// was ("b: asset (status)").
+func TestVerdictReasonNamesVantageOfSharedRegion(t *testing.T) {
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	canary := newVerdictCanary(t, func() []reporting.Verdict {
+		now := time.Now()
+		return []reporting.Verdict{
+			{Check: "asset", Target: "o1", Region: "b", Vantage: "vm1", State: reporting.StateHealthy, OK: true, At: now, Expires: now.Add(time.Minute)},
+			{Check: "asset", Target: "o1", Region: "b", Vantage: "vm2", State: reporting.StateUnhealthy, Cause: "status", At: now, Expires: now.Add(time.Minute)},
+			{Check: "asset", Target: "o1", Region: "c", Vantage: "vm3", State: reporting.StateUnhealthy, Cause: "status", At: now, Expires: now.Add(time.Minute)},
+		}
+	})
+	cfg := pool1(PolicyRoundRobin, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.Quorum = 2
+	h := startLog(t, cfg, canary.source(), true, EngineFast, testLogger(t))
+	const want = "unhealthy in 2 region(s), quorum 2: b: asset (status; vantage vm2); c: asset (status)"
+	eventually(t, "o1 out, its reason naming vantage vm2", func() bool {
+		return adminOrigins(t, h.p)[1].Why["verdict"] == want
+	})
+}
