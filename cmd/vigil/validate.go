@@ -27,10 +27,20 @@ func newValidateCmd() *cobra.Command {
 				return &exitError{code: 2, err: err}
 			}
 			// What `vigil run` would refuse about the data dir itself (a
-			// file, a symbolic link, run as root one another user
-			// controls); not whether another process holds it.
-			if err := checkDataDir("agent.data_dir", f.Agent.DataDir); err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("%s: agent.data_dir: %w", file, err)}
+			// file, a symbolic link); not whether another process holds
+			// it. What only vigil running as root refuses (a data dir or a
+			// directory on the way another user controls) is a warning:
+			// it depends on who runs validate and from where (config
+			// management validates as root for an agent that runs as its
+			// own user; a root CI job checks out as another uid), not on
+			// the file.
+			key := "agent.data_dir"
+			rootErr, err := checkDataDir("agent.data_dir", f.Agent.DataDir)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("%s: %s: %w", file, key, err)}
+			}
+			if rootErr != nil {
+				warn(fmt.Sprintf("%s: %s: refused when vigil runs as root: %v", file, key, rootErr))
 			}
 			// A warning, not an error: validate often runs in CI, on a
 			// machine without the browser the agent's host has.
@@ -92,30 +102,31 @@ func unwrapPathError(err error) error {
 var rootDataDirCheck func(key, dir string) error
 
 // checkDataDir reports what `vigil run` would refuse about the data dir
-// dir without changing anything: a path that is not a directory (a file,
-// or one on the way), a symbolic link, and, run as root, a directory
-// another user controls. A data dir that does not exist yet is fine (run
-// creates it). Whether another process uses it is not checked: that
-// depends on the moment, not on the file.
-func checkDataDir(key, dir string) error {
+// dir without changing anything. err is what run refuses whoever runs it:
+// a path that is not a directory (a file, or one on
+// the way), a symbolic link. rootErr is what run refuses only when it
+// runs as root, checked as the user running this (a directory another user
+// controls; see rootOnlyAncestors), nil when that is not root. A data dir
+// that does not exist yet is fine (run creates it). Whether another
+// process uses it is not checked: that depends on the moment, not on the
+// file.
+func checkDataDir(key, dir string) (rootErr, err error) {
 	dir = filepath.Clean(dir)
 	if rootDataDirCheck != nil {
-		if err := rootDataDirCheck(key, dir); err != nil {
-			return err
-		}
+		rootErr = rootDataDirCheck(key, dir)
 	}
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil
+		return rootErr, nil
 	case err != nil:
-		return err
+		return rootErr, err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return dataDirLinkError(key, dir)
+		return rootErr, dataDirLinkError(key, dir)
 	case !fi.IsDir():
-		return fmt.Errorf("open %s: not a directory", dir)
+		return rootErr, fmt.Errorf("open %s: not a directory", dir)
 	}
-	return nil
+	return rootErr, nil
 }
 
 // dataDirLinkError is the error for a data dir dir that is a symbolic
