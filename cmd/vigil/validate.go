@@ -34,7 +34,7 @@ func newValidateCmd() *cobra.Command {
 			// management validates as root for an agent that runs as its
 			// own user; a root CI job checks out as another uid), not on
 			// the file.
-			key := "agent.data_dir"
+			key := dataDirKey(os.LookupEnv)
 			rootErr, err := checkDataDir("agent.data_dir", f.Agent.DataDir)
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("%s: %s: %w", file, key, err)}
@@ -100,6 +100,18 @@ func unwrapPathError(err error) error {
 // the way another user controls, or a data dir another user owns; nil when
 // not running as root.
 var rootDataDirCheck func(key, dir string) error
+
+// dataDirKey is how validate names agent.data_dir in its messages: with
+// the environment override that set it, as the loader names every key an
+// override set ("agent.data_dir (from VIGIL_AGENT_DATA_DIR)"). An empty
+// override leaves the default in place, so it is not named.
+func dataDirKey(env func(string) (string, bool)) string {
+	const key, name = "agent.data_dir", "VIGIL_AGENT_DATA_DIR"
+	if v, ok := env(name); ok && v != "" {
+		return key + " (from " + name + ")"
+	}
+	return key
+}
 
 // checkDataDir reports what `vigil run` would refuse about the data dir
 // dir without changing anything. err is what run refuses whoever runs it:
