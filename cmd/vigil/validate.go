@@ -114,8 +114,8 @@ func dataDirKey(env func(string) (string, bool)) string {
 }
 
 // checkDataDir reports what `vigil run` would refuse about the data dir
-// dir without changing anything. err is what run refuses whoever runs it:
-// a path that is not a directory (a file, or one on
+// dir without changing anything. err is what run refuses whoever runs it,
+// with run's message: a path that is not a directory (a file, or one on
 // the way), a symbolic link. rootErr is what run refuses only when it
 // runs as root, checked as the user running this (a directory another user
 // controls; see rootOnlyAncestors), nil when that is not root. A data dir
@@ -132,6 +132,13 @@ func checkDataDir(key, dir string) (rootErr, err error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return rootErr, nil
 	case err != nil:
+		// Run goes on to open the path (O_NOFOLLOW|O_DIRECTORY), which
+		// fails the same way: say it as run does ("open a/b: not a
+		// directory" for a data dir under a file, not "lstat …").
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return rootErr, &fs.PathError{Op: "open", Path: dir, Err: pe.Err}
+		}
 		return rootErr, err
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return rootErr, dataDirLinkError(key, dir)
