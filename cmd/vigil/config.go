@@ -834,80 +834,22 @@ func newFileDecoder(f *File, md *mapstructure.Metadata) (*mapstructure.Decoder, 
 // as the field's name is read, else the first in sorted order; the others
 // are unknown (and reported as duplicates).
 func treeKeys(t reflect.Type, v any, path string) (unknown []string, twins []error) {
-	var walk func(t reflect.Type, v any, path string)
-	join := func(path, k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	walk = func(t reflect.Type, v any, path string) {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t == durationType || reflect.PointerTo(t).Implements(textUnmarshalerType) {
-			return
-		}
-		switch t.Kind() {
-		case reflect.Struct:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return
+	treeWalker{
+		field: func(_ reflect.Type, k structKey, _ any, path string) (string, bool) {
+			if !k.read {
+				unknown = append(unknown, joinKey(path, k.key))
+				return "", false
 			}
-			fields := map[string]reflect.Type{}
-			structFields(t, fields)
-			keys := slices.Sorted(maps.Keys(m))
-			taken := map[string]bool{}
-			for _, name := range slices.Sorted(maps.Keys(fields)) {
-				ft := fields[name]
-				key := ""
-				if _, ok := m[name]; ok {
-					key = name
-				} else {
-					for _, k := range keys {
-						if !taken[k] && strings.EqualFold(k, name) {
-							key = k
-							break
-						}
-					}
-				}
-				if key == "" {
-					continue
-				}
-				taken[key] = true
-				walk(ft, m[key], join(path, name))
+			return joinKey(path, k.field), true
+		},
+		entry: func(k, twinOf, path string) (string, bool) {
+			if twinOf != "" {
+				twins = append(twins, fmt.Errorf("%s: duplicates %s (keys match case-insensitively: keep one)", joinKey(path, k), twinOf))
+				return "", false
 			}
-			for _, k := range keys {
-				if !taken[k] {
-					unknown = append(unknown, join(path, k))
-				}
-			}
-		case reflect.Slice, reflect.Array:
-			l, ok := v.([]any)
-			if !ok {
-				return
-			}
-			for i, e := range l {
-				walk(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i))
-			}
-		case reflect.Map:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return
-			}
-			keys := slices.Sorted(maps.Keys(m))
-			first := map[string]string{}
-			for _, k := range keys {
-				if prev, ok := first[strings.ToLower(k)]; ok {
-					twins = append(twins, fmt.Errorf("%s: duplicates %s (keys match case-insensitively: keep one)", join(path, k), prev))
-					continue
-				}
-				first[strings.ToLower(k)] = k
-				walk(t.Elem(), m[k], path+"["+k+"]")
-			}
-		}
-	}
-	walk(t, v, path)
+			return path + "[" + k + "]", true
+		},
+	}.walk(t, v, path)
 	sort.Strings(unknown)
 	slices.SortFunc(twins, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return unknown, twins
@@ -920,77 +862,146 @@ func treeKeys(t reflect.Type, v any, path string) (unknown []string, twins []err
 // checks.DecodeHook), and everything inside a value of any type (a JSON
 // body in http.json). The top-level sections that are mappings are not
 // seen here: written with no value they are empty sections (nullSections).
+// Keys are spelt as written, each key matching a field case-insensitively
+// included (treeKeys reports all but one of those).
 func nullValues(t reflect.Type, v any, path string) []string {
 	var out []string
-	join := func(path, k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	var walk func(t reflect.Type, v any, path string)
-	walk = func(t reflect.Type, v any, path string) {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if v == nil {
-			if path != "" {
+	treeWalker{
+		value: func(_ reflect.Type, v any, path string) bool {
+			if v == nil && path != "" {
 				out = append(out, path)
 			}
+			return v == nil
+		},
+		field: func(t reflect.Type, k structKey, v any, path string) (string, bool) {
+			if k.field == "" || v == nil && t == jsonExpectType && strings.EqualFold(k.key, "equals") {
+				return "", false
+			}
+			return joinKey(path, k.key), true
+		},
+		entry: func(k, _, path string) (string, bool) {
+			return joinKey(path, k), true
+		},
+	}.walk(t, v, path)
+	sort.Strings(out)
+	return out
+}
+
+// treeWalker is the descent that the checks of a config file's tree
+// against the config types (treeKeys, nullValues) share. walk follows the
+// tree v that the decoder reads into type t, pointers followed, and stops
+// at a value of an interface type, a duration or a type read as text
+// (what is inside is the value's, not config keys). A mapping read into a
+// struct goes down the keys that name a field, a list item by item
+// ("path[i]"), a mapping read into a map entry by entry. What a check does
+// at each step, and the path it gives each value, are its own.
+type treeWalker struct {
+	// value, when set, is called first at each value reached, with its
+	// type (pointers followed); true stops the descent there.
+	value func(t reflect.Type, v any, path string) (stop bool)
+	// field is called with each key of a mapping read into struct type t,
+	// in sorted order, and its value; it returns the path of the value and
+	// whether to go down into it. A key that names no field is not gone
+	// down into.
+	field func(t reflect.Type, k structKey, v any, path string) (string, bool)
+	// entry is called with each key k of a mapping read into a map, in
+	// sorted order, and twinOf, the first key in sorted order that equals
+	// k but for case when that is not k ("" when none: only the empty key
+	// lowers to ""); it returns the path of the entry's value and whether
+	// to go down into it.
+	entry func(k, twinOf, path string) (string, bool)
+}
+
+func (w treeWalker) walk(t reflect.Type, v any, path string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if w.value != nil && w.value(t, v, path) {
+		return
+	}
+	if t.Kind() == reflect.Interface || t == durationType || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
 			return
 		}
-		if t.Kind() == reflect.Interface {
+		for _, k := range structKeys(t, m) {
+			if p, ok := w.field(t, k, m[k.key], path); ok && k.field != "" {
+				w.walk(k.typ, m[k.key], p)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		l, ok := v.([]any)
+		if !ok {
 			return
 		}
-		if t == durationType || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		for i, e := range l {
+			w.walk(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
 			return
 		}
-		switch t.Kind() {
-		case reflect.Struct:
-			m, ok := v.(map[string]any)
+		first := map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			twinOf, ok := first[strings.ToLower(k)]
 			if !ok {
-				return
+				first[strings.ToLower(k)] = k
 			}
-			fields := map[string]reflect.Type{}
-			structFields(t, fields)
-			for k, val := range m {
-				ft, ok := fields[k]
-				if !ok {
-					for name, f := range fields {
-						if strings.EqualFold(name, k) {
-							ft, ok = f, true
-							break
-						}
-					}
-				}
-				switch {
-				case !ok:
-				case val == nil && t == jsonExpectType && strings.EqualFold(k, "equals"):
-				default:
-					walk(ft, val, join(path, k))
-				}
-			}
-		case reflect.Slice, reflect.Array:
-			l, ok := v.([]any)
-			if !ok {
-				return
-			}
-			for i, e := range l {
-				walk(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i))
-			}
-		case reflect.Map:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return
-			}
-			for k, val := range m {
-				walk(t.Elem(), val, join(path, k))
+			if p, ok := w.entry(k, twinOf, path); ok {
+				w.walk(t.Elem(), m[k], p)
 			}
 		}
 	}
-	walk(t, v, path)
-	sort.Strings(out)
+}
+
+// A structKey is a key of a mapping read into a struct.
+type structKey struct {
+	key   string       // as written
+	field string       // the field it names (its mapstructure name, else the one equal to it but for case); "" for none
+	typ   reflect.Type // the field's type
+	// read: the key is the one the decoder reads into the field, the one
+	// spelt as its name, else the first in sorted order that matches it.
+	// (No two fields of a config type have names equal but for case.)
+	read bool
+}
+
+// structKeys returns the keys of the mapping m read into struct type t,
+// sorted.
+func structKeys(t reflect.Type, m map[string]any) []structKey {
+	fields := map[string]reflect.Type{}
+	structFields(t, fields)
+	names := slices.Sorted(maps.Keys(fields))
+	taken := map[string]bool{} // the fields a key of m is read into
+	out := make([]structKey, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		sk := structKey{key: k}
+		if _, ok := fields[k]; ok {
+			sk.field = k
+		} else if i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, k) }); i >= 0 {
+			sk.field = names[i]
+		}
+		if sk.field != "" {
+			sk.typ = fields[sk.field]
+			_, exact := m[sk.field]
+			sk.read = k == sk.field || !exact && !taken[sk.field]
+			taken[sk.field] = taken[sk.field] || sk.read
+		}
+		out = append(out, sk)
+	}
 	return out
+}
+
+// joinKey is the path of key k of the mapping at path.
+func joinKey(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
 }
 
 // fieldsOf returns the config keys of struct type t (through pointers)
