@@ -36,7 +36,11 @@ const Redacted = "***"
 //   - base64-encoded, in the standard and URL alphabets, padded or not,
 //     alone or inside a longer base64 text (the "user:password" of a Basic
 //     Authorization header);
-//   - percent-encoded as url.QueryEscape and url.PathEscape do;
+//   - percent-encoded as url.QueryEscape and url.PathEscape do, as
+//     JavaScript's encodeURIComponent and encodeURI do, and as RFC 3986
+//     escaping of all but A-Za-z0-9-._~ does (Python's quote(s, safe=''),
+//     PHP's rawurlencode, .NET's Uri.EscapeDataString: %20 for a space,
+//     %27 for "'"), also keeping "/" (Python's quote(s));
 //   - JSON-escaped, with and without HTML escaping (\u003c), with non-ASCII
 //     as \uXXXX, with "/" as "\/", and as .NET's System.Text.Json writes
 //     by default (\u0022 for a quote; \u002B, \u0027, \u0060 and the
@@ -309,8 +313,13 @@ func secretForms(sec string) []string {
 	// Go's escapes, and JavaScript's, which a browser step's page uses:
 	// encodeURIComponent leaves !'()* as they are (Go escapes them), and
 	// encodeURI leaves ;,/?:@&=+$# too.
+	// RFC 3986 escaping of everything but the unreserved characters
+	// (Python's quote(s, safe=''), PHP's rawurlencode, .NET's
+	// Uri.EscapeDataString, Ruby's ERB::Util.url_encode): space as %20,
+	// ' as %27, & as %26; and Python's default quote(s), which keeps "/".
 	forms = append(forms, url.QueryEscape(sec), url.PathEscape(sec),
-		jsEscape(sec, "-_.!~*'()"), jsEscape(sec, "-_.!~*'();,/?:@&=+$#"))
+		jsEscape(sec, "-_.!~*'()"), jsEscape(sec, "-_.!~*'();,/?:@&=+$#"),
+		jsEscape(sec, "-_.~"), jsEscape(sec, "-_.~/"))
 	// A non-ASCII secret echoed by a server that reads header bytes as
 	// ISO-8859-1 (PEP 3333 WSGI, Python's http.server, Java servlets):
 	// "pässwörd" comes back as "pÃ¤sswÃ¶rd", JSON-escaped as
@@ -422,8 +431,10 @@ func asciiJSON(s string) string {
 }
 
 // jsEscape is s percent-encoded as JavaScript's encodeURIComponent (keep
-// "-_.!~*'()") or encodeURI (keep also ";,/?:@&=+$#") encodes it: UTF-8
-// bytes, upper-case hex, letters, digits and the kept characters as is.
+// "-_.!~*'()") or encodeURI (keep also ";,/?:@&=+$#") encodes it, or RFC
+// 3986's escaping of all but the unreserved characters (keep "-_.~"):
+// UTF-8 bytes, upper-case hex, letters, digits and the kept characters as
+// is.
 func jsEscape(s, keep string) string {
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
