@@ -38,7 +38,7 @@ const Redacted = "***"
 //     Authorization header);
 //   - percent-encoded as url.QueryEscape and url.PathEscape do, as
 //     JavaScript's encodeURIComponent and encodeURI do, and as RFC 3986
-//     escaping of all but A-Za-z0-9-._~ does (Python's quote(s, safe=''),
+//     escaping of all but A-Za-z0-9-._~ does (Python's quote(s, safe=""),
 //     PHP's rawurlencode, .NET's Uri.EscapeDataString: %20 for a space,
 //     %27 for "'"), also keeping "/" (Python's quote(s));
 //   - JSON-escaped, with and without HTML escaping (\u003c), with non-ASCII
@@ -46,6 +46,10 @@ const Redacted = "***"
 //     by default (\u0022 for a quote; \u002B, \u0027, \u0060 and the
 //     HTML characters escaped; non-ASCII as \uXXXX);
 //   - Go-quoted (%q), as error messages quote values;
+//   - HTML-escaped, as an HTML error page or template shows it: &amp;
+//     &lt; &gt;, a quote as &quot; &#34; &#x22; or as is, an apostrophe as
+//     &#39; &#x27; &#039; &apos; or as is, and all five as numeric
+//     references (&#38;);
 //   - for a non-ASCII secret, its UTF-8 bytes read as ISO-8859-1
 //     ("pässwörd" as "pÃ¤sswÃ¶rd"), as servers that decode header bytes
 //     as Latin-1 (WSGI per PEP 3333, Java servlets) echo it, JSON-escaped
@@ -320,6 +324,8 @@ func secretForms(sec string) []string {
 	forms = append(forms, url.QueryEscape(sec), url.PathEscape(sec),
 		jsEscape(sec, "-_.!~*'()"), jsEscape(sec, "-_.!~*'();,/?:@&=+$#"),
 		jsEscape(sec, "-_.~"), jsEscape(sec, "-_.~/"))
+	// An HTML page (an error page, a template) echoes it HTML-escaped.
+	forms = append(forms, htmlForms(sec)...)
 	// A non-ASCII secret echoed by a server that reads header bytes as
 	// ISO-8859-1 (PEP 3333 WSGI, Python's http.server, Java servlets):
 	// "pässwörd" comes back as "pÃ¤sswÃ¶rd", JSON-escaped as
@@ -338,6 +344,36 @@ func secretForms(sec string) []string {
 		}
 	}
 	return forms
+}
+
+// htmlEscapes are the ways HTML and XML escapers write & < > " ': Go's
+// html.EscapeString and html/template, Python's html.escape (and Jinja,
+// Django), PHP's htmlspecialchars (ENT_QUOTES, and ENT_HTML5), an escaper
+// that leaves quotes alone (Python's quote=False, nginx and Apache error
+// pages), and numeric references, decimal and hex. Each is one column of
+// & < > " ' in that order.
+var htmlEscapes = [][5]string{
+	{"&amp;", "&lt;", "&gt;", "&#34;", "&#39;"},
+	{"&amp;", "&lt;", "&gt;", "&quot;", "&#x27;"},
+	{"&amp;", "&lt;", "&gt;", "&quot;", "&#039;"},
+	{"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"},
+	{"&amp;", "&lt;", "&gt;", `"`, "'"},
+	{"&#38;", "&#60;", "&#62;", "&#34;", "&#39;"},
+	{"&#x26;", "&#x3c;", "&#x3e;", "&#x22;", "&#x27;"},
+}
+
+// htmlForms are sec HTML-escaped as the escapers of htmlEscapes write it;
+// none when sec holds none of & < > " '. Hex digits need no case variant
+// (see Redactor).
+func htmlForms(sec string) []string {
+	if !strings.ContainsAny(sec, `&<>"'`) {
+		return nil
+	}
+	var out []string
+	for _, e := range htmlEscapes {
+		out = append(out, strings.NewReplacer("&", e[0], "<", e[1], ">", e[2], `"`, e[3], "'", e[4]).Replace(sec))
+	}
+	return out
 }
 
 // latin1 is s's bytes read as ISO-8859-1 (each byte the rune of its

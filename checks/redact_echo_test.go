@@ -3,6 +3,7 @@ package checks_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -79,7 +80,7 @@ func echoGot(t *testing.T, base, f, header, secret string) string {
 
 // TestRedactorRFC3986Echo: a secret an origin echoes percent-encoded the
 // RFC 3986 way (space as %20, ' as %27, & as %26, hex in either case), as
-// Python's quote(s, safe=''), PHP's rawurlencode and .NET's
+// Python's quote(s, safe=""), PHP's rawurlencode and .NET's
 // Uri.EscapeDataString write it, shows as *** in the body assertion's got.
 func TestRedactorRFC3986Echo(t *testing.T) {
 	encoders := map[string]func(string) string{
@@ -89,6 +90,34 @@ func TestRedactorRFC3986Echo(t *testing.T) {
 	}
 	base := echoOrigin(t, encoders)
 	for _, secret := range []string{"Sp&c'al 1xabcdef", "Spc'al+ 1xabcdef", "a/b (c)!*' d&e=f"} {
+		for f := range encoders {
+			t.Run(f+" "+secret, func(t *testing.T) {
+				got := echoGot(t, base, f, "Bearer "+secret, secret)
+				if want := `no match in "*** ... end"`; got != want {
+					t.Errorf("got %q, want %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestRedactorHTMLEcho: a secret an origin's HTML page echoes escaped
+// (Go's html.EscapeString, Python's html.escape, PHP's htmlspecialchars,
+// XML's &apos;, numeric references) shows as *** in the body assertion's
+// got.
+func TestRedactorHTMLEcho(t *testing.T) {
+	repl := func(pairs ...string) func(string) string { return strings.NewReplacer(pairs...).Replace }
+	encoders := map[string]func(string) string{
+		"go":      html.EscapeString,
+		"python":  repl("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;"),
+		"php":     repl("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#039;"),
+		"xml":     repl("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;"),
+		"noquote": repl("&", "&amp;", "<", "&lt;", ">", "&gt;"),
+		"numeric": repl("&", "&#38;", "<", "&#60;", ">", "&#62;", `"`, "&#34;", "'", "&#39;"),
+		"hex":     repl("&", "&#x26;", "<", "&#x3C;", ">", "&#x3e;", `"`, "&#x22;", "'", "&#x27;"),
+	}
+	base := echoOrigin(t, encoders)
+	for _, secret := range []string{"Sp&c'al 1xabcdef", "pass&word=1234 x", `<a href="x">'q'</a>`} {
 		for f := range encoders {
 			t.Run(f+" "+secret, func(t *testing.T) {
 				got := echoGot(t, base, f, "Bearer "+secret, secret)
