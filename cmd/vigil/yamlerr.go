@@ -10,50 +10,40 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// yamlLineErr matches yaml.v3's syntax errors: "yaml: line N: message".
-var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlErr matches yaml.v3's syntax errors: "yaml: line N: message".
+var yamlErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // urlPassword matches the password of a URL's userinfo.
 var urlPassword = regexp.MustCompile(`(://[^/@\s:]*:)[^@\s/]*@`)
 
-// maxLocateLines bounds the work locateYAMLError does (it parses the file up
-// to once per line after the reported one).
-const maxLocateLines = 4000
-
 // locateYAMLError rewrites a yaml.v3 syntax error so it names the line at
 // fault and quotes it. For errors inside a block (a key indented one space
 // too far, a list item missing its "-") yaml.v3 names the line where the
-// enclosing block starts, which can be dozens of lines earlier. The line at
-// fault is the first one at which the file, cut after that line, fails with
-// the same message: every shorter cut parses, or fails for another reason
-// (an unterminated quote or bracket that a later line closes).
+// enclosing block starts, which can be dozens of lines earlier. The line
+// at fault is the first one at which the file, cut after that line, fails
+// with the same message: every shorter cut parses, or fails for another
+// reason (an unterminated quote or bracket that a later line closes). It
+// is found by bisecting on the cut,
+// from the reported line, so a large file costs a few parses, not one per
+// line.
 func locateYAMLError(raw []byte, msg string) string {
-	m := yamlLineErr.FindStringSubmatch(msg)
+	m := yamlErr.FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}
-	reported, _ := strconv.Atoi(m[1])
 	problem := m[2]
 	lines := bytes.SplitAfter(raw, []byte("\n"))
-	if reported < 1 || reported > len(lines) || len(lines) > maxLocateLines {
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1] // what follows the last newline
+	}
+	n := len(lines)
+	reported, _ := strconv.Atoi(m[1])
+	if reported < 1 || reported > n {
 		return msg
 	}
-	line := reported
-	end := 0
-	for i := 0; i < reported-1; i++ {
-		end += len(lines[i])
-	}
-	for k := reported; k <= len(lines); k++ {
-		end += len(lines[k-1])
-		var tree any
-		err := yaml.Unmarshal(raw[:end], &tree)
-		if err == nil {
-			continue
-		}
-		if pm := yamlLineErr.FindStringSubmatch(err.Error()); pm != nil && pm[2] == problem {
-			line = k
-			break
-		}
+	line := firstFailingCut(raw, lines, reported, problem)
+	if line == 0 {
+		line = reported
 	}
 	// A double-quoted string left open runs on to the next '"', maybe many
 	// lines and sections later, where YAML then fails on what follows it:
@@ -67,10 +57,50 @@ func locateYAMLError(raw []byte, msg string) string {
 	if indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]; strings.Contains(indent, "\t") {
 		hint = ": tabs cannot indent YAML; use spaces"
 	}
-	// The quoted line must not show a secret written in the file: when any
-	// part of it looks like a secret's key (also inside a flow mapping such
-	// as `headers: {Authorization: …`), only what precedes the first ":"
-	// is shown.
+	return fmt.Sprintf("line %d: %s (%s)%s", line, problem, quoteLine(lines[line-1]), hint)
+}
+
+// firstFailingCut returns the first line k (from 1), at or after start,
+// such that raw cut after line k fails to parse with the error problem; 0
+// when raw itself does not (the error came from another reading, such as a
+// later document). The cuts before the line at fault parse or fail
+// otherwise and those after it fail with problem, so bisecting finds it
+// with about log2(len(lines)) parses.
+func firstFailingCut(raw []byte, lines [][]byte, start int, problem string) int {
+	ends := make([]int, len(lines)+1) // ends[k]: the length of lines 1..k
+	for i, l := range lines {
+		ends[i+1] = ends[i] + len(l)
+	}
+	fails := func(k int) bool {
+		var tree any
+		err := yaml.Unmarshal(raw[:ends[k]], &tree)
+		if err == nil {
+			return false
+		}
+		pm := yamlErr.FindStringSubmatch(err.Error())
+		return pm != nil && pm[2] == problem
+	}
+	lo, hi := start, len(lines)
+	if lo > hi || !fails(hi) {
+		return 0
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// quoteLine is line l of a config file quoted for an error message. It
+// must not show a secret written in the file: when any part of it looks
+// like a secret's key (also inside a flow mapping such as `headers:
+// {Authorization: …`), only what precedes the first ":" is shown.
+func quoteLine(l []byte) string {
+	text := strings.TrimRight(string(l), "\r\n")
 	if i := strings.Index(text, ":"); i > 0 && (secretKey.MatchString(text) ||
 		strings.Contains(strings.ToLower(text), "cookie")) {
 		text = text[:i+1] + " …"
@@ -79,7 +109,7 @@ func locateYAMLError(raw []byte, msg string) string {
 	if r := []rune(text); len(r) > 80 {
 		text = string(r[:77]) + "..."
 	}
-	return fmt.Sprintf("line %d: %s (%q)%s", line, problem, text, hint)
+	return strconv.Quote(text)
 }
 
 // maxQuoteLines bounds how far back openQuoteLine looks for the line a
@@ -90,7 +120,9 @@ const maxQuoteLines = 1000
 // opened that YAML read on up to line at (from 1), where the error is: a
 // line before at whose text ends inside a double-quoted scalar, with no
 // '"' on the lines between and one on line at (the one that closed it).
-// 0 when there is none.
+// 0 when there is none. (A string left open to the end of the file is
+// found by locateYAMLError's search itself: every cut after the line it
+// opened on fails as the whole file does.)
 func openQuoteLine(lines [][]byte, at int) int {
 	if at < 2 || at > len(lines) || !bytes.Contains(lines[at-1], []byte(`"`)) {
 		return 0
