@@ -10,8 +10,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// yamlErr matches yaml.v3's syntax errors: "yaml: line N: message".
-var yamlErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlErr matches yaml.v3's errors: "yaml: line N: message", or
+// "yaml: message" without a line. yaml.v3 leaves the line out when the
+// error's marks are on the first line (they count from 0, and 0 reads as
+// unknown), and for errors that carry no position (a control character, an
+// unknown anchor).
+var yamlErr = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
 // urlPassword matches the password of a URL's userinfo.
 var urlPassword = regexp.MustCompile(`(://[^/@\s:]*:)[^@\s/]*@`)
@@ -19,13 +23,15 @@ var urlPassword = regexp.MustCompile(`(://[^/@\s:]*:)[^@\s/]*@`)
 // locateYAMLError rewrites a yaml.v3 syntax error so it names the line at
 // fault and quotes it. For errors inside a block (a key indented one space
 // too far, a list item missing its "-") yaml.v3 names the line where the
-// enclosing block starts, which can be dozens of lines earlier. The line
-// at fault is the first one at which the file, cut after that line, fails
-// with the same message: every shorter cut parses, or fails for another
-// reason (an unterminated quote or bracket that a later line closes). It
-// is found by bisecting on the cut,
-// from the reported line, so a large file costs a few parses, not one per
-// line.
+// enclosing block starts, which can be dozens of lines earlier; for an
+// error in a construct that opened on the first line it names no line, or
+// the end of the file. The line at fault is the first one at which the
+// file, cut after that line, fails with the same message: every shorter
+// cut parses, or fails for another reason (an unterminated quote or
+// bracket that a later line closes). It is found by bisecting on the cut,
+// from the reported line (from the first line when yaml.v3 named none, or
+// the last line or beyond), so a large file costs a few parses, not one
+// per line.
 func locateYAMLError(raw []byte, msg string) string {
 	m := yamlErr.FindStringSubmatch(msg)
 	if m == nil {
@@ -37,14 +43,25 @@ func locateYAMLError(raw []byte, msg string) string {
 		lines = lines[:len(lines)-1] // what follows the last newline
 	}
 	n := len(lines)
-	reported, _ := strconv.Atoi(m[1])
-	if reported < 1 || reported > n {
+	reported := 0
+	if m[1] != "" {
+		reported, _ = strconv.Atoi(m[1])
+	}
+	if n == 0 {
 		return msg
 	}
-	line := firstFailingCut(raw, lines, reported, problem)
+	start := reported
+	if start < 1 || start >= n {
+		start = 1
+	}
+	line := firstFailingCut(raw, lines, start, problem)
 	if line == 0 {
+		if reported < 1 {
+			return msg
+		}
 		line = reported
 	}
+	line = min(line, n) // yaml.v3 can name the line after the last
 	// A double-quoted string left open runs on to the next '"', maybe many
 	// lines and sections later, where YAML then fails on what follows it:
 	// name the line the string opened on instead.
