@@ -20,6 +20,10 @@ var yamlErr = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 // urlPassword matches the password of a URL's userinfo.
 var urlPassword = regexp.MustCompile(`(://[^/@\s:]*:)[^@\s/]*@`)
 
+// noDocStart is yaml.v3's error for content after a document end marker
+// ("...") that does not start with "---".
+const noDocStart = "did not find expected <document start>"
+
 // locateYAMLError rewrites a yaml.v3 syntax error so it names the line at
 // fault and quotes it. For errors inside a block (a key indented one space
 // too far, a list item missing its "-") yaml.v3 names the line where the
@@ -49,6 +53,13 @@ func locateYAMLError(raw []byte, msg string) string {
 	}
 	if n == 0 {
 		return msg
+	}
+	// Content after a document end marker ("...") with no "---" before
+	// it: yaml.v3 names the line after the marker, often a blank one.
+	if problem == noDocStart && reported > 0 {
+		if k, end := secondDocument(lines, reported); k > 0 {
+			return fmt.Sprintf(`line %d: a second YAML document (after the "..." on line %d): vigil reads one document per file (merge them into one) (%s)`, k, end, quoteLine(lines[k-1]))
+		}
 	}
 	start := reported
 	if start < 1 || start >= n {
@@ -110,6 +121,30 @@ func firstFailingCut(raw []byte, lines [][]byte, start int, problem string) int 
 		}
 	}
 	return lo
+}
+
+// secondDocument returns the line (from 1) at which content starts at or
+// after line from, skipping blank lines, comments and document end markers
+// ("..."), and the line of the last marker before it; 0, 0 when there is
+// no such content or no marker before it.
+func secondDocument(lines [][]byte, from int) (at, end int) {
+	isEnd := func(t string) bool {
+		rest, ok := strings.CutPrefix(t, "...")
+		return ok && (rest == "" || strings.HasPrefix(strings.TrimLeft(rest, " \t"), "#") && rest[0] != '#')
+	}
+	for k := max(from, 1); k <= len(lines); k++ {
+		t := strings.TrimRight(string(lines[k-1]), " \t\r\n")
+		if trimmed := strings.TrimSpace(t); trimmed == "" || strings.HasPrefix(trimmed, "#") || isEnd(t) {
+			continue
+		}
+		for j := k - 1; j >= 1; j-- {
+			if isEnd(strings.TrimRight(string(lines[j-1]), " \t\r\n")) {
+				return k, j
+			}
+		}
+		return 0, 0
+	}
+	return 0, 0
 }
 
 // quoteLine is line l of a config file quoted for an error message. It
