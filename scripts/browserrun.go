@@ -146,14 +146,8 @@ func (p *pageEvents) handleNav(ev any) {
 	}()
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		if ev.Request != nil {
-			if _, ok := p.pending[ev.RequestID]; ok || len(p.pending) < maxPending {
-				if p.pending == nil {
-					p.pending = map[network.RequestID]pendingRequest{}
-				}
-				p.seq++
-				p.pending[ev.RequestID] = pendingRequest{url: ev.Request.URL, seq: p.seq}
-			}
+		if ev.Request != nil && putBounded(&p.pending, ev.RequestID, pendingRequest{url: ev.Request.URL, seq: p.seq + 1}, maxPending) {
+			p.seq++
 		}
 		if n.main != "" && ev.FrameID == n.main && ev.Type == network.ResourceTypeDocument && !n.committed {
 			if n.docReq == "" || ev.RedirectResponse == nil && ev.RequestID != n.docReq {
@@ -224,12 +218,7 @@ func (p *pageEvents) handle(ev any) {
 	case *network.EventRequestWillBeSent:
 		if ev.Type == network.ResourceTypeDocument && ev.Request != nil {
 			p.mu.Lock()
-			if p.docURL == nil {
-				p.docURL = map[cdp.FrameID]string{}
-			}
-			if _, ok := p.docURL[ev.FrameID]; ok || len(p.docURL) < maxEvents {
-				p.docURL[ev.FrameID] = ev.Request.URL
-			}
+			putBounded(&p.docURL, ev.FrameID, ev.Request.URL, maxEvents)
 			p.mu.Unlock()
 		}
 	case *page.EventFrameStartedLoading:
@@ -263,12 +252,7 @@ func (p *pageEvents) handle(ev any) {
 			return
 		}
 		p.mu.Lock()
-		if p.contexts == nil {
-			p.contexts = map[cdp.FrameID]string{}
-		}
-		if _, ok := p.contexts[aux.FrameID]; ok || len(p.contexts) < maxContexts {
-			p.contexts[aux.FrameID] = ev.Context.UniqueID
-		}
+		putBounded(&p.contexts, aux.FrameID, ev.Context.UniqueID, maxContexts)
 		p.mu.Unlock()
 	case *runtime.EventExecutionContextDestroyed:
 		p.mu.Lock()
@@ -336,12 +320,7 @@ func (p *pageEvents) count(ev any) {
 		}
 		if ev.Type == network.ResourceTypeDocument {
 			p.mu.Lock()
-			if p.docFailed == nil {
-				p.docFailed = map[string]bool{}
-			}
-			if len(p.docFailed) < maxEvents {
-				p.docFailed[fmt.Sprintf("%d %s", ev.Response.Status, ev.Response.URL)] = true
-			}
+			putBounded(&p.docFailed, fmt.Sprintf("%d %s", ev.Response.Status, ev.Response.URL), true, maxEvents)
 			p.mu.Unlock()
 		}
 		p.add(&p.failedRequests, fmt.Sprintf("%d %s", ev.Response.Status, units.RedactURL(ev.Response.URL)))
@@ -411,13 +390,21 @@ func (p *pageEvents) setLoading(id cdp.FrameID, committed, started bool) {
 	if _, ok := p.loading[id]; !ok && !started {
 		return
 	}
-	if p.loading == nil {
-		p.loading = map[cdp.FrameID]bool{}
+	putBounded(&p.loading, id, committed, maxEvents)
+}
+
+// putBounded sets (*m)[k] to v, making the map when it is nil, unless k is
+// new and the map already holds limit keys: a key already there is always
+// updated. It reports whether it set.
+func putBounded[K comparable, V any](m *map[K]V, k K, v V, limit int) bool {
+	if _, ok := (*m)[k]; !ok && len(*m) >= limit {
+		return false
 	}
-	if _, ok := p.loading[id]; !ok && len(p.loading) >= maxEvents {
-		return
+	if *m == nil {
+		*m = map[K]V{}
 	}
-	p.loading[id] = committed
+	(*m)[k] = v
+	return true
 }
 
 // pageState is what the events say of the page's main frame.
