@@ -95,7 +95,11 @@ func (r *run) runHTTP(ctx context.Context, i int, s *Step) (o outcome) {
 			o.cause, o.err = checks.CauseScript, err
 			return o
 		}
-		r.vars.set(name, v, s.extract[name].secret(name))
+		e := s.extract[name]
+		r.vars.set(name, v, e.secret(name))
+		if e.Header != "" && e.secret(name) {
+			r.vars.addHeaderCookies(e.Header, v)
+		}
 	}
 	extracted = true
 	return o

@@ -247,7 +247,8 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		defer cancel()
 	}
 	jar, _ := cookiejar.New(nil)
-	r := &run{runner: rn, target: t, vars: newRunVars(), jar: jar, start: start, end: end,
+	vars := newRunVars()
+	r := &run{runner: rn, target: t, vars: vars, jar: secretJar{jar, vars}, start: start, end: end,
 		release: release, slotWait: slotWait}
 	defer r.close()
 
