@@ -253,13 +253,23 @@ func newRunVars() *runVars {
 // a shorter one ("1", "ok") would be hidden in unrelated text.
 const minExtractedSecret = 4
 
-// addSecret makes v one of the run's secrets.
+// addSecret makes v one of the run's secrets. As the config's redactor
+// does for a ${NAME} value, red also hides it trimmed of surrounding
+// spaces, all upper-case and all lower-case (from 3 bytes on), as a page's
+// toUpperCase() or an origin that normalises it echoes it.
 func (rv *runVars) addSecret(v string) {
 	if v == "" {
 		return
 	}
 	rv.secrets[v] = struct{}{}
 	rv.red.Add(v)
+	if t := strings.TrimSpace(v); len(t) >= 3 {
+		for _, f := range []string{t, strings.ToUpper(t), strings.ToLower(t)} {
+			if f != v {
+				rv.red.Add(f)
+			}
+		}
+	}
 }
 
 // set sets the variable name to v, a secret when secret is true (and v is
