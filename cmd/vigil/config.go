@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding"
 	"errors"
 	"fmt"
@@ -714,10 +715,15 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	var badKeys []string // keys whose value did not decode (left at zero)
 	// A key written with no value (`checksum:`, `interval: ~`) would decode
 	// as omitted: an assertion would vanish without a word.
-	for _, k := range nullValues(reflect.TypeOf(f), settings, "") {
-		if strings.HasSuffix(k, "]") {
+	for _, n := range nullValues(reflect.TypeOf(f), settings, "") {
+		k := n.path
+		switch {
+		case strings.HasSuffix(k, "]"):
 			errs = append(errs, fmt.Errorf("%s: no value (remove the item, or give one)", k))
-		} else {
+		case n.list:
+			// Often a list whose items are all commented out.
+			errs = append(errs, fmt.Errorf("%s: no value (omit the key, write [] for none, or give items)", k))
+		default:
 			errs = append(errs, fmt.Errorf("%s: no value (omit the key, or give one)", k))
 		}
 		badKeys = append(badKeys, decodeScope(k))
@@ -864,12 +870,15 @@ func treeKeys(t reflect.Type, v any, path string) (unknown []string, twins []err
 // seen here: written with no value they are empty sections (nullSections).
 // Keys are spelt as written, each key matching a field case-insensitively
 // included (treeKeys reports all but one of those).
-func nullValues(t reflect.Type, v any, path string) []string {
-	var out []string
+func nullValues(t reflect.Type, v any, path string) []nullKey {
+	var out []nullKey
 	treeWalker{
-		value: func(_ reflect.Type, v any, path string) bool {
+		value: func(t reflect.Type, v any, path string) bool {
 			if v == nil && path != "" {
-				out = append(out, path)
+				for t.Kind() == reflect.Pointer {
+					t = t.Elem()
+				}
+				out = append(out, nullKey{path, t.Kind() == reflect.Slice})
 			}
 			return v == nil
 		},
@@ -883,8 +892,45 @@ func nullValues(t reflect.Type, v any, path string) []string {
 			return joinKey(path, k), true
 		},
 	}.walk(t, v, path)
-	sort.Strings(out)
+	slices.SortFunc(out, func(a, b nullKey) int { return comparePaths(a.path, b.path) })
 	return out
+}
+
+// nullKey is a key written with no value, and whether a list belongs there.
+type nullKey struct {
+	path string
+	list bool
+}
+
+// comparePaths orders key paths as they stand in the file: list indexes by
+// number (checks[2] before checks[10]), the rest as text.
+func comparePaths(a, b string) int {
+	for a != "" && b != "" {
+		i, j := digitsAt(a), digitsAt(b)
+		if i > 0 && j > 0 {
+			x, _ := strconv.Atoi(a[:i])
+			y, _ := strconv.Atoi(b[:j])
+			if x != y {
+				return cmp.Compare(x, y)
+			}
+			a, b = a[i:], b[j:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digitsAt is the length of the run of digits s starts with.
+func digitsAt(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }
 
 // treeWalker is the descent that the checks of a config file's tree
