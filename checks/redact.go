@@ -115,6 +115,22 @@ func (r *Redactor) Redact(s string) string {
 	return s
 }
 
+// Forms returns every form of every secret r hides (see Redactor), longest
+// first, with the letters A-F lower-cased: a text holds a form where, with
+// its own A-F lower-cased, it holds the form. A page-masking script uses
+// them to hide what Redact hides. Nil for a nil or empty Redactor.
+func (r *Redactor) Forms() []string {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil && len(r.secrets) > 0 {
+		r.build()
+	}
+	return slices.Clone(r.forms)
+}
+
 // build compiles the matcher; r.mu is held.
 func (r *Redactor) build() {
 	seen := map[string]bool{}

@@ -1307,31 +1307,75 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 }
 
 // maskJS replaces, in a document and its same-origin frames, every
-// occurrence of the run's secrets (a JSON array, longest first) in the
-// values of input and textarea elements and in text (contenteditable
-// included) with as many "•", so that a screenshot does not show them, and
-// leaves a function that puts everything back (unmaskJS). It returns how
-// many values it changed.
-const maskJS = `((secrets) => {
-  const undo = [];
-  const hide = (s) => {
-    let out = s;
-    for (const k of secrets) { if (k && out.includes(k)) out = out.split(k).join('\u2022'.repeat(k.length)); }
-    return out;
+// occurrence of a form of the run's secrets (a JSON array: every form
+// checks.Redactor hides, longest first, A-F lower-cased; see
+// Redactor.Forms) in the values of input and textarea elements and in text
+// (contenteditable included) with as many "•", so that a screenshot does
+// not show them, and leaves a function that puts everything back
+// (unmaskJS). It returns how many values it changed.
+//
+// A text matches as Redactor.Redact matches: A-F and a-f compare equal,
+// and at each offset the longest form is hidden. The text nodes of a
+// document (or shadow root) are matched as one text, in document order,
+// so that a secret split across elements (<b>sk_live</b>_4f…) is hidden
+// in each of its parts. Text no node holds is not seen: CSS generated
+// content (::before, ::after), closed shadow roots, canvas and images.
+const maskJS = `((forms) => {
+  const K = 4, long = new Map(), short = [];
+  for (const f of forms) {
+    if (!f) continue;
+    if (f.length < K) { short.push(f); continue; }
+    const k = f.slice(0, K);
+    let l = long.get(k);
+    if (!l) long.set(k, l = []);
+    l.push(f);
+  }
+  const fold = (s) => s.replace(/[A-F]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
+  const marks = (s) => {
+    const t = fold(s);
+    let m = null;
+    for (let i = 0; i < t.length;) {
+      let n = 0;
+      const l = long.get(t.substr(i, K));
+      if (l) for (const f of l) { if (t.startsWith(f, i)) { n = f.length; break; } }
+      if (!n) for (const f of short) { if (t.startsWith(f, i)) { n = f.length; break; } }
+      if (!n) { i++; continue; }
+      if (!m) m = new Uint8Array(t.length);
+      m.fill(1, i, i + n);
+      i += n;
+    }
+    return m;
   };
+  const apply = (s, m, off) => {
+    let out = '', changed = false;
+    for (let i = 0; i < s.length; i++) {
+      if (m[off + i]) { out += '\u2022'; changed = true; } else out += s[i];
+    }
+    return changed ? out : s;
+  };
+  const undo = [];
   const walk = (root) => {
     for (const el of root.querySelectorAll('input, textarea')) {
       const v = el.value;
-      if (typeof v !== 'string') continue;
-      const m = hide(v);
-      if (m !== v) { undo.push([el, 'value', v]); el.value = m; }
+      if (typeof v !== 'string' || v === '') continue;
+      const m = marks(v);
+      if (m) { undo.push([el, 'value', v]); el.value = apply(v, m, 0); }
     }
+    const nodes = [];
+    let text = '';
     const tw = (root.ownerDocument || root).createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let n = tw.nextNode(); n; n = tw.nextNode()) {
       const p = n.parentNode && n.parentNode.nodeName;
       if (p === 'SCRIPT' || p === 'STYLE') continue;
-      const m = hide(n.nodeValue);
-      if (m !== n.nodeValue) { undo.push([n, 'nodeValue', n.nodeValue]); n.nodeValue = m; }
+      nodes.push([n, text.length]);
+      text += n.nodeValue;
+    }
+    const m = marks(text);
+    if (m) {
+      for (const [n, off] of nodes) {
+        const v = n.nodeValue, h = apply(v, m, off);
+        if (h !== v) { undo.push([n, 'nodeValue', v]); n.nodeValue = h; }
+      }
     }
     for (const el of root.querySelectorAll('*')) {
       if (el.shadowRoot) walk(el.shadowRoot);
@@ -1484,16 +1528,12 @@ func blankFrame(ctx context.Context, owners []scope, id cdp.FrameID) (func(), er
 	return func() {}, nil
 }
 
-// secretValues returns the run's secret values, longest first.
+// secretValues returns every form of the run's secrets that its messages
+// hide (base64, percent- and HTML-escaped, upper- and lower-cased, …),
+// longest first, A-F lower-cased (see checks.Redactor.Forms): what a
+// screenshot hides.
 func (r *run) secretValues() []string {
-	out := make([]string, 0, len(r.vars.secrets))
-	for k := range r.vars.secrets {
-		if k != "" {
-			out = append(out, k)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
+	return r.vars.red.Forms()
 }
 
 // selector parses an action's selector (variables expanded), and asks the
