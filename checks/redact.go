@@ -79,18 +79,56 @@ type Redactor struct {
 	m       *matcher // nil: rebuilt from forms by the next Redact
 }
 
-// Add makes r hide secret. An empty secret is ignored.
+// Add makes r hide secret. An empty secret is ignored. A secret that is a
+// whole Authorization value, "<scheme> <credentials>" (Bearer, Basic,
+// Token, Digest, …), has its credentials of MinEncodedSecret bytes or
+// more hidden on their own too, in every form, as an origin echoes the
+// token without its scheme ("invalid token 'eyJ…'"); for Basic, also the
+// "user:password" they decode to and the password of minTruncated bytes or
+// more.
 func (r *Redactor) Add(secret string) {
 	if secret == "" {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if slices.Contains(r.secrets, secret) {
-		return
+	for _, s := range append([]string{secret}, credentialParts(secret)...) {
+		if !slices.Contains(r.secrets, s) {
+			r.secrets = append(r.secrets, s)
+			r.m = nil
+		}
 	}
-	r.secrets = append(r.secrets, secret)
-	r.m = nil
+}
+
+// credentialParts are the parts of an Authorization value v that Add
+// hides on their own (see Add); none when v is not "<scheme>
+// <credentials>" with a scheme of letters, digits and -._ (an RFC 9110
+// token, at most 20 bytes) and credentials of MinEncodedSecret bytes or
+// more.
+func credentialParts(v string) []string {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	cred = strings.TrimSpace(cred)
+	if !ok || len(scheme) == 0 || len(scheme) > 20 || len(cred) < MinEncodedSecret {
+		return nil
+	}
+	for i := 0; i < len(scheme); i++ {
+		c := scheme[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return nil
+		}
+	}
+	out := []string{cred}
+	if strings.EqualFold(scheme, "Basic") {
+		if b, err := base64.StdEncoding.DecodeString(cred); err == nil && utf8.Valid(b) {
+			if user, pw, ok := strings.Cut(string(b), ":"); ok && len(user)+len(pw) > 0 {
+				out = append(out, string(b))
+				if len(pw) >= minTruncated {
+					out = append(out, pw)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Redact returns s with every form of every secret replaced by Redacted.

@@ -2,6 +2,7 @@ package checks_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"html"
 	"net/http"
@@ -39,13 +40,13 @@ func lowerHex(s string) string {
 	return string(b)
 }
 
-// echoOrigin answers the request's Authorization header, without its
-// "Bearer " prefix, encoded by the function its ?f= names, followed by
+// echoOrigin answers the request's Authorization header, without a
+// "Bearer " or "Token " prefix, encoded by the function its ?f= names, followed by
 // " ... end": an origin's error message quoting the credential.
 func echoOrigin(t *testing.T, encoders map[string]func(string) string) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		v := strings.TrimPrefix(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), "Token ")
 		enc, ok := encoders[r.URL.Query().Get("f")]
 		if !ok {
 			http.Error(w, "unknown f", http.StatusBadRequest)
@@ -126,5 +127,49 @@ func TestRedactorHTMLEcho(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRedactorHeaderValueSecret: a secret that is a whole Authorization
+// value (an AUTH_HEADER="Bearer <token>" variable) is also hidden by its
+// credentials, in their forms, when an origin echoes them without the
+// scheme; a Basic value also by the user:password and the password it
+// decodes to.
+func TestRedactorHeaderValueSecret(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	basicPart := func(i int) func(string) string {
+		return func(v string) string {
+			b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(v, "Basic "))
+			if err != nil {
+				return "not basic: " + v
+			}
+			if i < 0 {
+				return string(b)
+			}
+			return strings.SplitN(string(b), ":", 2)[i]
+		}
+	}
+	encoders := map[string]func(string) string{
+		"plain":    func(s string) string { return s },
+		"b64":      b64,
+		"quote":    func(s string) string { return rfc3986(s, "") },
+		"userpass": basicPart(-1),
+		"password": basicPart(1),
+	}
+	base := echoOrigin(t, encoders)
+	cases := []struct{ header, f string }{
+		{"Bearer TokAfterBearerOOOO8181", "plain"},
+		{"Bearer TokAfterBearerOOOO8181", "b64"},
+		{"Token tok/with+odd=chars12", "quote"},
+		{"Basic " + b64("monitor:Pa55w0rd-Basic"), "userpass"},
+		{"Basic " + b64("monitor:Pa55w0rd-Basic"), "password"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.f+" "+tc.header, func(t *testing.T) {
+			got := echoGot(t, base, tc.f, tc.header, tc.header)
+			if want := `no match in "*** ... end"`; got != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -61,3 +61,18 @@ func TestEnvSecretCaseVariants(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvHeaderValueCredentials: an ${env:…} variable that holds a whole
+// header value ("Bearer <token>") is hidden by its token too, as written
+// and base64-encoded, when the origin echoes the token without its scheme.
+func TestEnvHeaderValueCredentials(t *testing.T) {
+	srv := encOrigin(t)
+	t.Setenv("AUTH_HEADER", "Bearer TokAfterBearerOOOO8181")
+	for _, f := range []string{"plain", "b64"} {
+		t.Run(f, func(t *testing.T) {
+			if got, want := encGot(t, srv, f, "${env:AUTH_HEADER}"), `no match in "*** ... end"`; got != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
