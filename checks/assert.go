@@ -91,7 +91,7 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 		vals := o.header.Values(h.name)
 		got := "(absent)"
 		if len(vals) > 0 {
-			got = abbrev(joinValues(vals), 200)
+			got = abbrev(joinValues(shownHeaderValues(h.name, vals)), 200)
 			if sensitiveName(h.name) {
 				got = maskValues(vals)
 			}
@@ -207,6 +207,43 @@ func sensitiveName(name string) bool {
 
 var sensitiveWords = []string{"token", "secret", "password", "credential", "session",
 	"api-key", "api_key", "apikey", "authorization", "cookie"}
+
+// shownHeaderValues are the values of the response header name as an
+// assertion's got shows them: a URL (Location, Content-Location, and the
+// url= of Refresh) as every URL vigil shows, without userinfo, query
+// values as "…" and the fragment dropped (units.RedactURL), since an
+// origin's redirect carries a session or an OAuth access_token there;
+// other values as they are.
+func shownHeaderValues(name string, vals []string) []string {
+	var show func(string) string
+	switch {
+	case strings.EqualFold(name, "Location"), strings.EqualFold(name, "Content-Location"):
+		show = units.RedactURL
+	case strings.EqualFold(name, "Refresh"):
+		show = redactRefresh
+	default:
+		return vals
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = show(v)
+	}
+	return out
+}
+
+// redactRefresh is a Refresh header value ("5; url=/next?t=…") with its
+// URL as units.RedactURL shows it, quoted as it was.
+func redactRefresh(v string) string {
+	i := strings.Index(strings.ToLower(v), "url=")
+	if i < 0 {
+		return v
+	}
+	u, q := strings.TrimSpace(v[i+len("url="):]), ""
+	if len(u) >= 2 && (u[0] == '"' || u[0] == '\'') && u[len(u)-1] == u[0] {
+		u, q = u[1:len(u)-1], u[:1]
+	}
+	return v[:i+len("url=")] + q + units.RedactURL(u) + q
+}
 
 // maskValues replaces each value by its length and the first 8 hex digits
 // of its SHA-256, e.g. "[masked: 34 bytes, sha256:1f0c9a2e]", so two values
