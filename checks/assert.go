@@ -2,6 +2,8 @@ package checks
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -246,16 +248,34 @@ func redactRefresh(v string) string {
 }
 
 // maskValues replaces each value by its length and the first 8 hex digits
-// of its SHA-256, e.g. "[masked: 34 bytes, sha256:1f0c9a2e]", so two values
-// can be told apart without showing either.
+// of its HMAC-SHA256 under maskKey, e.g. "[masked: 34 bytes,
+// sha256:1f0c9a2e]", so two values can be told apart without showing
+// either. The key is drawn when the process starts, so the digest compares
+// values within one process's lifetime only, and is no oracle to confirm
+// a guessed password offline. A value that holds a secret a Redactor of
+// the process hides (a ${NAME} value echoed under a sensitive key) shows
+// as Redacted: its length is not shown either.
 func maskValues(vals []string) string {
 	out := make([]string, len(vals))
 	for i, v := range vals {
-		sum := sha256.Sum256([]byte(v))
-		out[i] = fmt.Sprintf("[masked: %d bytes, sha256:%s]", len(v), hex.EncodeToString(sum[:4]))
+		if holdsKnownSecret(v) {
+			out[i] = Redacted
+			continue
+		}
+		m := hmac.New(sha256.New, maskKey[:])
+		m.Write([]byte(v))
+		out[i] = fmt.Sprintf("[masked: %d bytes, sha256:%s]", len(v), hex.EncodeToString(m.Sum(nil)[:4]))
 	}
 	return joinValues(out)
 }
+
+// maskKey keys the digests of maskValues; random per process.
+var maskKey = func() (k [32]byte) {
+	if _, err := rand.Read(k[:]); err != nil {
+		panic("checks: no randomness for the mask key: " + err.Error())
+	}
+	return k
+}()
 
 func mediaMatch(want, got string) bool {
 	if strings.HasSuffix(want, "/*") {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"weak"
 
 	"github.com/tidwall/gjson"
 )
@@ -77,6 +78,49 @@ type Redactor struct {
 	secrets []string
 	forms   []string // every form of every secret, hex-folded, longest first
 	m       *matcher // nil: rebuilt from forms by the next Redact
+	known   bool     // in the process's registry (see holdsKnownSecret)
+}
+
+// registry holds every Redactor of the process that has a secret, weakly:
+// a masked value (see maskValues) that holds a secret one of them hides is
+// shown as Redacted, not as its length and digest. A Redactor that is no
+// longer used (a finished script run's, a replaced config's) drops out.
+var registry struct {
+	mu   sync.Mutex
+	live []weak.Pointer[Redactor]
+}
+
+// register adds r to the registry, pruning the Redactors gone since.
+func register(r *Redactor) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	live := registry.live[:0]
+	for _, p := range registry.live {
+		if p.Value() != nil {
+			live = append(live, p)
+		}
+	}
+	registry.live = append(live, weak.Make(r))
+}
+
+// holdsKnownSecret reports whether v holds, in any form, a secret that
+// a live Redactor of the process hides: a ${NAME} value of the config, a
+// script run's secret, an alert receiver's credentials.
+func holdsKnownSecret(v string) bool {
+	registry.mu.Lock()
+	rs := make([]*Redactor, 0, len(registry.live))
+	for _, p := range registry.live {
+		if r := p.Value(); r != nil {
+			rs = append(rs, r)
+		}
+	}
+	registry.mu.Unlock()
+	for _, r := range rs {
+		if r.Redact(v) != v {
+			return true
+		}
+	}
+	return false
 }
 
 // Add makes r hide secret. An empty secret is ignored. A secret that is a
@@ -91,12 +135,17 @@ func (r *Redactor) Add(secret string) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, s := range append([]string{secret}, credentialParts(secret)...) {
 		if !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
 			r.m = nil
 		}
+	}
+	first := !r.known
+	r.known = true
+	r.mu.Unlock()
+	if first {
+		register(r)
 	}
 }
 
@@ -549,9 +598,12 @@ func jsEscape(s, keep string) string {
 // expect.headers assertions).
 func SensitiveName(name string) bool { return sensitiveName(name) }
 
-// MaskValue is v as a masked assertion shows it: its length and the first
-// 8 hex digits of its SHA-256, "[masked: 34 bytes, sha256:1f0c9a2e]", so
-// two values can be told apart without showing either.
+// MaskValue is v as a masked assertion shows it (see maskValues): its
+// length and the first 8 hex digits of its HMAC-SHA256 under a key drawn
+// at random when the process starts, "[masked: 34 bytes,
+// sha256:1f0c9a2e]", so two values can be told apart within one process
+// without showing either; Redacted when v holds a secret a Redactor of the
+// process hides.
 func MaskValue(v string) string { return maskValues([]string{v}) }
 
 // MaskJSON re-writes the JSON text raw (an object or an array) compactly
