@@ -722,7 +722,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 			errs = append(errs, fmt.Errorf("%s: no value (remove the item, or give one)", k))
 		case n.list:
 			// Often a list whose items are all commented out.
-			errs = append(errs, fmt.Errorf("%s: no value (omit the key, write [] for none, or give items)", k))
+			errs = append(errs, fmt.Errorf("%s: no value (omit the key, or give items: are they all commented out?)", k))
 		default:
 			errs = append(errs, fmt.Errorf("%s: no value (omit the key, or give one)", k))
 		}

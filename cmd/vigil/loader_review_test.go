@@ -171,13 +171,19 @@ proxy:
 		"checks[2].targets", "checks[5].script[0].browser.navigate", "checks[5].script[1].browser.eval.equals",
 		"proxy.pools[0].hosts", "status_page.title",
 	}
+	lists := map[string]bool{"checks[0].expect.body.contains": true, "checks[0].expect.json": true,
+		"checks[2].targets": true, "proxy.pools[0].hosts": true}
 	for _, cmd := range []string{"validate", "check"} {
 		out, code := runCLI(t, cmd, "-c", cfg)
 		if code != 2 {
 			t.Errorf("vigil %s: exit %d, want 2\n%s", cmd, code, out)
 		}
 		for _, k := range want {
-			if line := cfg + ": " + k + ": no value (omit the key, or give one)"; !strings.Contains(out, line) {
+			hint := "omit the key, or give one"
+			if lists[k] {
+				hint = "omit the key, or give items: are they all commented out?"
+			}
+			if line := cfg + ": " + k + ": no value (" + hint + ")"; !strings.Contains(out, line) {
 				t.Errorf("vigil %s: output lacks %q:\n%s", cmd, line, out)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 
 // TestNoValueErrorsInFileOrder: "no value" errors are listed as the keys
 // stand in the file (checks[2] before checks[10]), and a list key with no
-// items (all commented out) is told it may be [] for none.
+// items is asked whether they are all commented out.
 func TestNoValueErrorsInFileOrder(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("targets: [{name: o, url: \"http://127.0.0.1:9\"}]\nchecks:\n")
@@ -33,7 +33,7 @@ func TestNoValueErrorsInFileOrder(t *testing.T) {
 	if i2 < 0 || i10 < 0 || i2 > i10 {
 		t.Errorf("want checks[2] reported before checks[10]:\n%s", msg)
 	}
-	if !strings.Contains(msg, "alerting.receivers: no value (omit the key, write [] for none, or give items)") {
-		t.Errorf("a list key with its items commented out is not told about []:\n%s", msg)
+	if !strings.Contains(msg, "alerting.receivers: no value (omit the key, or give items: are they all commented out?)") {
+		t.Errorf("a list key with its items commented out is not asked about them:\n%s", msg)
 	}
 }
