@@ -38,6 +38,10 @@ func sessionOrigin(t *testing.T) *httptest.Server {
 	mux.HandleFunc("GET /leak", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "your session: sid2="+elsewhereSid)
 	})
+	mux.HandleFunc("POST /prefs", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "consent", Value: "true", Path: "/"})
+		io.WriteString(w, `{"ok":true}`)
+	})
 	mux.HandleFunc("GET /text", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "plain echo: cookie="+r.Header.Get("Cookie"))
 	})
@@ -87,6 +91,24 @@ func TestJarCookiesAreSecrets(t *testing.T) {
 				t.Errorf("got %q, want the cookie as [redacted]", got)
 			}
 		})
+	}
+}
+
+// TestShortJarCookieIsNotASecret: a short cookie value (consent=true) is
+// not made a secret: it would hide the word "true" in every message of the
+// run.
+func TestShortJarCookieIsNotASecret(t *testing.T) {
+	srv := sessionOrigin(t)
+	res := apiScript(t, `
+- http: {method: POST, path: /prefs}
+- http: {path: /text}
+  expect: {body: {regex: "zzz\\d+"}}
+`).Run(context.Background(), checks.Target{Name: "t", URL: srv.URL})
+	if res.OK || len(res.Steps) != 2 || len(res.Steps[1].Assertions) < 2 {
+		t.Fatalf("want the second step's body regex to fail: %s %+v", res.Err, res.Steps)
+	}
+	if got := res.Steps[1].Assertions[1].Got; !strings.Contains(got, "consent=true") {
+		t.Errorf("got %q, want the short cookie shown as it is (consent=true)", got)
 	}
 }
 

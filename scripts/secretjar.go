@@ -8,7 +8,7 @@ import (
 
 // secretJar is a run's cookie jar. Every cookie value it receives (from an
 // http step's response, a redirect on the way, or the browser) of at least
-// minExtractedSecret bytes is one of the run's secrets: a session cookie is
+// minJarSecret bytes is one of the run's secrets: a session cookie is
 // the monitoring account's live credential, whether or not the script
 // extracts it, so it is hidden in every message and screenshot as an
 // ${env:…} value is.
@@ -29,10 +29,16 @@ func (j secretJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 	j.CookieJar.SetCookies(u, cookies)
 }
 
+// minJarSecret is the shortest cookie value the jar makes a secret on its
+// own: session ids and tokens are longer, while short values such as
+// "true", "dark" or "en-US" (consent, theme, locale cookies) would mask
+// those words in every message of the run.
+const minJarSecret = 8
+
 // addCookieSecret makes a cookie's value a secret of the run when it is
-// at least minExtractedSecret bytes long.
+// at least minJarSecret bytes long.
 func (rv *runVars) addCookieSecret(v string) {
-	if len(v) >= minExtractedSecret {
+	if len(v) >= minJarSecret {
 		rv.addSecret(v)
 	}
 }
