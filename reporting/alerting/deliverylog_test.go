@@ -1,40 +1,21 @@
 package alerting
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/reporting"
 )
-
-// syncBuffer is a log sink the delivery workers and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDeliveryFailuresRateLimited: while an Alertmanager answers 503,
 // every evaluation's delivery fails; the log says so once, then at most
@@ -54,7 +35,7 @@ func TestDeliveryFailuresRateLimited(t *testing.T) {
 	defer am.Close()
 	clock := &fakeClock{t: t0}
 	store := &memStore{clock: clock.Now}
-	logs := &syncBuffer{}
+	logs := &checktest.SyncBuffer{}
 	cfg := Config{Down: DownRule{For: time.Second}, DeadMan: DeadManRule{Disabled: true},
 		Retry:     RetryConfig{Attempts: 1},
 		Receivers: []Receiver{{Name: "am", Alertmanager: &AlertmanagerConfig{URL: am.URL}}}}
