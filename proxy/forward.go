@@ -1229,6 +1229,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			return pl.respond(w, r, resp, method, h2Send, ae)
 		}()
+		if pl.cfg.OriginProtocol == OriginHTTP2 && isGRPC(r.Header) {
+			pl.m.countGRPC(pl.name, o.name, grpcStatusOf(w.Header()))
+		}
 		if grpcCall && berr == nil && !settled && r.Context().Err() == nil && !watch.isGone() {
 			if v := grpcStatusOf(w.Header()); pl.cfg.Passive.grpcFailed(v) {
 				settled = true
@@ -1705,6 +1708,7 @@ func (pl *pool) answerGRPC(w http.ResponseWriter, code int, msg string, start ti
 	case http.StatusBadRequest, http.StatusRequestTimeout:
 		status = 13 // INTERNAL
 	}
+	pl.m.countGRPC(pl.name, noOrigin, strconv.Itoa(status))
 	h := w.Header()
 	h["Content-Type"] = []string{"application/grpc"}
 	h["Grpc-Status"] = []string{strconv.Itoa(status)}

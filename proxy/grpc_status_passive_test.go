@@ -118,3 +118,59 @@ func TestGRPCFailureStatusesConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCResponsesMetric: vigil_proxy_grpc_responses_total counts gRPC
+// calls by the origin that answered and their grpc-status, whether it came
+// trailers-only or in the trailer, and the proxy's own gRPC answers under
+// origin "none" (UNAVAILABLE when no origin answers). The calls' HTTP code
+// is 200 in vigil_proxy_requests_total, so without it an SRE could not see
+// an error ratio in the metrics.
+func TestGRPCResponsesMetric(t *testing.T) {
+	origin := h2cOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		switch r.URL.Path {
+		case "/svc/Ok":
+			w.Header().Set("Trailer", "Grpc-Status")
+			w.Write([]byte("\x00\x00\x00\x00\x00"))
+			w.Header().Set("Grpc-Status", "0")
+		case "/svc/Internal":
+			w.Header().Set("Grpc-Status", "13")
+		default:
+			w.Header().Set("Grpc-Status", "not-a-code")
+		}
+	})
+	cfg := pool1(PolicyFirst, origin)
+	cfg.Pools[0].OriginProtocol = OriginHTTP2
+	cfg.Pools[0].Hosts = []string{"127.0.0.1"}
+	cfg.Pools = append(cfg.Pools, PoolConfig{Name: "dead", Hosts: []string{"dead.example.test"}, OriginProtocol: OriginHTTP2,
+		Origins: []OriginConfig{{URL: deadURL(t)}}})
+	h, _, addr, roots := runTLSProxyReg(t, cfg)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	call := func(host, path string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "https://"+addr+path, strings.NewReader("\x00\x00\x00\x00\x00"))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/grpc")
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	call("127.0.0.1", "/svc/Ok")
+	call("127.0.0.1", "/svc/Ok")
+	call("127.0.0.1", "/svc/Internal")
+	call("127.0.0.1", "/svc/Odd")
+	call("dead.example.test", "/svc/Ok")
+	for _, c := range []struct {
+		pool, origin, status string
+		want                 float64
+	}{{"web", "o0", "0", 2}, {"web", "o0", "13", 1}, {"web", "o0", "invalid", 1}, {"dead", "none", "14", 1}} {
+		if v, _ := h.metric("vigil_proxy_grpc_responses_total", map[string]string{"pool": c.pool, "origin": c.origin, "grpc_status": c.status}); v != c.want {
+			t.Errorf("vigil_proxy_grpc_responses_total{pool=%s,origin=%s,grpc_status=%s} = %v, want %v", c.pool, c.origin, c.status, v, c.want)
+		}
+	}
+}

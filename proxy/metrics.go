@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -55,6 +56,7 @@ type metrics struct {
 	clientWait prometheus.Counter       // accepts that waited at max_client_conns
 	h2Errors   *prometheus.CounterVec   // type
 	tlsErrors  *prometheus.CounterVec   // reason
+	grpc       *prometheus.CounterVec   // pool, origin, grpc_status
 
 	// ejectRefused counts ejections max_ejected refused.
 	ejectRefused *prometheus.CounterVec // pool, origin, reason
@@ -123,6 +125,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_tls_handshake_errors_total",
 			Help: "TLS handshakes on the TLS listener that failed, by reason: client_cert_missing and client_cert_invalid (client_ca_file), plain_http (an HTTP request sent to the TLS port, answered 400), timeout, other.",
 		}, []string{"reason"}),
+		grpc: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_grpc_responses_total",
+			Help: "gRPC calls answered (origin_protocol http2 pools), by pool, origin that answered (\"none\" for the proxy's own answers) and grpc-status (0 OK, 14 UNAVAILABLE, …; \"invalid\" for a value that is not a status code). vigil_proxy_requests_total counts these calls under HTTP code 200.",
+		}, []string{"pool", "origin", "grpc_status"}),
 		clientWait: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vigil_proxy_client_connections_limited_total",
 			Help: "Times the proxy stopped accepting because max_client_conns connections were open (new ones waited in the accept queue).",
@@ -134,7 +140,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range tlsFailReasons {
 		m.tlsErrors.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.grpc} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -225,4 +231,19 @@ func (m *metrics) forget(pool, origin string) {
 	m.ejections.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 	m.ejectRefused.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 	m.tries.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
+	m.grpc.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
+}
+
+// countGRPC counts a gRPC call's answer in vigil_proxy_grpc_responses_total
+// under its grpc-status v ("" counts nothing: the call got no status). A
+// value that is not a status code of at most two digits counts as
+// "invalid", so an origin cannot make series without bound.
+func (m *metrics) countGRPC(pool, origin, v string) {
+	if v == "" {
+		return
+	}
+	if len(v) > 2 || strings.Trim(v, "0123456789") != "" {
+		v = "invalid"
+	}
+	m.grpc.WithLabelValues(pool, origin, v).Inc()
 }
