@@ -705,6 +705,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		ae.pool = pl.name
 	}
 	cfg := &pl.cfg.Retry
+	// A gRPC call to an HTTP/2 pool: streamed, bounded by its own deadline,
+	// and judged by its grpc-status.
+	grpc := pl.cfg.OriginProtocol == OriginHTTP2 && isGRPC(r.Header)
 
 	// Body: none, buffered (replayable after a 5xx), or streamed.
 	var (
@@ -727,7 +730,6 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// streaming call's client waits for answers before it sends more,
 		// so buffering would stall it (gRPC calls are POSTs, never replayed
 		// after a 5xx anyway).
-		grpc := pl.cfg.OriginProtocol == OriginHTTP2 && isGRPC(r.Header)
 		if !grpc && (r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0) {
 			// A client that stops sending for try_timeout gets 408. When the
 			// listener has a read_timeout, that bounds the whole request
@@ -876,7 +878,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// A gRPC call carries its own deadline (grpc-timeout): it bounds the
 	// wait for the answer instead of try_timeout, and may extend the budget.
 	var callTimeout time.Duration
-	if pl.cfg.OriginProtocol == OriginHTTP2 && isGRPC(r.Header) {
+	if grpc {
 		if d, ok := grpcTimeout(r.Header.Get("Grpc-Timeout")); ok {
 			callTimeout = d
 			deadline = maxTime(deadline, time.Now().Add(d))
@@ -1165,7 +1167,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// A gRPC call's status (passive.grpc_failure_statuses) is read
 		// from a trailers-only answer's head here, from the trailer when
 		// the body ended otherwise.
-		grpcCall := pl.cfg.OriginProtocol == OriginHTTP2 && pl.cfg.Passive.grpcFail != 0 && isGRPC(r.Header)
+		grpcCall := grpc && pl.cfg.Passive.grpcFail != 0
 		if grpcCall && !settled {
 			if v := resp.Header.Get("Grpc-Status"); pl.cfg.Passive.grpcFailed(v) {
 				settled = true
@@ -1229,7 +1231,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			return pl.respond(w, r, resp, method, h2Send, ae)
 		}()
-		if pl.cfg.OriginProtocol == OriginHTTP2 && isGRPC(r.Header) {
+		if grpc {
 			pl.m.countGRPC(pl.name, o.name, grpcStatusOf(w.Header()))
 		}
 		if grpcCall && berr == nil && !settled && r.Context().Err() == nil && !watch.isGone() {
