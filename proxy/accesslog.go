@@ -351,8 +351,13 @@ func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes in
 		b = appendJSONString(b, ua)
 	}
 	b = append(b, "}\n"...)
-	// A log closed by a reload hands the line to its successor, which may
-	// itself be closed by a later one; nil: the log was turned off.
+	a.hand(b)
+}
+
+// hand queues line b on a, or on the log a reload replaced it with: a log
+// closed by a reload hands the line to its successor, which may itself be
+// closed by a later one; nil: the log was turned off.
+func (a *accessLog) hand(b []byte) {
 	for l := a; l != nil && !l.send(b); {
 		l = l.next.Load()
 	}
@@ -407,7 +412,5 @@ func (a *accessLog) writeRefused(r refusal) {
 	b = append(b, `,"duration":0,"refused":`...)
 	b = appendJSONString(b, r.reason)
 	b = append(b, "}\n"...)
-	for l := a; l != nil && !l.send(b); {
-		l = l.next.Load()
-	}
+	a.hand(b)
 }
