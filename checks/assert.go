@@ -76,7 +76,7 @@ func fmtDur(d time.Duration) string {
 }
 
 // evalHTTP runs every http assertion over the observation in the fixed
-// order status, headers, content_type, body, json, checksum, size,
+// order status, headers, not_headers, content_type, body, json, checksum, size,
 // cert_min_days, ttfb, duration.
 func (e *Expect) evalHTTP(o *observation, v *verdict) {
 	status, want := e.status, DefaultStatus
@@ -91,13 +91,7 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 
 	for _, h := range e.headers {
 		vals := o.header.Values(h.name)
-		got := "(absent)"
-		if len(vals) > 0 {
-			got = abbrev(joinValues(shownHeaderValues(h.name, vals)), 200)
-			if sensitiveName(h.name) {
-				got = maskValues(vals)
-			}
-		}
+		got := shownHeader(h.name, vals)
 		ok := h.m.Match(vals) // on the real values; only got is masked
 		var msg string
 		switch h.m.Kind {
@@ -114,6 +108,22 @@ func (e *Expect) evalHTTP(o *observation, v *verdict) {
 			msg = fmt.Sprintf("header %s is absent, want %s", h.name, h.m.String())
 		}
 		v.add(CauseHeader, "header "+h.name, ok, got, h.m.String(), msg)
+	}
+
+	for _, h := range e.notHeaders {
+		vals := o.header.Values(h.name)
+		got := shownHeader(h.name, vals)
+		ok := !h.m.Match(vals) // on the real values; only got is masked
+		var msg string
+		switch h.m.Kind {
+		case MatchPresent:
+			msg = fmt.Sprintf("header %s is present (%q), want it missing (not_headers)", h.name, got)
+		case MatchRegex:
+			msg = fmt.Sprintf("header %s: %q matches ~%s (not_headers)", h.name, got, h.m.Value)
+		default:
+			msg = fmt.Sprintf("header %s: got %q, which not_headers forbids", h.name, got)
+		}
+		v.add(CauseHeader, "not_header "+h.name, ok, got, "not "+h.m.String(), msg)
 	}
 
 	if e.contentType != "" {
@@ -188,6 +198,19 @@ func (e *Expect) evalCommon(o *observation, v *verdict) {
 		v.add(CauseDuration, "duration", ok, fmtDur(o.total), "<= "+fmtDur(e.Duration),
 			fmt.Sprintf("duration %s over %s", fmtDur(o.total), fmtDur(e.Duration)))
 	}
+}
+
+// shownHeader is the got text of a response header's values: "(absent)"
+// when there are none, masked (maskValues) under a sensitiveName, URLs as
+// shownHeaderValues shows them, cut at 200 bytes.
+func shownHeader(name string, vals []string) string {
+	switch {
+	case len(vals) == 0:
+		return "(absent)"
+	case sensitiveName(name):
+		return maskValues(vals)
+	}
+	return abbrev(joinValues(shownHeaderValues(name, vals)), 200)
 }
 
 // sensitiveName reports whether values under a response header or a JSON

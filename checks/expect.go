@@ -23,10 +23,10 @@ import (
 // tcp — ttfb, duration; tls — cert_min_days, duration.
 //
 // When several assertions fail, Result.Cause is the first failing one in this
-// fixed order: protocol (http.http2: required), status, header (headers and
-// content_type), body, json, checksum, size, cert (cert_min_days), ttfb,
-// duration. The service-level
-// causes ttfb and duration come last so that a hard failure is never hidden
+// fixed order: protocol (http.http2: required, fail_if_not_ssl,
+// fail_if_ssl), status, header (headers, not_headers and content_type),
+// body, json, checksum, size, cert (cert_min_days), ttfb, duration. The
+// service-level causes ttfb and duration come last so that a hard failure is never hidden
 // behind a slow one. All assertions are evaluated and listed in
 // Result.Assertions whenever a response arrived.
 type Expect struct {
@@ -72,10 +72,28 @@ type Expect struct {
 	// ("application/json" matches "application/json; charset=utf-8");
 	// "text/*" matches any subtype. Its failure cause is `header`.
 	ContentType string `mapstructure:"content_type"`
+	// NotHeaders maps a response header name (any case) to a matcher that
+	// must not hold, as blackbox_exporter's fail_if_header_matches: an
+	// exact value, "~regex" (unanchored) or "present" (the header must be
+	// missing). A header that is missing passes every entry. "absent" is
+	// a config error (write headers: {Name: present}). Its failure cause
+	// is `header`, and values of sensitive headers are masked as for
+	// Headers. Default: none.
+	NotHeaders HeaderMatchers `mapstructure:"not_headers"`
+	// FailIfNotSSL fails the run with cause protocol when the final
+	// response (the last hop, with http.follow_redirects) did not come
+	// over TLS, as blackbox_exporter's fail_if_not_ssl: it catches a
+	// redirect from https:// down to http://. Default false.
+	FailIfNotSSL bool `mapstructure:"fail_if_not_ssl"`
+	// FailIfSSL fails the run with cause protocol when the final response
+	// came over TLS (blackbox_exporter's fail_if_ssl). Excludes
+	// FailIfNotSSL. Default false.
+	FailIfSSL bool `mapstructure:"fail_if_ssl"`
 
 	compiled    bool
 	status      StatusRanges
 	headers     []headerExpect
+	notHeaders  []headerExpect
 	bodyRegex   []*regexp.Regexp
 	bodyNotRe   []*regexp.Regexp
 	json        []jsonExpect
@@ -243,6 +261,33 @@ func (e *Expect) ValidateAndSetDefaults() error {
 		e.headers = append(e.headers, headerExpect{name: http.CanonicalHeaderKey(k), m: m})
 	}
 
+	e.notHeaders = e.notHeaders[:0]
+	names = names[:0]
+	for k := range e.NotHeaders {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !validHeaderName(k) {
+			errs = append(errs, errorf(ErrBadValue, "not_headers.%s: not a header name", k))
+			continue
+		}
+		m, err := ParseHeaderMatcher(e.NotHeaders[k])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("not_headers.%s: %w", k, err))
+			continue
+		}
+		if m.Kind == MatchAbsent {
+			// "must not be absent" is headers' present, said twice over.
+			errs = append(errs, errorf(ErrBadValue, "not_headers.%s: %q would fail when the header is missing; write headers: {%s: present}", k, e.NotHeaders[k], k))
+			continue
+		}
+		e.notHeaders = append(e.notHeaders, headerExpect{name: http.CanonicalHeaderKey(k), m: m})
+	}
+	if e.FailIfSSL && e.FailIfNotSSL {
+		errs = append(errs, errorf(ErrConflict, "fail_if_ssl: set either fail_if_ssl or fail_if_not_ssl, not both (no response passes both)"))
+	}
+
 	for _, l := range []struct {
 		key  string
 		list []string
@@ -371,16 +416,19 @@ func (e *Expect) Keys() []string {
 // setKeys maps every key to whether it is set.
 func (e *Expect) setKeys() map[string]bool {
 	return map[string]bool{
-		"status":        e.Status.isSet(),
-		"headers":       len(e.Headers) > 0,
-		"body":          len(e.Body.Contains)+len(e.Body.NotContains)+len(e.Body.Regex)+len(e.Body.NotRegex) > 0,
-		"json":          len(e.JSON) > 0,
-		"checksum":      e.Checksum != "",
-		"size":          e.Size != (SizeExpect{}),
-		"ttfb":          e.TTFB != 0,
-		"duration":      e.Duration != 0,
-		"cert_min_days": e.CertMinDays != 0,
-		"content_type":  e.ContentType != "",
+		"status":          e.Status.isSet(),
+		"headers":         len(e.Headers) > 0,
+		"body":            len(e.Body.Contains)+len(e.Body.NotContains)+len(e.Body.Regex)+len(e.Body.NotRegex) > 0,
+		"json":            len(e.JSON) > 0,
+		"checksum":        e.Checksum != "",
+		"size":            e.Size != (SizeExpect{}),
+		"ttfb":            e.TTFB != 0,
+		"duration":        e.Duration != 0,
+		"cert_min_days":   e.CertMinDays != 0,
+		"content_type":    e.ContentType != "",
+		"not_headers":     len(e.NotHeaders) > 0,
+		"fail_if_not_ssl": e.FailIfNotSSL,
+		"fail_if_ssl":     e.FailIfSSL,
 	}
 }
 

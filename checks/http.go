@@ -6,6 +6,7 @@ import (
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -419,6 +420,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		}
 		v.add(CauseProtocol, "protocol", resp.ProtoMajor == 2, resp.Proto, "HTTP/2.0", msg)
 	}
+	h.expect.evalTransport(resp, &v)
 	h.expect.evalHTTP(&obs, &v)
 	res.Assertions = v.list
 	var decErr *decodeError
@@ -439,6 +441,33 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	}
 	res.OK = true
 	return res, out
+}
+
+// evalTransport runs expect.fail_if_not_ssl and fail_if_ssl on the final
+// response: whether it came over TLS. Both fail with cause protocol; the
+// message names the final URL as every URL is shown (units.RedactURL).
+func (e *Expect) evalTransport(resp *http.Response, v *verdict) {
+	if !e.FailIfNotSSL && !e.FailIfSSL {
+		return
+	}
+	got := "plain http"
+	if resp.TLS != nil {
+		got = "TLS " + tlsVersionName(resp.TLS.Version)
+	}
+	at := units.RedactURL(resp.Request.URL.String())
+	if e.FailIfNotSSL {
+		v.add(CauseProtocol, "fail_if_not_ssl", resp.TLS != nil, got, "TLS",
+			fmt.Sprintf("protocol: the final response (%s) came over plain http, want TLS (expect.fail_if_not_ssl)", at))
+	}
+	if e.FailIfSSL {
+		v.add(CauseProtocol, "fail_if_ssl", resp.TLS == nil, got, "plain http",
+			fmt.Sprintf("protocol: the final response (%s) came over %s, want plain http (expect.fail_if_ssl)", at, got))
+	}
+}
+
+// tlsVersionName is "1.2" for tls.VersionTLS12, and so on.
+func tlsVersionName(v uint16) string {
+	return strings.TrimPrefix(tls.VersionName(v), "TLS ")
 }
 
 // maxRedirects is how many redirects http.follow_redirects follows, as
