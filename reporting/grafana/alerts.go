@@ -12,6 +12,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/expr"
+
+	vigilalerting "github.com/vigil-synthetics/vigil/reporting/alerting"
 )
 
 // SLO figures the alert rules and the dashboards' thresholds are built on.
@@ -26,6 +28,8 @@ const (
 	// BurnRateLong and BurnRateShort are the fast-burn windows; the burn
 	// rule's query reads the long one.
 	BurnRateLong, BurnRateShort = time.Hour, 5 * time.Minute
+	// TTFBWindow is the window of the TTFB p95 rule.
+	TTFBWindow = 10 * time.Minute
 	// BurnMinRuns is how many runs a region needs in the long window to
 	// count as burning, as the alerter's burn_rate.min_runs (default 10):
 	// a region's first failed run is not a burn rate.
@@ -36,6 +40,22 @@ const (
 	// burning, so one vantage's network trouble pages nobody. Keep it
 	// equal to the alerter's quorum (examples/multi-region: 2).
 	Quorum = 2
+)
+
+// How long a firing rule keeps firing after its condition stopped holding
+// (Grafana's "Keep firing for", file provisioning key keepFiringFor), the
+// defaults of vigil's alerter and of the generated Prometheus rules:
+//
+//   - origin down: none, as down.keep_firing_for (default 0s): a region
+//     already needs rise passing runs to leave unhealthy;
+//   - TTFB p95: the rule's window, at most vigilalerting.TTFBKeepMax, as
+//     ttfb.keep_firing_for;
+//   - burn rate: the short window of its only pair (1h/5m), as
+//     burn_rate.keep_firing_for for a page from that pair.
+const (
+	KeepFiringForDown time.Duration = 0
+	KeepFiringForTTFB               = min(TTFBWindow, vigilalerting.TTFBKeepMax)
+	KeepFiringForBurn               = BurnRateShort
 )
 
 // Alert rule provisioning identity.
@@ -61,6 +81,7 @@ func exprRef() common.DataSourceRef {
 // (refId → relative range in seconds and text) and expressions.
 type alertRule struct {
 	uid, title, forDur, condition string
+	keep                          time.Duration // keep firing for; 0: none
 	noData                        alerting.RuleNoDataState
 	labels, annotations           map[string]string
 	flux                          []alertFlux
@@ -113,6 +134,7 @@ func alertRules() []alertRule {
 			uid:       "vigil-origin-down",
 			title:     fmt.Sprintf("Origin down in %d or more regions", Quorum),
 			forDur:    "1m",
+			keep:      KeepFiringForDown,
 			condition: "C",
 			noData:    alerting.RuleNoDataStateOK, // no unhealthy region at all: no series
 			labels:    map[string]string{"severity": "page", "slo": "availability"},
@@ -128,14 +150,15 @@ func alertRules() []alertRule {
 			uid:       "vigil-ttfb-p95",
 			title:     fmt.Sprintf("TTFB p95 above %s ms", fmtFloat(TTFBP95ThresholdMS)),
 			forDur:    "5m",
+			keep:      KeepFiringForTTFB,
 			condition: "C",
 			noData:    alerting.RuleNoDataStateNoData,
 			labels:    map[string]string{"severity": "ticket", "slo": "latency"},
 			annotations: map[string]string{
 				"summary":     "{{ $labels.check }} TTFB p95 in {{ $labels.region }} is {{ humanize $values.B }} ms",
-				"description": fmt.Sprintf("TTFB p95 over the last 10 minutes is above the %s ms objective.", fmtFloat(TTFBP95ThresholdMS)),
+				"description": fmt.Sprintf("TTFB p95 over the last %d minutes is above the %s ms objective.", TTFBWindow/time.Minute, fmtFloat(TTFBP95ThresholdMS)),
 			},
-			flux:     []alertFlux{{"A", 600, qAlertTTFBP95}},
+			flux:     []alertFlux{{"A", alerting.Duration(TTFBWindow / time.Second), qAlertTTFBP95}},
 			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", TTFBP95ThresholdMS)},
 			exprRefs: []string{"B", "C"},
 		},
@@ -144,6 +167,7 @@ func alertRules() []alertRule {
 			title: fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions",
 				fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort), Quorum),
 			forDur:    "2m",
+			keep:      KeepFiringForBurn,
 			condition: "C",
 			noData:    alerting.RuleNoDataStateNoData, // no verdict at all over the long window
 			labels:    map[string]string{"severity": "page", "slo": "availability"},
@@ -197,6 +221,9 @@ func ruleGroup() ([]alerting.Rule, error) {
 			ExecErrState(alerting.RuleExecErrStateError).
 			Labels(r.labels).
 			Annotations(r.annotations)
+		if r.keep > 0 {
+			b.KeepFiringFor(shortDur(r.keep))
+		}
 		for _, f := range r.flux {
 			text := strings.ReplaceAll(f.text, "${bucket}", DefaultBucket)
 			b.WithQuery(alerting.NewQueryBuilder(f.refID).
@@ -219,6 +246,29 @@ func ruleGroup() ([]alerting.Rule, error) {
 	return rules, nil
 }
 
+// apiOnlyKeys are keys of the API's rule model that a provisioning file
+// sets on the group (folderUID, ruleGroup, orgID) or not at all.
+var apiOnlyKeys = []string{"folderUID", "ruleGroup", "orgID", "provenance", "updated", "id"}
+
+// fileKeys renames the API model's keys whose file-provisioning spelling
+// differs: Grafana's AlertRuleV1 reads keepFiringFor (Grafana 12.1.2 and
+// later, grafana/grafana#109699) and silently ignores keep_firing_for.
+var fileKeys = map[string]string{"keep_firing_for": "keepFiringFor"}
+
+// fileRule reshapes one rule of the API model (as JSON-decoded) into the
+// file-provisioning format, in place.
+func fileRule(m map[string]any) {
+	for _, k := range apiOnlyKeys {
+		delete(m, k)
+	}
+	for api, file := range fileKeys {
+		if v, ok := m[api]; ok {
+			delete(m, api)
+			m[file] = v
+		}
+	}
+}
+
 // AlertRules returns the SLO alert rules as a Grafana unified-alerting
 // file-provisioning document (apiVersion 1, one group "vigil-slo" in
 // folder "vigil", evaluated every minute) — the content of
@@ -226,14 +276,17 @@ func ruleGroup() ([]alerting.Rule, error) {
 //
 //   - origin down: a check's target unhealthy in ≥ Quorum regions
 //     (latest unexpired verdict, last 5 m), for 1 m;
-//   - TTFB p95 per check × region over 10 m above TTFBP95ThresholdMS, for 5 m;
+//   - TTFB p95 per check × region over TTFBWindow above TTFBP95ThresholdMS,
+//     for 5 m;
 //   - availability burn rate of a check × target above BurnRateFast ×
 //     (1 − SLOTarget) over both BurnRateLong and BurnRateShort in ≥ Quorum
 //     regions (each with ≥ BurnMinRuns runs), for 2 m.
 //
-// The rules are built with the SDK's alerting types (the API model) and
-// reshaped into the file format: per-rule folderUID/ruleGroup/orgID move
-// to the group.
+// Each keeps firing as the alerter's rule does (KeepFiringForDown,
+// KeepFiringForTTFB, KeepFiringForBurn). The rules are built with the
+// SDK's alerting types (the API model) and reshaped into the file format:
+// per-rule folderUID/ruleGroup/orgID move to the group, keep_firing_for
+// becomes keepFiringFor.
 func AlertRules() ([]byte, error) {
 	rules, err := ruleGroup()
 	if err != nil {
@@ -249,9 +302,7 @@ func AlertRules() ([]byte, error) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("grafana: alert rule %s: %w", r.Title, err)
 		}
-		for _, k := range []string{"folderUID", "ruleGroup", "orgID", "provenance", "updated", "id"} {
-			delete(m, k)
-		}
+		fileRule(m)
 		out = append(out, m)
 	}
 	doc := map[string]any{
