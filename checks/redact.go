@@ -2,7 +2,9 @@ package checks
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -400,20 +402,27 @@ func secretForms(sec string) []string {
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 		forms = append(forms, enc.EncodeToString([]byte(sec)))
-		raw := enc.WithPadding(base64.NoPadding)
-		// The secret at byte offset k (mod 3) of a longer encoded text:
-		// the characters that also carry bits of the bytes around it
-		// differ, the rest are fixed. k = 0 alone is the unpadded form.
-		for k := range 3 {
-			b := append(make([]byte, k), sec...)
-			e := raw.EncodeToString(b)
-			e = e[[]int{0, 2, 3}[k]:]
-			if len(b)%3 != 0 {
-				forms = append(forms, e) // the secret at the end: all of it
-				e = e[:len(e)-1]
-			}
-			forms = append(forms, e)
+		forms = append(forms, embedded(enc.WithPadding(base64.NoPadding).EncodeToString, 6, 3, sec)...)
+	}
+	// Standard base64 in a URL's query or path, percent-encoded there
+	// (+ as %2B, / as %2F, = as %3D; a path keeps + and =): a redirect or
+	// callback URL that carries the secret base64-encoded.
+	for _, f := range slices.Clone(forms[1:]) {
+		if strings.ContainsAny(f, "+/=") {
+			forms = append(forms, url.QueryEscape(f), url.PathEscape(f))
 		}
+	}
+	// Hex, in either case (the matcher folds A-F), as a signature, a
+	// debug dump or a hex-encoding token scheme shows it; the secret's
+	// bytes inside a longer hex text are its hex as they are.
+	forms = append(forms, hex.EncodeToString([]byte(sec)))
+	// Base32 (RFC 4648: TOTP seeds, some token schemes), padded or not,
+	// alone or inside a longer base32 text, in upper case as the RFC
+	// writes it and in lower case as some encoders do.
+	b32 := append([]string{base32.StdEncoding.EncodeToString([]byte(sec))},
+		embedded(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString, 5, 5, sec)...)
+	for _, f := range b32 {
+		forms = append(forms, f, strings.ToLower(f))
 	}
 	// Lower-case hex digits need no form of their own: the matcher folds
 	// A-F (see Redactor).
@@ -424,9 +433,17 @@ func secretForms(sec string) []string {
 	// (Python's quote(s, safe=''), PHP's rawurlencode, .NET's
 	// Uri.EscapeDataString, Ruby's ERB::Util.url_encode): space as %20,
 	// ' as %27, & as %26; and Python's default quote(s), which keeps "/".
-	forms = append(forms, url.QueryEscape(sec), url.PathEscape(sec),
-		jsEscape(sec, "-_.!~*'()"), jsEscape(sec, "-_.!~*'();,/?:@&=+$#"),
-		jsEscape(sec, "-_.~"), jsEscape(sec, "-_.~/"))
+	pct := percentForms(sec)
+	forms = append(forms, pct...)
+	// Percent-encoded twice, as a URL carried in another URL's query
+	// (a redirect_uri, a login's "next") or one encoded by two layers is:
+	// "%" as "%25" (a space as %2520), and what the first escaping kept
+	// escaped by the second as it escapes it.
+	for _, p := range pct {
+		if p != sec {
+			forms = append(forms, percentForms(p)...)
+		}
+	}
 	// An HTML page (an error page, a template) echoes it HTML-escaped.
 	forms = append(forms, htmlForms(sec)...)
 	// A non-ASCII secret echoed by a server that reads header bytes as
@@ -447,6 +464,37 @@ func secretForms(sec string) []string {
 		}
 	}
 	return forms
+}
+
+// embedded lists sec encoded, without padding, by encode (an encoding of
+// bits bits per character, whose characters align with the bytes every
+// group bytes) as it reads inside a longer encoded text, at each byte
+// offset k (mod group) there: the characters that also carry bits of the
+// bytes around it differ, the rest are fixed. At the end of the text,
+// the secret's last character is fixed too (its spare bits are zero), so
+// that form is listed whole as well. k = 0 is the unpadded form.
+func embedded(encode func([]byte) string, bits, group int, sec string) []string {
+	var out []string
+	for k := range group {
+		b := append(make([]byte, k), sec...)
+		e := encode(b)[(8*k+bits-1)/bits:]
+		if len(b)*8%bits != 0 {
+			out = append(out, e) // the secret at the end: all of it
+			e = e[:len(e)-1]
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// percentForms are s percent-encoded by Go's QueryEscape and PathEscape,
+// JavaScript's encodeURIComponent and encodeURI, and RFC 3986's escaping
+// of all but the unreserved characters (also keeping "/", as Python's
+// quote(s) does).
+func percentForms(s string) []string {
+	return []string{url.QueryEscape(s), url.PathEscape(s),
+		jsEscape(s, "-_.!~*'()"), jsEscape(s, "-_.!~*'();,/?:@&=+$#"),
+		jsEscape(s, "-_.~"), jsEscape(s, "-_.~/")}
 }
 
 // htmlEscapes are the ways HTML and XML escapers write & < > " ': Go's

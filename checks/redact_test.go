@@ -2,7 +2,9 @@ package checks_test
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -206,7 +208,7 @@ func BenchmarkRedact(b *testing.B) {
 
 // FuzzRedactor: whatever surrounds it, a secret (without "*", which the
 // replacement itself is made of) never survives Redact as written, nor
-// base64- or percent-encoded on its own.
+// base64-, hex-, base32- or percent-encoded (once or twice) on its own.
 func FuzzRedactor(f *testing.F) {
 	f.Add("hunter2-Secret", "got ", "…")
 	f.Add(`p/a+s s"w\<&>é`, `{"a":"`, `"}`)
@@ -217,7 +219,8 @@ func FuzzRedactor(f *testing.F) {
 		}
 		var r checks.Redactor
 		r.Add(secret)
-		for _, enc := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret)), url.QueryEscape(secret)} {
+		for _, enc := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret)), url.QueryEscape(secret),
+			hex.EncodeToString([]byte(secret)), base32.StdEncoding.EncodeToString([]byte(secret)), url.QueryEscape(url.QueryEscape(secret))} {
 			if got := r.Redact(pre + enc + post); strings.Contains(got, enc) {
 				t.Fatalf("Redact(%q) = %q shows %q", pre+enc+post, got, enc)
 			}

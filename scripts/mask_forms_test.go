@@ -2,11 +2,14 @@ package scripts
 
 import (
 	"context"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"html"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +21,9 @@ import (
 const maskPW = "ScriptPw&EEEE 5555"
 
 // formsOrigin serves /forms, a page that shows maskPW upper-cased,
-// lower-cased, in a Basic credential, percent-encoded the RFC 3986 way and
-// split across two elements, one form a line. /forms?ref=1 is the same
+// lower-cased, in a Basic credential, percent-encoded the RFC 3986 way,
+// hex- and base32-encoded, percent-encoded twice and split across two
+// elements, one form a line. /forms?ref=1 is the same
 // page with what a screenshot must hide written as "•", worked out with
 // checks.Redactor: the forms a screenshot hides are the text's.
 func formsOrigin(t *testing.T) *httptest.Server {
@@ -42,6 +46,9 @@ func formsOrigin(t *testing.T) *httptest.Server {
 		strings.ToLower(maskPW),
 		"Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+maskPW)),
 		strings.NewReplacer("&", "%26", " ", "%20").Replace(maskPW),
+		"sig " + hex.EncodeToString([]byte(maskPW)),
+		"seed " + base32.StdEncoding.EncodeToString([]byte(maskPW)),
+		"next=" + url.QueryEscape(url.QueryEscape(maskPW)),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ref := r.URL.Query().Get("ref") != ""
@@ -66,7 +73,8 @@ func formsOrigin(t *testing.T) *httptest.Server {
 
 // TestBrowserScreenshotHidesSecretForms: the failure screenshot hides an
 // ${env:…} secret in the forms the run's messages hide it in (upper- and
-// lower-cased, inside a Basic credential, percent-encoded) and split
+// lower-cased, inside a Basic credential, percent-encoded once and twice,
+// hex, base32) and split
 // across two elements: pixel for pixel, it is the page with those
 // characters written as "•".
 func TestBrowserScreenshotHidesSecretForms(t *testing.T) {

@@ -240,8 +240,8 @@ type runVars struct {
 	// extracted values that are secrets (see secretExtract).
 	secrets map[string]struct{}
 	// red hides the secrets in every form checks.Redactor knows (base64
-	// as in a Basic Authorization header, JSON-escaped, percent-encoded,
-	// Go-quoted, Latin-1).
+	// as in a Basic Authorization header, hex, base32, JSON-escaped,
+	// percent-encoded once or twice, Go-quoted, Latin-1).
 	red checks.Redactor
 }
 
@@ -315,8 +315,9 @@ func (rv *runVars) expand(s string) (string, error) {
 // (url.QueryEscape) and as a URL path carries it (url.PathEscape), longer
 // forms first so that a secret containing another is fully hidden; then
 // the other forms of checks.Redactor (base64, as the "user:password" of a
-// Basic Authorization header; JSON-escaped; Go-quoted; Latin-1; the start
-// of a form cut short with "…") with "***".
+// Basic Authorization header; hex; base32; percent-encoded twice;
+// JSON-escaped; Go-quoted; Latin-1; the start of a form cut short with
+// "…") with "***".
 func (rv *runVars) redact(s string) string {
 	if len(rv.secrets) == 0 || s == "" {
 		return s

@@ -9,8 +9,9 @@ import (
 // redactor remembers values taken from the environment (${NAME}, and
 // VIGIL_* overrides of secret keys) so that no printed error or output
 // shows them: as written, and from checks.MinEncodedSecret bytes on also
-// base64-, percent-, JSON-escaped or Go-quoted, as an origin or an error
-// message may echo them (see checks.Redactor). The config normalises some
+// base64-, hex-, base32-, percent- (once or twice), JSON-escaped or
+// Go-quoted, as an origin or an error message may echo them (see
+// checks.Redactor). The config normalises some
 // values before it judges them (an http.method is trimmed and upper-cased,
 // keywords are lower-cased), so each value is also hidden trimmed,
 // upper-cased and lower-cased.

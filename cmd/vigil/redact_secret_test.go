@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -172,8 +174,8 @@ alerting:
 }
 
 // TestCheckJSONHidesEncodedSecrets: an origin echoes the Authorization
-// header's ${…} secret back base64-, percent- and JSON-encoded, and cut
-// short at got's 200 bytes; it also answers an access_token of its own.
+// header's ${…} secret back base64-, hex-, base32-, percent- (once and
+// twice) and JSON-encoded, and cut short at got's 200 bytes; it also answers an access_token of its own.
 // `vigil check --json` and the JUnit report show none of them, while a
 // json assertion on a non-sensitive key still shows its value.
 func TestCheckJSONHidesEncodedSecrets(t *testing.T) {
@@ -187,6 +189,14 @@ func TestCheckJSONHidesEncodedSecrets(t *testing.T) {
 		"basic":  func(s string) string { return base64.StdEncoding.EncodeToString([]byte("me:" + s)) },
 		"query":  url.QueryEscape,
 		"path":   url.PathEscape,
+		"hex":    func(s string) string { return hex.EncodeToString([]byte(s)) },
+		"HEX":    func(s string) string { return strings.ToUpper(hex.EncodeToString([]byte(s))) },
+		"b32":    func(s string) string { return base32.StdEncoding.EncodeToString([]byte(s)) },
+		"b32raw": func(s string) string {
+			return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(s))
+		},
+		"query2": func(s string) string { return url.QueryEscape(url.QueryEscape(s)) },
+		"path2":  func(s string) string { return url.PathEscape(url.PathEscape(s)) },
 		"long":   func(s string) string { return strings.Repeat("x", 190) + s }, // got is cut inside the secret
 	}
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
