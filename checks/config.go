@@ -507,9 +507,36 @@ type TCPSpec struct {
 	// ReadLimit is how much is read while waiting for Expect (for Query:
 	// over the whole conversation), in bytes with a unit. Default "64KiB".
 	ReadLimit units.ByteSize `mapstructure:"read_limit"`
+	// TLS makes the check speak TLS, with the keys of http.tls
+	// (insecure_skip_verify, ca_file, server_name, min_version, cert_file,
+	// key_file); `tls: true` is TLS with their defaults (chain and
+	// hostname verified against the system pool, TLS 1.2 or later), `tls:
+	// false` or no key plain TCP. The handshake follows the connect, or,
+	// when a Query step has starttls, happens at that step. server_name
+	// defaults to the target's host. Default: nil, plain TCP.
+	TLS *TLSOptions `mapstructure:"tls"`
 
 	compiled bool
 	re       *regexp.Regexp
+	// tls is the compiled TLS client: TLS, or the defaults for a starttls
+	// step without TLS; nil for plain TCP.
+	tls *TLSOptions
+	// startTLS is the index of the Query step with starttls, -1 for none.
+	startTLS int
+}
+
+// Warnings lists the settings of tcp.tls that weaken it
+// (insecure_skip_verify, a min_version below 1.2), each as
+// "key: value: why", keys relative to `tcp`.
+func (s *TCPSpec) Warnings() []string {
+	if s.TLS == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range s.TLS.Warnings() {
+		out = append(out, "tls."+w)
+	}
+	return out
 }
 
 // TCPQueryStep is one element of tcp.query: expect, send, or both.
@@ -520,6 +547,11 @@ type TCPQueryStep struct {
 	// Send is written as is (add "\r\n" yourself), after Expect matched
 	// when both are set.
 	Send string `mapstructure:"send"`
+	// StartTLS upgrades the connection to TLS at this step, after its
+	// Expect matched and before its Send, with tcp.tls's settings (or
+	// their defaults: verification on), as blackbox_exporter's starttls.
+	// At most one step. Default false.
+	StartTLS bool `mapstructure:"starttls"`
 
 	re *regexp.Regexp
 }
@@ -556,11 +588,19 @@ func (s *TCPSpec) ValidateAndSetDefaults() error {
 			errs = append(errs, errorf(ErrConflict, "query: set either query or send/expect, not both (put them in query, in order)"))
 		}
 	}
+	s.startTLS = -1
 	for i := range s.Query {
 		q := &s.Query[i]
 		q.re = nil
-		if q.Expect == "" && q.Send == "" {
-			errs = append(errs, errorf(ErrBadValue, "query[%d]: want expect, send or both", i))
+		if q.StartTLS {
+			if s.startTLS >= 0 {
+				errs = append(errs, errorf(ErrConflict, "query[%d].starttls: only one step may start TLS (query[%d] does)", i, s.startTLS))
+			} else {
+				s.startTLS = i
+			}
+		}
+		if q.Expect == "" && q.Send == "" && !q.StartTLS {
+			errs = append(errs, errorf(ErrBadValue, "query[%d]: want expect, send or both (and/or starttls)", i))
 			continue
 		}
 		if strings.HasPrefix(q.Expect, "^") {
@@ -580,6 +620,15 @@ func (s *TCPSpec) ValidateAndSetDefaults() error {
 	}
 	if s.ReadLimit == 0 {
 		s.ReadLimit = DefaultReadLimit
+	}
+	s.tls = s.TLS
+	if s.tls == nil && s.startTLS >= 0 {
+		s.tls = &TLSOptions{}
+	}
+	if s.tls != nil {
+		if err := s.tls.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix("tls", err))
+		}
 	}
 	err := errors.Join(errs...)
 	s.compiled = err == nil

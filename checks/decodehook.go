@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -24,11 +25,16 @@ var (
 	jsonExpectType     = reflect.TypeOf(JSONExpect{})
 	statusListType     = reflect.TypeOf(StatusList(nil))
 	headerMatchersType = reflect.TypeOf(HeaderMatchers(nil))
+	tlsOptionsPtrType  = reflect.TypeOf((*TLSOptions)(nil))
 )
 
 // errHeadersNotMap is the decode error of an expect.headers written as a
 // list; the decoder prefixes the key.
 var errHeadersNotMap = errors.New(`want a map of header: value (e.g. {X-Cache: present}), got a list`)
+
+// errTLSShape is the decode error of a tcp.tls that is neither a boolean
+// nor a map of TLS settings.
+var errTLSShape = errors.New("want true, false or a map of TLS settings (insecure_skip_verify, ca_file, server_name, min_version, cert_file, key_file)")
 
 // DecodeHook is a mapstructure decode hook (func(from, to reflect.Type,
 // data any) (any, error)) that the config loader runs before its other
@@ -38,7 +44,9 @@ var errHeadersNotMap = errors.New(`want a map of header: value (e.g. {X-Cache: p
 //   - a boolean in expect.status stays "true"/"false" (weak decoding makes
 //     it "1"/"0", which the error would then show);
 //   - expect.headers written as a list is an error that says a map is
-//     expected.
+//     expected;
+//   - a boolean where TLS options go (tcp.tls) is TLS with the default
+//     settings (true) or none (false).
 func DecodeHook(_, to reflect.Type, data any) (any, error) {
 	switch to {
 	case jsonExpectType:
@@ -69,6 +77,23 @@ func DecodeHook(_, to reflect.Type, data any) (any, error) {
 				out[i] = v
 			}
 			return out, nil
+		}
+	case tlsOptionsPtrType:
+		b, isBool := data.(bool)
+		if s, ok := data.(string); ok {
+			// A value from the environment (${TLS}) arrives as text.
+			v, err := strconv.ParseBool(strings.TrimSpace(s))
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", s, errTLSShape)
+			}
+			b, isBool = v, true
+		}
+		if isBool {
+			if !b {
+				// Typed, so that the hooks after this one see a value.
+				return (*TLSOptions)(nil), nil
+			}
+			return map[string]any{}, nil
 		}
 	case headerMatchersType:
 		if _, ok := data.([]any); ok {

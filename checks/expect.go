@@ -20,7 +20,8 @@ import (
 // Expect is the assertion vocabulary (config key `expect:`). Every field is
 // optional; an unset field asserts nothing, except Status, which defaults to
 // "200-399" for http checks. Which keys a check kind accepts: http — all;
-// tcp — ttfb, duration; tls — cert_min_days, duration.
+// tcp — ttfb, duration, and cert_min_days with tcp.tls; tls —
+// cert_min_days, duration.
 //
 // When several assertions fail, Result.Cause is the first failing one in this
 // fixed order: protocol (http.http2: required, fail_if_not_ssl,
@@ -393,7 +394,8 @@ func validHeaderName(k string) bool {
 func (e *Expect) ValidateFor(kind string) error {
 	switch kind {
 	case "tcp":
-		return e.onlyKeys("tcp", "ttfb", "duration")
+		// cert_min_days needs tcp.tls, which NewTCP checks.
+		return e.onlyKeys("tcp", "ttfb", "duration", "cert_min_days")
 	case "tls":
 		return e.onlyKeys("tls", "cert_min_days", "duration")
 	}

@@ -16,10 +16,11 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
-// TCP is a compiled TCP check: connect, optionally send, optionally read
-// until tcp.expect is seen; or run tcp.query's expects and sends in order. Expect keys accepted: ttfb (first byte read;
-// setting it makes the check wait for a first byte), duration. Safe for
-// concurrent Run.
+// TCP is a compiled TCP check: connect (and with tcp.tls handshake),
+// optionally send, optionally read until tcp.expect is seen; or run
+// tcp.query's expects, sends and starttls in order. Expect keys accepted:
+// ttfb (first byte read; setting it makes the check wait for a first
+// byte), duration, and with TLS cert_min_days. Safe for concurrent Run.
 type TCP struct {
 	spec   TCPSpec
 	expect Expect
@@ -34,12 +35,16 @@ func NewTCP(spec TCPSpec, expect Expect, o Options) (*TCP, error) {
 	if err := compileProbe("tcp", &spec, spec.compiled, &expect); err != nil {
 		return nil, err
 	}
+	if expect.CertMinDays > 0 && spec.tls == nil {
+		return nil, errorf(ErrUnsupported, "expect.cert_min_days: a tcp check without tcp.tls sees no certificate (set tcp.tls: true, or use a tls check)")
+	}
 	o.setDefaults()
 	return &TCP{spec: spec, expect: expect, opts: o, d: newDialer()}, nil
 }
 
 // Run connects to t (tcp://host:port; http(s):// and tls:// URLs use their
-// host and port) and evaluates tcp.expect, ttfb and duration.
+// host and port, tls:// defaulting to 443) and evaluates tcp.expect, ttfb,
+// duration and, with tcp.tls, the certificate.
 func (c *TCP) Run(ctx context.Context, t Target) Result {
 	start := time.Now()
 	res := Result{Start: start}
@@ -51,20 +56,37 @@ func (c *TCP) Run(ctx context.Context, t Target) Result {
 		return res
 	}
 	tr := &runTrace{start: start, timeout: c.opts.Timeout}
-	conn, err := c.d.DialContext(tr.withTrace(ctx), "tcp", addr)
+	ctx = tr.withTrace(ctx)
+	raw, err := c.d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		end := time.Now()
 		res.Phases = tr.phases(end)
 		res.Cause, res.Err = classify(err, tr, end.Sub(start))
 		return res
 	}
-	defer conn.Close()
-	stop := watchCtx(ctx, conn)
+	// conn is raw, or the TLS connection over it once the handshake is
+	// done; closing it sends TLS's close_notify.
+	conn := raw
+	defer func() { conn.Close() }()
+	stop := watchCtx(ctx, raw)
 	defer stop()
-
-	if len(c.spec.Query) > 0 {
-		return c.runQuery(conn, tr, res, start)
+	host, _, _ := net.SplitHostPort(addr)
+	s := &tcpSession{ctx: ctx, tr: tr, start: start, name: host}
+	if c.spec.tls != nil && c.spec.tls.ServerName != "" {
+		s.name = c.spec.tls.ServerName
 	}
+
+	if c.spec.tls != nil && c.spec.startTLS < 0 {
+		tc := c.startTLS(raw, s, &res)
+		if tc == nil {
+			return res
+		}
+		conn = tc
+	}
+	if len(c.spec.Query) > 0 {
+		return c.runQuery(&conn, s, res)
+	}
+	v := s.v
 	var got []byte
 	var ioErr error
 	matched := false
@@ -83,7 +105,6 @@ func (c *TCP) Run(ctx context.Context, t Target) Result {
 		res.Phases.Transfer = 0
 	}
 
-	var v verdict
 	if c.spec.Expect != "" {
 		shown := tcpExcerpt(got)
 		if len(got) == 0 {
@@ -95,7 +116,7 @@ func (c *TCP) Run(ctx context.Context, t Target) Result {
 		}
 		v.add(CauseBody, "tcp expect", matched, shown, c.spec.Expect, msg)
 	}
-	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start}
+	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start, cert: s.cert}
 	c.expect.evalCommon(&obs, &v)
 	res.Assertions = v.list
 
@@ -119,6 +140,58 @@ func (c *TCP) Run(ctx context.Context, t Target) Result {
 	}
 	res.OK = true
 	return res
+}
+
+// tcpSession is the state of one run of a TCP check that its steps share.
+type tcpSession struct {
+	ctx   context.Context
+	tr    *runTrace
+	start time.Time
+	// name is the TLS name: tcp.tls.server_name, else the target's host.
+	name string
+	// v holds the assertions so far (the certificate's, after TLS).
+	v verdict
+	// cert is what the TLS handshake saw; nil over plain TCP.
+	cert *certTLS
+}
+
+// startTLS runs tcp.tls's handshake over conn and verifies the server as a
+// tls check does: "cert chain" and "cert hostname" assertions in s.v, the
+// expiries in res. It returns the TLS connection, or nil with res's
+// cause, error, phases and assertions set when the handshake failed
+// (cause tls) or, with verification on, the certificate is not valid
+// (cause cert): nothing is sent to a server that was not verified.
+func (c *TCP) startTLS(conn net.Conn, s *tcpSession, res *Result) net.Conn {
+	o := c.spec.tls
+	tc, err := clientHandshake(s.ctx, conn, s.tr, s.name, o.minVersion, o.clientCert)
+	if err != nil {
+		end := time.Now()
+		res.Phases = s.tr.phases(end)
+		res.Phases.Transfer = 0
+		res.Cause, res.Err = classify(err, s.tr, end.Sub(s.start))
+		res.Assertions = s.v.list
+		return nil
+	}
+	state := tc.ConnectionState()
+	if len(state.PeerCertificates) == 0 {
+		tc.Close()
+		res.Phases = s.tr.phases(time.Now())
+		res.Phases.Transfer = 0
+		res.Cause, res.Err = CauseTLS, "tls: the server sent no certificate"
+		res.Assertions = s.v.list
+		return nil
+	}
+	s.cert = verifyPeer(state, s.name, o.roots, o.InsecureSkipVerify, s.start, &s.v)
+	s.cert.expiries(res)
+	if s.v.cause != "" {
+		tc.Close()
+		res.Phases = s.tr.phases(time.Now())
+		res.Phases.Transfer = 0
+		res.Cause, res.Err = s.v.cause, s.v.err
+		res.Assertions = s.v.list
+		return nil
+	}
+	return tc
 }
 
 // read reads until tcp.expect matches (or, without expect, the first byte),
@@ -265,19 +338,21 @@ func tcpExcerpt(b []byte) string {
 	return strconv.Quote(string(b[:n])) + "…"
 }
 
-// runQuery runs tcp.query on a connected conn: each step waits for a line
-// holding its expect (skipping lines that do not), then writes its send.
+// runQuery runs tcp.query on a connected *conn: each step waits for a
+// line holding its expect (skipping lines that do not), then with
+// starttls upgrades *conn to TLS (see startTLS), then writes its send.
 // The first expect that is not met fails the run with cause body and
 // shows what arrived while waiting for it; an I/O error with nothing
 // received for the step is the cause instead, as for tcp.expect.
-func (c *TCP) runQuery(conn net.Conn, tr *runTrace, res Result, start time.Time) Result {
+func (c *TCP) runQuery(connp *net.Conn, s *tcpSession, res Result) Result {
+	conn, tr, start := *connp, s.tr, s.start
 	limit := int(c.spec.ReadLimit)
 	p := make([]byte, min(limit, 4096))
 	var buf []byte  // received, not yet consumed by a match
 	var seen []byte // received while waiting for the current expect (first 4 KiB)
 	total := 0
 	var ioErr, sendErr error
-	var v verdict
+	v := &s.v
 	failed := -1
 	lines := 0
 	for i := range c.spec.Query {
@@ -335,6 +410,23 @@ func (c *TCP) runQuery(conn net.Conn, tr *runTrace, res Result, start time.Time)
 				break
 			}
 		}
+		if q.StartTLS {
+			if len(buf) > 0 {
+				// Bytes the server sent after the line the step waited
+				// for would be read as TLS records, or, injected before
+				// the handshake, as if they came over TLS (CVE-2011-0411).
+				end := time.Now()
+				res.Phases = tr.phases(end)
+				res.Assertions = v.list
+				res.Cause, res.Err = CauseTLS, fmt.Sprintf("tls: tcp query[%d].starttls: the server sent %d more bytes before the TLS handshake (%s)", i, len(buf), tcpExcerpt(buf))
+				return res
+			}
+			tc := c.startTLS(conn, s, &res)
+			if tc == nil {
+				return res
+			}
+			conn, *connp = tc, tc
+		}
 		if q.Send != "" {
 			if _, err := io.WriteString(conn, q.Send); err != nil {
 				sendErr, failed = err, i
@@ -347,8 +439,8 @@ func (c *TCP) runQuery(conn net.Conn, tr *runTrace, res Result, start time.Time)
 	if tr.firstByte.IsZero() {
 		res.Phases.Transfer = 0
 	}
-	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start}
-	c.expect.evalCommon(&obs, &v)
+	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start, cert: s.cert}
+	c.expect.evalCommon(&obs, v)
 	res.Assertions = v.list
 	if sendErr != nil {
 		cause, msg := classify(sendErr, tr, end.Sub(start))

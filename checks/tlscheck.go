@@ -62,21 +62,9 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 		return res
 	}
 	defer raw.Close()
-	// Verification is done below, step by step, so that chain and hostname
-	// are reported separately and a bad certificate still reports expiry.
-	conn := tls.Client(raw, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: c.spec.minVersion,
-		GetClientCertificate: clientCertFunc(c.spec.clientCert)})
-	tr.mark(&tr.tlsStart, true)
-	err = conn.HandshakeContext(ctx)
-	tr.mark(&tr.tlsDone, true)
+	conn, err := clientHandshake(ctx, raw, tr, name, c.spec.minVersion, c.spec.clientCert)
 	if err != nil {
 		end := time.Now()
-		tr.mu.Lock()
-		tr.tlsErr = err
-		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-			tr.tlsDone = time.Time{} // still in the handshake when time ran out
-		}
-		tr.mu.Unlock()
 		res.Phases = tr.phases(end)
 		res.Cause, res.Err = classify(err, tr, end.Sub(start))
 		return res
@@ -100,35 +88,8 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 		res.Cause, res.Err = CauseTLS, "tls: the server sent no certificate"
 		return res
 	}
-	leaf := state.PeerCertificates[0]
-	seen := &certTLS{presented: state.PeerCertificates}
-
 	var v verdict
-	if !c.spec.InsecureSkipVerify {
-		inter := x509.NewCertPool()
-		for _, ic := range state.PeerCertificates[1:] {
-			inter.AddCert(ic)
-		}
-		chains, chainErr := leaf.Verify(x509.VerifyOptions{Roots: c.spec.roots, Intermediates: inter, CurrentTime: start})
-		seen.chains = chains
-		got := "trusted (issuer " + issuerName(leaf) + ")"
-		msg := ""
-		if chainErr != nil {
-			// Wrapped as crypto/tls wraps it, so the message can name the
-			// certificates presented.
-			_, msg, _ = certCause(&tls.CertificateVerificationError{UnverifiedCertificates: state.PeerCertificates, Err: chainErr})
-			got = strings.TrimPrefix(msg, "cert: ")
-		}
-		v.add(CauseCert, "cert chain", chainErr == nil, got, "trusted", msg)
-
-		hostErr := leaf.VerifyHostname(name)
-		got = "matches"
-		if hostErr != nil {
-			got = "names: " + certNames(leaf)
-		}
-		v.add(CauseCert, "cert hostname", hostErr == nil, got, name,
-			fmt.Sprintf("cert: not valid for %s (valid for %s)", name, certNames(leaf)))
-	}
+	seen := verifyPeer(state, name, c.spec.roots, c.spec.InsecureSkipVerify, start, &v)
 	seen.expiries(&res)
 	obs := observation{cert: seen, total: res.Phases.Total, now: start}
 	c.expect.evalCommon(&obs, &v)
@@ -139,6 +100,67 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 	}
 	res.OK = true
 	return res
+}
+
+// clientHandshake runs a TLS client handshake over raw for name (SNI),
+// timed in tr as the run's tls phase; a failure is left in tr for
+// classify. Verification is skipped here and done by verifyPeer, step by
+// step, so that chain and hostname are reported apart and a bad
+// certificate still reports its expiry.
+func clientHandshake(ctx context.Context, raw net.Conn, tr *runTrace, name string, minVersion uint16, cert *tls.Certificate) (*tls.Conn, error) {
+	conn := tls.Client(raw, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: minVersion,
+		GetClientCertificate: clientCertFunc(cert)})
+	tr.mark(&tr.tlsStart, true)
+	err := conn.HandshakeContext(ctx)
+	tr.mark(&tr.tlsDone, true)
+	if err != nil {
+		tr.mu.Lock()
+		tr.tlsErr = err
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			tr.tlsDone = time.Time{} // still in the handshake when time ran out
+		}
+		tr.mu.Unlock()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// verifyPeer verifies the certificates of a handshake done by
+// clientHandshake, unless insecure: the chain against roots (nil = the
+// system pool) at now ("cert chain") and the leaf against name ("cert
+// hostname"), as two assertions in v with cause cert. It returns what was
+// seen, for the expiries and cert_min_days; state must hold a
+// certificate.
+func verifyPeer(state tls.ConnectionState, name string, roots *x509.CertPool, insecure bool, now time.Time, v *verdict) *certTLS {
+	leaf := state.PeerCertificates[0]
+	seen := &certTLS{presented: state.PeerCertificates}
+	if insecure {
+		return seen
+	}
+	inter := x509.NewCertPool()
+	for _, ic := range state.PeerCertificates[1:] {
+		inter.AddCert(ic)
+	}
+	chains, chainErr := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: now})
+	seen.chains = chains
+	got := "trusted (issuer " + issuerName(leaf) + ")"
+	msg := ""
+	if chainErr != nil {
+		// Wrapped as crypto/tls wraps it, so the message can name the
+		// certificates presented.
+		_, msg, _ = certCause(&tls.CertificateVerificationError{UnverifiedCertificates: state.PeerCertificates, Err: chainErr})
+		got = strings.TrimPrefix(msg, "cert: ")
+	}
+	v.add(CauseCert, "cert chain", chainErr == nil, got, "trusted", msg)
+
+	hostErr := leaf.VerifyHostname(name)
+	got = "matches"
+	if hostErr != nil {
+		got = "names: " + certNames(leaf)
+	}
+	v.add(CauseCert, "cert hostname", hostErr == nil, got, name,
+		fmt.Sprintf("cert: not valid for %s (valid for %s)", name, certNames(leaf)))
+	return seen
 }
 
 // clientCertWait is how long a tls check waits after a TLS 1.3 handshake
