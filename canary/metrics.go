@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/alerting"
 )
 
 // Metric names follow blackbox_exporter where one exists (probe_*), with the
@@ -33,8 +34,14 @@ import (
 // response), script (the first main step's that got a response), tcp
 // (first byte read); absent while the last run got no first byte, which
 // the built-in rule skips too. The generated Prometheus rules
-// (vigil:ttfb_seconds) use it, so a TTFB SLO on a script check works from
-// Prometheus although scripts export no probe_http_duration_seconds.
+// (vigil:ttfb_seconds) use it where the pair's canaries export no TTFB
+// histogram, so a TTFB SLO on a script check works from Prometheus
+// although scripts export no probe_http_duration_seconds.
+//
+// With agent.latency_histograms, vigil_check_duration_seconds and
+// vigil_check_ttfb_seconds count every run in the buckets of
+// alerting.LatencyBuckets; the generated TTFB rule prefers the TTFB one,
+// which sees every run, not the last one at each scrape.
 //
 // probe_ssl_earliest_cert_expiry is the earliest NotAfter of the
 // certificates the server presented; probe_ssl_last_chain_expiry_timestamp_seconds
@@ -255,19 +262,21 @@ var causeIndex = func() map[checks.Cause]int {
 }()
 
 // latencyBuckets are the upper bounds of the latency histograms, seconds:
-// from a loopback health check to a slow browser transaction.
-var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+// from a loopback health check to a slow browser transaction, with the
+// usual latency objectives as bounds. They are alerting.LatencyBuckets,
+// which the generated Prometheus TTFB rule is built on.
+var latencyBuckets = alerting.LatencyBuckets
 
 // latencyHist is one pair's latency histogram, lock-free: a count per
 // bucket (the last one past every bound) and the sum in µs.
 type latencyHist struct {
-	counts [13]atomic.Uint64
+	counts [len(latencyBuckets) + 1]atomic.Uint64
 	sumUS  atomic.Uint64
 }
 
 func (h *latencyHist) observe(d time.Duration) {
 	s := d.Seconds()
-	i := sort.SearchFloat64s(latencyBuckets, s)
+	i := sort.SearchFloat64s(latencyBuckets[:], s)
 	h.counts[i].Add(1)
 	h.sumUS.Add(uint64(max(d.Microseconds(), 0)))
 }

@@ -21,6 +21,17 @@ const DeadManPromWindow = 10 * time.Minute
 // Prometheus that scrapes every 15-60 s.
 const deadManPromMinWindow = 2 * time.Minute
 
+// LatencyBuckets are the upper bounds, in seconds, of the canary's latency
+// histograms (vigil_check_ttfb_seconds, vigil_check_duration_seconds with
+// agent.latency_histograms; package canary exports them with these
+// bounds). The generated TTFB rule reads the p95 from them: for an
+// objective that is one of these bounds, "p95 above the objective" is
+// decided from the share of runs above it, as exact as the built-in rule;
+// for another, the p95 is interpolated within its bucket and may be off by
+// up to the bucket's width. The bounds are the usual latency objectives,
+// at most a third apart from 50 ms to 1 s. Do not modify.
+var LatencyBuckets = [...]float64{.005, .01, .025, .05, .075, .1, .15, .2, .25, .3, .4, .5, .6, .75, .8, 1, 1.5, 2, 2.5, 3, 5, 10, 30}
+
 // CheckInterval is a configured check and its run interval (for a cron
 // check, the longest time between two of its runs), for the generated
 // dead-man rules (PrometheusRules).
@@ -182,8 +193,8 @@ var (
 // PrometheusRules renders a Prometheus rule file (recording and alerting
 // rules) equivalent to vigil's own rules, over the metrics the canary
 // exports: vigil_checks_total{check,target,region,result="pass"|"fail"},
-// vigil_verdict_state{check,target,tier,region,state}, vigil_ttfb_seconds
-// and probe_ssl_earliest_cert_expiry,
+// vigil_verdict_state{check,target,tier,region,state}, vigil_ttfb_seconds,
+// vigil_check_ttfb_seconds (when exported) and probe_ssl_earliest_cert_expiry,
 // and over `up` of the canaries' scrape targets (matched on instance and
 // job: the canaries must be scraped directly, not federated). cfg and slos
 // are validated (defaults set) first. Regions are counted with max by
@@ -205,7 +216,10 @@ var (
 //
 // Differences from the built-in alerter: rates come from scrapes, so the
 // error ratio is per scrape interval rather than per run; the TTFB p95 is
-// quantile_over_time over the scraped last-run TTFB; the dead-man window
+// histogram_quantile over the TTFB histogram, interpolated within a bucket
+// for an objective that is not a bound of LatencyBuckets, or, for pairs
+// without the histogram, quantile_over_time over the scraped last-run
+// TTFB (see ttfbP95Expr); the dead-man window
 // is at least 2m; maintenance windows are not rendered (use Alertmanager
 // silences or time_intervals); the certificate alert holds CertPromFor.
 func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, error) {
@@ -367,9 +381,8 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 		if s.TTFBP95 > 0 && !cfg.TTFB.Disabled {
 			w.group("vigil-slo-" + s.Name)
 			obj := strconv.FormatFloat(s.TTFBP95.Seconds(), 'g', -1, 64)
-			w.record("vigil:ttfb_seconds:p95_"+promDur(s.Window),
-				`max by (check, target, tier, region) (quantile_over_time(0.95, vigil:ttfb_seconds{`+sel+`}[`+promDur(s.Window)+`]))`,
-				map[string]string{"slo": s.Name}, "")
+			w.record("vigil:ttfb_seconds:p95_"+promDur(s.Window), ttfbP95Expr(s, sel, tiers[s.Check], cfg.TTFB.MinSamples),
+				map[string]string{"slo": s.Name}, ttfbBucketNote(s.TTFBP95))
 			keep := cfg.TTFB.KeepFiringFor
 			if cfg.TTFB.keepDefault {
 				keep = ttfbKeepDefault(s)
@@ -382,6 +395,70 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 		}
 	}
 	return w.buf.Bytes(), nil
+}
+
+// ttfbP95Expr is the recorded TTFB p95 of SLO s over its window, per
+// check × target × region, for the pairs matched by sel:
+//
+//   - where a canary of the region exports the vigil_check_ttfb_seconds
+//     histogram (agent.latency_histograms), histogram_quantile over the
+//     region's runs in the window (its canaries' buckets summed, as the
+//     built-in rule pools a region's vantages), when they hold at least
+//     minSamples runs (ttfb.min_samples, as the built-in rule; counted
+//     with increase(), so an estimate at the window's edges). Every run
+//     counts once, whatever the scrape interval. tier, which the histogram
+//     does not carry, comes from the file's checks ("": none);
+//   - elsewhere, quantile_over_time of the scraped last-run TTFB gauge,
+//     worst vantage of the region: runs between two scrapes are not seen
+//     and a run seen by several scrapes counts several times.
+//
+// An objective at or above the histogram's last bound (LatencyBuckets)
+// uses the gauge only: histogram_quantile cannot report a p95 above that
+// bound.
+func ttfbP95Expr(s SLO, sel, tier string, minSamples int) string {
+	win := promDur(s.Window)
+	gauge := `max by (check, target, tier, region) (quantile_over_time(0.95, vigil:ttfb_seconds{` + sel + `}[` + win + `]))`
+	if s.TTFBP95.Seconds() >= LatencyBuckets[len(LatencyBuckets)-1] {
+		return gauge
+	}
+	hist := "histogram_quantile(0.95, sum by (check, target, region, le) (rate(vigil_check_ttfb_seconds_bucket{" + sel + "}[" + win + "])))\n" +
+		"  and on (check, target, region)\n" +
+		"    sum by (check, target, region) (increase(vigil_check_ttfb_seconds_count{" + sel + "}[" + win + "])) >= " + strconv.Itoa(max(minSamples, 1))
+	if tier != "" {
+		hist = "label_replace(\n  " + strings.ReplaceAll(hist, "\n", "\n  ") + ",\n  \"tier\", \"" + promEscape(tier) + "\", \"\", \"\"\n)"
+	} else {
+		hist = "(\n  " + strings.ReplaceAll(hist, "\n", "\n  ") + "\n)"
+	}
+	return hist + "\nor\n(\n  " + gauge + "\n    unless on (check, target, region) vigil_check_ttfb_seconds_count{" + sel + "}\n)"
+}
+
+// ttfbBucketNote says how exactly the histogram's buckets resolve the
+// objective obj (the comment above the recorded p95).
+func ttfbBucketNote(obj time.Duration) string {
+	sec := obj.Seconds()
+	const pre = "TTFB p95 per region: from vigil_check_ttfb_seconds (agent.latency_histograms) where a canary exports it, else from the last-run gauge. "
+	last := LatencyBuckets[len(LatencyBuckets)-1]
+	if sec >= last {
+		return "TTFB p95 per region from the last-run gauge: the objective " + obj.String() + " is above the histogram's last bound " +
+			secDur(last).String() + ", where histogram_quantile stops."
+	}
+	lower := 0.0
+	for _, ub := range LatencyBuckets {
+		if sec == ub {
+			return pre + obj.String() + " is a bucket bound: the p95 is above it exactly when more than 5% of the window's runs are above it."
+		}
+		if sec < ub {
+			return pre + obj.String() + " lies between the bucket bounds " + secDur(lower).String() + " and " + secDur(ub).String() +
+				": a p95 in that bucket is interpolated and may be off by up to " + secDur(ub-lower).String() + "."
+		}
+		lower = ub
+	}
+	return pre
+}
+
+// secDur converts seconds to a Duration, rounded to the microsecond.
+func secDur(sec float64) time.Duration {
+	return time.Duration(sec*1e6+0.5) * time.Microsecond
 }
 
 // ruleWriter writes the rule file by hand so the output is stable and
