@@ -654,6 +654,14 @@ func SensitiveName(name string) bool { return sensitiveName(name) }
 // process hides.
 func MaskValue(v string) string { return maskValues([]string{v}) }
 
+// ShownHeaderValue is the value v of the response header name as an
+// expect.headers assertion shows it in its got: a URL (Location,
+// Content-Location, the url= of Refresh) without userinfo, query values
+// as "…" and no fragment (units.RedactURL), since an origin's redirect
+// carries a session or an OAuth access_token there; any other value as
+// it is.
+func ShownHeaderValue(name, v string) string { return shownHeaderValues(name, []string{v})[0] }
+
 // MaskJSON re-writes the JSON text raw (an object or an array) compactly
 // with the value of every key that is a SensitiveName masked as MaskValue
 // does, as expect.json shows a value, and reports whether it masked any.

@@ -3,6 +3,7 @@ package scripts
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,6 +13,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // exprEnv is what an expression step sees: `vars` and `last`.
@@ -187,6 +189,7 @@ func explainValue(n ast.Node, out any) string {
 			return checks.MaskValue(string(b))
 		}
 	}
+	out = hideURLs(n, out)
 	switch v := out.(type) {
 	case string:
 		if m, masked := checks.MaskJSON(strings.TrimPrefix(v, string(utf8BOM))); masked {
@@ -200,6 +203,82 @@ func explainValue(n ast.Node, out any) string {
 		}
 	}
 	return shortValue(out)
+}
+
+// hideURLs returns out, the value of the operand n, with the URLs it
+// holds shown as every URL vigil shows (units.RedactURL: no userinfo,
+// query values as "…", no fragment), as an expect.headers assertion shows
+// a Location: a response header's value (`last.headers.location`, and
+// each value of `last.headers` itself) as checks.ShownHeaderValue shows
+// it, with every absolute URL in any other header's value (a Link's
+// `<…>`, an X-Redirect-To) hidden the same way; and a string that is an
+// absolute URL (`last.url`, `last.json.next`, `vars.callback`), also as a
+// value of `vars`. Other values are returned as they are.
+func hideURLs(n ast.Node, out any) any {
+	switch v := out.(type) {
+	case string:
+		if name, ok := headerOperand(n); ok {
+			return shownHeader(name, v)
+		}
+		if wholeURL.MatchString(v) {
+			return units.RedactURL(v)
+		}
+	case map[string]string:
+		headers := isLastHeaders(n)
+		m := make(map[string]string, len(v))
+		for k, s := range v {
+			switch {
+			case headers:
+				s = shownHeader(k, s)
+			case wholeURL.MatchString(s):
+				s = units.RedactURL(s)
+			}
+			m[k] = s
+		}
+		return m
+	}
+	return out
+}
+
+// absURL matches an absolute URL in a text, and wholeURL a text that is
+// one: a scheme, "://" and what follows up to a space, a quote or an
+// angle bracket.
+var (
+	absURL   = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s<>"']+`)
+	wholeURL = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^\s<>"']+$`)
+)
+
+// shownHeader is the value v of the response header name as a message
+// shows it (see hideURLs).
+func shownHeader(name, v string) string {
+	if s := checks.ShownHeaderValue(name, v); s != v {
+		return s
+	}
+	return absURL.ReplaceAllStringFunc(v, units.RedactURL)
+}
+
+// isLastHeaders reports whether n is `last.headers`.
+func isLastHeaders(n ast.Node) bool {
+	m, ok := n.(*ast.MemberNode)
+	if !ok {
+		return false
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	p, isStr := m.Property.(*ast.StringNode)
+	return ok && id.Value == "last" && isStr && p.Value == "headers"
+}
+
+// headerOperand returns the header name of an operand that reads one
+// response header, `last.headers.location` or `last.headers["location"]`.
+func headerOperand(n ast.Node) (string, bool) {
+	m, ok := n.(*ast.MemberNode)
+	if !ok || !isLastHeaders(m.Node) {
+		return "", false
+	}
+	if p, ok := m.Property.(*ast.StringNode); ok {
+		return p.Value, true
+	}
+	return "", false
 }
 
 // sensitiveOperand reports whether the operand n reads a value through a
