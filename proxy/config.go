@@ -381,9 +381,23 @@ type PassiveConfig struct {
 	// call counts as a failed try for the passive rules, as a 5xx does.
 	// Default ["UNAVAILABLE"]; [] counts none.
 	GRPCFailureStatuses []string `mapstructure:"grpc_failure_statuses"`
+	// ReturnProbe is the path of the probe a passively ejected origin must
+	// pass before it returns when its ejection time is up: one GET, answered
+	// within retry.try_timeout with a status below 500 (what the passive
+	// rules count as a success). A failed probe keeps it out for another,
+	// longer ejection. Default "/"; "off" returns it without a probe, live
+	// traffic being the test (Envoy's outlier detection, nginx's
+	// max_fails).
+	ReturnProbe string `mapstructure:"return_probe"`
 
 	grpcFail uint32 // bit n: grpc-status n is a failure
 }
+
+// ReturnProbeOff is passive.return_probe's value for no probe.
+const ReturnProbeOff = "off"
+
+// probing reports whether a passive ejection ends with a return probe.
+func (p *PassiveConfig) probing() bool { return p.ReturnProbe != ReturnProbeOff }
 
 // grpcCodeNames are the gRPC status codes by number.
 var grpcCodeNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
@@ -827,6 +841,14 @@ func (p *PassiveConfig) ValidateAndSetDefaults() error {
 	}
 	if p.GRPCFailureStatuses == nil {
 		p.GRPCFailureStatuses = []string{"UNAVAILABLE"}
+	}
+	if p.ReturnProbe == "" {
+		p.ReturnProbe = "/"
+	}
+	if p.ReturnProbe != ReturnProbeOff {
+		if u, err := url.ParseRequestURI(p.ReturnProbe); err != nil || !strings.HasPrefix(p.ReturnProbe, "/") || strings.HasPrefix(p.ReturnProbe, "//") || u.Host != "" || strings.ContainsAny(p.ReturnProbe, " #") {
+			errs = append(errs, fmt.Errorf("return_probe: %q: want a path starting with / (a query is allowed), or %q for no probe", p.ReturnProbe, ReturnProbeOff))
+		}
 	}
 	p.grpcFail = 0
 	for i, s := range p.GRPCFailureStatuses {

@@ -57,7 +57,7 @@ func TestPassiveEjectionEndsAndGrows(t *testing.T) {
 	bad, good := newBackend(t, "bad"), newBackend(t, "good")
 	bad.mode.Store(mode503)
 	cfg := pool1(PolicyRoundRobin, urls(bad, good)...)
-	cfg.Pools[0].Passive = PassiveConfig{Consecutive5xx: 2, Ejection: time.Minute, MaxEjection: 3 * time.Minute}
+	cfg.Pools[0].Passive = PassiveConfig{Consecutive5xx: 2, Ejection: time.Minute, MaxEjection: 3 * time.Minute, ReturnProbe: ReturnProbeOff}
 	h := start(t, cfg, nil, false)
 	pl, o := h.pool("web"), h.origin("web", "o0")
 	now := time.Now()

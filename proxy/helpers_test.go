@@ -31,11 +31,14 @@ const (
 
 // backend is one origin: a real HTTP server counting what it received.
 type backend struct {
-	name  string
-	srv   *httptest.Server
-	mode  atomic.Int32
-	hits  atomic.Int64 // every request
-	posts atomic.Int64 // POST requests
+	name string
+	srv  *httptest.Server
+	mode atomic.Int32
+	hits atomic.Int64 // every request but return probes
+	// probes counts the proxy's return probes (passive.return_probe), which
+	// hits leaves out: tests count client traffic.
+	probes atomic.Int64
+	posts  atomic.Int64 // POST requests
 	// abandoned counts hanging requests whose connection the proxy closed
 	abandoned atomic.Int64
 	mu        sync.Mutex
@@ -50,17 +53,22 @@ func newBackend(t *testing.T, name string) *backend {
 	b := &backend{name: name, seen: map[string]int{}, done: make(chan struct{})}
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		b.hits.Add(1)
-		b.mu.Lock()
-		if r.Method == http.MethodPost {
-			b.posts.Add(1)
+		probe := r.Header.Get("User-Agent") == probeUserAgent
+		if probe {
+			b.probes.Add(1)
+		} else {
+			b.hits.Add(1)
+			b.mu.Lock()
+			if r.Method == http.MethodPost {
+				b.posts.Add(1)
+			}
+			if id := r.Header.Get("X-Req-Id"); id != "" {
+				b.seen[id]++
+			}
+			b.last = r.Header.Clone()
+			b.body = string(body)
+			b.mu.Unlock()
 		}
-		if id := r.Header.Get("X-Req-Id"); id != "" {
-			b.seen[id]++
-		}
-		b.last = r.Header.Clone()
-		b.body = string(body)
-		b.mu.Unlock()
 		switch b.mode.Load() {
 		case mode503:
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -69,14 +77,16 @@ func newBackend(t *testing.T, name string) *backend {
 		case modeHang:
 			select {
 			case <-r.Context().Done():
-				b.abandoned.Add(1)
+				if !probe {
+					b.abandoned.Add(1)
+				}
 			case <-b.done:
 			}
 			return
 		case modeSlow:
 			time.Sleep(50 * time.Millisecond)
 		case modePartial:
-			if b.hits.Load()%5 == 0 {
+			if !probe && b.hits.Load()%5 == 0 {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return
 			}

@@ -60,6 +60,9 @@ type metrics struct {
 
 	// ejectRefused counts ejections max_ejected refused.
 	ejectRefused *prometheus.CounterVec // pool, origin, reason
+	// returnProbes counts the probes sent before a passively ejected
+	// origin returns.
+	returnProbes *prometheus.CounterVec // pool, origin, result
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -89,6 +92,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_ejections_refused_total",
 			Help: "Ejections refused because max_ejected origins of the pool were out, by the rule that fired (consecutive_5xx: every failed try at or past the threshold; the window rules: every evaluation; verdict: every verdict poll that found the origin down).",
 		}, []string{"pool", "origin", "reason"}),
+		returnProbes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_return_probes_total",
+			Help: "Probes (passive.return_probe) sent to a passively ejected origin whose ejection time was up, by result: pass (it returned) or fail (it stayed out for another ejection).",
+		}, []string{"pool", "origin", "result"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_retries_total",
 			Help: "Tries sent to another origin after a failed try, by the failed try's cause.",
@@ -140,7 +147,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range tlsFailReasons {
 		m.tlsErrors.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.grpc} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.grpc, m.returnProbes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -166,6 +173,8 @@ type originMetrics struct {
 	tryOK        prometheus.Counter               // tries answered below 500, body whole; nil for noOrigin
 	ejections    map[string]prometheus.Counter    // empty for noOrigin
 	ejectRefused map[string]prometheus.Counter    // by passive reason; empty for noOrigin
+	probePass    prometheus.Counter               // return probes passed; nil for noOrigin
+	probeFail    prometheus.Counter               // return probes failed; nil for noOrigin
 	codes        [1000]atomic.Pointer[counterBox] // by status code; status lines carry 3 digits
 	codesMu      sync.Mutex
 }
@@ -187,6 +196,8 @@ func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 	for _, r := range ejectionReasons {
 		om.ejectRefused[r] = m.ejectRefused.WithLabelValues(pool, origin, r)
 	}
+	om.probePass = m.returnProbes.WithLabelValues(pool, origin, "pass")
+	om.probeFail = m.returnProbes.WithLabelValues(pool, origin, "fail")
 	// Every failure cause starts at 0, so an origin's failure rate is 0,
 	// not absent, until its first failure.
 	for _, c := range retryCauses {
@@ -232,6 +243,7 @@ func (m *metrics) forget(pool, origin string) {
 	m.ejectRefused.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 	m.tries.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 	m.grpc.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
+	m.returnProbes.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 }
 
 // countGRPC counts a gRPC call's answer in vigil_proxy_grpc_responses_total

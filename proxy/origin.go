@@ -33,7 +33,11 @@ type origin struct {
 	// the same origin (same pool, same URL) of the previous and next
 	// configuration generations: a request started before a reload ends
 	// against the counter the new generation reads (max_conns, least_conn).
-	inflight   *atomic.Int64
+	inflight *atomic.Int64
+	// probing is set while a return probe (passive.return_probe) is out;
+	// shared with the other generations like inflight, so a reload does not
+	// send a second one.
+	probing    *atomic.Bool
 	returnedAt atomic.Int64 // unix nanos of the last return to service (slow start)
 
 	// h1 is the fast path's connection pool, nil for https origins; kept

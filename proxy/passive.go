@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -336,9 +339,13 @@ func (p *pool) eject(o *origin, reason string, now time.Time, detailf func() str
 	p.log.Warn("proxy: origin ejected", "pool", p.name, "origin", o.name, "reason", reason, "detail", detail, "for", d, "ejections", count)
 }
 
-// evaluate runs the window rules, returns origins whose ejection ended and
-// decays ejection counts. It runs on a ticker from Run.
-func (p *pool) evaluate(now time.Time) {
+// evaluate is evaluateCtx without a context to end return probes.
+func (p *pool) evaluate(now time.Time) { p.evaluateCtx(context.Background(), now) }
+
+// evaluateCtx runs the window rules, returns origins whose ejection ended
+// (after a return probe, which ctx ends) and decays ejection counts. It runs
+// on a ticker from Run.
+func (p *pool) evaluateCtx(ctx context.Context, now time.Time) {
 	cfg := &p.cfg.Passive
 	ns := now.UnixNano()
 	type rate struct {
@@ -354,20 +361,14 @@ func (p *pool) evaluate(now time.Time) {
 			o.mu.Lock()
 			done := !now.Before(o.ejectUntil)
 			o.mu.Unlock()
-			if done && o.clear(flagPassive, now) {
-				o.passive.reset()
-				o.mu.Lock()
-				o.lastDecay = now // decay starts one ejection period after the return
-				o.mu.Unlock()
-				o.m.available.Set(b2f(o.Available()))
-				if o.Available() {
-					p.log.Info("proxy: origin returned after ejection", "pool", p.name, "origin", o.name)
-				} else {
-					// Still out for another reason: say so, rather than a
-					// "returned" line for an origin that gets no traffic.
-					p.log.Info("proxy: passive ejection ended; origin still out", "pool", p.name, "origin", o.name,
-						"still", o.stillOut())
+			switch {
+			case !done:
+			case cfg.probing():
+				if o.probing.CompareAndSwap(false, true) {
+					go p.returnProbe(ctx, o, now)
 				}
+			default:
+				p.endEjection(o, now, "")
 			}
 			continue
 		}
@@ -433,6 +434,104 @@ func (p *pool) evaluate(now time.Time) {
 		}
 	}
 }
+
+// endEjection returns o after its passive ejection; probe is what the
+// return probe found ("" with no probe).
+func (p *pool) endEjection(o *origin, now time.Time, probe string) {
+	if !o.clear(flagPassive, now) {
+		return
+	}
+	o.passive.reset()
+	o.mu.Lock()
+	o.lastDecay = now // decay starts one ejection period after the return
+	o.mu.Unlock()
+	o.m.available.Set(b2f(o.Available()))
+	attrs := []any{"pool", p.name, "origin", o.name}
+	if probe != "" {
+		attrs = append(attrs, "probe", probe)
+	}
+	if o.Available() {
+		p.log.Info("proxy: origin returned after ejection", attrs...)
+	} else {
+		// Still out for another reason: say so, rather than a "returned"
+		// line for an origin that gets no traffic.
+		p.log.Info("proxy: passive ejection ended; origin still out", append(attrs, "still", o.stillOut())...)
+	}
+}
+
+// returnProbe sends o, whose passive ejection time is up at now, its return
+// probe: o returns if it passes, and is ejected again for longer if not.
+func (p *pool) returnProbe(ctx context.Context, o *origin, now time.Time) {
+	defer o.probing.Store(false)
+	t0 := time.Now()
+	what, ok := p.probe(ctx, o)
+	if ctx.Err() != nil {
+		return // shutting down
+	}
+	now = now.Add(time.Since(t0))
+	what = "GET " + p.cfg.Passive.ReturnProbe + ": " + what
+	if ok {
+		o.m.probePass.Inc()
+		p.endEjection(o, now, what)
+		return
+	}
+	o.m.probeFail.Inc()
+	cfg := &p.cfg.Passive
+	o.mu.Lock()
+	if !o.has(flagPassive) {
+		o.mu.Unlock()
+		return
+	}
+	o.ejections++
+	d := min(time.Duration(o.ejections)*cfg.Ejection, cfg.MaxEjection)
+	o.ejectUntil = now.Add(d)
+	o.lastDecay = now
+	detail, _, _ := strings.Cut(o.ejectDetail, probeDetailSep)
+	o.ejectDetail = detail + probeDetailSep + what
+	count := o.ejections
+	o.mu.Unlock()
+	p.log.Warn("proxy: return probe failed; origin stays out", "pool", p.name, "origin", o.name,
+		"probe", what, "for", d, "ejections", count)
+}
+
+// probeDetailSep joins an ejection's detail and its last failed return probe.
+const probeDetailSep = "; return probe failed: "
+
+// probe sends o one GET of passive.return_probe, with the pool's first
+// exact host (else the origin's) as Host, within retry.try_timeout. It says
+// what came back and whether that is a pass: an answer below 500.
+func (p *pool) probe(ctx context.Context, o *origin) (string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Retry.TryTimeout)
+	defer cancel()
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.Scheme+"://"+o.url.Host+p.cfg.Passive.ReturnProbe, nil)
+	if err != nil {
+		return err.Error(), false
+	}
+	req.Host = o.url.Host
+	for _, h := range p.cfg.hosts {
+		if h.exact != "" {
+			req.Host = h.exact
+			break
+		}
+	}
+	req.Header.Set("User-Agent", probeUserAgent)
+	resp, err := p.transport.RoundTrip(req)
+	if err != nil {
+		cause, _ := classify(err, ctx)
+		if ctx.Err() == context.DeadlineExceeded {
+			return fmt.Sprintf("%s: no answer within retry.try_timeout %s", cause, p.cfg.Retry.TryTimeout), false
+		}
+		return cause + ": " + err.Error(), false
+	}
+	lat := time.Since(start)
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return fmt.Sprintf("status %d in %s", resp.StatusCode, lat.Round(time.Millisecond)), resp.StatusCode < 500
+}
+
+// probeUserAgent is the User-Agent of return probes.
+const probeUserAgent = "vigil-proxy return-probe"
 
 // decay lowers o's passive ejection count by one per full ejection period
 // during which o was in rotation (no flag set: not ejected, not down by

@@ -339,6 +339,9 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 			if o.inflight == nil {
 				o.inflight = new(atomic.Int64)
 			}
+			if o.probing == nil {
+				o.probing = new(atomic.Bool)
+			}
 			if o.h1 == nil {
 				o.h1 = pl.h1PoolFor(oc.u)
 			}
@@ -402,6 +405,7 @@ func (o *origin) inherit(po *origin) {
 	po.mu.Unlock()
 	o.passive, o.stats, o.m = po.passive, po.stats, po.m
 	o.inflight = po.inflight
+	o.probing = po.probing
 }
 
 // inheritPool takes over what a pool of the same name in the previous
@@ -828,7 +832,7 @@ func (p *Proxy) evaluateLoop(ctx context.Context) {
 		}
 		now := time.Now()
 		for _, pl := range p.state.Load().pools {
-			pl.evaluate(now)
+			pl.evaluateCtx(ctx, now)
 			pl.flushTryLog(now)
 		}
 	}
