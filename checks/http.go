@@ -122,12 +122,24 @@ const maxNamedTransports = 8
 func (h *HTTP) newTransport(serverName string) *http.Transport {
 	spec := h.spec
 	d := &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}
+	var proxy func(*http.Request) (*url.URL, error) // probes never go via $HTTP_PROXY
+	var onConnect func(context.Context, *url.URL, *http.Request, *http.Response) error
+	if spec.proxy != nil {
+		proxy = http.ProxyURL(spec.proxy)
+		onConnect = func(_ context.Context, pu *url.URL, _ *http.Request, resp *http.Response) error {
+			if resp.StatusCode != http.StatusOK {
+				return &proxyError{proxy: pu.Host, status: resp.Status}
+			}
+			return nil
+		}
+	}
 	return &http.Transport{
-		Proxy:              nil, // probes go straight to the origin, never via $HTTP_PROXY
-		DialContext:        markDial(d),
-		TLSClientConfig:    spec.TLS.config(serverName),
-		DisableKeepAlives:  !spec.ReuseConnections,
-		DisableCompression: true, // no Accept-Encoding unless the check sends one; see contentDecoder
+		Proxy:                  proxy,
+		OnProxyConnectResponse: onConnect,
+		DialContext:            markDial(d),
+		TLSClientConfig:        spec.TLS.config(serverName),
+		DisableKeepAlives:      !spec.ReuseConnections,
+		DisableCompression:     true, // no Accept-Encoding unless the check sends one; see contentDecoder
 		MaxIdleConnsPerHost: func() int {
 			if spec.ReuseConnections {
 				return 4
@@ -138,6 +150,17 @@ func (h *HTTP) newTransport(serverName string) *http.Transport {
 		MaxResponseHeaderBytes: 1 << 20,
 		Protocols:              protocols(spec.HTTP2),
 	}
+}
+
+// proxyError is a proxy's refusal of a CONNECT tunnel (http.proxy_url):
+// the origin was never reached, so its cause is connect.
+type proxyError struct {
+	proxy  string // host:port, no userinfo
+	status string // "407 Proxy Authentication Required"
+}
+
+func (e *proxyError) Error() string {
+	return fmt.Sprintf("connect: proxy %s answered CONNECT with %s", e.proxy, e.status)
 }
 
 // tlsName is the TLS name for the check's own host when the request's Host
@@ -368,6 +391,15 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 		}
 		if certs := certsFromErr(err); len(certs) > 0 {
 			(certTLS{presented: certs}).expiries(&res)
+		}
+		if p := h.spec.proxy; p != nil {
+			switch res.Cause {
+			case CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseConnect:
+				// With a proxy every dial is to the proxy.
+				if !strings.Contains(res.Err, "proxy "+p.Host) {
+					res.Err += " (http.proxy_url " + p.Host + ")"
+				}
+			}
 		}
 		return res, nil
 	}

@@ -352,6 +352,10 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 	if dialErr != nil && !connected {
 		return classifyDial(dialErr)
 	}
+	var pe *proxyError
+	if errors.As(err, &pe) {
+		return CauseConnect, pe.Error()
+	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return CauseDNS, "dns: " + dnsErr.Error()
