@@ -37,7 +37,7 @@ type NamedQuery struct {
 	Panel string
 	// RefID is the query's refId within its panel or rule.
 	RefID string
-	// Flux is the query text with ${bucket} replaced by DefaultBucket; the
+	// Flux is the query text with ${bucket} replaced by the bucket; the
 	// other dashboard variables and Grafana's v.* variables are left for
 	// Interpolate.
 	Flux string
@@ -46,11 +46,15 @@ type NamedQuery struct {
 // board collects a dashboard's panels together with their queries.
 type board struct {
 	name    string
+	opts    Options // defaults set
 	b       *dashboard.DashboardBuilder
 	queries []NamedQuery
 }
 
-func newBoard(name, uid, title, description string) *board {
+// ds is the datasource every panel, variable and query of the board reads.
+func (bd *board) ds() common.DataSourceRef { return bd.opts.ref() }
+
+func newBoard(o Options, name, uid, title, description string) *board {
 	b := dashboard.NewDashboardBuilder(title).
 		Uid(uid).
 		Description(description).
@@ -65,22 +69,22 @@ func newBoard(name, uid, title, description string) *board {
 			AsDropdown(true).
 			IncludeVars(true).
 			KeepTime(true))
-	return &board{name: name, b: b}
+	return &board{name: name, opts: o.withDefaults(), b: b}
 }
 
 // flux returns a target for panel and records its query.
 func (bd *board) flux(panel, refID, text string) *FluxQueryBuilder {
 	bd.queries = append(bd.queries, NamedQuery{
 		Dashboard: bd.name, Panel: panel, RefID: refID,
-		Flux: strings.ReplaceAll(text, "${bucket}", DefaultBucket),
+		Flux: strings.ReplaceAll(text, "${bucket}", bd.opts.Bucket),
 	})
-	return NewFluxQueryBuilder(refID, text)
+	return NewFluxQueryBuilder(refID, text).Datasource(bd.ds())
 }
 
 func (bd *board) variable(name, text string, v cog.Builder[dashboard.VariableModel]) {
 	bd.queries = append(bd.queries, NamedQuery{
 		Dashboard: bd.name, Panel: "variable " + name, RefID: name,
-		Flux: strings.ReplaceAll(text, "${bucket}", DefaultBucket),
+		Flux: strings.ReplaceAll(text, "${bucket}", bd.opts.Bucket),
 	})
 	bd.b.WithVariable(v)
 }
@@ -92,15 +96,17 @@ func str(s string) dashboard.StringOrArrayOfString {
 }
 
 // bucketVariable is $bucket: where the verdicts live, "db/rp" on InfluxDB
-// 1.8 or a bucket name on 2.x. Editable so one dashboard serves both.
-func bucketVariable() cog.Builder[dashboard.VariableModel] {
-	return dashboard.NewCustomVariableBuilder("bucket").
+// 1.8 or a bucket name on 2.x, by default Options.Bucket. Editable so one
+// dashboard serves both.
+func (bd *board) bucketVariable() {
+	bucket := bd.opts.Bucket
+	bd.b.WithVariable(dashboard.NewCustomVariableBuilder("bucket").
 		Label("Bucket").
 		Description("InfluxDB bucket: db/retention-policy on 1.8, bucket name on 2.x").
-		Values(dashboard.StringOrMap{String: ptr(DefaultBucket)}).
-		Current(dashboard.VariableOption{Selected: ptr(true), Text: str(DefaultBucket), Value: str(DefaultBucket)}).
-		Options([]dashboard.VariableOption{{Selected: ptr(true), Text: str(DefaultBucket), Value: str(DefaultBucket)}}).
-		AllowCustomValue(true)
+		Values(dashboard.StringOrMap{String: ptr(bucket)}).
+		Current(dashboard.VariableOption{Selected: ptr(true), Text: str(bucket), Value: str(bucket)}).
+		Options([]dashboard.VariableOption{{Selected: ptr(true), Text: str(bucket), Value: str(bucket)}}).
+		AllowCustomValue(true))
 }
 
 // regionVariable is $region, multi-valued with All (rendered as .*).
@@ -108,7 +114,7 @@ func (bd *board) regionVariable(query string) {
 	all := dashboard.VariableOption{Selected: ptr(true), Text: str("All"), Value: str("$__all")}
 	bd.variable("region", query, dashboard.NewQueryVariableBuilder("region").
 		Label("Region").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		Query(dashboard.StringOrMap{String: ptr(query)}).
 		Definition(query).
 		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
@@ -123,7 +129,7 @@ func (bd *board) regionVariable(query string) {
 func (bd *board) checkVariable() {
 	bd.variable("check", qVarCheck, dashboard.NewQueryVariableBuilder("check").
 		Label("Check").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		Query(dashboard.StringOrMap{String: ptr(qVarCheck)}).
 		Definition(qVarCheck).
 		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
@@ -206,17 +212,17 @@ func availabilityThresholds() *dashboard.ThresholdsConfigBuilder {
 	return thresholds("red", 99.0, "yellow", SLOTarget*100, "green")
 }
 
-func overview() *board {
-	bd := newBoard(DashboardOverview, "vigil-overview", "vigil / overview",
+func overview(o Options) *board {
+	bd := newBoard(o, DashboardOverview, "vigil-overview", "vigil / overview",
 		"Latest verdict per check × region, availability and state history from vigil_verdict.")
-	bd.b.WithVariable(bucketVariable())
+	bd.bucketVariable()
 	bd.regionVariable(qVarRegionVerdict)
 
 	const matrix = "Verdict matrix (latest state, check × region)"
 	bd.b.WithPanel(table.NewPanelBuilder().
 		Title(matrix).
 		Description("Worst latest state among each check's targets and vantages in a region. A verdict past its expiry at the end of the range is unknown.").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(matrix, "A", qMatrix)).
 		Mappings(severityMappings()).
 		CellOptions(common.TableCellOptions{TableColoredBackgroundCellOptions: &common.TableColoredBackgroundCellOptions{Type: common.TableCellDisplayModeColorBackground}}).
@@ -233,7 +239,7 @@ func overview() *board {
 	bd.b.WithPanel(bargauge.NewPanelBuilder().
 		Title(avail).
 		Description("Share of passing runs per check in the selected regions.").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(avail, "A", qAvailability)).
 		Unit("percent").Min(90).Max(100).Decimals(3).
 		Thresholds(availabilityThresholds()).
@@ -248,7 +254,7 @@ func overview() *board {
 	bd.b.WithPanel(statetimeline.NewPanelBuilder().
 		Title(history).
 		Description("Worst state per check and region in each interval.").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(history, "A", qStateHistory)).
 		Mappings(severityMappings()).
 		DisplayName("${__field.labels.check} ${__field.labels.region}").
@@ -261,7 +267,7 @@ func overview() *board {
 	const ttfb = "TTFB p95 per check"
 	bd.b.WithPanel(timeseries.NewPanelBuilder().
 		Title(ttfb).
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(ttfb, "A", qTTFBByCheck)).
 		Unit("ms").
 		DisplayName("${__field.labels.check}").
@@ -272,17 +278,17 @@ func overview() *board {
 	return bd
 }
 
-func check() *board {
-	bd := newBoard(DashboardCheck, "vigil-check", "vigil / check",
+func check(o Options) *board {
+	bd := newBoard(o, DashboardCheck, "vigil-check", "vigil / check",
 		"One check in depth: TTFB by region, phase breakdown, failures by cause and the latest failures.")
-	bd.b.WithVariable(bucketVariable())
+	bd.bucketVariable()
 	bd.checkVariable()
 	bd.regionVariable(qVarRegionVerdict)
 
 	const avail = "Availability by region"
 	bd.b.WithPanel(stat.NewPanelBuilder().
 		Title(avail).
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(avail, "A", qCheckAvailability)).
 		Unit("percent").Decimals(3).
 		DisplayName("${__field.labels.region}").
@@ -294,7 +300,7 @@ func check() *board {
 	const states = "State by target × region"
 	bd.b.WithPanel(statetimeline.NewPanelBuilder().
 		Title(states).
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(states, "A", qCheckStates)).
 		Mappings(severityMappings()).
 		DisplayName("${__field.labels.target} ${__field.labels.region}").
@@ -308,7 +314,7 @@ func check() *board {
 	bd.b.WithPanel(timeseries.NewPanelBuilder().
 		Title(ttfb).
 		Description("Time to first byte from the start of the run, per region.").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(ttfb, "A", fmt.Sprintf(qTTFBQuantile, "0.5"))).
 		WithTarget(bd.flux(ttfb, "B", fmt.Sprintf(qTTFBQuantile, "0.95"))).
 		Unit("ms").
@@ -326,7 +332,7 @@ func check() *board {
 	bd.b.WithPanel(timeseries.NewPanelBuilder().
 		Title(phases).
 		Description("dns + connect + tls + wait (server time to first byte) + transfer, stacked; wait is TTFB minus dns, connect and tls.").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(phases, "A", qPhases)).
 		WithTransformation(organize([]string{"_time", "dns", "connect", "tls", "wait", "transfer"}, nil)).
 		Unit("ms").
@@ -339,7 +345,7 @@ func check() *board {
 	bd.b.WithPanel(barchart.NewPanelBuilder().
 		Title(causes).
 		Description("Failed runs by cause; slow runs (failed only a ttfb or duration objective: available) are under Recent slow runs.").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(causes, "A", qFailuresByCause)).
 		XField("cause").
 		Orientation(common.VizOrientationHorizontal).
@@ -356,16 +362,16 @@ func check() *board {
 	return bd
 }
 
-func proxy() *board {
-	bd := newBoard(DashboardProxy, "vigil-proxy", "vigil / proxy",
+func proxy(o Options) *board {
+	bd := newBoard(o, DashboardProxy, "vigil-proxy", "vigil / proxy",
 		"What the proxies see on live traffic (vigil_signal): requests, errors, latency and ejections per origin.")
-	bd.b.WithVariable(bucketVariable())
+	bd.bucketVariable()
 	bd.regionVariable(qVarRegionSignal)
 
 	series := func(title, unit string, span uint32, targets ...*FluxQueryBuilder) {
 		p := timeseries.NewPanelBuilder().
 			Title(title).
-			Datasource(datasource()).
+			Datasource(bd.ds()).
 			Unit(unit).
 			DisplayName("${__field.labels.origin}").
 			Legend(tableLegend("sum", "max", "lastNotNull")).
@@ -389,7 +395,7 @@ func proxy() *board {
 	const p95 = "Latency p95 per origin (worst proxy)"
 	bd.b.WithPanel(timeseries.NewPanelBuilder().
 		Title(p95).
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(p95, "A", qSignalP95)).
 		Unit("ms").
 		DisplayName("${__field.labels.origin}").
@@ -400,7 +406,7 @@ func proxy() *board {
 	bd.b.WithPanel(statetimeline.NewPanelBuilder().
 		Title(ejected).
 		Description("Whether each proxy instance had the origin out of rotation (passively ejected, down by the canaries' verdicts, or drained).").
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(ejected, "A", qEjected)).
 		Mappings(ejectedMappings()).
 		DisplayName("${__field.labels.origin} @ ${__field.labels.vantage}").
@@ -412,16 +418,23 @@ func proxy() *board {
 	return bd
 }
 
-func boards() []*board { return []*board{overview(), check(), proxy()} }
+func boards(o Options) []*board { return []*board{overview(o), check(o), proxy(o)} }
+
+// Dashboards builds the dashboards with the default Options: the files
+// `go generate ./reporting/grafana` writes to examples/grafana/dashboards.
+func Dashboards() (map[string][]byte, error) { return Options{}.Dashboards() }
 
 // Dashboards builds the dashboards and returns their JSON (Grafana's
 // classic dashboard model, indented, newline-terminated) by name
-// (DashboardOverview, DashboardCheck, DashboardProxy). The output is
-// deterministic: `go generate ./reporting/grafana` writes it to
-// examples/grafana/dashboards/<name>.json.
-func Dashboards() (map[string][]byte, error) {
+// (DashboardOverview, DashboardCheck, DashboardProxy), every panel and
+// variable on o's datasource and bucket. The output is deterministic. An
+// invalid o is an error (Validate).
+func (o Options) Dashboards() (map[string][]byte, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("grafana: %w", err)
+	}
 	out := make(map[string][]byte, 3)
-	for _, bd := range boards() {
+	for _, bd := range boards(o) {
 		d, err := bd.b.Build()
 		if err != nil {
 			return nil, fmt.Errorf("grafana: dashboard %s: %w", bd.name, err)
@@ -451,12 +464,15 @@ func Dashboards() (map[string][]byte, error) {
 // Queries returns every Flux query of every generated panel, template
 // variable and alert rule, in dashboard order, with ${bucket} replaced by
 // DefaultBucket.
-func Queries() []NamedQuery {
+func Queries() []NamedQuery { return Options{}.Queries() }
+
+// Queries is Queries for o's bucket (o valid).
+func (o Options) Queries() []NamedQuery {
 	var qs []NamedQuery
-	for _, bd := range boards() {
+	for _, bd := range boards(o) {
 		qs = append(qs, bd.queries...)
 	}
-	qs = append(qs, alertQueries()...)
+	qs = append(qs, alertQueries(o)...)
 	return qs
 }
 
@@ -494,7 +510,7 @@ func runsTable(bd *board, title, desc, query string) *table.PanelBuilder {
 	return table.NewPanelBuilder().
 		Title(title).
 		Description(desc).
-		Datasource(datasource()).
+		Datasource(bd.ds()).
 		WithTarget(bd.flux(title, "A", query)).
 		WithTransformation(organize(
 			[]string{"_time", "region", "target", "vantage", "state", "cause", "status_code", "ttfb_ms", "err", "url", "artifact"},

@@ -2,20 +2,23 @@ package grafana
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 )
 
-// DatasourceUID is the uid of the InfluxDB (Flux) datasource every generated
-// panel, variable and alert rule queries. The provisioning file
-// examples/grafana/provisioning/datasources/vigil.yaml creates it.
+// DatasourceUID is the default uid of the InfluxDB (Flux) datasource every
+// generated panel, variable and alert rule queries (Options.DatasourceUID).
+// The provisioning file examples/grafana/provisioning/datasources/vigil.yaml
+// creates it.
 const DatasourceUID = "vigil-influxdb"
 
 // DatasourceType is Grafana's plugin id for InfluxDB.
@@ -32,11 +35,76 @@ const (
 	MeasurementSignal  = "vigil_signal"
 )
 
-// datasource is the reference every panel and query carries.
-func datasource() common.DataSourceRef {
-	typ, uid := DatasourceType, DatasourceUID
+// Options are what a Grafana installation may need to differ in the
+// generated dashboards and alert rules. The zero value generates the
+// committed files under examples/grafana.
+type Options struct {
+	// DatasourceUID is the uid of an existing InfluxDB datasource in Flux
+	// mode that every panel, variable and alert rule queries instead of
+	// the provisioned one: at most 40 letters, digits, "-" and "_", as
+	// Grafana's uids. "": DatasourceUID (vigil-influxdb).
+	DatasourceUID string
+	// Bucket is the default of the dashboards' $bucket variable and the
+	// bucket the alert rules read: "db/rp" on InfluxDB 1.8, a bucket name
+	// on 2.x. "": DefaultBucket (vigil/autogen).
+	Bucket string
+}
+
+// Errors of Options.Validate.
+var (
+	ErrDatasourceUID = errors.New("not a Grafana datasource uid")
+	ErrBucket        = errors.New("not usable as the bucket")
+)
+
+// maxUIDLen is the longest uid Grafana accepts (util.MaxUIDLength).
+const maxUIDLen = 40
+
+// Validate reports an Options field Grafana or Flux would refuse: a
+// datasource uid longer than 40 characters or with a character other than
+// a letter, digit, "-" or "_" (Grafana's uid rule), or a bucket that is
+// blank or holds a character that would break out of the alert rules'
+// Flux string literal (", \, $ for Flux's ${} interpolation, a control
+// character) or split the $bucket variable (",": a custom variable's
+// values are comma-separated).
+func (o Options) Validate() error {
+	if n := len([]rune(o.DatasourceUID)); n > maxUIDLen {
+		return fmt.Errorf("datasource uid %q: %w: %d characters, at most %d", o.DatasourceUID, ErrDatasourceUID, n, maxUIDLen)
+	}
+	for _, r := range o.DatasourceUID {
+		if !(r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return fmt.Errorf("datasource uid %q: %w: %q is not a letter, digit, - or _", o.DatasourceUID, ErrDatasourceUID, string(r))
+		}
+	}
+	if o.Bucket != "" && strings.TrimSpace(o.Bucket) == "" {
+		return fmt.Errorf("bucket %q: %w: blank", o.Bucket, ErrBucket)
+	}
+	for _, r := range o.Bucket {
+		if r == '"' || r == '\\' || r == '$' || r == ',' || unicode.IsControl(r) {
+			return fmt.Errorf("bucket %q: %w: %q would break the Flux string or the $bucket variable", o.Bucket, ErrBucket, string(r))
+		}
+	}
+	return nil
+}
+
+// withDefaults fills the empty fields with their defaults.
+func (o Options) withDefaults() Options {
+	if o.DatasourceUID == "" {
+		o.DatasourceUID = DatasourceUID
+	}
+	if o.Bucket == "" {
+		o.Bucket = DefaultBucket
+	}
+	return o
+}
+
+// ref is the datasource reference every panel and query carries.
+func (o Options) ref() common.DataSourceRef {
+	typ, uid := DatasourceType, o.withDefaults().DatasourceUID
 	return common.DataSourceRef{Type: &typ, Uid: &uid}
 }
+
+// datasource is the reference to the default datasource, DatasourceUID.
+func datasource() common.DataSourceRef { return Options{}.ref() }
 
 // FluxQuery is a Grafana InfluxDB target in Flux mode: the JSON shape the
 // InfluxDB datasource stores for a panel query ({"refId", "datasource",
@@ -109,6 +177,12 @@ type FluxQueryBuilder struct {
 func NewFluxQueryBuilder(refID, flux string) *FluxQueryBuilder {
 	ds := datasource()
 	return &FluxQueryBuilder{q: FluxQuery{RefID: refID, Datasource: &ds, Query: flux}}
+}
+
+// Datasource points the query at another datasource (Options.ref).
+func (b *FluxQueryBuilder) Datasource(ref common.DataSourceRef) *FluxQueryBuilder {
+	b.q.Datasource = &ref
+	return b
 }
 
 // Hide hides the query's result from the panel (it still runs).

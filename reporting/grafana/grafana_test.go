@@ -305,7 +305,7 @@ func TestAlertYAMLRoundTrip(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	rules, err := ruleGroup()
+	rules, err := ruleGroup(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,35 +2,75 @@
 //
 //	go run ./gen -out ../../examples/grafana/dashboards -alerts ../../examples/grafana/provisioning/alerting/vigil-slo.yaml
 //
-// It is run by `go generate ./reporting/grafana`.
+// It is run by `go generate ./reporting/grafana`. For a Grafana that
+// already has an InfluxDB datasource, -datasource-uid points every panel,
+// variable and alert rule at it, and -bucket sets the bucket:
+//
+//	go run ./reporting/grafana/gen -out dashboards -alerts alerting/vigil-slo.yaml \
+//	    -datasource-uid P951FEA4DE68E13C5 -bucket telemetry/autogen
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/vigil-synthetics/vigil/reporting/grafana"
 )
 
-func main() {
-	out := flag.String("out", "", "directory for <name>.json dashboards (required)")
-	alerts := flag.String("alerts", "", "file for the alert rules provisioning YAML (optional)")
-	flag.Parse()
-	if err := run(*out, *alerts); err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
-		os.Exit(1)
+func main() { os.Exit(cli(os.Args[1:], os.Stderr)) }
+
+// cli runs gen with args and returns the exit code: 0, 1 when writing
+// failed, 2 for bad flags (nothing written).
+func cli(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "directory for <name>.json dashboards (required)")
+	alerts := fs.String("alerts", "", "file for the alert rules provisioning YAML (optional)")
+	var o grafana.Options
+	fs.StringVar(&o.DatasourceUID, "datasource-uid", grafana.DatasourceUID,
+		"uid of the InfluxDB (Flux) datasource the dashboards and alert rules query: at most 40 letters, digits, - and _")
+	fs.StringVar(&o.Bucket, "bucket", grafana.DefaultBucket,
+		`InfluxDB bucket: the dashboards' default $bucket and the bucket the alert rules read ("db/rp" on 1.8)`)
+	if err := fs.Parse(args); err != nil {
+		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gen: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *out == "" {
+		fmt.Fprintln(stderr, "gen: -out is required")
+		return 2
+	}
+	if err := o.Validate(); err != nil {
+		flagName := "-datasource-uid"
+		if errors.Is(err, grafana.ErrBucket) {
+			flagName = "-bucket"
+		}
+		fmt.Fprintf(stderr, "gen: %s: %v\n", flagName, err)
+		return 2
+	}
+	if err := run(*out, *alerts, o); err != nil {
+		fmt.Fprintln(stderr, "gen:", err)
+		return 1
+	}
+	return 0
 }
 
-func run(out, alerts string) error {
-	if out == "" {
-		return fmt.Errorf("-out is required")
-	}
-	boards, err := grafana.Dashboards()
+func run(out, alerts string, o grafana.Options) error {
+	boards, err := o.Dashboards()
 	if err != nil {
 		return err
+	}
+	var rules []byte
+	if alerts != "" {
+		if rules, err = o.AlertRules(); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -43,12 +83,8 @@ func run(out, alerts string) error {
 	if alerts == "" {
 		return nil
 	}
-	raw, err := grafana.AlertRules()
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(filepath.Dir(alerts), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(alerts, raw, 0o644)
+	return os.WriteFile(alerts, rules, 0o644)
 }
