@@ -304,6 +304,18 @@ type HTTPSpec struct {
 	// Default: none, requests go straight to the origin ($HTTP_PROXY and
 	// $HTTPS_PROXY are ignored).
 	ProxyURL string `mapstructure:"proxy_url"`
+	// IPProtocol limits the addresses dialled to one family: "ip4" or
+	// "ip6" (blackbox_exporter's preferred_ip_protocol). A name without
+	// an address of that family fails with cause dns, an IP literal of
+	// the other family with cause connect, unless IPProtocolFallback.
+	// Default "": both, IPv6 first with a fallback to IPv4 after 300 ms
+	// (RFC 6555 Happy Eyeballs, as Go dials).
+	IPProtocol string `mapstructure:"ip_protocol"`
+	// IPProtocolFallback dials the other family when the name has no
+	// address of IPProtocol's (or is a literal of the other family), as
+	// blackbox_exporter's ip_protocol_fallback. Requires IPProtocol.
+	// Default false.
+	IPProtocolFallback bool `mapstructure:"ip_protocol_fallback"`
 
 	compiled bool
 	jsonBody []byte      // encoded JSON body
@@ -443,6 +455,7 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	if err := s.TLS.ValidateAndSetDefaults(); err != nil {
 		errs = append(errs, units.Prefix("tls", err))
 	}
+	errs = append(errs, checkIPProtocol(&s.IPProtocol, s.IPProtocolFallback))
 	s.proxy = nil
 	if s.ProxyURL != "" {
 		u, err := parseProxyURL(s.ProxyURL)
@@ -558,6 +571,18 @@ type TCPSpec struct {
 	// when a Query step has starttls, happens at that step. server_name
 	// defaults to the target's host. Default: nil, plain TCP.
 	TLS *TLSOptions `mapstructure:"tls"`
+	// IPProtocol limits the addresses dialled to one family: "ip4" or
+	// "ip6" (blackbox_exporter's preferred_ip_protocol). A name without
+	// an address of that family fails with cause dns, an IP literal of
+	// the other family with cause connect, unless IPProtocolFallback.
+	// Default "": both, IPv6 first with a fallback to IPv4 after 300 ms
+	// (RFC 6555 Happy Eyeballs, as Go dials).
+	IPProtocol string `mapstructure:"ip_protocol"`
+	// IPProtocolFallback dials the other family when the name has no
+	// address of IPProtocol's (or is a literal of the other family), as
+	// blackbox_exporter's ip_protocol_fallback. Requires IPProtocol.
+	// Default false.
+	IPProtocolFallback bool `mapstructure:"ip_protocol_fallback"`
 
 	compiled bool
 	re       *regexp.Regexp
@@ -664,6 +689,7 @@ func (s *TCPSpec) ValidateAndSetDefaults() error {
 	if s.ReadLimit == 0 {
 		s.ReadLimit = DefaultReadLimit
 	}
+	errs = append(errs, checkIPProtocol(&s.IPProtocol, s.IPProtocolFallback))
 	s.tls = s.TLS
 	if s.tls == nil && s.startTLS >= 0 {
 		s.tls = &TLSOptions{}
@@ -698,6 +724,18 @@ type TLSSpec struct {
 	// or neither; read at load and on every reload. Default: none.
 	CertFile string `mapstructure:"cert_file"`
 	KeyFile  string `mapstructure:"key_file"`
+	// IPProtocol limits the addresses dialled to one family: "ip4" or
+	// "ip6" (blackbox_exporter's preferred_ip_protocol). A name without
+	// an address of that family fails with cause dns, an IP literal of
+	// the other family with cause connect, unless IPProtocolFallback.
+	// Default "": both, IPv6 first with a fallback to IPv4 after 300 ms
+	// (RFC 6555 Happy Eyeballs, as Go dials).
+	IPProtocol string `mapstructure:"ip_protocol"`
+	// IPProtocolFallback dials the other family when the name has no
+	// address of IPProtocol's (or is a literal of the other family), as
+	// blackbox_exporter's ip_protocol_fallback. Requires IPProtocol.
+	// Default false.
+	IPProtocolFallback bool `mapstructure:"ip_protocol_fallback"`
 
 	compiled   bool
 	roots      *x509.CertPool
@@ -731,8 +769,28 @@ func (s *TLSSpec) ValidateAndSetDefaults() error {
 		s.roots = pool
 	}
 	s.clientCert, err = loadClientCert(s.CertFile, s.KeyFile)
-	errs = append(errs, err)
+	errs = append(errs, err, checkIPProtocol(&s.IPProtocol, s.IPProtocolFallback))
 	err = errors.Join(errs...)
 	s.compiled = err == nil
 	return err
+}
+
+// checkIPProtocol validates the ip_protocol and ip_protocol_fallback keys
+// and writes ip_protocol in lower case.
+func checkIPProtocol(p *string, fallback bool) error {
+	v := strings.ToLower(strings.TrimSpace(*p))
+	switch v {
+	case "", "ip4", "ip6":
+	default:
+		hint := ""
+		if v == "ipv4" || v == "ipv6" || v == "4" || v == "6" || v == "tcp4" || v == "tcp6" {
+			hint = fmt.Sprintf(" (write %q)", "ip"+v[len(v)-1:])
+		}
+		return errorf(ErrBadValue, "ip_protocol: %q: want \"ip4\" or \"ip6\"%s", *p, hint)
+	}
+	*p = v
+	if fallback && v == "" {
+		return errorf(ErrBadValue, "ip_protocol_fallback: needs ip_protocol (without it both families are dialled)")
+	}
+	return nil
 }

@@ -121,7 +121,7 @@ const maxNamedTransports = 8
 // the host dialed).
 func (h *HTTP) newTransport(serverName string) *http.Transport {
 	spec := h.spec
-	d := &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}
+	d := newDialer(spec.IPProtocol, spec.IPProtocolFallback)
 	var proxy func(*http.Request) (*url.URL, error) // probes never go via $HTTP_PROXY
 	var onConnect func(context.Context, *url.URL, *http.Request, *http.Response) error
 	if spec.proxy != nil {

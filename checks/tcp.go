@@ -39,7 +39,7 @@ func NewTCP(spec TCPSpec, expect Expect, o Options) (*TCP, error) {
 		return nil, errorf(ErrUnsupported, "expect.cert_min_days: a tcp check without tcp.tls sees no certificate (set tcp.tls: true, or use a tls check)")
 	}
 	o.setDefaults()
-	return &TCP{spec: spec, expect: expect, opts: o, d: newDialer()}, nil
+	return &TCP{spec: spec, expect: expect, opts: o, d: newDialer(spec.IPProtocol, spec.IPProtocolFallback)}, nil
 }
 
 // Run connects to t (tcp://host:port; http(s):// and tls:// URLs use their
@@ -306,10 +306,11 @@ func compileProbe(kind string, spec interface{ ValidateAndSetDefaults() error },
 	return errors.Join(errs...)
 }
 
-// newDialer is the dialer of tcp and tls checks: 30s cap on connect (the
-// run's context usually ends sooner), no keep-alive probes.
-func newDialer() *dialer {
-	return &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}}
+// newDialer is the dialer of every check: 30s cap on connect (the run's
+// context usually ends sooner), no keep-alive probes, and the addresses
+// of ip_protocol's family (with its fallback).
+func newDialer(family string, fallback bool) *dialer {
+	return &dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: -1}, family: family, fallback: fallback}
 }
 
 // runContext bounds a run by Options.Timeout when it is set.

@@ -32,7 +32,7 @@ func NewTLS(spec TLSSpec, expect Expect, o Options) (*TLS, error) {
 		return nil, err
 	}
 	o.setDefaults()
-	return &TLS{spec: spec, expect: expect, opts: o, d: newDialer()}, nil
+	return &TLS{spec: spec, expect: expect, opts: o, d: newDialer(spec.IPProtocol, spec.IPProtocolFallback)}, nil
 }
 
 // Run handshakes with t (tls://host:port, https://host[:port] or

@@ -291,7 +291,15 @@ func (c *markConn) armedRead() time.Time {
 // dialer is the dialer every check uses: it answers names under the
 // reserved TLD .invalid (RFC 6761 §6.4) with NXDOMAIN without asking a
 // resolver, and records the dial error for cause classification.
-type dialer struct{ net.Dialer }
+//
+// With family ("ip4" or "ip6", the check's ip_protocol) it dials only
+// addresses of that family, and with fallback the other family when the
+// name has none (or is a literal of the other family).
+type dialer struct {
+	net.Dialer
+	family   string
+	fallback bool
+}
 
 func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, _, err := net.SplitHostPort(addr)
@@ -302,13 +310,50 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 		}
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 	}
-	c, err := d.Dialer.DialContext(ctx, network, addr)
+	c, err := d.dial(ctx, network, host, addr)
 	if err != nil {
 		if t := traceFrom(ctx); t != nil {
 			t.setDialErr(err)
 		}
 	}
 	return c, err
+}
+
+// dial dials addr over network, or, with family, over that family's
+// network (then the other's with fallback). A name with no address of
+// the family is a DNS error, a literal of the other family an
+// ipFamilyError.
+func (d *dialer) dial(ctx context.Context, network, host, addr string) (net.Conn, error) {
+	if d.family == "" || network != "tcp" {
+		return d.Dialer.DialContext(ctx, network, addr)
+	}
+	other := map[string]string{"ip4": "ip6", "ip6": "ip4"}[d.family]
+	c, err := d.Dialer.DialContext(ctx, "tcp"+d.family[2:], addr)
+	if noAddress(err) && d.fallback {
+		c, err = d.Dialer.DialContext(ctx, "tcp"+other[2:], addr)
+	}
+	if noAddress(err) { // (after a fallback: neither family; the preferred one is named)
+		if net.ParseIP(host) != nil {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: &ipFamilyError{host: host, family: d.family}}
+		}
+		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{
+			Err: fmt.Sprintf("no IPv%s address (ip_protocol: %s)", d.family[2:], d.family), Name: host, IsNotFound: true}}
+	}
+	return c, err
+}
+
+// noAddress reports whether a dial over tcp4 or tcp6 found no address of
+// that family.
+func noAddress(err error) bool {
+	var ae *net.AddrError
+	return errors.As(err, &ae) && ae.Err == "no suitable address found"
+}
+
+// ipFamilyError: an IP literal of the family ip_protocol excludes.
+type ipFamilyError struct{ host, family string }
+
+func (e *ipFamilyError) Error() string {
+	return fmt.Sprintf("%s is not an IPv%s address (ip_protocol: %s)", e.host, e.family[2:], e.family)
 }
 
 func isInvalidHost(h string) bool {
@@ -484,6 +529,10 @@ func classifyDial(err error) (Cause, string) {
 		return CauseDNS, "dns: " + dnsErr.Error()
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return CauseConnectRefused, refusedMsg(err)
+	case errors.As(err, new(*ipFamilyError)):
+		var fe *ipFamilyError
+		errors.As(err, &fe)
+		return CauseConnect, "connect: " + fe.Error()
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || isTimeout(err):
 		return CauseConnectTimeout, "connect: " + rootMsg(err)
 	}
