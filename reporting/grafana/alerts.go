@@ -30,6 +30,10 @@ const (
 	BurnRateLong, BurnRateShort = time.Hour, 5 * time.Minute
 	// TTFBWindow is the window of the TTFB p95 rule.
 	TTFBWindow = 10 * time.Minute
+	// TTFBMinSamples is how many runs with a TTFB a region needs in the
+	// window for its p95 to count, as the alerter's ttfb.min_samples
+	// (default 3).
+	TTFBMinSamples = 3
 	// BurnMinRuns is how many runs a region needs in the long window to
 	// count as burning, as the alerter's burn_rate.min_runs (default 10):
 	// a region's first failed run is not a burn rate.
@@ -128,6 +132,21 @@ func burnQuery() string {
 		"{min_runs}", fmtFloat(BurnMinRuns)+".0").Replace(qAlertBurnRate)
 }
 
+// ttfbQuery completes qAlertTTFBP95 with the objective and TTFBMinSamples.
+func ttfbQuery() string {
+	return strings.NewReplacer("{objective_ms}", fmtFloat(TTFBP95ThresholdMS)+".0",
+		"{min_samples}", strconv.Itoa(TTFBMinSamples)).Replace(qAlertTTFBP95)
+}
+
+// ruleLabels are a rule's labels: rule, the alerter's rule name (down,
+// ttfb, burn_rate), severity and source "grafana", as the alerter's
+// alerts (source vigil) and the generated Prometheus rules' (source
+// prometheus) carry them, so one routing tree serves all three; slo names
+// the objective (availability, latency).
+func ruleLabels(rule, severity, slo string) map[string]string {
+	return map[string]string{"rule": rule, "severity": severity, "source": "grafana", "slo": slo}
+}
+
 func alertRules() []alertRule {
 	return []alertRule{
 		{
@@ -137,7 +156,7 @@ func alertRules() []alertRule {
 			keep:      KeepFiringForDown,
 			condition: "C",
 			noData:    alerting.RuleNoDataStateOK, // no unhealthy region at all: no series
-			labels:    map[string]string{"severity": "page", "slo": "availability"},
+			labels:    ruleLabels(vigilalerting.RuleDown, "page", "availability"),
 			annotations: map[string]string{
 				"summary":     "{{ $labels.check }} → {{ $labels.target }} is unhealthy in {{ $values.B }} regions",
 				"description": "The latest unexpired verdict of check {{ $labels.check }} against {{ $labels.target }} is unhealthy in several regions at once: the origin is down, not one vantage's network.",
@@ -148,18 +167,20 @@ func alertRules() []alertRule {
 		},
 		{
 			uid:       "vigil-ttfb-p95",
-			title:     fmt.Sprintf("TTFB p95 above %s ms", fmtFloat(TTFBP95ThresholdMS)),
+			title:     fmt.Sprintf("TTFB p95 above %s ms in %d or more regions", fmtFloat(TTFBP95ThresholdMS), Quorum),
 			forDur:    "5m",
 			keep:      KeepFiringForTTFB,
 			condition: "C",
-			noData:    alerting.RuleNoDataStateNoData,
-			labels:    map[string]string{"severity": "ticket", "slo": "latency"},
+			noData:    alerting.RuleNoDataStateNoData, // no run with a TTFB at all over the window
+			labels:    ruleLabels(vigilalerting.RuleTTFB, "ticket", "latency"),
 			annotations: map[string]string{
-				"summary":     "{{ $labels.check }} TTFB p95 in {{ $labels.region }} is {{ humanize $values.B }} ms",
-				"description": fmt.Sprintf("TTFB p95 over the last %d minutes is above the %s ms objective.", TTFBWindow/time.Minute, fmtFloat(TTFBP95ThresholdMS)),
+				"summary": fmt.Sprintf("{{ $labels.check }} → {{ $labels.target }} TTFB p95 over %d minutes above %s ms in {{ $values.B }} regions",
+					TTFBWindow/time.Minute, fmtFloat(TTFBP95ThresholdMS)),
+				"description": fmt.Sprintf("In %d or more regions, the TTFB p95 of the check against the target over the last %d minutes is above the %s ms objective (each region with at least %d runs that got a first byte): the origin is slow, not one vantage's network.",
+					Quorum, TTFBWindow/time.Minute, fmtFloat(TTFBP95ThresholdMS), TTFBMinSamples),
 			},
-			flux:     []alertFlux{{"A", alerting.Duration(TTFBWindow / time.Second), qAlertTTFBP95}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", TTFBP95ThresholdMS)},
+			flux:     []alertFlux{{"A", alerting.Duration(TTFBWindow / time.Second), ttfbQuery()}},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", Quorum-0.5)},
 			exprRefs: []string{"B", "C"},
 		},
 		{
@@ -170,7 +191,7 @@ func alertRules() []alertRule {
 			keep:      KeepFiringForBurn,
 			condition: "C",
 			noData:    alerting.RuleNoDataStateNoData, // no verdict at all over the long window
-			labels:    map[string]string{"severity": "page", "slo": "availability"},
+			labels:    ruleLabels(vigilalerting.RuleBurnRate, "page", "availability"),
 			annotations: map[string]string{
 				"summary": fmt.Sprintf("{{ $labels.check }} → {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
 					fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort)),
@@ -282,8 +303,9 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 //
 //   - origin down: a check's target unhealthy in ≥ Quorum regions
 //     (latest unexpired verdict, last 5 m), for 1 m;
-//   - TTFB p95 per check × region over TTFBWindow above TTFBP95ThresholdMS,
-//     for 5 m;
+//   - TTFB p95 of a check × target over TTFBWindow above
+//     TTFBP95ThresholdMS in ≥ Quorum regions (each with ≥ TTFBMinSamples
+//     runs), for 5 m;
 //   - availability burn rate of a check × target above BurnRateFast ×
 //     (1 − SLOTarget) over both BurnRateLong and BurnRateShort in ≥ Quorum
 //     regions (each with ≥ BurnMinRuns runs), for 2 m.

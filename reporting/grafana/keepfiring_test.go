@@ -41,3 +41,26 @@ func TestAlertRulesKeepFiringFor(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertRulesLabels: the provisioned rules carry the labels the
+// alerter's and the Prometheus rules' alerts carry, so one notification
+// policy routes all three: rule (down, ttfb, burn_rate), severity, and
+// source (grafana, where the others say vigil and prometheus).
+func TestAlertRulesLabels(t *testing.T) {
+	want := map[string]map[string]any{
+		"vigil-origin-down":       {"rule": vigilalerting.RuleDown, "severity": "page", "source": "grafana", "slo": "availability"},
+		"vigil-ttfb-p95":          {"rule": vigilalerting.RuleTTFB, "severity": "ticket", "source": "grafana", "slo": "latency"},
+		"vigil-availability-burn": {"rule": vigilalerting.RuleBurnRate, "severity": "page", "source": "grafana", "slo": "availability"},
+	}
+	for uid, labels := range want {
+		got, _ := provisionedRule(t, uid)["labels"].(map[string]any)
+		if len(got) != len(labels) {
+			t.Errorf("%s: labels %v, want %v", uid, got, labels)
+		}
+		for k, v := range labels {
+			if got[k] != v {
+				t.Errorf("%s: label %s = %v, want %v", uid, k, got[k], v)
+			}
+		}
+	}
+}

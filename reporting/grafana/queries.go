@@ -243,12 +243,29 @@ const (
   |> count(column: "state")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: float(v: r.state)}))`
 
-	// qAlertTTFBP95: TTFB p95 per check × region over the range.
-	qAlertTTFBP95 = fromVerdicts + `
+	// qAlertTTFBP95 is completed by ttfbQuery: per check × target, how
+	// many regions have a TTFB p95 over the range above {objective_ms}
+	// with at least {min_samples} runs that got a first byte, as the
+	// alerter's ttfb rule (a region's vantages pooled; the p95 is one of
+	// the runs' own TTFBs, exact_selector, not a t-digest estimate). A pair
+	// with runs and no slow region says 0. (union and pivot, not join:
+	// join of two branches of one stream returns nothing on InfluxDB 1.8.)
+	qAlertTTFBP95 = `ttfb = ` + fromVerdicts + `
   |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
-  |> group(columns: ["check", "region"])
-  |> quantile(q: 0.95, method: "estimate_tdigest")
-  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, region: r.region, _value: r._value}))`
+  |> group(columns: ["check", "target", "region"])
+runs = ttfb
+  |> count()
+  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region, kind: "runs", _value: float(v: r._value)}))
+p95 = ttfb
+  |> quantile(q: 0.95, method: "exact_selector")
+  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region, kind: "p95", _value: r._value}))
+union(tables: [runs, p95])
+  |> pivot(rowKey: ["check", "target", "region"], columnKey: ["kind"], valueColumn: "_value")
+  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region,
+      slow: if r.runs >= {min_samples}.0 and r.p95 > {objective_ms} then 1.0 else 0.0}))
+  |> group(columns: ["check", "target"])
+  |> sum(column: "slow")
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: r.slow}))`
 
 	// qAlertBurnRate is completed by burnQuery: per check × target, how
 	// many regions burn the error budget faster than the factor over both
