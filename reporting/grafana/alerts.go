@@ -158,7 +158,7 @@ func alertRules() []alertRule {
 			noData:    alerting.RuleNoDataStateOK, // no unhealthy region at all: no series
 			labels:    ruleLabels(vigilalerting.RuleDown, "page", "availability"),
 			annotations: map[string]string{
-				"summary":     "{{ $labels.check }} → {{ $labels.target }} is unhealthy in {{ $values.B }} regions",
+				"summary":     "{{ $labels.check }} × {{ $labels.target }} is unhealthy in {{ $values.B }} regions",
 				"description": "The latest unexpired verdict of check {{ $labels.check }} against {{ $labels.target }} is unhealthy in several regions at once: the origin is down, not one vantage's network.",
 			},
 			flux:     []alertFlux{{"A", 300, qAlertRegionsDown}},
@@ -174,7 +174,7 @@ func alertRules() []alertRule {
 			noData:    alerting.RuleNoDataStateNoData, // no run with a TTFB at all over the window
 			labels:    ruleLabels(vigilalerting.RuleTTFB, "ticket", "latency"),
 			annotations: map[string]string{
-				"summary": fmt.Sprintf("{{ $labels.check }} → {{ $labels.target }} TTFB p95 over %d minutes above %s ms in {{ $values.B }} regions",
+				"summary": fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} TTFB p95 over %d minutes above %s ms in {{ $values.B }} regions",
 					TTFBWindow/time.Minute, fmtFloat(TTFBP95ThresholdMS)),
 				"description": fmt.Sprintf("In %d or more regions, the TTFB p95 of the check against the target over the last %d minutes is above the %s ms objective (each region with at least %d runs that got a first byte): the origin is slow, not one vantage's network.",
 					Quorum, TTFBWindow/time.Minute, fmtFloat(TTFBP95ThresholdMS), TTFBMinSamples),
@@ -193,7 +193,7 @@ func alertRules() []alertRule {
 			noData:    alerting.RuleNoDataStateNoData, // no verdict at all over the long window
 			labels:    ruleLabels(vigilalerting.RuleBurnRate, "page", "availability"),
 			annotations: map[string]string{
-				"summary": fmt.Sprintf("{{ $labels.check }} → {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
+				"summary": fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
 					fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort)),
 				"description": fmt.Sprintf("In %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s): the origin fails, not one vantage's network.",
 					Quorum, shortDur(BurnRateLong), shortDur(BurnRateShort), fmtFloat(BurnRateFast), fmtFloat(SLOTarget*100), BurnMinRuns, shortDur(BurnRateLong)),

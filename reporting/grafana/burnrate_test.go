@@ -128,7 +128,7 @@ func TestBurnRateRuleNeedsQuorum(t *testing.T) {
 	got := firing(t, db, provisionedRule(t, "vigil-availability-burn"), now.Add(time.Second))
 	want := map[string]string{}
 	for _, check := range sampleChecks {
-		want[check+"/edge-b"] = check + " → edge-b burns its error budget above 14.4x over 1h and 5m in 2 regions"
+		want[check+"/edge-b"] = check + " × edge-b burns its error budget above 14.4x over 1h and 5m in 2 regions"
 	}
 	if len(got) != len(want) {
 		t.Errorf("firing %v, want only edge-b of each check (edge-a burns in us-east only, below quorum %d)", got, Quorum)

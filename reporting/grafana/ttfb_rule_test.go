@@ -37,7 +37,7 @@ func TestTTFBRuleNeedsQuorum(t *testing.T) {
 	db.write(t, slow.String())
 
 	got := firing(t, db, provisionedRule(t, "vigil-ttfb-p95"), now.Add(time.Second))
-	want := map[string]string{"api/edge-b": "api → edge-b TTFB p95 over 10 minutes above 600 ms in 2 regions"}
+	want := map[string]string{"api/edge-b": "api × edge-b TTFB p95 over 10 minutes above 600 ms in 2 regions"}
 	if len(got) != len(want) {
 		t.Errorf("firing %v, want only api/edge-b (ap-south alone is below quorum %d; home/edge-a's new regions have too few runs)", got, Quorum)
 	}
