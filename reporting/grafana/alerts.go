@@ -18,9 +18,11 @@ import (
 
 // SLO figures the alert rules and the dashboards' thresholds are built on.
 const (
-	// SLOTarget is the availability objective: share of passing runs, 0..1.
+	// SLOTarget is the default availability objective (Options.Objective):
+	// share of passing runs, 0..1.
 	SLOTarget = 0.999
-	// TTFBP95ThresholdMS is the TTFB p95 objective in milliseconds.
+	// TTFBP95ThresholdMS is the default TTFB p95 objective in milliseconds
+	// (Options.TTFBP95).
 	TTFBP95ThresholdMS = 600.0
 	// BurnRateFast is the fast-burn multiple of the error budget (Google SRE
 	// workbook: 2 % of a 30-day budget in 1 h), checked over 1 h and 5 m.
@@ -38,7 +40,8 @@ const (
 	// count as burning, as the alerter's burn_rate.min_runs (default 10):
 	// a region's first failed run is not a burn rate.
 	BurnMinRuns = 10
-	// Quorum is how many regions must agree before a rule pages, as the
+	// Quorum is the default of Options.Quorum: how many regions must agree
+	// before a rule pages, as the
 	// alerter's alerting.quorum: the origin-down rule needs the target
 	// unhealthy in this many regions, the burn-rate rule this many regions
 	// burning, so one vantage's network trouble pages nobody. Keep it
@@ -124,17 +127,18 @@ func thresholdAbove(refID, input string, limit float64) cog.Builder[variants.Dat
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // burnQuery completes qAlertBurnRate: the per-run failure ratio above which
-// a region burns at BurnRateFast (BurnRateFast × (1 − SLOTarget)), the short
-// window and BurnMinRuns.
-func burnQuery() string {
-	limit := strconv.FormatFloat(BurnRateFast*(1-SLOTarget), 'g', 6, 64)
+// a region burns at BurnRateFast (BurnRateFast × (1 − o's objective)), the
+// short window and BurnMinRuns (o: defaults set).
+func burnQuery(o Options) string {
+	limit := strconv.FormatFloat(BurnRateFast*(1-o.target()), 'g', 6, 64)
 	return strings.NewReplacer("{limit}", limit, "{short_ns}", strconv.FormatInt(int64(BurnRateShort), 10),
 		"{min_runs}", fmtFloat(BurnMinRuns)+".0").Replace(qAlertBurnRate)
 }
 
-// ttfbQuery completes qAlertTTFBP95 with the objective and TTFBMinSamples.
-func ttfbQuery() string {
-	return strings.NewReplacer("{objective_ms}", fmtFloat(TTFBP95ThresholdMS)+".0",
+// ttfbQuery completes qAlertTTFBP95 with o's objective and TTFBMinSamples
+// (o: defaults set).
+func ttfbQuery(o Options) string {
+	return strings.NewReplacer("{objective_ms}", strconv.FormatFloat(o.ttfbMS(), 'f', 1, 64),
 		"{min_samples}", strconv.Itoa(TTFBMinSamples)).Replace(qAlertTTFBP95)
 }
 
@@ -147,11 +151,13 @@ func ruleLabels(rule, severity, slo string) map[string]string {
 	return map[string]string{"rule": rule, "severity": severity, "source": "grafana", "slo": slo}
 }
 
-func alertRules() []alertRule {
+// alertRules are the rules for o (defaults set).
+func alertRules(o Options) []alertRule {
+	ttfbMS := fmtFloat(o.ttfbMS())
 	return []alertRule{
 		{
 			uid:       "vigil-origin-down",
-			title:     fmt.Sprintf("Origin down in %d or more regions", Quorum),
+			title:     fmt.Sprintf("Origin down in %d or more regions", o.Quorum),
 			forDur:    "1m",
 			keep:      KeepFiringForDown,
 			condition: "C",
@@ -162,12 +168,12 @@ func alertRules() []alertRule {
 				"description": "The latest unexpired verdict of check {{ $labels.check }} against {{ $labels.target }} is unhealthy in several regions at once: the origin is down, not one vantage's network.",
 			},
 			flux:     []alertFlux{{"A", 300, qAlertRegionsDown}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", Quorum-0.5)},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
 			exprRefs: []string{"B", "C"},
 		},
 		{
 			uid:       "vigil-ttfb-p95",
-			title:     fmt.Sprintf("TTFB p95 above %s ms in %d or more regions", fmtFloat(TTFBP95ThresholdMS), Quorum),
+			title:     fmt.Sprintf("TTFB p95 above %s ms in %d or more regions", ttfbMS, o.Quorum),
 			forDur:    "5m",
 			keep:      KeepFiringForTTFB,
 			condition: "C",
@@ -175,18 +181,18 @@ func alertRules() []alertRule {
 			labels:    ruleLabels(vigilalerting.RuleTTFB, "ticket", "latency"),
 			annotations: map[string]string{
 				"summary": fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} TTFB p95 over %d minutes above %s ms in {{ $values.B }} regions",
-					TTFBWindow/time.Minute, fmtFloat(TTFBP95ThresholdMS)),
+					TTFBWindow/time.Minute, ttfbMS),
 				"description": fmt.Sprintf("In %d or more regions, the TTFB p95 of the check against the target over the last %d minutes is above the %s ms objective (each region with at least %d runs that got a first byte): the origin is slow, not one vantage's network.",
-					Quorum, TTFBWindow/time.Minute, fmtFloat(TTFBP95ThresholdMS), TTFBMinSamples),
+					o.Quorum, TTFBWindow/time.Minute, ttfbMS, TTFBMinSamples),
 			},
-			flux:     []alertFlux{{"A", alerting.Duration(TTFBWindow / time.Second), ttfbQuery()}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", Quorum-0.5)},
+			flux:     []alertFlux{{"A", alerting.Duration(TTFBWindow / time.Second), ttfbQuery(o)}},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
 			exprRefs: []string{"B", "C"},
 		},
 		{
 			uid: "vigil-availability-burn",
 			title: fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions",
-				fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort), Quorum),
+				fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort), o.Quorum),
 			forDur:    "2m",
 			keep:      KeepFiringForBurn,
 			condition: "C",
@@ -196,10 +202,10 @@ func alertRules() []alertRule {
 				"summary": fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
 					fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort)),
 				"description": fmt.Sprintf("In %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s): the origin fails, not one vantage's network.",
-					Quorum, shortDur(BurnRateLong), shortDur(BurnRateShort), fmtFloat(BurnRateFast), fmtFloat(SLOTarget*100), BurnMinRuns, shortDur(BurnRateLong)),
+					o.Quorum, shortDur(BurnRateLong), shortDur(BurnRateShort), fmtFloat(BurnRateFast), fmtFloat(o.Objective), BurnMinRuns, shortDur(BurnRateLong)),
 			},
-			flux:     []alertFlux{{"A", alerting.Duration(BurnRateLong / time.Second), burnQuery()}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", Quorum-0.5)},
+			flux:     []alertFlux{{"A", alerting.Duration(BurnRateLong / time.Second), burnQuery(o)}},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
 			exprRefs: []string{"B", "C"},
 		},
 	}
@@ -219,7 +225,7 @@ func shortDur(d time.Duration) string {
 func alertQueries(o Options) []NamedQuery {
 	o = o.withDefaults()
 	var qs []NamedQuery
-	for _, r := range alertRules() {
+	for _, r := range alertRules(o) {
 		for _, f := range r.flux {
 			qs = append(qs, NamedQuery{Dashboard: "alerting", Panel: r.title, RefID: f.refID,
 				Flux: strings.ReplaceAll(f.text, "${bucket}", o.Bucket)})
@@ -233,7 +239,7 @@ func alertQueries(o Options) []NamedQuery {
 func ruleGroup(o Options) ([]alerting.Rule, error) {
 	o = o.withDefaults()
 	var rules []alerting.Rule
-	for _, r := range alertRules() {
+	for _, r := range alertRules(o) {
 		b := alerting.NewRuleBuilder(r.title).
 			Uid(r.uid).
 			FolderUID(AlertFolder).

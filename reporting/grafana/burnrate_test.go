@@ -140,7 +140,7 @@ func TestBurnRateRuleNeedsQuorum(t *testing.T) {
 	}
 
 	// The region count per pair, as the rule's query gives it.
-	res, err := db.query(Interpolate(strings.ReplaceAll(burnQuery(), "${bucket}", DefaultBucket), nil, now.Add(-BurnRateLong), now.Add(time.Second), time.Minute))
+	res, err := db.query(Interpolate(strings.ReplaceAll(burnQuery(Options{}.withDefaults()), "${bucket}", DefaultBucket), nil, now.Add(-BurnRateLong), now.Add(time.Second), time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,10 +206,15 @@ func organize(order []string, rename map[string]string) dashboard.DataTransforme
 	}}
 }
 
-// availabilityThresholds colour availability: red under 99 %, yellow
-// under the SLO target, green above.
-func availabilityThresholds() *dashboard.ThresholdsConfigBuilder {
-	return thresholds("red", 99.0, "yellow", SLOTarget*100, "green")
+// availabilityThresholds colour availability: red under 99 % (or 1 point
+// under the objective when that is below 99 %), yellow under the objective,
+// green above.
+func (bd *board) availabilityThresholds() *dashboard.ThresholdsConfigBuilder {
+	obj, red := bd.opts.Objective, 99.0
+	if obj <= red {
+		red = obj - 1
+	}
+	return thresholds("red", red, "yellow", obj, "green")
 }
 
 func overview(o Options) *board {
@@ -242,7 +247,7 @@ func overview(o Options) *board {
 		Datasource(bd.ds()).
 		WithTarget(bd.flux(avail, "A", qAvailability)).
 		Unit("percent").Min(90).Max(100).Decimals(3).
-		Thresholds(availabilityThresholds()).
+		Thresholds(bd.availabilityThresholds()).
 		DisplayName("${__field.labels.check}").
 		DataLinks([]cog.Builder[dashboard.DashboardLink]{checkLink("${__field.labels.check}")}).
 		Orientation(common.VizOrientationHorizontal).
@@ -271,7 +276,7 @@ func overview(o Options) *board {
 		WithTarget(bd.flux(ttfb, "A", qTTFBByCheck)).
 		Unit("ms").
 		DisplayName("${__field.labels.check}").
-		Thresholds(thresholds("green", TTFBP95ThresholdMS, "red")).
+		Thresholds(thresholds("green", bd.opts.ttfbMS(), "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
 		Legend(tableLegend("mean", "max", "lastNotNull")).
 		Span(24).Height(9))
@@ -292,7 +297,7 @@ func check(o Options) *board {
 		WithTarget(bd.flux(avail, "A", qCheckAvailability)).
 		Unit("percent").Decimals(3).
 		DisplayName("${__field.labels.region}").
-		Thresholds(availabilityThresholds()).
+		Thresholds(bd.availabilityThresholds()).
 		ColorMode(common.BigValueColorModeBackground).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
 		Span(8).Height(8))
@@ -323,7 +328,7 @@ func check(o Options) *board {
 			{Id: "displayName", Value: "p95 ${__field.labels.region}"},
 			{Id: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
 		}).
-		Thresholds(thresholds("green", TTFBP95ThresholdMS, "red")).
+		Thresholds(thresholds("green", bd.opts.ttfbMS(), "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
 		Legend(tableLegend("mean", "max", "lastNotNull")).
 		Span(12).Height(9))

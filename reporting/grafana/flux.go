@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -48,12 +49,24 @@ type Options struct {
 	// bucket the alert rules read: "db/rp" on InfluxDB 1.8, a bucket name
 	// on 2.x. "": DefaultBucket (vigil/autogen).
 	Bucket string
+	// Quorum is how many regions must agree before a rule fires (origin
+	// down, TTFB, burn rate); keep it equal to the alerter's
+	// alerting.quorum. 0: Quorum (2).
+	Quorum int
+	// TTFBP95 is the TTFB p95 objective of the TTFB rule and the
+	// dashboards' TTFB thresholds. 0: TTFBP95ThresholdMS (600 ms).
+	TTFBP95 time.Duration
+	// Objective is the availability objective in percent (99.9) of the
+	// burn-rate rule and the dashboards' availability colours, above 0 and
+	// below 100. 0: SLOTarget × 100 (99.9).
+	Objective float64
 }
 
 // Errors of Options.Validate.
 var (
 	ErrDatasourceUID = errors.New("not a Grafana datasource uid")
 	ErrBucket        = errors.New("not usable as the bucket")
+	ErrObjective     = errors.New("not a usable objective")
 )
 
 // maxUIDLen is the longest uid Grafana accepts (util.MaxUIDLength).
@@ -83,6 +96,15 @@ func (o Options) Validate() error {
 			return fmt.Errorf("bucket %q: %w: %q would break the Flux string or the $bucket variable", o.Bucket, ErrBucket, string(r))
 		}
 	}
+	if o.Quorum < 0 {
+		return fmt.Errorf("quorum %d: %w: at least 1 region", o.Quorum, ErrObjective)
+	}
+	if o.TTFBP95 < 0 || o.TTFBP95 > 0 && o.TTFBP95 < time.Millisecond {
+		return fmt.Errorf("ttfb p95 %s: %w: at least 1ms", o.TTFBP95, ErrObjective)
+	}
+	if o.Objective < 0 || o.Objective >= 100 || math.IsNaN(o.Objective) {
+		return fmt.Errorf("objective %g%%: %w: above 0%% and below 100%%", o.Objective, ErrObjective)
+	}
 	return nil
 }
 
@@ -94,8 +116,23 @@ func (o Options) withDefaults() Options {
 	if o.Bucket == "" {
 		o.Bucket = DefaultBucket
 	}
+	if o.Quorum == 0 {
+		o.Quorum = Quorum
+	}
+	if o.TTFBP95 == 0 {
+		o.TTFBP95 = time.Duration(TTFBP95ThresholdMS * float64(time.Millisecond))
+	}
+	if o.Objective == 0 {
+		o.Objective = SLOTarget * 100
+	}
 	return o
 }
+
+// ttfbMS is the TTFB objective in milliseconds (defaults set).
+func (o Options) ttfbMS() float64 { return float64(o.TTFBP95) / float64(time.Millisecond) }
+
+// target is the availability objective as a share, 0..1 (defaults set).
+func (o Options) target() float64 { return o.Objective / 100 }
 
 // ref is the datasource reference every panel and query carries.
 func (o Options) ref() common.DataSourceRef {

@@ -3,8 +3,9 @@ package grafana
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
+	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,11 @@ func TestOptionsValidate(t *testing.T) {
 		{Options{Bucket: "a,b"}, ErrBucket, `","`},
 		{Options{Bucket: "a\nb"}, ErrBucket, `"\n"`},
 		{Options{Bucket: " "}, ErrBucket, "blank"},
+		{Options{Quorum: -1}, ErrObjective, "quorum -1"},
+		{Options{TTFBP95: -time.Second}, ErrObjective, "ttfb p95 -1s"},
+		{Options{TTFBP95: time.Microsecond}, ErrObjective, "at least 1ms"},
+		{Options{Objective: 100}, ErrObjective, "objective 100%"},
+		{Options{Objective: -5}, ErrObjective, "objective -5%"},
 	}
 	for _, tt := range bad {
 		err := tt.o.Validate()
@@ -160,6 +166,89 @@ func TestOptionsBucketQueriesRealInfluxDB(t *testing.T) {
 		}
 		if len(res.rows) == 0 {
 			t.Errorf("%s/%s: no rows from bucket telemetry/autogen", q.Dashboard, q.Panel)
+		}
+	}
+}
+
+// ruleIn reads the rule uid out of an alert rules document.
+func ruleIn(t *testing.T, raw []byte, uid string) map[string]any {
+	t.Helper()
+	var doc struct {
+		Groups []struct {
+			Rules []map[string]any `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range doc.Groups[0].Rules {
+		if r["uid"] == uid {
+			return r
+		}
+	}
+	t.Fatalf("no rule %s", uid)
+	return nil
+}
+
+// TestOptionsObjectives: the quorum, TTFB objective and availability
+// objective of the rules and the dashboards' thresholds follow Options, so
+// they can match the alerter's alerting.quorum and slos without editing
+// code. Evaluated on a real InfluxDB 1.8: with quorum 3, api × edge-b
+// slow in 2 regions fires nothing; with a 700 ms objective ap-south's
+// 680-710 ms runs are not all slow, with 100 ms every region is.
+func TestOptionsObjectives(t *testing.T) {
+	o := Options{Quorum: 3, TTFBP95: 250 * time.Millisecond, Objective: 99.5}
+	raw, err := o.AlertRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"Origin down in 3 or more regions"`, `"TTFB p95 above 250 ms in 3 or more regions"`,
+		`r.p95 > 250.0`, `r.failed / r.runs > 0.072`, "of a 99.5% availability SLO", "- 2.5"} {
+		if !strings.Contains(string(raw), s) {
+			t.Errorf("alert rules lack %q", s)
+		}
+	}
+	boards, err := o.Dashboards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{DashboardOverview: {`"value": 99.5`, `"value": 250`}, DashboardCheck: {`"value": 99.5`, `"value": 250`}} {
+		for _, w := range want {
+			if !strings.Contains(string(boards[name]), w) {
+				t.Errorf("dashboard %s: no threshold %s", name, w)
+			}
+		}
+		if strings.Contains(string(boards[name]), `"value": 600`) || strings.Contains(string(boards[name]), `"value": 99.9`) {
+			t.Errorf("dashboard %s still has the default thresholds", name)
+		}
+	}
+
+	db := startInfluxd(t)
+	now := time.Now()
+	db.write(t, sampleLines(now))
+	var slow strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&slow, "vigil_verdict,check=api,region=eu-west,target=edge-b,tier=shallow,vantage=eu-west-1 ttfb_ms=910 %d\n",
+			now.Add(-time.Duration(i)*30*time.Second).UnixNano())
+	}
+	db.write(t, slow.String())
+	for _, tt := range []struct {
+		o    Options
+		want int // firing pairs
+	}{
+		{Options{}, 1},          // api × edge-b: ap-south and eu-west
+		{Options{Quorum: 3}, 0}, // 2 regions < 3
+		{Options{TTFBP95: 700 * time.Millisecond}, 1},            // ap-south p95 710 > 700
+		{Options{TTFBP95: 720 * time.Millisecond}, 0},            // only eu-west above 720
+		{Options{TTFBP95: 100 * time.Millisecond, Quorum: 3}, 4}, // every region above 100 ms
+	} {
+		raw, err := tt.o.AlertRules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := firing(t, db, ruleIn(t, raw, "vigil-ttfb-p95"), now.Add(time.Second))
+		if len(got) != tt.want {
+			t.Errorf("%+v: firing %v, want %d pairs", tt.o, got, tt.want)
 		}
 	}
 }

@@ -4,7 +4,9 @@
 //
 // It is run by `go generate ./reporting/grafana`. For a Grafana that
 // already has an InfluxDB datasource, -datasource-uid points every panel,
-// variable and alert rule at it, and -bucket sets the bucket:
+// variable and alert rule at it, and -bucket sets the bucket; -quorum,
+// -ttfb-p95 and -objective match the rules to the alerter's
+// alerting.quorum and slos:
 //
 //	go run ./reporting/grafana/gen -out dashboards -alerts alerting/vigil-slo.yaml \
 //	    -datasource-uid P951FEA4DE68E13C5 -bucket telemetry/autogen
@@ -17,6 +19,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting/grafana"
 )
@@ -35,9 +40,36 @@ func cli(args []string, stderr io.Writer) int {
 		"uid of the InfluxDB (Flux) datasource the dashboards and alert rules query: at most 40 letters, digits, - and _")
 	fs.StringVar(&o.Bucket, "bucket", grafana.DefaultBucket,
 		`InfluxDB bucket: the dashboards' default $bucket and the bucket the alert rules read ("db/rp" on 1.8)`)
+	quorum := fs.Int("quorum", grafana.Quorum,
+		"regions that must agree before a rule fires; keep it equal to the alerter's alerting.quorum")
+	ttfb := fs.Duration("ttfb-p95", time.Duration(grafana.TTFBP95ThresholdMS*float64(time.Millisecond)),
+		"TTFB p95 objective of the TTFB rule and the dashboards' TTFB thresholds")
+	objective := grafana.SLOTarget * 100
+	fs.Func("objective", fmt.Sprintf("availability objective in percent of the burn-rate rule and the dashboards' colours (default %g%%)", objective),
+		func(v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), "%"), 64)
+			if err != nil {
+				return fmt.Errorf("not a percentage")
+			}
+			objective = f
+			return nil
+		})
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// 0 is the zero value's default in Options; a flag set to it is a mistake.
+	switch {
+	case *quorum < 1:
+		fmt.Fprintf(stderr, "gen: -quorum: %d: at least 1 region\n", *quorum)
+		return 2
+	case *ttfb < time.Millisecond:
+		fmt.Fprintf(stderr, "gen: -ttfb-p95: %s: at least 1ms\n", *ttfb)
+		return 2
+	case !(objective > 0 && objective < 100):
+		fmt.Fprintf(stderr, "gen: -objective: %g%%: above 0%% and below 100%%\n", objective)
+		return 2
+	}
+	o.Quorum, o.TTFBP95, o.Objective = *quorum, *ttfb, objective
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "gen: unexpected arguments %q\n", fs.Args())
 		return 2
@@ -47,6 +79,7 @@ func cli(args []string, stderr io.Writer) int {
 		return 2
 	}
 	if err := o.Validate(); err != nil {
+		// The objectives were checked above: the uid or the bucket.
 		flagName := "-datasource-uid"
 		if errors.Is(err, grafana.ErrBucket) {
 			flagName = "-bucket"

@@ -8,6 +8,33 @@ import (
 	"testing"
 )
 
+// TestObjectiveFlags: -quorum, -ttfb-p95 and -objective set the rules'
+// quorum and objectives and the dashboards' thresholds.
+func TestObjectiveFlags(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	alerts := filepath.Join(dir, "a.yaml")
+	if code := cli([]string{"-out", filepath.Join(dir, "d"), "-alerts", alerts, "-quorum", "3", "-ttfb-p95", "250ms", "-objective", "99.5%"}, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	raw, err := os.ReadFile(alerts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"TTFB p95 above 250 ms in 3 or more regions", "Origin down in 3 or more regions", "of a 99.5% availability SLO"} {
+		if !strings.Contains(string(raw), s) {
+			t.Errorf("alert rules lack %q", s)
+		}
+	}
+	board, err := os.ReadFile(filepath.Join(dir, "d", "overview.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(board), `"value": 99.5`) || !strings.Contains(string(board), `"value": 250`) {
+		t.Error("overview thresholds are not 99.5 % and 250 ms")
+	}
+}
+
 // TestDatasourceFlags: -datasource-uid and -bucket point every generated
 // dashboard and alert rule at the user's own InfluxDB datasource; a uid
 // Grafana would refuse is an error naming the flag, and nothing is written.
@@ -41,6 +68,10 @@ func TestDatasourceFlags(t *testing.T) {
 		{[]string{"-datasource-uid", "prod.influx"}, `gen: -datasource-uid: datasource uid "prod.influx": not a Grafana datasource uid: "." is not a letter, digit, - or _`},
 		{[]string{"-datasource-uid", strings.Repeat("x", 41)}, "at most 40"},
 		{[]string{"-bucket", `a"b`}, `gen: -bucket: bucket "a\"b": not usable as the bucket`},
+		{[]string{"-quorum", "0"}, "gen: -quorum: 0: at least 1 region"},
+		{[]string{"-ttfb-p95", "0s"}, "gen: -ttfb-p95: 0s: at least 1ms"},
+		{[]string{"-objective", "100%"}, "gen: -objective: 100%: above 0% and below 100%"},
+		{[]string{"-objective", "lots"}, `invalid value "lots" for flag -objective`},
 	} {
 		dir := t.TempDir()
 		var stderr bytes.Buffer
