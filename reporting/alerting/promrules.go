@@ -343,6 +343,30 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 						` / sum by (check, target, region) (rate(vigil_checks_total{`+sel+`}[`+win+`]))`,
 					map[string]string{"slo": s.Name}, "")
 			}
+			// burn_rate.min_runs: a region counts in a pair once it made
+			// that many runs over the pair's long window (increase():
+			// extrapolated at the window's edges, so about that many).
+			minRuns := cfg.BurnRate.MinRuns > 1
+			if minRuns {
+				longs := map[time.Duration]bool{}
+				var longOrder []time.Duration
+				for _, bw := range BurnWindows {
+					if (bw.Severity != SeverityTicket || !cfg.BurnRate.NoTicket) && !longs[bw.Long] {
+						longs[bw.Long] = true
+						longOrder = append(longOrder, bw.Long)
+					}
+				}
+				sortDurations(longOrder)
+				for i, d := range longOrder {
+					help := ""
+					if i == 0 {
+						help = "Runs per region over a burn-rate pair's long window, for burn_rate.min_runs."
+					}
+					w.record("vigil:slo_runs:increase"+promDur(d),
+						`sum by (check, target, region) (increase(vigil_checks_total{`+sel+`}[`+promDur(d)+`]))`,
+						map[string]string{"slo": s.Name}, help)
+				}
+			}
 			w.record("vigil:slo_error_budget_remaining:ratio",
 				`1 - avg_over_time(vigil:slo_error_ratio:rate5m{`+sloSel+`}[`+promDur(s.Window)+`]) / `+budget,
 				map[string]string{"slo": s.Name},
@@ -357,10 +381,16 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 						continue
 					}
 					th := "(" + strconv.FormatFloat(bw.Factor, 'g', -1, 64) + " * " + budget + ")"
+					guard := ""
+					if minRuns {
+						guard = "  and on (check, target, region)\n" +
+							"    vigil:slo_runs:increase" + promDur(bw.Long) + "{" + sloSel + "} >= " + strconv.Itoa(cfg.BurnRate.MinRuns) + "\n"
+					}
 					terms = append(terms, "count by (check, target) (\n"+
 						"    vigil:slo_error_ratio:rate"+promDur(bw.Long)+"{"+sloSel+"} > "+th+"\n"+
 						"  and\n"+
 						"    vigil:slo_error_ratio:rate"+promDur(bw.Short)+"{"+sloSel+"} > "+th+"\n"+
+						guard+
 						") >= "+q)
 					names = append(names, bw.Name())
 				}
