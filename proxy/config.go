@@ -180,6 +180,7 @@ func (c *Config) explicitZeros() []error {
 			key(k+"passive.success_rate_stdev", p.Passive.SuccessRateStdev == 0, "1.9; -1 turns the rule off"),
 			key(k+"passive.ejection", p.Passive.Ejection == 0, "30s"),
 			key(k+"passive.max_ejection", p.Passive.MaxEjection == 0, "300s"),
+			key(k+"passive.return_probe_interval", p.Passive.ReturnProbeInterval == 0, "1s"),
 			key(k+"retry.tries", p.Retry.Tries == 0, "3; 1 sends each request to one origin only"),
 			key(k+"retry.try_timeout", p.Retry.TryTimeout == 0, "15s"),
 			key(k+"retry.budget", p.Retry.Budget == 0, "30s"),
@@ -384,11 +385,14 @@ type PassiveConfig struct {
 	// ReturnProbe is the path of the probe a passively ejected origin must
 	// pass before it returns when its ejection time is up: one GET, answered
 	// within retry.try_timeout with a status below 500 (what the passive
-	// rules count as a success). A failed probe keeps it out for another,
-	// longer ejection. Default "/"; "off" returns it without a probe, live
-	// traffic being the test (Envoy's outlier detection, nginx's
-	// max_fails).
+	// rules count as a success). After a failed probe it stays out and is
+	// probed again ReturnProbeInterval later. Default "/"; "off" returns it
+	// without a probe, live traffic being the test (Envoy's outlier
+	// detection, nginx's max_fails).
 	ReturnProbe string `mapstructure:"return_probe"`
+	// ReturnProbeInterval is how long after a failed return probe the next
+	// one goes out. Default 1s.
+	ReturnProbeInterval time.Duration `mapstructure:"return_probe_interval"`
 
 	grpcFail uint32 // bit n: grpc-status n is a failure
 }
@@ -844,6 +848,12 @@ func (p *PassiveConfig) ValidateAndSetDefaults() error {
 	}
 	if p.ReturnProbe == "" {
 		p.ReturnProbe = "/"
+	}
+	if p.ReturnProbeInterval == 0 {
+		p.ReturnProbeInterval = time.Second
+	}
+	if p.ReturnProbeInterval < 0 {
+		errs = append(errs, fmt.Errorf("return_probe_interval: must be positive, got %s", p.ReturnProbeInterval))
 	}
 	if p.ReturnProbe != ReturnProbeOff {
 		if u, err := url.ParseRequestURI(p.ReturnProbe); err != nil || !strings.HasPrefix(p.ReturnProbe, "/") || strings.HasPrefix(p.ReturnProbe, "//") || u.Host != "" || strings.ContainsAny(p.ReturnProbe, " #") {

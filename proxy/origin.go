@@ -53,6 +53,8 @@ type origin struct {
 	ejections   int          // passive ejection count (decays while healthy)
 	ejectUntil  time.Time    // end of the current passive ejection
 	ejectDetail string       // the numbers that triggered the current (last) passive ejection
+	probeFails  int          // failed return probes since the ejection time was up
+	probeLogged time.Time    // when a failed return probe was last logged
 	drainedBy   string       // who drained it (admin ?by= or address), while drained
 	lastDecay   time.Time
 	verdictSeen string // verdict reason while capped by max_ejected

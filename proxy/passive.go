@@ -444,11 +444,13 @@ func (p *pool) endEjection(o *origin, now time.Time, probe string) {
 	o.passive.reset()
 	o.mu.Lock()
 	o.lastDecay = now // decay starts one ejection period after the return
+	failed := o.probeFails
+	o.probeFails = 0
 	o.mu.Unlock()
 	o.m.available.Set(b2f(o.Available()))
 	attrs := []any{"pool", p.name, "origin", o.name}
 	if probe != "" {
-		attrs = append(attrs, "probe", probe)
+		attrs = append(attrs, "probe", probe, "failed_probes", failed)
 	}
 	if o.Available() {
 		p.log.Info("proxy: origin returned after ejection", attrs...)
@@ -460,7 +462,10 @@ func (p *pool) endEjection(o *origin, now time.Time, probe string) {
 }
 
 // returnProbe sends o, whose passive ejection time is up at now, its return
-// probe: o returns if it passes, and is ejected again for longer if not.
+// probe: o returns if it passes; if not, it stays out and is probed again
+// return_probe_interval later. A failed probe does not lengthen the
+// ejection count: an origin down for minutes comes back within an interval
+// of healing, not after an ever longer ejection.
 func (p *pool) returnProbe(ctx context.Context, o *origin, now time.Time) {
 	defer o.probing.Store(false)
 	t0 := time.Now()
@@ -476,23 +481,31 @@ func (p *pool) returnProbe(ctx context.Context, o *origin, now time.Time) {
 		return
 	}
 	o.m.probeFail.Inc()
-	cfg := &p.cfg.Passive
+	every := p.cfg.Passive.ReturnProbeInterval
 	o.mu.Lock()
 	if !o.has(flagPassive) {
 		o.mu.Unlock()
 		return
 	}
-	o.ejections++
-	d := min(time.Duration(o.ejections)*cfg.Ejection, cfg.MaxEjection)
-	o.ejectUntil = now.Add(d)
-	o.lastDecay = now
+	o.ejectUntil = now.Add(every)
+	o.probeFails++
+	n := o.probeFails
 	detail, _, _ := strings.Cut(o.ejectDetail, probeDetailSep)
 	o.ejectDetail = detail + probeDetailSep + what
-	count := o.ejections
+	logIt := n == 1 || now.Sub(o.probeLogged) >= probeLogEvery
+	if logIt {
+		o.probeLogged = now
+	}
 	o.mu.Unlock()
-	p.log.Warn("proxy: return probe failed; origin stays out", "pool", p.name, "origin", o.name,
-		"probe", what, "for", d, "ejections", count)
+	if logIt {
+		p.log.Warn("proxy: return probe failed; origin stays out", "pool", p.name, "origin", o.name,
+			"probe", what, "failed_probes", n, "next_probe_in", every)
+	}
 }
+
+// probeLogEvery spaces the log lines of an origin's failed return probes:
+// the first is logged, then one a minute, with the count so far.
+const probeLogEvery = time.Minute
 
 // probeDetailSep joins an ejection's detail and its last failed return probe.
 const probeDetailSep = "; return probe failed: "

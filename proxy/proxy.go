@@ -402,6 +402,7 @@ func (o *origin) inherit(po *origin) {
 	po.mu.Lock()
 	o.why, o.since, o.ejections, o.ejectUntil, o.lastDecay = po.why, po.since, po.ejections, po.ejectUntil, po.lastDecay
 	o.ejectDetail, o.drainedBy = po.ejectDetail, po.drainedBy
+	o.probeFails, o.probeLogged = po.probeFails, po.probeLogged
 	po.mu.Unlock()
 	o.passive, o.stats, o.m = po.passive, po.stats, po.m
 	o.inflight = po.inflight

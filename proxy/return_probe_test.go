@@ -13,16 +13,18 @@ import (
 // TestReturnProbeKeepsBrokenOriginOut: a passively ejected origin whose
 // ejection time is up returns only once its return probe passes. While it
 // still answers 503, no client request reaches it and a POST (never replayed
-// after a 5xx) gets no 503; each failed probe keeps it out for longer, and
-// /api/v1/origins, the log and vigil_proxy_return_probes_total say why. Once
-// it heals, a probe passes and it takes traffic again. Without the probe it
-// returned when its time was up and got a share of the POSTs, which its 503
-// reached the client.
+// after a 5xx) gets no 503; it is probed again every return_probe_interval
+// without its ejection count growing, and /api/v1/origins, the log (once per
+// episode, not once per probe) and vigil_proxy_return_probes_total say why.
+// Once it heals, the next probe passes and it takes traffic again. Without
+// the probe it returned when its time was up and got a share of the POSTs,
+// which its 503 reached the client.
 func TestReturnProbeKeepsBrokenOriginOut(t *testing.T) {
 	bad, good := newBackend(t, "bad"), newBackend(t, "good")
 	bad.mode.Store(mode503)
 	cfg := pool1(PolicyRoundRobin, urls(bad, good)...)
-	cfg.Pools[0].Passive = PassiveConfig{Consecutive5xx: 2, Ejection: 150 * time.Millisecond, MaxEjection: 450 * time.Millisecond, Window: time.Second}
+	cfg.Pools[0].Passive = PassiveConfig{Consecutive5xx: 2, Ejection: 150 * time.Millisecond, MaxEjection: 450 * time.Millisecond,
+		Window: time.Second, ReturnProbeInterval: 100 * time.Millisecond}
 	logs := &tryLogs{}
 	h := startLog(t, cfg, nil, true, testEngine(), slog.New(slog.NewTextHandler(logs, nil)))
 	o := h.origin("web", "o0")
@@ -38,7 +40,8 @@ func TestReturnProbeKeepsBrokenOriginOut(t *testing.T) {
 	}
 	hits := bad.hits.Load()
 
-	// 1.5 s of POSTs: about 6 ejection periods at 150, 300, 450, 450 ms.
+	// 1.5 s of POSTs: the ejection ends after 150 ms, then a probe about
+	// every 100 ms (the detector evaluates every 100 ms here).
 	var codes []int
 	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end) && len(codes) < 1000; {
 		code, _, _ := h.do("POST", "/", "order=1")
@@ -53,25 +56,22 @@ func TestReturnProbeKeepsBrokenOriginOut(t *testing.T) {
 	if n := bad.hits.Load() - hits; n != 0 {
 		t.Fatalf("the broken origin got %d client requests after its ejection", n)
 	}
-	if n := bad.probes.Load(); n < 2 {
-		t.Fatalf("%d return probes, want at least 2 in 1.5s", n)
+	if n := bad.probes.Load(); n < 4 {
+		t.Fatalf("%d return probes in 1.5s, want at least 4 (one every return_probe_interval)", n)
 	}
 	st := adminOrigins(t, h.p)[0]
-	if !st.PassiveEjected || st.Ejections < 3 || !strings.Contains(st.EjectionDetail, "; return probe failed: GET /: status 503 in ") ||
+	if !st.PassiveEjected || st.Ejections != 1 || !strings.Contains(st.EjectionDetail, "; return probe failed: GET /: status 503 in ") ||
 		!strings.HasPrefix(st.EjectionDetail, "2 consecutive failed tries") {
-		t.Fatalf("status: passive_ejected %v, ejections %d, ejection_detail %q", st.PassiveEjected, st.Ejections, st.EjectionDetail)
+		t.Fatalf("status: passive_ejected %v, ejections %d (failed probes must not add ejections), ejection_detail %q", st.PassiveEjected, st.Ejections, st.EjectionDetail)
 	}
 	if strings.Count(st.EjectionDetail, "return probe") != 1 {
 		t.Fatalf("ejection_detail repeats the probe: %q", st.EjectionDetail)
 	}
 	failed := logs.lines("return probe failed; origin stays out", "origin=o0", `probe="GET /: status 503 in `)
-	if len(failed) < 2 {
-		t.Fatalf("want a log line per failed probe, got %q", failed)
+	if len(failed) != 1 || !strings.Contains(failed[0], "failed_probes=1 next_probe_in=100ms") {
+		t.Fatalf("want one log line for the episode's first failed probe (the next ones a minute apart), got %q", failed)
 	}
-	if !strings.Contains(failed[0], "for=300ms ejections=2") {
-		t.Errorf("first failed probe: %q, want the second, longer ejection (for=300ms ejections=2)", failed[0])
-	}
-	if v, _ := h.metric("vigil_proxy_return_probes_total", map[string]string{"origin": "o0", "result": "fail"}); v < 2 {
+	if v, _ := h.metric("vigil_proxy_return_probes_total", map[string]string{"origin": "o0", "result": "fail"}); v < 4 {
 		t.Errorf("return_probes_total{result=fail} = %v", v)
 	}
 	if v, ok := h.metric("vigil_proxy_return_probes_total", map[string]string{"origin": "o0", "result": "pass"}); !ok || v != 0 {
@@ -80,7 +80,7 @@ func TestReturnProbeKeepsBrokenOriginOut(t *testing.T) {
 
 	bad.mode.Store(modeOK)
 	eventually(t, "the healed origin returning after a passed probe", func() bool { return o.Available() })
-	if got := logs.lines("origin returned after ejection", "origin=o0", `probe="GET /: status 200 in `); len(got) != 1 {
+	if got := logs.lines("origin returned after ejection", "origin=o0", `probe="GET /: status 200 in `, "failed_probes="); len(got) != 1 {
 		t.Errorf("want one return line naming the probe, got %q", got)
 	}
 	if v, _ := h.metric("vigil_proxy_return_probes_total", map[string]string{"origin": "o0", "result": "pass"}); v != 1 {
@@ -123,7 +123,7 @@ func TestReturnProbeRequest(t *testing.T) {
 	cfg := pool1(PolicyFirst, o0.URL, good.srv.URL)
 	pc := &cfg.Pools[0]
 	pc.Hosts = []string{"*.example.com", "www.example.com", "api.example.com"}
-	pc.Passive = PassiveConfig{Consecutive5xx: 1, Ejection: 100 * time.Millisecond, MaxEjection: time.Second, ReturnProbe: "/healthz?deep=1"}
+	pc.Passive = PassiveConfig{Consecutive5xx: 1, Ejection: 100 * time.Millisecond, MaxEjection: time.Second, ReturnProbe: "/healthz?deep=1", ReturnProbeInterval: 100 * time.Millisecond}
 	pc.Retry = RetryConfig{TryTimeout: 300 * time.Millisecond}
 	pc.ConnectTimeout = 200 * time.Millisecond
 	logs := &tryLogs{}
@@ -164,6 +164,7 @@ func TestReturnProbeConfig(t *testing.T) {
 		{"//evil.example/x", "", `passive.return_probe: "//evil.example/x": want a path`},
 		{"http://evil.example/", "", `passive.return_probe: "http://evil.example/": want a path`},
 		{"/a b", "", `passive.return_probe: "/a b": want a path`},
+		{"/healthz", "/healthz", ""},
 	} {
 		cfg := pool1(PolicyRoundRobin, "http://127.0.0.1:1")
 		cfg.Pools[0].Passive.ReturnProbe = tc.in
