@@ -30,6 +30,11 @@ const (
 	// BurnRateLong and BurnRateShort are the fast-burn windows; the burn
 	// rule's query reads the long one.
 	BurnRateLong, BurnRateShort = time.Hour, 5 * time.Minute
+	// BurnRateSlow is the second page pair's multiple of the error budget
+	// (5 % of a 30-day budget in 6 h), over BurnRateSlowLong and
+	// BurnRateSlowShort: rule vigil-availability-burn-6h.
+	BurnRateSlow                        = 6.0
+	BurnRateSlowLong, BurnRateSlowShort = 6 * time.Hour, 30 * time.Minute
 	// TTFBWindow is the window of the TTFB p95 rule.
 	TTFBWindow = 10 * time.Minute
 	// TTFBMinSamples is how many runs with a TTFB a region needs in the
@@ -57,12 +62,13 @@ const (
 //     already needs rise passing runs to leave unhealthy;
 //   - TTFB p95: the rule's window, at most vigilalerting.TTFBKeepMax, as
 //     ttfb.keep_firing_for;
-//   - burn rate: the short window of its only pair (1h/5m), as
-//     burn_rate.keep_firing_for for a page from that pair.
+//   - burn rate: the short window of the rule's pair (5m for 1h/5m, 30m
+//     for 6h/30m), as burn_rate.keep_firing_for for a page from that pair.
 const (
-	KeepFiringForDown time.Duration = 0
-	KeepFiringForTTFB               = min(TTFBWindow, vigilalerting.TTFBKeepMax)
-	KeepFiringForBurn               = BurnRateShort
+	KeepFiringForDown     time.Duration = 0
+	KeepFiringForTTFB                   = min(TTFBWindow, vigilalerting.TTFBKeepMax)
+	KeepFiringForBurn                   = BurnRateShort
+	KeepFiringForBurnSlow               = BurnRateSlowShort
 )
 
 // Alert rule provisioning identity.
@@ -126,13 +132,40 @@ func thresholdAbove(refID, input string, limit float64) cog.Builder[variants.Dat
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// burnQuery completes qAlertBurnRate: the per-run failure ratio above which
-// a region burns at BurnRateFast (BurnRateFast × (1 − o's objective)), the
-// short window and BurnMinRuns (o: defaults set).
-func burnQuery(o Options) string {
-	limit := strconv.FormatFloat(BurnRateFast*(1-o.target()), 'g', 6, 64)
-	return strings.NewReplacer("{limit}", limit, "{short_ns}", strconv.FormatInt(int64(BurnRateShort), 10),
+// burnQuery completes qAlertBurnRate for the fast pair: the per-run
+// failure ratio above which a region burns at BurnRateFast (BurnRateFast ×
+// (1 − o's objective)), the short window and BurnMinRuns (o: defaults set).
+func burnQuery(o Options) string { return burnPairQuery(o, BurnRateFast, BurnRateShort) }
+
+// burnPairQuery is burnQuery for the pair of factor and short window.
+func burnPairQuery(o Options, factor float64, short time.Duration) string {
+	limit := strconv.FormatFloat(factor*(1-o.target()), 'g', 6, 64)
+	return strings.NewReplacer("{limit}", limit, "{short_ns}", strconv.FormatInt(int64(short), 10),
 		"{min_runs}", fmtFloat(BurnMinRuns)+".0").Replace(qAlertBurnRate)
+}
+
+// burnRule is the page rule of one burn-rate pair: factor × the error
+// budget over both long and short, in ≥ o.Quorum regions.
+func burnRule(o Options, uid string, factor float64, long, short, keep time.Duration) alertRule {
+	return alertRule{
+		uid: uid,
+		title: fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions",
+			fmtFloat(factor), shortDur(long), shortDur(short), o.Quorum),
+		forDur:    "2m",
+		keep:      keep,
+		condition: "C",
+		noData:    alerting.RuleNoDataStateNoData, // no verdict at all over the long window
+		labels:    ruleLabels(vigilalerting.RuleBurnRate, "page", "availability"),
+		annotations: map[string]string{
+			"summary": fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
+				fmtFloat(factor), shortDur(long), shortDur(short)),
+			"description": fmt.Sprintf("In %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s): the origin fails, not one vantage's network.",
+				o.Quorum, shortDur(long), shortDur(short), fmtFloat(factor), fmtFloat(o.Objective), BurnMinRuns, shortDur(long)),
+		},
+		flux:     []alertFlux{{"A", alerting.Duration(long / time.Second), burnPairQuery(o, factor, short)}},
+		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
+		exprRefs: []string{"B", "C"},
+	}
 }
 
 // ttfbQuery completes qAlertTTFBP95 with o's objective and TTFBMinSamples
@@ -189,25 +222,8 @@ func alertRules(o Options) []alertRule {
 			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
 			exprRefs: []string{"B", "C"},
 		},
-		{
-			uid: "vigil-availability-burn",
-			title: fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions",
-				fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort), o.Quorum),
-			forDur:    "2m",
-			keep:      KeepFiringForBurn,
-			condition: "C",
-			noData:    alerting.RuleNoDataStateNoData, // no verdict at all over the long window
-			labels:    ruleLabels(vigilalerting.RuleBurnRate, "page", "availability"),
-			annotations: map[string]string{
-				"summary": fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
-					fmtFloat(BurnRateFast), shortDur(BurnRateLong), shortDur(BurnRateShort)),
-				"description": fmt.Sprintf("In %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s): the origin fails, not one vantage's network.",
-					o.Quorum, shortDur(BurnRateLong), shortDur(BurnRateShort), fmtFloat(BurnRateFast), fmtFloat(o.Objective), BurnMinRuns, shortDur(BurnRateLong)),
-			},
-			flux:     []alertFlux{{"A", alerting.Duration(BurnRateLong / time.Second), burnQuery(o)}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
-			exprRefs: []string{"B", "C"},
-		},
+		burnRule(o, "vigil-availability-burn", BurnRateFast, BurnRateLong, BurnRateShort, KeepFiringForBurn),
+		burnRule(o, "vigil-availability-burn-6h", BurnRateSlow, BurnRateSlowLong, BurnRateSlowShort, KeepFiringForBurnSlow),
 	}
 }
 
@@ -314,7 +330,10 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 //     runs), for 5 m;
 //   - availability burn rate of a check × target above BurnRateFast ×
 //     (1 − SLOTarget) over both BurnRateLong and BurnRateShort in ≥ Quorum
-//     regions (each with ≥ BurnMinRuns runs), for 2 m.
+//     regions (each with ≥ BurnMinRuns runs), for 2 m, and the same for
+//     BurnRateSlow over BurnRateSlowLong and BurnRateSlowShort (the
+//     alerter's two page pairs; the ticket pairs, over 1 and 3 days, are
+//     left to the alerter and the Prometheus rules).
 //
 // Each keeps firing as the alerter's rule does (KeepFiringForDown,
 // KeepFiringForTTFB, KeepFiringForBurn). The rules are built with the

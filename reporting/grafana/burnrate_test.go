@@ -1,6 +1,7 @@
 package grafana
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,5 +154,44 @@ func TestBurnRateRuleNeedsQuorum(t *testing.T) {
 		if counts[check+"/edge-a"] != "1" || counts[check+"/edge-b"] != "2" {
 			t.Errorf("regions burning: %v, want %s/edge-a 1 (us-east) and %s/edge-b 2", counts, check, check)
 		}
+	}
+}
+
+// TestSlowPageBurnRule: vigil-availability-burn-6h is the alerter's second
+// page pair, 6× the budget over 6h and 30m, with the same quorum: edge-c
+// failing 4 runs of 360 in the last 6 hours in two regions (11× a 99.9 %
+// budget), one of them 15 minutes ago and none in the last 5, pages from it
+// and not from the 1h/5m rule; it holds for 30m, the pair's short window,
+// as burn_rate.keep_firing_for.
+func TestSlowPageBurnRule(t *testing.T) {
+	rule := provisionedRule(t, "vigil-availability-burn-6h")
+	if rule["keepFiringFor"] != "30m" {
+		t.Errorf("keepFiringFor = %v, want 30m", rule["keepFiringFor"])
+	}
+	labels, _ := rule["labels"].(map[string]any)
+	if labels["severity"] != "page" || labels["rule"] != "burn_rate" {
+		t.Errorf("labels %v", labels)
+	}
+	db := startInfluxd(t)
+	now := time.Now()
+	var sb strings.Builder
+	// One run a minute for 6 hours; in eu-west and us-east runs 50, 150,
+	// 250 and 345 of edge-c fail.
+	for i := 0; i < 360; i++ {
+		at := now.Add(-time.Duration(360-i) * time.Minute)
+		for _, region := range sampleRegions {
+			ok := !(region != "ap-south" && (i%100 == 50 || i == 345))
+			fmt.Fprintf(&sb, "vigil_verdict,check=api,region=%s,target=edge-c,tier=shallow,vantage=%s-1 ok=%t,cause=%q,state=\"healthy\",ttfb_ms=100 %d\n",
+				region, region, ok, map[bool]string{true: "", false: "status"}[ok], at.UnixNano())
+		}
+	}
+	db.write(t, sb.String())
+	got := firing(t, db, rule, now.Add(time.Second))
+	want := "api × edge-c burns its error budget above 6x over 6h and 30m in 2 regions"
+	if len(got) != 1 || got["api/edge-c"] != want {
+		t.Errorf("6h rule firing %v, want api/edge-c: %q", got, want)
+	}
+	if fast := firing(t, db, provisionedRule(t, "vigil-availability-burn"), now.Add(time.Second)); len(fast) != 0 {
+		t.Errorf("1h/5m rule firing %v for a 6x burn", fast)
 	}
 }

@@ -233,8 +233,8 @@ func TestProvisioningFiles(t *testing.T) {
 			t.Errorf("group = name %v folder %v interval %v orgId %v", g["name"], g["folder"], g["interval"], g["orgId"])
 		}
 		rules, _ := g["rules"].([]any)
-		if len(rules) != 3 {
-			t.Fatalf("%d rules, want 3", len(rules))
+		if len(rules) != 4 {
+			t.Fatalf("%d rules, want 4", len(rules))
 		}
 		for _, r := range rules {
 			rule := r.(map[string]any)

@@ -29,6 +29,8 @@ func TestAlertRulesKeepFiringFor(t *testing.T) {
 		"vigil-origin-down":       "",
 		"vigil-ttfb-p95":          shortDur(min(10*time.Minute, vigilalerting.TTFBKeepMax)),
 		"vigil-availability-burn": shortDur(burnShort),
+		// The second page pair, 6h/30m: held for its short window.
+		"vigil-availability-burn-6h": "30m",
 	}
 	for uid, keep := range want {
 		rule := provisionedRule(t, uid)
@@ -48,9 +50,10 @@ func TestAlertRulesKeepFiringFor(t *testing.T) {
 // source (grafana, where the others say vigil and prometheus).
 func TestAlertRulesLabels(t *testing.T) {
 	want := map[string]map[string]any{
-		"vigil-origin-down":       {"rule": vigilalerting.RuleDown, "severity": "page", "source": "grafana", "slo": "availability"},
-		"vigil-ttfb-p95":          {"rule": vigilalerting.RuleTTFB, "severity": "ticket", "source": "grafana", "slo": "latency"},
-		"vigil-availability-burn": {"rule": vigilalerting.RuleBurnRate, "severity": "page", "source": "grafana", "slo": "availability"},
+		"vigil-origin-down":          {"rule": vigilalerting.RuleDown, "severity": "page", "source": "grafana", "slo": "availability"},
+		"vigil-ttfb-p95":             {"rule": vigilalerting.RuleTTFB, "severity": "ticket", "source": "grafana", "slo": "latency"},
+		"vigil-availability-burn":    {"rule": vigilalerting.RuleBurnRate, "severity": "page", "source": "grafana", "slo": "availability"},
+		"vigil-availability-burn-6h": {"rule": vigilalerting.RuleBurnRate, "severity": "page", "source": "grafana", "slo": "availability"},
 	}
 	for uid, labels := range want {
 		got, _ := provisionedRule(t, uid)["labels"].(map[string]any)
