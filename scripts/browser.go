@@ -261,14 +261,35 @@ func (c *BrowserConfig) findExec() (string, error) {
 func (b *Browser) mustLock() { b.lock <- struct{}{} }
 func (b *Browser) unlock()   { <-b.lock }
 
+// cutError is the error of opening a run's tab (or starting the browser
+// for it) that ctx ended before it was done: vigil's own work ran out of
+// the time it had. closed is done once what was begun is undone (the new
+// target closed): until then the run keeps its browser slot.
+type cutError struct {
+	start  bool            // the browser was starting, not yet opening the tab
+	closed <-chan struct{} // nil: nothing is left to undo
+	err    error           // ctx's error
+}
+
+func (e *cutError) Error() string {
+	if e.start {
+		return "starting the browser: " + e.err.Error()
+	}
+	return "opening a tab: " + e.err.Error()
+}
+
+func (e *cutError) Unwrap() error { return e.err }
+
 // running returns the root context of a live browser, starting (or
-// restarting) it when needed. A run waiting for another run's start gives up
-// when ctx ends.
+// restarting) it when needed. A run waiting for another run's start gives
+// up when ctx ends, and so does a start of its own: the half-started
+// browser is killed (the next run starts it again) and the error is a
+// *cutError.
 func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	select {
 	case b.lock <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the browser to start: %w", ctx.Err())
+		return nil, &cutError{start: true, err: ctx.Err()} // another run's start
 	}
 	defer b.unlock()
 	if b.closed {
@@ -341,10 +362,21 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	)
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(root) }()
+	wait := time.NewTimer(browserStartTimeout)
+	defer wait.Stop()
 	select {
 	case err = <-started:
-	case <-time.After(browserStartTimeout):
+	case <-wait.C:
 		err = fmt.Errorf("no answer within %s", browserStartTimeout)
+	case <-ctx.Done():
+		// Killing the process and waiting for it is left to the
+		// background: the caller's time is up.
+		go func() {
+			rootCancel()
+			allocCancel()
+			os.RemoveAll(dir)
+		}()
+		return nil, &cutError{start: true, err: ctx.Err()}
 	}
 	if err != nil {
 		rootCancel()
@@ -365,7 +397,7 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 // Start starts the browser process now instead of on the first browser
 // run, so that the first run's timings do not include Chromium's start
 // (about 0.5-1.5 s). Optional; a missing or broken binary returns an error
-// wrapping ErrBrowserUnavailable. ctx bounds the wait.
+// wrapping ErrBrowserUnavailable. ctx bounds the wait and the start.
 func (b *Browser) Start(ctx context.Context) error {
 	_, err := b.running(ctx)
 	return err
@@ -443,9 +475,12 @@ type tab struct {
 // attachTarget makes the first chromedp call on tctx, a new target's
 // context: that call binds the target's event loop to the context it gets,
 // so it gets tctx itself (no deadline), and ctx bounds only the wait for
-// it. When ctx ends first it returns ctx.Err(); on any error tctx is
-// cancelled.
-func attachTarget(ctx, tctx context.Context, cancel context.CancelFunc) error {
+// it. On any error tctx is cancelled. When ctx ends first it returns
+// ctx.Err() at once and cancels tctx in the background, since closing a
+// target the browser created (or detaching from it) asks the browser
+// again and may take as long again (chromedp waits up to 5s): closed is
+// done when that is over. closed is nil for every other outcome.
+func attachTarget(ctx, tctx context.Context, cancel context.CancelFunc) (closed <-chan struct{}, err error) {
 	done := make(chan error, 1)
 	go func() { done <- chromedp.Do(tctx) }()
 	select {
@@ -453,16 +488,22 @@ func attachTarget(ctx, tctx context.Context, cancel context.CancelFunc) error {
 		if err != nil {
 			cancel()
 		}
-		return err
+		return nil, err
 	case <-ctx.Done():
-		cancel()
-		<-done
-		return ctx.Err()
+		c := make(chan struct{})
+		go func() {
+			defer close(c)
+			cancel()
+			<-done
+		}()
+		return c, ctx.Err()
 	}
 }
 
 // openTab opens a new isolated browser context with one tab, bounded by ctx
-// for the opening only. The tab lives until close.
+// for the opening only, the (re)start of a browser that is not running
+// included. The tab lives until close. When ctx ends first, the error is
+// a *cutError.
 func (b *Browser) openTab(ctx context.Context) (*tab, error) {
 	root, err := b.running(ctx)
 	if err != nil {
@@ -472,9 +513,9 @@ func (b *Browser) openTab(ctx context.Context) (*tab, error) {
 	t := &tab{root: root, events: ev}
 	tctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext(), chromedp.WithListener(ev.handle), chromedp.WithListener(t.onAttached))
 	t.ctx, t.cancel = tctx, cancel
-	if err := attachTarget(ctx, tctx, cancel); err != nil {
+	if closed, err := attachTarget(ctx, tctx, cancel); err != nil {
 		if ctx.Err() != nil && err == ctx.Err() {
-			return nil, err
+			return nil, &cutError{closed: closed, err: err}
 		}
 		if root.Err() != nil {
 			return nil, fmt.Errorf("browser died while opening a tab: %w", err)

@@ -217,7 +217,9 @@ func (t *tab) attachFrame(ctx context.Context, id cdp.FrameID) (*chromedp.Target
 	// (the iframe stays).
 	fctx, cancel := chromedp.NewContext(t.ctx, chromedp.WithTargetID(target.ID(id)), chromedp.WithDetachOnCancel(),
 		chromedp.WithListener(t.events.countFrame), chromedp.WithListener(t.onAttached))
-	if err := attachTarget(ctx, fctx, cancel); err != nil {
+	// When ctx ends first, the detach goes on in the background; the
+	// tab's close ends it in any case.
+	if _, err := attachTarget(ctx, fctx, cancel); err != nil {
 		if ctx.Err() != nil && err == ctx.Err() {
 			return nil, err
 		}

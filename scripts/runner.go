@@ -176,8 +176,10 @@ type run struct {
 	tab       *tab
 	tabErr    error
 	tabCause  checks.Cause
-	release   func()        // gives the browser slot back; nil without one
-	slotWait  time.Duration // how long the run waited for its browser slot
+	startErr  error           // why the browser did not start before the run's clock started
+	closing   <-chan struct{} // done when a tab whose opening was cut short is closed; nil: none
+	release   func()          // gives the browser slot back; nil without one
+	slotWait  time.Duration   // how long the run waited for its browser slot
 	artifacts []string
 	start     time.Time
 	end       time.Time           // the run's whole budget ends here (screenshot included); zero: no deadline
@@ -199,7 +201,9 @@ type run struct {
 //
 // A script with browser steps first waits for a browser slot (at most
 // Options.SlotWait) and, when Chromium is not running, for it to start; its
-// Timeout starts when it has both (see Options.Timeout). The last min(1s, 20 %) of the timeout is kept for the
+// Timeout starts when it has both (see Options.Timeout). A browser that
+// could not start fails the first browser step with that error; one that
+// died since is started again for that step within the Timeout. The last min(1s, 20 %) of the timeout is kept for the
 // failure screenshot, so the run, screenshot included, ends within the
 // timeout; only `always` steps that start after the deadline add their
 // own cleanup budget.
@@ -207,6 +211,7 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	browser := rn.steps.HasBrowser() && rn.o.Browser != nil
 	var release func()
 	var slotWait time.Duration
+	var startErr error
 	if browser {
 		rn.sweepArtifacts()
 		if rn.o.Timeout > 0 {
@@ -224,9 +229,10 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		// the origin's: it happens before the run's clock starts, bounded by
 		// browserStartTimeout, so a first step with a short timeout does not
 		// fail while the browser starts.
-		// A browser that cannot start fails the first browser step, which
-		// asks again and gets the same error.
-		rn.o.Browser.running(ctx)
+		// A browser that cannot start fails the first browser step with
+		// that error: a second start within the run's timeout would make
+		// the run outlast it.
+		_, startErr = rn.o.Browser.running(ctx)
 		slotWait = time.Since(queued)
 	}
 	start := time.Now()
@@ -249,7 +255,7 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	jar, _ := cookiejar.New(nil)
 	vars := newRunVars()
 	r := &run{runner: rn, target: t, vars: vars, jar: secretJar{jar, vars}, start: start, end: end,
-		release: release, slotWait: slotWait}
+		release: release, slotWait: slotWait, startErr: startErr}
 	defer r.close()
 
 	failed := false // a step failed: the others are skipped unless `always`
@@ -452,9 +458,21 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		// its browser slot and Chromium runs). That is the agent's work, not
 		// the page's: it gets the step's timeout but at least tabOpenMin,
 		// within the run's deadline, and does not eat into the step's own.
+		// A browser that died since the run started is started again
+		// within the same limit.
 		octx, ocancel := context.WithTimeout(base, max(timeout, tabOpenMin))
 		opened := r.tab == nil
-		err := r.openTab(octx)
+		err := r.openTab(octx, func() string {
+			switch {
+			case late:
+				return fmt.Sprintf("the %s an always step gets once the check's timeout has passed were used up", roundForText(max(timeout, tabOpenMin)))
+			case runCtx.Err() != nil && r.runner.o.Timeout > 0:
+				return fmt.Sprintf("the check's %s timeout ran out", roundForText(r.runner.o.Timeout))
+			case runCtx.Err() != nil:
+				return "the check's timeout ran out"
+			}
+			return fmt.Sprintf("the %s it gets for that ran out (the step's timeout, at least %s)", roundForText(max(timeout, tabOpenMin)), tabOpenMin)
+		})
 		ocancel()
 		if err != nil {
 			if r.tabCause == checks.CauseBrowser {
@@ -550,8 +568,9 @@ func (r *run) runExpr(s *Step) outcome {
 }
 
 // openTab opens the run's browser tab on the first browser step. The run
-// already holds its browser slot (Run).
-func (r *run) openTab(ctx context.Context) error {
+// already holds its browser slot (Run). limit says, once ctx ended, which
+// limit ended it ("the check's 3s timeout ran out").
+func (r *run) openTab(ctx context.Context, limit func() string) error {
 	if r.tab != nil {
 		return nil
 	}
@@ -564,17 +583,34 @@ func (r *run) openTab(ctx context.Context) error {
 		return r.tabErr
 	}
 	opening := time.Now()
-	t, err := b.openTab(ctx)
+	var t *tab
+	err := r.startErr
+	if err == nil {
+		t, err = b.openTab(ctx)
+	}
 	if err != nil {
+		var cut *cutError
 		switch {
 		case errors.Is(err, ErrBrowserUnavailable):
 			r.tabCause = checks.CauseBrowserUnavailable
-		case ctx.Err() != nil:
-			// Opening the tab is the agent's work, not the page's: the
-			// check's time ran out before the page was even asked for.
+		case errors.As(err, &cut) || ctx.Err() != nil:
+			// Opening the tab (or starting the browser again for it)
+			// is the agent's work, not the page's: its time ran out
+			// before the page was even asked for.
 			r.tabCause = checks.CauseBrowser
-			err = fmt.Errorf("the browser did not open the run's tab within %s, and the check's timeout ran out (vigil's own work, before the page was asked for; the machine or the browser is overloaded)",
-				roundForText(time.Since(opening)))
+			what := fmt.Sprintf("the browser did not open the run's tab within %s", roundForText(time.Since(opening)))
+			switch {
+			case r.startErr != nil:
+				// Run's own start, bounded only by its context's deadline
+				// when the check has no Timeout.
+				what = "the browser did not start"
+			case cut != nil && cut.start:
+				what = fmt.Sprintf("the browser was not running (it had died) and did not start again within %s", roundForText(time.Since(opening)))
+			}
+			if cut != nil {
+				r.closing = cut.closed
+			}
+			err = fmt.Errorf("%s, and %s (vigil's own work, before the page was asked for; the machine or the browser is overloaded)", what, limit())
 		default:
 			r.tabCause = checks.CauseBrowser
 		}
@@ -598,14 +634,15 @@ func (r *run) browserWhat(s *Step) string {
 }
 
 // close closes the run's browser tab (its target and browser context) and
-// gives the browser slot back once the tab is gone. It waits for that
+// gives the browser slot back once the tab is gone, and a tab whose
+// opening was cut short (closing) too. It waits for that
 // until the run's budget ends; a tab that takes longer to close (a hung
 // renderer) is closed in the background, and keeps the slot until it is
 // gone, so hung pages never pile up beyond agent.browser.max_concurrent.
 func (r *run) close() {
-	t, release := r.tab, r.release
-	r.tab, r.release = nil, nil
-	if t == nil && release == nil {
+	t, release, closing := r.tab, r.release, r.closing
+	r.tab, r.release, r.closing = nil, nil, nil
+	if t == nil && release == nil && closing == nil {
 		return
 	}
 	done := make(chan struct{})
@@ -613,6 +650,9 @@ func (r *run) close() {
 		defer close(done)
 		if t != nil {
 			t.close()
+		}
+		if closing != nil {
+			<-closing // a tab whose opening was cut short
 		}
 		if release != nil {
 			release()
