@@ -296,7 +296,8 @@ func (p *pageEvents) count(ev any) {
 				parts = append(parts, a.Description)
 			}
 		}
-		p.add(&p.consoleErrors, "console."+string(ev.Type)+": "+strings.Join(parts, " "))
+		// URLs in it show as every URL vigil shows (query values as …).
+		p.add(&p.consoleErrors, hideURLsIn("console."+string(ev.Type)+": "+strings.Join(parts, " ")))
 	case *runtime.EventExceptionThrown:
 		text := "exception"
 		if d := ev.ExceptionDetails; d != nil {
@@ -305,7 +306,7 @@ func (p *pageEvents) count(ev any) {
 				text += " " + firstLine(d.Exception.Description)
 			}
 		}
-		p.add(&p.consoleErrors, text)
+		p.add(&p.consoleErrors, hideURLsIn(text))
 	case *network.EventLoadingFailed:
 		if ev.Canceled && ev.BlockedReason == "" {
 			return // aborted by the page or a navigation, not a failure
@@ -1655,7 +1656,8 @@ func (r *run) matchSpec(spec string, isURL bool) (want string, match func(string
 // step's timeout, until the value matches: right after a click that starts
 // a navigation the page may still show the old document. When the time
 // runs out the step fails (cause script) with the last value seen:
-// `assert_url: got "…/login", want matches regex "/dashboard$", within 3s`.
+// `assert_url: got "…/login", want matches regex "/dashboard$", within 3s`
+// (a URL without userinfo, query values as "…", no fragment).
 func (r *run) assertPage(ctx context.Context, fr *selector, b *BrowserStep, timeoutText string) outcome {
 	spec, name, js := b.AssertTitle, "title", "document.title"
 	if b.AssertURL != nil {
@@ -1666,6 +1668,13 @@ func (r *run) assertPage(ctx context.Context, fr *selector, b *BrowserStep, time
 	if err != nil {
 		return failf("%s: %w", what, err)
 	}
+	// The page's URL is matched whole, and shown as the step's url is:
+	// without userinfo, query values as "…", no fragment (an OAuth
+	// callback's code, an implicit flow's #access_token).
+	show := func(v string) string { return v }
+	if name == "url" {
+		show = units.RedactURL
+	}
 	var got, frame string
 	seen := false
 	for {
@@ -1675,7 +1684,7 @@ func (r *run) assertPage(ctx context.Context, fr *selector, b *BrowserStep, time
 			if v, err = evalIn[string](ctx, sc, js); err == nil {
 				got, seen = v, true
 				if match(got) {
-					return outcome{assertions: []checks.AssertionResult{{Name: name, OK: true, Got: got, Want: want}}}
+					return outcome{assertions: []checks.AssertionResult{{Name: name, OK: true, Got: show(got), Want: want}}}
 				}
 			} else if sc.t != nil && ctx.Err() == nil && !r.tab.browserDead() {
 				r.tab.forgetFrame(sc.t)
@@ -1689,8 +1698,8 @@ func (r *run) assertPage(ctx context.Context, fr *selector, b *BrowserStep, time
 		// was asked. Ask the new one.
 		select {
 		case <-ctx.Done():
-			a := checks.AssertionResult{Name: name, Got: got, Want: want}
-			msg := fmt.Sprintf("%s: got %q, want %s, within %s", what, got, want, timeoutText)
+			a := checks.AssertionResult{Name: name, Got: show(got), Want: want}
+			msg := fmt.Sprintf("%s: got %q, want %s, within %s", what, show(got), want, timeoutText)
 			switch {
 			case frame != "" && !seen:
 				msg = frameMsg(what, fr, frame, timeoutText)

@@ -254,7 +254,21 @@ func shownHeader(name, v string) string {
 	if s := checks.ShownHeaderValue(name, v); s != v {
 		return s
 	}
-	return absURL.ReplaceAllStringFunc(v, units.RedactURL)
+	return hideURLsIn(v)
+}
+
+// hideURLsIn returns text with every absolute URL in it shown as
+// units.RedactURL shows it. Punctuation that ends a sentence or closes a
+// bracket right after a URL (".", ",", ";", ":", "!", "?", ")", "]") is
+// taken as the text's, not the URL's.
+func hideURLsIn(text string) string {
+	if !strings.Contains(text, "://") {
+		return text
+	}
+	return absURL.ReplaceAllStringFunc(text, func(u string) string {
+		trimmed := strings.TrimRight(u, ".,;:!?)]")
+		return units.RedactURL(trimmed) + u[len(trimmed):]
+	})
 }
 
 // isLastHeaders reports whether n is `last.headers`.
