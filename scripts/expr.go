@@ -3,7 +3,9 @@ package scripts
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -211,9 +213,11 @@ func explainValue(n ast.Node, out any) string {
 // a Location: a response header's value (`last.headers.location`, and
 // each value of `last.headers` itself) as checks.ShownHeaderValue shows
 // it, with every absolute URL in any other header's value (a Link's
-// `<…>`, an X-Redirect-To) hidden the same way; and a string that is an
+// `<…>`, an X-Redirect-To) hidden the same way; a string that is an
 // absolute URL (`last.url`, `last.json.next`, `vars.callback`), also as a
-// value of `vars`. Other values are returned as they are.
+// value of `vars`; and such strings inside JSON (`last.json`, a
+// `last.body` that is JSON, written back compactly). Other values are
+// returned as they are.
 func hideURLs(n ast.Node, out any) any {
 	switch v := out.(type) {
 	case string:
@@ -222,6 +226,13 @@ func hideURLs(n ast.Node, out any) any {
 		}
 		if wholeURL.MatchString(v) {
 			return units.RedactURL(v)
+		}
+		if w, ok := hideJSONTextURLs(v); ok {
+			return w
+		}
+	case map[string]any, []any:
+		if w, ok := hideJSONURLs(v); ok {
+			return w
 		}
 	case map[string]string:
 		headers := isLastHeaders(n)
@@ -238,6 +249,74 @@ func hideURLs(n ast.Node, out any) any {
 		return m
 	}
 	return out
+}
+
+// hideJSONURLs returns v, decoded JSON, with every string in it that is
+// an absolute URL shown as units.RedactURL shows it (a presigned download
+// link, a callback with its code), and whether it changed any.
+func hideJSONURLs(v any) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		if wholeURL.MatchString(x) {
+			if r := units.RedactURL(x); r != x {
+				return r, true
+			}
+		}
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			if w, ok := hideJSONURLs(e); ok {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = w
+			}
+		}
+		if out != nil {
+			return out, true
+		}
+	case []any:
+		var out []any
+		for i, e := range x {
+			if w, ok := hideJSONURLs(e); ok {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = w
+			}
+		}
+		if out != nil {
+			return out, true
+		}
+	}
+	return v, false
+}
+
+// hideJSONTextURLs is hideJSONURLs for a text that is a JSON object or
+// array (a body), written back compactly; ok is false when s is not one
+// or holds no URL to hide.
+func hideJSONTextURLs(s string) (string, bool) {
+	t := strings.TrimSpace(strings.TrimPrefix(s, string(utf8BOM)))
+	if !strings.Contains(t, "://") || t == "" || (t[0] != '{' && t[0] != '[') {
+		return s, false
+	}
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber() // numbers as written
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return s, false
+	}
+	w, ok := hideJSONURLs(v)
+	if !ok {
+		return s, false
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(w) != nil {
+		return s, false
+	}
+	return strings.TrimSuffix(b.String(), "\n"), true
 }
 
 // absURL matches an absolute URL in a text, and wholeURL a text that is

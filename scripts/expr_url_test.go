@@ -12,7 +12,7 @@ import (
 
 // A false expr step that compared a header holding a URL (Location,
 // Content-Location, Refresh, Link, or any header whose value is one),
-// last.url, or a value that is a URL shows it as header assertions and
+// last.url, a value that is a URL, or JSON holding one shows it as header assertions and
 // step URLs show URLs: without userinfo, query values as "…", no
 // fragment. The parts that are not secrets (the path, the query's names)
 // still show.
@@ -57,6 +57,10 @@ func TestExprFailureHidesURLQueryAndUserinfo(t *testing.T) {
 		{`last.url == "x"`, `last.url = "` + srv.URL + `/final?code=…"`},
 		{`last.json.next == "x"`, `last.json.next = "https://127.0.0.1/cb?code=…&state=…"`},
 		{`last.json.plain == "x"`, `last.json.plain = "/p?x=1"`}, // a path, not a URL: as it is
+		// JSON shown whole: its string values that are URLs (a presigned
+		// download link, a callback) too.
+		{`last.json == nil`, `last.json = {"next":"https://127.0.0.1/cb?code=…\u0026state=…","plain":"/p?x=1"}`},
+		{`last.body == ""`, `last.body = "{\"next\":\"https://127.0.0.1/cb?code=…&state=…\",`}, // cut at 80 bytes
 	} {
 		t.Run(tc.expr, func(t *testing.T) {
 			r := apiScript(t, `
