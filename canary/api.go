@@ -271,6 +271,7 @@ func (c *Canary) authorized(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if !units.BearerMatches(r, want) {
+		c.authFail.Note(c.log, r)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
 		apiError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <agent.admin_token>)")
 		return false

@@ -124,6 +124,9 @@ type Canary struct {
 	satMu     sync.Mutex
 	satLogged time.Time
 	satQuiet  int
+
+	// authFail logs refused admin requests (rate-limited).
+	authFail units.AuthFailures
 }
 
 type errBox struct{ err error }

@@ -395,6 +395,8 @@ func (p *Proxy) authorized(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if !units.BearerMatches(r, token) {
+		p.m.adminAuthFail.Inc()
+		p.authFail.Note(p.log, r)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
 		return false

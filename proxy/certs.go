@@ -90,16 +90,20 @@ func (p *certPair) fileStamp() (string, error) {
 	return stamp, nil
 }
 
-// GetCertificate is the listener's tls.Config.GetCertificate.
+// GetCertificate is the listener's tls.Config.GetCertificate. Among the
+// pairs whose certificate covers the SNI name, cert_file's included, one the
+// client can use wins (an RSA-only client gets the RSA pair beside an ECDSA
+// one), then an exact name over a wildcard, then the first of certs, then
+// cert_file. With no SNI name, or none covering it, cert_file, unless the
+// client cannot use it and another pair it can use exists.
 func (s *certStore) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	s.maybeReload()
+	def := s.pairs[0].cert.Load()
 	if name := hello.ServerName; name != "" {
-		// One the client can use wins; among those an exact name wins over
-		// a wildcard wherever it is listed (as nginx and Caddy); then the
-		// first listed.
 		var best *tls.Certificate
 		bestRank := 0
-		for _, p := range s.pairs[1:] {
+		for i := range s.pairs {
+			p := s.pairs[(i+1)%len(s.pairs)] // certs in order, cert_file last
 			c := p.cert.Load()
 			if c.Leaf.VerifyHostname(name) != nil {
 				continue
@@ -119,7 +123,14 @@ func (s *certStore) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate
 			return best, nil
 		}
 	}
-	return s.pairs[0].cert.Load(), nil
+	if len(s.pairs) > 1 && hello.SupportsCertificate(def) != nil {
+		for _, p := range s.pairs[1:] {
+			if c := p.cert.Load(); hello.SupportsCertificate(c) == nil {
+				return c, nil
+			}
+		}
+	}
+	return def, nil
 }
 
 func (s *certStore) maybeReload() {

@@ -158,6 +158,34 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 		p.refuse(w, r, http.StatusBadRequest, "malformed :path (white space or a control character)")
 		return
 	}
+	if strings.IndexByte(r.RequestURI, '#') >= 0 {
+		// A request target has no fragment (RFC 9112 §3.2; a client strips
+		// it). Routed on the path before it but forwarded whole, a target
+		// such as /secret#/../public passed /public's path_prefix and an
+		// origin that parses the target as a URL (Node, Express, Python's
+		// urlsplit) served /secret. HAProxy answers 400 too.
+		p.refuse(w, r, http.StatusBadRequest, "fragment (#) in the request target")
+		return
+	}
+	if strings.IndexByte(r.URL.Path, 0) >= 0 {
+		// %00 in the path: C-based origins end the path there, so it is
+		// not the path routed (nginx answers 400 too).
+		p.refuse(w, r, http.StatusBadRequest, "NUL (%00) in the path")
+		return
+	}
+	if r.ProtoMajor == 2 && r.Host == "" {
+		// Neither :authority nor host (RFC 9113 §8.3.1): a "*" pool would
+		// forward it with an empty Host; HTTP/1.1 without Host gets 400.
+		p.refuse(w, r, http.StatusBadRequest, "missing :authority and host")
+		return
+	}
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && time.Now().After(r.TLS.VerifiedChains[0][0].NotAfter) {
+		// The handshake checked the client certificate's validity; a
+		// connection kept open past its NotAfter would go on vouching for
+		// it in X-Forwarded-Client-Cert.
+		p.refuse(w, r, http.StatusForbidden, "client certificate expired since the connection was made; reconnect with a valid one")
+		return
+	}
 	rp, ok := routePath(r.URL.Path)
 	if !ok {
 		p.refuse(w, r, http.StatusBadRequest, "ambiguous path: a dot segment with path parameters")

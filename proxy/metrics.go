@@ -63,6 +63,8 @@ type metrics struct {
 	// returnProbes counts the probes sent before a passively ejected
 	// origin returns.
 	returnProbes *prometheus.CounterVec // pool, origin, result
+	// adminAuthFail counts admin writes refused for a missing or wrong token.
+	adminAuthFail prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -92,6 +94,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_ejections_refused_total",
 			Help: "Ejections refused because max_ejected origins of the pool were out, by the rule that fired (consecutive_5xx: every failed try at or past the threshold; the window rules: every evaluation; verdict: every verdict poll that found the origin down).",
 		}, []string{"pool", "origin", "reason"}),
+		adminAuthFail: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vigil_proxy_admin_auth_failures_total",
+			Help: "Admin writes (drain, undrain) refused with 401 for a missing or wrong bearer token.",
+		}),
 		returnProbes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_return_probes_total",
 			Help: "Probes (passive.return_probe) sent to a passively ejected origin whose ejection time was up, by result: pass (it returned) or fail (it stayed out for another ejection).",
@@ -147,7 +153,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range tlsFailReasons {
 		m.tlsErrors.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.grpc, m.returnProbes} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.grpc, m.returnProbes, m.adminAuthFail} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

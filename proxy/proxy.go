@@ -73,6 +73,8 @@ type Proxy struct {
 	state atomic.Pointer[runtimeState]
 	mu    sync.Mutex // serialises Reload, Drain and Undrain
 
+	authFail units.AuthFailures // refused admin writes, for the log
+
 	addrMu sync.Mutex
 	addrs  []net.Addr
 

@@ -3,8 +3,11 @@ package units
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 )
 
 // BearerMatches reports whether r carries "Authorization: Bearer <token>".
@@ -28,4 +31,35 @@ func TokenMatches(got, token string) bool {
 	}
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(token))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// AuthFailures logs refused admin requests (a missing or wrong bearer
+// token): the first at once, then at most one line a minute carrying how
+// many were left out, so a token being guessed shows in the log without
+// flooding it. The presented token is never logged.
+type AuthFailures struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// Note records one refused request r and logs it unless the rate limit
+// holds it back.
+func (a *AuthFailures) Note(log *slog.Logger, r *http.Request) {
+	reason := "wrong bearer token"
+	if r.Header.Get("Authorization") == "" {
+		reason = "no bearer token"
+	}
+	now := time.Now()
+	a.mu.Lock()
+	if !a.last.IsZero() && now.Sub(a.last) < time.Minute {
+		a.suppressed++
+		a.mu.Unlock()
+		return
+	}
+	n := a.suppressed
+	a.last, a.suppressed = now, 0
+	a.mu.Unlock()
+	log.Warn("admin request refused", "reason", reason, "method", r.Method, "path", r.URL.Path,
+		"remote", r.RemoteAddr, "refused_since_last_line", n)
 }
