@@ -40,6 +40,7 @@ type h1Conn struct {
 	lastUsed time.Time
 	dl       time.Time // the deadline in force
 	rb       respBuf   // reused response state
+	fields   []field   // reused by writeHead
 	// bodyIdle is body_timeout while this exchange's answer body is read
 	// from the socket (watchBody), else 0; aborted is set when the
 	// request's context poisoned the deadline (the read must not move it).
@@ -271,7 +272,12 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 			})
 		}
 		deferWrites(c.c) // the origin answers only after the request
-		err := writeHead(c.bw, r, hdr)
+		rw, _ := w.(*respWriter)
+		var order []string
+		if rw != nil {
+			order = rw.c.head.order // the client's field order, on the fast engine
+		}
+		err := writeHead(c, r, hdr, order)
 		var resp *http.Response
 		interim := false // an interim (1xx) answer arrived
 		if err == nil {
@@ -286,6 +292,9 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 					break
 				}
 				interim = true
+				if rw != nil {
+					rw.order = append(rw.order[:0], c.rb.order...)
+				}
 				sendInterim(w, r, resp.StatusCode, resp.Header)
 				resp, err = readResponse(c.br, r.Method, &c.rb)
 			}
@@ -314,6 +323,9 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 			// Not expected without an Upgrade request; do not reuse.
 			resp.Close = true
 		}
+		if rw != nil {
+			rw.order = append(rw.order[:0], c.rb.order...) // the origin's field order, for the answer
+		}
 		resp.Body = &h1Body{body: resp.Body, c: c, p: p, stop: stop, keep: !resp.Close, eof: resp.Body == http.NoBody, watch: watch}
 		return resp, nil
 	}
@@ -341,7 +353,8 @@ func isReset(err error) bool {
 }
 
 // writeHead writes the request line and headers and flushes.
-func writeHead(bw *bufio.Writer, r *http.Request, hdr http.Header) error {
+func writeHead(c *h1Conn, r *http.Request, hdr http.Header, order []string) error {
+	bw := c.bw
 	uri := r.RequestURI
 	if uri == "" || uri[0] != '/' {
 		uri = r.URL.RequestURI()
@@ -352,14 +365,16 @@ func writeHead(bw *bufio.Writer, r *http.Request, hdr http.Header) error {
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(r.Host)
 	bw.WriteString("\r\n")
-	for k, vv := range hdr {
-		for _, v := range vv {
-			bw.WriteString(k)
+	c.fields = orderedFields(hdr, order, c.fields)
+	for _, f := range c.fields {
+		for _, v := range f.vals {
+			bw.WriteString(f.name)
 			bw.WriteString(": ")
 			bw.WriteString(v)
 			bw.WriteString("\r\n")
 		}
 	}
+	clear(c.fields) // no references kept to the request's strings
 	bw.WriteString("\r\n")
 	return bw.Flush()
 }

@@ -46,7 +46,8 @@ type reqHead struct {
 	expect         bool // Expect: 100-continue
 	upgrade        bool // an Upgrade field is present
 	header         http.Header
-	raw            []byte // the head as read (for the net/http hand-over)
+	order          []string // header's names in the order they came, each once
+	raw            []byte   // the head as read (for the net/http hand-over)
 }
 
 // odd reports whether the request is for net/http's parser and handler
@@ -116,6 +117,7 @@ func readHead(br *bufio.Reader, max int, h *reqHead) error {
 // parseHead parses a complete head (ending in an empty line).
 func parseHead(s string, h *reqHead) error {
 	clear(h.header)
+	h.order = h.order[:0]
 	h.method, h.target, h.minor, h.host, h.hasHost = "", "", 0, "", false
 	h.contentLength, h.chunked, h.connClose, h.keepAlive, h.expect, h.upgrade = -1, false, false, false, false, false
 
@@ -226,6 +228,7 @@ func parseHead(s string, h *reqHead) error {
 			h.header[key] = append(prev, v)
 		} else {
 			h.header[key] = vals[nv : nv+1 : nv+1]
+			h.order = append(h.order, key)
 		}
 		nv++
 	}

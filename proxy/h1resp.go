@@ -56,6 +56,7 @@ type respBuf struct {
 	scratch []byte
 	resp    http.Response
 	hdr     http.Header
+	order   []string // hdr's names in the order they came, each once
 }
 
 // readResponse reads one response to a request with method from br.
@@ -126,6 +127,7 @@ func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response,
 	} else {
 		clear(hdr)
 	}
+	rb.order = rb.order[:0]
 	var (
 		clSeen  string
 		te      int
@@ -174,6 +176,7 @@ func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response,
 			hdr[key] = append(prev, v)
 		} else {
 			hdr[key] = vals[nv : nv+1 : nv+1]
+			rb.order = append(rb.order, key)
 		}
 		nv++
 	}

@@ -665,6 +665,11 @@ type respWriter struct {
 	hijacked    bool
 	done        bool   // the handler returned: held-back bytes are the whole body
 	reason      string // the final status line's reason phrase ("": the standard one)
+	// order is the field order of the origin's answer (set by the fast
+	// path's round trip): hdr is written in it, the proxy's own fields
+	// after them. fields is writeFields' reused storage.
+	order  []string
+	fields []field
 }
 
 var (
@@ -675,7 +680,8 @@ var (
 
 func (w *respWriter) reset(c *econn, isHead, closeAfter bool, rd *bufio.Reader) {
 	clear(w.hdr)
-	*w = respWriter{c: c, rd: rd, hdr: w.hdr, isHead: isHead, closeAfter: closeAfter, cl: -1, buf: w.buf[:0]}
+	*w = respWriter{c: c, rd: rd, hdr: w.hdr, isHead: isHead, closeAfter: closeAfter, cl: -1, buf: w.buf[:0],
+		order: w.order[:0], fields: w.fields}
 }
 
 func (w *respWriter) Header() http.Header { return w.hdr }
@@ -903,20 +909,24 @@ func (w *respWriter) setReason(status string, code int) {
 	w.reason = r
 }
 
-// writeFields writes the header map; CR and LF in values become spaces.
+// writeFields writes the header map, in the origin's order (see
+// orderedFields); CR and LF in values become spaces.
 func (w *respWriter) writeFields(skipTrailers bool) {
 	bw := w.c.bw
-	for k, vv := range w.hdr {
+	w.fields = orderedFields(w.hdr, w.order, w.fields)
+	for _, f := range w.fields {
+		k := f.name
 		if skipTrailers && strings.HasPrefix(k, http.TrailerPrefix) || !validFieldName(k) {
 			continue
 		}
-		for _, v := range vv {
+		for _, v := range f.vals {
 			bw.WriteString(k)
 			bw.WriteString(": ")
 			writeFieldValue(bw, v)
 			bw.WriteString("\r\n")
 		}
 	}
+	clear(w.fields)
 }
 
 func validFieldName(k string) bool { return isToken(k) }
