@@ -399,6 +399,19 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 				if !strings.Contains(res.Err, "proxy "+p.Host) {
 					res.Err += " (http.proxy_url " + p.Host + ")"
 				}
+			case CauseTimeout:
+				// Connected to the proxy, no TLS begun and no byte back
+				// on an https request: the CONNECT got no answer, so the
+				// origin was never reached.
+				var ue *url.Error
+				tr.mu.Lock()
+				waiting := tr.connected && tr.tlsStart.IsZero() && tr.firstByte.IsZero()
+				tr.mu.Unlock()
+				if waiting && errors.As(err, &ue) && strings.HasPrefix(ue.URL, "https:") {
+					if within, ok := strings.CutPrefix(res.Err, "timeout: no response within "); ok {
+						res.Cause, res.Err = CauseConnectTimeout, "connect: proxy "+p.Host+" did not answer CONNECT within "+within
+					}
+				}
 			}
 		}
 		return res, nil

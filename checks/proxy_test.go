@@ -155,6 +155,36 @@ func TestProxyURL(t *testing.T) {
 	}
 }
 
+// TestProxyURLSilentConnect: a proxy that accepts the connection but never
+// answers the CONNECT fails the run with cause connect_timeout naming the
+// proxy, not as an origin that did not answer.
+func TestProxyURLSilentConnect(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); c.SetDeadline(time.Now().Add(5 * time.Second)); io.Copy(io.Discard, c) }()
+		}
+	}()
+	h, err := checks.NewHTTP(checks.HTTPSpec{URL: "https://127.0.0.1:1/", ProxyURL: "http://" + ln.Addr().String()}, checks.Expect{},
+		checks.Options{Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := h.Run(context.Background(), checks.Target{})
+	if want := "connect: proxy " + ln.Addr().String() + " did not answer CONNECT within 300ms"; r.Cause != checks.CauseConnectTimeout || r.Err != want {
+		t.Errorf("cause %q err %q, want connect_timeout %q", r.Cause, r.Err, want)
+	}
+}
+
 // TestProxyURLConfig: a bad proxy_url is a config error naming the key
 // that shows the URL without its password.
 func TestProxyURLConfig(t *testing.T) {
