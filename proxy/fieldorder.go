@@ -17,31 +17,39 @@ type field struct {
 // clients that fingerprint or log the order, and makes captures hard to
 // compare. buf is reused storage.
 func orderedFields(hdr http.Header, order []string, buf []field) []field {
+	// One pass over the map: a name of order goes to its slot, any other
+	// after the slots; no lookups.
+	n := len(order)
 	fs := buf[:0]
-	var seen uint64 // fieldBit of every name taken from order
+	var bits uint64 // fieldBit of every name in order
 	for _, k := range order {
-		if vv, ok := hdr[k]; ok {
-			fs = append(fs, field{k, vv})
-			seen |= fieldBit(k)
-		}
+		fs = append(fs, field{})
+		bits |= fieldBit(k)
 	}
-	if len(fs) == len(hdr) {
-		return fs
-	}
-	n := len(fs)
 next:
 	for k, vv := range hdr {
-		if seen&fieldBit(k) != 0 {
-			for i := range fs[:n] {
-				if fs[i].name == k {
+		if bits&fieldBit(k) != 0 {
+			for i, o := range order {
+				if o == k {
+					fs[i] = field{k, vv}
 					continue next
 				}
 			}
 		}
 		fs = append(fs, field{k, vv})
 	}
-	for i := n + 1; i < len(fs); i++ {
-		for j := i; j > n && fs[j].name < fs[j-1].name; j-- {
+	// Close the slots of names the message no longer holds (hop-by-hop
+	// fields the proxy removed), then sort the others.
+	w := 0
+	for i := 0; i < n; i++ {
+		if fs[i].name != "" {
+			fs[w] = fs[i]
+			w++
+		}
+	}
+	fs = fs[:w+copy(fs[w:], fs[n:])]
+	for i := w + 1; i < len(fs); i++ {
+		for j := i; j > w && fs[j].name < fs[j-1].name; j-- {
 			fs[j], fs[j-1] = fs[j-1], fs[j]
 		}
 	}
