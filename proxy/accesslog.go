@@ -251,6 +251,7 @@ type accessEntry struct {
 	// after the 101 head.
 	tunnel               bool
 	tunnelDown, tunnelUp int64
+	requestID            string // the request's ID (Config.RequestID), "" when off
 }
 
 // countWriter counts an answer's status and body bytes for the access log
@@ -349,6 +350,10 @@ func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes in
 	if ua := r.Header.Get("User-Agent"); ua != "" {
 		b = append(b, `,"user_agent":`...)
 		b = appendJSONString(b, ua)
+	}
+	if e.requestID != "" {
+		b = append(b, `,"request_id":`...)
+		b = appendJSONString(b, e.requestID)
 	}
 	b = append(b, "}\n"...)
 	a.hand(b)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -25,10 +26,11 @@ func TestSuppressedTryFailedAllocatesNothing(t *testing.T) {
 	pl := p.state.Load().pools[0]
 	o := pl.origins[0]
 	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	req := httptest.NewRequest("GET", "/p", nil)
 	tries := 3
-	why := func() string { return notRetried(true, 503, tries > 3, true, true) }                  // captures, as serve's
-	pl.tryFailed(o.name, CauseStatus5xx, "GET", "/p", 1, nil, http.StatusServiceUnavailable, why) // written
-	pl.tryFailed(o.name, CauseConnectRefused, "GET", "/p", 1, refused, 0, nil)                    // written
+	why := func() string { return notRetried(true, 503, tries > 3, true, true) }          // captures, as serve's
+	pl.tryFailed(o.name, CauseStatus5xx, req, 1, nil, http.StatusServiceUnavailable, why) // written
+	pl.tryFailed(o.name, CauseConnectRefused, req, 1, refused, 0, nil)                    // written
 	for range pl.cfg.Passive.Consecutive5xx {
 		pl.observe(o, true, time.Millisecond, time.Now().UnixNano())
 	}
@@ -36,8 +38,8 @@ func TestSuppressedTryFailedAllocatesNothing(t *testing.T) {
 		t.Fatal("the only origin was ejected; max_ejected should forbid it")
 	}
 	allocs := testing.AllocsPerRun(200, func() {
-		pl.tryFailed(o.name, CauseStatus5xx, "GET", "/p", 1, nil, http.StatusServiceUnavailable, why)
-		pl.tryFailed(o.name, CauseConnectRefused, "GET", "/p", 1, refused, 0, nil)
+		pl.tryFailed(o.name, CauseStatus5xx, req, 1, nil, http.StatusServiceUnavailable, why)
+		pl.tryFailed(o.name, CauseConnectRefused, req, 1, refused, 0, nil)
 		pl.observe(o, true, time.Millisecond, time.Now().UnixNano())
 	})
 	if allocs != 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/textproto"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -90,6 +91,15 @@ type Config struct {
 	// verified chain must still end in one of them.
 	clientRoots map[string]bool
 	hsts        []string // the Strict-Transport-Security value, nil when off
+	// RequestID is the header that carries each request's ID to the origin
+	// and back to the client (and into the access log and the failed-try
+	// log). Default X-Request-Id; "off" sends none.
+	RequestID string `mapstructure:"request_id"`
+	// RequestIDFromClient keeps a well-formed ID the client sent (an edge
+	// or CDN in front that sets one) instead of replacing it. Default false.
+	RequestIDFromClient bool   `mapstructure:"request_id_from_client"`
+	ridKey              string // RequestID canonical, "" when off
+
 	// AdminToken guards drain/undrain (Authorization: Bearer …). The loader
 	// copies agent.admin_token here when it is empty. Empty: every admin write
 	// is refused.
@@ -198,6 +208,9 @@ func (c *Config) explicitZeros() []error {
 	}
 	return c.set.ExplicitZeros(keys)
 }
+
+// RequestIDOff is Config.RequestID's value for no request ID.
+const RequestIDOff = "off"
 
 // Engine names accepted in Config.Engine.
 const (
@@ -510,6 +523,24 @@ func (c *Config) ValidateAndSetDefaults() error {
 			if k.set {
 				errs = append(errs, fmt.Errorf("%s: only with tls_listen", k.key))
 			}
+		}
+	}
+	switch c.RequestID {
+	case "":
+		c.RequestID = "X-Request-Id"
+		c.ridKey = c.RequestID
+	case RequestIDOff:
+		c.ridKey = ""
+	default:
+		k := textproto.CanonicalMIMEHeaderKey(c.RequestID)
+		switch {
+		case !isToken(c.RequestID):
+			errs = append(errs, fmt.Errorf("request_id: %q is not a header name (want X-Request-Id, or %q for none)", c.RequestID, RequestIDOff))
+		case isHop(k) || k == "Host" || k == "Content-Length" || k == "Content-Type" || strings.HasPrefix(k, "X-Forwarded-") ||
+			k == "Forwarded" || k == "X-Real-Ip" || k == "Cookie" || k == "Set-Cookie" || k == "Authorization":
+			errs = append(errs, fmt.Errorf("request_id: %s is a header the proxy or HTTP itself uses; name another (X-Request-Id, X-Correlation-Id)", k))
+		default:
+			c.ridKey = k
 		}
 	}
 	switch v := strings.ToLower(strings.TrimSpace(c.AccessLog)); {

@@ -99,7 +99,7 @@ func TestFieldOrderKept(t *testing.T) {
 	}
 
 	wantReq := []string{"Zeta", "Accept", "X-Custom", "X-Custom", "User-Agent", "Beta", "Aardvark",
-		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"}
+		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X-Request-Id"}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(heads) != n {
@@ -117,7 +117,7 @@ func TestFieldOrderKept(t *testing.T) {
 			t.Fatalf("request %d reached the origin with fields %v, want %v", i, names, wantReq)
 		}
 	}
-	wantResp := "Zulu,Alpha,Content-Type,X-Multi,X-Multi,Mike,Content-Length,Bravo,Date"
+	wantResp := "Zulu,Alpha,Content-Type,X-Multi,X-Multi,Mike,Content-Length,Bravo,X-Request-Id,Date"
 	for i, a := range answers {
 		if a != wantResp {
 			t.Fatalf("answer %d reached the client with fields %s, want %s", i, a, wantResp)

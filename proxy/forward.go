@@ -48,6 +48,8 @@ type pool struct {
 
 	mu     sync.Mutex // serialises ejections against max_ejected
 	tryLog logLimiter // "try failed" lines, per origin and cause
+
+	rid string // the request ID header (Config.RequestID), "" when off
 }
 
 // logLimiter rate-limits a log line per key: the first line is written,
@@ -138,14 +140,19 @@ func (pl *pool) flushTryLog(now time.Time) {
 // ...any, so that a line the limiter leaves out allocates nothing: it is on
 // the path of every 5xx answer passed through (passedThrough is called only
 // for a line written).
-func (pl *pool) tryFailed(origin, cause, method, path string, try int, err error, status int, passedThrough func() string) {
+func (pl *pool) tryFailed(origin, cause string, r *http.Request, try int, err error, status int, passedThrough func() string) {
 	pl.m.tries.WithLabelValues(pl.name, origin, cause).Inc()
 	ok, n := pl.tryLog.allow(origin, cause, time.Now().UnixNano())
 	if !ok {
 		return
 	}
-	args := make([]any, 0, 18)
-	args = append(args, "pool", pl.name, "origin", origin, "cause", cause, "method", method, "path", path, "try", try)
+	args := make([]any, 0, 20)
+	args = append(args, "pool", pl.name, "origin", origin, "cause", cause, "method", r.Method, "path", r.URL.Path, "try", try)
+	if pl.rid != "" {
+		if v := r.Header[pl.rid]; len(v) > 0 {
+			args = append(args, "request_id", v[0])
+		}
+	}
 	if err != nil {
 		args = append(args, "err", err.Error())
 	}
@@ -1129,7 +1136,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 					o.stats.connErrors.Add(1)
 				}
 			}
-			pl.tryFailed(o.name, cause, method, r.URL.Path, try+1, err, 0, nil)
+			pl.tryFailed(o.name, cause, r, try+1, err, 0, nil)
 			lastCause = cause
 			if cause == CauseTimeout {
 				timedOut = true
@@ -1177,7 +1184,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
 			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
 			if pl.budget.allow(tryEnd.UnixNano()) {
-				pl.tryFailed(o.name, CauseStatus5xx, method, r.URL.Path, try+1, nil, resp.StatusCode, nil)
+				pl.tryFailed(o.name, CauseStatus5xx, r, try+1, nil, resp.StatusCode, nil)
 				drain(resp.Body)
 				o.inflight.Add(-1)
 				cancel(nil)
@@ -1188,7 +1195,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		}
 		if failed {
 			// The origin's 5xx goes to the client (no retry allowed or left).
-			pl.tryFailed(o.name, CauseStatus5xx, method, r.URL.Path, try+1, nil, resp.StatusCode, func() string {
+			pl.tryFailed(o.name, CauseStatus5xx, r, try+1, nil, resp.StatusCode, func() string {
 				return notRetried(replaySafe, resp.StatusCode, try+1 < cfg.Tries, pl.hasEligible(tried, !answered), tryEnd.Before(deadline))
 			})
 		}
@@ -1395,7 +1402,7 @@ func (pl *pool) grpcStatusFailed(o *origin, r *http.Request, v string, lat time.
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(grpcCodeNames) {
 		name = v + " (" + grpcCodeNames[n] + ")"
 	}
-	pl.tryFailed(o.name, CauseGRPCStatus, r.Method, r.URL.Path, try, errors.New("grpc-status "+name), 0, func() string {
+	pl.tryFailed(o.name, CauseGRPCStatus, r, try, errors.New("grpc-status "+name), 0, func() string {
 		return "gRPC calls are streamed, never replayed"
 	})
 }
@@ -1801,6 +1808,13 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	h := w.Header()
 	copyHeaders(h, resp.Header, false)
+	if pl.rid != "" {
+		// The request's ID, not one the origin sent under that name: the
+		// one in the proxy's logs.
+		if v, ok := r.Header[pl.rid]; ok {
+			h[pl.rid] = v
+		}
+	}
 	if _, ok := h["Content-Type"]; !ok {
 		// net/http's server would sniff one the origin did not send; a nil
 		// value stops it (and writes nothing on the fast engine).

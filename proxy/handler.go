@@ -72,6 +72,21 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 		// replaces it (respond copies the origin's fields over these).
 		w.Header()["Strict-Transport-Security"] = st.cfg.hsts
 	}
+	if k := st.cfg.ridKey; k != "" {
+		// The request's ID, to the origin and back to the client on every
+		// answer, the proxy's own refusals included.
+		var id []string
+		if cv := r.Header[k]; st.cfg.RequestIDFromClient && len(cv) == 1 && validRequestID(cv[0]) {
+			id = cv
+		} else {
+			id = p.rids.next()
+		}
+		r.Header[k] = id
+		w.Header()[k] = id
+		if ae != nil {
+			ae.requestID = id[0]
+		}
+	}
 	if r.TLS != nil && !clientCertStillAccepted(r, &st.cfg) {
 		p.refuse(w, r, http.StatusForbidden, "client certificate not accepted by the current client_ca_file or client_auth; reconnect")
 		return

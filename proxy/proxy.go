@@ -74,6 +74,7 @@ type Proxy struct {
 	mu    sync.Mutex // serialises Reload, Drain and Undrain
 
 	authFail units.AuthFailures // refused admin writes, for the log
+	rids     *requestIDs        // request IDs (Config.RequestID)
 
 	addrMu sync.Mutex
 	addrs  []net.Addr
@@ -128,7 +129,7 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir}
+	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir, rids: newRequestIDs()}
 	st, err := p.build(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -306,6 +307,7 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 		pc := &cfg.Pools[i]
 		pl := newPool(pc, p.log, p.m)
 		pl.tunnels = &p.tunnels
+		pl.rid = cfg.ridKey
 		sameDial := false
 		if pp := prevPools[pc.Name]; pp != nil {
 			sameDial = pl.inheritPool(pp)
