@@ -31,7 +31,7 @@ targets: [{name: a, url: %q}]
 checks:
   - {name: typo, targets: [a], http: {path: /h.json}, expect: {json: [{path: ok}, {path: 'services.#(status=="down"', exists: false}]}}
 `, origin))
-	want := typo + `: checks[0].expect.json[1].path: "services.#(status==\"down\"": unclosed "(" at 10`
+	want := typo + `:4: checks[0].expect.json[1].path: "services.#(status==\"down\"": unclosed "(" at 10`
 	for _, cmd := range []string{"validate", "check"} {
 		out, code := runCLI(t, cmd, "-c", typo)
 		if code != 2 || strings.TrimSpace(out) != want {
@@ -61,14 +61,15 @@ checks:
 }
 
 // validateErrors runs vigil validate on body and returns its output lines
-// without the file name, and the exit code.
+// without the file name and line ("FILE:LINE: ", asserted by the tests of
+// keyIndex), and the exit code.
 func validateErrors(t *testing.T, body string) ([]string, int) {
 	t.Helper()
 	p := writeConfig(t, body)
 	out, code := runCLI(t, "validate", "-c", p)
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		lines = append(lines, strings.TrimPrefix(l, p+": "))
+		lines = append(lines, errorText(p, l))
 	}
 	return lines, code
 }
@@ -176,10 +177,10 @@ checks:
   - {name: zero, targets: [a], interval: 0s, timeout: 0s, expire_after: 0s}
   - {name: rf, targets: [a], interval: 10s, rise: 0, fall: -1, flap: {window: 0s}}
 `,
-		`defaults.interval: 0: must be positive (omit the key for the default, 30s)`,
-		`defaults.rise: 0: must be positive (omit the key for the default, 2)`,
 		`agent.concurrency: 0: must be positive (omit the key for the default, 256)`,
 		`agent.browser.max_concurrent: 0: must be positive (omit the key for the default, 2)`,
+		`defaults.interval: 0: must be positive (omit the key for the default, 30s)`,
+		`defaults.rise: 0: must be positive (omit the key for the default, 2)`,
 		`checks[0].interval: 0: must be positive (omit the key for the default, defaults.interval)`,
 		`checks[0].timeout: 0: must be positive (omit the key for the default, defaults.timeout, capped at 80% of the interval)`,
 		`checks[0].expire_after: 0: must be positive (omit the key for the default, defaults.expire_after or 3 × interval)`,

@@ -182,7 +182,7 @@ func TestValidateRunsCompile(t *testing.T) {
 		if vcode != 2 || ccode != 2 {
 			t.Errorf("%s: validate exit %d, check exit %d; want 2 and 2", f, vcode, ccode)
 		}
-		if !strings.HasPrefix(vout, f+": checks[0]") || strings.TrimSpace(vout) != strings.TrimSpace(cout) {
+		if !strings.HasPrefix(vout, f+":") || !strings.Contains(vout, ": checks[0]") || strings.TrimSpace(vout) != strings.TrimSpace(cout) {
 			t.Errorf("%s:\nvalidate: %s\ncheck:    %s", f, vout, cout)
 		}
 	}

@@ -52,7 +52,8 @@ type File struct {
 	Proxy *proxy.Config `mapstructure:"proxy"`
 
 	path     string
-	stamp    string // fileStamp of the file as it was read
+	stamp    string    // fileStamp of the file as it was read
+	keys     *keyIndex // the line of each key the file writes
 	redactor *redactor
 	// sections holds the top-level keys the file sets (lower case).
 	sections map[string]bool
@@ -395,7 +396,11 @@ func (f *File) checkIntervals() []error {
 }
 
 // LoadError is every problem found in a config file, one per line, each
-// naming its key path. Secrets interpolated from the environment are redacted.
+// naming its key path, and the line of the file that key is written on
+// ("vigil.yaml:12: checks[3].interval: …"), in file order. Errors about a
+// value an environment override (VIGIL_*) set name that variable instead
+// of a line; errors about no one key (nothing configured) come first,
+// without a line. Secrets interpolated from the environment are redacted.
 type LoadError struct {
 	File   string
 	Errors []error
@@ -408,9 +413,45 @@ func (e *LoadError) Error() string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
+		if le, ok := err.(*lineError); ok && le.line > 0 {
+			fmt.Fprintf(&b, "%s:%d: %s%s", e.File, le.line, e.red.redact(errorLine(err.Error())), le.note)
+			continue
+		}
 		b.WriteString(e.File + ": " + e.red.redact(errorLine(err.Error())))
 	}
 	return b.String()
+}
+
+// newLoadError is the LoadError of file for errs (nil ones left out), each
+// placed at the line of the key it names (see keyIndex.lookup; keys nil:
+// none is), sorted by line. An error already placed (lineError) keeps its
+// line, and one about a value an environment override set (envError) gets
+// none: it names the variable.
+func newLoadError(file string, errs []error, red *redactor, keys *keyIndex) *LoadError {
+	out := make([]error, 0, len(errs))
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		switch err.(type) {
+		case *lineError, *envError:
+		default:
+			if kp, ok := keys.lookup(err.Error()); ok {
+				err = &lineError{line: kp.line, note: kp.note(), err: err}
+			}
+		}
+		out = append(out, err)
+	}
+	slices.SortStableFunc(out, func(a, b error) int { return cmp.Compare(errorLineNumber(a), errorLineNumber(b)) })
+	return &LoadError{File: file, Errors: out, red: red}
+}
+
+// errorLineNumber is the line of the file err is placed at, 0 for none.
+func errorLineNumber(err error) int {
+	if le, ok := err.(*lineError); ok {
+		return le.line
+	}
+	return 0
 }
 
 // errorLine puts an error of several lines (an expression's compile error
@@ -450,7 +491,7 @@ func yamlTypeErrors(doc *yaml.Node, te *yaml.TypeError) []error {
 		if sm := dupKeyRE.FindStringSubmatch(m); sm != nil {
 			line, _ := strconv.Atoi(sm[1])
 			if p := nodePathAt(doc, "", line, sm[2]); p != "" {
-				errs = append(errs, fmt.Errorf("%s: given twice, at lines %s and %s (keep one)", p, sm[3], sm[1]))
+				errs = append(errs, atLine(line, fmt.Errorf("%s: given twice, at lines %s and %s (keep one)", p, sm[3], sm[1])))
 				continue
 			}
 		}
@@ -523,7 +564,7 @@ func dupKeys(n *yaml.Node, path string) []error {
 			}
 			if k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
 				if line, ok := first[k.Value]; ok {
-					errs = append(errs, fmt.Errorf("%s: given twice, at lines %d and %d (keep one)", p, line, k.Line))
+					errs = append(errs, atLine(k.Line, fmt.Errorf("%s: given twice, at lines %d and %d (keep one)", p, line, k.Line)))
 				} else {
 					first[k.Value] = k.Line
 				}
@@ -629,7 +670,7 @@ const defaultConfigFile = "vigil.yaml"
 
 func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*File, error) {
 	red := &redactor{}
-	fail := func(errs ...error) error { return &LoadError{File: path, Errors: errs, red: red} }
+	fail := func(errs ...error) error { return newLoadError(path, errs, red, nil) }
 
 	// viper reads the file and checks its syntax, but lower-cases every key
 	// (spf13/viper#411), which would break header names, JSON bodies and
@@ -641,6 +682,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	if err != nil {
 		return nil, fail(err)
 	}
+	keys := newKeyIndex(doc)
 	var tree any
 	if err := doc.Decode(&tree); err != nil {
 		var te *yaml.TypeError
@@ -690,7 +732,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		}
 	}
 	fail = func(errs ...error) error {
-		return &LoadError{File: path, Errors: markEnv(errs, fromEnv), red: red}
+		return newLoadError(path, markEnv(errs, fromEnv), red, keys)
 	}
 
 	// ${NAME} interpolation (not inside check scripts, which resolve their own
@@ -808,7 +850,18 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	}
 	f.path = path
 	f.redactor = red
+	f.keys = keys
 	return &f, nil
+}
+
+// at is where msg, a message about a key of the file f was loaded from
+// ("agent.data_dir: …"), points: "FILE:LINE" when the file writes that key
+// (or the nearest key enclosing it), else "FILE".
+func (f *File) at(msg string) string {
+	if kp, ok := f.keys.lookup(msg); ok {
+		return fmt.Sprintf("%s:%d", f.path, kp.line)
+	}
+	return f.path
 }
 
 // newFileDecoder is the decoder of a config file's tree into f.

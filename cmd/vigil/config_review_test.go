@@ -196,8 +196,8 @@ checks: [{name: h, targets: [a], rise: 2.5, bogus: 1}]
 alertng: {quorum: 2}
 `,
 		`checks[0].rise: 2.5: want an integer`,
-		`alertng: unknown key (did you mean alerting?)`,
-		`checks[0].bogus: unknown key`)
+		`checks[0].bogus: unknown key`,
+		`alertng: unknown key (did you mean alerting?)`)
 }
 
 // TestMapKeyCaseTwins: two header names or extract variables that differ
@@ -219,10 +219,10 @@ checks:
 alerting:
   receivers: [{name: ops, webhook: {url: "http://127.0.0.1:9", headers: {Authorization: a, authorization: b}}}]
 `,
-		`alerting.receivers[0].webhook.headers.authorization: duplicates Authorization (keys match case-insensitively: keep one)`,
-		`checks[0].expect.headers.etag: duplicates ETag (keys match case-insensitively: keep one)`,
 		`checks[0].http.headers.x-a: duplicates X-A (keys match case-insensitively: keep one)`,
-		`checks[1].script[0].extract.token: duplicates Token (keys match case-insensitively: keep one)`)
+		`checks[0].expect.headers.etag: duplicates ETag (keys match case-insensitively: keep one)`,
+		`checks[1].script[0].extract.token: duplicates Token (keys match case-insensitively: keep one)`,
+		`alerting.receivers[0].webhook.headers.authorization: duplicates Authorization (keys match case-insensitively: keep one)`)
 }
 
 // TestReloadAddingProxyIsRejected: `vigil run` started without a proxy
@@ -389,11 +389,11 @@ checks:
   - {name: e, targets: [a], rise: {n: 1}}
 agent: [1]
 `,
-		`agent: want a mapping (key: value), got a list`,
 		`checks[0].interval: want a duration, got a list`,
 		`checks[0].http.headers: want a mapping (key: value), got a string`,
 		`checks[1].expect: want a mapping (key: value), got a list`,
-		`checks[2].rise: want an integer, got a mapping`)
+		`checks[2].rise: want an integer, got a mapping`,
+		`agent: want a mapping (key: value), got a list`)
 }
 
 // TestDuplicateYAMLKeysOneLineEach: every key given twice is one error
@@ -435,7 +435,7 @@ checks:
 	}
 	a.reload()
 	code, body := do(t, "GET", "http://"+a.Addr()+"/healthz", "", nil)
-	want := "config reload failed (old config still running): " + path + ": checks[0].interval: given twice, at lines 6 and 7 (keep one)"
+	want := "config reload failed (old config still running): " + path + ":7: checks[0].interval: given twice, at lines 6 and 7 (keep one)"
 	if code != 503 || !strings.Contains(body, want) {
 		t.Errorf("/healthz = %d\n%s\nwant 503 with %q", code, body, want)
 	}

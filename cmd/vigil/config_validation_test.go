@@ -49,13 +49,13 @@ checks:
 	out, code := runCLI(t, "validate", "-c", path)
 	var want []string
 	for _, l := range []string{
-		"checks[2].url: ${VIGIL_TEST_UNSET_URL2} is not set in the environment (use ${VIGIL_TEST_UNSET_URL2:-default} for an optional value)",
-		"targets[0].url: ${VIGIL_TEST_UNSET_URL} is not set in the environment (use ${VIGIL_TEST_UNSET_URL:-default} for an optional value)",
-		`checks[1].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
-		"checks[0].intervall: unknown key (did you mean interval?)",
-		`checks[0].targets[1]: "nosuch": unknown target (define it under targets:)`,
+		"3: targets[0].url: ${VIGIL_TEST_UNSET_URL} is not set in the environment (use ${VIGIL_TEST_UNSET_URL:-default} for an optional value)",
+		"5: checks[0].intervall: unknown key (did you mean interval?)",
+		`5: checks[0].targets[1]: "nosuch": unknown target (define it under targets:)`,
+		`6: checks[1].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
+		"7: checks[2].url: ${VIGIL_TEST_UNSET_URL2} is not set in the environment (use ${VIGIL_TEST_UNSET_URL2:-default} for an optional value)",
 	} {
-		want = append(want, path+": "+l)
+		want = append(want, path+":"+l)
 	}
 	if code != 2 || strings.TrimSpace(out) != strings.Join(want, "\n") {
 		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and:\n%s", code, out, strings.Join(want, "\n"))
@@ -192,16 +192,16 @@ checks:
   - {name: d, targets: [a], script: [{http: {path: /}, expct: {status: 200}}]}
 `)
 	want := []string{
+		"checks[0].intervall: unknown key (did you mean interval?)",
 		"checks[0].bogusness: unknown key",
 		"checks[0].expect.json[0].greater: unknown key (expect.json elements take equals, exists, gt, gte, lt, lte, path, regex)",
 		"checks[0].expect.json[0].gtt: unknown key (did you mean gt? expect.json elements take equals, exists, gt, gte, lt, lte, path, regex)",
-		"checks[0].intervall: unknown key (did you mean interval?)",
 		"checks[1].script[0].expct: unknown key (did you mean expect?)",
 	}
 	var got []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		_, msg, _ := strings.Cut(l, ".yaml: ")
-		got = append(got, msg)
+		_, msg, _ := strings.Cut(l, ".yaml:")
+		got = append(got, msg[strings.Index(msg, " ")+1:])
 	}
 	if code != 2 || strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and:\n%s", code, out, strings.Join(want, "\n"))

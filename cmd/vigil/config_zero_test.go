@@ -68,7 +68,7 @@ func TestExplicitZeroOutsideCanary(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, path, got := loadText(t, zeroBase+c.yaml+"\n", nil)
-			if want := path + ": " + c.want; got != want {
+			if want := c.want; errorText(path, got) != want { // errorText: without "FILE:LINE: "
 				t.Errorf("error:\n got %s\nwant %s", got, want)
 			}
 		})
@@ -134,7 +134,7 @@ func TestWrongTypesRejected(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, path, got := loadText(t, c.yaml+"\n", nil)
-			if want := path + ": " + c.want; got != want {
+			if want := c.want; errorText(path, got) != want { // errorText: without "FILE:LINE: "
 				t.Errorf("error:\n got %s\nwant %s", got, want)
 			}
 		})
@@ -190,7 +190,7 @@ func TestLoadErrorsNameKey(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, path, got := loadText(t, c.yaml+"\n", nil)
-			if want := path + ": " + c.want; got != want {
+			if want := c.want; errorText(path, got) != want { // errorText: without "FILE:LINE: "
 				t.Errorf("error:\n got %s\nwant %s", got, want)
 			}
 		})

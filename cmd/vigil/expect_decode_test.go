@@ -51,7 +51,7 @@ checks:
 }
 
 // status: true shows true (weak decoding made it "1"); headers written as
-// a list says a map is expected. Decode errors come first.
+// a list says a map is expected. Errors are listed in file order.
 func TestExpectDecodeErrors(t *testing.T) {
 	wantValidate(t, `
 targets: [{name: a, url: "http://127.0.0.1:9"}]
@@ -60,7 +60,7 @@ checks:
   - {name: st2, targets: [a], expect: {status: [200, false]}}
   - {name: hl, targets: [a], expect: {headers: [X-A]}}
 `,
-		`checks[2].expect.headers: want a map of header: value (e.g. {X-Cache: present}), got a list`,
 		`checks[0].expect.status: "true": not a status code or range`,
-		`checks[1].expect.status[1]: "false": not a status code or range`)
+		`checks[1].expect.status[1]: "false": not a status code or range`,
+		`checks[2].expect.headers: want a map of header: value (e.g. {X-Cache: present}), got a list`)
 }

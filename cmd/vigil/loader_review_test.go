@@ -164,35 +164,38 @@ proxy:
       hosts:
       origins: [{target: w}]
 `, o.URL()))
+	// Each key at its line, in file order.
 	want := []string{
-		"checks[0].expect.body.contains", "checks[0].expect.checksum", "checks[0].expect.json",
-		"checks[0].expect.size.max", "checks[0].expect.ttfb",
-		"checks[1].http.headers.X-A", "checks[1].interval", "checks[1].rise", "checks[1].timeout",
-		"checks[2].targets", "checks[5].script[0].browser.navigate", "checks[5].script[1].browser.eval.equals",
-		"proxy.pools[0].hosts", "status_page.title",
+		"9: checks[0].expect.checksum", "11: checks[0].expect.body.contains",
+		"12: checks[0].expect.size.max", "13: checks[0].expect.json", "14: checks[0].expect.ttfb",
+		"17: checks[1].interval", "18: checks[1].timeout", "19: checks[1].rise", "21: checks[1].http.headers.X-A",
+		"23: checks[2].targets", "38: checks[5].script[0].browser.navigate", "39: checks[5].script[1].browser.eval.equals",
+		"40: status_page.title", "45: proxy.pools[0].hosts",
 	}
-	lists := map[string]bool{"checks[0].expect.body.contains": true, "checks[0].expect.json": true,
-		"checks[2].targets": true, "proxy.pools[0].hosts": true}
+	lists := map[string]bool{"11: checks[0].expect.body.contains": true, "13: checks[0].expect.json": true,
+		"23: checks[2].targets": true, "45: proxy.pools[0].hosts": true}
 	for _, cmd := range []string{"validate", "check"} {
 		out, code := runCLI(t, cmd, "-c", cfg)
 		if code != 2 {
 			t.Errorf("vigil %s: exit %d, want 2\n%s", cmd, code, out)
 		}
+		var lines []string
 		for _, k := range want {
 			hint := "omit the key, or give one"
 			if lists[k] {
 				hint = "omit the key, or give items: are they all commented out?"
 			}
-			if line := cfg + ": " + k + ": no value (" + hint + ")"; !strings.Contains(out, line) {
-				t.Errorf("vigil %s: output lacks %q:\n%s", cmd, line, out)
-			}
+			lines = append(lines, cfg+":"+k+": no value ("+hint+")")
+		}
+		if got := strings.TrimSpace(out); got != strings.Join(lines, "\n") {
+			t.Errorf("vigil %s: output:\n%s\nwant:\n%s", cmd, got, strings.Join(lines, "\n"))
 		}
 		if strings.Contains(out, "checks[3]") || strings.Contains(out, "checks[4]") {
 			t.Errorf("vigil %s: null in expect.json[].equals and inside a JSON body is a value, not an error:\n%s", cmd, out)
 		}
 		// Only the null keys: nothing that follows from them (check c has
 		// no targets because its targets key has no value).
-		if n := strings.Count(out, cfg+": "); n != len(want) {
+		if n := strings.Count(out, cfg+":"); n != len(want) {
 			t.Errorf("vigil %s: %d errors, want %d:\n%s", cmd, n, len(want), out)
 		}
 	}
@@ -209,7 +212,7 @@ checks:
     http: {path: /}
 `, o.URL()))
 	out, code := runCLI(t, "validate", "-c", cfg)
-	if want := cfg + ": checks[0].targets[1]: no value (remove the item, or give one)"; code != 2 || !strings.Contains(out, want) {
+	if want := cfg + ":8: checks[0].targets[1]: no value (remove the item, or give one)"; code != 2 || !strings.Contains(out, want) {
 		t.Errorf("list item with no value: exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
 	}
 }
@@ -242,10 +245,10 @@ proxy:
       origins: [{target: web1}]
 `, o.URL()))
 	want := []string{
-		"checks[0].targets: want a list, got a number (5)",
-		"checks[1].expect.body.contains: want a list, got a bool (true)",
-		"checks[1].expect.body.not_contains: want a list, got a number (1.50)",
-		"proxy.pools[0].hosts: want a list, got a number (5)",
+		"6: checks[0].targets: want a list, got a number (5)",
+		"12: checks[1].expect.body.contains: want a list, got a bool (true)",
+		"12: checks[1].expect.body.not_contains: want a list, got a number (1.50)",
+		"17: proxy.pools[0].hosts: want a list, got a number (5)",
 	}
 	for _, cmd := range []string{"validate", "check"} {
 		out, code := runCLI(t, cmd, "-c", cfg)
@@ -253,7 +256,7 @@ proxy:
 			t.Errorf("vigil %s: exit %d, want 2\n%s", cmd, code, out)
 		}
 		for _, w := range want {
-			if !strings.Contains(out, cfg+": "+w) {
+			if !strings.Contains(out, cfg+":"+w) {
 				t.Errorf("vigil %s: output lacks %q:\n%s", cmd, w, out)
 			}
 		}
@@ -296,8 +299,8 @@ agent: {vantage: "${VIGIL_TEST_UNSET_VANTAGE}"}
 	os.Unsetenv("VIGIL_TEST_UNSET_VANTAGE")
 	out, code := runCLI(t, "validate", "-c", cfg)
 	for _, w := range []string{
-		cfg + ": status_page.title: ${VIGIL_TEST_EMPTY_TITLE} is empty in the environment (give it a value, or use ${VIGIL_TEST_EMPTY_TITLE:-default} for an optional value)",
-		cfg + ": agent.vantage: ${VIGIL_TEST_UNSET_VANTAGE} is not set in the environment",
+		cfg + ":6: status_page.title: ${VIGIL_TEST_EMPTY_TITLE} is empty in the environment (give it a value, or use ${VIGIL_TEST_EMPTY_TITLE:-default} for an optional value)",
+		cfg + ":7: agent.vantage: ${VIGIL_TEST_UNSET_VANTAGE} is not set in the environment",
 	} {
 		if code != 2 || !strings.Contains(out, w) {
 			t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, w)
@@ -343,7 +346,7 @@ checks: [{name: a, targets: [web1], http: {path: /}}]
 			}
 			continue
 		}
-		if code != 2 || !strings.Contains(out, cfg+": "+tc.want) {
+		if code != 2 || !strings.Contains(out, cfg+":2: "+tc.want) {
 			t.Errorf("data_dir %s: exit %d, output:\n%s\nwant exit 2 and %q", tc.dataDir, code, out, tc.want)
 		}
 	}

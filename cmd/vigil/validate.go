@@ -18,7 +18,7 @@ func newValidateCmd() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "validate -c FILE",
-		Short: "Check a config file: prints ok, or every error with its key path (exit 2)",
+		Short: "Check a config file: prints ok, or every error with its line and key path (exit 2)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			warn := func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }
@@ -37,7 +37,13 @@ func newValidateCmd() *cobra.Command {
 			key := dataDirKey(os.LookupEnv)
 			rootErr, err := checkDataDir("agent.data_dir", f.Agent.DataDir)
 			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("%s: %s: %w", file, key, err)}
+				// At the line of agent.data_dir, unless an override set
+				// it (an empty one too: the default applies).
+				where := file
+				if _, set := os.LookupEnv("VIGIL_AGENT_DATA_DIR"); !set {
+					where = f.at(key + ":")
+				}
+				return &exitError{code: 2, err: fmt.Errorf("%s: %s: %w", where, key, err)}
 			}
 			if rootErr != nil {
 				warn(fmt.Sprintf("%s: %s: refused when vigil runs as root: %v", file, key, rootErr))

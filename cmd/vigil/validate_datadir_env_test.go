@@ -15,8 +15,8 @@ import (
 // TestValidateDataDirNamesEnvOverride: when VIGIL_AGENT_DATA_DIR sets the
 // data dir, validate's data_dir error names the variable, as every other
 // override error does ("agent.data_dir (from VIGIL_AGENT_DATA_DIR): …"),
-// rather than sending the user to the file's data_dir, which is fine. An
-// empty variable leaves the default in place and is not named.
+// rather than sending the user to the file's data_dir (and its line), which
+// is fine. An empty variable leaves the default in place and is not named.
 func TestValidateDataDirNamesEnvOverride(t *testing.T) {
 	o := checktest.NewOrigin()
 	defer o.Close()
@@ -51,7 +51,7 @@ checks: [{name: a, targets: [web1], http: {path: /}}]
 		os.Unsetenv("VIGIL_AGENT_DATA_DIR")
 		cfg := writeConfig(t, body(link))
 		out, code := runCLI(t, "validate", "-c", cfg)
-		want := cfg + ": agent.data_dir: " + link + " is a symbolic link to real"
+		want := cfg + ":2: agent.data_dir: " + link + " is a symbolic link to real"
 		if code != 2 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
 		}

@@ -26,7 +26,7 @@ checks:
         expect: {body: {not_contains: ["${token}"]}}
 `)
 	out, code := runCLI(t, "validate", "-c", bad)
-	want := bad + `: checks[0].script[1].expect.body.not_contains[0]: variables are not expanded in expect (step "me"): ` +
+	want := bad + `:11: checks[0].script[1].expect.body.not_contains[0]: variables are not expanded in expect (step "me"): ` +
 		`${token} would be matched as literal text; compare the variable in an expr step instead, e.g. expr: 'last.body contains vars.token'`
 	if code != 2 || strings.TrimSpace(out) != want {
 		t.Errorf("exit %d:\n%s\nwant exit 2:\n%s", code, out, want)
