@@ -30,23 +30,19 @@ func rawGet(t *testing.T, addr, target string) string {
 	return strings.TrimRight(line, "\r\n")
 }
 
-// TestFragmentInTargetRefused: a request target with a '#' gets 400 on both
-// engines and over HTTP/2, and reaches no origin. It used to be routed on
-// its cleaned path and forwarded whole: /secret#/../public passed a
-// /public pool's path_prefix, and an origin that parses the target as a URL
-// served /secret. A %00 in the path (where C origins end it) gets 400 too,
-// and so does an HTTP/2 request without :authority or host.
-func TestFragmentInTargetRefused(t *testing.T) {
+// lineOrigin is an origin on a raw socket that answers every request 200
+// "ok" and records its request lines, as it read them.
+func lineOrigin(t *testing.T) (url string, lines func() []string) {
 	var mu sync.Mutex
-	var lines []string
-	origin := checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+	var got []string
+	url = checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
 		for {
 			line, err := br.ReadString('\n')
 			if err != nil {
 				return
 			}
 			mu.Lock()
-			lines = append(lines, strings.TrimRight(line, "\r\n"))
+			got = append(got, strings.TrimRight(line, "\r\n"))
 			mu.Unlock()
 			for {
 				h, err := br.ReadString('\n')
@@ -62,6 +58,21 @@ func TestFragmentInTargetRefused(t *testing.T) {
 			}
 		}
 	})
+	return url, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+// TestFragmentInTargetRefused: a request target with a '#' gets 400 on both
+// engines and over HTTP/2, and reaches no origin. It used to be routed on
+// its cleaned path and forwarded whole: /secret#/../public passed a
+// /public pool's path_prefix, and an origin that parses the target as a URL
+// served /secret. A %00 in the path (where C origins end it) gets 400 too,
+// and so does an HTTP/2 request without :authority or host.
+func TestFragmentInTargetRefused(t *testing.T) {
+	origin, lines := lineOrigin(t)
 	for _, eng := range []string{EngineFast, EngineStdlib} {
 		t.Run(eng, func(t *testing.T) {
 			cfg := pool1(PolicyFirst, origin)
@@ -92,9 +103,7 @@ func TestFragmentInTargetRefused(t *testing.T) {
 			t.Errorf("HTTP/2 %v: %s, want 400", fields, status)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(lines) != 2 || lines[0] != "GET /public/ok HTTP/1.1" || lines[1] != lines[0] {
-		t.Fatalf("the origin read %q, want only the two plain requests", lines)
+	if l := lines(); len(l) != 2 || l[0] != "GET /public/ok HTTP/1.1" || l[1] != l[0] {
+		t.Fatalf("the origin read %q, want only the two plain requests", l)
 	}
 }

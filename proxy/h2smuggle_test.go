@@ -68,31 +68,7 @@ func TestHTTP2DeclaredLengthWithoutBody(t *testing.T) {
 // "/x HTTP/1.0" made a lenient origin see another target and version than
 // the one routed), as nginx refuses it.
 func TestHTTP2PathWithSpaceRefused(t *testing.T) {
-	var mu sync.Mutex
-	var lines []string // request lines the origin read
-	origin := checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			lines = append(lines, strings.TrimRight(line, "\r\n"))
-			mu.Unlock()
-			for {
-				h, err := br.ReadString('\n')
-				if err != nil {
-					return
-				}
-				if h == "\r\n" {
-					break
-				}
-			}
-			if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")); err != nil {
-				return
-			}
-		}
-	})
+	origin, lines := lineOrigin(t)
 	cfg := pool1(PolicyFirst, origin)
 	cfg.Pools[0].Hosts = []string{"localhost"}
 	addr, roots := runTLSProxy(t, cfg)
@@ -106,9 +82,7 @@ func TestHTTP2PathWithSpaceRefused(t *testing.T) {
 	if status, _ := h2Answer(t, fr); status != "200" {
 		t.Fatalf("a well-formed :path: %s", status)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(lines) != 1 || lines[0] != "GET /ok?q=%20 HTTP/1.1" {
-		t.Errorf("origin read request lines %q, want only the well-formed one", lines)
+	if l := lines(); len(l) != 1 || l[0] != "GET /ok?q=%20 HTTP/1.1" {
+		t.Errorf("origin read request lines %q, want only the well-formed one", l)
 	}
 }
