@@ -35,23 +35,7 @@ func TestClientCertExpiredOnOpenConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
-			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }},
-			ForceAttemptHTTP2: h2}
-		if !h2 {
-			tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
-		}
-		defer tr.CloseIdleConnections()
-		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-		get := func() int {
-			resp, err := client.Get("https://" + addr + "/")
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode
-		}
+		get := certGetter(t, addr, roots, &cert, h2)
 		if code := get(); code != 200 {
 			t.Fatalf("h2=%v with a valid certificate: %d", h2, code)
 		}
@@ -63,5 +47,27 @@ func TestClientCertExpiredOnOpenConnection(t *testing.T) {
 		if b.hits.Load() != hits {
 			t.Errorf("h2=%v: the origin got the request", h2)
 		}
+	}
+}
+
+// certGetter returns a GET of / on addr over one kept-alive connection
+// (HTTP/2 or HTTP/1.1) presenting cert, answering the status.
+func certGetter(t *testing.T, addr string, roots *x509.CertPool, cert *tls.Certificate, h2 bool) func() int {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }},
+		ForceAttemptHTTP2: h2}
+	if !h2 {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	return func() int {
+		resp, err := client.Get("https://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
 	}
 }

@@ -21,23 +21,7 @@ func TestClientCAChangeAppliesToOpenConnections(t *testing.T) {
 		cfg.ClientCAFile = ca1.file
 		h, _, addr, roots := runTLSProxyReg(t, cfg)
 		good, _ := ca1.client(t, "alice")
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
-			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &good, nil }},
-			ForceAttemptHTTP2: h2}
-		if !h2 {
-			tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
-		}
-		defer tr.CloseIdleConnections()
-		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-		get := func() int {
-			resp, err := client.Get("https://" + addr + "/")
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode
-		}
+		get := certGetter(t, addr, roots, &good, h2)
 		if code := get(); code != 200 {
 			t.Fatalf("h2=%v before the reload: %d", h2, code)
 		}
