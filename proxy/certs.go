@@ -133,6 +133,17 @@ func (s *certStore) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate
 	return def, nil
 }
 
+// covers reports whether a certificate of the store is valid for host (a
+// name or an IP address).
+func (s *certStore) covers(host string) bool {
+	for _, p := range s.pairs {
+		if c := p.cert.Load(); c.Leaf != nil && c.Leaf.VerifyHostname(host) == nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *certStore) maybeReload() {
 	now := s.now()
 	s.mu.Lock()

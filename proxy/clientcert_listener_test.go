@@ -252,6 +252,11 @@ func TestRedirectHTTPS(t *testing.T) {
 		{"POST", "www.example.test", "/form", 308, "https://www.example.test:" + tlsPort + "/form"},
 		{"HEAD", "[::1]:80", "/v6/", 308, "https://[::1]:" + tlsPort + "/v6/"},
 		{"GET", "evil.example", "/", 421, ""},
+		// The "*" pool redirects only hosts a certificate of the listener
+		// covers: any other Host would go into Location as the client
+		// wrote it.
+		{"GET", "evil.example", "/v6/x", 421, ""},
+		{"GET", "127.0.0.1", "/v6/x", 308, "https://127.0.0.1:" + tlsPort + "/v6/x"},
 	} {
 		req, _ := http.NewRequest(tc.method, "http://"+plain+tc.target, strings.NewReader(""))
 		req.Host = tc.host
@@ -282,7 +287,7 @@ func TestRedirectHTTPS(t *testing.T) {
 	if n := b.hits.Load(); n != 0 {
 		t.Errorf("the origin got %d requests while redirect_https was on", n)
 	}
-	for pool, want := range map[string]float64{"web": 2, "v6": 1} {
+	for pool, want := range map[string]float64{"web": 2, "v6": 2} {
 		if v, _ := h.metric("vigil_proxy_requests_total", map[string]string{"pool": pool, "origin": "none", "code": "308"}); v != want {
 			t.Errorf("vigil_proxy_requests_total{pool=%s,origin=none,code=308} = %v, want %v", pool, v, want)
 		}

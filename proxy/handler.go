@@ -252,6 +252,17 @@ func (p *Proxy) redirectHTTPS(w http.ResponseWriter, r *http.Request, pl *pool, 
 		p.refuse(w, r, http.StatusBadRequest, "no Host to redirect to https://")
 		return
 	}
+	if pl.anyHost(host) {
+		// A "*" pool takes any Host: redirecting every one would put a
+		// name of the client's choosing into Location (a cache that does
+		// not key on Host would serve it to others). Only a host one of
+		// the listener's certificates covers is sent to https://, as Caddy
+		// redirects only the names it has certificates for.
+		if cs := p.tlsCerts.Load(); cs == nil || !cs.covers(host) {
+			p.refuse(w, r, http.StatusMisdirectedRequest, "no certificate of tls_listen covers this host; not redirected to https://")
+			return
+		}
+	}
 	switch {
 	case port != "" && port != "443":
 		host = net.JoinHostPort(host, port)
@@ -414,4 +425,15 @@ func clientCertStillAccepted(r *http.Request, cfg *Config) bool {
 		}
 	}
 	return false
+}
+
+// anyHost reports whether the pool takes host only through its "*"
+// pattern (no exact or wildcard name of its hosts matches it).
+func (pl *pool) anyHost(host string) bool {
+	for _, h := range pl.cfg.hosts {
+		if !h.any && h.match(host) {
+			return false
+		}
+	}
+	return true
 }

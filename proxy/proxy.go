@@ -82,6 +82,9 @@ type Proxy struct {
 	tunnels tunnelSet                 // WebSocket tunnels, closed at the end of the shutdown grace
 	running atomic.Pointer[Config]    // the config Run started the listeners with
 	tlsPort atomic.Pointer[string]    // the TLS listener's port once listening (redirect_https)
+	// tlsCerts are the TLS listener's certificates once listening
+	// (redirect_https redirects a "*" pool's hosts only when one covers it).
+	tlsCerts atomic.Pointer[certStore]
 	alog    atomic.Pointer[accessLog] // access_log, nil when off
 	// feeds are the verdict sources (one per member of a Sources), each
 	// with its last verdicts and read health, kept by the poller.
@@ -639,6 +642,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		if tlsFiles {
 			_, port, _ := net.SplitHostPort(ln.Addr().String())
 			p.tlsPort.Store(&port)
+			p.tlsCerts.Store(certs)
 		}
 		// run serves sln with srv in its own goroutine; its Shutdown ends
 		// it with the others.

@@ -19,12 +19,12 @@ import (
 	"time"
 )
 
-// selfSigned writes a certificate and key for 127.0.0.1 and returns their
-// paths and a pool trusting the certificate.
+// selfSigned writes a certificate and key for 127.0.0.1 and ::1 and returns
+// their paths and a pool trusting the certificate.
 func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
 	tmpl := serverCertTemplate("vigil test")
-	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
 	certFile, keyFile, c := writeSelfSigned(t, tmpl, newECKey(t))
 	pool = x509.NewCertPool()
 	pool.AddCert(c)
