@@ -496,6 +496,10 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		o = r.runBrowser(ctx, s, timeout)
 		stop()
 		cancel()
+		// The cookies the browser holds now (a login page's HttpOnly
+		// session) are secrets before this step's messages and
+		// screenshot are made, as the jar's are.
+		r.browserCookieSecrets()
 		// What the page reported so far, on every browser step.
 		console, failedReqs := r.tab.events.snapshot()
 		if o.metrics == nil {
@@ -903,6 +907,46 @@ func (r *run) pullCookies(ctx context.Context) {
 
 // cookiePullBudget bounds pullCookies.
 const cookiePullBudget = 2 * time.Second
+
+// cookieSecretBudget bounds browserCookieSecrets, within the run's
+// budget.
+const cookieSecretBudget = 500 * time.Millisecond
+
+// browserCookieSecrets makes the value of every cookie of the run's
+// browser context (HttpOnly ones too) of minJarSecret bytes or more a
+// secret of the run, as the jar does with the cookies it receives: in a
+// flow of browser steps only, the session the login page set never goes
+// through the jar. Without a tab, a live browser or time left in the
+// run's budget, or when the browser does not answer within
+// cookieSecretBudget, it does nothing.
+func (r *run) browserCookieSecrets() {
+	if r.tab == nil || r.tab.browserDead() {
+		return
+	}
+	c := chromedp.FromContext(r.tab.ctx)
+	if c == nil {
+		return
+	}
+	budget := cookieSecretBudget
+	if !r.end.IsZero() {
+		// Most of what is left stays for the failure screenshot.
+		budget = min(budget, time.Until(r.end)/4)
+	}
+	if budget <= 0 {
+		return
+	}
+	qctx, cancel := context.WithTimeout(r.tab.ctx, budget)
+	defer cancel()
+	res, err := chromedp.CallBrowser(qctx, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: c.BrowserContextID})
+	if err != nil {
+		return
+	}
+	for _, bc := range res.Cookies {
+		if bc != nil {
+			r.vars.addCookieSecret(bc.Value)
+		}
+	}
+}
 
 // syncCookies copies the run's HTTP cookies for the target URL into the
 // browser tab (once per name and value), so that a browser flow continues a
