@@ -188,10 +188,24 @@ func (p *Proxy) Reload(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	var certs *certStore
+	if cur := p.tlsCerts.Load(); cur != nil && (old.cfg.CertFile != st.cfg.CertFile || old.cfg.KeyFile != st.cfg.KeyFile ||
+		!slices.Equal(old.cfg.Certs, st.cfg.Certs)) {
+		// The TLS listener runs: its new certificates serve new handshakes
+		// (validation loaded them already; a file changed since is caught
+		// here and the reload refused).
+		if certs, err = newCertStore(CertPair{st.cfg.CertFile, st.cfg.KeyFile}, st.cfg.Certs, p.log); err != nil {
+			return units.Prefix("proxy", err)
+		}
+	}
 	if err := p.openAccessLog(st.cfg); err != nil {
 		return err
 	}
 	p.state.Store(st)
+	if certs != nil {
+		p.tlsCerts.Store(certs)
+		p.log.Info("proxy: tls: certificates from the reloaded config serve new connections", "cert_file", st.cfg.CertFile, "certs", len(st.cfg.Certs))
+	}
 	kept := map[*originMetrics]bool{}
 	keptConns := map[*h1Pool]bool{}
 	keptOrigins := map[*atomic.Int64]bool{}
@@ -255,10 +269,6 @@ func restartOnly(a, b Config) []string {
 		{"proxy.tls_listen", a.TLSListen != b.TLSListen},
 		{"proxy.engine", a.Engine != b.Engine},
 		{"proxy.h2c", a.H2C != b.H2C},
-		{"proxy.cert_file", a.CertFile != b.CertFile},
-		{"proxy.key_file", a.KeyFile != b.KeyFile},
-		{"proxy.certs", !slices.Equal(a.Certs, b.Certs)},
-		{"proxy.tls_min_version", a.TLSMinVersion != b.TLSMinVersion},
 		{"proxy.max_header_bytes", a.MaxHeaderBytes != b.MaxHeaderBytes},
 		{"proxy.read_header_timeout", a.ReadHeaderTimeout != b.ReadHeaderTimeout},
 		{"proxy.idle_timeout", a.IdleTimeout != b.IdleTimeout},
@@ -582,10 +592,15 @@ func hostOf(h string) string {
 func (p *Proxy) clientCertConfig(base *tls.Config) func(*tls.ClientHelloInfo) (*tls.Config, error) {
 	return func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		cfg := &p.state.Load().cfg
-		if cfg.clientCAs == nil {
+		minVer := minTLSVersion(cfg.TLSMinVersion)
+		if cfg.clientCAs == nil && minVer == base.MinVersion {
 			return nil, nil
 		}
 		c := base.Clone()
+		c.MinVersion = minVer // tls_min_version as reloaded
+		if cfg.clientCAs == nil {
+			return c, nil
+		}
 		c.ClientCAs = cfg.clientCAs
 		c.ClientAuth = tls.RequireAndVerifyClientCert
 		if cfg.ClientAuth == ClientAuthOptional {
@@ -593,6 +608,14 @@ func (p *Proxy) clientCertConfig(base *tls.Config) func(*tls.ClientHelloInfo) (*
 		}
 		return c, nil
 	}
+}
+
+// minTLSVersion is tls_min_version's TLS version.
+func minTLSVersion(v string) uint16 {
+	if v == "1.3" {
+		return tls.VersionTLS13
+	}
+	return tls.VersionTLS12
 }
 
 // shutdownGrace is how long in-flight requests and WebSocket tunnels get to
@@ -698,12 +721,13 @@ func (p *Proxy) Run(ctx context.Context) error {
 		// to net/http, HTTP/1 ones to the fast engine (engine fast, with the
 		// plain listener's framing rules) or to net/http, which then counts
 		// its refusals on the decrypted side.
-		minVer := uint16(tls.VersionTLS12)
-		if cfg.TLSMinVersion == "1.3" {
-			minVer = tls.VersionTLS13
-		}
-		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: minVer,
-			CipherSuites: listenerSuites, NextProtos: []string{"h2", "http/1.1"}}
+		minVer := minTLSVersion(cfg.TLSMinVersion)
+		// Certificates and the minimum version are read per handshake, so
+		// a reload that changes cert_file, certs or tls_min_version applies
+		// to new connections without a restart.
+		srv.TLSConfig = &tls.Config{GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return p.tlsCerts.Load().GetCertificate(h)
+		}, MinVersion: minVer, CipherSuites: listenerSuites, NextProtos: []string{"h2", "http/1.1"}}
 		srv.TLSConfig.GetConfigForClient = p.clientCertConfig(srv.TLSConfig.Clone())
 		std, h1 := newTLSListener(ln, srv.TLSConfig.Clone(), handshakeTimeout(cfg), cfg.SendTimeout, p.engineRefused,
 			func(reason string) { p.m.tlsErrors.WithLabelValues(reason).Inc() }, p.log, fast)
