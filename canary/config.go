@@ -76,7 +76,7 @@ type AgentConfig struct {
 	ShutdownDelay time.Duration `mapstructure:"shutdown_delay"`
 	// LatencyHistograms exports every run's duration and TTFB as Prometheus
 	// histograms per check × target (vigil_check_duration_seconds,
-	// vigil_check_ttfb_seconds), 28 more series per pair (default false:
+	// vigil_check_ttfb_seconds), 52 more series per pair (default false:
 	// last-run gauges only).
 	LatencyHistograms bool `mapstructure:"latency_histograms"`
 	// Browser configures the shared Chromium for browser script steps.
