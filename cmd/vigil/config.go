@@ -197,6 +197,7 @@ func (f *File) ValidateAndSetDefaults() error {
 		if f.Proxy.Vantage == "" {
 			f.Proxy.Vantage = f.Agent.Vantage
 		}
+		var unknownTarget []string // origins whose target is unknown: they have no url
 		for i := range f.Proxy.Pools {
 			for j := range f.Proxy.Pools[i].Origins {
 				o := &f.Proxy.Pools[i].Origins[j]
@@ -206,13 +207,15 @@ func (f *File) ValidateAndSetDefaults() error {
 				u, ok := targets[o.Target]
 				if !ok {
 					errs = append(errs, fmt.Errorf("proxy.pools[%d].origins[%d].target: %q: %w", i, j, o.Target, canary.ErrUnknownTarget))
+					unknownTarget = append(unknownTarget, fmt.Sprintf("proxy.pools[%d].origins[%d].url", i, j))
 					continue
 				}
 				o.URL = u
 			}
 		}
-		// An origin whose target is invalid gets the target's error only.
-		var fromBad []string
+		// An origin whose target is invalid gets the target's error only,
+		// and one whose target is unknown that error only.
+		fromBad := unknownTarget
 		for i, p := range f.Proxy.Pools {
 			for j, o := range p.Origins {
 				if o.Target != "" && badTargets[o.Target] {
@@ -732,7 +735,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		}
 	}
 	fail = func(errs ...error) error {
-		return newLoadError(path, markEnv(errs, fromEnv), red, keys)
+		return newLoadError(path, markEnv(firstGiven(errs, settings, keys), fromEnv), red, keys)
 	}
 
 	// ${NAME} interpolation (not inside check scripts, which resolve their own
@@ -754,7 +757,8 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		return nil, fail(err)
 	}
 	unknown, mapTwins := treeKeys(reflect.TypeOf(f), settings, "")
-	var badKeys []string // keys whose value did not decode (left at zero)
+	var badKeys []string   // the scopes of keys whose value did not decode (left at zero)
+	var undecoded []string // those keys themselves
 	// A key written with no value (`checksum:`, `interval: ~`) would decode
 	// as omitted: an assertion would vanish without a word.
 	for _, n := range nullValues(reflect.TypeOf(f), settings, "") {
@@ -769,8 +773,24 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 			errs = append(errs, fmt.Errorf("%s: no value (omit the key, or give one)", k))
 		}
 		badKeys = append(badKeys, decodeScope(k))
+		undecoded = append(undecoded, k)
 	}
 	decodeErr := dec.Decode(settings)
+	if decodeErr != nil && f.Proxy == nil {
+		// The decoder sets a pointer only when everything under it
+		// decoded: one bad value (a pool's weight: 1.5) left out the whole
+		// proxy section, whose other errors then went unreported. What
+		// did decode is validated as for the other sections.
+		if sec, ok := lookupKey(settings, "proxy"); ok {
+			if m, ok := sec.(map[string]any); ok {
+				var p proxy.Config
+				if pd, err := newFileDecoder(&p, nil); err == nil {
+					_ = pd.Decode(m) // its errors are decodeErr's
+					f.Proxy = &p
+				}
+			}
+		}
+	}
 	if decodeErr != nil {
 		// The decoder does not list the unused keys of a mapping once one
 		// of its values failed: they come from the tree instead.
@@ -778,6 +798,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		for _, e := range decodeErrors(decodeErr) {
 			if k, _, ok := strings.Cut(e.Error(), ": "); ok {
 				badKeys = append(badKeys, decodeScope(k))
+				undecoded = append(undecoded, k)
 			}
 			if len(dropUnder([]error{e}, unsetKeys)) == 0 {
 				continue // the placeholder of an unset variable
@@ -836,8 +857,8 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 					continue
 				}
 				var ref *checkRefError
-				if (errors.As(e, &ref) && wholeUndecoded(badKeys, "checks")) ||
-					(errors.Is(e, canary.ErrUnknownTarget) && wholeUndecoded(badKeys, "targets")) {
+				if (errors.As(e, &ref) && wholeUndecoded(undecoded, "checks")) ||
+					(errors.Is(e, canary.ErrUnknownTarget) && wholeUndecoded(undecoded, "targets")) {
 					continue
 				}
 				errs = append(errs, e)
@@ -864,8 +885,9 @@ func (f *File) at(msg string) string {
 	return f.path
 }
 
-// newFileDecoder is the decoder of a config file's tree into f.
-func newFileDecoder(f *File, md *mapstructure.Metadata) (*mapstructure.Decoder, error) {
+// newFileDecoder is the decoder of a config file's tree into f (a *File,
+// or a pointer to one of its sections).
+func newFileDecoder(f any, md *mapstructure.Metadata) (*mapstructure.Decoder, error) {
 	return mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		Result:           f,
 		Metadata:         md,
@@ -1316,17 +1338,22 @@ func keysUnder(keys []string, prefix string) []string {
 }
 
 // decodeScope is the part of the config a key that did not decode can
-// affect: its list element ("checks[0].http.url" → "checks[0]"), else its
-// parent ("agent.concurrency" → "agent"), else itself.
+// affect: its list element ("checks[0].http.url" → "checks[0]",
+// "alerting.receivers[0].webhook.headers[X-Key]" → "alerting.receivers[0]":
+// a map entry's [name] is no element), else its parent
+// ("agent.concurrency" → "agent"), else itself.
 func decodeScope(key string) string {
-	if i := strings.LastIndex(key, "]"); i >= 0 {
-		return key[:i+1]
+	if m := lastElemRE.FindStringIndex(key); m != nil {
+		return key[:m[1]]
 	}
 	if i := strings.LastIndex(key, "."); i >= 0 {
 		return key[:i]
 	}
 	return key
 }
+
+// lastElemRE matches a key up to its last list index ("checks[3]").
+var lastElemRE = regexp.MustCompile(`^.*\[\d+\]`)
 
 // nullSections are the top-level sections that are mappings.
 var nullSections = map[string]bool{"agent": true, "defaults": true, "store": true, "alerting": true, "status_page": true, "proxy": true}
@@ -1339,9 +1366,11 @@ func rootKey(key string) string {
 	return key
 }
 
-// wholeUndecoded reports whether section, or an element of it, did not
-// decode at all (checks: "x", targets: [5]): the names it defines are
-// unknown.
+// wholeUndecoded reports whether, of the keys that did not decode, one is
+// section, an element of it or an element's name (checks: "x", targets:
+// [5], checks[2].name: [a]): the names it defines are unknown. A check
+// with another value that did not decode (checks[0].rise: two) still
+// defines its name, and references to it are judged.
 func wholeUndecoded(keys []string, section string) bool {
 	for _, k := range keys {
 		if rest, ok := strings.CutPrefix(k, section); ok && (rest == "" || wholeElemRE.MatchString(rest)) {
@@ -1351,7 +1380,7 @@ func wholeUndecoded(keys []string, section string) bool {
 	return false
 }
 
-var wholeElemRE = regexp.MustCompile(`^\[\d+\]$`)
+var wholeElemRE = regexp.MustCompile(`^\[\d+\](?:\.name)?$`)
 
 // checkRefError is a key naming a check the file does not define.
 type checkRefError struct{ msg string }
@@ -1373,6 +1402,65 @@ next:
 	}
 	return out
 }
+
+// dupNameRE matches the error for the name of a list element that an
+// earlier element has too: `checks[7].name: "api": duplicate name`.
+var dupNameRE = regexp.MustCompile(`^((?:[A-Za-z_]+\.)*[A-Za-z_]+)\[(\d+)\]\.name: ("(?:[^"\\]|\\.)*"): duplicate (?:pool )?name$`)
+
+// firstGiven adds to each error about a duplicate name (of a check, a
+// target, an SLO, a pool, a receiver) the element that has it first and
+// its line: in a large file "duplicate name" alone leaves the user to
+// search for the other one. settings is the file's tree, keys its lines.
+func firstGiven(errs []error, settings map[string]any, keys *keyIndex) []error {
+	out := make([]error, 0, len(errs))
+	for _, err := range errs {
+		if err != nil {
+			if m := dupNameRE.FindStringSubmatch(err.Error()); m != nil {
+				n, _ := strconv.Atoi(m[2])
+				name, uerr := strconv.Unquote(m[3])
+				list, _ := lookupKey(settings, m[1])
+				items, _ := list.([]any)
+				for i := 0; uerr == nil && i < n && i < len(items); i++ {
+					item, _ := items[i].(map[string]any)
+					if v, _ := lookupKey(item, "name"); scalarText(v) != name {
+						continue
+					}
+					first := fmt.Sprintf("%s[%d]", m[1], i)
+					if kp, ok := keys.lookup(first + ".name:"); ok {
+						first += fmt.Sprintf(", line %d", kp.line)
+					}
+					err = &notedError{msg: fmt.Sprintf("%s (first given at %s)", err.Error(), first), err: err}
+					break
+				}
+			}
+		}
+		out = append(out, err)
+	}
+	return out
+}
+
+// scalarText is a scalar of the file's tree as its text (a number as
+// written).
+func scalarText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case yamlNumber:
+		return x.Text
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// notedError is a config error with a note added to its message.
+type notedError struct {
+	msg string
+	err error
+}
+
+func (e *notedError) Error() string { return e.msg }
+func (e *notedError) Unwrap() error { return e.err }
 
 // envError is a config error whose value came from an environment override.
 type envError struct {
@@ -2051,9 +2139,13 @@ func exemptEnv(name string) bool {
 }
 
 // nearestName returns the name in names closest to name by edit distance,
-// if it is at most 2 edits away (a typo), else "".
+// if it is at most 2 edits away (a typo), else "". A name of 3 characters
+// or fewer may be 1 edit away only: 2 edits make "lb" into "tls".
 func nearestName(name string, names []string) string {
 	best, bestD := "", 3
+	if len(name) <= 3 {
+		bestD = 2
+	}
 	for _, n := range names {
 		if d := editDistance(name, n); d < bestD {
 			best, bestD = n, d
