@@ -42,6 +42,9 @@ type OriginStatus struct {
 	// (21 of 50 requests in 10s) ≥ failure_rate 30%", "p95 1.2s >
 	// latency_p95 500ms (…)", "success rate 60% (…) vs pool median 99%, …".
 	EjectionDetail string `json:"ejection_detail,omitempty"`
+	// ReturnProbing is set while a return probe (passive.return_probe) of
+	// this passively ejected origin is out: ejected_until is then past.
+	ReturnProbing bool `json:"return_probing,omitempty"`
 	// Ejections is the passive ejection count (grows per ejection, decays
 	// while healthy); the next ejection lasts (Ejections+1) × ejection.
 	Ejections int   `json:"ejections"`
@@ -110,6 +113,7 @@ func (p *Proxy) Origins() []OriginStatus {
 				t := o.ejectUntil
 				s.EjectedUntil = &t
 				s.EjectionDetail = o.ejectDetail
+				s.ReturnProbing = o.link != nil && o.link.probing.Load()
 			}
 			s.Ejections = o.ejections
 			o.mu.Unlock()

@@ -410,8 +410,20 @@ type PassiveConfig struct {
 	grpcFail uint32 // bit n: grpc-status n is a failure
 }
 
-// ReturnProbeOff is passive.return_probe's value for no probe.
-const ReturnProbeOff = "off"
+// ReturnProbeOff is passive.return_probe's value for no probe;
+// ReturnProbeGRPC asks the gRPC health service (origin_protocol http2).
+const (
+	ReturnProbeOff  = "off"
+	ReturnProbeGRPC = "grpc"
+)
+
+// probeName names the return probe in logs: "GET /healthz", "gRPC health".
+func (p *PassiveConfig) probeName() string {
+	if p.ReturnProbe == ReturnProbeGRPC {
+		return "gRPC " + grpcHealthPath
+	}
+	return "GET " + p.ReturnProbe
+}
 
 // probing reports whether a passive ejection ends with a return probe.
 func (p *PassiveConfig) probing() bool { return p.ReturnProbe != ReturnProbeOff }
@@ -731,6 +743,9 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	if p.OriginIdleTimeout == 0 {
 		p.OriginIdleTimeout = DefaultOriginIdleTimeout
 	}
+	if p.Passive.ReturnProbe == ReturnProbeGRPC && p.OriginProtocol != OriginHTTP2 {
+		errs = append(errs, fmt.Errorf("passive.return_probe: grpc needs origin_protocol: %s (gRPC servers speak HTTP/2)", OriginHTTP2))
+	}
 	switch p.OriginProtocol {
 	case "":
 		p.OriginProtocol = OriginHTTP1
@@ -886,9 +901,10 @@ func (p *PassiveConfig) ValidateAndSetDefaults() error {
 	if p.ReturnProbeInterval < 0 {
 		errs = append(errs, fmt.Errorf("return_probe_interval: must be positive, got %s", p.ReturnProbeInterval))
 	}
-	if p.ReturnProbe != ReturnProbeOff {
-		if u, err := url.ParseRequestURI(p.ReturnProbe); err != nil || !strings.HasPrefix(p.ReturnProbe, "/") || strings.HasPrefix(p.ReturnProbe, "//") || u.Host != "" || strings.ContainsAny(p.ReturnProbe, " #") {
-			errs = append(errs, fmt.Errorf("return_probe: %q: want a path starting with / (a query is allowed), or %q for no probe", p.ReturnProbe, ReturnProbeOff))
+	if p.ReturnProbe != ReturnProbeOff && p.ReturnProbe != ReturnProbeGRPC {
+		if u, err := url.ParseRequestURI(p.ReturnProbe); err != nil || !strings.HasPrefix(p.ReturnProbe, "/") || strings.HasPrefix(p.ReturnProbe, "//") ||
+			u.Host != "" || strings.ContainsAny(p.ReturnProbe, " #") || strings.IndexByte(u.Path, 0) >= 0 {
+			errs = append(errs, fmt.Errorf("return_probe: %q: want a path starting with / (a query is allowed), %q (the gRPC health service), or %q for no probe", p.ReturnProbe, ReturnProbeGRPC, ReturnProbeOff))
 		}
 	}
 	p.grpcFail = 0

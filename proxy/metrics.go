@@ -100,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		returnProbes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_return_probes_total",
-			Help: "Probes (passive.return_probe) sent to a passively ejected origin whose ejection time was up, by result: pass (it returned) or fail (it stayed out for another ejection).",
+			Help: "Probes (passive.return_probe) sent to a passively ejected origin whose ejection time was up, by result: pass (it returned) or fail (it stayed out, probed again return_probe_interval later).",
 		}, []string{"pool", "origin", "result"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_retries_total",

@@ -34,10 +34,8 @@ type origin struct {
 	// configuration generations: a request started before a reload ends
 	// against the counter the new generation reads (max_conns, least_conn).
 	inflight *atomic.Int64
-	// probing is set while a return probe (passive.return_probe) is out;
-	// shared with the other generations like inflight, so a reload does not
-	// send a second one.
-	probing    *atomic.Bool
+	// link is shared by the generations of this origin (see originLink).
+	link       *originLink
 	returnedAt atomic.Int64 // unix nanos of the last return to service (slow start)
 
 	// h1 is the fast path's connection pool, nil for https origins; kept
@@ -59,6 +57,17 @@ type origin struct {
 	lastDecay   time.Time
 	verdictSeen string // verdict reason while capped by max_ejected
 	passiveKept string // passive rule and detail while max_ejected refuses the ejection
+}
+
+// originLink is shared by the generations of one origin across reloads
+// (same pool and URL, or a renamed pool's ejected origin): a return probe
+// (passive.return_probe) that ends after a reload applies its result to the
+// generation in service then, not to the one that sent it.
+type originLink struct {
+	probing atomic.Bool // a return probe is out
+	cur     atomic.Pointer[origin]
+	pool    atomic.Pointer[pool]
+	gone    atomic.Bool // a reload removed the origin
 }
 
 // Available is the one predicate every balancer uses:

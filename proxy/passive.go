@@ -364,7 +364,7 @@ func (p *pool) evaluateCtx(ctx context.Context, now time.Time) {
 			switch {
 			case !done:
 			case cfg.probing():
-				if o.probing.CompareAndSwap(false, true) {
+				if o.link.probing.CompareAndSwap(false, true) {
 					go p.returnProbe(ctx, o, now)
 				}
 			default:
@@ -467,14 +467,19 @@ func (p *pool) endEjection(o *origin, now time.Time, probe string) {
 // ejection count: an origin down for minutes comes back within an interval
 // of healing, not after an ever longer ejection.
 func (p *pool) returnProbe(ctx context.Context, o *origin, now time.Time) {
-	defer o.probing.Store(false)
+	link := o.link
+	defer link.probing.Store(false)
 	t0 := time.Now()
 	what, ok := p.probe(ctx, o)
-	if ctx.Err() != nil {
-		return // shutting down
+	if ctx.Err() != nil || link.gone.Load() {
+		return // shutting down, or the origin left the config
+	}
+	// A reload may have replaced o's generation while the probe was out.
+	if cur, cp := link.cur.Load(), link.pool.Load(); cur != nil && cp != nil {
+		o, p = cur, cp
 	}
 	now = now.Add(time.Since(t0))
-	what = "GET " + p.cfg.Passive.ReturnProbe + ": " + what
+	what = p.cfg.Passive.probeName() + ": " + what
 	if ok {
 		o.m.probePass.Inc()
 		p.endEjection(o, now, what)
@@ -512,14 +517,28 @@ const probeDetailSep = "; return probe failed: "
 
 // probe sends o one GET of passive.return_probe, with the pool's first
 // exact host (else the origin's) as Host, within retry.try_timeout. It says
-// what came back and whether that is a pass: an answer below 500.
+// what came back and whether that is a pass: an answer below 500 whose
+// grpc-status, if any, is not one of grpc_failure_statuses. With
+// return_probe: grpc it asks the gRPC health service instead (grpcProbe).
 func (p *pool) probe(ctx context.Context, o *origin) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Retry.TryTimeout)
 	defer cancel()
 	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.Scheme+"://"+o.url.Host+p.cfg.Passive.ReturnProbe, nil)
+	grpc := p.cfg.Passive.ReturnProbe == ReturnProbeGRPC
+	method, target := http.MethodGet, p.cfg.Passive.ReturnProbe
+	var body io.Reader
+	if grpc {
+		// grpc.health.v1.Health/Check with an empty HealthCheckRequest
+		// (the server's overall health): one uncompressed, empty message.
+		method, target, body = http.MethodPost, grpcHealthPath, strings.NewReader("\x00\x00\x00\x00\x00")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, o.url.Scheme+"://"+o.url.Host+target, body)
 	if err != nil {
 		return err.Error(), false
+	}
+	if grpc {
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Header.Set("Te", "trailers")
 	}
 	req.Host = o.url.Host
 	for _, h := range p.cfg.hosts {
@@ -537,10 +556,45 @@ func (p *pool) probe(ctx context.Context, o *origin) (string, bool) {
 		}
 		return cause + ": " + err.Error(), false
 	}
-	lat := time.Since(start)
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	return fmt.Sprintf("status %d in %s", resp.StatusCode, lat.Round(time.Millisecond)), resp.StatusCode < 500
+	lat := time.Since(start).Round(time.Millisecond)
+	gs := grpcStatusOf(resp.Header)
+	if gs == "" {
+		gs = grpcStatusOf(resp.Trailer)
+	}
+	if grpc {
+		switch {
+		case resp.StatusCode != http.StatusOK:
+			return fmt.Sprintf("status %d in %s", resp.StatusCode, lat), false
+		case gs != "0":
+			return fmt.Sprintf("grpc-status %s in %s", grpcStatusName(gs), lat), false
+		}
+		// HealthCheckResponse{status = 1 (SERVING)}: field 1, varint 1.
+		if len(msg) < 7 || msg[5] != 0x08 || msg[6] != 1 {
+			st := "UNKNOWN"
+			if len(msg) >= 7 && msg[5] == 0x08 && msg[6] == 2 {
+				st = "NOT_SERVING"
+			}
+			return fmt.Sprintf("%s in %s", st, lat), false
+		}
+		return fmt.Sprintf("SERVING in %s", lat), true
+	}
+	if gs != "" && p.cfg.Passive.grpcFailed(gs) {
+		return fmt.Sprintf("status %d, grpc-status %s in %s", resp.StatusCode, grpcStatusName(gs), lat), false
+	}
+	return fmt.Sprintf("status %d in %s", resp.StatusCode, lat), resp.StatusCode < 500
+}
+
+// grpcHealthPath is the gRPC health checking protocol's Check method.
+const grpcHealthPath = "/grpc.health.v1.Health/Check"
+
+// grpcStatusName is a grpc-status value with its name: "14 (UNAVAILABLE)".
+func grpcStatusName(v string) string {
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(grpcCodeNames) {
+		return v + " (" + grpcCodeNames[n] + ")"
+	}
+	return v
 }
 
 // probeUserAgent is the User-Agent of return probes.

@@ -79,13 +79,13 @@ type Proxy struct {
 	addrMu sync.Mutex
 	addrs  []net.Addr
 
-	tunnels tunnelSet                 // WebSocket tunnels, closed at the end of the shutdown grace
-	running atomic.Pointer[Config]    // the config Run started the listeners with
-	tlsPort atomic.Pointer[string]    // the TLS listener's port once listening (redirect_https)
+	tunnels tunnelSet              // WebSocket tunnels, closed at the end of the shutdown grace
+	running atomic.Pointer[Config] // the config Run started the listeners with
+	tlsPort atomic.Pointer[string] // the TLS listener's port once listening (redirect_https)
 	// tlsCerts are the TLS listener's certificates once listening
 	// (redirect_https redirects a "*" pool's hosts only when one covers it).
 	tlsCerts atomic.Pointer[certStore]
-	alog    atomic.Pointer[accessLog] // access_log, nil when off
+	alog     atomic.Pointer[accessLog] // access_log, nil when off
 	// feeds are the verdict sources (one per member of a Sources), each
 	// with its last verdicts and read health, kept by the poller.
 	feeds   []*verdictFeed
@@ -218,10 +218,19 @@ func (p *Proxy) Reload(cfg Config) error {
 			keptOrigins[o.inflight] = true
 		}
 	}
+	links := map[*originLink]bool{}
+	for _, pl := range st.pools {
+		for _, o := range pl.origins {
+			links[o.link] = true
+		}
+	}
 	for _, pl := range old.pools {
 		for _, o := range pl.origins {
 			if !kept[o.m] {
 				p.m.forget(pl.name, o.name)
+			}
+			if !links[o.link] {
+				o.link.gone.Store(true) // a probe in flight for it is dropped
 			}
 		}
 		if !transports[pl.transport] {
@@ -303,6 +312,14 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 	// pool): an origin whose pool was renamed or whose URL changed stays
 	// drained under its name.
 	drainedByName := map[string]*origin{}
+	// A passive ejection of an origin whose pool was renamed (its pool is
+	// gone, its URL in a pool of another name) goes on in the new pool: it
+	// would otherwise return untested, and a POST meet its 5xx.
+	ejectedByURL := map[string]*origin{}
+	newNames := map[string]bool{}
+	for i := range cfg.Pools {
+		newNames[cfg.Pools[i].Name] = true
+	}
 	if old != nil {
 		for _, pl := range old.pools {
 			prevPools[pl.name] = pl
@@ -310,6 +327,9 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 				prev[pl.name+"\x00"+o.url.String()] = o
 				if o.flags.Load()&flagDrained != 0 && drainedByName[o.name] == nil {
 					drainedByName[o.name] = o
+				}
+				if !newNames[pl.name] && o.has(flagPassive) && ejectedByURL[o.url.String()] == nil {
+					ejectedByURL[o.url.String()] = o
 				}
 			}
 		}
@@ -333,6 +353,10 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 				if sameDial {
 					o.h1 = po.h1 // same address, same dial settings: keep its connections
 				}
+			} else if po := ejectedByURL[oc.u.String()]; po != nil {
+				o.inheritPassive(po)
+				p.log.Info("proxy: passive ejection kept across the reload (the origin's pool was renamed)",
+					"pool", pc.Name, "origin", o.name, "url", oc.u.String())
 			} else if old != nil && pc.SlowStart > 0 {
 				// Added by this reload (or given a new URL): a cold origin
 				// (a new cache node) ramps up like a returning one, as
@@ -356,8 +380,8 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 			if o.inflight == nil {
 				o.inflight = new(atomic.Int64)
 			}
-			if o.probing == nil {
-				o.probing = new(atomic.Bool)
+			if o.link == nil {
+				o.link = &originLink{}
 			}
 			if o.h1 == nil {
 				o.h1 = pl.h1PoolFor(oc.u)
@@ -379,6 +403,8 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 			o.m.available.Set(b2f(o.Available()))
 			pl.origins = append(pl.origins, o)
 			pl.all |= 1 << j
+			o.link.cur.Store(o)
+			o.link.pool.Store(pl)
 		}
 		pl.bal = newBalancer(pc, pl.origins)
 		if pp := prevPools[pc.Name]; pp != nil {
@@ -423,7 +449,25 @@ func (o *origin) inherit(po *origin) {
 	po.mu.Unlock()
 	o.passive, o.stats, o.m = po.passive, po.stats, po.m
 	o.inflight = po.inflight
-	o.probing = po.probing
+	o.link = po.link
+}
+
+// inheritPassive carries po's passive ejection (flag, reason, since, count,
+// end, detail and return-probe state) over to o, the same origin in a pool
+// of another name.
+func (o *origin) inheritPassive(po *origin) {
+	b := bit(flagPassive)
+	po.mu.Lock()
+	why, since := po.why[b], po.since[b]
+	ejections, until, decay, detail := po.ejections, po.ejectUntil, po.lastDecay, po.ejectDetail
+	fails, logged := po.probeFails, po.probeLogged
+	po.mu.Unlock()
+	o.set(flagPassive, why, since)
+	o.mu.Lock()
+	o.ejections, o.ejectUntil, o.lastDecay, o.ejectDetail = ejections, until, decay, detail
+	o.probeFails, o.probeLogged = fails, logged
+	o.mu.Unlock()
+	o.link = po.link
 }
 
 // inheritPool takes over what a pool of the same name in the previous
@@ -850,13 +894,18 @@ func (p *Proxy) guard(name string, f func()) (panicked bool) {
 	return false
 }
 
-// evaluateLoop runs the passive window rules every min(1s, window/10).
+// evaluateLoop runs the passive window rules (and sends return probes due)
+// every min(1s, window/10, return_probe_interval).
 func (p *Proxy) evaluateLoop(ctx context.Context) {
 	for {
 		every := time.Second
 		st := p.state.Load()
 		for _, pl := range st.pools {
 			every = min(every, max(pl.cfg.Passive.Window/10, 10*time.Millisecond))
+			if pl.cfg.Passive.probing() {
+				// The next return probe goes out at most a tick late.
+				every = min(every, max(pl.cfg.Passive.ReturnProbeInterval, 10*time.Millisecond))
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -160,7 +163,7 @@ func TestReturnProbeConfig(t *testing.T) {
 		{"", "/", ""},
 		{"off", "off", ""},
 		{"/healthz?full=1", "/healthz?full=1", ""},
-		{"healthz", "", `passive.return_probe: "healthz": want a path starting with / (a query is allowed), or "off" for no probe`},
+		{"healthz", "", `passive.return_probe: "healthz": want a path starting with / (a query is allowed), "grpc" (the gRPC health service), or "off" for no probe`},
 		{"//evil.example/x", "", `passive.return_probe: "//evil.example/x": want a path`},
 		{"http://evil.example/", "", `passive.return_probe: "http://evil.example/": want a path`},
 		{"/a b", "", `passive.return_probe: "/a b": want a path`},
@@ -177,5 +180,197 @@ func TestReturnProbeConfig(t *testing.T) {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.err)
 		}
+	}
+}
+
+// TestReturnProbeGRPC: on an origin_protocol http2 pool, return_probe: grpc
+// asks grpc.health.v1.Health/Check and takes the origin back only when it
+// answers SERVING: a gRPC server answers GET / with 415 even while it fails
+// every call, so a path probe would pass. A path probe whose answer carries
+// a grpc-status of grpc_failure_statuses fails too.
+func TestReturnProbeGRPC(t *testing.T) {
+	var serving atomic.Int32 // 0: every call UNAVAILABLE, health NOT_SERVING; 1: fine
+	var mu sync.Mutex
+	var checks []string
+	bad := h2cOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		if r.URL.Path == grpcHealthPath {
+			mu.Lock()
+			checks = append(checks, r.Method+" "+r.Header.Get("Content-Type"))
+			mu.Unlock()
+			w.Header().Set("Trailer", "Grpc-Status")
+			if serving.Load() == 1 {
+				w.Write([]byte("\x00\x00\x00\x00\x02\x08\x01")) // SERVING
+			} else {
+				w.Write([]byte("\x00\x00\x00\x00\x02\x08\x02")) // NOT_SERVING
+			}
+			w.Header().Set("Grpc-Status", "0")
+			return
+		}
+		if serving.Load() == 1 {
+			w.Header().Set("Trailer", "Grpc-Status")
+			w.Write([]byte("\x00\x00\x00\x00\x00"))
+			w.Header().Set("Grpc-Status", "0")
+			return
+		}
+		w.Header().Set("Grpc-Status", "14")
+	})
+	good := h2cOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		w.Write([]byte("\x00\x00\x00\x00\x00"))
+		w.Header().Set("Grpc-Status", "0")
+	})
+	cfg := pool1(PolicyFirst, bad, good)
+	pc := &cfg.Pools[0]
+	pc.OriginProtocol = OriginHTTP2
+	pc.Passive = PassiveConfig{Consecutive5xx: 2, Ejection: 100 * time.Millisecond, MaxEjection: time.Second,
+		Window: time.Second, ReturnProbe: ReturnProbeGRPC, ReturnProbeInterval: 100 * time.Millisecond}
+	logs := &tryLogs{}
+	h := startLog(t, cfg, nil, true, testEngine(), slog.New(slog.NewTextHandler(logs, nil)))
+	o := h.origin("web", "o0")
+	pl := h.pool("web")
+	for i := 0; i < 2; i++ {
+		pl.observeCause(o, CauseGRPCStatus, time.Millisecond, time.Now().UnixNano())
+	}
+	if !o.has(flagPassive) {
+		t.Fatal("not ejected")
+	}
+	time.Sleep(700 * time.Millisecond)
+	if !o.has(flagPassive) {
+		t.Fatalf("the NOT_SERVING origin returned: %q", logs.lines("origin returned"))
+	}
+	if l := logs.lines("return probe failed", `probe="gRPC /grpc.health.v1.Health/Check: NOT_SERVING in `); len(l) != 1 {
+		t.Fatalf("want the failed health check logged, got %q", logs.lines("return probe"))
+	}
+	serving.Store(1)
+	eventually(t, "the SERVING origin returning", func() bool { return o.Available() })
+	if l := logs.lines("origin returned after ejection", `probe="gRPC /grpc.health.v1.Health/Check: SERVING in `); len(l) != 1 {
+		t.Errorf("return line: %q", logs.lines("origin returned"))
+	}
+	mu.Lock()
+	if len(checks) < 2 || checks[0] != "POST application/grpc" {
+		t.Errorf("health checks %q, want POSTs with Content-Type application/grpc", checks)
+	}
+	mu.Unlock()
+
+	// A path probe answered with UNAVAILABLE (trailers-only, HTTP 200) fails.
+	serving.Store(0)
+	cfg2 := pool1(PolicyFirst, bad, good)
+	cfg2.Pools[0].OriginProtocol = OriginHTTP2
+	cfg2.Pools[0].Passive = PassiveConfig{ReturnProbe: "/svc/Ping"}
+	if err := cfg2.ValidateAndSetDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	h2 := start(t, cfg2, nil, false)
+	p2 := h2.pool("web")
+	what, ok := p2.probe(context.Background(), p2.origins[0])
+	if ok || what == "" || !strings.Contains(what, "grpc-status 14 (UNAVAILABLE)") {
+		t.Errorf("path probe of an UNAVAILABLE gRPC origin: %q pass=%v, want a failure naming grpc-status 14", what, ok)
+	}
+
+	bad1 := pool1(PolicyFirst, "http://127.0.0.1:1")
+	bad1.Pools[0].Passive.ReturnProbe = ReturnProbeGRPC
+	if err := bad1.ValidateAndSetDefaults(); err == nil || !strings.Contains(err.Error(), "passive.return_probe: grpc needs origin_protocol: http2") {
+		t.Errorf("grpc probe on an http1 pool: %v", err)
+	}
+}
+
+// TestReturnProbeAcrossReloads: a passive ejection survives a reload that
+// renames the origin's pool (it returned untested before), and a probe
+// that ends after a reload applies its result to the generation in
+// service: one return, counted once.
+func TestReturnProbeAcrossReloads(t *testing.T) {
+	bad, good := newBackend(t, "bad"), newBackend(t, "good")
+	bad.mode.Store(mode503)
+	cfg := pool1(PolicyRoundRobin, urls(bad, good)...)
+	cfg.Pools[0].Passive = PassiveConfig{Consecutive5xx: 2, Ejection: 150 * time.Millisecond, MaxEjection: time.Second,
+		Window: time.Second, ReturnProbeInterval: 100 * time.Millisecond}
+	logs := &tryLogs{}
+	h := startLog(t, cfg, nil, true, testEngine(), slog.New(slog.NewTextHandler(logs, nil)))
+	for i := 0; i < 10 && !h.origin("web", "o0").has(flagPassive); i++ {
+		h.do("GET", "/", "")
+	}
+	if !h.origin("web", "o0").has(flagPassive) {
+		t.Fatal("not ejected")
+	}
+	renamed := cfg
+	renamed.Pools = []PoolConfig{cfg.Pools[0]}
+	renamed.Pools[0].Name = "web-renamed"
+	if err := h.p.Reload(renamed); err != nil {
+		t.Fatal(err)
+	}
+	o := h.origin("web-renamed", "o0")
+	if !o.has(flagPassive) || o.ejections != 1 {
+		t.Fatalf("after renaming the pool: passive %v, ejections %d; want the ejection kept", o.has(flagPassive), o.ejections)
+	}
+	hits := bad.hits.Load()
+	for i := 0; i < 20; i++ {
+		if code, _, _ := h.do("POST", "/", "x"); code != 200 {
+			t.Fatalf("POST %d after the rename: %d", i, code)
+		}
+	}
+	if bad.hits.Load() != hits {
+		t.Fatal("the broken origin got client requests after the rename")
+	}
+	// Reload again and again while probes go out, then heal: one return.
+	for i := 0; i < 5; i++ {
+		if err := h.p.Reload(renamed); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(60 * time.Millisecond)
+	}
+	bad.mode.Store(modeOK)
+	eventually(t, "the healed origin returning", func() bool { return h.origin("web-renamed", "o0").Available() })
+	time.Sleep(300 * time.Millisecond)
+	if n := len(logs.lines("origin returned after ejection", "origin=o0")); n != 1 {
+		t.Errorf("%d return lines, want 1: %q", n, logs.lines("origin returned"))
+	}
+	if v, _ := h.metric("vigil_proxy_return_probes_total", map[string]string{"pool": "web-renamed", "origin": "o0", "result": "pass"}); v != 1 {
+		t.Errorf("return_probes_total{result=pass} = %v, want 1", v)
+	}
+}
+
+// TestReturnProbeResultAfterReload: a probe still out when a reload swaps in
+// a new generation returns the origin of that new generation, once; it
+// used to return only the old one, so the new one stayed out for another
+// probe and the return was logged and counted twice.
+func TestReturnProbeResultAfterReload(t *testing.T) {
+	var healed atomic.Bool
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("User-Agent") == probeUserAgent {
+			time.Sleep(400 * time.Millisecond)
+		}
+		if !healed.Load() {
+			w.WriteHeader(503)
+		}
+	}))
+	defer slow.Close()
+	good := newBackend(t, "good")
+	cfg := pool1(PolicyRoundRobin, slow.URL, good.srv.URL)
+	cfg.Pools[0].Passive = PassiveConfig{Consecutive5xx: 2, Ejection: 100 * time.Millisecond, MaxEjection: time.Second,
+		Window: time.Second, ReturnProbeInterval: 100 * time.Millisecond}
+	logs := &tryLogs{}
+	h := startLog(t, cfg, nil, true, testEngine(), slog.New(slog.NewTextHandler(logs, nil)))
+	for i := 0; i < 10 && !h.origin("web", "o0").has(flagPassive); i++ {
+		h.do("GET", "/", "")
+	}
+	healed.Store(true)
+	time.Sleep(250 * time.Millisecond) // the first probe is out (it takes 400ms)
+	if st := adminOrigins(t, h.p)[0]; !st.PassiveEjected || !st.ReturnProbing {
+		t.Errorf("while the probe is out: passive_ejected %v, return_probing %v; want both", st.PassiveEjected, st.ReturnProbing)
+	}
+	if err := h.p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the origin returning", func() bool { return h.origin("web", "o0").Available() })
+	time.Sleep(800 * time.Millisecond)
+	if n := len(logs.lines("origin returned after ejection", "origin=o0")); n != 1 {
+		t.Errorf("%d return lines, want 1: %q", n, logs.lines("origin returned"))
+	}
+	if v, _ := h.metric("vigil_proxy_return_probes_total", map[string]string{"origin": "o0", "result": "pass"}); v != 1 {
+		t.Errorf("return_probes_total{result=pass} = %v, want 1", v)
 	}
 }
