@@ -24,6 +24,9 @@ func tlsWarnings(f *File) []string {
 		if c.TLS != nil {
 			add(fmt.Sprintf("checks[%d].tls", i), c.TLS.Warnings())
 		}
+		if c.TCP != nil {
+			add(fmt.Sprintf("checks[%d].tcp", i), c.TCP.Warnings())
+		}
 		for j, s := range c.Script {
 			if s.HTTP != nil {
 				add(fmt.Sprintf("checks[%d].script[%d].http.tls", i, j), s.HTTP.TLS.Warnings())

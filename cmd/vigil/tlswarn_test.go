@@ -18,6 +18,7 @@ checks:
     targets: [o]
     script:
       - http: {path: /login, tls: {insecure_skip_verify: true}}
+  - {name: smtps, targets: [o], tcp: {tls: {insecure_skip_verify: true}}}
 `
 
 // insecureTLSWarnings are the warnings insecureTLSConfig gets, after
@@ -27,6 +28,7 @@ var insecureTLSWarnings = []string{
 	`checks[2].http.tls.insecure_skip_verify: true: certificates are not verified`,
 	`checks[2].http.tls.min_version: "1.1": TLS 1.1 is accepted, which is deprecated (RFC 8996)`,
 	`checks[3].script[0].http.tls.insecure_skip_verify: true: certificates are not verified`,
+	`checks[4].tcp.tls.insecure_skip_verify: true: certificates are not verified`,
 }
 
 // TestValidateWarnsInsecureTLS: insecure_skip_verify and a min_version
