@@ -1214,14 +1214,33 @@ func keyHint(key string) string {
 	if near := nearestName(strings.ToLower(segs[len(segs)-1]), names); near != "" {
 		hints = append(hints, "did you mean "+near+"?")
 	}
-	if t == reflect.TypeOf(checks.JSONExpect{}) {
+	switch {
+	case t == reflect.TypeOf(checks.JSONExpect{}):
 		hints = append(hints, "expect.json elements take "+strings.Join(names, ", "))
+	case len(hints) == 0 && len(names) <= maxListedKeys:
+		// No typo away: a key from another tool (retry: {attempts: 3}
+		// for tries), or a section name made up (x-common:). A mapping
+		// of a few keys lists them.
+		parent := "the top level takes "
+		if len(segs) > 1 {
+			name, idx, elem := strings.Cut(segs[len(segs)-2], "[")
+			switch {
+			case elem && digitsAt(idx) > 0:
+				parent = name + " elements take "
+			default:
+				parent = name + " takes "
+			}
+		}
+		hints = append(hints, parent+strings.Join(names, ", "))
 	}
 	if len(hints) == 0 {
 		return ""
 	}
 	return " (" + strings.Join(hints, " ") + ")"
 }
+
+// maxListedKeys is the most keys an unknown key's hint lists (see keyHint).
+const maxListedKeys = 10
 
 // caseTwin returns the name of another key beside key (a decoder path,
 // "checks[0].Interval") in the same mapping that differs from it only in

@@ -1,0 +1,28 @@
+package main
+
+import "testing"
+
+// TestUnknownKeyListsSmallMapping: an unknown key that is no typo of a
+// known one (a key from another tool, a made-up section) lists the keys
+// its mapping takes when they are few, so the user need not open the
+// README: retry takes tries, not attempts.
+func TestUnknownKeyListsSmallMapping(t *testing.T) {
+	wantErrorLines(t, `x-common: &c {interval: 10s}
+targets: [{name: w, url: "http://127.0.0.1:9"}]
+checks:
+  - {name: a, targets: [w], bogus: 1}
+slos:
+  - {name: s, check: a, objective: 99%, window: 1d, burn: 2}
+proxy:
+  pools:
+    - name: p
+      origins: [{target: w}]
+      retry: {attempts: 3}
+status_page: {groups: []}
+`,
+		`1: x-common: unknown key (the top level takes agent, alerting, checks, defaults, proxy, slos, status_page, store, targets)`,
+		`4: checks[0].bogus: unknown key`,
+		`6: slos[0].burn: unknown key (slos elements take check, name, objective, target, ttfb_p95, window)`,
+		`11: proxy.pools[0].retry.attempts: unknown key (retry takes budget, max_buffered_body, retry_budget, tries, try_timeout)`,
+		`12: status_page.groups: unknown key (status_page takes artifacts, enabled, refresh, title)`)
+}
