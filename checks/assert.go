@@ -459,12 +459,18 @@ func jsonGot(body []byte, path string, r gjson.Result) string {
 	}
 	// sensitiveName(Raw) is a cheap test that some key may be sensitive
 	// before the value is walked.
+	out := r.Raw
 	if (r.IsObject() || r.IsArray()) && sensitiveName(r.Raw) {
 		if s, masked := maskNested(r); masked {
-			return abbrev(s, 200)
+			out = s
 		}
 	}
-	return abbrev(r.Raw, 200)
+	// URLs in it shown as everywhere else: a presigned link's signature,
+	// a callback's code.
+	if h, ok := HideJSONTextURLs(out); ok {
+		out = h
+	}
+	return abbrev(out, 200)
 }
 
 // maskJSON masks a whole JSON value.

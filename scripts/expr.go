@@ -3,9 +3,7 @@ package scripts
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -224,14 +222,14 @@ func hideURLs(n ast.Node, out any) any {
 		if name, ok := headerOperand(n); ok {
 			return shownHeader(name, v)
 		}
-		if wholeURL.MatchString(v) {
+		if checks.IsWholeURL(v) {
 			return units.RedactURL(v)
 		}
-		if w, ok := hideJSONTextURLs(v); ok {
+		if w, ok := checks.HideJSONTextURLs(v); ok {
 			return w
 		}
 	case map[string]any, []any:
-		if w, ok := hideJSONURLs(v); ok {
+		if w, ok := checks.HideJSONURLs(v); ok {
 			return w
 		}
 	case map[string]string:
@@ -241,7 +239,7 @@ func hideURLs(n ast.Node, out any) any {
 			switch {
 			case headers:
 				s = shownHeader(k, s)
-			case wholeURL.MatchString(s):
+			case checks.IsWholeURL(s):
 				s = units.RedactURL(s)
 			}
 			m[k] = s
@@ -251,81 +249,9 @@ func hideURLs(n ast.Node, out any) any {
 	return out
 }
 
-// hideJSONURLs returns v, decoded JSON, with every string in it that is
-// an absolute URL shown as units.RedactURL shows it (a presigned download
-// link, a callback with its code), and whether it changed any.
-func hideJSONURLs(v any) (any, bool) {
-	switch x := v.(type) {
-	case string:
-		if wholeURL.MatchString(x) {
-			if r := units.RedactURL(x); r != x {
-				return r, true
-			}
-		}
-	case map[string]any:
-		var out map[string]any
-		for k, e := range x {
-			if w, ok := hideJSONURLs(e); ok {
-				if out == nil {
-					out = maps.Clone(x)
-				}
-				out[k] = w
-			}
-		}
-		if out != nil {
-			return out, true
-		}
-	case []any:
-		var out []any
-		for i, e := range x {
-			if w, ok := hideJSONURLs(e); ok {
-				if out == nil {
-					out = slices.Clone(x)
-				}
-				out[i] = w
-			}
-		}
-		if out != nil {
-			return out, true
-		}
-	}
-	return v, false
-}
-
-// hideJSONTextURLs is hideJSONURLs for a text that is a JSON object or
-// array (a body), written back compactly; ok is false when s is not one
-// or holds no URL to hide.
-func hideJSONTextURLs(s string) (string, bool) {
-	t := strings.TrimSpace(strings.TrimPrefix(s, string(utf8BOM)))
-	if !strings.Contains(t, "://") || t == "" || (t[0] != '{' && t[0] != '[') {
-		return s, false
-	}
-	dec := json.NewDecoder(strings.NewReader(t))
-	dec.UseNumber() // numbers as written
-	var v any
-	if dec.Decode(&v) != nil || dec.More() {
-		return s, false
-	}
-	w, ok := hideJSONURLs(v)
-	if !ok {
-		return s, false
-	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(w) != nil {
-		return s, false
-	}
-	return strings.TrimSuffix(b.String(), "\n"), true
-}
-
-// absURL matches an absolute URL in a text, and wholeURL a text that is
-// one: a scheme, "://" and what follows up to a space, a quote or an
-// angle bracket.
-var (
-	absURL   = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s<>"']+`)
-	wholeURL = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^\s<>"']+$`)
-)
+// absURL matches an absolute URL in a text: a scheme, "://" and what
+// follows up to a space, a quote or an angle bracket.
+var absURL = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s<>"']+`)
 
 // shownHeader is the value v of the response header name as a message
 // shows it (see hideURLs).
