@@ -243,48 +243,17 @@ func (e *Expect) ValidateAndSetDefaults() error {
 		}
 	}
 
-	e.headers = e.headers[:0]
-	names := make([]string, 0, len(e.Headers))
-	for k := range e.Headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if !validHeaderName(k) {
-			errs = append(errs, errorf(ErrBadValue, "headers.%s: not a header name", k))
-			continue
-		}
-		m, err := ParseHeaderMatcher(e.Headers[k])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("headers.%s: %w", k, err))
-			continue
-		}
-		e.headers = append(e.headers, headerExpect{name: http.CanonicalHeaderKey(k), m: m})
-	}
-
-	e.notHeaders = e.notHeaders[:0]
-	names = names[:0]
-	for k := range e.NotHeaders {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if !validHeaderName(k) {
-			errs = append(errs, errorf(ErrBadValue, "not_headers.%s: not a header name", k))
-			continue
-		}
-		m, err := ParseHeaderMatcher(e.NotHeaders[k])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("not_headers.%s: %w", k, err))
-			continue
-		}
+	var herrs []error
+	e.headers, herrs = compileHeaderExpects("headers", e.Headers, e.headers[:0], nil)
+	errs = append(errs, herrs...)
+	e.notHeaders, herrs = compileHeaderExpects("not_headers", e.NotHeaders, e.notHeaders[:0], func(k string, m HeaderMatcher) error {
 		if m.Kind == MatchAbsent {
 			// "must not be absent" is headers' present, said twice over.
-			errs = append(errs, errorf(ErrBadValue, "not_headers.%s: %q would fail when the header is missing; write headers: {%s: present}", k, e.NotHeaders[k], k))
-			continue
+			return errorf(ErrBadValue, "not_headers.%s: %q would fail when the header is missing; write headers: {%s: present}", k, e.NotHeaders[k], k)
 		}
-		e.notHeaders = append(e.notHeaders, headerExpect{name: http.CanonicalHeaderKey(k), m: m})
-	}
+		return nil
+	})
+	errs = append(errs, herrs...)
 	if e.FailIfSSL && e.FailIfNotSSL {
 		errs = append(errs, errorf(ErrConflict, "fail_if_ssl: set either fail_if_ssl or fail_if_not_ssl, not both (no response passes both)"))
 	}
@@ -372,6 +341,37 @@ func (e *Expect) ValidateAndSetDefaults() error {
 	err := errors.Join(errs...)
 	e.compiled = err == nil
 	return err
+}
+
+// compileHeaderExpects compiles the matchers of the map under key
+// (headers, not_headers) in name order onto out; check, when set, refuses
+// a matcher the key does not take.
+func compileHeaderExpects(key string, in map[string]string, out []headerExpect, check func(string, HeaderMatcher) error) ([]headerExpect, []error) {
+	var errs []error
+	names := make([]string, 0, len(in))
+	for k := range in {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !validHeaderName(k) {
+			errs = append(errs, errorf(ErrBadValue, "%s.%s: not a header name", key, k))
+			continue
+		}
+		m, err := ParseHeaderMatcher(in[k])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.%s: %w", key, k, err))
+			continue
+		}
+		if check != nil {
+			if err := check(k, m); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		out = append(out, headerExpect{name: http.CanonicalHeaderKey(k), m: m})
+	}
+	return out, errs
 }
 
 func validHeaderName(k string) bool {
