@@ -119,11 +119,9 @@ type Canary struct {
 	dropLast     uint64
 	dropLastSeen time.Time
 
-	// satMu guards the rate limit of the agent.concurrency warning
-	// (noteSlotWait): the last line's time and the long waits since.
-	satMu     sync.Mutex
-	satLogged time.Time
-	satQuiet  int
+	// satLog spaces the agent.concurrency warning (noteSlotWait) and
+	// counts the long waits between its lines.
+	satLog units.Spacer
 
 	// authFail logs refused admin requests (rate-limited).
 	authFail units.AuthFailures
@@ -431,16 +429,10 @@ func (c *Canary) noteSlotWait(p *Pair, waited time.Duration, slots int) {
 	if waited < max(p.Check.Interval/10, 100*time.Millisecond) {
 		return
 	}
-	c.satMu.Lock()
-	now := time.Now()
-	if !c.satLogged.IsZero() && now.Sub(c.satLogged) < satLogEvery {
-		c.satQuiet++
-		c.satMu.Unlock()
+	ok, quiet := c.satLog.Allow(time.Now(), satLogEvery)
+	if !ok {
 		return
 	}
-	quiet := c.satQuiet
-	c.satLogged, c.satQuiet = now, 0
-	c.satMu.Unlock()
 	c.log.Warn("canary: runs wait for a free slot of agent.concurrency and start late (checks that time out hold their slot for the whole timeout); raise agent.concurrency or lower those timeouts",
 		"concurrency", slots, "check", p.Check.Name, "target", p.Target.Name, "waited", waited.Round(time.Millisecond).String(),
 		"more_late_runs_not_logged", quiet)

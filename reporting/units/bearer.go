@@ -33,15 +33,34 @@ func TokenMatches(got, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
+// Spacer lets a recurring log line through at most once per period and
+// counts the occurrences it held back in between.
+type Spacer struct {
+	mu   sync.Mutex
+	last time.Time
+	held int
+}
+
+// Allow reports whether the line for an occurrence at now may be written
+// (the first, or the first one every past the last written) and, if so, how
+// many were held back since the last one written.
+func (s *Spacer) Allow(now time.Time, every time.Duration) (ok bool, held int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.last.IsZero() && now.Sub(s.last) < every {
+		s.held++
+		return false, 0
+	}
+	held = s.held
+	s.last, s.held = now, 0
+	return true, held
+}
+
 // AuthFailures logs refused admin requests (a missing or wrong bearer
 // token): the first at once, then at most one line a minute carrying how
 // many were left out, so a token being guessed shows in the log without
 // flooding it. The presented token is never logged.
-type AuthFailures struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed int
-}
+type AuthFailures struct{ spacer Spacer }
 
 // Note records one refused request r and logs it unless the rate limit
 // holds it back.
@@ -50,16 +69,10 @@ func (a *AuthFailures) Note(log *slog.Logger, r *http.Request) {
 	if r.Header.Get("Authorization") == "" {
 		reason = "no bearer token"
 	}
-	now := time.Now()
-	a.mu.Lock()
-	if !a.last.IsZero() && now.Sub(a.last) < time.Minute {
-		a.suppressed++
-		a.mu.Unlock()
+	ok, n := a.spacer.Allow(time.Now(), time.Minute)
+	if !ok {
 		return
 	}
-	n := a.suppressed
-	a.last, a.suppressed = now, 0
-	a.mu.Unlock()
 	log.Warn("admin request refused", "reason", reason, "method", r.Method, "path", r.URL.Path,
 		"remote", r.RemoteAddr, "refused_since_last_line", n)
 }
