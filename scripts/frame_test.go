@@ -127,9 +127,9 @@ func TestBrowserFrameErrors(t *testing.T) {
 	for _, tc := range []struct{ page, step, want string }{
 		{"", `{click: "text=Pay", frame: "#nope"}`, `click text=Pay: frame #nope: no element within 1s`},
 		// The page's own element over the iframe takes the click (the
-		// frame's document is loaded first: on a loaded machine it could
-		// take longer than the step's 1s).
-		{"?veil", `{click: "text=Pay", frame: "#same"}`, `click text=Pay: covered by div#veil within 1s`},
+		// frame's document is loaded first, and the step has 3s: on a
+		// loaded machine the frame's load took longer than 1s).
+		{"?veil", `{click: "text=Pay", frame: "#same"}`, `click text=Pay: covered by div#veil within 3s`},
 		{"", `{wait_text: {selector: "#done", contains: x}, frame: "#nope"}`, `wait_text #done: frame #nope: no element within 1s`},
 		{"", `{eval: {js: "1"}, frame: "text=Nowhere"}`, `eval: frame text=Nowhere: no element within 1s`},
 		{"", `{extract: {v: {text: "#card"}}, frame: "#nope"}`, `extract v from #card: frame #nope: no element within 1s`},
@@ -137,14 +137,15 @@ func TestBrowserFrameErrors(t *testing.T) {
 		{"", `{type: {selector: "#card", text: "1"}}`, `type #card: no element within 1s`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
-			loaded := ""
+			loaded, timeout := "", "1s"
 			if tc.page == "?veil" {
 				loaded = `- browser: {wait_text: {selector: "text=Pay", contains: "Pay"}, frame: "#same"}
 `
+				timeout = "3s"
 			}
 			r := browserRunner(t, b, "", `
 - browser: {navigate: "/host`+tc.page+`"}
-`+loaded+`- {name: s, timeout: 1s, browser: `+tc.step+`}
+`+loaded+`- {name: s, timeout: `+timeout+`, browser: `+tc.step+`}
 `, 20*time.Second)
 			res := r.Run(context.Background(), checks.Target{Name: "x", URL: host.URL})
 			if res.OK || res.Cause != checks.CauseScript || !strings.HasSuffix(res.Err, "): "+tc.want) {
