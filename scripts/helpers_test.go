@@ -288,7 +288,11 @@ func TestMain(m *testing.M) {
 
 // chromiumProcs counts live processes whose command line mentions marker
 // (a profile directory or its parent), excluding zombies.
-func chromiumProcs(marker string) int {
+func chromiumProcs(marker string) int { return chromiumProcsExcept(marker, "") }
+
+// chromiumProcsExcept is chromiumProcs without the processes of the profile
+// directory except (none when empty).
+func chromiumProcsExcept(marker, except string) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return -1
@@ -300,6 +304,9 @@ func chromiumProcs(marker string) int {
 		}
 		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		if err != nil || !bytes.Contains(cmd, []byte("--user-data-dir="+marker)) {
+			continue
+		}
+		if except != "" && bytes.Contains(cmd, []byte("--user-data-dir="+except+"\x00")) {
 			continue
 		}
 		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
