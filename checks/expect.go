@@ -90,8 +90,21 @@ type Expect struct {
 	// came over TLS (blackbox_exporter's fail_if_ssl). Excludes
 	// FailIfNotSSL. Default false.
 	FailIfSSL bool `mapstructure:"fail_if_ssl"`
+	// RCode lists the DNS response codes accepted (dns checks), by name
+	// (NOERROR, NXDOMAIN, SERVFAIL, REFUSED, … in any case) or number,
+	// as a YAML list or comma-separated in one string, as
+	// blackbox_exporter's valid_rcodes. Its failure cause is `status`.
+	// Default (dns checks): NOERROR.
+	RCode []string `mapstructure:"rcode"`
+	// Answer, Authority and Additional assert on the records of a DNS
+	// answer's sections (dns checks; see RecordExpect). Their failure
+	// cause is `body`. Default: none.
+	Answer     RecordExpect `mapstructure:"answer"`
+	Authority  RecordExpect `mapstructure:"authority"`
+	Additional RecordExpect `mapstructure:"additional"`
 
 	compiled    bool
+	rcodes      []int // nil: NOERROR
 	status      StatusRanges
 	headers     []headerExpect
 	notHeaders  []headerExpect
@@ -330,6 +343,13 @@ func (e *Expect) ValidateAndSetDefaults() error {
 		errs = append(errs, errorf(ErrBadValue, "cert_min_days: must not be negative"))
 	}
 
+	var rerrs []error
+	e.rcodes, rerrs = compileRcodes(e.RCode)
+	errs = append(errs, rerrs...)
+	errs = append(errs, e.Answer.compile("answer")...)
+	errs = append(errs, e.Authority.compile("authority")...)
+	errs = append(errs, e.Additional.compile("additional")...)
+
 	e.contentType = ""
 	if e.ContentType != "" {
 		mt, _, err := mime.ParseMediaType(e.ContentType)
@@ -388,19 +408,31 @@ func validHeaderName(k string) bool {
 }
 
 // ValidateFor reports the keys set that a check of kind ("http", "tcp",
-// "tls") does not use, as ErrUnsupported errors relative to `expect`
-// ("status: tcp checks do not use it"). NewTCP and NewTLS call it; a config
-// validator can call it before compiling.
+// "tls", "dns", "grpc") does not use, as ErrUnsupported errors relative
+// to `expect` ("status: tcp checks do not use it"). NewTCP, NewTLS, NewDNS
+// and NewGRPC call it; a config validator can call it before compiling.
 func (e *Expect) ValidateFor(kind string) error {
 	switch kind {
+	case "http":
+		return e.onlyKeys("http", httpExpectKeys...)
 	case "tcp":
 		// cert_min_days needs tcp.tls, which NewTCP checks.
 		return e.onlyKeys("tcp", "ttfb", "duration", "cert_min_days")
 	case "tls":
 		return e.onlyKeys("tls", "cert_min_days", "duration")
+	case "dns":
+		return e.onlyKeys("dns", "rcode", "answer", "authority", "additional", "ttfb", "duration")
+	case "grpc":
+		// cert_min_days needs TLS, which NewGRPC checks.
+		return e.onlyKeys("grpc", "ttfb", "duration", "cert_min_days")
 	}
 	return nil
 }
+
+// httpExpectKeys are the keys an http check (and a script's http step)
+// uses: all but the dns ones.
+var httpExpectKeys = []string{"status", "headers", "body", "json", "checksum", "size", "ttfb", "duration",
+	"cert_min_days", "content_type", "not_headers", "fail_if_not_ssl", "fail_if_ssl"}
 
 // Keys returns the keys set, sorted ("body", "status"): none for an
 // Expect that asserts nothing.
@@ -431,6 +463,10 @@ func (e *Expect) setKeys() map[string]bool {
 		"not_headers":     len(e.NotHeaders) > 0,
 		"fail_if_not_ssl": e.FailIfNotSSL,
 		"fail_if_ssl":     e.FailIfSSL,
+		"rcode":           e.RCode != nil,
+		"answer":          e.Answer.isSet(),
+		"authority":       e.Authority.isSet(),
+		"additional":      e.Additional.isSet(),
 	}
 }
 

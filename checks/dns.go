@@ -1,0 +1,611 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// Defaults of DNSSpec.
+const (
+	// DefaultDNSPort is the port of dns.server when it names none.
+	DefaultDNSPort = "53"
+	// DefaultDNSQueryType is dns.query_type when unset. (blackbox_exporter
+	// asks ANY, which RFC 8482 lets servers answer with one record or
+	// refuse.)
+	DefaultDNSQueryType = "A"
+	// DNSUDPSize is the EDNS0 UDP payload size every query advertises:
+	// 1232 bytes, DNS Flag Day 2020's value, small enough not to be
+	// fragmented. A larger answer comes back truncated and is asked again
+	// over TCP.
+	DNSUDPSize = 1232
+	// ResolvConf is where the system resolver is read from when dns.server
+	// is unset and the target is no dns:// URL.
+	ResolvConf = "/etc/resolv.conf"
+)
+
+// Values of dns.transport.
+const (
+	DNSTransportUDP = "udp"
+	DNSTransportTCP = "tcp"
+)
+
+// DNSSpec is one DNS query (config key `dns:`), as blackbox_exporter's dns
+// prober asks it.
+type DNSSpec struct {
+	// QueryName is the name asked, e.g. "www.example.com" (a trailing dot
+	// is optional). Default: the target's host, for a target that is no
+	// dns:// URL (an http, https, tcp or tls origin: "does its name
+	// resolve?"); with a dns:// target (the server) it is required.
+	QueryName string `mapstructure:"query_name"`
+	// QueryType is the record type asked: A, AAAA, CNAME, MX, TXT, NS,
+	// SOA, SRV, PTR, CAA or any other type name miekg/dns knows, in any
+	// case. Default "A".
+	QueryType string `mapstructure:"query_type"`
+	// QueryClass is the class asked: IN, CH, HS, NONE or ANY. Default
+	// "IN".
+	QueryClass string `mapstructure:"query_class"`
+	// Server is the DNS server asked, "host:port" or "host" (port 53); an
+	// IPv6 literal in brackets with a port ("[::1]:53"). Default: the
+	// target, when its URL is dns://host[:port]; else the first
+	// nameserver of /etc/resolv.conf, read on every run.
+	Server string `mapstructure:"server"`
+	// Transport is "udp" or "tcp". Over udp an answer with the TC
+	// (truncated) flag is asked again over tcp, as resolvers do (RFC 7766
+	// §5). Default "udp".
+	Transport string `mapstructure:"transport"`
+	// RecursionDesired sets the RD flag. Default true (nil): ask a
+	// resolver; set false to ask an authoritative server about its own
+	// zone only.
+	RecursionDesired *bool `mapstructure:"recursion_desired"`
+	// IPProtocol limits the server's addresses dialled to one family
+	// ("ip4" or "ip6"), as for http checks; with IPProtocolFallback the
+	// other family when the server's name has none. Default: both.
+	IPProtocol         string `mapstructure:"ip_protocol"`
+	IPProtocolFallback bool   `mapstructure:"ip_protocol_fallback"`
+
+	compiled bool
+	qtype    uint16
+	qclass   uint16
+	server   string // Server with its port, "" for none
+	rd       bool
+}
+
+// ValidateAndSetDefaults parses query_type, query_class, server and
+// transport. Errors start with the key relative to `dns`.
+func (s *DNSSpec) ValidateAndSetDefaults() error {
+	var errs []error
+	if s.QueryName != "" {
+		if _, ok := dns.IsDomainName(s.QueryName); !ok || strings.ContainsAny(s.QueryName, " \t\r\n") {
+			errs = append(errs, errorf(ErrBadValue, "query_name: %q is not a domain name", s.QueryName))
+		}
+	}
+	qt := strings.ToUpper(strings.TrimSpace(s.QueryType))
+	if qt == "" {
+		qt = DefaultDNSQueryType
+	}
+	if t, ok := dns.StringToType[qt]; ok && qt != "NONE" && qt != "OPT" {
+		s.QueryType, s.qtype = qt, t
+	} else {
+		errs = append(errs, errorf(ErrBadValue, "query_type: %q: want a record type (A, AAAA, CNAME, MX, TXT, NS, SOA, SRV, PTR, CAA, …)", s.QueryType))
+	}
+	qc := strings.ToUpper(strings.TrimSpace(s.QueryClass))
+	if qc == "" {
+		qc = "IN"
+	}
+	if c, ok := dns.StringToClass[qc]; ok {
+		s.QueryClass, s.qclass = qc, c
+	} else {
+		errs = append(errs, errorf(ErrBadValue, "query_class: %q: want IN, CH, HS, NONE or ANY", s.QueryClass))
+	}
+	s.server = ""
+	if strings.TrimSpace(s.Server) != "" {
+		hp, err := dnsServerAddr(strings.TrimSpace(s.Server))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("server: %w", err))
+		}
+		s.server = hp
+	}
+	switch v := strings.ToLower(strings.TrimSpace(s.Transport)); v {
+	case "", DNSTransportUDP:
+		s.Transport = DNSTransportUDP
+	case DNSTransportTCP:
+		s.Transport = v
+	default:
+		hint := ""
+		if v == "tls" || v == "tcp-tls" || v == "https" {
+			hint = " (DNS over TLS or HTTPS is not supported)"
+		}
+		errs = append(errs, errorf(ErrBadValue, "transport: %q: want \"udp\" or \"tcp\"%s", s.Transport, hint))
+	}
+	s.rd = s.RecursionDesired == nil || *s.RecursionDesired
+	errs = append(errs, checkIPProtocol(&s.IPProtocol, s.IPProtocolFallback))
+	err := errors.Join(errs...)
+	s.compiled = err == nil
+	return err
+}
+
+// dnsServerAddr is a dns.server value with its port: "host:port", "host"
+// (port 53), "[v6]:port" or a bare IPv6 literal.
+func dnsServerAddr(v string) (string, error) {
+	if strings.Contains(v, "://") {
+		return "", errorf(ErrBadValue, "%q: want host:port (no scheme)", units.RedactURL(v))
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		if ip := net.ParseIP(strings.Trim(v, "[]")); ip != nil {
+			return net.JoinHostPort(ip.String(), DefaultDNSPort), nil
+		}
+		if strings.ContainsAny(v, ":[]/ ") {
+			return "", errorf(ErrBadValue, "%q: want host:port or host", v)
+		}
+		host, port = v, DefaultDNSPort
+	}
+	if host == "" {
+		return "", errorf(ErrBadValue, "%q: no host", v)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", errorf(ErrBadValue, "%q: port %q: want a number from 1 to 65535", v, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// TargetFits reports whether a target URL suits the check: a dns:// URL
+// is the server asked, so the check then needs query_name. The error
+// (ErrBadValue) starts with the key, "dns.query_name: ". It may be called
+// before or after ValidateAndSetDefaults.
+func (s *DNSSpec) TargetFits(rawURL string) error {
+	if s.QueryName == "" && strings.HasPrefix(strings.ToLower(rawURL), "dns://") {
+		return errorf(ErrBadValue, "dns.query_name: required when the target is a dns:// server (a dns check of an http, https, tcp or tls target asks for that target's host)")
+	}
+	return nil
+}
+
+// DNS is a compiled DNS check: one query to one server, its rcode and the
+// records of its answer, authority and additional sections asserted on.
+// Expect keys accepted: rcode, answer, authority, additional, ttfb (the
+// answer's arrival) and duration. Safe for concurrent Run.
+type DNS struct {
+	spec   DNSSpec
+	expect Expect
+	opts   Options
+	d      *dialer
+	// resolvConf is the file the system resolver is read from; ResolvConf
+	// unless a test changes it.
+	resolvConf string
+}
+
+var _ Check = (*DNS)(nil)
+
+// NewDNS compiles a DNS check. Errors are prefixed "dns." and "expect.".
+func NewDNS(spec DNSSpec, expect Expect, o Options) (*DNS, error) {
+	if err := compileProbe("dns", &spec, spec.compiled, &expect); err != nil {
+		return nil, err
+	}
+	o.setDefaults()
+	return &DNS{spec: spec, expect: expect, opts: o, d: newDialer(spec.IPProtocol, spec.IPProtocolFallback), resolvConf: ResolvConf}, nil
+}
+
+// serverAndName picks the server asked and the name asked for a target
+// (see DNSSpec.Server and QueryName).
+func (c *DNS) serverAndName(t Target) (server, name string, err error) {
+	server, name = c.spec.server, c.spec.QueryName
+	isDNS := strings.HasPrefix(strings.ToLower(t.URL), "dns://")
+	switch {
+	case isDNS && server == "":
+		server, err = hostPort(t.URL, DefaultDNSPort)
+		if err != nil {
+			return "", "", err
+		}
+	case isDNS:
+		// dns.server wins; the target still names the pair.
+	case name == "" && t.URL != "":
+		u, perr := url.Parse(t.URL)
+		if perr != nil || u.Hostname() == "" {
+			h, _, serr := net.SplitHostPort(t.URL)
+			if serr != nil {
+				return "", "", errorf(ErrBadURL, "target %q: no host to ask for (set dns.query_name)", units.RedactURL(t.URL))
+			}
+			name = h
+		} else {
+			name = u.Hostname()
+		}
+	}
+	if name == "" {
+		return "", "", errorf(ErrBadValue, "dns.query_name: required when the target is a dns:// server")
+	}
+	if server == "" {
+		cc, rerr := dns.ClientConfigFromFile(c.resolvConf)
+		if rerr != nil {
+			return "", name, &resolvConfError{fmt.Sprintf("no dns.server set and the system resolver could not be read: %v", rerr)}
+		}
+		if len(cc.Servers) == 0 {
+			return "", name, &resolvConfError{fmt.Sprintf("no dns.server set and %s lists no nameserver", c.resolvConf)}
+		}
+		port := cc.Port
+		if port == "" {
+			port = DefaultDNSPort
+		}
+		server = net.JoinHostPort(cc.Servers[0], port)
+	}
+	return server, name, nil
+}
+
+// resolvConfError: no server to ask (the system resolver's file is missing
+// or lists none); the run could not ask anything, cause dns.
+type resolvConfError struct{ msg string }
+
+func (e *resolvConfError) Error() string { return e.msg }
+
+// Run sends the query to the server (see DNSSpec.Server) and evaluates
+// expect.rcode, the section assertions, ttfb and duration.
+func (c *DNS) Run(ctx context.Context, t Target) Result {
+	start := time.Now()
+	res := Result{Start: start}
+	ctx, cancel := c.opts.runContext(ctx)
+	defer cancel()
+	server, name, err := c.serverAndName(t)
+	if err != nil {
+		res.Phases.Total = time.Since(start)
+		var rc *resolvConfError
+		if errors.As(err, &rc) {
+			res.Cause, res.Err = CauseDNS, "dns: "+err.Error()
+			return res
+		}
+		res.Cause, res.Err = CauseInternal, err.Error()
+		return res
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), c.spec.qtype)
+	q.Question[0].Qclass = c.spec.qclass
+	q.RecursionDesired = c.spec.rd
+	q.SetEdns0(DNSUDPSize, false)
+
+	tr := &runTrace{start: start, timeout: c.opts.Timeout}
+	tctx := tr.withTrace(ctx)
+	transport := c.spec.Transport
+	reply, err := c.exchange(tctx, tr, transport, server, q)
+	if err == nil && reply.Truncated && transport == DNSTransportUDP {
+		// RFC 7766 §5: a truncated answer over UDP is asked again over
+		// TCP. The TCP hop's dns and connect add to the UDP one's.
+		tr.newHop()
+		transport = DNSTransportTCP
+		reply, err = c.exchange(tctx, tr, transport, server, q)
+	}
+	end := time.Now()
+	res.Phases = tr.phases(end)
+	res.Phases.Transfer = 0
+	res.Proto = "DNS/" + strings.ToUpper(transport)
+	if err != nil {
+		res.Cause, res.Err = c.classify(err, tr, end.Sub(start), server, transport)
+		return res
+	}
+
+	var v verdict
+	c.expect.evalRcode(reply.Rcode, name, c.spec.QueryType, &v)
+	c.expect.evalSections(reply, &v)
+	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start}
+	c.expect.evalCommon(&obs, &v)
+	res.Assertions = v.list
+	if v.cause != "" {
+		res.Cause, res.Err = v.cause, v.err
+		return res
+	}
+	res.OK = true
+	return res
+}
+
+// exchange sends q over a fresh connection to server and reads the
+// answer to it, marking its arrival as the run's first byte.
+func (c *DNS) exchange(ctx context.Context, tr *runTrace, transport, server string, q *dns.Msg) (*dns.Msg, error) {
+	conn, err := c.d.DialContext(ctx, transport, server)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := watchCtx(ctx, conn)
+	defer stop()
+	co := &dns.Conn{Conn: conn, UDPSize: DNSUDPSize}
+	cl := &dns.Client{Net: transport, UDPSize: DNSUDPSize, Timeout: time.Hour} // ctx bounds the run
+	reply, _, err := cl.ExchangeWithConnContext(ctx, q, co)
+	if reply != nil || err == nil {
+		tr.mark(&tr.firstByte, true)
+	}
+	if err != nil && reply != nil && reply.Truncated {
+		// A truncated UDP answer may end mid-record: its header is
+		// enough to ask again over TCP.
+		return reply, nil
+	}
+	if err != nil && reply != nil {
+		return nil, &dnsMalformedError{err}
+	}
+	return reply, err
+}
+
+// dnsMalformedError: an answer arrived and does not parse as DNS.
+type dnsMalformedError struct{ err error }
+
+func (e *dnsMalformedError) Error() string { return "answer does not parse: " + e.err.Error() }
+
+// classify maps an exchange error to a cause: the dial's (dns for the
+// server's name, connect_refused — over UDP an ICMP port unreachable —,
+// connect_timeout), timeout when no answer came, reset when a TCP server
+// closed without one, protocol for an answer that does not parse or
+// answers another query.
+func (c *DNS) classify(err error, tr *runTrace, elapsed time.Duration, server, transport string) (Cause, string) {
+	var me *dnsMalformedError
+	switch {
+	case errors.As(err, &me):
+		return CauseProtocol, fmt.Sprintf("protocol: dns server %s over %s: %s", server, transport, me.Error())
+	case errors.Is(err, dns.ErrId):
+		return CauseProtocol, fmt.Sprintf("protocol: dns server %s over %s answered another query (id mismatch)", server, transport)
+	case errors.Is(err, dns.ErrShortRead):
+		return CauseProtocol, fmt.Sprintf("protocol: dns server %s over %s sent a message shorter than a DNS header", server, transport)
+	}
+	cause, msg := classify(err, tr, elapsed)
+	switch cause {
+	case CauseTimeout:
+		msg = strings.Replace(msg, "timeout: no response", "timeout: no answer from dns server "+server+" over "+transport, 1)
+	case CauseConnectRefused:
+		if transport == DNSTransportUDP {
+			msg = "connection refused by " + server + " (udp: ICMP port unreachable, nothing listening)"
+		}
+	case CauseReset:
+		msg = fmt.Sprintf("dns server %s over %s: %s", server, transport, msg)
+	}
+	return cause, msg
+}
+
+// RecordExpect asserts on the records of one section of a DNS answer
+// (expect.answer, expect.authority, expect.additional). Each regex is
+// matched, unanchored, against every record in zone-file form, as dig
+// prints it and blackbox_exporter matches it: "www.example.com.\t300\tIN\tA\t192.0.2.1".
+// An empty list is a config error, as is an empty regex.
+type RecordExpect struct {
+	// Regex: for each regex, at least one record of the section matches
+	// (blackbox_exporter's fail_if_none_matches_regexp). An empty section
+	// fails.
+	Regex []string `mapstructure:"regex"`
+	// NotRegex: no record matches any of them (fail_if_matches_regexp).
+	// An empty section passes.
+	NotRegex []string `mapstructure:"not_regex"`
+	// AllRegex: every record matches each of them
+	// (fail_if_not_matches_regexp). An empty section fails, as
+	// blackbox_exporter fails it.
+	AllRegex []string `mapstructure:"all_regex"`
+	// NotAllRegex: for each regex, at least one record does not match it
+	// (fail_if_all_match_regexp). An empty section passes.
+	NotAllRegex []string `mapstructure:"not_all_regex"`
+
+	regex, notRegex, allRegex, notAllRegex []*recordRegex
+}
+
+// isSet reports whether any list is set.
+func (r RecordExpect) isSet() bool {
+	return r.Regex != nil || r.NotRegex != nil || r.AllRegex != nil || r.NotAllRegex != nil
+}
+
+// recordRegex is a compiled record regex and its source, as written.
+type recordRegex struct {
+	src string
+	re  *regexp.Regexp
+}
+
+// compile compiles every list; errors start with key ("answer").
+func (r *RecordExpect) compile(key string) []error {
+	var errs []error
+	for _, l := range []struct {
+		name string
+		src  []string
+		out  *[]*recordRegex
+	}{{"regex", r.Regex, &r.regex}, {"not_regex", r.NotRegex, &r.notRegex},
+		{"all_regex", r.AllRegex, &r.allRegex}, {"not_all_regex", r.NotAllRegex, &r.notAllRegex}} {
+		*l.out = nil
+		if l.src != nil && len(l.src) == 0 {
+			errs = append(errs, errorf(ErrBadValue, "%s.%s: empty list (omit the key)", key, l.name))
+		}
+		for i, src := range l.src {
+			if src == "" {
+				errs = append(errs, errorf(ErrBadValue, "%s.%s[%d]: empty regex (it matches every record)", key, l.name, i))
+				continue
+			}
+			re, err := compileRegex(src)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s[%d]: %w", key, l.name, i, err))
+				continue
+			}
+			*l.out = append(*l.out, &recordRegex{src: src, re: re})
+		}
+	}
+	return errs
+}
+
+// compileRcodes parses expect.rcode into the accepted codes, sorted.
+func compileRcodes(names []string) ([]int, []error) {
+	var errs []error
+	if names != nil && len(names) == 0 {
+		return nil, []error{errorf(ErrBadValue, "rcode: empty list (omit the key for the default NOERROR)")}
+	}
+	seen := map[int]bool{}
+	var out []int
+	for i, n := range names {
+		key := "rcode"
+		if len(names) > 1 {
+			key = fmt.Sprintf("rcode[%d]", i)
+		}
+		for _, part := range strings.Split(n, ",") {
+			p := strings.ToUpper(strings.TrimSpace(part))
+			code, ok := dns.StringToRcode[p]
+			if !ok {
+				if x, err := strconv.Atoi(p); err == nil && x >= 0 && x <= 0xFFF {
+					code, ok = x, true
+				}
+			}
+			if !ok {
+				errs = append(errs, errorf(ErrBadValue, "%s: %q: want an rcode name (NOERROR, NXDOMAIN, SERVFAIL, REFUSED, …) or number", key, strings.TrimSpace(part)))
+				continue
+			}
+			if !seen[code] {
+				seen[code] = true
+				out = append(out, code)
+			}
+		}
+	}
+	sort.Ints(out)
+	return out, errs
+}
+
+// rcodeName is "NXDOMAIN" for 3; an unnamed code is its number.
+func rcodeName(c int) string {
+	if s, ok := dns.RcodeToString[c]; ok {
+		return s
+	}
+	return strconv.Itoa(c)
+}
+
+// evalRcode runs expect.rcode (default NOERROR): cause status.
+func (e *Expect) evalRcode(rcode int, name, qtype string, v *verdict) {
+	want := []int{dns.RcodeSuccess}
+	if e.rcodes != nil {
+		want = e.rcodes
+	}
+	ok := false
+	names := make([]string, len(want))
+	for i, w := range want {
+		names[i] = rcodeName(w)
+		ok = ok || w == rcode
+	}
+	ws := strings.Join(names, ", ")
+	v.add(CauseStatus, "rcode", ok, rcodeName(rcode), ws,
+		fmt.Sprintf("dns rcode %s for %s %s, want %s (expect.rcode)", rcodeName(rcode), strings.TrimSuffix(name, "."), qtype, ws))
+}
+
+// evalSections runs expect.answer, authority and additional: cause body.
+// The additional section is matched without the OPT pseudo-record that
+// EDNS0 adds (RFC 6891).
+func (e *Expect) evalSections(m *dns.Msg, v *verdict) {
+	var extra []dns.RR
+	for _, rr := range m.Extra {
+		if rr.Header().Rrtype != dns.TypeOPT {
+			extra = append(extra, rr)
+		}
+	}
+	for _, s := range []struct {
+		key string
+		x   *RecordExpect
+		rrs []dns.RR
+	}{{"answer", &e.Answer, m.Answer}, {"authority", &e.Authority, m.Ns}, {"additional", &e.Additional, extra}} {
+		if !s.x.isSet() {
+			continue
+		}
+		recs := make([]string, len(s.rrs))
+		for i, rr := range s.rrs {
+			recs[i] = rr.String()
+		}
+		s.x.eval(s.key, recs, v)
+	}
+}
+
+// dnsRecordsShown is how many records a failed section assertion quotes.
+const dnsRecordsShown = 3
+
+// shownRecords quotes up to dnsRecordsShown records: `2 records: "…", "…"`.
+func shownRecords(recs []string) string {
+	if len(recs) == 0 {
+		return "no records"
+	}
+	q := make([]string, 0, dnsRecordsShown)
+	for i, r := range recs {
+		if i == dnsRecordsShown {
+			break
+		}
+		q = append(q, strconv.Quote(abbrev(r, 200)))
+	}
+	s := strings.Join(q, ", ")
+	if len(recs) > dnsRecordsShown {
+		s += fmt.Sprintf(", … (%d more)", len(recs)-dnsRecordsShown)
+	}
+	noun := "records"
+	if len(recs) == 1 {
+		noun = "record"
+	}
+	return fmt.Sprintf("%d %s: %s", len(recs), noun, s)
+}
+
+// eval runs the section's assertions over its records (zone-file form).
+func (r *RecordExpect) eval(key string, recs []string, v *verdict) {
+	for _, re := range r.regex {
+		ok := false
+		for _, rec := range recs {
+			if re.re.MatchString(rec) {
+				ok = true
+				break
+			}
+		}
+		got := "match"
+		if !ok {
+			got = shownRecords(recs)
+		}
+		v.add(CauseBody, key+" regex", ok, got, "~"+re.src,
+			fmt.Sprintf("dns %s: no record matches ~%s (expect.%s.regex; %s)", key, re.src, key, shownRecords(recs)))
+	}
+	for _, re := range r.notRegex {
+		bad := ""
+		for _, rec := range recs {
+			if re.re.MatchString(rec) {
+				bad = rec
+				break
+			}
+		}
+		got := "no match"
+		if bad != "" {
+			got = strconv.Quote(abbrev(bad, 200))
+		}
+		v.add(CauseBody, key+" not_regex", bad == "", got, "not ~"+re.src,
+			fmt.Sprintf("dns %s: record %s matches ~%s (expect.%s.not_regex)", key, got, re.src, key))
+	}
+	for _, re := range r.allRegex {
+		bad, ok := "", len(recs) > 0
+		for _, rec := range recs {
+			if !re.re.MatchString(rec) {
+				bad, ok = rec, false
+				break
+			}
+		}
+		got, msg := "all match", ""
+		switch {
+		case len(recs) == 0:
+			got = "no records"
+			msg = fmt.Sprintf("dns %s: no records, want every record to match ~%s (expect.%s.all_regex)", key, re.src, key)
+		case !ok:
+			got = strconv.Quote(abbrev(bad, 200))
+			msg = fmt.Sprintf("dns %s: record %s does not match ~%s (expect.%s.all_regex)", key, got, re.src, key)
+		}
+		v.add(CauseBody, key+" all_regex", ok, got, "every record ~"+re.src, msg)
+	}
+	for _, re := range r.notAllRegex {
+		ok := len(recs) == 0
+		for _, rec := range recs {
+			if !re.re.MatchString(rec) {
+				ok = true
+				break
+			}
+		}
+		got := "not all match"
+		if !ok {
+			got = shownRecords(recs)
+		}
+		v.add(CauseBody, key+" not_all_regex", ok, got, "not every record ~"+re.src,
+			fmt.Sprintf("dns %s: every record matches ~%s (expect.%s.not_all_regex; %s)", key, re.src, key, shownRecords(recs)))
+	}
+}
