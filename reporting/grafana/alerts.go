@@ -3,6 +3,8 @@ package grafana
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -93,13 +95,14 @@ func exprRef() common.DataSourceRef {
 // alertRule is one rule before it becomes SDK types: its Flux queries
 // (refId → relative range in seconds and text) and expressions.
 type alertRule struct {
-	uid, title, forDur, condition string
-	keep                          time.Duration // keep firing for; 0: none
-	noData                        alerting.RuleNoDataState
-	labels, annotations           map[string]string
-	flux                          []alertFlux
-	exprs                         []cog.Builder[variants.Dataquery]
-	exprRefs                      []string
+	uid, title, condition string
+	forDur                time.Duration // pending period (Grafana's for)
+	keep                  time.Duration // keep firing for; 0: none
+	noData                alerting.RuleNoDataState
+	labels, annotations   map[string]string
+	flux                  []alertFlux
+	exprs                 []cog.Builder[variants.Dataquery]
+	exprRefs              []string
 }
 
 type alertFlux struct {
@@ -132,99 +135,422 @@ func thresholdAbove(refID, input string, limit float64) cog.Builder[variants.Dat
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// burnQuery completes qAlertBurnRate for the fast pair: the per-run
-// failure ratio above which a region burns at BurnRateFast (BurnRateFast ×
-// (1 − o's objective)), the short window and BurnMinRuns (o: defaults set).
-func burnQuery(o Options) string { return burnPairQuery(o, BurnRateFast, BurnRateShort) }
-
-// burnPairQuery is burnQuery for the pair of factor and short window.
-func burnPairQuery(o Options, factor float64, short time.Duration) string {
-	limit := strconv.FormatFloat(factor*(1-o.target()), 'g', 6, 64)
-	return strings.NewReplacer("{limit}", limit, "{short_ns}", strconv.FormatInt(int64(short), 10),
-		"{min_runs}", fmtFloat(BurnMinRuns)+".0").Replace(qAlertBurnRate)
+// burnQuery completes qAlertBurnRate for the fast pair of the default
+// rules: the per-run failure ratio above which a region burns at
+// BurnRateFast (BurnRateFast × (1 − o's objective)), the short window and
+// BurnMinRuns, over every check (o: defaults set).
+func burnQuery(o Options) string {
+	return burnPairQuery(sloSpec{objective: o.Objective}, BurnRateFast, BurnRateShort, BurnMinRuns)
 }
 
-// burnRule is the page rule of one burn-rate pair: factor × the error
-// budget over both long and short, in ≥ o.Quorum regions.
-func burnRule(o Options, uid string, factor float64, long, short, keep time.Duration) alertRule {
+// burnPairQuery is qAlertBurnRate for the pair of factor and short window
+// over s's check (and target), each region counting from minRuns runs.
+func burnPairQuery(s sloSpec, factor float64, short time.Duration, minRuns int) string {
+	limit := strconv.FormatFloat(factor*(1-s.objective/100), 'g', 6, 64)
+	return strings.NewReplacer("{select}", s.selectFlux(), "{limit}", limit, "{short_ns}", strconv.FormatInt(int64(short), 10),
+		"{min_runs}", strconv.Itoa(max(minRuns, 1))+".0").Replace(qAlertBurnRate)
+}
+
+// ttfbQuery completes qAlertTTFBP95 with o's objective and TTFBMinSamples
+// over every check (o: defaults set).
+func ttfbQuery(o Options) string {
+	return ttfbSLOQuery(sloSpec{ttfb: o.TTFBP95}, TTFBMinSamples)
+}
+
+// ttfbSLOQuery is qAlertTTFBP95 for s's objective over its check (and
+// target), each region counting from minSamples runs.
+func ttfbSLOQuery(s sloSpec, minSamples int) string {
+	ms := float64(s.ttfb) / float64(time.Millisecond)
+	return strings.NewReplacer("{select}", s.selectFlux(), "{objective_ms}", strconv.FormatFloat(ms, 'f', 1, 64),
+		"{min_samples}", strconv.Itoa(max(minSamples, 1))).Replace(qAlertTTFBP95)
+}
+
+// deadManQuery is qAlertDeadMan over checks (none: every check).
+func deadManQuery(checks []string) string {
+	sel := ""
+	if len(checks) > 0 {
+		terms := make([]string, len(checks))
+		for i, c := range checks {
+			terms[i] = `r.check == "` + c + `"`
+		}
+		sel = "\n  |> filter(fn: (r) => " + strings.Join(terms, " or ") + ")"
+	}
+	return strings.ReplaceAll(qAlertDeadMan, "{select}", sel)
+}
+
+// sloSpec is one SLO the rules judge: the default one over every check
+// (name ""), or one of Options.SLOs.
+type sloSpec struct {
+	name          string // "": the default SLO (labels slo=availability, slo=latency)
+	check, target string // "": every check, every target
+	objective     float64
+	ttfb, window  time.Duration
+}
+
+// selectFlux is the filter of s's check and target ("" for every check).
+func (s sloSpec) selectFlux() string {
+	if s.check == "" {
+		return ""
+	}
+	cond := `r.check == "` + s.check + `"`
+	if s.target != "" {
+		cond += ` and r.target == "` + s.target + `"`
+	}
+	return "\n  |> filter(fn: (r) => " + cond + ")"
+}
+
+// label is s's slo label for the rule kind ("availability" or "latency"
+// for the default SLO, else its name).
+func (s sloSpec) label(kind string) string {
+	if s.name == "" {
+		return kind
+	}
+	return s.name
+}
+
+// ruleParams are the figures the rules are built on: those of the default
+// rules, or of vigil's alerting config (Options.Alerting).
+type ruleParams struct {
+	quorum                                       int
+	downOff, ttfbOff, burnOff, deadOff, noTicket bool
+	downFor, downKeep, ttfbFor, burnFor          time.Duration
+	downSev, ttfbSev, deadSev                    string
+	// ttfbKeep is the TTFB rule's keep firing for, for an SLO window.
+	ttfbKeep func(window time.Duration) time.Duration
+	// burnKeep is a burn-rate rule's keep firing for, for its pair.
+	burnKeep            func(w vigilalerting.BurnWindow) time.Duration
+	minRuns, minSamples int
+	dead                vigilalerting.Config // its DeadMan
+	slos                []sloSpec
+	checks              []vigilalerting.CheckInterval
+	tiers               map[string]string // check → tier
+	fromConfig          bool
+}
+
+// params are the rule figures of o (defaults set).
+func params(o Options) ruleParams {
+	p := ruleParams{quorum: o.Quorum, checks: o.Checks, tiers: map[string]string{}}
+	for _, c := range o.Checks {
+		if c.Tier != "" {
+			p.tiers[c.Check] = c.Tier
+		}
+	}
+	if o.Alerting == nil {
+		p.downFor, p.downKeep, p.ttfbFor, p.burnFor = time.Minute, KeepFiringForDown, 5*time.Minute, 2*time.Minute
+		p.downSev, p.ttfbSev, p.deadSev = vigilalerting.SeverityPage, vigilalerting.SeverityTicket, vigilalerting.SeverityTicket
+		p.ttfbKeep = func(w time.Duration) time.Duration { return min(w, vigilalerting.TTFBKeepMax) }
+		p.burnKeep = func(w vigilalerting.BurnWindow) time.Duration { return w.Short }
+		p.minRuns, p.minSamples = BurnMinRuns, TTFBMinSamples
+		p.dead.DeadMan = vigilalerting.DeadManRule{Intervals: 3, ForgetAfter: 24 * time.Hour}
+		p.slos = []sloSpec{{objective: o.Objective, ttfb: o.TTFBP95, window: TTFBWindow}}
+		return p
+	}
+	c := *o.Alerting
+	p.fromConfig = true
+	p.downOff, p.ttfbOff, p.burnOff, p.deadOff, p.noTicket = c.Down.Disabled, c.TTFB.Disabled, c.BurnRate.Disabled, c.DeadMan.Disabled, c.BurnRate.NoTicket
+	p.downFor, p.downKeep, p.ttfbFor = c.Down.For, c.Down.KeepFiringFor, c.TTFB.For
+	p.downSev, p.ttfbSev, p.deadSev = c.Down.Severity, c.TTFB.Severity, c.DeadMan.Severity
+	p.minRuns, p.minSamples = c.BurnRate.MinRuns, c.TTFB.MinSamples
+	p.dead = c
+	ttfbDefault, burnDefault := keepDefaults(c)
+	p.ttfbKeep = func(w time.Duration) time.Duration {
+		if ttfbDefault {
+			return min(w, vigilalerting.TTFBKeepMax)
+		}
+		return c.TTFB.KeepFiringFor
+	}
+	p.burnKeep = func(w vigilalerting.BurnWindow) time.Duration {
+		if burnDefault {
+			return w.Short
+		}
+		return c.BurnRate.KeepFiringFor
+	}
+	for _, s := range o.SLOs {
+		p.slos = append(p.slos, sloSpec{name: s.Name, check: s.Check, target: s.Target,
+			objective: float64(s.Objective), ttfb: s.TTFBP95, window: s.Window})
+	}
+	return p
+}
+
+// keepDefaults reports whether c leaves ttfb.keep_firing_for and
+// burn_rate.keep_firing_for at their defaults. A value above 0 was set; a
+// 0 is either an explicit "0s" or the default, which alerting.Config does
+// not export: its generated Prometheus rules tell them apart (a default
+// keeps firing, an explicit 0s does not).
+func keepDefaults(c vigilalerting.Config) (ttfb, burn bool) {
+	if c.TTFB.KeepFiringFor > 0 && c.BurnRate.KeepFiringFor > 0 {
+		return false, false
+	}
+	c.TTFB.Disabled, c.BurnRate.Disabled = false, false
+	b, err := vigilalerting.PrometheusRules(c, []vigilalerting.SLO{{Name: "k", Check: "k", Objective: 99.9, TTFBP95: time.Second}})
+	if err != nil {
+		return c.TTFB.KeepFiringFor == 0, c.BurnRate.KeepFiringFor == 0
+	}
+	for _, block := range strings.Split(string(b), "- alert: ")[1:] {
+		keeps := strings.Contains(block, "keep_firing_for:")
+		switch {
+		case strings.HasPrefix(block, "VigilTTFBSLOBreach"):
+			ttfb = c.TTFB.KeepFiringFor == 0 && keeps
+		case strings.HasPrefix(block, "VigilErrorBudgetBurn"):
+			burn = c.BurnRate.KeepFiringFor == 0 && keeps
+		}
+	}
+	return ttfb, burn
+}
+
+// burnUIDs are the uids of the default SLO's burn-rate rules per pair
+// (vigilalerting.BurnWindows order); an SLO's rules are
+// vigil-burn-<long>-<slo>.
+var burnUIDs = []string{"vigil-availability-burn", "vigil-availability-burn-6h", "vigil-availability-burn-1d", "vigil-availability-burn-3d"}
+
+// ruleUID is base for the default SLO, else base-<name>, made a Grafana
+// uid (at most 40 letters, digits, - and _): a name with other characters,
+// or too long, is cut and ends with a hash of it.
+func ruleUID(base, name string) string {
+	if name == "" {
+		return base
+	}
+	uid := base + "-" + name
+	clean := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, uid)
+	if clean == uid && len(uid) <= maxUIDLen {
+		return uid
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("%s-%08x", clean[:min(len(clean), maxUIDLen-9)], h.Sum32())
+}
+
+// burnRule is the rule of one burn-rate pair w of s: w.Factor × the error
+// budget over both w.Long and w.Short, in ≥ p.quorum regions.
+func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) alertRule {
+	factor, long, short := fmtFloat(w.Factor), promDur(w.Long), promDur(w.Short)
+	title := fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions", factor, long, short, p.quorum)
+	summary := fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
+		factor, long, short)
+	if s.name != "" {
+		title = s.name + ": error budget burning " + factor + "x (" + long + " and " + short + ") in " + strconv.Itoa(p.quorum) + " or more regions"
+		summary = fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }}: error budget of %s (objective %s%%) burns above %sx over %s and %s in {{ $values.B }} regions",
+			s.name, fmtFloat(s.objective), factor, long, short)
+	}
+	burn := map[string]string{vigilalerting.SeverityPage: "fast burn", vigilalerting.SeverityTicket: "slow burn"}[w.Severity]
+	labels := ruleLabels(vigilalerting.RuleBurnRate, w.Severity, s.label("availability"))
+	if t := p.tiers[s.check]; t != "" && s.check != "" {
+		labels["tier"] = t
+	}
 	return alertRule{
-		uid: uid,
-		title: fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions",
-			fmtFloat(factor), shortDur(long), shortDur(short), o.Quorum),
-		forDur:    "2m",
-		keep:      keep,
+		uid:       uid,
+		title:     title,
+		forDur:    p.burnFor,
+		keep:      p.burnKeep(w),
 		condition: "C",
 		noData:    alerting.RuleNoDataStateNoData, // no verdict at all over the long window
-		labels:    ruleLabels(vigilalerting.RuleBurnRate, "page", "availability"),
+		labels:    labels,
 		annotations: map[string]string{
-			"summary": fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
-				fmtFloat(factor), shortDur(long), shortDur(short)),
-			"description": fmt.Sprintf("In %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s): the origin fails, not one vantage's network.",
-				o.Quorum, shortDur(long), shortDur(short), fmtFloat(factor), fmtFloat(o.Objective), BurnMinRuns, shortDur(long)),
+			"summary": summary,
+			"description": fmt.Sprintf("%s: in %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s): the origin fails, not one vantage's network.",
+				strings.ToUpper(burn[:1])+burn[1:], p.quorum, long, short, factor, fmtFloat(s.objective), max(p.minRuns, 1), long),
+			"windows": w.Name(),
 		},
-		flux:     []alertFlux{{"A", alerting.Duration(long / time.Second), burnPairQuery(o, factor, short)}},
-		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
+		flux:     []alertFlux{{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Short, p.minRuns)}},
+		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
 		exprRefs: []string{"B", "C"},
 	}
 }
 
-// ttfbQuery completes qAlertTTFBP95 with o's objective and TTFBMinSamples
-// (o: defaults set).
-func ttfbQuery(o Options) string {
-	return strings.NewReplacer("{objective_ms}", strconv.FormatFloat(o.ttfbMS(), 'f', 1, 64),
-		"{min_samples}", strconv.Itoa(TTFBMinSamples)).Replace(qAlertTTFBP95)
+// ttfbRule is the TTFB p95 rule of s.
+func ttfbRule(p ruleParams, s sloSpec) alertRule {
+	ms := fmtFloat(float64(s.ttfb) / float64(time.Millisecond))
+	title := fmt.Sprintf("TTFB p95 above %s ms in %d or more regions", ms, p.quorum)
+	summary := fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} TTFB p95 over %s above %s ms in {{ $values.B }} regions", spelled(s.window), ms)
+	uid := "vigil-ttfb-p95"
+	if s.name != "" {
+		uid = ruleUID("vigil-ttfb", s.name)
+		title = s.name + ": " + title
+		summary = "{{ $labels.check }} × {{ $labels.target }}: " + s.name + ": TTFB p95 over " + spelled(s.window) + " above " + ms + " ms in {{ $values.B }} regions"
+	}
+	return alertRule{
+		uid:       uid,
+		title:     title,
+		forDur:    p.ttfbFor,
+		keep:      p.ttfbKeep(s.window),
+		condition: "C",
+		noData:    alerting.RuleNoDataStateNoData, // no run with a TTFB at all over the window
+		labels:    ruleLabels(vigilalerting.RuleTTFB, p.ttfbSev, s.label("latency")),
+		annotations: map[string]string{
+			"summary": summary,
+			"description": fmt.Sprintf("In %d or more regions, the TTFB p95 of the check against the target over the last %s is above the %s ms objective (each region with at least %d runs that got a first byte): the origin is slow, not one vantage's network.",
+				p.quorum, spelled(s.window), ms, max(p.minSamples, 1)),
+		},
+		flux:     []alertFlux{{"A", alerting.Duration(s.window / time.Second), ttfbSLOQuery(s, p.minSamples)}},
+		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
+		exprRefs: []string{"B", "C"},
+	}
+}
+
+// deadManRules are the dead-man rules, as alerting.PrometheusRules writes
+// them: one per distinct interval of p.checks over its checks only (a
+// check listed twice keeps its longest interval), with the window
+// alerting.DeadManPromWindowFor and the pending period
+// alerting.DeadManPromFor of that interval, rounded up to the evaluation
+// interval; without checks, one over every check.
+func deadManRules(p ruleParams) []alertRule {
+	longest := map[string]time.Duration{}
+	for _, c := range p.checks {
+		if c.Check != "" && c.Interval > 0 {
+			longest[c.Check] = max(longest[c.Check], c.Interval)
+		}
+	}
+	byInterval := map[time.Duration][]string{}
+	for name, iv := range longest {
+		byInterval[iv] = append(byInterval[iv], name)
+	}
+	intervals := make([]time.Duration, 0, len(byInterval))
+	for iv := range byInterval {
+		intervals = append(intervals, iv)
+		sort.Strings(byInterval[iv])
+	}
+	sort.Slice(intervals, func(i, j int) bool { return intervals[i] < intervals[j] })
+	if len(intervals) == 0 {
+		intervals = []time.Duration{0}
+	}
+	forget := p.dead.DeadMan.ForgetAfter
+	var out []alertRule
+	for _, iv := range intervals {
+		window := vigilalerting.DeadManPromWindowFor(p.dead, iv)
+		hold := vigilalerting.DeadManPromFor(p.dead, iv)
+		uid, title := "vigil-dead-man", "Canary silent: no verdict of a check in a region for "+promDur(window)
+		labels := map[string]string{"rule": vigilalerting.RuleDeadMan, "severity": p.deadSev, "source": "grafana"}
+		if iv > 0 {
+			uid = ruleUID("vigil-dead-man", promDur(iv))
+			title = "Canary silent: no verdict of a check run every " + promDur(iv) + " in a region for " + promDur(window)
+			labels["interval"] = promDur(iv)
+		}
+		out = append(out, alertRule{
+			uid:       uid,
+			title:     title,
+			forDur:    hold,
+			condition: "C",
+			noData:    alerting.RuleNoDataStateOK, // nothing written for forget_after: forgotten
+			labels:    labels,
+			annotations: map[string]string{
+				"summary": "no verdict of check {{ $labels.check }} in region {{ $labels.region }} for {{ $values.B }} s (more than " + shortDur(window) + ")",
+				"description": fmt.Sprintf("The newest verdict of the check from any vantage of the region is older than %s: its canaries stopped, or cannot write to the store. A region silent for %s is forgotten.",
+					shortDur(window), shortDur(forget)),
+			},
+			flux:     []alertFlux{{"A", alerting.Duration(forget / time.Second), deadManQuery(byInterval[iv])}},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", window.Seconds())},
+			exprRefs: []string{"B", "C"},
+		})
+	}
+	return out
+}
+
+// pendingFor is a rule's pending period in the file: d rounded up to a
+// whole AlertInterval, since the rule is evaluated once per interval and
+// a shorter or uneven period is held until the next evaluation anyway.
+func pendingFor(d time.Duration) string {
+	step, _ := time.ParseDuration(AlertInterval)
+	if d <= 0 {
+		return "0s"
+	}
+	return promDur((d + step - 1) / step * step)
+}
+
+// promDur writes a duration as the Prometheus rules do (alerting's
+// promDur): 5m, 1h, 3d, 1h30m, 600ms.
+func promDur(d time.Duration) string {
+	if d%time.Second != 0 {
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	}
+	if d == 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.d; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.d
+		}
+	}
+	return b.String()
+}
+
+// spelled writes a window the way the summaries say it: "10 minutes",
+// "1 hour", else as shortDur.
+func spelled(d time.Duration) string {
+	switch {
+	case d == time.Minute:
+		return "1 minute"
+	case d == time.Hour:
+		return "1 hour"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	}
+	return shortDur(d)
 }
 
 // ruleLabels are a rule's labels: rule, the alerter's rule name (down,
 // ttfb, burn_rate), severity and source "grafana", as the alerter's
 // alerts (source vigil) and the generated Prometheus rules' (source
 // prometheus) carry them, so one routing tree serves all three; slo names
-// the objective (availability, latency).
+// the objective (availability, latency, or the SLO's name).
 func ruleLabels(rule, severity, slo string) map[string]string {
 	return map[string]string{"rule": rule, "severity": severity, "source": "grafana", "slo": slo}
 }
 
 // alertRules are the rules for o (defaults set).
 func alertRules(o Options) []alertRule {
-	ttfbMS := fmtFloat(o.ttfbMS())
-	return []alertRule{
-		{
+	p := params(o)
+	var rules []alertRule
+	if !p.downOff {
+		rules = append(rules, alertRule{
 			uid:       "vigil-origin-down",
-			title:     fmt.Sprintf("Origin down in %d or more regions", o.Quorum),
-			forDur:    "1m",
-			keep:      KeepFiringForDown,
+			title:     fmt.Sprintf("Origin down in %d or more regions", p.quorum),
+			forDur:    p.downFor,
+			keep:      p.downKeep,
 			condition: "C",
 			noData:    alerting.RuleNoDataStateOK, // no unhealthy region at all: no series
-			labels:    ruleLabels(vigilalerting.RuleDown, "page", "availability"),
+			labels:    ruleLabels(vigilalerting.RuleDown, p.downSev, "availability"),
 			annotations: map[string]string{
 				"summary":     "{{ $labels.check }} × {{ $labels.target }} is unhealthy in {{ $values.B }} regions",
 				"description": "The latest unexpired verdict of check {{ $labels.check }} against {{ $labels.target }} is unhealthy in several regions at once: the origin is down, not one vantage's network.",
 			},
 			flux:     []alertFlux{{"A", 300, qAlertRegionsDown}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
 			exprRefs: []string{"B", "C"},
-		},
-		{
-			uid:       "vigil-ttfb-p95",
-			title:     fmt.Sprintf("TTFB p95 above %s ms in %d or more regions", ttfbMS, o.Quorum),
-			forDur:    "5m",
-			keep:      KeepFiringForTTFB,
-			condition: "C",
-			noData:    alerting.RuleNoDataStateNoData, // no run with a TTFB at all over the window
-			labels:    ruleLabels(vigilalerting.RuleTTFB, "ticket", "latency"),
-			annotations: map[string]string{
-				"summary": fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} TTFB p95 over %d minutes above %s ms in {{ $values.B }} regions",
-					TTFBWindow/time.Minute, ttfbMS),
-				"description": fmt.Sprintf("In %d or more regions, the TTFB p95 of the check against the target over the last %d minutes is above the %s ms objective (each region with at least %d runs that got a first byte): the origin is slow, not one vantage's network.",
-					o.Quorum, TTFBWindow/time.Minute, ttfbMS, TTFBMinSamples),
-			},
-			flux:     []alertFlux{{"A", alerting.Duration(TTFBWindow / time.Second), ttfbQuery(o)}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(o.Quorum)-0.5)},
-			exprRefs: []string{"B", "C"},
-		},
-		burnRule(o, "vigil-availability-burn", BurnRateFast, BurnRateLong, BurnRateShort, KeepFiringForBurn),
-		burnRule(o, "vigil-availability-burn-6h", BurnRateSlow, BurnRateSlowLong, BurnRateSlowShort, KeepFiringForBurnSlow),
+		})
 	}
+	for _, s := range p.slos {
+		if s.ttfb > 0 && !p.ttfbOff {
+			rules = append(rules, ttfbRule(p, s))
+		}
+		if s.objective > 0 && !p.burnOff {
+			for i, w := range vigilalerting.BurnWindows {
+				if w.Severity == vigilalerting.SeverityTicket && p.noTicket {
+					continue
+				}
+				uid := burnUIDs[i]
+				if s.name != "" {
+					uid = ruleUID("vigil-burn-"+promDur(w.Long), s.name)
+				}
+				rules = append(rules, burnRule(p, s, w, uid))
+			}
+		}
+	}
+	if !p.deadOff {
+		rules = append(rules, deadManRules(p)...)
+	}
+	return rules
 }
 
 // shortDur prints 5m and 1h instead of 5m0s and 1h0m0s.
@@ -262,7 +588,7 @@ func ruleGroup(o Options) ([]alerting.Rule, error) {
 			RuleGroup(AlertGroup).
 			OrgID(1).
 			Condition(r.condition).
-			For(r.forDur).
+			For(pendingFor(r.forDur)).
 			NoDataState(r.noData).
 			ExecErrState(alerting.RuleExecErrStateError).
 			Labels(r.labels).
@@ -321,22 +647,29 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 
 // AlertRules returns the SLO alert rules as a Grafana unified-alerting
 // file-provisioning document (apiVersion 1, one group "vigil-slo" in
-// folder "vigil", evaluated every minute) on o's datasource and bucket:
+// folder "vigil", evaluated every minute) on o's datasource and bucket.
+// Without o.Alerting (the default rules):
 //
 //   - origin down: a check's target unhealthy in ≥ Quorum regions
 //     (latest unexpired verdict, last 5 m), for 1 m;
 //   - TTFB p95 of a check × target over TTFBWindow above
 //     TTFBP95ThresholdMS in ≥ Quorum regions (each with ≥ TTFBMinSamples
 //     runs), for 5 m;
-//   - availability burn rate of a check × target above BurnRateFast ×
-//     (1 − SLOTarget) over both BurnRateLong and BurnRateShort in ≥ Quorum
-//     regions (each with ≥ BurnMinRuns runs), for 2 m, and the same for
-//     BurnRateSlow over BurnRateSlowLong and BurnRateSlowShort (the
-//     alerter's two page pairs; the ticket pairs, over 1 and 3 days, are
-//     left to the alerter and the Prometheus rules).
+//   - availability burn rate of a check × target above each pair of
+//     vigilalerting.BurnWindows (the alerter's): BurnRateFast ×
+//     (1 − SLOTarget) over both BurnRateLong and BurnRateShort, then 6×
+//     over 6h/30m (page), 3× over 1d/2h and 1× over 3d/6h (ticket), one
+//     rule per pair, in ≥ Quorum regions (each with ≥ BurnMinRuns runs in
+//     the long window), for 2 m;
+//   - dead man: a region × check whose newest verdict is older than
+//     vigilalerting.DeadManPromWindowFor (10 m without o.Checks; one rule
+//     per interval of o.Checks), pending vigilalerting.DeadManPromFor
+//     rounded up to the minute, as the Prometheus rules' VigilCanarySilent.
 //
-// Each keeps firing as the alerter's rule does (KeepFiringForDown,
-// KeepFiringForTTFB, KeepFiringForBurn). The rules are built with the
+// With o.Alerting the rules follow that config and o.SLOs instead (see
+// Options.Alerting). Each keeps firing as the alerter's rule does
+// (KeepFiringForDown, KeepFiringForTTFB, KeepFiringForBurn, the pair's
+// short window; dead man none). The rules are built with the
 // SDK's alerting types (the API model) and reshaped into the file format:
 // per-rule folderUID/ruleGroup/orgID move to the group, keep_firing_for
 // becomes keepFiringFor. An invalid o is an error (Validate).

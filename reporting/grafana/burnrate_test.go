@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +22,12 @@ func provisionedRule(t *testing.T, uid string) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ruleOf(t, raw, uid)
+}
+
+// ruleOf reads the rule uid of an alerting provisioning file.
+func ruleOf(t *testing.T, raw []byte, uid string) map[string]any {
+	t.Helper()
 	var doc struct {
 		Groups []struct {
 			Rules []map[string]any `yaml:"rules"`
@@ -29,26 +36,31 @@ func provisionedRule(t *testing.T, uid string) map[string]any {
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
+	var uids []any
 	for _, g := range doc.Groups {
 		for _, r := range g.Rules {
 			if r["uid"] == uid {
 				return r
 			}
+			uids = append(uids, r["uid"])
 		}
 	}
-	t.Fatalf("no rule %s in vigil-slo.yaml", uid)
+	t.Fatalf("no rule %s in the alert rules (they have %v)", uid, uids)
 	return nil
 }
 
 // firing evaluates a provisioned rule the way Grafana does, for the
 // expressions it uses: each Flux query over its relative range ending at
-// now, "reduce last" and "threshold gt" per series (labels check and
-// target). It returns the firing series as "check/target" → the
-// summary annotation with $labels and $values filled in.
+// now, "reduce last" and "threshold gt" per series. A series is named by
+// its label columns (every column but _value, _time, _start, _stop,
+// result and table) in column-name order, joined by "/": "check/target",
+// or "check/region" for the dead-man rules. It returns the firing series
+// → the summary annotation with $labels and $values filled in.
 func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[string]string {
 	t.Helper()
-	type series map[string]float64 // "check/target" → value
+	type series map[string]float64 // series name → value
 	values := map[string]series{}
+	labelsOf := map[string]map[string]string{} // series name → labels
 	data, _ := rule["data"].([]any)
 	for _, d := range data {
 		q, _ := d.(map[string]any)
@@ -63,9 +75,16 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 			if err != nil {
 				t.Fatalf("rule query %s: %v\n%s", ref, err, flux)
 			}
-			ci, ti, vi := slices.Index(res.header, "check"), slices.Index(res.header, "target"), slices.Index(res.header, "_value")
-			if ci < 0 || ti < 0 || vi < 0 {
-				t.Fatalf("rule query %s: columns %v, want check, target and _value (one alert per check × target)", ref, res.header)
+			vi := slices.Index(res.header, "_value")
+			var cols []string
+			for _, c := range res.header {
+				if !strings.HasPrefix(c, "_") && c != "result" && c != "table" && c != "" {
+					cols = append(cols, c)
+				}
+			}
+			sort.Strings(cols)
+			if vi < 0 || len(cols) == 0 {
+				t.Fatalf("rule query %s: columns %v, want labels and _value", ref, res.header)
 			}
 			values[ref] = series{}
 			for _, row := range res.rows {
@@ -73,7 +92,15 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 				if err != nil {
 					t.Fatalf("rule query %s: _value %q: %v", ref, row[vi], err)
 				}
-				values[ref][row[ci]+"/"+row[ti]] = v // rows are per series: the last one stays
+				var parts []string
+				labels := map[string]string{}
+				for _, c := range cols {
+					parts = append(parts, row[slices.Index(res.header, c)])
+					labels[c] = row[slices.Index(res.header, c)]
+				}
+				name := strings.Join(parts, "/")
+				values[ref][name] = v // rows are per series: the last one stays
+				labelsOf[name] = labels
 			}
 		case model["type"] == "reduce" && model["reducer"] == "last":
 			values[ref] = values[model["expression"].(string)]
@@ -85,7 +112,13 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 			if len(conds) != 1 || ev["type"] != "gt" || len(params) != 1 {
 				t.Fatalf("threshold %s: %v: only one gt condition is evaluated here", ref, conds)
 			}
-			limit, _ := params[0].(float64)
+			var limit float64
+			switch l := params[0].(type) {
+			case float64:
+				limit = l
+			case int:
+				limit = float64(l)
+			}
 			out := series{}
 			for k, v := range values[model["expression"].(string)] {
 				if v > limit {
@@ -106,8 +139,10 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 		if v == 0 {
 			continue
 		}
-		check, target, _ := strings.Cut(k, "/")
-		s := strings.NewReplacer("{{ $labels.check }}", check, "{{ $labels.target }}", target).Replace(summary)
+		s := summary
+		for l, lv := range labelsOf[k] {
+			s = strings.ReplaceAll(s, "{{ $labels."+l+" }}", lv)
+		}
 		for ref, vals := range values {
 			s = strings.ReplaceAll(s, "{{ $values."+ref+" }}", strconv.FormatFloat(vals[k], 'g', -1, 64))
 		}

@@ -11,7 +11,10 @@
 // filters on $region; they use only Flux that InfluxDB 1.8 already has.
 //
 // Options point them at an existing datasource and bucket; the gen
-// command's -datasource-uid and -bucket flags set them.
+// command's -datasource-uid and -bucket flags set them. With
+// Options.Alerting, SLOs and Checks the alert rules follow a vigil config
+// as its alerter judges it (`vigil grafana -c FILE --out DIR` builds them
+// from a config file).
 //
 // `go generate ./reporting/grafana` writes Dashboards() to
 // examples/grafana/dashboards/<name>.json and AlertRules() to

@@ -14,6 +14,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
+
+	vigilalerting "github.com/vigil-synthetics/vigil/reporting/alerting"
 )
 
 // DatasourceUID is the default uid of the InfluxDB (Flux) datasource every
@@ -58,8 +60,30 @@ type Options struct {
 	TTFBP95 time.Duration
 	// Objective is the availability objective in percent (99.9) of the
 	// burn-rate rule and the dashboards' availability colours, above 0 and
-	// below 100. 0: SLOTarget × 100 (99.9).
+	// below 100. 0: SLOTarget × 100 (99.9). With Alerting, the rules take
+	// the objectives of SLOs instead, and this sets the dashboards only.
 	Objective float64
+
+	// Alerting, when not nil, is vigil's alerting section, validated
+	// (alerting.Config.ValidateAndSetDefaults: defaults set), and the
+	// alert rules follow it as vigil's alerter and
+	// alerting.PrometheusRules do: each rule's disabled, for,
+	// keep_firing_for and severity, ttfb.min_samples, burn_rate.min_runs
+	// and no_ticket, and dead_man; Quorum, when set, overrides its quorum.
+	// The SLO rules then come from SLOs, one set per SLO. nil: the default
+	// rules listed at AlertRules, over every check.
+	Alerting *vigilalerting.Config
+	// SLOs are the slos section (validated: windows set), read only with
+	// Alerting: a TTFB rule for each SLO with ttfb_p95 over its window and
+	// the burn-rate rules for each SLO with an objective, over its check
+	// (and target). Empty: no TTFB or burn-rate rule.
+	SLOs []vigilalerting.SLO
+	// Checks are the configured checks with their intervals and tiers, as
+	// alerting.PrometheusRules takes them: one dead-man rule per distinct
+	// interval over its checks only, and the tier label of the burn-rate
+	// rules. nil: one dead-man rule over every check, with
+	// alerting.DeadManPromWindow.
+	Checks []vigilalerting.CheckInterval
 }
 
 // Errors of Options.Validate.
@@ -105,7 +129,34 @@ func (o Options) Validate() error {
 	if o.Objective < 0 || o.Objective >= 100 || math.IsNaN(o.Objective) {
 		return fmt.Errorf("objective %g%%: %w: above 0%% and below 100%%", o.Objective, ErrObjective)
 	}
+	if o.Alerting != nil {
+		for i, s := range o.SLOs {
+			if s.Name == "" || s.Check == "" || !fluxSafe(s.Name) || !fluxSafe(s.Check) || !fluxSafe(s.Target) {
+				return fmt.Errorf("slos[%d]: name %q, check %q, target %q: %w: want letters, digits, _ . : -", i, s.Name, s.Check, s.Target, ErrObjective)
+			}
+			if s.Objective < 0 || s.Objective >= 100 || s.TTFBP95 < 0 || s.Window < 0 || (s.TTFBP95 > 0 && s.Window == 0) {
+				return fmt.Errorf("slos[%d] (%s): %w: objective %s, ttfb_p95 %s, window %s", i, s.Name, ErrObjective, s.Objective, s.TTFBP95, s.Window)
+			}
+		}
+	}
+	for i, c := range o.Checks {
+		if !fluxSafe(c.Check) {
+			return fmt.Errorf("checks[%d]: name %q: %w: want letters, digits, _ . : -", i, c.Check, ErrObjective)
+		}
+	}
 	return nil
+}
+
+// fluxSafe reports whether a check, target or SLO name can be written in
+// a Flux string literal and a label as is: the characters vigil's config
+// allows in names (letters, digits, _ . : -).
+func fluxSafe(s string) bool {
+	for _, r := range s {
+		if !(r == '_' || r == '.' || r == ':' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // withDefaults fills the empty fields with their defaults.
@@ -118,6 +169,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Quorum == 0 {
 		o.Quorum = Quorum
+		if o.Alerting != nil && o.Alerting.Quorum > 0 {
+			o.Quorum = o.Alerting.Quorum
+		}
 	}
 	if o.TTFBP95 == 0 {
 		o.TTFBP95 = time.Duration(TTFBP95ThresholdMS * float64(time.Millisecond))

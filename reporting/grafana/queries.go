@@ -243,14 +243,15 @@ const (
   |> count(column: "state")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: float(v: r.state)}))`
 
-	// qAlertTTFBP95 is completed by ttfbQuery: per check × target, how
+	// qAlertTTFBP95 is completed by ttfbSLOQuery ({select}: the SLO's
+	// check and target, or nothing for every check): per check × target, how
 	// many regions have a TTFB p95 over the range above {objective_ms}
 	// with at least {min_samples} runs that got a first byte, as the
 	// alerter's ttfb rule (a region's vantages pooled; the p95 is one of
 	// the runs' own TTFBs, exact_selector, not a t-digest estimate). A pair
 	// with runs and no slow region says 0. (union and pivot, not join:
 	// join of two branches of one stream returns nothing on InfluxDB 1.8.)
-	qAlertTTFBP95 = `ttfb = ` + fromVerdicts + `
+	qAlertTTFBP95 = `ttfb = ` + fromVerdicts + `{select}
   |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
   |> group(columns: ["check", "target", "region"])
 runs = ttfb
@@ -267,7 +268,8 @@ union(tables: [runs, p95])
   |> sum(column: "slow")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: r.slow}))`
 
-	// qAlertBurnRate is completed by burnQuery: per check × target, how
+	// qAlertBurnRate is completed by burnPairQuery ({select} as in
+	// qAlertTTFBP95): per check × target, how
 	// many regions burn the error budget faster than the factor over both
 	// the rule's range (the long window) and its last {short_ns}
 	// nanoseconds (the short window), each with at least {min_runs} runs
@@ -275,7 +277,7 @@ union(tables: [runs, p95])
 	// over the budget) > factor". Regions count once, whatever their
 	// vantages; a pair with verdicts and no burning region says 0. As the
 	// alerter's burn_rate rule, per region, not over all regions at once.
-	qAlertBurnRate = fromVerdicts + `
+	qAlertBurnRate = fromVerdicts + `{select}
   |> filter(fn: (r) => r._field == "ok" or r._field == "cause")
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
   |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region,
@@ -290,4 +292,19 @@ union(tables: [runs, p95])
   |> group(columns: ["check", "target"])
   |> sum(column: "burning")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: r.burning}))`
+
+	// qAlertDeadMan is completed by deadManQuery ({select}: the rule's
+	// checks, or nothing for every check): per check × region with a
+	// verdict within the rule's range (dead_man.forget_after), the seconds
+	// since its newest verdict from any target and vantage of the region,
+	// as the Prometheus rules' VigilCanarySilent groups by check and region.
+	// Every verdict has the ok field. The rule fires above its window.
+	qAlertDeadMan = fromVerdicts + `
+  |> filter(fn: (r) => r._field == "ok"){select}
+  |> last()
+  |> group(columns: ["check", "region"])
+  |> sort(columns: ["_time"])
+  |> last()
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, region: r.region,
+      _value: float(v: int(v: v.timeRangeStop) - int(v: r._time)) / 1000000000.0}))`
 )
