@@ -17,6 +17,7 @@ require (
 	github.com/tidwall/gjson v1.20.2
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.59.0
+	google.golang.org/grpc v1.72.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -49,6 +50,7 @@ require (
 	github.com/tidwall/pretty v1.3.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250218202821-56aae31c358a // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect

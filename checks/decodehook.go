@@ -26,6 +26,7 @@ var (
 	statusListType     = reflect.TypeOf(StatusList(nil))
 	headerMatchersType = reflect.TypeOf(HeaderMatchers(nil))
 	tlsOptionsPtrType  = reflect.TypeOf((*TLSOptions)(nil))
+	grpcTLSPtrType     = reflect.TypeOf((*GRPCTLS)(nil))
 )
 
 // errHeadersNotMap is the decode error of an expect.headers written as a
@@ -46,9 +47,26 @@ var errTLSShape = errors.New("want true, false or a map of TLS settings (insecur
 //   - expect.headers written as a list is an error that says a map is
 //     expected;
 //   - a boolean where TLS options go (tcp.tls) is TLS with the default
-//     settings (true) or none (false).
+//     settings (true) or none (false);
+//   - a boolean for grpc.tls is TLS with the default settings (true) or
+//     plain-text HTTP/2, h2c (false: a GRPCTLS whose Off is true).
 func DecodeHook(_, to reflect.Type, data any) (any, error) {
 	switch to {
+	case grpcTLSPtrType:
+		b, isBool := data.(bool)
+		if s, ok := data.(string); ok {
+			v, err := strconv.ParseBool(strings.TrimSpace(s))
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", s, errTLSShape)
+			}
+			b, isBool = v, true
+		}
+		if isBool {
+			if !b {
+				return &GRPCTLS{off: true}, nil
+			}
+			return map[string]any{}, nil
+		}
 	case jsonExpectType:
 		m, ok := data.(map[string]any)
 		if !ok {
