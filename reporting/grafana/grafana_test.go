@@ -72,6 +72,18 @@ func TestAlertRulesMatchCommittedFile(t *testing.T) {
 	}
 }
 
+// TestDashboardProviderMatchesCommittedFile: the provider `vigil grafana`
+// writes is the committed one.
+func TestDashboardProviderMatchesCommittedFile(t *testing.T) {
+	committed, err := os.ReadFile(filepath.Join(examples, "provisioning", "dashboards", "vigil.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(committed) != DashboardProvider {
+		t.Error("examples/grafana/provisioning/dashboards/vigil.yaml differs from DashboardProvider: keep them equal")
+	}
+}
+
 // TestDashboardsStructure checks what Grafana needs from each dashboard:
 // it unmarshals with the SDK, has a unique uid, the variables, and every
 // panel queries the vigil datasource in Flux through $bucket.
