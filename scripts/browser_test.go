@@ -476,15 +476,9 @@ func TestBrowserNoOrphanProcesses(t *testing.T) {
 	if testing.Short() {
 		runs = 30
 	}
-	// Processes of other browsers of this binary, except the shared test
-	// browser: that one is idle here but may still start or end a helper
-	// process of its own (a spare renderer) at any time.
-	shared := ""
-	if sharedBrowser != nil {
-		shared = profileDir(sharedBrowser.PID())
-	}
-	others := func() int { return chromiumProcsExcept(testTmp, shared) }
-	before := others()
+	// Profile directories of browsers already running (the shared test
+	// browser, others' still ending): their processes may come and go.
+	known := chromiumDirs(testTmp)
 	b := NewBrowser(BrowserConfig{MaxConcurrent: 2})
 	o := newPageOrigin(t)
 	r := browserRunner(t, b, "", `[{browser: {navigate: /tiny}}, {browser: {assert_text: {selector: "#x", equals: ok}}}]`, 20*time.Second)
@@ -529,14 +523,15 @@ func TestBrowserNoOrphanProcesses(t *testing.T) {
 	if n := settleCount(dir, 0, 10*time.Second); n != 0 {
 		t.Errorf("%d chromium processes survive Close", n)
 	}
+	// Nothing of this test's browser is left under another directory.
 	deadline := time.Now().Add(10 * time.Second)
-	n := others()
-	for n > before && time.Now().Before(deadline) {
+	stray := newDirs(testTmp, known)
+	for len(stray) > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		n = others()
+		stray = newDirs(testTmp, known)
 	}
-	if n != before {
-		t.Errorf("chromium processes of this binary outside the shared test browser: %d, %d before", n, before)
+	if len(stray) > 0 {
+		t.Errorf("chromium processes of this binary under profile directories that did not exist before: %v", stray)
 	}
 }
 

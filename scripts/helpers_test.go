@@ -288,16 +288,44 @@ func TestMain(m *testing.M) {
 
 // chromiumProcs counts live processes whose command line mentions marker
 // (a profile directory or its parent), excluding zombies.
-func chromiumProcs(marker string) int { return chromiumProcsExcept(marker, "") }
+func chromiumProcs(marker string) int {
+	n := 0
+	for _, c := range chromiumDirCounts(marker) {
+		n += c
+	}
+	return n
+}
 
-// chromiumProcsExcept is chromiumProcs without the processes of the profile
-// directory except (none when empty).
-func chromiumProcsExcept(marker, except string) int {
+// chromiumDirs returns the profile directories under marker that live
+// Chromium processes use.
+func chromiumDirs(marker string) map[string]bool {
+	dirs := map[string]bool{}
+	for d := range chromiumDirCounts(marker) {
+		dirs[d] = true
+	}
+	return dirs
+}
+
+// newDirs returns, per profile directory under marker not in known, the
+// count of live processes using it.
+func newDirs(marker string, known map[string]bool) map[string]int {
+	out := map[string]int{}
+	for d, n := range chromiumDirCounts(marker) {
+		if !known[d] {
+			out[d] = n
+		}
+	}
+	return out
+}
+
+// chromiumDirCounts counts live processes (not zombies) whose
+// --user-data-dir starts with marker, per directory.
+func chromiumDirCounts(marker string) map[string]int {
+	counts := map[string]int{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return -1
+		return counts
 	}
-	n := 0
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -306,17 +334,19 @@ func chromiumProcsExcept(marker, except string) int {
 		if err != nil || !bytes.Contains(cmd, []byte("--user-data-dir="+marker)) {
 			continue
 		}
-		if except != "" && bytes.Contains(cmd, []byte("--user-data-dir="+except+"\x00")) {
-			continue
-		}
 		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
 			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
 				continue
 			}
 		}
-		n++
+		for _, a := range bytes.Split(cmd, []byte{0}) {
+			if v, ok := bytes.CutPrefix(a, []byte("--user-data-dir=")); ok {
+				counts[string(v)]++
+				break
+			}
+		}
 	}
-	return n
+	return counts
 }
 
 // settleCount waits (bounded) until the count of marker's processes drops to
