@@ -1,4 +1,5 @@
-// Package checks runs one-request probes (TCP, TLS, HTTP) against a target,
+// Package checks runs one-request probes (TCP, TLS, HTTP, DNS, gRPC health)
+// against a target,
 // times them phase by phase with net/http/httptrace, evaluates the assertion
 // vocabulary and reports why a probe failed as one Cause from a closed set.
 //
@@ -23,7 +24,8 @@ type Target struct {
 	// check's URL when the check names a URL directly.
 	Name string
 	// URL is the origin's base URL: http://host:port, https://host:port,
-	// tcp://host:port or tls://host:port.
+	// tcp://host:port or tls://host:port; for a dns check also
+	// dns://host[:port], the server asked.
 	URL string
 }
 
@@ -118,7 +120,9 @@ type Result struct {
 
 	StatusCode int
 	// Proto is the protocol the response came over ("HTTP/1.1",
-	// "HTTP/2.0"), for http checks that got a response; "" otherwise.
+	// "HTTP/2.0"), for http and grpc checks that got a response; for dns
+	// checks "DNS/UDP" or "DNS/TCP" (the transport of the last query: TCP
+	// after a truncated UDP answer); "" otherwise.
 	Proto      string
 	Phases     Phases
 	Assertions []AssertionResult
