@@ -19,9 +19,12 @@ import (
 
 // Expect is the assertion vocabulary (config key `expect:`). Every field is
 // optional; an unset field asserts nothing, except Status, which defaults to
-// "200-399" for http checks. Which keys a check kind accepts: http — all;
-// tcp — ttfb, duration, and cert_min_days with tcp.tls; tls —
-// cert_min_days, duration.
+// "200-399" for http checks, and RCode, which defaults to NOERROR for dns
+// checks. Which keys a check kind accepts: http — all but the dns ones
+// (rcode, answer, authority, additional); tcp — ttfb, duration, and
+// cert_min_days with tcp.tls; tls — cert_min_days, duration; dns — rcode,
+// answer, authority, additional, ttfb, duration; grpc — ttfb, duration,
+// and cert_min_days over TLS.
 //
 // When several assertions fail, Result.Cause is the first failing one in this
 // fixed order: protocol (http.http2: required, fail_if_not_ssl,
