@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting/units"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Config errors that tests and callers compare with errors.Is.
@@ -124,6 +125,15 @@ type Config struct {
 	// bounds each stream's writes (streamSend): the stuck stream is reset,
 	// the connection's others go on. Default 60s.
 	SendTimeout time.Duration `mapstructure:"send_timeout"`
+	// KeepaliveTime is how long one client connection serves requests: the
+	// answer to the first request after it closes the connection
+	// (HTTP/1: Connection: close; HTTP/2: a graceful GOAWAY), as nginx's
+	// keepalive_time. Default 1h; an explicit 0 turns the limit off.
+	KeepaliveTime time.Duration `mapstructure:"keepalive_time"`
+	// KeepaliveRequests is how many requests one client connection serves
+	// (HTTP/2: streams); the answer to the last one closes it, as nginx's
+	// keepalive_requests. Default 0: no limit.
+	KeepaliveRequests int `mapstructure:"keepalive_requests"`
 	// MaxClientConns bounds the client connections open at once, over both
 	// listeners, WebSocket tunnels included (nginx's worker_connections,
 	// HAProxy's maxconn): past it new connections wait in the kernel's
@@ -406,6 +416,11 @@ type PassiveConfig struct {
 	// ReturnProbeInterval is how long after a failed return probe the next
 	// one goes out. Default 1s.
 	ReturnProbeInterval time.Duration `mapstructure:"return_probe_interval"`
+	// ReturnProbeHost is the Host of return probes. Default: the pool's
+	// first exact host, or the origin's host:port when the pool names only
+	// wildcards (an origin serving several names may answer its own
+	// address with a 404 or a default site).
+	ReturnProbeHost string `mapstructure:"return_probe_host"`
 
 	grpcFail uint32 // bit n: grpc-status n is a failure
 }
@@ -587,6 +602,15 @@ func (c *Config) ValidateAndSetDefaults() error {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 60 * time.Second
+	}
+	switch {
+	case c.KeepaliveTime < 0:
+		errs = append(errs, fmt.Errorf("keepalive_time: %s: must not be negative (unset: 1h; 0 turns the limit off)", c.KeepaliveTime))
+	case c.KeepaliveTime == 0 && !c.set.Has("keepalive_time"):
+		c.KeepaliveTime = DefaultKeepaliveTime
+	}
+	if c.KeepaliveRequests < 0 {
+		errs = append(errs, fmt.Errorf("keepalive_requests: %d: must not be negative (unset: 0, no limit)", c.KeepaliveRequests))
 	}
 	switch {
 	case c.MaxClientConns == 0:
@@ -900,6 +924,9 @@ func (p *PassiveConfig) ValidateAndSetDefaults() error {
 	}
 	if p.ReturnProbeInterval < 0 {
 		errs = append(errs, fmt.Errorf("return_probe_interval: must be positive, got %s", p.ReturnProbeInterval))
+	}
+	if h := p.ReturnProbeHost; h != "" && (!httpguts.ValidHostHeader(h) || strings.ContainsAny(h, "/*@?#") || strings.TrimSpace(h) != h) {
+		errs = append(errs, fmt.Errorf("return_probe_host: %q: want a host name or address, with a port if it needs one (example.com, example.com:8443, [2001:db8::1]:80)", h))
 	}
 	if p.ReturnProbe != ReturnProbeOff && p.ReturnProbe != ReturnProbeGRPC {
 		if u, err := url.ParseRequestURI(p.ReturnProbe); err != nil || !strings.HasPrefix(p.ReturnProbe, "/") || strings.HasPrefix(p.ReturnProbe, "//") ||

@@ -65,6 +65,8 @@ type engine struct {
 	sendTimeout       time.Duration // bounds each write that makes no progress (send_timeout)
 	idleTimeout       time.Duration
 	onRefuse          func(refusal) // counts and logs requests the engine answers itself (may be nil)
+	// life, when set, gives keepalive_time and keepalive_requests in force.
+	life func() connLife
 	// h2c, when set (proxy.h2c), takes the connections that open with the
 	// HTTP/2 preface (prior knowledge): net/http's HTTP/2 server serves them.
 	h2c func(net.Conn) bool
@@ -123,7 +125,7 @@ func (e *engine) Serve(ln net.Listener) error {
 		// send_timeout: the answer ends, the origin connection is not
 		// reused, the connection closes.
 		c = setSendTimeout(wrapConn(c), e.sendTimeout)
-		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String(), tls: state}
+		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String(), tls: state, born: time.Now()}
 		ec.head.header = make(http.Header, 16)
 		ec.w.hdr = make(http.Header, 16)
 		e.mu.Lock()
@@ -220,6 +222,10 @@ type econn struct {
 	wmu sync.Mutex
 	// watch is the try in progress, for the client watcher (clientwatch.go).
 	watch tryWatch
+	// born is when the connection was accepted and served its count of
+	// requests (keepalive_time, keepalive_requests).
+	born   time.Time
+	served int64
 }
 
 var (
@@ -301,11 +307,13 @@ func (c *econn) serve() {
 		if e.writeTimeout > 0 {
 			c.c.SetWriteDeadline(time.Now().Add(e.writeTimeout))
 		}
+		c.served++
+		spent := e.life != nil && e.life().spent(c.born, c.served, start)
 		var keep bool
 		if c.head.odd() {
 			keep, hijacked = c.serveStd()
 		} else {
-			keep, hijacked = c.serveFast()
+			keep, hijacked = c.serveFast(spent)
 		}
 		if !keep || hijacked || e.shutting.Load() {
 			return
@@ -377,7 +385,7 @@ var chunkedTE = []string{"chunked"}
 
 // serveFast serves a parsed origin-form request; it reports whether the
 // connection can carry another request, and whether it was hijacked.
-func (c *econn) serveFast() (keep, hijacked bool) {
+func (c *econn) serveFast(spent bool) (keep, hijacked bool) {
 	h := &c.head
 	c.url = url.URL{}
 	if i := strings.IndexByte(h.target, '?'); i >= 0 {
@@ -432,7 +440,7 @@ func (c *econn) serveFast() (keep, hijacked bool) {
 	default:
 		c.req.Body = http.NoBody
 	}
-	c.w.reset(c, h.method == http.MethodHead, h.connClose, c.br) // HTTP/1.0: connClose unless it asked for keep-alive
+	c.w.reset(c, h.method == http.MethodHead, h.connClose || spent, c.br) // HTTP/1.0: connClose unless it asked for keep-alive
 	if !c.run(&c.req) {
 		return false, c.w.hijacked
 	}

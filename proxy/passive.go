@@ -547,6 +547,9 @@ func (p *pool) probe(ctx context.Context, o *origin) (string, bool) {
 			break
 		}
 	}
+	if h := p.cfg.Passive.ReturnProbeHost; h != "" {
+		req.Host = h
+	}
 	req.Header.Set("User-Agent", probeUserAgent)
 	resp, err := p.transport.RoundTrip(req)
 	if err != nil {

@@ -105,6 +105,7 @@ type runtimeState struct {
 	cfg    Config
 	routes []route
 	pools  []*pool
+	life   connLife // keepalive_time, keepalive_requests
 	// explicit is true when a pool names hosts (not only "*").
 	explicit bool
 }
@@ -335,7 +336,7 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 		}
 	}
 	kept := map[string]bool{} // names of drained origins still in the config
-	st := &runtimeState{cfg: cfg}
+	st := &runtimeState{cfg: cfg, life: connLife{maxAge: cfg.KeepaliveTime, maxReqs: int64(cfg.KeepaliveRequests)}}
 	for i := range cfg.Pools {
 		pc := &cfg.Pools[i]
 		pl := newPool(pc, p.log, p.m)
@@ -728,6 +729,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		newFast := func() *engine {
 			eng := newEngine(p.Handler(), cfg, p.log)
 			eng.onRefuse = p.engineRefused
+			eng.life = func() connLife { return p.state.Load().life }
 			return eng
 		}
 		if !tlsFiles && fast {
@@ -836,9 +838,15 @@ func (p *Proxy) Run(ctx context.Context) error {
 // count net/http's own refusals. "OPTIONS *" is answered by the proxy's
 // handler, as on the fast engine, not by net/http's.
 func (p *Proxy) server(cfg Config) *http.Server {
+	h := p.Handler()
 	return &http.Server{
-		Handler:                      markAnswering(p.Handler()),
-		ConnContext:                  refusalConnContext,
+		Handler: markAnswering(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.limitConnLife(w, r)
+			h.ServeHTTP(w, r)
+		})),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return refusalConnContext(connUseContext(ctx, c), c)
+		},
 		ConnState:                    refusalConnState,
 		DisableGeneralOptionsHandler: true,
 		MaxHeaderBytes:               int(cfg.MaxHeaderBytes),

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -372,5 +373,52 @@ func TestReturnProbeResultAfterReload(t *testing.T) {
 	}
 	if v, _ := h.metric("vigil_proxy_return_probes_total", map[string]string{"origin": "o0", "result": "pass"}); v != 1 {
 		t.Errorf("return_probes_total{result=pass} = %v, want 1", v)
+	}
+}
+
+// TestReturnProbeHost: return_probe_host is the probes' Host, on a pool
+// that names only wildcards too (its probes otherwise carry the origin's
+// host:port, which a name-based origin may answer with its default site);
+// a value that is not a host is refused, naming the key.
+func TestReturnProbeHost(t *testing.T) {
+	var mu sync.Mutex
+	var hosts []string
+	o0 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("User-Agent") != probeUserAgent {
+			w.WriteHeader(502)
+			return
+		}
+		mu.Lock()
+		hosts = append(hosts, r.Host)
+		mu.Unlock()
+	}))
+	defer o0.Close()
+	cfg := pool1(PolicyFirst, o0.URL, newBackend(t, "good").srv.URL)
+	pc := &cfg.Pools[0]
+	pc.Hosts = []string{"*"}
+	pc.Passive = PassiveConfig{Consecutive5xx: 1, Ejection: 100 * time.Millisecond, MaxEjection: time.Second,
+		ReturnProbeHost: "health.example.com:8080", ReturnProbeInterval: 100 * time.Millisecond}
+	h := start(t, cfg, nil, true)
+	o := h.origin("web", "o0")
+	if code, _, _ := h.do("GET", "/", ""); code != 200 {
+		t.Fatalf("GET: %d", code)
+	}
+	if !o.has(flagPassive) {
+		t.Fatal("not ejected")
+	}
+	eventually(t, "the probe passed", func() bool { return o.Available() })
+	mu.Lock()
+	if len(hosts) != 1 || hosts[0] != "health.example.com:8080" {
+		t.Errorf("probe hosts %q, want health.example.com:8080", hosts)
+	}
+	mu.Unlock()
+
+	for _, bad := range []string{"a b", "x/y", "*.example.com", "user@host", " example.com"} {
+		cfg := pool1(PolicyFirst, "http://127.0.0.1:1")
+		cfg.Pools[0].Passive.ReturnProbeHost = bad
+		err := cfg.ValidateAndSetDefaults()
+		if want := fmt.Sprintf("pools[0].passive.return_probe_host: %q: want a host name", bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", bad, err, want)
+		}
 	}
 }
