@@ -345,6 +345,18 @@ func TestDNSConnectionFailures(t *testing.T) {
 		}
 	}
 
+	// ip_protocol applies to the server dialled over UDP as over TCP.
+	for _, transport := range []string{"udp", "tcp"} {
+		c, err := checks.NewDNS(checks.DNSSpec{QueryName: "www.example.test", Server: dead, Transport: transport, IPProtocol: "ip6"}, checks.Expect{}, checks.Options{Timeout: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := c.Run(context.Background(), checks.Target{Name: "ns", URL: "dns://" + dead})
+		if r.Cause != checks.CauseConnect || !strings.Contains(r.Err, "127.0.0.1 is not an IPv6 address (ip_protocol: ip6)") {
+			t.Errorf("%s, ip_protocol ip6 to 127.0.0.1: cause %q err %q, want connect naming the family", transport, r.Cause, r.Err)
+		}
+	}
+
 	// Timeout: a UDP socket that reads and never answers.
 	mute, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {

@@ -319,18 +319,18 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	return c, err
 }
 
-// dial dials addr over network, or, with family, over that family's
-// network (then the other's with fallback). A name with no address of
+// dial dials addr over network ("tcp", or "udp" for dns checks), or, with
+// family, over that family's network (then the other's with fallback). A name with no address of
 // the family is a DNS error, a literal of the other family an
 // ipFamilyError.
 func (d *dialer) dial(ctx context.Context, network, host, addr string) (net.Conn, error) {
-	if d.family == "" || network != "tcp" {
+	if d.family == "" || (network != "tcp" && network != "udp") {
 		return d.Dialer.DialContext(ctx, network, addr)
 	}
 	other := map[string]string{"ip4": "ip6", "ip6": "ip4"}[d.family]
-	c, err := d.Dialer.DialContext(ctx, "tcp"+d.family[2:], addr)
+	c, err := d.Dialer.DialContext(ctx, network+d.family[2:], addr)
 	if noAddress(err) && d.fallback {
-		c, err = d.Dialer.DialContext(ctx, "tcp"+other[2:], addr)
+		c, err = d.Dialer.DialContext(ctx, network+other[2:], addr)
 	}
 	if noAddress(err) { // (after a fallback: neither family; the preferred one is named)
 		if net.ParseIP(host) != nil {
