@@ -633,11 +633,10 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.TTFB.KeepFiringFor < 0 {
 		add(fmt.Errorf("ttfb.keep_firing_for: %s: %w", c.TTFB.KeepFiringFor, ErrNotPositive))
 	}
-	c.TTFB.keepDefault = c.TTFB.KeepFiringFor == 0 && !c.set["ttfb.keep_firing_for"]
 	if c.BurnRate.KeepFiringFor < 0 {
 		add(fmt.Errorf("burn_rate.keep_firing_for: %s: %w", c.BurnRate.KeepFiringFor, ErrNotPositive))
 	}
-	c.BurnRate.keepDefault = c.BurnRate.KeepFiringFor == 0 && !c.set["burn_rate.keep_firing_for"]
+	c.TTFB.keepDefault, c.BurnRate.keepDefault = c.KeepFiringDefaults()
 	if c.TTFB.For < 0 {
 		add(fmt.Errorf("ttfb.for: %s: %w", c.TTFB.For, ErrNotPositive))
 	}

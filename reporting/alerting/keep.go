@@ -42,6 +42,15 @@ func keepFiringFor(cfg Config, slos []SLO, a Alert) time.Duration {
 	return 0
 }
 
+// KeepFiringDefaults reports whether c leaves ttfb.keep_firing_for and
+// burn_rate.keep_firing_for at their defaults: omitted, where an explicit
+// 0s (Config.SetKeys) keeps nothing firing. Generators of other rule
+// formats (Grafana's) use it to hold alerts as the alerter does.
+func (c Config) KeepFiringDefaults() (ttfb, burn bool) {
+	return c.TTFB.KeepFiringFor == 0 && !c.set["ttfb.keep_firing_for"],
+		c.BurnRate.KeepFiringFor == 0 && !c.set["burn_rate.keep_firing_for"]
+}
+
 // ttfbKeepDefault is the default ttfb.keep_firing_for of s: its window, at
 // most TTFBKeepMax.
 func ttfbKeepDefault(s SLO) time.Duration { return min(s.Window, TTFBKeepMax) }

@@ -252,7 +252,7 @@ func params(o Options) ruleParams {
 	p.downSev, p.ttfbSev, p.deadSev = c.Down.Severity, c.TTFB.Severity, c.DeadMan.Severity
 	p.minRuns, p.minSamples = c.BurnRate.MinRuns, c.TTFB.MinSamples
 	p.dead = c
-	ttfbDefault, burnDefault := keepDefaults(c)
+	ttfbDefault, burnDefault := c.KeepFiringDefaults()
 	p.ttfbKeep = func(w time.Duration) time.Duration {
 		if ttfbDefault {
 			return min(w, vigilalerting.TTFBKeepMax)
@@ -270,32 +270,6 @@ func params(o Options) ruleParams {
 			objective: float64(s.Objective), ttfb: s.TTFBP95, window: s.Window})
 	}
 	return p
-}
-
-// keepDefaults reports whether c leaves ttfb.keep_firing_for and
-// burn_rate.keep_firing_for at their defaults. A value above 0 was set; a
-// 0 is either an explicit "0s" or the default, which alerting.Config does
-// not export: its generated Prometheus rules tell them apart (a default
-// keeps firing, an explicit 0s does not).
-func keepDefaults(c vigilalerting.Config) (ttfb, burn bool) {
-	if c.TTFB.KeepFiringFor > 0 && c.BurnRate.KeepFiringFor > 0 {
-		return false, false
-	}
-	c.TTFB.Disabled, c.BurnRate.Disabled = false, false
-	b, err := vigilalerting.PrometheusRules(c, []vigilalerting.SLO{{Name: "k", Check: "k", Objective: 99.9, TTFBP95: time.Second}})
-	if err != nil {
-		return c.TTFB.KeepFiringFor == 0, c.BurnRate.KeepFiringFor == 0
-	}
-	for _, block := range strings.Split(string(b), "- alert: ")[1:] {
-		keeps := strings.Contains(block, "keep_firing_for:")
-		switch {
-		case strings.HasPrefix(block, "VigilTTFBSLOBreach"):
-			ttfb = c.TTFB.KeepFiringFor == 0 && keeps
-		case strings.HasPrefix(block, "VigilErrorBudgetBurn"):
-			burn = c.BurnRate.KeepFiringFor == 0 && keeps
-		}
-	}
-	return ttfb, burn
 }
 
 // burnUIDs are the uids of the default SLO's burn-rate rules per pair
