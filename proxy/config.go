@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"os"
@@ -125,6 +126,16 @@ type Config struct {
 	// bounds each stream's writes (streamSend): the stuck stream is reset,
 	// the connection's others go on. Default 60s.
 	SendTimeout time.Duration `mapstructure:"send_timeout"`
+	// ProxyProtocol makes both listeners take connections only from
+	// ProxyProtocolFrom, each starting with a PROXY protocol header (v1 or
+	// v2) from a TCP load balancer in front, whose client address becomes
+	// the connection's (proxyproto.go). Default false.
+	ProxyProtocol bool `mapstructure:"proxy_protocol"`
+	// ProxyProtocolFrom lists the addresses (CIDRs or single IPs) of the
+	// load balancers that send PROXY protocol headers; required with
+	// ProxyProtocol, as a header from anyone else could claim any address.
+	ProxyProtocolFrom []string       `mapstructure:"proxy_protocol_from"`
+	ppFrom            []netip.Prefix // ProxyProtocolFrom parsed
 	// KeepaliveTime is how long one client connection serves requests: the
 	// answer to the first request after it closes the connection
 	// (HTTP/1: Connection: close; HTTP/2: a graceful GOAWAY), as nginx's
@@ -602,6 +613,28 @@ func (c *Config) ValidateAndSetDefaults() error {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 60 * time.Second
+	}
+	c.ppFrom = nil
+	for i, v := range c.ProxyProtocolFrom {
+		pfx, err := netip.ParsePrefix(strings.TrimSpace(v))
+		if err != nil {
+			a, aerr := netip.ParseAddr(strings.TrimSpace(v))
+			if aerr != nil || a.Zone() != "" {
+				errs = append(errs, fmt.Errorf("proxy_protocol_from[%d]: %q: want an IP address or a CIDR (10.0.0.0/8, 2001:db8::/32)", i, v))
+				continue
+			}
+			pfx = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		if pfx.Addr().Is4In6() {
+			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+		}
+		c.ppFrom = append(c.ppFrom, pfx.Masked())
+	}
+	switch {
+	case c.ProxyProtocol && len(c.ProxyProtocolFrom) == 0:
+		errs = append(errs, errors.New("proxy_protocol_from: required with proxy_protocol: the addresses of the load balancers that send PROXY protocol headers (a header from anyone else could claim any client address)"))
+	case !c.ProxyProtocol && len(c.ProxyProtocolFrom) > 0:
+		errs = append(errs, errors.New("proxy_protocol_from: only with proxy_protocol: true"))
 	}
 	switch {
 	case c.KeepaliveTime < 0:

@@ -89,8 +89,20 @@ func (l *limitListener) Close() error {
 // and peeks, CloseWrite for the lingering close, ReadFrom for sendfile).
 type limitTCPConn struct {
 	*net.TCPConn
-	lim  *connLimit
-	once sync.Once
+	lim    *connLimit
+	once   sync.Once
+	remote net.Addr // the client's address from a PROXY protocol header, if any
+}
+
+func (c *limitTCPConn) setRemote(a net.Addr) { c.remote = a }
+
+// RemoteAddr is the client's address: from the PROXY protocol header
+// when there was one (proxyproto.go), else the TCP peer's.
+func (c *limitTCPConn) RemoteAddr() net.Addr {
+	if c.remote != nil {
+		return c.remote
+	}
+	return c.TCPConn.RemoteAddr()
 }
 
 func (c *limitTCPConn) Close() error {

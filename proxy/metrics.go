@@ -56,6 +56,7 @@ type metrics struct {
 	clientWait prometheus.Counter       // accepts that waited at max_client_conns
 	h2Errors   *prometheus.CounterVec   // type
 	tlsErrors  *prometheus.CounterVec   // reason
+	ppErrors   *prometheus.CounterVec   // reason
 	grpc       *prometheus.CounterVec   // pool, origin, grpc_status
 
 	// ejectRefused counts ejections max_ejected refused.
@@ -138,6 +139,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_tls_handshake_errors_total",
 			Help: "TLS handshakes on the TLS listener that failed, by reason: client_cert_missing and client_cert_invalid (client_ca_file), plain_http (an HTTP request sent to the TLS port, answered 400), timeout, other.",
 		}, []string{"reason"}),
+		ppErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_proxy_proxy_protocol_errors_total",
+			Help: "Client connections closed for their PROXY protocol header (proxy_protocol), by reason: untrusted (the peer is not in proxy_protocol_from), missing (no header), malformed, timeout (no whole header within read_header_timeout), closed (the peer left first).",
+		}, []string{"reason"}),
 		grpc: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_grpc_responses_total",
 			Help: "gRPC calls answered (origin_protocol http2 pools), by pool, origin that answered (\"none\" for the proxy's own answers) and grpc-status (0 OK, 14 UNAVAILABLE, …; \"invalid\" for a value that is not a status code). vigil_proxy_requests_total counts these calls under HTTP code 200.",
@@ -153,7 +158,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range tlsFailReasons {
 		m.tlsErrors.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.grpc, m.returnProbes, m.adminAuthFail} {
+	for _, r := range ppFailReasons {
+		m.ppErrors.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -286,6 +286,8 @@ func restartOnly(a, b Config) []string {
 		{"proxy.write_timeout", a.WriteTimeout != b.WriteTimeout},
 		{"proxy.send_timeout", a.SendTimeout != b.SendTimeout},
 		{"proxy.max_client_conns", a.MaxClientConns != b.MaxClientConns},
+		{"proxy.proxy_protocol", a.ProxyProtocol != b.ProxyProtocol},
+		{"proxy.proxy_protocol_from", !slices.Equal(a.ProxyProtocolFrom, b.ProxyProtocolFrom)},
 	} {
 		if k.changed {
 			keys = append(keys, k.name)
@@ -687,6 +689,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	var servers []interface{ Shutdown(context.Context) error }
 	errc := make(chan error, 3) // one per server
 	limit := newConnLimit(cfg.MaxClientConns, p.m, p.log)
+	ppLog := &ppFailLog{m: p.m, log: p.log}
 	serve := func(addr string, tlsFiles bool) error {
 		tln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -697,6 +700,10 @@ func (p *Proxy) Run(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 		ln := limit.listener(tln)
+		if cfg.ProxyProtocol {
+			// The header comes first, before TLS.
+			ln = newPPListener(ln, cfg.ppFrom, cfg.ReadHeaderTimeout, ppLog.fail)
+		}
 		var certs *certStore
 		if tlsFiles {
 			if certs, err = newCertStore(CertPair{cfg.CertFile, cfg.KeyFile}, cfg.Certs, p.log); err != nil {

@@ -1,0 +1,56 @@
+//go:build unix
+
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+)
+
+// peekPPHeader waits (within the connection's read deadline) until the
+// connection's first bytes hold a whole PROXY protocol header, without
+// reading them (MSG_PEEK), and parses it: the caller reads exactly the
+// header off, so nothing of what follows is taken from the socket.
+func peekPPHeader(c net.Conn) (int, *net.TCPAddr, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0, nil, errors.New("proxy_protocol: not a TCP connection")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, nil, err
+	}
+	buf := make([]byte, ppMaxHeader)
+	var (
+		n    int
+		src  *net.TCPAddr
+		perr error
+	)
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			m, _, e := syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK)
+			switch {
+			case e == syscall.EINTR:
+				continue
+			case e == syscall.EAGAIN:
+				return false
+			case e != nil:
+				perr = e
+			case m == 0:
+				perr = io.EOF
+			default:
+				n, src, perr = parsePPHeader(buf[:m])
+				if perr == errPPMore {
+					return false // wait for the rest
+				}
+			}
+			return true
+		}
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, src, perr
+}
