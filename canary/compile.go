@@ -160,6 +160,10 @@ func (ch *CheckConfig) compile(o CompileOptions) (checks.Check, error) {
 		return checks.NewTCP(*ch.TCP, *ch.Expect, opts)
 	case "tls":
 		return checks.NewTLS(*ch.TLS, *ch.Expect, opts)
+	case "dns":
+		return checks.NewDNS(*ch.DNS, *ch.Expect, opts)
+	case "grpc":
+		return checks.NewGRPC(*ch.GRPC, *ch.Expect, opts)
 	}
 	return checks.NewHTTP(*ch.HTTP, *ch.Expect, opts)
 }

@@ -23,7 +23,7 @@ import (
 var (
 	ErrUnknownTarget   = errors.New("unknown target")
 	ErrTimeoutInterval = errors.New("timeout must be shorter than the interval")
-	ErrNoProbe         = errors.New("a check needs exactly one of http, tcp, tls or script")
+	ErrNoProbe         = errors.New("a check needs exactly one of http, tcp, tls, dns, grpc or script")
 	ErrDuplicate       = errors.New("duplicate name")
 	ErrBadCron         = errors.New("bad cron schedule")
 )
@@ -154,7 +154,8 @@ type FlapConfig struct {
 type TargetConfig struct {
 	// Name identifies the target in checks, verdicts and the proxy.
 	Name string `mapstructure:"name"`
-	// URL is the origin base URL: http(s)://host:port, tcp://host:port or tls://host:port.
+	// URL is the origin base URL: http(s)://host:port, tcp://host:port,
+	// tls://host:port, or dns://host[:port] (a DNS server, for dns checks).
 	URL string `mapstructure:"url"`
 }
 
@@ -186,6 +187,8 @@ type CheckConfig struct {
 	HTTP   *checks.HTTPSpec `mapstructure:"http"`
 	TCP    *checks.TCPSpec  `mapstructure:"tcp"`
 	TLS    *checks.TLSSpec  `mapstructure:"tls"`
+	DNS    *checks.DNSSpec  `mapstructure:"dns"`
+	GRPC   *checks.GRPCSpec `mapstructure:"grpc"`
 	Expect *checks.Expect   `mapstructure:"expect"`
 	Script scripts.Script   `mapstructure:"script"`
 
@@ -197,7 +200,7 @@ type CheckConfig struct {
 // Schedule returns the compiled cron schedule, or nil for interval checks.
 func (c *CheckConfig) Schedule() cron.Schedule { return c.schedule }
 
-// Kind names what the check does: http, tcp, tls or script.
+// Kind names what the check does: http, tcp, tls, dns, grpc or script.
 func (c *CheckConfig) Kind() string {
 	switch {
 	case c.Script != nil:
@@ -206,6 +209,10 @@ func (c *CheckConfig) Kind() string {
 		return "tcp"
 	case c.TLS != nil:
 		return "tls"
+	case c.DNS != nil:
+		return "dns"
+	case c.GRPC != nil:
+		return "grpc"
 	}
 	return "http"
 }
@@ -490,7 +497,7 @@ func (t *TargetConfig) ValidateAndSetDefaults() error {
 // schemeTypo matches one of the schemes a target takes followed by a
 // separator other than "://" ("http//", "http:/", "https:"): the scheme is
 // there, mistyped, and the hint writes it right rather than adding another.
-var schemeTypo = regexp.MustCompile(`^(?i)(https?|tcp|tls)(?::/?|//)`)
+var schemeTypo = regexp.MustCompile(`^(?i)(https?|tcp|tls|dns)(?::/?|//)`)
 
 func validateURL(raw string) error {
 	if raw == "" {
@@ -508,9 +515,9 @@ func validateURL(raw string) error {
 		return fmt.Errorf("%q: not a URL: %v", units.RedactURL(raw), errors.Unwrap(err))
 	}
 	switch u.Scheme {
-	case "http", "https", "tcp", "tls":
+	case "http", "https", "tcp", "tls", "dns":
 	default:
-		return fmt.Errorf("%q: scheme must be http, https, tcp or tls", units.RedactURL(raw))
+		return fmt.Errorf("%q: scheme must be http, https, tcp, tls or dns", units.RedactURL(raw))
 	}
 	if u.Host == "" {
 		return fmt.Errorf("%q: no host", units.RedactURL(raw))
@@ -533,7 +540,7 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 		errs = append(errs, fmt.Errorf("name: %q: use letters, digits and _ . : -", c.Name))
 	}
 	n := 0
-	for _, set := range []bool{c.HTTP != nil, c.TCP != nil, c.TLS != nil, c.Script != nil} {
+	for _, set := range []bool{c.HTTP != nil, c.TCP != nil, c.TLS != nil, c.DNS != nil, c.GRPC != nil, c.Script != nil} {
 		if set {
 			n++
 		}
@@ -548,6 +555,8 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 		c.TCP, n = &checks.TCPSpec{}, 1
 	} else if n == 0 && strings.HasPrefix(scheme, "tls://") {
 		c.TLS, n = &checks.TLSSpec{}, 1
+	} else if n == 0 && strings.HasPrefix(scheme, "dns://") {
+		c.DNS, n = &checks.DNSSpec{}, 1
 	} else if n == 0 {
 		c.HTTP, n = &checks.HTTPSpec{}, 1
 	}
@@ -557,7 +566,7 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 	switch c.Tier {
 	case "":
 		switch c.Kind() {
-		case "tcp", "tls":
+		case "tcp", "tls", "dns", "grpc":
 			c.Tier = reporting.TierShallow
 		case "script":
 			c.Tier = reporting.TierSynthetic
@@ -698,6 +707,12 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 	}
 	if c.TLS != nil {
 		errs = append(errs, units.Prefix("tls", c.TLS.ValidateAndSetDefaults()))
+	}
+	if c.DNS != nil {
+		errs = append(errs, units.Prefix("dns", c.DNS.ValidateAndSetDefaults()))
+	}
+	if c.GRPC != nil {
+		errs = append(errs, units.Prefix("grpc", c.GRPC.ValidateAndSetDefaults()))
 	}
 	if err := c.Expect.ValidateAndSetDefaults(); err != nil {
 		errs = append(errs, units.Prefix("expect", err))
@@ -891,6 +906,16 @@ func (c *CheckConfig) urlFits(raw string) error {
 		if strings.HasPrefix(raw, "http://") {
 			return errors.New("want a tls:// or https:// URL for a tls check (http:// is plain text)")
 		}
+	case "dns":
+		return c.DNS.TargetFits(raw)
+	case "grpc":
+		if strings.HasPrefix(raw, "dns://") {
+			return errors.New("want an https://, http:// (with grpc.tls: false), tls:// or tcp:// URL for a grpc check")
+		}
+		if u, err := url.Parse(raw); err == nil && u.Port() == "" && u.Scheme == "tcp" {
+			return errors.New("a port is required for a grpc check of a tcp:// URL (tcp://host:port)")
+		}
+		return c.GRPC.URLFits(raw)
 	}
 	return nil
 }

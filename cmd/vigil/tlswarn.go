@@ -27,6 +27,9 @@ func tlsWarnings(f *File) []string {
 		if c.TCP != nil {
 			add(fmt.Sprintf("checks[%d].tcp", i), c.TCP.Warnings())
 		}
+		if c.GRPC != nil {
+			add(fmt.Sprintf("checks[%d].grpc", i), c.GRPC.Warnings())
+		}
 		for j, s := range c.Script {
 			if s.HTTP != nil {
 				add(fmt.Sprintf("checks[%d].script[%d].http.tls", i, j), s.HTTP.TLS.Warnings())
