@@ -3,7 +3,6 @@ package checks
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,16 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/checks/grpchealth"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // GRPCHealthPath is the method a grpc check calls: the gRPC health
 // checking protocol's Check (grpc.health.v1.Health/Check).
-const GRPCHealthPath = "/grpc.health.v1.Health/Check"
-
-// grpcMaxResponse bounds what a grpc check reads of a response body: a
-// HealthCheckResponse is a few bytes.
-const grpcMaxResponse = 64 << 10
+const GRPCHealthPath = grpchealth.Path
 
 // GRPCSpec is a gRPC health check (config key `grpc:`): one call of
 // grpc.health.v1.Health/Check over HTTP/2, which passes only when the
@@ -102,7 +98,7 @@ func (s *GRPCSpec) ValidateAndSetDefaults() error {
 		s.tls = &s.TLS.TLSOptions
 	}
 	errs = append(errs, checkIPProtocol(&s.IPProtocol, s.IPProtocolFallback))
-	s.body = grpcFrame(healthCheckRequest(s.Service))
+	s.body = grpchealth.Request(s.Service)
 	err := errors.Join(errs...)
 	s.compiled = err == nil
 	return err
@@ -121,40 +117,6 @@ func (s *GRPCSpec) URLFits(rawURL string) error {
 		return errorf(ErrConflict, "grpc.tls: false is plain-text HTTP/2 (h2c), but the URL is %s: drop tls: false, or use an http:// URL", rawURL[:strings.Index(rawURL, "://")+3])
 	}
 	return nil
-}
-
-// healthCheckRequest is the protobuf encoding of grpc.health.v1
-// HealthCheckRequest{service}: field 1 (string), omitted when empty.
-func healthCheckRequest(service string) []byte {
-	if service == "" {
-		return nil
-	}
-	b := []byte{0x0a}
-	b = binary.AppendUvarint(b, uint64(len(service)))
-	return append(b, service...)
-}
-
-// grpcFrame is one gRPC length-prefixed message, uncompressed.
-func grpcFrame(msg []byte) []byte {
-	b := make([]byte, 5, 5+len(msg))
-	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
-	return append(b, msg...)
-}
-
-// Serving statuses of grpc.health.v1.HealthCheckResponse.
-var grpcServingNames = map[uint64]string{0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
-
-// grpcCodeNames are the gRPC status codes by number.
-var grpcCodeNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
-
-// grpcStatusName is a grpc-status value with its name: "14 (UNAVAILABLE)".
-func grpcStatusName(v string) string {
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(grpcCodeNames) {
-		return v + " (" + grpcCodeNames[n] + ")"
-	}
-	return v
 }
 
 // GRPC is a compiled gRPC health check. Expect keys accepted: ttfb (the
@@ -280,7 +242,7 @@ func (g *GRPC) Run(ctx context.Context, t Target) Result {
 	}
 	res.StatusCode = resp.StatusCode
 	res.Proto = resp.Proto
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, grpcMaxResponse+1))
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, grpchealth.MaxResponse+1))
 	resp.Body.Close()
 	end := time.Now()
 	res.Phases = tr.phases(end)
@@ -343,7 +305,7 @@ func (g *GRPC) evalHealth(resp *http.Response, body []byte, v *verdict) {
 			"protocol: the gRPC answer has no grpc-status (the stream ended without trailers)")
 		return
 	case gs != "0":
-		got := grpcStatusName(gs)
+		got := grpchealth.StatusName(gs)
 		detail := ""
 		if msg != "" {
 			detail = ": " + strconv.Quote(abbrev(msg, 200))
@@ -360,75 +322,16 @@ func (g *GRPC) evalHealth(resp *http.Response, body []byte, v *verdict) {
 		return
 	}
 	v.add(CauseStatus, "grpc-status", true, "0 (OK)", "0 (OK)", "")
-	st, err := servingStatus(body)
+	st, err := grpchealth.ServingStatus(body)
 	if err != nil {
 		v.add(CauseProtocol, "serving status", false, "("+err.Error()+")", "SERVING",
 			fmt.Sprintf("protocol: grpc health of %s: grpc-status 0 (OK) but %s", svc, err))
 		return
 	}
-	name := grpcServingNames[st]
+	name := grpchealth.ServingNames[st]
 	if name == "" {
 		name = strconv.FormatUint(st, 10)
 	}
 	v.add(CauseStatus, "serving status", st == 1, name, "SERVING",
 		fmt.Sprintf("grpc health of %s: %s (grpc-status 0 (OK)), want SERVING", svc, name))
-}
-
-// servingStatus reads HealthCheckResponse.status from a response body of
-// one gRPC message. Unknown fields are skipped; a missing status is 0
-// (UNKNOWN), protobuf's default.
-func servingStatus(body []byte) (uint64, error) {
-	if len(body) < 5 {
-		return 0, fmt.Errorf("the response holds no gRPC message (%d bytes)", len(body))
-	}
-	if len(body) > grpcMaxResponse {
-		return 0, fmt.Errorf("the response is over %d bytes", grpcMaxResponse)
-	}
-	if body[0] != 0 {
-		return 0, errors.New("the response message is compressed, which vigil did not ask for")
-	}
-	n := binary.BigEndian.Uint32(body[1:5])
-	if uint64(n) > uint64(len(body)-5) {
-		return 0, fmt.Errorf("the response message is cut (%d of %d bytes)", len(body)-5, n)
-	}
-	msg := body[5 : 5+n]
-	var status uint64
-	for len(msg) > 0 {
-		key, k := binary.Uvarint(msg)
-		if k <= 0 {
-			return 0, errors.New("the response message is not protobuf")
-		}
-		msg = msg[k:]
-		field, wire := key>>3, key&7
-		switch wire {
-		case 0:
-			x, k := binary.Uvarint(msg)
-			if k <= 0 {
-				return 0, errors.New("the response message is not protobuf")
-			}
-			msg = msg[k:]
-			if field == 1 {
-				status = x
-			}
-		case 1:
-			if len(msg) < 8 {
-				return 0, errors.New("the response message is not protobuf")
-			}
-			msg = msg[8:]
-		case 2:
-			l, k := binary.Uvarint(msg)
-			if k <= 0 || l > uint64(len(msg)-k) {
-				return 0, errors.New("the response message is not protobuf")
-			}
-			msg = msg[k+int(l):]
-		case 5:
-			if len(msg) < 4 {
-				return 0, errors.New("the response message is not protobuf")
-			}
-			msg = msg[4:]
-		default:
-			return 0, errors.New("the response message is not protobuf")
-		}
-	}
-	return status, nil
 }

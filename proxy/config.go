@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/checks/grpchealth"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 	"golang.org/x/net/http/httpguts"
 )
@@ -446,18 +447,13 @@ const (
 // probeName names the return probe in logs: "GET /healthz", "gRPC health".
 func (p *PassiveConfig) probeName() string {
 	if p.ReturnProbe == ReturnProbeGRPC {
-		return "gRPC " + grpcHealthPath
+		return "gRPC " + grpchealth.Path
 	}
 	return "GET " + p.ReturnProbe
 }
 
 // probing reports whether a passive ejection ends with a return probe.
 func (p *PassiveConfig) probing() bool { return p.ReturnProbe != ReturnProbeOff }
-
-// grpcCodeNames are the gRPC status codes by number.
-var grpcCodeNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
 
 // grpcFailed reports whether v, a grpc-status value, is one of
 // grpc_failure_statuses.
@@ -970,7 +966,7 @@ func (p *PassiveConfig) ValidateAndSetDefaults() error {
 	p.grpcFail = 0
 	for i, s := range p.GRPCFailureStatuses {
 		code := -1
-		for n, name := range grpcCodeNames {
+		for n, name := range grpchealth.CodeNames {
 			if strings.EqualFold(strings.TrimSpace(s), name) || strings.TrimSpace(s) == strconv.Itoa(n) {
 				code = n
 			}

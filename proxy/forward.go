@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/checks/grpchealth"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
@@ -1398,11 +1399,7 @@ func (pl *pool) grpcStatusFailed(o *origin, r *http.Request, v string, lat time.
 	pl.observeCause(o, CauseGRPCStatus, lat, now)
 	o.stats.requests.Add(1)
 	o.stats.status5xx.Add(1)
-	name := v
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(grpcCodeNames) {
-		name = v + " (" + grpcCodeNames[n] + ")"
-	}
-	pl.tryFailed(o.name, CauseGRPCStatus, r, try, errors.New("grpc-status "+name), 0, func() string {
+	pl.tryFailed(o.name, CauseGRPCStatus, r, try, errors.New("grpc-status "+grpchealth.StatusName(v)), 0, func() string {
 		return "gRPC calls are streamed, never replayed"
 	})
 }

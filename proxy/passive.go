@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/grpchealth"
 )
 
 // Ejection reasons (the `reason` label of vigil_proxy_ejections_total).
@@ -530,7 +533,7 @@ func (p *pool) probe(ctx context.Context, o *origin) (string, bool) {
 	if grpc {
 		// grpc.health.v1.Health/Check with an empty HealthCheckRequest
 		// (the server's overall health): one uncompressed, empty message.
-		method, target, body = http.MethodPost, grpcHealthPath, strings.NewReader("\x00\x00\x00\x00\x00")
+		method, target, body = http.MethodPost, grpchealth.Path, bytes.NewReader(grpchealth.Request(""))
 	}
 	req, err := http.NewRequestWithContext(ctx, method, o.url.Scheme+"://"+o.url.Host+target, body)
 	if err != nil {
@@ -559,7 +562,7 @@ func (p *pool) probe(ctx context.Context, o *origin) (string, bool) {
 		}
 		return cause + ": " + err.Error(), false
 	}
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, grpchealth.MaxResponse))
 	resp.Body.Close()
 	lat := time.Since(start).Round(time.Millisecond)
 	gs := grpcStatusOf(resp.Header)
@@ -571,33 +574,24 @@ func (p *pool) probe(ctx context.Context, o *origin) (string, bool) {
 		case resp.StatusCode != http.StatusOK:
 			return fmt.Sprintf("status %d in %s", resp.StatusCode, lat), false
 		case gs != "0":
-			return fmt.Sprintf("grpc-status %s in %s", grpcStatusName(gs), lat), false
+			return fmt.Sprintf("grpc-status %s in %s", grpchealth.StatusName(gs), lat), false
 		}
-		// HealthCheckResponse{status = 1 (SERVING)}: field 1, varint 1.
-		if len(msg) < 7 || msg[5] != 0x08 || msg[6] != 1 {
-			st := "UNKNOWN"
-			if len(msg) >= 7 && msg[5] == 0x08 && msg[6] == 2 {
-				st = "NOT_SERVING"
+		switch st, err := grpchealth.ServingStatus(msg); {
+		case err != nil:
+			return fmt.Sprintf("%s in %s", err, lat), false
+		case st != grpchealth.Serving:
+			name := grpchealth.ServingNames[st]
+			if name == "" {
+				name = strconv.FormatUint(st, 10)
 			}
-			return fmt.Sprintf("%s in %s", st, lat), false
+			return fmt.Sprintf("%s in %s", name, lat), false
 		}
 		return fmt.Sprintf("SERVING in %s", lat), true
 	}
 	if gs != "" && p.cfg.Passive.grpcFailed(gs) {
-		return fmt.Sprintf("status %d, grpc-status %s in %s", resp.StatusCode, grpcStatusName(gs), lat), false
+		return fmt.Sprintf("status %d, grpc-status %s in %s", resp.StatusCode, grpchealth.StatusName(gs), lat), false
 	}
 	return fmt.Sprintf("status %d in %s", resp.StatusCode, lat), resp.StatusCode < 500
-}
-
-// grpcHealthPath is the gRPC health checking protocol's Check method.
-const grpcHealthPath = "/grpc.health.v1.Health/Check"
-
-// grpcStatusName is a grpc-status value with its name: "14 (UNAVAILABLE)".
-func grpcStatusName(v string) string {
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(grpcCodeNames) {
-		return v + " (" + grpcCodeNames[n] + ")"
-	}
-	return v
 }
 
 // probeUserAgent is the User-Agent of return probes.

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/checks/grpchealth"
 )
 
 // TestReturnProbeKeepsBrokenOriginOut: a passively ejected origin whose
@@ -196,7 +198,7 @@ func TestReturnProbeGRPC(t *testing.T) {
 	bad := h2cOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/grpc")
-		if r.URL.Path == grpcHealthPath {
+		if r.URL.Path == grpchealth.Path {
 			mu.Lock()
 			checks = append(checks, r.Method+" "+r.Header.Get("Content-Type"))
 			mu.Unlock()
