@@ -31,7 +31,7 @@ targets: [{name: a, url: %q}]
 checks:
   - {name: typo, targets: [a], http: {path: /h.json}, expect: {json: [{path: ok}, {path: 'services.#(status=="down"', exists: false}]}}
 `, origin))
-	want := typo + `:4: checks[0].expect.json[1].path: "services.#(status==\"down\"": unclosed "(" at 10`
+	want := typo + `:4:84: checks[0].expect.json[1].path: "services.#(status==\"down\"": unclosed "(" at 10`
 	for _, cmd := range []string{"validate", "check"} {
 		out, code := runCLI(t, cmd, "-c", typo)
 		if code != 2 || strings.TrimSpace(out) != want {
@@ -185,8 +185,8 @@ checks:
 		`checks[0].timeout: 0: must be positive (omit the key for the default, defaults.timeout, capped at 80% of the interval)`,
 		`checks[0].expire_after: 0: must be positive (omit the key for the default, defaults.expire_after or 3 × interval)`,
 		`checks[1].rise: 0: must be positive (omit the key for the default, defaults.rise)`,
-		`checks[1].flap.window: 0: must be positive (omit the key for the default, 10m)`,
-		`checks[1].fall: must be positive, got -1`)
+		`checks[1].fall: must be positive, got -1`,
+		`checks[1].flap.window: 0: must be positive (omit the key for the default, 10m)`)
 
 	// The same for agent.triggers, a probe's body_limit / read_limit and a
 	// script step's timeout.

@@ -52,8 +52,9 @@ type File struct {
 	Proxy *proxy.Config `mapstructure:"proxy"`
 
 	path     string
-	stamp    string    // fileStamp of the file as it was read
-	keys     *keyIndex // the line of each key the file writes
+	stamp    string            // fileStamp of the file as it was read
+	keys     *keyIndex         // the line of each key the file writes
+	fromEnv  map[string]string // key → the VIGIL_* variable that set it
 	redactor *redactor
 	// sections holds the top-level keys the file sets (lower case).
 	sections map[string]bool
@@ -410,17 +411,31 @@ type LoadError struct {
 	red    *redactor
 }
 
-func (e *LoadError) Error() string {
+func (e *LoadError) Error() string { return e.text(false) }
+
+// Report is the LoadError as vigil validate prints it: as Error, but a
+// YAML syntax error is followed by the line at fault, shown with a caret
+// under its column (see excerpt), instead of quoting that line.
+func (e *LoadError) Report() string { return e.text(true) }
+
+func (e *LoadError) text(excerpts bool) string {
 	var b strings.Builder
 	for i, err := range e.Errors {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		if le, ok := err.(*lineError); ok && le.line > 0 {
-			fmt.Fprintf(&b, "%s:%d: %s%s", e.File, le.line, e.red.redact(errorLine(err.Error())), le.note)
+		le, ok := err.(*lineError)
+		if !ok || le.line <= 0 {
+			b.WriteString(e.File + ": " + e.red.redact(errorLine(err.Error())))
 			continue
 		}
-		b.WriteString(e.File + ": " + e.red.redact(errorLine(err.Error())))
+		b.WriteString(prefix(e.File, le.line, le.col) + e.red.redact(errorLine(err.Error())) + le.note)
+		switch {
+		case le.src != "" && excerpts:
+			b.WriteString("\n" + excerpt(le.line, le.src, le.col))
+		case le.src != "":
+			b.WriteString(" (" + quoteLine([]byte(le.src)) + ")")
+		}
 	}
 	return b.String()
 }
@@ -440,21 +455,26 @@ func newLoadError(file string, errs []error, red *redactor, keys *keyIndex) *Loa
 		case *lineError, *envError:
 		default:
 			if kp, ok := keys.lookup(err.Error()); ok {
-				err = &lineError{line: kp.line, note: kp.note(), err: err}
+				err = atPlace(kp, err)
 			}
 		}
 		out = append(out, err)
 	}
-	slices.SortStableFunc(out, func(a, b error) int { return cmp.Compare(errorLineNumber(a), errorLineNumber(b)) })
+	slices.SortStableFunc(out, func(a, b error) int {
+		la, ca := errorPlace(a)
+		lb, cb := errorPlace(b)
+		return cmp.Or(cmp.Compare(la, lb), cmp.Compare(ca, cb))
+	})
 	return &LoadError{File: file, Errors: out, red: red}
 }
 
-// errorLineNumber is the line of the file err is placed at, 0 for none.
-func errorLineNumber(err error) int {
+// errorPlace is the line and column of the file err is placed at, 0 for
+// none.
+func errorPlace(err error) (line, col int) {
 	if le, ok := err.(*lineError); ok {
-		return le.line
+		return le.line, le.col
 	}
-	return 0
+	return 0, 0
 }
 
 // errorLine puts an error of several lines (an expression's compile error
@@ -498,10 +518,18 @@ func yamlTypeErrors(doc *yaml.Node, te *yaml.TypeError) []error {
 				continue
 			}
 		}
+		if sm := typeErrRE.FindStringSubmatch(m); sm != nil {
+			line, _ := strconv.Atoi(sm[1])
+			errs = append(errs, atLine(line, fmt.Errorf("not valid YAML: %s", sm[2])))
+			continue
+		}
 		errs = append(errs, fmt.Errorf("not valid YAML: %s", m))
 	}
 	return errs
 }
+
+// typeErrRE matches one of the YAML decoder's problems: "line N: message".
+var typeErrRE = regexp.MustCompile(`^line (\d+): (.*)$`)
 
 // configDocument parses raw and returns its one YAML document. A file
 // holds one: documents that are empty (a "---" marker alone, comments, a
@@ -520,7 +548,7 @@ func configDocument(raw []byte) (*yaml.Node, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, err.Error()))
+			return nil, locateYAMLError(raw, err.Error())
 		}
 		switch {
 		case doc == nil:
@@ -529,7 +557,18 @@ func configDocument(raw []byte) (*yaml.Node, error) {
 		case emptyDocument(doc):
 			doc = n
 		default:
-			return nil, fmt.Errorf(`line %d: a second YAML document ("---"): vigil reads one document per file (merge them into one)`, n.Line)
+			// Its "---" marker, on the line before its content (or on it).
+			line := n.Line
+			lines := bytes.Split(raw, []byte("\n"))
+			for line > 1 && line <= len(lines) && !bytes.HasPrefix(lines[line-1], []byte("---")) {
+				line--
+			}
+			src := ""
+			if line <= len(lines) {
+				src = strings.TrimRight(string(lines[line-1]), "\r")
+			}
+			return nil, &lineError{line: line, col: 1, src: src,
+				err: errors.New(`a second YAML document ("---"): vigil reads one document per file (merge them into one)`)}
 		}
 	}
 	if doc == nil {
@@ -558,7 +597,7 @@ func dupKeys(n *yaml.Node, path string) []error {
 			errs = append(errs, dupKeys(c, fmt.Sprintf("%s[%d]", path, i))...)
 		}
 	case yaml.MappingNode:
-		first := map[string]int{}
+		first := map[string]*yaml.Node{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := k.Value
@@ -566,10 +605,18 @@ func dupKeys(n *yaml.Node, path string) []error {
 				p = path + "." + k.Value
 			}
 			if k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
-				if line, ok := first[k.Value]; ok {
-					errs = append(errs, atLine(k.Line, fmt.Errorf("%s: given twice, at lines %d and %d (keep one)", p, line, k.Line)))
+				if f, ok := first[k.Value]; ok {
+					err := &lineError{line: k.Line, err: fmt.Errorf("%s: given twice, at lines %d and %d (keep one)", p, f.Line, k.Line)}
+					if n.Style&yaml.FlowStyle != 0 {
+						// In a flow mapping ({a: 1, a: 2}), maybe on one line.
+						err.col = k.Column
+						if f.Line == k.Line {
+							err.err = fmt.Errorf("%s: given twice on this line, at columns %d and %d (keep one)", p, f.Column, k.Column)
+						}
+					}
+					errs = append(errs, err)
 				} else {
-					first[k.Value] = k.Line
+					first[k.Value] = k
 				}
 			}
 			errs = append(errs, dupKeys(v, p)...)
@@ -626,8 +673,37 @@ func loadConfig(path string, env func(string) (string, bool)) (*File, error) {
 }
 
 // loadConfigWarn is loadConfig with the environment listing to look for
-// misspelled overrides in and the function that reports them.
+// misspelled overrides in and the function that reports them (see
+// loadConfigWarnings), each message whole.
 func loadConfigWarn(path string, env func(string) (string, bool), environ []string, warn func(string)) (*File, error) {
+	f, warns, err := loadConfigWarnings(path, env, environ)
+	for _, w := range warns {
+		warn(w.text)
+	}
+	return f, err
+}
+
+// warning is a warning about a config file or the environment, as it is
+// printed, and where in the file it is placed.
+type warning struct {
+	line, col int
+	text      string
+}
+
+// sortWarnings puts warnings in file order: those placed at no line (about
+// the environment, or a value an override set) first.
+func sortWarnings(ws []warning) {
+	slices.SortStableFunc(ws, func(a, b warning) int {
+		return cmp.Or(cmp.Compare(a.line, b.line), cmp.Compare(a.col, b.col))
+	})
+}
+
+// loadConfigWarnings is loadConfig with the environment listing to look
+// for misspelled overrides in; it returns the warnings about the file and
+// the environment instead of logging them, in file order (see warn), after
+// those about the environment. The file's warnings are known once it
+// loads: a file with errors gets only those about the environment.
+func loadConfigWarnings(path string, env func(string) (string, bool), environ []string) (*File, []warning, error) {
 	// Stamped before reading: a change written while the file is read is
 	// seen by the reload watcher as a change.
 	stamp := fileStamp(path)
@@ -635,37 +711,61 @@ func loadConfigWarn(path string, env func(string) (string, bool), environ []stri
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && path == defaultConfigFile {
 			// A user who forgot -c sees where the name came from.
-			return nil, fmt.Errorf("config: %w (%s is the default of -c; pass -c FILE)", err, defaultConfigFile)
+			return nil, nil, fmt.Errorf("config: %w (%s is the default of -c; pass -c FILE)", err, defaultConfigFile)
 		}
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, nil, fmt.Errorf("config: %w", err)
 	}
+	var warns []warning
 	for _, msg := range unknownEnv(environ, raw) {
-		warn(msg)
+		warns = append(warns, warning{text: msg})
 	}
 	f, err := parseConfig(path, raw, env)
-	if err == nil && f.Store.InfluxDB != nil {
-		for _, msg := range f.Store.InfluxDB.Warnings() {
-			warn(path + ": store.influxdb." + msg)
-		}
-	}
 	if f != nil {
 		f.stamp = stamp
 	}
-	if err == nil {
-		for _, msg := range tlsWarnings(f) {
-			warn(path + ": " + msg)
-		}
-		for _, msg := range f.verdictAges() {
-			warn(path + ": " + msg)
-		}
-		for _, msg := range f.poolChecks() {
-			warn(path + ": " + msg)
-		}
-		for _, msg := range f.Alerting.Warnings() {
-			warn(path + ": alerting." + msg)
+	if err != nil {
+		return f, warns, err
+	}
+	var msgs []string
+	if f.Store.InfluxDB != nil {
+		for _, msg := range f.Store.InfluxDB.Warnings() {
+			msgs = append(msgs, "store.influxdb."+msg)
 		}
 	}
-	return f, err
+	msgs = append(msgs, tlsWarnings(f)...)
+	msgs = append(msgs, f.verdictAges()...)
+	msgs = append(msgs, f.poolChecks()...)
+	for _, msg := range f.Alerting.Warnings() {
+		msgs = append(msgs, "alerting."+msg)
+	}
+	var own []warning
+	for _, msg := range msgs {
+		own = append(own, f.warn(msg))
+	}
+	sortWarnings(own)
+	return f, append(warns, own...), nil
+}
+
+// warn places msg, a warning about a key of the file ("checks[2].tls.…:
+// …"), as errors are: "FILE:LINE: msg" at the line the key (or the
+// nearest key enclosing it) is written on, with its column inside a flow
+// collection (see keyPlace), "FILE: msg" when the file writes none of
+// it. A key a VIGIL_* override set is named with its variable instead of a
+// line ("agent.data_dir (from VIGIL_AGENT_DATA_DIR): …").
+func (f *File) warn(msg string) warning {
+	for key, name := range f.fromEnv {
+		if rest, ok := strings.CutPrefix(msg, key+":"); ok {
+			return warning{text: f.path + ": " + key + " (from " + name + "):" + rest}
+		}
+		if strings.HasPrefix(msg, key+" (from ") {
+			return warning{text: f.path + ": " + msg}
+		}
+	}
+	kp, ok := f.keys.lookup(msg)
+	if !ok {
+		return warning{text: f.path + ": " + msg}
+	}
+	return warning{line: kp.line, col: kp.col, text: prefix(f.path, kp.line, kp.col) + msg + kp.note()}
 }
 
 // defaultConfigFile is the config file of every command without -c.
@@ -692,7 +792,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		if errors.As(err, &te) {
 			return nil, fail(yamlTypeErrors(doc, te)...)
 		}
-		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, err.Error())))
+		return nil, fail(locateYAMLError(raw, err.Error()))
 	}
 	// The tree decoded again from the node tree keeps the text of every
 	// number as written (yamlNumber), for keys that take a string.
@@ -706,7 +806,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	v := viper.New()
 	v.SetConfigType("yaml")
 	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
-		return nil, fail(fmt.Errorf("not valid YAML: %s", locateYAMLError(raw, unwrapViper(err))))
+		return nil, fail(locateYAMLError(raw, unwrapViper(err)))
 	}
 
 	sections := map[string]bool{}
@@ -872,15 +972,17 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	f.path = path
 	f.redactor = red
 	f.keys = keys
+	f.fromEnv = fromEnv
 	return &f, nil
 }
 
 // at is where msg, a message about a key of the file f was loaded from
 // ("agent.data_dir: …"), points: "FILE:LINE" when the file writes that key
-// (or the nearest key enclosing it), else "FILE".
+// (or the nearest key enclosing it), "FILE:LINE:COL" inside a flow
+// collection (see keyPlace), else "FILE".
 func (f *File) at(msg string) string {
 	if kp, ok := f.keys.lookup(msg); ok {
-		return fmt.Sprintf("%s:%d", f.path, kp.line)
+		return strings.TrimSuffix(prefix(f.path, kp.line, kp.col), ": ")
 	}
 	return f.path
 }

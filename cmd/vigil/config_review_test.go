@@ -342,7 +342,7 @@ store: {embedded: {}}
 alerting: {resolve_timeout: 30s}
 `)
 	out, code := runCLI(t, "validate", "-c", p)
-	want := "warning: " + p + ": alerting.resolve_timeout: 30s is below 3 × evaluation_interval (15s): raised to 45s"
+	want := "warning: " + p + ":5:12: alerting.resolve_timeout: 30s is below 3 × evaluation_interval (15s): raised to 45s"
 	if code != 0 || !strings.Contains(out, want) || !strings.HasPrefix(out, "ok\n") {
 		t.Errorf("validate: exit %d\n%s\nwant ok (exit 0) and %q", code, out, want)
 	}
@@ -412,7 +412,7 @@ agent: {}
 agent: {}
 `,
 		`checks[0].interval: given twice, at lines 6 and 7 (keep one)`,
-		`checks[0].http.headers.X-A: given twice, at lines 8 and 8 (keep one)`,
+		`checks[0].http.headers.X-A: given twice on this line, at columns 22 and 32 (keep one)`,
 		`agent: given twice, at lines 9 and 10 (keep one)`)
 	wantValidate(t, `
 targets: [{name: a, url: "http://127.0.0.1:9"}]
@@ -446,7 +446,7 @@ checks:
 func TestUnquotedTLSVersion(t *testing.T) {
 	p := writeConfig(t, "targets: [{name: a, url: \"https://127.0.0.1:9\"}]\nchecks: [{name: c, targets: [a], http: {tls: {min_version: 1.0}}}]\n")
 	out, code := runCLI(t, "validate", "-c", p)
-	want := "warning: " + p + `: checks[0].http.tls.min_version: "1.0": TLS 1.0 is accepted, which is deprecated (RFC 8996)`
+	want := "warning: " + p + `:2:47: checks[0].http.tls.min_version: "1.0": TLS 1.0 is accepted, which is deprecated (RFC 8996)`
 	if code != 0 || !strings.Contains(out, want) {
 		t.Errorf("validate: exit %d\n%s\nwant ok and %q", code, out, want)
 	}

@@ -27,12 +27,12 @@ proxy:
     - {name: p, hosts: [a.example], origins: [{target: w}]}
     - {name: p, hosts: [b.example], origins: [{target: w}]}
 `,
-		`3: targets[1].name: "w": duplicate name (first given at targets[0], line 2)`,
-		`7: checks[2].name: "a": duplicate name (first given at checks[0], line 5)`,
-		`8: checks[3].name: "1.10": duplicate name (first given at checks[1], line 6)`,
-		`11: slos[1].name: "s": duplicate name (first given at slos[0], line 10)`,
-		`15: alerting.receivers[1].name: "ops": duplicate name (first given at alerting.receivers[0], line 14)`,
-		`19: proxy.pools[1].name: "p": duplicate pool name (first given at proxy.pools[0], line 18)`)
+		`3:6: targets[1].name: "w": duplicate name (first given at targets[0], line 2)`,
+		`7:6: checks[2].name: "a": duplicate name (first given at checks[0], line 5)`,
+		`8:6: checks[3].name: "1.10": duplicate name (first given at checks[1], line 6)`,
+		`11:6: slos[1].name: "s": duplicate name (first given at slos[0], line 10)`,
+		`15:8: alerting.receivers[1].name: "ops": duplicate name (first given at alerting.receivers[0], line 14)`,
+		`19:8: proxy.pools[1].name: "p": duplicate pool name (first given at proxy.pools[0], line 18)`)
 }
 
 // TestProxyValidatedBesideDecodeError: one value of the proxy section that
@@ -52,9 +52,9 @@ proxy:
         - {target: web2, weight: 1.5}
       verdicts: {tiers: [shallow, bogus]}
 `,
-		`10: proxy.pools[0].origins[0].weight: -1: want 1..1000`,
-		`11: proxy.pools[0].origins[1].weight: 1.5: want an integer`,
-		`12: proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`)
+		`10:26: proxy.pools[0].origins[0].weight: -1: want 1..1000`,
+		`11:26: proxy.pools[0].origins[1].weight: 1.5: want an integer`,
+		`12:35: proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`)
 }
 
 // TestCheckReferencesJudgedBesideDecodeError: a check with a value that
@@ -71,16 +71,16 @@ slos:
 alerting:
   maintenance: [{name: m, cron: "0 3 * * *", duration: 1h, checks: [a, nosuch2]}]
 `,
-		`3: checks[0].rise: "two": want an integer`,
-		`6: slos[1].check: "nosuch": no check with that name`,
-		`8: alerting.maintenance[0].checks[1]: unknown check "nosuch2"`)
+		`3:29: checks[0].rise: "two": want an integer`,
+		`6:16: slos[1].check: "nosuch": no check with that name`,
+		`8:72: alerting.maintenance[0].checks[1]: unknown check "nosuch2"`)
 	wantErrorLines(t, `targets: [{name: w, url: "http://127.0.0.1:9"}]
 checks:
   - {name: [a], targets: [w]}
 slos:
   - {name: s1, check: a, objective: 99%, window: 1d}
 `,
-		`3: checks[0].name: want a string, got a list`)
+		`3:6: checks[0].name: want a string, got a list`)
 }
 
 // TestUnknownOriginTargetOneError: an origin naming an unknown target gets
@@ -96,7 +96,7 @@ proxy:
         - {target: w}
         - {target: w9}
 `,
-		`8: proxy.pools[0].origins[1].target: "w9": unknown target`)
+		`8:12: proxy.pools[0].origins[1].target: "w9": unknown target`)
 }
 
 // TestShortUnknownKeyHint: a key of 3 characters or fewer is offered a key
@@ -109,9 +109,9 @@ proxy:
   pools:
     - {name: p, lb: x, origins: [{target: w}]}
 `,
-		`3: checks[0].expect.gtt: unknown key`,
-		`3: checks[0].tmeout: unknown key (did you mean timeout?)`,
-		`6: proxy.pools[0].lb: unknown key`)
+		`3:29: checks[0].tmeout: unknown key (did you mean timeout?)`,
+		`3:50: checks[0].expect.gtt: unknown key`,
+		`6:17: proxy.pools[0].lb: unknown key`)
 }
 
 // TestMapEntryDecodeErrorScope: a map entry that does not decode (a

@@ -38,36 +38,36 @@ func TestInvalidConfigs(t *testing.T) {
 	want := map[string]string{
 		"invalid-unknown-key.yaml":      "14: checks[2].expect.statuss: unknown key (did you mean status?)",
 		"invalid-timeout-interval.yaml": "7: checks[0].timeout: 5s ≥ interval 5s: timeout must be shorter than the interval",
-		"invalid-unknown-target.yaml":   `5: checks[0].targets[1]: "origin-z": unknown target (define it under targets:)`,
+		"invalid-unknown-target.yaml":   `5:25: checks[0].targets[1]: "origin-z": unknown target (define it under targets:)`,
 		"invalid-duration-unit.yaml":    `6: checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
 		"invalid-missing-env.yaml":      "2: agent.admin_token: ${VIGIL_TEST_UNSET_TOKEN} is not set in the environment (use ${VIGIL_TEST_UNSET_TOKEN:-default} for an optional value)",
-		"invalid-status-range.yaml":     "7: " + wantStatusRange,
-		"invalid-status-list.yaml":      `7: checks[0].expect.status[1]: "20x": not a status code or range`,
+		"invalid-status-range.yaml":     "7:14: " + wantStatusRange,
+		"invalid-status-list.yaml":      `7:28: checks[0].expect.status[1]: "20x": not a status code or range`,
 		"invalid-listen-clash.yaml":     "6: proxy.listen: 127.0.0.1:19471 is also agent.listen: each listener needs its own address",
 		"invalid-regex.yaml":            "9: " + wantRegex,
-		"invalid-checksum.yaml":         "7: " + wantChecksum,
+		"invalid-checksum.yaml":         "7:14: " + wantChecksum,
 		// The compile step of vigil run / vigil check, now part of loading.
-		"invalid-size-above-body-limit.yaml":        "5: checks[0] (h): expect.size.max: 3MiB is above http.body_limit 1KiB",
-		"invalid-script-size-above-body-limit.yaml": "5: checks[0] (flow): script[0].expect.size.max: 3MiB is above http.body_limit 1KiB",
-		"invalid-http-url-scheme.yaml":              `2: checks[0].url: "tcp://127.0.0.1:9": want an http:// or https:// URL for an http check`,
-		"invalid-tcp-no-port.yaml":                  `2: checks[0].url: "tcp://127.0.0.1": a port is required for a tcp check (tcp://host:port)`,
+		"invalid-size-above-body-limit.yaml":        "5:21: checks[0] (h): expect.size.max: 3MiB is above http.body_limit 1KiB",
+		"invalid-script-size-above-body-limit.yaml": "5:61: checks[0] (flow): script[0].expect.size.max: 3MiB is above http.body_limit 1KiB",
+		"invalid-http-url-scheme.yaml":              `2:15: checks[0].url: "tcp://127.0.0.1:9": want an http:// or https:// URL for an http check`,
+		"invalid-tcp-no-port.yaml":                  `2:18: checks[0].url: "tcp://127.0.0.1": a port is required for a tcp check (tcp://host:port)`,
 		// Cross-references.
-		"invalid-verdict-check.yaml":         `7: proxy.pools[0].verdicts.checks[0]: unknown check "nosuch"`,
-		"invalid-verdict-tier.yaml":          `7: proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`,
-		"invalid-maintenance-check.yaml":     `5: alerting.maintenance[0].checks[1]: unknown check "nosuch"`,
+		"invalid-verdict-check.yaml":         `7:27: proxy.pools[0].verdicts.checks[0]: unknown check "nosuch"`,
+		"invalid-verdict-tier.yaml":          `7:35: proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`,
+		"invalid-maintenance-check.yaml":     `5:74: alerting.maintenance[0].checks[1]: unknown check "nosuch"`,
 		"invalid-empty.yaml":                 " no checks, proxy or alerting configured (add a checks:, proxy:, alerting:, slos: or store: section)",
-		"invalid-interval-min.yaml":          "2: checks[0].interval: 5ms is below the 1s minimum",
-		"invalid-defaults-interval-min.yaml": "1: defaults.interval: 500ms is below the 1s minimum",
-		"invalid-objective-fraction.yaml":    `4: slos[0].objective: 0.999: a percentage needs a % sign, e.g. "99.9%"`,
-		"invalid-retention-number.yaml":      `2: store.embedded.retention: 7: a duration needs a unit, e.g. "7d"`,
+		"invalid-interval-min.yaml":          "2:59: checks[0].interval: 5ms is below the 1s minimum",
+		"invalid-defaults-interval-min.yaml": "1:12: defaults.interval: 500ms is below the 1s minimum",
+		"invalid-objective-fraction.yaml":    `4:35: slos[0].objective: 0.999: a percentage needs a % sign, e.g. "99.9%"`,
+		"invalid-retention-number.yaml":      `2:29: store.embedded.retention: 7: a duration needs a unit, e.g. "7d"`,
 		// Decode errors, validation errors and compile errors in one run.
 		"invalid-many.yaml": strings.Join([]string{
 			`6: checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
-			`8: checks[0].expect.statuss: unknown key (did you mean status?)`,
-			`12: checks[1].expect.status: "2xx-3": not a status code or range`,
-			`16: checks[2].expect.checksum: want "sha256:<64 hex>" (or sha1, md5, crc32), got "sha257:…"`,
+			`8:14: checks[0].expect.statuss: unknown key (did you mean status?)`,
+			`12:14: checks[1].expect.status: "2xx-3": not a status code or range`,
+			`16:14: checks[2].expect.checksum: want "sha256:<64 hex>" (or sha1, md5, crc32), got "sha257:…"`,
 			"22: checks[3].expect.headers.Cache-Control: bad regex \"max-age=(\\\\d+\": missing closing ): `max-age=(\\d+`",
-			`26: checks[4] (big): expect.size.max: 3MiB is above http.body_limit 1KiB`,
+			`26:21: checks[4] (big): expect.size.max: 3MiB is above http.body_limit 1KiB`,
 		}, "\n"),
 	}
 	withMinInterval(t, time.Second)
@@ -88,7 +88,8 @@ func TestInvalidConfigs(t *testing.T) {
 			}
 			got := err.Error()
 			// Every line names the file, and the line of the key it is
-			// about ("FILE:LINE: "; " " for an error about no one key).
+			// about ("FILE:LINE: ", "FILE:LINE:COL: " inside a flow
+			// collection; " " for an error about no one key).
 			if exp = f + ":" + strings.ReplaceAll(exp, "\n", "\n"+f+":"); got != exp {
 				t.Errorf("error:\n got %s\nwant %s", got, exp)
 			}
@@ -331,7 +332,7 @@ func TestEnvOverrideErrorsNameVariable(t *testing.T) {
 	}
 	// The same words for a string in the file; a number-like string still parses.
 	_, err = parseConfig("x.yaml", []byte("agent: {concurrency: \"many\"}\n"+raw), noEnv)
-	if want := `x.yaml:1: agent.concurrency: "many": want an integer`; err == nil || err.Error() != want {
+	if want := `x.yaml:1:9: agent.concurrency: "many": want an integer`; err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 	if f, err := parseConfig("x.yaml", []byte(raw), envOf(map[string]string{"VIGIL_AGENT_CONCURRENCY": "7"})); err != nil || f.Agent.Concurrency != 7 {
@@ -343,7 +344,7 @@ func TestEnvOverrideErrorsNameVariable(t *testing.T) {
 	}
 	// A value from the file is not marked.
 	_, err = parseConfig("x.yaml", []byte("agent: {concurrency: -3}\n"+raw), noEnv)
-	if want := "x.yaml:1: agent.concurrency: must be positive, got -3"; err == nil || err.Error() != want {
+	if want := "x.yaml:1:9: agent.concurrency: must be positive, got -3"; err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 	secret := "http://127.0.0.1:1/?key=env-secret-77"
@@ -434,8 +435,8 @@ func TestValidateListsEveryError(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code = runCLI(t, "validate", "-c", file)
-	want := file + ":2: checks[0].url: want a string, got a list\n" +
-		file + `:3: checks[1].expect.status: "2xx-3": not a status code or range`
+	want := file + ":2:15: checks[0].url: want a string, got a list\n" +
+		file + `:3:52: checks[1].expect.status: "2xx-3": not a status code or range`
 	if code != 2 || strings.TrimSpace(out) != want {
 		t.Errorf("exit %d, output:\n%s\nwant:\n%s", code, out, want)
 	}

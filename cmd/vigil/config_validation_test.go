@@ -49,11 +49,11 @@ checks:
 	out, code := runCLI(t, "validate", "-c", path)
 	var want []string
 	for _, l := range []string{
-		"3: targets[0].url: ${VIGIL_TEST_UNSET_URL} is not set in the environment (use ${VIGIL_TEST_UNSET_URL:-default} for an optional value)",
-		"5: checks[0].intervall: unknown key (did you mean interval?)",
-		`5: checks[0].targets[1]: "nosuch": unknown target (define it under targets:)`,
-		`6: checks[1].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
-		"7: checks[2].url: ${VIGIL_TEST_UNSET_URL2} is not set in the environment (use ${VIGIL_TEST_UNSET_URL2:-default} for an optional value)",
+		"3:15: targets[0].url: ${VIGIL_TEST_UNSET_URL} is not set in the environment (use ${VIGIL_TEST_UNSET_URL:-default} for an optional value)",
+		`5:28: checks[0].targets[1]: "nosuch": unknown target (define it under targets:)`,
+		"5:37: checks[0].intervall: unknown key (did you mean interval?)",
+		`6:29: checks[1].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
+		"7:15: checks[2].url: ${VIGIL_TEST_UNSET_URL2} is not set in the environment (use ${VIGIL_TEST_UNSET_URL2:-default} for an optional value)",
 	} {
 		want = append(want, path+":"+l)
 	}
@@ -145,7 +145,7 @@ checks:
 `
 	cfg := writeConfig(t, base+`proxy: {pools: [{name: p, origins: [{target: b}], verdicts: {checks: [h, c]}}]}`+"\n")
 	out, code := runCLI(t, "validate", "-c", cfg)
-	want := "ok\nwarning: " + cfg + `: proxy.pools[0].verdicts.checks[1]: check "c" runs on none of the pool's origins (its targets: a; the pool's origins: b): ` +
+	want := "ok\nwarning: " + cfg + `:5:74: proxy.pools[0].verdicts.checks[1]: check "c" runs on none of the pool's origins (its targets: a; the pool's origins: b): ` +
 		"its verdicts never count for the pool, which judges its origins without it (by passive detection alone when no other check it counts runs on them)"
 	if code != 0 || strings.TrimSpace(out) != want {
 		t.Fatalf("exit %d:\n%s\nwant exit 0:\n%s", code, out, want)
@@ -194,8 +194,8 @@ checks:
 	want := []string{
 		"checks[0].intervall: unknown key (did you mean interval?)",
 		"checks[0].bogusness: unknown key",
-		"checks[0].expect.json[0].greater: unknown key (expect.json elements take equals, exists, gt, gte, lt, lte, path, regex)",
 		"checks[0].expect.json[0].gtt: unknown key (did you mean gt? expect.json elements take equals, exists, gt, gte, lt, lte, path, regex)",
+		"checks[0].expect.json[0].greater: unknown key (expect.json elements take equals, exists, gt, gte, lt, lte, path, regex)",
 		"checks[1].script[0].expct: unknown key (did you mean expect?)",
 	}
 	var got []string

@@ -18,12 +18,15 @@ type keyIndex struct {
 	fold  map[string]keyPlace // lower-cased paths: the decoder matches keys case-insensitively
 }
 
-// keyPlace is where a key is written: its line, and, when the value comes
-// from an anchor (`<<: *web` merging it in, or `*web` repeating it), the
-// line of the merge key or alias that brought it into the path, and the
-// anchor's name.
+// keyPlace is where a key is written: its line, its column when it is
+// written inside a flow collection (`{a: 1, b: x}`, `[a, b]`), where
+// several keys or items share a line (0 otherwise), and, when the value
+// comes from an anchor (`<<: *web` merging it in, or `*web` repeating it),
+// the line of the merge key or alias that brought it into the path, and
+// the anchor's name.
 type keyPlace struct {
 	line   int
+	col    int
 	via    int
 	anchor string
 	merged bool
@@ -69,9 +72,13 @@ func (x *keyIndex) walk(n *yaml.Node, path string, via keyPlace, depth int) {
 	if n == nil || depth > 200 || len(x.exact) >= maxIndexedKeys {
 		return
 	}
-	place := func(line int) keyPlace {
+	flow := n.Style&yaml.FlowStyle != 0
+	place := func(c *yaml.Node) keyPlace {
 		p := via
-		p.line = line
+		p.line, p.col = c.Line, 0
+		if flow {
+			p.col = c.Column
+		}
 		return p
 	}
 	switch n.Kind {
@@ -90,7 +97,7 @@ func (x *keyIndex) walk(n *yaml.Node, path string, via keyPlace, depth int) {
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			if !x.add(p, place(c.Line)) {
+			if !x.add(p, place(c)) {
 				return
 			}
 			x.walk(c, p, via, depth+1)
@@ -109,7 +116,7 @@ func (x *keyIndex) walk(n *yaml.Node, path string, via keyPlace, depth int) {
 			key := nodeKey(k)
 			own[key] = true
 			p := joinKey(path, key)
-			if !x.add(p, place(k.Line)) {
+			if !x.add(p, place(k)) {
 				return
 			}
 			x.walk(v, p, via, depth+1)
@@ -159,7 +166,10 @@ func (x *keyIndex) walkMerged(m *yaml.Node, path string, via keyPlace, own map[s
 		}
 		p := joinKey(path, key)
 		kp := via
-		kp.line = k.Line
+		kp.line, kp.col = k.Line, 0
+		if m.Style&yaml.FlowStyle != 0 {
+			kp.col = k.Column
+		}
 		if !x.add(p, kp) {
 			return
 		}
@@ -292,11 +302,18 @@ func (kp keyPlace) note() string {
 	return fmt.Sprintf(" (via *%s at line %d)", kp.anchor, kp.via)
 }
 
-// lineError is a config error with the line of the file it is about.
+// lineError is a config error with the line of the file it is about, and
+// its column where it is known (see keyPlace; 0 otherwise).
 type lineError struct {
-	line int
-	note string // added after the message (see keyPlace.note)
-	err  error
+	line, col int
+	note      string // added after the message (see keyPlace.note)
+	// src is the text of the line, for an error about the text itself (a
+	// YAML syntax error): the one-line message quotes it, and vigil
+	// validate shows it under the message with a caret under col (see
+	// excerpt). "" for an error about a key, whose line is found by its
+	// path.
+	src string
+	err error
 }
 
 func (e *lineError) Error() string { return e.err.Error() }
@@ -304,3 +321,20 @@ func (e *lineError) Unwrap() error { return e.err }
 
 // atLine is err placed at line of the file.
 func atLine(line int, err error) error { return &lineError{line: line, err: err} }
+
+// atPlace is err placed where kp says.
+func atPlace(kp keyPlace, err error) error {
+	return &lineError{line: kp.line, col: kp.col, note: kp.note(), err: err}
+}
+
+// prefix is how a message placed at line and col (0: none) of file starts:
+// "FILE:LINE:COL: ", "FILE:LINE: ", or "FILE: " with no line.
+func prefix(file string, line, col int) string {
+	switch {
+	case line > 0 && col > 0:
+		return fmt.Sprintf("%s:%d:%d: ", file, line, col)
+	case line > 0:
+		return fmt.Sprintf("%s:%d: ", file, line)
+	}
+	return file + ": "
+}

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// errorText is line l of a config error of file without its "FILE:LINE: "
-// (or "FILE: ") prefix.
+// errorText is line l of a config error of file without its
+// "FILE:LINE:COL: ", "FILE:LINE: " or "FILE: " prefix.
 func errorText(file, l string) string {
-	re := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `(:\d+)?: `)
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `(:\d+){0,2}: `)
 	if m := re.FindString(l); m != "" {
 		return strings.TrimPrefix(l, m)
 	}
@@ -99,20 +99,20 @@ store:
 		`3: agent.concurrency: "many": want an integer`,
 		`9: defaults.interval: "5 minutes": not a duration (use ms, s, m, h or d)`,
 		`14: checks[0].rise: "two": want an integer`,
-		`16: checks[1].targets[1]: "web3": unknown target (define it under targets:)`,
+		`16:21: checks[1].targets[1]: "web3": unknown target (define it under targets:)`,
 		`20: checks[2].tier: "deepest": want shallow, deep or synthetic`,
-		`23: checks[2].script[0].extract.tok.json: "a.#(": unclosed "(" at 3`,
-		`24: checks[2].script[1].http.timeout: unknown key`,
+		`23:25: checks[2].script[0].extract.tok.json: "a.#(": unclosed "(" at 3`,
+		`24:26: checks[2].script[1].http.timeout: unknown key`,
 		`27: checks[3].Interval: duplicates interval (keys match case-insensitively: keep one)`,
-		`30: checks[3].http.headers.x-a: duplicates X-A (keys match case-insensitively: keep one)`,
+		`30:25: checks[3].http.headers.x-a: duplicates X-A (keys match case-insensitively: keep one)`,
 		`34: checks[4].timeout: 10s ≥ interval 10s: timeout must be shorter than the interval`,
-		`38: checks[5].expect.checksum: no value (omit the key, or give one)`,
-		`41: slos[1].objective: "120%": want a percentage between 0% and 100%`,
-		`47: proxy.pools[0].origins[0].weight: -1: want 1..1000`,
-		`49: proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`,
+		`38:14: checks[5].expect.checksum: no value (omit the key, or give one)`,
+		`41:26: slos[1].objective: "120%": want a percentage between 0% and 100%`,
+		`47:26: proxy.pools[0].origins[0].weight: -1: want 1..1000`,
+		`49:35: proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`,
 		`51: alerting.quorum: "x": want an integer`,
 		`53: status_page.enabled: "maybe": want true or false`,
-		`55: store.embedded.retention: 7: a duration needs a unit, e.g. "7d"`)
+		`55:14: store.embedded.retention: 7: a duration needs a unit, e.g. "7d"`)
 }
 
 // TestConfigErrorLineFromEnv: a value set by a VIGIL_* override has no line
@@ -127,7 +127,7 @@ checks:
 	t.Setenv("VIGIL_AGENT_CONCURRENCY", "lots")
 	out, code := runCLI(t, "validate", "-c", p)
 	want := p + `: agent.concurrency (from VIGIL_AGENT_CONCURRENCY): "lots": want an integer` + "\n" +
-		p + `:4: checks[0].rise: 1.5: want an integer`
+		p + `:4:43: checks[0].rise: 1.5: want an integer`
 	if got := strings.TrimSpace(out); code != 2 || got != want {
 		t.Errorf("exit %d\n got: %s\nwant: %s", code, got, want)
 	}
@@ -153,8 +153,8 @@ checks:
 `,
 		`7: checks[0].rise: 2.5: want an integer`,
 		`7: checks[1].rise: 2.5: want an integer (merged by <<: *base at line 8)`,
-		`11: checks[2].targets[1]: "web7": unknown target (define it under targets:)`,
-		`11: checks[3].targets[1]: "web7": unknown target (define it under targets:) (via *tl at line 13)`)
+		`11:25: checks[2].targets[1]: "web7": unknown target (define it under targets:)`,
+		`11:25: checks[3].targets[1]: "web7": unknown target (define it under targets:) (via *tl at line 13)`)
 }
 
 // TestConfigErrorLineLargeFile: in a file of thousands of checks with the
@@ -177,4 +177,22 @@ func TestConfigErrorLineLargeFile(t *testing.T) {
 	start := time.Now()
 	wantErrorLines(t, b.String(), want...)
 	t.Logf("%d lines validated in %s", line-1, time.Since(start))
+}
+
+// TestFlowLineErrorsNameTheirColumn: several errors on one line of flow
+// style (`{a: 1, b: x}`) are told apart by their column
+// ("vigil.yaml:3:36: …"), in the order they are written; a key in block
+// style, the first thing on its line, names its line only.
+func TestFlowLineErrorsNameTheirColumn(t *testing.T) {
+	wantErrorLines(t, `targets: [{name: w, url: "http://127.0.0.1:9"}]
+checks:
+  - {name: a, targets: [w], fall: 1.5, interval: x, rise: two}
+  - name: b
+    targets: [w]
+    rise: 0.5
+`,
+		`3:29: checks[0].fall: 1.5: want an integer`,
+		`3:40: checks[0].interval: "x": not a duration (use ms, s, m, h or d)`,
+		`3:53: checks[0].rise: "two": want an integer`,
+		`6: checks[1].rise: 0.5: want an integer`)
 }

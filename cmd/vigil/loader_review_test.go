@@ -33,7 +33,7 @@ checks:
 	cfg := writeConfig(t, first+second)
 	for _, cmd := range []string{"validate", "check"} {
 		out, code := runCLI(t, cmd, "-c", cfg)
-		want := cfg + `: line 5: a second YAML document ("---"): vigil reads one document per file`
+		want := cfg + `:5:1: a second YAML document ("---"): vigil reads one document per file`
 		if code != 2 || !strings.Contains(out, want) {
 			t.Errorf("vigil %s: exit %d, output:\n%s\nwant exit 2 and %q", cmd, code, out, want)
 		}
@@ -102,7 +102,7 @@ func TestReloadRefusesSecondYAMLDocument(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf(`line %d: a second YAML document ("---")`, lines+1)
+	want := fmt.Sprintf(`%s:%d:1: a second YAML document ("---")`, path, lines+1)
 	waitFor(t, 10*time.Second, "/healthz reporting the rejected reload", func() bool {
 		code, body := do(t, "GET", base+"/healthz", "", nil)
 		return code == 503 && strings.Contains(body, "config reload failed") && strings.Contains(body, want)
@@ -167,10 +167,10 @@ proxy:
 	// Each key at its line, in file order.
 	want := []string{
 		"9: checks[0].expect.checksum", "11: checks[0].expect.body.contains",
-		"12: checks[0].expect.size.max", "13: checks[0].expect.json", "14: checks[0].expect.ttfb",
-		"17: checks[1].interval", "18: checks[1].timeout", "19: checks[1].rise", "21: checks[1].http.headers.X-A",
-		"23: checks[2].targets", "38: checks[5].script[0].browser.navigate", "39: checks[5].script[1].browser.eval.equals",
-		"40: status_page.title", "45: proxy.pools[0].hosts",
+		"12:14: checks[0].expect.size.max", "13: checks[0].expect.json", "14: checks[0].expect.ttfb",
+		"17: checks[1].interval", "18: checks[1].timeout", "19: checks[1].rise", "21:17: checks[1].http.headers.X-A",
+		"23: checks[2].targets", "38:19: checks[5].script[0].browser.navigate", "39:35: checks[5].script[1].browser.eval.equals",
+		"40:15: status_page.title", "45: proxy.pools[0].hosts",
 	}
 	lists := map[string]bool{"11: checks[0].expect.body.contains": true, "13: checks[0].expect.json": true,
 		"23: checks[2].targets": true, "45: proxy.pools[0].hosts": true}
@@ -246,8 +246,8 @@ proxy:
 `, o.URL()))
 	want := []string{
 		"6: checks[0].targets: want a list, got a number (5)",
-		"12: checks[1].expect.body.contains: want a list, got a bool (true)",
-		"12: checks[1].expect.body.not_contains: want a list, got a number (1.50)",
+		"12:14: checks[1].expect.body.contains: want a list, got a bool (true)",
+		"12:30: checks[1].expect.body.not_contains: want a list, got a number (1.50)",
 		"17: proxy.pools[0].hosts: want a list, got a number (5)",
 	}
 	for _, cmd := range []string{"validate", "check"} {
@@ -299,8 +299,8 @@ agent: {vantage: "${VIGIL_TEST_UNSET_VANTAGE}"}
 	os.Unsetenv("VIGIL_TEST_UNSET_VANTAGE")
 	out, code := runCLI(t, "validate", "-c", cfg)
 	for _, w := range []string{
-		cfg + ":6: status_page.title: ${VIGIL_TEST_EMPTY_TITLE} is empty in the environment (give it a value, or use ${VIGIL_TEST_EMPTY_TITLE:-default} for an optional value)",
-		cfg + ":7: agent.vantage: ${VIGIL_TEST_UNSET_VANTAGE} is not set in the environment",
+		cfg + ":6:15: status_page.title: ${VIGIL_TEST_EMPTY_TITLE} is empty in the environment (give it a value, or use ${VIGIL_TEST_EMPTY_TITLE:-default} for an optional value)",
+		cfg + ":7:9: agent.vantage: ${VIGIL_TEST_UNSET_VANTAGE} is not set in the environment",
 	} {
 		if code != 2 || !strings.Contains(out, w) {
 			t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, w)
@@ -346,7 +346,7 @@ checks: [{name: a, targets: [web1], http: {path: /}}]
 			}
 			continue
 		}
-		if code != 2 || !strings.Contains(out, cfg+":2: "+tc.want) {
+		if code != 2 || !strings.Contains(out, cfg+":2:9: "+tc.want) {
 			t.Errorf("data_dir %s: exit %d, output:\n%s\nwant exit 2 and %q", tc.dataDir, code, out, tc.want)
 		}
 	}

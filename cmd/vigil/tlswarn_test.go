@@ -22,13 +22,13 @@ checks:
 `
 
 // insecureTLSWarnings are the warnings insecureTLSConfig gets, after
-// "FILE: ".
+// "FILE:": each at the line and column of its key.
 var insecureTLSWarnings = []string{
-	`checks[1].tls.min_version: "1.0": TLS 1.0 is accepted, which is deprecated (RFC 8996)`,
-	`checks[2].http.tls.insecure_skip_verify: true: certificates are not verified`,
-	`checks[2].http.tls.min_version: "1.1": TLS 1.1 is accepted, which is deprecated (RFC 8996)`,
-	`checks[3].script[0].http.tls.insecure_skip_verify: true: certificates are not verified`,
-	`checks[4].tcp.tls.insecure_skip_verify: true: certificates are not verified`,
+	`5:37: checks[1].tls.min_version: "1.0": TLS 1.0 is accepted, which is deprecated (RFC 8996)`,
+	`6:60: checks[2].http.tls.insecure_skip_verify: true: certificates are not verified`,
+	`6:88: checks[2].http.tls.min_version: "1.1": TLS 1.1 is accepted, which is deprecated (RFC 8996)`,
+	`10:36: checks[3].script[0].http.tls.insecure_skip_verify: true: certificates are not verified`,
+	`11:45: checks[4].tcp.tls.insecure_skip_verify: true: certificates are not verified`,
 }
 
 // TestValidateWarnsInsecureTLS: insecure_skip_verify and a min_version
@@ -38,7 +38,7 @@ func TestValidateWarnsInsecureTLS(t *testing.T) {
 	out, code := runCLI(t, "validate", "-c", cfg)
 	want := "ok"
 	for _, w := range insecureTLSWarnings {
-		want += "\nwarning: " + cfg + ": " + w
+		want += "\nwarning: " + cfg + ":" + w
 	}
 	if code != 0 || strings.TrimSpace(out) != want {
 		t.Errorf("exit %d:\n%s\nwant exit 0:\n%s", code, out, want)
@@ -64,7 +64,7 @@ func TestRunLogsInsecureTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range insecureTLSWarnings {
-		if !strings.Contains(buf.String(), "level=WARN msg=\""+strings.ReplaceAll(cfg+": "+w, `"`, `\"`)+"\"") {
+		if !strings.Contains(buf.String(), "level=WARN msg=\""+strings.ReplaceAll(cfg+":"+w, `"`, `\"`)+"\"") {
 			t.Errorf("log lacks the warning %q:\n%s", w, buf.String())
 		}
 	}

@@ -21,9 +21,24 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check a config file: prints ok, or every error with its line and key path (exit 2)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			warn := func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }
-			f, err := loadConfigWarn(file, os.LookupEnv, os.Environ(), warn)
+			// Errors first, then warnings, each in file order: the errors
+			// must be fixed, the warnings are advice.
+			f, warns, err := loadConfigWarnings(file, os.LookupEnv, os.Environ())
+			printWarnings := func() {
+				for _, w := range warns {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w.text)
+				}
+			}
+			var le *LoadError
+			if errors.As(err, &le) {
+				// A syntax error with its line shown and a caret under
+				// its column.
+				fmt.Fprintln(cmd.ErrOrStderr(), le.Report())
+				printWarnings()
+				return &exitError{code: 2}
+			}
 			if err != nil {
+				printWarnings()
 				return &exitError{code: 2, err: err}
 			}
 			// What `vigil run` would refuse about the data dir itself (a
@@ -43,17 +58,21 @@ func newValidateCmd() *cobra.Command {
 				if _, set := os.LookupEnv("VIGIL_AGENT_DATA_DIR"); !set {
 					where = f.at(key + ":")
 				}
-				return &exitError{code: 2, err: fmt.Errorf("%s: %s: %w", where, key, err)}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s: %v\n", where, key, err)
+				printWarnings()
+				return &exitError{code: 2}
 			}
 			if rootErr != nil {
-				warn(fmt.Sprintf("%s: %s: refused when vigil runs as root: %v", file, key, rootErr))
+				warns = append(warns, f.warn(fmt.Sprintf("%s: refused when vigil runs as root: %v", key, rootErr)))
 			}
 			// A warning, not an error: validate often runs in CI, on a
 			// machine without the browser the agent's host has.
 			if err := checkExecPath(f.Agent.Browser.ExecPath); err != nil {
-				warn(fmt.Sprintf("%s: agent.browser.exec_path: %v", file, err))
+				warns = append(warns, f.warn(fmt.Sprintf("agent.browser.exec_path: %v", err)))
 			}
+			sortWarnings(warns)
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")
+			printWarnings()
 			return nil
 		},
 	}

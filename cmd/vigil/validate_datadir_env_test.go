@@ -51,7 +51,7 @@ checks: [{name: a, targets: [web1], http: {path: /}}]
 		os.Unsetenv("VIGIL_AGENT_DATA_DIR")
 		cfg := writeConfig(t, body(link))
 		out, code := runCLI(t, "validate", "-c", cfg)
-		want := cfg + ":2: agent.data_dir: " + link + " is a symbolic link to real"
+		want := cfg + ":2:9: agent.data_dir: " + link + " is a symbolic link to real"
 		if code != 2 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
 		}

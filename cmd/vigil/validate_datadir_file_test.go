@@ -37,8 +37,8 @@ func TestValidateDataDirUnderAFileSaysWhatRunSays(t *testing.T) {
 				t.Fatalf("vigil run: exit %d, output:\n%s\nwant exit 1 and %q", code, runOut, want)
 			}
 			out, code := runCLI(t, "validate", "-c", cfg)
-			if code != 2 || !strings.Contains(out, cfg+":2: "+want) {
-				t.Errorf("vigil validate: exit %d, output:\n%s\nwant exit 2 and %q", code, out, cfg+":2: "+want)
+			if code != 2 || !strings.Contains(out, cfg+":2:23: "+want) {
+				t.Errorf("vigil validate: exit %d, output:\n%s\nwant exit 2 and %q", code, out, cfg+":2:23: "+want)
 			}
 		})
 	}

@@ -52,7 +52,7 @@ checks: [{name: healthz, targets: [a], http: {path: /healthz}}]
 		}
 		runMsg = strings.TrimSpace(runMsg)
 		out, code := runCLI(t, "validate", "-c", cfg)
-		want := "warning: " + cfg + ": agent.data_dir: refused when vigil runs as root: " + runMsg
+		want := "warning: " + cfg + ":2:23: agent.data_dir: refused when vigil runs as root: " + runMsg
 		if code != 0 || !strings.Contains(out, "ok\n") || !strings.Contains(out, want) {
 			t.Errorf("vigil validate: exit %d, output:\n%s\nwant exit 0, ok and %q", code, out, want)
 		}
@@ -82,7 +82,7 @@ checks: [{name: healthz, targets: [a], http: {path: /healthz}}]
 		}
 		cfg := writeConfig(t, healthzConfig(link, o.URL()))
 		out, code := runCLI(t, "validate", "-c", cfg)
-		want := cfg + ":2: agent.data_dir: " + link + " is a symbolic link to real; vigil does not follow it"
+		want := cfg + ":2:23: agent.data_dir: " + link + " is a symbolic link to real; vigil does not follow it"
 		if code != 2 || strings.Contains(out, "ok\n") || !strings.Contains(out, want) {
 			t.Errorf("vigil validate: exit %d, output:\n%s\nwant exit 2 and %q", code, out, want)
 		}

@@ -26,7 +26,7 @@ checks:
         expect: {body: {not_contains: ["${token}"]}}
 `)
 	out, code := runCLI(t, "validate", "-c", bad)
-	want := bad + `:11: checks[0].script[1].expect.body.not_contains[0]: variables are not expanded in expect (step "me"): ` +
+	want := bad + `:11:40: checks[0].script[1].expect.body.not_contains[0]: variables are not expanded in expect (step "me"): ` +
 		`${token} would be matched as literal text; compare the variable in an expr step instead, e.g. expr: 'last.body contains vars.token'`
 	if code != 2 || strings.TrimSpace(out) != want {
 		t.Errorf("exit %d:\n%s\nwant exit 2:\n%s", code, out, want)
@@ -85,7 +85,7 @@ checks: [{name: a, targets: [o], http: {path: /}}]
 		}
 		// A warning (validate often runs where the agent's browser is not
 		// installed): exit 0, "ok", and the warning naming the key.
-		if want := "ok\nwarning: " + cfg + ": agent.browser.exec_path: " + tc.err; code != 0 || strings.TrimSpace(out) != want {
+		if want := "ok\nwarning: " + cfg + ":2:19: agent.browser.exec_path: " + tc.err; code != 0 || strings.TrimSpace(out) != want {
 			t.Errorf("exec_path %s: exit %d:\n%s\nwant exit 0:\n%s", tc.path, code, out, want)
 		}
 	}

@@ -69,7 +69,7 @@ checks:
       - http: {path: "/orders/${orderID}/items/${itemId}"}
 `)
 	out, code := runCLI(t, "validate", "-c", cfg)
-	want := cfg + ":10: checks[0].script[2].http.path: undefined variable ${itemId}: no earlier step extracts it"
+	want := cfg + ":10:16: checks[0].script[2].http.path: undefined variable ${itemId}: no earlier step extracts it"
 	if code != 2 || strings.TrimSpace(out) != want {
 		t.Errorf("exit %d:\n%s\nwant exit 2:\n%s", code, out, want)
 	}

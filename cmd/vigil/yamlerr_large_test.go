@@ -51,8 +51,10 @@ func TestYAMLErrorInLargeFileLocated(t *testing.T) {
 			start := time.Now()
 			out, code := runCLI(t, "validate", "-c", cfg)
 			took := time.Since(start)
-			want := fmt.Sprintf(`%s: not valid YAML: line %d: did not find expected '-' indicator ("   timeout: 2s")`, cfg, bad)
-			if code != 2 || !strings.Contains(out, want) {
+			want := fmt.Sprintf("%s:%d:4: not valid YAML: the indentation does not match the list above (line it up with the keys of the item, or start a new item with \"- \")\n"+
+				"  %d |    timeout: 2s\n"+
+				"  %s |    ^", cfg, bad, bad, strings.Repeat(" ", len(fmt.Sprint(bad))))
+			if code != 2 || strings.TrimRight(out, "\n") != want {
 				t.Errorf("%d-line file: exit %d, output:\n%s\nwant exit 2 and %q", len(lines), code, out, want)
 			}
 			parseStart := time.Now()

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestValidateWarningsInFileOrder: every warning about a key starts, as an
+// error does, with the file and the line the key is written on (and its
+// column inside a flow collection), and vigil validate prints them in file
+// order, whichever check found them (the loader's TLS, InfluxDB and
+// alerting checks, validate's own exec_path check). A key a VIGIL_*
+// override set is named with its variable, before the file's warnings.
+// Errors come first, then warnings: a file with errors gets only the
+// warnings about the environment, after them.
+func TestValidateWarningsInFileOrder(t *testing.T) {
+	const body = `agent:
+  browser:
+    exec_path: /nonexistent/chromium
+targets:
+  - {name: o, url: "https://127.0.0.1:1"}
+alerting:
+  resolve_timeout: 30s
+checks:
+  - name: a
+    targets: [o]
+    http:
+      tls:
+        insecure_skip_verify: true
+store:
+  influxdb:
+    url: http://influx.example:8086
+    token: s3cret-influx-token
+    org: o
+    bucket: b
+`
+	cfg := writeConfig(t, body)
+	out, code := runCLI(t, "validate", "-c", cfg)
+	want := []string{
+		"ok",
+		"warning: " + cfg + ":3: agent.browser.exec_path: /nonexistent/chromium: no such file on this machine (checked where vigil validate runs; the agent needs it where the agent runs)",
+		"warning: " + cfg + ":7: alerting.resolve_timeout: 30s is below 3 × evaluation_interval (15s): raised to 45s, so that an alert re-sent every evaluation does not expire in Alertmanager between two",
+		"warning: " + cfg + ":13: checks[0].http.tls.insecure_skip_verify: true: certificates are not verified",
+		"warning: " + cfg + `:16: store.influxdb.url: "http://influx.example:8086": http, not https: the token travels unencrypted to influx.example`,
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != len(want) {
+		t.Fatalf("exit %d:\n%s\nwant exit 0 and %d lines starting:\n%s", code, out, len(want), strings.Join(want, "\n"))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d:\n%s\nwant it to start:\n%s", i+1, lines[i], w)
+		}
+	}
+
+	// The URL from the environment: no line of the file, first.
+	t.Setenv("VIGIL_STORE_INFLUXDB_URL", "http://influx2.example:8086")
+	out, code = runCLI(t, "validate", "-c", cfg)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	first := "warning: " + cfg + `: store.influxdb.url (from VIGIL_STORE_INFLUXDB_URL): "http://influx2.example:8086": http, not https`
+	if code != 0 || len(lines) != len(want) || !strings.HasPrefix(lines[1], first) || !strings.HasPrefix(lines[2], want[1]) {
+		t.Errorf("URL from VIGIL_STORE_INFLUXDB_URL: exit %d:\n%s\nwant its warning first:\n%s", code, out, first)
+	}
+
+	// A file with errors: the errors, then the environment's warnings.
+	t.Setenv("VIGIL_AGENT_REGOIN", "x")
+	bad := writeConfig(t, strings.Replace(body, "resolve_timeout: 30s", "resolve_timeout: soon", 1))
+	out, code = runCLI(t, "validate", "-c", bad)
+	wantBad := bad + `:7: alerting.resolve_timeout: "soon": not a duration (use ms, s, m, h or d)` + "\n" +
+		"warning: environment variable VIGIL_AGENT_REGOIN overrides no config key and is ignored (did you mean VIGIL_AGENT_REGION?)"
+	if code != 2 || strings.TrimSpace(out) != wantBad {
+		t.Errorf("file with an error: exit %d:\n%s\nwant exit 2 and:\n%s", code, out, wantBad)
+	}
+}
