@@ -252,6 +252,7 @@ type accessEntry struct {
 	tunnel               bool
 	tunnelDown, tunnelUp int64
 	requestID            string // the request's ID (Config.RequestID), "" when off
+	clientIP             string // the client a trusted proxy named (trusted_proxies), "" for none
 }
 
 // countWriter counts an answer's status and body bytes for the access log
@@ -305,6 +306,10 @@ func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes in
 	b = start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z07:00")
 	b = append(b, `","remote":`...)
 	b = appendJSONString(b, r.RemoteAddr)
+	if e.clientIP != "" {
+		b = append(b, `,"client_ip":`...)
+		b = appendJSONString(b, e.clientIP)
+	}
 	b = append(b, `,"method":`...)
 	b = appendJSONString(b, r.Method)
 	b = append(b, `,"host":`...)

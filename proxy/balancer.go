@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -344,16 +343,6 @@ func requestKey(r *http.Request, k hashKey) (string, bool) {
 		return r.URL.Path, true
 	}
 	return clientIP(r), true
-}
-
-// clientIP is the peer address of the client connection without its port.
-// X-Forwarded-For is not trusted.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // hash64 is FNV-1a 64 followed by mix64.

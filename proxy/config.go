@@ -137,6 +137,18 @@ type Config struct {
 	// ProxyProtocol, as a header from anyone else could claim any address.
 	ProxyProtocolFrom []string       `mapstructure:"proxy_protocol_from"`
 	ppFrom            []netip.Prefix // ProxyProtocolFrom parsed
+	// TrustedProxies lists the addresses (CIDRs or single IPs) of the
+	// proxies and CDN edges in front whose ClientIPHeader is believed: a
+	// request from one of them is taken to come from the client that
+	// header names (realClientIP). Default none.
+	TrustedProxies []string `mapstructure:"trusted_proxies"`
+	// ClientIPHeader is the header a trusted proxy names the client in:
+	// X-Forwarded-For (the rightmost address not in TrustedProxies) or a
+	// one-address header such as CF-Connecting-IP. Default
+	// X-Forwarded-For.
+	ClientIPHeader string         `mapstructure:"client_ip_header"`
+	trusted        []netip.Prefix // TrustedProxies parsed
+	clientIPKey    string         // ClientIPHeader canonical
 	// KeepaliveTime is how long one client connection serves requests: the
 	// answer to the first request after it closes the connection
 	// (HTTP/1: Connection: close; HTTP/2: a graceful GOAWAY), as nginx's
@@ -455,6 +467,29 @@ func (p *PassiveConfig) probeName() string {
 // probing reports whether a passive ejection ends with a return probe.
 func (p *PassiveConfig) probing() bool { return p.ReturnProbe != ReturnProbeOff }
 
+// parsePrefixes parses key's list of IP addresses and CIDRs (an address
+// is a prefix of its full length; IPv4-mapped IPv6 is read as IPv4).
+func parsePrefixes(key string, list []string) ([]netip.Prefix, []error) {
+	var out []netip.Prefix
+	var errs []error
+	for i, v := range list {
+		pfx, err := netip.ParsePrefix(strings.TrimSpace(v))
+		if err != nil {
+			a, aerr := netip.ParseAddr(strings.TrimSpace(v))
+			if aerr != nil || a.Zone() != "" {
+				errs = append(errs, fmt.Errorf("%s[%d]: %q: want an IP address or a CIDR (10.0.0.0/8, 2001:db8::/32)", key, i, v))
+				continue
+			}
+			pfx = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		if pfx.Addr().Is4In6() {
+			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+		}
+		out = append(out, pfx.Masked())
+	}
+	return out, errs
+}
+
 // grpcFailed reports whether v, a grpc-status value, is one of
 // grpc_failure_statuses.
 func (p *PassiveConfig) grpcFailed(v string) bool {
@@ -610,21 +645,20 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 60 * time.Second
 	}
-	c.ppFrom = nil
-	for i, v := range c.ProxyProtocolFrom {
-		pfx, err := netip.ParsePrefix(strings.TrimSpace(v))
-		if err != nil {
-			a, aerr := netip.ParseAddr(strings.TrimSpace(v))
-			if aerr != nil || a.Zone() != "" {
-				errs = append(errs, fmt.Errorf("proxy_protocol_from[%d]: %q: want an IP address or a CIDR (10.0.0.0/8, 2001:db8::/32)", i, v))
-				continue
-			}
-			pfx = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
-		}
-		if pfx.Addr().Is4In6() {
-			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
-		}
-		c.ppFrom = append(c.ppFrom, pfx.Masked())
+	var perrs []error
+	c.ppFrom, perrs = parsePrefixes("proxy_protocol_from", c.ProxyProtocolFrom)
+	errs = append(errs, perrs...)
+	c.trusted, perrs = parsePrefixes("trusted_proxies", c.TrustedProxies)
+	errs = append(errs, perrs...)
+	c.clientIPKey = "X-Forwarded-For"
+	switch ch := c.ClientIPHeader; {
+	case ch == "":
+	case !isToken(ch) || isHop(textproto.CanonicalMIMEHeaderKey(ch)):
+		errs = append(errs, fmt.Errorf("client_ip_header: %q: want a header field name (X-Forwarded-For, CF-Connecting-IP, True-Client-IP, …)", ch))
+	case len(c.TrustedProxies) == 0:
+		errs = append(errs, errors.New("client_ip_header: only with trusted_proxies (the addresses allowed to set it)"))
+	default:
+		c.clientIPKey = textproto.CanonicalMIMEHeaderKey(ch)
 	}
 	switch {
 	case c.ProxyProtocol && len(c.ProxyProtocolFrom) == 0:

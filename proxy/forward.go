@@ -827,10 +827,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	}
 	// A chain the client named in Connection was removed as hop-by-hop and
 	// is not extended.
-	cip := clientIP(r)
-	xff := cip
+	// X-Forwarded-For gets the peer (the hop this proxy saw); X-Real-IP
+	// the client, which is the peer unless a trusted proxy named another
+	// (clientip.go).
+	peer, cip := peerIP(r), clientIP(r)
+	xff := peer
 	if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 && !namedIn(r.Header["Connection"], "X-Forwarded-For") {
-		xff = strings.Join(prior, ", ") + ", " + cip
+		xff = strings.Join(prior, ", ") + ", " + peer
 	}
 	// X-Real-IP is set to the client address (a client-sent value is
 	// replaced); X-Forwarded-For, -Host and X-Real-IP share one allocation.

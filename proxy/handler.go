@@ -87,6 +87,12 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 			ae.requestID = id[0]
 		}
 	}
+	if r2, ip := withClientIP(&st.cfg, r); ip != "" {
+		r = r2
+		if ae != nil {
+			ae.clientIP = ip
+		}
+	}
 	if r.TLS != nil && !clientCertStillAccepted(r, &st.cfg) {
 		p.refuse(w, r, http.StatusForbidden, "client certificate not accepted by the current client_ca_file or client_auth; reconnect")
 		return
