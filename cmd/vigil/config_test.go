@@ -272,8 +272,14 @@ func FuzzConfig(f *testing.F) {
 	f.Add([]byte("defaults: {interval: 5}"))
 	// Numbers for string keys, merge keys, keys given twice.
 	f.Add([]byte("x: &b {name: 1.10, http: {headers: {X-A: 0755, x-a: 2}}}\nchecks: [{<<: *b, targets: [a], rise: 2.5}]\nagent: {admin_token: 0x1F}\nagent: {}"))
+	// Syntax errors, shown with their line and a caret.
+	f.Add([]byte("agent: {a: [1, 2}\nchecks:\n\t- {name: \"x}\n"))
+	f.Add([]byte("checks:\n  - {name: a,\n    url: x y: z}\n  - name: b\n   rise: 2\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseConfig("fuzz.yaml", b, noEnv)
+		_, err := parseConfig("fuzz.yaml", b, noEnv)
+		if le, ok := err.(*LoadError); ok {
+			_ = le.Report()
+		}
 	})
 }
 
