@@ -57,7 +57,7 @@ func TestInfluxTokenWarning(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "ok") {
 				t.Fatalf("vigil validate: exit %d, want 0 and ok:\n%s", code, out)
 			}
-			want := "warning: " + cfg + ": store.influxdb.url: "
+			want := "warning: " + cfg + ":7:14: store.influxdb.url: "
 			if got := strings.Contains(out, want) && strings.Contains(out, "the token travels unencrypted"); got != tc.warn {
 				t.Errorf("vigil validate warns about the token: %v, want %v:\n%s", got, tc.warn, out)
 			}
@@ -84,7 +84,7 @@ func TestInfluxTokenWarningRunLog(t *testing.T) {
 	}
 	var warn string
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "level=WARN") && strings.Contains(l, cfg+": store.influxdb.url: ") {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, cfg+":7:14: store.influxdb.url: ") {
 			warn = l
 		}
 	}

@@ -22,7 +22,7 @@ checks:
 	if code != 2 {
 		t.Fatalf("exit code %d, want 2\n%s", code, out)
 	}
-	if want := fmt.Sprintf(`%s:5: checks[0].http.method: "***" is not an HTTP method`, cfg); !strings.Contains(out, want) {
+	if want := fmt.Sprintf(`%s:5:12: checks[0].http.method: "***" is not an HTTP method`, cfg); !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 	if strings.Contains(strings.ToLower(out), "supersecret42") {

@@ -21,7 +21,7 @@ checks:
       - http: {path: /h.json}
         extract: {token: {json: 'a.#(b=='}, name: {json: 'services.0.name'}}
 `, origin))
-	want := typo + `:9: checks[0].script[1].extract.token.json: "a.#(b==": unclosed "(" at 3`
+	want := typo + `:9:27: checks[0].script[1].extract.token.json: "a.#(b==": unclosed "(" at 3`
 	for _, cmd := range []string{"validate", "check"} {
 		out, code := runCLI(t, cmd, "-c", typo)
 		if code != 2 || strings.TrimSpace(out) != want {

@@ -31,11 +31,11 @@ checks:
 		t.Fatal(err)
 	}
 	want := []string{
-		path + `:1: targets[0].url: "http//u:…@127.0.0.1:8080/": no scheme: write it as http://u:…@127.0.0.1:8080/`,
-		path + `:4: checks[1].url: "https//u:…@127.0.0.1/": no scheme: write it as https://u:…@127.0.0.1/`,
-		path + `:5: checks[2].http.url: "http:/u:…@127.0.0.1/": want an absolute http:// or https:// URL`,
-		path + `:6: checks[3].http.url: "htp://127.0.0.1/": want an absolute http:// or https:// URL`,
-		path + `:7: checks[4].url: "http:u:…@127.0.0.1:8080/x?k=…": no scheme: write it as http://u:…@127.0.0.1:8080/x?k=…`,
+		path + `:1:22: targets[0].url: "http//u:…@127.0.0.1:8080/": no scheme: write it as http://u:…@127.0.0.1:8080/`,
+		path + `:4:16: checks[1].url: "https//u:…@127.0.0.1/": no scheme: write it as https://u:…@127.0.0.1/`,
+		path + `:5:51: checks[2].http.url: "http:/u:…@127.0.0.1/": want an absolute http:// or https:// URL`,
+		path + `:6:51: checks[3].http.url: "htp://127.0.0.1/": want an absolute http:// or https:// URL`,
+		path + `:7:16: checks[4].url: "http:u:…@127.0.0.1:8080/x?k=…": no scheme: write it as http://u:…@127.0.0.1:8080/x?k=…`,
 	}
 	for _, cmd := range []string{"validate", "check"} {
 		t.Run(cmd, func(t *testing.T) {

@@ -22,7 +22,7 @@ checks:
 `
 	cfg := writeConfig(t, base+"proxy: {pools: [{name: web, origins: [{target: a}], verdicts: {checks: [asset, nightly]}}]}\n")
 	out, code := runCLI(t, "validate", "-c", cfg)
-	want := "ok\nwarning: " + cfg + `: proxy.pools[0].verdicts.max_age: 1m0s is shorter than the longest gap between two verdicts of check "asset" (interval 1m0s + jitter 6s + timeout 5s + verdict_poll 2s = 1m13s): between its runs the verdict is stale and an origin it fails returns to service until the next run; set max_age to at least 1m14s, or leave the check out of the pool's verdicts.checks/tiers (a long max_age also keeps a stopped canary's verdicts counting that long)`
+	want := "ok\nwarning: " + cfg + `:7:53: proxy.pools[0].verdicts.max_age: 1m0s is shorter than the longest gap between two verdicts of check "asset" (interval 1m0s + jitter 6s + timeout 5s + verdict_poll 2s = 1m13s): between its runs the verdict is stale and an origin it fails returns to service until the next run; set max_age to at least 1m14s, or leave the check out of the pool's verdicts.checks/tiers (a long max_age also keeps a stopped canary's verdicts counting that long)`
 	if code != 0 || strings.TrimSpace(out) != want {
 		t.Errorf("exit %d:\n%s\nwant exit 0:\n%s", code, out, want)
 	}
