@@ -248,7 +248,9 @@ type DeadManRule struct {
 	// ForgetAfter drops a region × check that has been silent this long
 	// (its alert resolves): a region retired, or a check removed while the
 	// alerter does not know the configured checks (see
-	// Alerter.SetChecks). Default 24h.
+	// Alerter.SetChecks). Default 24h. A check whose window and pending
+	// period reach it (a daily or cron check) is forgotten after twice
+	// those instead (DeadManForgetFor), so its alert can fire.
 	ForgetAfter time.Duration `mapstructure:"forget_after"`
 	// Severity of the alert. Default ticket.
 	Severity string `mapstructure:"severity"`

@@ -77,6 +77,21 @@ func DeadManPromFor(cfg Config, interval time.Duration) time.Duration {
 	return 2 * DeadManPromWindow / time.Duration(max(cfg.DeadMan.Intervals, 1))
 }
 
+// DeadManForgetFor is how long a region × check run every interval may be
+// silent before it is forgotten (its dead-man alert resolves):
+// dead_man.forget_after, or twice the dead-man window and pending period
+// (DeadManPromWindowFor + DeadManPromFor) when that is longer, so a daily
+// or cron check whose window and pending period reach forget_after is not
+// forgotten before its alert can fire, and then fires about as long as it
+// took to fire (10 days for a daily check at the defaults). interval 0 (not
+// known): dead_man.forget_after. cfg must be validated.
+func DeadManForgetFor(cfg Config, interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return cfg.DeadMan.ForgetAfter
+	}
+	return max(cfg.DeadMan.ForgetAfter, 2*(DeadManPromWindowFor(cfg, interval)+DeadManPromFor(cfg, interval)))
+}
+
 // deadManGroup is one generated dead-man alert: the checks run every
 // interval; no checks: every check (intervals not known, interval 0).
 type deadManGroup struct {
@@ -301,7 +316,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			if g.interval > 0 {
 				extra = map[string]string{"interval": promDur(g.interval)}
 			}
-			w.alertLabels(RuleDeadMan, "", deadManExpr(checkSelector(g.checks), window, cfg.DeadMan.ForgetAfter),
+			w.alertLabels(RuleDeadMan, "", deadManExpr(checkSelector(g.checks), window, DeadManForgetFor(cfg, g.interval)),
 				DeadManPromFor(cfg, g.interval), 0, cfg.DeadMan.Severity, "",
 				"no run of check {{ $labels.check }} in region {{ $labels.region }} for "+promDur(window), false, extra, cfg)
 		}

@@ -321,7 +321,15 @@ func TestPrometheusDeadManFor(t *testing.T) {
 				if w.sel != "" {
 					present += ","
 				}
-				present += `result="pass"}[1d]) unless on (instance, job) (up == 1)`
+				// A dead canary's series count for dead_man.forget_after
+				// (1d), for a daily check twice its window and pending
+				// period (DeadManForgetFor: 10d), or it would be forgotten
+				// before its alert can fire.
+				forget := "1d"
+				if w.interval == "1d" {
+					forget = "10d"
+				}
+				present += `result="pass"}[` + forget + `]) unless on (instance, job) (up == 1)`
 				for _, s := range []string{inc, present} {
 					if !strings.Contains(g.Expr, s) {
 						t.Errorf("rule %d: expression lacks %s:\n%s", i, s, g.Expr)

@@ -219,6 +219,8 @@ const WriterMaxBackoff = 30 * time.Second
 // silent: a check removed from the config is not expected to run. A pair
 // must stay silent for dead_man.for (default 2 × its interval) more before
 // its alert fires.
+// A pair silent for DeadManForgetFor (dead_man.forget_after, longer for a
+// check whose window and pending period reach it) is forgotten.
 //
 // After the store's reads failed (e.readFailedAt), a pair does not start
 // firing until reads have worked for the dead-man window plus
@@ -240,7 +242,7 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 		}
 		limit := time.Duration(e.cfg.DeadMan.Intervals) * v.Interval
 		silent := e.now.Sub(v.At)
-		if silent > e.cfg.DeadMan.ForgetAfter {
+		if silent > DeadManForgetFor(e.cfg, v.Interval) {
 			delete(e.seen, k)
 			continue
 		}
