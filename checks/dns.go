@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -94,7 +95,9 @@ func (s *DNSSpec) ValidateAndSetDefaults() error {
 	if qt == "" {
 		qt = DefaultDNSQueryType
 	}
-	if t, ok := dns.StringToType[qt]; ok && qt != "NONE" && qt != "OPT" {
+	if t, ok := dns.StringToType[qt]; ok && (t == dns.TypeAXFR || t == dns.TypeIXFR) {
+		errs = append(errs, errorf(ErrBadValue, "query_type: %q: zone transfers (AXFR, IXFR) are not supported: ask for a record type (SOA for the zone's serial)", s.QueryType))
+	} else if ok && qt != "NONE" && qt != "OPT" {
 		s.QueryType, s.qtype = qt, t
 	} else {
 		errs = append(errs, errorf(ErrBadValue, "query_type: %q: want a record type (A, AAAA, CNAME, MX, TXT, NS, SOA, SRV, PTR, CAA, …)", s.QueryType))
@@ -161,14 +164,49 @@ func dnsServerAddr(v string) (string, error) {
 }
 
 // TargetFits reports whether a target URL suits the check: a dns:// URL
-// is the server asked, so the check then needs query_name. The error
-// (ErrBadValue) starts with the key, "dns.query_name: ". It may be called
-// before or after ValidateAndSetDefaults.
+// is the server asked, so the check then needs query_name, and it carries
+// no user or password (ErrBadURL: a DNS query has none to send); any other
+// target names the question by its host, so one whose host is an IP
+// address needs query_name too. A query_name error (ErrBadValue) starts
+// with the key, "dns.query_name: ". It may be called before or after
+// ValidateAndSetDefaults.
 func (s *DNSSpec) TargetFits(rawURL string) error {
-	if s.QueryName == "" && strings.HasPrefix(strings.ToLower(rawURL), "dns://") {
-		return errorf(ErrBadValue, "dns.query_name: required when the target is a dns:// server (a dns check of an http, https, tcp or tls target asks for that target's host)")
+	if strings.HasPrefix(strings.ToLower(rawURL), "dns://") {
+		if u, err := url.Parse(rawURL); err == nil && u.User != nil {
+			return errorf(ErrBadURL, "a dns:// URL carries no user or password (a DNS query has none to send): remove the \"user:…@\"")
+		}
+		if s.QueryName == "" {
+			return errorf(ErrBadValue, "dns.query_name: required when the target is a dns:// server (a dns check of an http, https, tcp or tls target asks for that target's host)")
+		}
+		return nil
+	}
+	if s.QueryName == "" {
+		if ip := targetIP(rawURL); ip != "" {
+			return ipTargetError(ip)
+		}
 	}
 	return nil
+}
+
+// targetIP is the host of a target URL (or host:port) when it is an IP
+// address, "" otherwise.
+func targetIP(raw string) string {
+	host := ""
+	if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	} else if h, _, err := net.SplitHostPort(raw); err == nil {
+		host = h
+	}
+	if net.ParseIP(host) != nil {
+		return host
+	}
+	return ""
+}
+
+// ipTargetError: the target's host, the default question, is an IP
+// address: there is no name to resolve.
+func ipTargetError(ip string) error {
+	return errorf(ErrBadValue, "dns.query_name: required: the target's host %s is an IP address, not a name to resolve (set dns.query_name to the name to ask for)", ip)
 }
 
 // DNS is a compiled DNS check: one query to one server, its rcode and the
@@ -219,6 +257,9 @@ func (c *DNS) serverAndName(t Target) (server, name string, err error) {
 			name = h
 		} else {
 			name = u.Hostname()
+		}
+		if net.ParseIP(name) != nil {
+			return "", "", ipTargetError(name)
 		}
 	}
 	if name == "" {
@@ -275,12 +316,16 @@ func (c *DNS) Run(ctx context.Context, t Target) Result {
 	tctx := tr.withTrace(ctx)
 	transport := c.spec.Transport
 	reply, err := c.exchange(tctx, tr, transport, server, q)
+	retried := false
 	if err == nil && reply.Truncated && transport == DNSTransportUDP {
 		// RFC 7766 §5: a truncated answer over UDP is asked again over
-		// TCP. The TCP hop's dns and connect add to the UDP one's.
+		// TCP. The TCP hop's dns and connect add to the UDP one's; ttfb
+		// stays the first answer's arrival (the UDP one).
+		first := tr.firstByteAt()
 		tr.newHop()
-		transport = DNSTransportTCP
+		transport, retried = DNSTransportTCP, true
 		reply, err = c.exchange(tctx, tr, transport, server, q)
+		tr.setFirstByte(first)
 	}
 	end := time.Now()
 	res.Phases = tr.phases(end)
@@ -288,6 +333,9 @@ func (c *DNS) Run(ctx context.Context, t Target) Result {
 	res.Proto = "DNS/" + strings.ToUpper(transport)
 	if err != nil {
 		res.Cause, res.Err = c.classify(err, tr, end.Sub(start), server, transport)
+		if retried {
+			res.Cause, res.Err = retryFailed(res.Cause, res.Err)
+		}
 		return res
 	}
 
@@ -305,8 +353,55 @@ func (c *DNS) Run(ctx context.Context, t Target) Result {
 	return res
 }
 
+// firstByteAt is the current hop's first byte (zero if none yet).
+func (t *runTrace) firstByteAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.firstByte
+}
+
+// setFirstByte sets the current hop's first byte.
+func (t *runTrace) setFirstByte(at time.Time) {
+	t.mu.Lock()
+	t.firstByte = at
+	t.mu.Unlock()
+}
+
+// retryFailed is the cause and message of a run whose UDP answer was
+// truncated and whose TCP retry failed. The server did answer, so a
+// retry refused (nothing listens on TCP, which RFC 7766 requires of every
+// DNS server) is cause protocol, not connect_refused; any other failure
+// keeps its cause. The message says which answer came and which did not.
+func retryFailed(cause Cause, msg string) (Cause, string) {
+	prefix := ""
+	for _, p := range []string{"protocol: ", "timeout: ", "connect: ", "dns: "} {
+		if strings.HasPrefix(msg, p) {
+			prefix, msg = p, msg[len(p):]
+			break
+		}
+	}
+	if cause == CauseConnectRefused {
+		cause, prefix = CauseProtocol, "protocol: "
+		msg += " (a DNS server must answer over tcp too)"
+	}
+	return cause, prefix + "the answer over udp was truncated; the retry over tcp (RFC 7766): " + msg
+}
+
+// dnsMaxOtherIDs bounds the replies with another ID one UDP exchange
+// reads past while it waits for the answer to its own query.
+const dnsMaxOtherIDs = 32
+
 // exchange sends q over a fresh connection to server and reads the
-// answer to it, marking its arrival as the run's first byte.
+// answer to it, marking its arrival as the hop's first byte. The answer
+// must answer q: its ID, QR set, opcode QUERY and q's question (see
+// answersQuery). Over UDP a DNS message with another ID is read past, as
+// resolvers do (an answer to an earlier query), and named if the wait
+// then times out; over TCP it is an error. A UDP reply that is no DNS
+// message at all fails at once.
+// An answer that does not parse is an error, except a truncated UDP one
+// (TC and QR set, q's ID): a message cut short may end mid-record, and
+// its header is enough to ask again over TCP; it comes back with only
+// its header.
 func (c *DNS) exchange(ctx context.Context, tr *runTrace, transport, server string, q *dns.Msg) (*dns.Msg, error) {
 	conn, err := c.d.DialContext(ctx, transport, server)
 	if err != nil {
@@ -315,27 +410,141 @@ func (c *DNS) exchange(ctx context.Context, tr *runTrace, transport, server stri
 	defer conn.Close()
 	stop := watchCtx(ctx, conn)
 	defer stop()
-	co := &dns.Conn{Conn: conn, UDPSize: DNSUDPSize}
-	cl := &dns.Client{Net: transport, UDPSize: DNSUDPSize, Timeout: time.Hour} // ctx bounds the run
-	reply, _, err := cl.ExchangeWithConnContext(ctx, q, co)
-	if reply != nil || err == nil {
+	// A 64 KiB buffer: a server that ignores the EDNS0 size still gets
+	// its whole datagram read.
+	co := &dns.Conn{Conn: conn, UDPSize: dns.MaxMsgSize}
+	if err := co.WriteMsg(q); err != nil {
+		return nil, err
+	}
+	udp := transport == DNSTransportUDP
+	otherIDs := 0
+	for {
+		p, err := co.ReadMsgHeader(nil)
+		if err != nil {
+			if otherIDs > 0 {
+				return nil, &dnsOtherIDError{n: otherIDs, err: err}
+			}
+			return nil, err
+		}
+		if binary.BigEndian.Uint16(p) != q.Id {
+			if !udp || otherIDs == dnsMaxOtherIDs {
+				return nil, dns.ErrId
+			}
+			if err := new(dns.Msg).Unpack(p); err != nil {
+				// No DNS message at all: no answer to wait past.
+				tr.mark(&tr.firstByte, true)
+				return nil, &dnsMalformedError{err}
+			}
+			otherIDs++
+			continue
+		}
 		tr.mark(&tr.firstByte, true)
+		qr, opcode, tc := p[2]&0x80 != 0, int(p[2]>>3)&0xF, p[2]&0x02 != 0
+		m := new(dns.Msg)
+		if err := m.Unpack(p); err != nil {
+			if udp && qr && tc && opcode == dns.OpcodeQuery {
+				h := new(dns.Msg)
+				h.Id, h.Response, h.Opcode, h.Truncated = q.Id, true, opcode, true
+				h.Rcode = int(p[3] & 0xF)
+				return h, nil
+			}
+			return nil, &dnsMalformedError{err}
+		}
+		if err := answersQuery(m, q); err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
-	if err != nil && reply != nil && reply.Truncated {
-		// A truncated UDP answer may end mid-record: its header is
-		// enough to ask again over TCP.
-		return reply, nil
+}
+
+// answersQuery checks that m, with q's ID, is an answer to q: QR set,
+// opcode QUERY, and q's question (the name in any case, RFC 4343; the
+// type; the class). An answer without a question section passes only
+// with an error rcode (a server that could not parse a query may leave
+// it out, RFC 1035 §4.1.1 makes no demand): expect.rcode judges it.
+func answersQuery(m, q *dns.Msg) error {
+	if !m.Response {
+		return &dnsNotAnswerError{"the reply is no DNS answer (the QR bit is clear, as in a query: the query echoed back by a service that is no DNS server?)"}
 	}
-	if err != nil && reply != nil {
-		return nil, &dnsMalformedError{err}
+	if m.Opcode != dns.OpcodeQuery {
+		return &dnsNotAnswerError{fmt.Sprintf("the answer has opcode %s, not QUERY", opcodeName(m.Opcode))}
 	}
-	return reply, err
+	asked := q.Question[0]
+	if len(m.Question) == 0 {
+		if m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError {
+			return &dnsNotAnswerError{fmt.Sprintf("the %s answer has no question section (asked %s)", rcodeName(m.Rcode), questionText(asked))}
+		}
+		return nil
+	}
+	got := m.Question[0]
+	if len(m.Question) != 1 || !strings.EqualFold(got.Name, asked.Name) || got.Qtype != asked.Qtype || got.Qclass != asked.Qclass {
+		more := ""
+		if len(m.Question) > 1 {
+			more = fmt.Sprintf(" and %d more", len(m.Question)-1)
+		}
+		return &dnsNotAnswerError{fmt.Sprintf("answered another query (question %s%s, asked %s)", questionText(got), more, questionText(asked))}
+	}
+	return nil
+}
+
+// questionText is a question as dig writes it: "www.example.com. IN A".
+func questionText(q dns.Question) string {
+	name := q.Name
+	if len(name) > 100 {
+		name = name[:100] + "…"
+	}
+	return strconv.Quote(name + " " + className(q.Qclass) + " " + typeName(q.Qtype))
+}
+
+func className(c uint16) string {
+	if s, ok := dns.ClassToString[c]; ok {
+		return s
+	}
+	return "CLASS" + strconv.Itoa(int(c))
+}
+
+func typeName(t uint16) string {
+	if s, ok := dns.TypeToString[t]; ok {
+		return s
+	}
+	return "TYPE" + strconv.Itoa(int(t))
+}
+
+func opcodeName(o int) string {
+	if s, ok := dns.OpcodeToString[o]; ok {
+		return s
+	}
+	return strconv.Itoa(o)
 }
 
 // dnsMalformedError: an answer arrived and does not parse as DNS.
 type dnsMalformedError struct{ err error }
 
 func (e *dnsMalformedError) Error() string { return "answer does not parse: " + e.err.Error() }
+
+// dnsNotAnswerError: a reply with the query's ID that is no answer to it.
+type dnsNotAnswerError struct{ msg string }
+
+func (e *dnsNotAnswerError) Error() string { return e.msg }
+
+// dnsOtherIDError: a UDP exchange ended (err: the deadline, mostly)
+// after n replies with another ID than the query's, and none with its.
+type dnsOtherIDError struct {
+	n   int
+	err error
+}
+
+func (e *dnsOtherIDError) Error() string { return e.err.Error() }
+func (e *dnsOtherIDError) Unwrap() error { return e.err }
+
+// note is the timeout message's addition: what came instead.
+func (e *dnsOtherIDError) note() string {
+	replies := "1 reply"
+	if e.n > 1 {
+		replies = fmt.Sprintf("%d replies", e.n)
+	}
+	return fmt.Sprintf(" (%s with another ID came: answers to other queries, or a server that does not copy the query's ID)", replies)
+}
 
 // classify maps an exchange error to a cause: the dial's (dns for the
 // server's name, connect_refused — over UDP an ICMP port unreachable —,
@@ -344,9 +553,12 @@ func (e *dnsMalformedError) Error() string { return "answer does not parse: " + 
 // answers another query.
 func (c *DNS) classify(err error, tr *runTrace, elapsed time.Duration, server, transport string) (Cause, string) {
 	var me *dnsMalformedError
+	var na *dnsNotAnswerError
 	switch {
 	case errors.As(err, &me):
 		return CauseProtocol, fmt.Sprintf("protocol: dns server %s over %s: %s", server, transport, me.Error())
+	case errors.As(err, &na):
+		return CauseProtocol, fmt.Sprintf("protocol: dns server %s over %s: %s", server, transport, na.Error())
 	case errors.Is(err, dns.ErrId):
 		return CauseProtocol, fmt.Sprintf("protocol: dns server %s over %s answered another query (id mismatch)", server, transport)
 	case errors.Is(err, dns.ErrShortRead):
@@ -356,6 +568,10 @@ func (c *DNS) classify(err error, tr *runTrace, elapsed time.Duration, server, t
 	switch cause {
 	case CauseTimeout:
 		msg = strings.Replace(msg, "timeout: no response", "timeout: no answer from dns server "+server+" over "+transport, 1)
+		var oid *dnsOtherIDError
+		if errors.As(err, &oid) {
+			msg += oid.note()
+		}
 	case CauseConnectRefused:
 		if transport == DNSTransportUDP {
 			msg = "connection refused by " + server + " (udp: ICMP port unreachable, nothing listening)"
