@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -181,6 +183,52 @@ func TestKeepaliveConfig(t *testing.T) {
 	for _, want := range []string{"keepalive_time: -1s: must not be negative", "keepalive_requests: -1: must not be negative"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to say %q", err, want)
+		}
+	}
+}
+
+// TestKeepaliveLimitLingers: a connection that keepalive_requests ends
+// while the client has already sent its next request (pipelined, or sent
+// before the Connection: close arrived) is closed only after the unread
+// request is read away, so the kernel does not reset it: a client reading
+// a large answer slowly gets all of it. Closing at once over the unread
+// bytes cut the answer off with "connection reset by peer" (nginx lingers
+// too: lingering_close).
+func TestKeepaliveLimitLingers(t *testing.T) {
+	const size = 8 << 20
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		w.Write(make([]byte, size))
+	}))
+	defer origin.Close()
+	cfg := pool1(PolicyFirst, origin.URL)
+	cfg.Engine = EngineFast
+	cfg.KeepaliveRequests = 1
+	p, err := New(cfg, nil, testLogger(t), WithRegistry(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := runProxy(t, p)
+	for i := range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(*net.TCPConn).SetReadBuffer(64 << 10)
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+		time.Sleep(30 * time.Millisecond)
+		io.WriteString(c, "GET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+		time.Sleep(700 * time.Millisecond)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		c.Close()
+		if n != size || err != nil || !resp.Close {
+			t.Fatalf("round %d: got %d of %d bytes (%v), Connection: close %v", i, n, size, err, resp.Close)
 		}
 	}
 }

@@ -315,6 +315,14 @@ func (c *econn) serve() {
 		} else {
 			keep, hijacked = c.serveFast(spent)
 		}
+		if spent && !hijacked && c.keepBufs {
+			// Closed by keepalive_time or keepalive_requests while the
+			// client thinks the connection persistent: it may have sent
+			// its next request already, and closing over unread bytes
+			// makes the kernel reset the connection, destroying what of
+			// this answer the client has not read yet.
+			c.linger = true
+		}
 		if !keep || hijacked || e.shutting.Load() {
 			return
 		}

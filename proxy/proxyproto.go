@@ -43,10 +43,14 @@ const (
 	ppMissing   = "missing"   // the connection does not start with a header
 	ppMalformed = "malformed" // it starts with one that does not parse
 	ppTimeout   = "timeout"   // no whole header within read_header_timeout
-	ppClosed    = "closed"    // the peer closed or reset before a whole header
+	ppClosed    = "closed"    // the peer closed or reset in the middle of a header
+	// ppEmpty: the peer closed or reset before its first byte, as TCP
+	// health checks (a load balancer's, a kubelet's) do. Counted, never
+	// logged.
+	ppEmpty = "empty"
 )
 
-var ppFailReasons = []string{ppUntrusted, ppMissing, ppMalformed, ppTimeout, ppClosed}
+var ppFailReasons = []string{ppUntrusted, ppMissing, ppMalformed, ppTimeout, ppClosed, ppEmpty}
 
 var (
 	errPPMore      = errors.New("incomplete")
@@ -141,11 +145,10 @@ func parsePPv2(b []byte) (int, *net.TCPAddr, error) {
 		}
 		ip := netip.AddrFrom16([16]byte(body[0:16])).Unmap()
 		return n, net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, binary.BigEndian.Uint16(body[32:34]))), nil
-	case 0x00: // UNSPEC
-		return n, nil, nil
 	}
-	// UDP or a UNIX socket: not a TCP client.
-	return 0, nil, errPPMalformed
+	// UNSPEC, UDP or a UNIX socket: no TCP client address to take; the
+	// connection keeps the load balancer's (as nginx does).
+	return n, nil, nil
 }
 
 // ppListener reads the PROXY protocol header of each connection its inner
@@ -234,15 +237,23 @@ func (l *ppListener) readHeader(c net.Conn) {
 	if l.timeout > 0 {
 		c.SetReadDeadline(time.Now().Add(l.timeout))
 	}
-	n, src, err := peekPPHeader(c)
+	n, src, seen, err := peekPPHeader(c)
 	if err == nil {
 		// The header's bytes, peeked, are in the socket: read them off.
 		_, err = io.ReadFull(c, make([]byte, n))
 	}
 	if err != nil {
+		select {
+		case <-l.done:
+			c.Close() // closed by Close: shutting down, not the peer's doing
+			return
+		default:
+		}
 		reason := ppClosed
 		var ne net.Error
 		switch {
+		case seen == 0 && !(errors.As(err, &ne) && ne.Timeout()):
+			reason = ppEmpty
 		case errors.Is(err, errPPMissing):
 			reason = ppMissing
 		case errors.Is(err, errPPMalformed):
@@ -304,6 +315,9 @@ type ppFailLog struct {
 
 func (f *ppFailLog) fail(reason string, peer net.Addr, err error) {
 	f.m.ppErrors.WithLabelValues(reason).Inc()
+	if reason == ppEmpty {
+		return // a TCP health check: nothing to tell
+	}
 	if ok, held := f.space.Allow(time.Now(), time.Minute); ok {
 		f.log.Warn("proxy: connection closed: no valid PROXY protocol header (proxy_protocol)",
 			"reason", reason, "peer", peer.String(), "err", err.Error(), "more_since_last", held)

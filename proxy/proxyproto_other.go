@@ -7,6 +7,6 @@ import (
 	"net"
 )
 
-func peekPPHeader(net.Conn) (int, *net.TCPAddr, error) {
-	return 0, nil, errors.New("proxy_protocol: only on unix systems")
+func peekPPHeader(net.Conn) (int, *net.TCPAddr, int, error) {
+	return 0, nil, 0, errors.New("proxy_protocol: only on unix systems")
 }

@@ -66,6 +66,8 @@ func TestParsePPHeader(t *testing.T) {
 		{"v2 tcp6 with tlv", string(ppV2("2001:db8::9", 40001, 30)), "[2001:db8::9]:40001", nil},
 		{"v2 local", string(local), "", nil},
 		{"v2 partial", string(ppV2("198.51.100.9", 40000, 0)[:20]), "", errPPMore},
+		{"v2 udp keeps the peer", string(append(append(append([]byte(nil), ppV2Sig...), 0x21, 0x12, 0, 12), make([]byte, 12)...)), "", nil},
+		{"v2 unix keeps the peer", string(append(append(append([]byte(nil), ppV2Sig...), 0x21, 0x31, 0, 216), make([]byte, 216)...)), "", nil},
 		{"v2 bad version", string(append(append([]byte(nil), ppV2Sig...), 0x31, 0x11, 0, 12)), "", errPPMalformed},
 		{"v2 too large", string(append(append([]byte(nil), ppV2Sig...), 0x21, 0x11, 0xff, 0xff)), "", errPPMalformed},
 	} {
@@ -203,6 +205,21 @@ func TestProxyProtocol(t *testing.T) {
 					v, _ := h.metric("vigil_proxy_proxy_protocol_errors_total", map[string]string{"reason": tc.reason})
 					return v == 1
 				})
+			}
+			// A TCP health check (connect, close) is counted apart.
+			for range 2 {
+				c, err := net.Dial("tcp", addrs[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+			}
+			eventually(t, "empty connections counted", func() bool {
+				v, _ := h.metric("vigil_proxy_proxy_protocol_errors_total", map[string]string{"reason": ppEmpty})
+				return v == 2
+			})
+			if v, _ := h.metric("vigil_proxy_proxy_protocol_errors_total", map[string]string{"reason": ppClosed}); v != 0 {
+				t.Errorf("closed counted %v, want 0: empty connections are not cut-off headers", v)
 			}
 			select {
 			case xff := <-seen:

@@ -12,22 +12,19 @@ import (
 // peekPPHeader waits (within the connection's read deadline) until the
 // connection's first bytes hold a whole PROXY protocol header, without
 // reading them (MSG_PEEK), and parses it: the caller reads exactly the
-// header off, so nothing of what follows is taken from the socket.
-func peekPPHeader(c net.Conn) (int, *net.TCPAddr, error) {
+// header off, so nothing of what follows is taken from the socket. seen
+// is how many bytes had arrived.
+func peekPPHeader(c net.Conn) (n int, src *net.TCPAddr, seen int, err error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return 0, nil, errors.New("proxy_protocol: not a TCP connection")
+		return 0, nil, 0, errors.New("proxy_protocol: not a TCP connection")
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	buf := make([]byte, ppMaxHeader)
-	var (
-		n    int
-		src  *net.TCPAddr
-		perr error
-	)
+	var perr error
 	err = rc.Read(func(fd uintptr) bool {
 		for {
 			m, _, e := syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK)
@@ -41,6 +38,7 @@ func peekPPHeader(c net.Conn) (int, *net.TCPAddr, error) {
 			case m == 0:
 				perr = io.EOF
 			default:
+				seen = m
 				n, src, perr = parsePPHeader(buf[:m])
 				if perr == errPPMore {
 					return false // wait for the rest
@@ -50,7 +48,7 @@ func peekPPHeader(c net.Conn) (int, *net.TCPAddr, error) {
 		}
 	})
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, seen, err
 	}
-	return n, src, perr
+	return n, src, seen, perr
 }
