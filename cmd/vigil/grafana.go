@@ -75,6 +75,13 @@ func grafanaFiles(cmd *cobra.Command, f *grafanaFlags) (map[string][]byte, error
 	if f.out == "" {
 		return nil, errors.New("--out: required (the directory to write dashboards/ and provisioning/ under)")
 	}
+	// Given empty, they would silently mean the defaults.
+	if set("bucket") && f.bucket == "" {
+		return nil, fmt.Errorf("--bucket: bucket %q: %w: empty (leave the flag out for store.influxdb.bucket or %s)", f.bucket, grafana.ErrBucket, grafana.DefaultBucket)
+	}
+	if set("datasource-uid") && f.datasourceUID == "" {
+		return nil, fmt.Errorf("--datasource-uid: datasource uid %q: %w: empty (leave the flag out for %s)", f.datasourceUID, grafana.ErrDatasourceUID, grafana.DatasourceUID)
+	}
 	if set("quorum") && f.quorum < 1 {
 		return nil, fmt.Errorf("--quorum: %d: at least 1 region", f.quorum)
 	}

@@ -145,7 +145,8 @@ func TestGrafanaCommandFromConfig(t *testing.T) {
 
 // TestGrafanaCommandBadInput: a bad flag or config exits 2 with an error
 // naming the flag or key and writes nothing: neither a new directory nor a
-// change to files already there.
+// change to files already there. An empty --bucket or --datasource-uid is
+// an error, not the default.
 func TestGrafanaCommandBadInput(t *testing.T) {
 	good := writeConfig(t, grafanaConfig)
 	badCfg := writeConfig(t, strings.Replace(grafanaConfig, "quorum: 3", "quorum: 0", 1))
@@ -164,6 +165,9 @@ func TestGrafanaCommandBadInput(t *testing.T) {
 		{"bucket flag", []string{"-c", good, "--bucket", `a"b`}, `--bucket: bucket "a\"b": not usable as the bucket`},
 		{"bucket in file", []string{"-c", badBucket}, `store.influxdb.bucket: bucket "tele$metry": not usable as the bucket`},
 		{"datasource uid", []string{"-c", good, "--datasource-uid", "prod.influx"}, `--datasource-uid: datasource uid "prod.influx": not a Grafana datasource uid`},
+		{"bucket empty", []string{"-c", good, "--bucket", ""}, `--bucket: bucket "": not usable as the bucket: empty`},
+		{"bucket blank", []string{"-c", good, "--bucket", " "}, `--bucket: bucket " ": not usable as the bucket: blank`},
+		{"datasource uid empty", []string{"-c", good, "--datasource-uid", ""}, `--datasource-uid: datasource uid "": not a Grafana datasource uid: empty`},
 		{"config", []string{"-c", badCfg}, "alerting.quorum"},
 		{"missing config", []string{"-c", filepath.Join(t.TempDir(), "nope.yaml")}, "nope.yaml"},
 	} {
