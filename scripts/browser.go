@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -476,10 +477,16 @@ type tab struct {
 // context: that call binds the target's event loop to the context it gets,
 // so it gets tctx itself (no deadline), and ctx bounds only the wait for
 // it. On any error tctx is cancelled. When ctx ends first it returns
-// ctx.Err() at once and cancels tctx in the background, since closing a
-// target the browser created (or detaching from it) asks the browser
-// again and may take as long again (chromedp waits up to 5s): closed is
+// ctx.Err() at once and undoes the opening in the background: closed is
 // done when that is over. closed is nil for every other outcome.
+//
+// The undoing lets the opening finish first (for at most
+// cutOpeningWait), then cancels tctx, which closes the tab and disposes
+// of its browser context; a browser context the browser made for a tab
+// chromedp never attached to, which chromedp leaves, is disposed of here.
+// Cancelling the opening midway instead left that browser context (and a
+// tab the browser had made) in the long-running browser for good, one per
+// cut-short opening.
 func attachTarget(ctx, tctx context.Context, cancel context.CancelFunc) (closed <-chan struct{}, err error) {
 	done := make(chan error, 1)
 	go func() { done <- chromedp.Do(tctx) }()
@@ -493,12 +500,31 @@ func attachTarget(ctx, tctx context.Context, cancel context.CancelFunc) (closed 
 		c := make(chan struct{})
 		go func() {
 			defer close(c)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(cutOpeningWait):
+				cancel()
+				err = <-done
+			}
 			cancel()
-			<-done
+			if err == nil {
+				return
+			}
+			if cc := chromedp.FromContext(tctx); cc != nil && cc.Target == nil && cc.BrowserContextID != "" && cc.Browser != nil {
+				dctx, dcancel := context.WithTimeout(context.Background(), cutOpeningWait)
+				defer dcancel()
+				_, _ = cdp.Call(dctx, cc.Browser, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: cc.BrowserContextID})
+			}
 		}()
 		return c, ctx.Err()
 	}
 }
+
+// cutOpeningWait bounds how long a tab opening cut short is let finish
+// before it is cancelled where it stands, and the disposal of what it
+// left: a browser that takes longer is hung, and is restarted.
+const cutOpeningWait = 10 * time.Second
 
 // openTab opens a new isolated browser context with one tab, bounded by ctx
 // for the opening only, the (re)start of a browser that is not running
