@@ -133,6 +133,10 @@ func thresholdAbove(refID, input string, limit float64) cog.Builder[variants.Dat
 		}))
 }
 
+// regionsB is "{{ $values.B }} regions" in a summary, "1 region" for one,
+// as the Prometheus rules' summaries say it.
+const regionsB = "{{ $values.B }} region{{ if ne $values.B.Value 1.0 }}s{{ end }}"
+
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // burnQuery completes qAlertBurnRate for the fast pair of the default
@@ -304,11 +308,11 @@ func ruleUID(base, name string) string {
 func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) alertRule {
 	factor, long, short := fmtFloat(w.Factor), promDur(w.Long), promDur(w.Short)
 	title := fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions", factor, long, short, p.quorum)
-	summary := fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in {{ $values.B }} regions",
+	summary := fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in "+regionsB,
 		factor, long, short)
 	if s.name != "" {
 		title = s.name + ": error budget burning " + factor + "x (" + long + " and " + short + ") in " + strconv.Itoa(p.quorum) + " or more regions"
-		summary = fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }}: error budget of %s (objective %s%%) burns above %sx over %s and %s in {{ $values.B }} regions",
+		summary = fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }}: error budget of %s (objective %s%%) burns above %sx over %s and %s in "+regionsB,
 			s.name, fmtFloat(s.objective), factor, long, short)
 	}
 	burn := map[string]string{vigilalerting.SeverityPage: "fast burn", vigilalerting.SeverityTicket: "slow burn"}[w.Severity]
@@ -340,12 +344,12 @@ func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) a
 func ttfbRule(p ruleParams, s sloSpec) alertRule {
 	ms := fmtFloat(float64(s.ttfb) / float64(time.Millisecond))
 	title := fmt.Sprintf("TTFB p95 above %s ms in %d or more regions", ms, p.quorum)
-	summary := fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} TTFB p95 over %s above %s ms in {{ $values.B }} regions", spelled(s.window), ms)
+	summary := fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} TTFB p95 over %s above %s ms in "+regionsB, spelled(s.window), ms)
 	uid := "vigil-ttfb-p95"
 	if s.name != "" {
 		uid = ruleUID("vigil-ttfb", s.name)
 		title = s.name + ": " + title
-		summary = "{{ $labels.check }} × {{ $labels.target }}: " + s.name + ": TTFB p95 over " + spelled(s.window) + " above " + ms + " ms in {{ $values.B }} regions"
+		summary = "{{ $labels.check }} × {{ $labels.target }}: " + s.name + ": TTFB p95 over " + spelled(s.window) + " above " + ms + " ms in " + regionsB
 	}
 	return alertRule{
 		uid:       uid,
@@ -392,9 +396,12 @@ func deadManRules(p ruleParams) []alertRule {
 	if len(intervals) == 0 {
 		intervals = []time.Duration{0}
 	}
-	forget := p.dead.DeadMan.ForgetAfter
 	var out []alertRule
 	for _, iv := range intervals {
+		// The query's range: a region × check silent longer is forgotten
+		// (no row, no data: OK), as the alerter forgets it; longer than
+		// the window and pending period of a daily or cron check.
+		forget := vigilalerting.DeadManForgetFor(p.dead, iv)
 		window := vigilalerting.DeadManPromWindowFor(p.dead, iv)
 		hold := vigilalerting.DeadManPromFor(p.dead, iv)
 		uid, title := "vigil-dead-man", "Canary silent: no verdict of a check in a region for "+promDur(window)
@@ -412,7 +419,7 @@ func deadManRules(p ruleParams) []alertRule {
 			noData:    alerting.RuleNoDataStateOK, // nothing written for forget_after: forgotten
 			labels:    labels,
 			annotations: map[string]string{
-				"summary": "no verdict of check {{ $labels.check }} in region {{ $labels.region }} for {{ $values.B }} s (more than " + shortDur(window) + ")",
+				"summary": "no verdict of check {{ $labels.check }} in region {{ $labels.region }} for {{ printf \"%.0f\" $values.B.Value }} s (more than " + shortDur(window) + ")",
 				"description": fmt.Sprintf("The newest verdict of the check from any vantage of the region is older than %s: its canaries stopped, or cannot write to the store. A region silent for %s is forgotten.",
 					shortDur(window), shortDur(forget)),
 			},
@@ -496,7 +503,7 @@ func alertRules(o Options) []alertRule {
 			noData:    alerting.RuleNoDataStateOK, // no unhealthy region at all: no series
 			labels:    ruleLabels(vigilalerting.RuleDown, p.downSev, "availability"),
 			annotations: map[string]string{
-				"summary":     "{{ $labels.check }} × {{ $labels.target }} is unhealthy in {{ $values.B }} regions",
+				"summary":     "{{ $labels.check }} × {{ $labels.target }} is unhealthy in " + regionsB,
 				"description": "The latest unexpired verdict of check {{ $labels.check }} against {{ $labels.target }} is unhealthy in several regions at once: the origin is down, not one vantage's network.",
 			},
 			flux:     []alertFlux{{"A", 300, qAlertRegionsDown}},

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"text/template"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -139,16 +140,39 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 		if v == 0 {
 			continue
 		}
-		s := summary
-		for l, lv := range labelsOf[k] {
-			s = strings.ReplaceAll(s, "{{ $labels."+l+" }}", lv)
+		vals := map[string]templateValue{}
+		for ref, vs := range values {
+			vals[ref] = templateValue{Labels: labelsOf[k], Value: vs[k]}
 		}
-		for ref, vals := range values {
-			s = strings.ReplaceAll(s, "{{ $values."+ref+" }}", strconv.FormatFloat(vals[k], 'g', -1, 64))
-		}
-		out[k] = s
+		out[k] = renderSummary(t, summary, labelsOf[k], vals)
 	}
 	return out
+}
+
+// templateValue is an expression's value in an annotation template, as
+// Grafana passes it in $values: {{ $values.B }} prints the number
+// (strconv 'f', shortest), {{ $values.B.Value }} is the float64.
+type templateValue struct {
+	Labels map[string]string
+	Value  float64
+}
+
+func (v templateValue) String() string { return strconv.FormatFloat(v.Value, 'f', -1, 64) }
+
+// renderSummary executes an annotation as Grafana does: Go text/template
+// with $labels and $values defined first.
+func renderSummary(t *testing.T, text string, labels map[string]string, values map[string]templateValue) string {
+	t.Helper()
+	tmpl, err := template.New("summary").Option("missingkey=error").
+		Parse("{{- $labels := .Labels -}}{{- $values := .Values -}}" + text)
+	if err != nil {
+		t.Fatalf("summary %q: %v", text, err)
+	}
+	var sb strings.Builder
+	if err := tmpl.Execute(&sb, map[string]any{"Labels": labels, "Values": values}); err != nil {
+		t.Fatalf("summary %q: %v", text, err)
+	}
+	return sb.String()
 }
 
 // TestBurnRateRuleNeedsQuorum evaluates the provisioned

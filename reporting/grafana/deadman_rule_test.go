@@ -57,7 +57,9 @@ func TestDeadManRules(t *testing.T) {
 	db := startInfluxd(t)
 	now := time.Now()
 	db.write(t, deadManLines(now))
-	eval := now.Add(time.Second) // the verdicts' ages are whole seconds + 1
+	// The verdicts' ages are whole seconds + 1.25: the summaries round
+	// them to whole seconds.
+	eval := now.Add(1250 * time.Millisecond)
 
 	cfg := vigilalerting.Config{}
 	if err := cfg.ValidateAndSetDefaults(); err != nil {

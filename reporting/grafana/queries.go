@@ -230,21 +230,23 @@ const (
 // Alert rule queries. Grafana evaluates them over each query's relative
 // time range (v.timeRangeStart/Stop); the bucket is fixed at generation.
 const (
-	// qAlertRegionsDown: per check × target, the number of regions whose
+	// qAlertRegionsDown: per check × target (and its tier, a label as in
+	// the Prometheus rules' VigilCheckDown), the number of regions whose
 	// latest unexpired verdict is unhealthy.
 	qAlertRegionsDown = fromVerdicts + `
   |> filter(fn: (r) => r._field == "state" or r._field == "expires")
   |> last()
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
   |> filter(fn: (r) => r.state == "unhealthy" and (not exists r.expires or r.expires == 0 or time(v: r.expires) >= v.timeRangeStop))
-  |> group(columns: ["check", "target", "region"])
+  |> group(columns: ["check", "target", "tier", "region"])
   |> first(column: "state")
-  |> group(columns: ["check", "target"])
+  |> group(columns: ["check", "target", "tier"])
   |> count(column: "state")
-  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: float(v: r.state)}))`
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, tier: r.tier, _value: float(v: r.state)}))`
 
 	// qAlertTTFBP95 is completed by ttfbSLOQuery ({select}: the SLO's
-	// check and target, or nothing for every check): per check × target, how
+	// check and target, or nothing for every check): per check × target
+	// (and its tier, a label as in the Prometheus rules' VigilTTFBSLOBreach), how
 	// many regions have a TTFB p95 over the range above {objective_ms}
 	// with at least {min_samples} runs that got a first byte, as the
 	// alerter's ttfb rule (a region's vantages pooled; the p95 is one of
@@ -253,20 +255,20 @@ const (
 	// join of two branches of one stream returns nothing on InfluxDB 1.8.)
 	qAlertTTFBP95 = `ttfb = ` + fromVerdicts + `{select}
   |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
-  |> group(columns: ["check", "target", "region"])
+  |> group(columns: ["check", "target", "tier", "region"])
 runs = ttfb
   |> count()
-  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region, kind: "runs", _value: float(v: r._value)}))
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region, kind: "runs", _value: float(v: r._value)}))
 p95 = ttfb
   |> quantile(q: 0.95, method: "exact_selector")
-  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region, kind: "p95", _value: r._value}))
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region, kind: "p95", _value: r._value}))
 union(tables: [runs, p95])
-  |> pivot(rowKey: ["check", "target", "region"], columnKey: ["kind"], valueColumn: "_value")
-  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region,
+  |> pivot(rowKey: ["check", "target", "tier", "region"], columnKey: ["kind"], valueColumn: "_value")
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region,
       slow: if r.runs >= {min_samples}.0 and r.p95 > {objective_ms} then 1.0 else 0.0}))
-  |> group(columns: ["check", "target"])
+  |> group(columns: ["check", "target", "tier"])
   |> sum(column: "slow")
-  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: r.slow}))`
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, tier: r.tier, _value: r.slow}))`
 
 	// qAlertBurnRate is completed by burnPairQuery ({select} as in
 	// qAlertTTFBP95): per check × target, how

@@ -36,14 +36,26 @@ func TestTTFBRuleNeedsQuorum(t *testing.T) {
 	}
 	db.write(t, slow.String())
 
+	// Series are check/target/tier: tier is a label, as the Prometheus
+	// rule's count by (check, target, tier).
 	got := firing(t, db, provisionedRule(t, "vigil-ttfb-p95"), now.Add(time.Second))
-	want := map[string]string{"api/edge-b": "api × edge-b TTFB p95 over 10 minutes above 600 ms in 2 regions"}
+	want := map[string]string{"api/edge-b/shallow": "api × edge-b TTFB p95 over 10 minutes above 600 ms in 2 regions"}
 	if len(got) != len(want) {
-		t.Errorf("firing %v, want only api/edge-b (ap-south alone is below quorum %d; home/edge-a's new regions have too few runs)", got, Quorum)
+		t.Errorf("firing %v, want only api/edge-b/shallow (ap-south alone is below quorum %d; home/edge-a's new regions have too few runs)", got, Quorum)
 	}
 	for k, w := range want {
 		if got[k] != w {
 			t.Errorf("%s: summary %q, want %q", k, got[k], w)
 		}
+	}
+
+	// Quorum 1: ap-south alone fires every pair, "in 1 region".
+	raw, err := Options{Quorum: 1}.AlertRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = firing(t, db, ruleOf(t, raw, "vigil-ttfb-p95"), now.Add(time.Second))
+	if w := "home × edge-a TTFB p95 over 10 minutes above 600 ms in 1 region"; got["home/edge-a/shallow"] != w {
+		t.Errorf("quorum 1: home/edge-a/shallow: summary %q, want %q (all firing: %v)", got["home/edge-a/shallow"], w, got)
 	}
 }
