@@ -3,15 +3,22 @@ package checks
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/vigil-synthetics/vigil/checks/grpchealth"
 	"github.com/vigil-synthetics/vigil/reporting/units"
@@ -106,9 +113,13 @@ func (s *GRPCSpec) ValidateAndSetDefaults() error {
 
 // URLFits reports whether a target URL suits the check: an http:// URL
 // is plain text, so it needs `tls: false`; an https:// or tls:// URL needs
-// TLS. The error (ErrConflict) starts with the key, "grpc.tls: ". It may
+// TLS; a user or password in it would be dropped (ErrBadURL: the check
+// sends none). The error (ErrConflict) starts with the key, "grpc.tls: ". It may
 // be called before or after ValidateAndSetDefaults.
 func (s *GRPCSpec) URLFits(rawURL string) error {
+	if pu, err := url.Parse(rawURL); err == nil && pu.User != nil {
+		return errorf(ErrBadURL, "a grpc check sends no user or password: remove the \"user:…@\" from the URL")
+	}
 	u := strings.ToLower(rawURL)
 	switch {
 	case s.UsesTLS() && strings.HasPrefix(u, "http://"):
@@ -149,13 +160,23 @@ func NewGRPC(spec GRPCSpec, expect Expect, o Options) (*GRPC, error) {
 }
 
 // transport is a one-connection HTTP/2 transport for one run: over TLS
-// (h2 by ALPN, nothing else offered) or h2c with prior knowledge. The TLS
-// client is the http checks' (TLSOptions.config).
-func (g *GRPC) transport(host string) *http.Transport {
+// (h2 by ALPN, nothing else offered; a server that does not choose h2
+// fails the handshake with a grpcNoH2Error) or h2c with prior knowledge.
+// The TLS client is the http checks' (TLSOptions.config). The run's
+// connection is noted in st.
+func (g *GRPC) transport(host string, st *grpcConnState) *http.Transport {
 	d := newDialer(g.spec.IPProtocol, g.spec.IPProtocolFallback)
 	p := new(http.Protocols)
 	tr := &http.Transport{
-		DialContext:            d.DialContext,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			fc := &firstBytesConn{Conn: c}
+			st.conn.Store(fc)
+			return fc, nil
+		},
 		DisableKeepAlives:      true,
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 1 << 20,
@@ -171,7 +192,112 @@ func (g *GRPC) transport(host string) *http.Transport {
 		name = host
 	}
 	tr.TLSClientConfig = g.spec.tls.config(name)
+	// After the chain and the name are verified (or skipped): an HTTP/1.1
+	// server would be sent the call in HTTP/1.1 and answer nothing
+	// useful, or never.
+	tr.TLSClientConfig.VerifyConnection = func(cs tls.ConnectionState) error {
+		if cs.NegotiatedProtocol != "h2" {
+			st.setCerts(cs.PeerCertificates)
+			return &grpcNoH2Error{proto: cs.NegotiatedProtocol}
+		}
+		return nil
+	}
 	return tr
+}
+
+// grpcConnState is what a run's transport saw of its connection.
+type grpcConnState struct {
+	conn  atomic.Pointer[firstBytesConn]
+	mu    sync.Mutex
+	certs []*x509.Certificate // presented by a server that did not choose h2
+}
+
+func (s *grpcConnState) setCerts(c []*x509.Certificate) {
+	s.mu.Lock()
+	s.certs = c
+	s.mu.Unlock()
+}
+
+func (s *grpcConnState) peerCerts() []*x509.Certificate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.certs
+}
+
+// firstBytes is the start of what the server sent (nil before a
+// connection).
+func (s *grpcConnState) firstBytes() []byte {
+	if c := s.conn.Load(); c != nil {
+		return c.first()
+	}
+	return nil
+}
+
+// firstBytesConn keeps the first bytes read from a connection, to tell
+// what answered when it was no HTTP/2.
+type firstBytesConn struct {
+	net.Conn
+	mu  sync.Mutex
+	buf []byte
+}
+
+const firstBytesKept = 128
+
+func (c *firstBytesConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		if k := firstBytesKept - len(c.buf); k > 0 {
+			c.buf = append(c.buf, p[:min(n, k)]...)
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *firstBytesConn) first() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Clone(c.buf)
+}
+
+// grpcNoH2Error: the TLS server chose a protocol other than h2 by ALPN
+// ("" for none).
+type grpcNoH2Error struct{ proto string }
+
+func (e *grpcNoH2Error) Error() string {
+	if e.proto == "" {
+		return "it chose no ALPN protocol: an HTTP/1.1 server"
+	}
+	return "it chose ALPN " + strconv.Quote(e.proto)
+}
+
+// grpcNoH2Msg is the error of a run whose TLS server did not negotiate
+// h2.
+const grpcNoH2Msg = "protocol: the server did not negotiate HTTP/2 (ALPN h2): not a gRPC server?"
+
+// h2cAnswer says what answered an h2c call that got no HTTP/2 back, from
+// the first bytes the server sent: a TLS record, an HTTP/1.x status
+// line, or nothing before the connection ended. "" when it cannot tell.
+func h2cAnswer(first []byte) string {
+	const tlsHint = " (a TLS server? drop tls: false)"
+	switch {
+	case len(first) == 0:
+		// A TLS server closes on the h2c preface, which is no TLS record
+		// (net/http: a reset, or "client conn could not be established").
+		return "the connection was closed without an answer" + tlsHint
+	case len(first) >= 3 && (first[0] == 0x15 || first[0] == 0x16) && first[1] == 0x03:
+		return "the server answered in TLS (drop tls: false)"
+	case bytes.HasPrefix(first, []byte("HTTP/1.")):
+		line, _, _ := bytes.Cut(first, []byte("\n"))
+		line = bytes.TrimRight(line, "\r")
+		hint := ""
+		if bytes.Contains(bytes.ToUpper(first), []byte("HTTPS")) {
+			hint = tlsHint // nginx: "The plain HTTP request was sent to HTTPS port"
+		}
+		return fmt.Sprintf("the server answered in HTTP/1.1 (%s)%s", strconv.Quote(abbrev(string(line), 80)), hint)
+	}
+	return ""
 }
 
 // Run calls Health/Check on t (https://host[:port], tls://host[:port] —
@@ -222,7 +348,8 @@ func (g *GRPC) Run(ctx context.Context, t Target) Result {
 			req.Header.Set("Grpc-Timeout", strconv.FormatInt(ms, 10)+"m")
 		}
 	}
-	rt := g.transport(host)
+	var st grpcConnState
+	rt := g.transport(host, &st)
 	defer rt.CloseIdleConnections()
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
@@ -230,12 +357,30 @@ func (g *GRPC) Run(ctx context.Context, t Target) Result {
 		res.Phases = tr.phases(end)
 		res.Phases.Transfer = 0
 		res.Cause, res.Err = classify(err, tr, end.Sub(start))
-		if g.spec.tls == nil && (res.Cause == CauseInternal || res.Cause == CauseReset) && !strings.Contains(res.Err, "(HTTP/2 ") {
+		var noH2 *grpcNoH2Error
+		switch {
+		case errors.As(err, &noH2):
+			res.Cause, res.Err = CauseProtocol, grpcNoH2Msg+" ("+noH2.Error()+")"
+		case g.spec.tls != nil && strings.Contains(res.Err, "tls: no application protocol"):
+			res.Cause, res.Err = CauseProtocol, grpcNoH2Msg+" (it refused h2 with the TLS alert no_application_protocol)"
+		case g.spec.tls != nil && errors.As(err, new(tls.RecordHeaderError)):
+			// What came back is no TLS record: an h2c gRPC server's
+			// SETTINGS frame, an HTTP/1.1 server's 400.
+			res.Err += " (a plain-text server? set grpc.tls: false)"
+		case g.spec.tls == nil && (res.Cause == CauseInternal || res.Cause == CauseReset) && !strings.Contains(res.Err, "(HTTP/2 "):
 			// Connected, but no HTTP/2 came back: an HTTP/1.1 server
-			// answers the h2c preface with an error or a close.
-			res.Cause, res.Err = CauseProtocol, "protocol: no HTTP/2 answer to h2c (grpc.tls: false): "+res.Err
+			// answers the h2c preface with an error, a TLS server closes.
+			what := h2cAnswer(st.firstBytes())
+			if what == "" {
+				what = res.Err
+			}
+			res.Cause, res.Err = CauseProtocol, "protocol: no HTTP/2 answer to h2c (grpc.tls: false): "+what
 		}
-		if certs := certsFromErr(err); len(certs) > 0 {
+		certs := certsFromErr(err)
+		if len(certs) == 0 {
+			certs = st.peerCerts()
+		}
+		if len(certs) > 0 {
 			(certTLS{presented: certs}).expiries(&res)
 		}
 		return res
@@ -308,7 +453,7 @@ func (g *GRPC) evalHealth(resp *http.Response, body []byte, v *verdict) {
 		got := grpchealth.StatusName(gs)
 		detail := ""
 		if msg != "" {
-			detail = ": " + strconv.Quote(abbrev(msg, 200))
+			detail = ": " + strconv.Quote(abbrev(ShownServerText(msg), 200))
 		}
 		hint := ""
 		switch gs {
@@ -334,4 +479,52 @@ func (g *GRPC) evalHealth(resp *http.Response, body []byte, v *verdict) {
 	}
 	v.add(CauseStatus, "serving status", st == 1, name, "SERVING",
 		fmt.Sprintf("grpc health of %s: %s (grpc-status 0 (OK)), want SERVING", svc, name))
+}
+
+// serverURL matches a URL in a server's text: a scheme, "://" and what
+// follows up to a space, a quote, an angle bracket or a backtick.
+var serverURL = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\s<>\"'`]+")
+
+// sensitivePair matches "key=value" and "key: value" in a server's text
+// whose key is a sensitive name (see SensitiveName): the value is a
+// quoted string, an Authorization scheme and its credentials ("Bearer
+// …"), or a run of characters up to a space, "," ";" or "&".
+var sensitivePair = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:token|secret|password|credential|session|api-key|api_key|apikey|authorization|cookie)[A-Za-z0-9_.-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|(?:(?:Bearer|Basic|Token|Digest|Negotiate)\s+)?[^\s,;&"']+)`)
+
+// ShownServerText is a text a server sent (a gRPC server's grpc-message)
+// as vigil shows it in errors: a JSON object or array with the values of
+// sensitive keys masked and its URLs hidden, as expect.json shows a
+// value; any other text with each URL as units.RedactURL shows it (no
+// userinfo, query values as "…", no fragment) and the value of each
+// key=value or "key: value" whose key is a SensitiveName masked as
+// MaskValue does ("password=[masked: 7 bytes, sha256:…]").
+func ShownServerText(s string) string {
+	if t := strings.TrimSpace(s); (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && gjson.Valid(t) {
+		m, _ := MaskJSON(t)
+		if h, ok := HideJSONTextURLs(m); ok {
+			m = h
+		}
+		return m
+	}
+	var b strings.Builder
+	last := 0
+	for _, loc := range serverURL.FindAllStringIndex(s, -1) {
+		b.WriteString(maskPairs(s[last:loc[0]]))
+		b.WriteString(units.RedactURL(s[loc[0]:loc[1]]))
+		last = loc[1]
+	}
+	b.WriteString(maskPairs(s[last:]))
+	return b.String()
+}
+
+// maskPairs masks the values of sensitive key=value pairs in s (no URL).
+func maskPairs(s string) string {
+	return sensitivePair.ReplaceAllStringFunc(s, func(m string) string {
+		g := sensitivePair.FindStringSubmatch(m)
+		v := g[3]
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		return g[1] + g[2] + MaskValue(v)
+	})
 }
