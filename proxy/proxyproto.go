@@ -166,13 +166,12 @@ type ppListener struct {
 	done chan struct{}
 	once sync.Once
 
-	mu      sync.Mutex
-	pending map[net.Conn]struct{}
+	pending pendingConns // headers awaited, closed with the listener
 }
 
 func newPPListener(inner net.Listener, trusted []netip.Prefix, timeout time.Duration, onFail func(string, net.Addr, error)) *ppListener {
 	l := &ppListener{inner: inner, trusted: trusted, timeout: timeout, onFail: onFail,
-		out: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
+		out: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{})}
 	go l.acceptLoop()
 	return l
 }
@@ -200,16 +199,9 @@ func (l *ppListener) acceptLoop() {
 			c.Close()
 			continue
 		}
-		l.mu.Lock()
-		select {
-		case <-l.done:
-			l.mu.Unlock()
-			c.Close()
-			return
-		default:
+		if !l.pending.add(c) {
+			return // closed
 		}
-		l.pending[c] = struct{}{}
-		l.mu.Unlock()
 		go l.readHeader(c)
 	}
 }
@@ -229,11 +221,7 @@ func (l *ppListener) trustedPeer(a net.Addr) bool {
 }
 
 func (l *ppListener) readHeader(c net.Conn) {
-	defer func() {
-		l.mu.Lock()
-		delete(l.pending, c)
-		l.mu.Unlock()
-	}()
+	defer l.pending.remove(c)
 	if l.timeout > 0 {
 		c.SetReadDeadline(time.Now().Add(l.timeout))
 	}
@@ -293,12 +281,8 @@ func (l *ppListener) Accept() (net.Conn, error) {
 // awaited.
 func (l *ppListener) Close() error {
 	l.once.Do(func() {
-		l.mu.Lock()
 		close(l.done)
-		for c := range l.pending {
-			c.Close()
-		}
-		l.mu.Unlock()
+		l.pending.closeAll()
 	})
 	return l.inner.Close()
 }

@@ -303,8 +303,8 @@ type tlsListener struct {
 	once   sync.Once
 
 	mu      sync.Mutex
-	open    int                   // outputs not closed yet
-	pending map[net.Conn]struct{} // handshakes in progress, closed with the listener
+	open    int          // outputs not closed yet
+	pending pendingConns // handshakes in progress, closed with the listener
 }
 
 // tlsOut is one output of a tlsListener: the connections of one server.
@@ -324,7 +324,7 @@ type tlsOut struct {
 // with fast, the one the fast engine serves HTTP/1 on (nil otherwise).
 func newTLSListener(ln net.Listener, cfg *tls.Config, timeout, send time.Duration, onRefuse func(refusal), onFail func(string), log *slog.Logger, fast bool) (std, fastH1 net.Listener) {
 	l := &tlsListener{ln: ln, cfg: cfg, timeout: timeout, send: send, onRefuse: onRefuse, onFail: onFail, log: log,
-		failed: make(chan struct{}), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
+		failed: make(chan struct{}), done: make(chan struct{})}
 	l.std = l.newOut()
 	std = l.std
 	if fast {
@@ -362,26 +362,15 @@ func (l *tlsListener) acceptLoop() {
 			return
 		}
 		backoff = 0
-		l.mu.Lock()
-		select {
-		case <-l.done:
-			l.mu.Unlock()
-			c.Close()
-			return
-		default:
+		if !l.pending.add(c) {
+			return // closed
 		}
-		l.pending[c] = struct{}{}
-		l.mu.Unlock()
 		go l.handshake(c)
 	}
 }
 
 func (l *tlsListener) handshake(raw net.Conn) {
-	defer func() {
-		l.mu.Lock()
-		delete(l.pending, raw)
-		l.mu.Unlock()
-	}()
+	defer l.pending.remove(raw)
 	if l.timeout > 0 {
 		raw.SetDeadline(time.Now().Add(l.timeout))
 	}
@@ -503,12 +492,8 @@ func (o *tlsOut) Addr() net.Addr { return o.l.ln.Addr() }
 func (l *tlsListener) close() error {
 	err := net.ErrClosed
 	l.once.Do(func() {
-		l.mu.Lock()
 		close(l.done)
-		for c := range l.pending {
-			c.Close()
-		}
-		l.mu.Unlock()
+		l.pending.closeAll()
 		err = l.ln.Close()
 	})
 	return err
