@@ -68,6 +68,13 @@ func cli(args []string, stderr io.Writer) int {
 	case !(objective > 0 && objective < 100):
 		fmt.Fprintf(stderr, "gen: -objective: %g%%: above 0%% and below 100%%\n", objective)
 		return 2
+	// Empty would silently mean the defaults in Options.
+	case o.Bucket == "":
+		fmt.Fprintf(stderr, "gen: -bucket: bucket \"\": %v: empty\n", grafana.ErrBucket)
+		return 2
+	case o.DatasourceUID == "":
+		fmt.Fprintf(stderr, "gen: -datasource-uid: datasource uid \"\": %v: empty\n", grafana.ErrDatasourceUID)
+		return 2
 	}
 	o.Quorum, o.TTFBP95, o.Objective = *quorum, *ttfb, objective
 	if fs.NArg() > 0 {
