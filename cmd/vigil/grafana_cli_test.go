@@ -72,7 +72,7 @@ func TestGrafanaCommandFromConfig(t *testing.T) {
 	for _, m := range uids {
 		got = append(got, m[1])
 	}
-	wantUIDs := []string{"vigil-origin-down", "vigil-burn-1h-asset-availability", "vigil-burn-6h-asset-availability",
+	wantUIDs := []string{"vigil-origin-down", "vigil-certificate", "vigil-burn-1h-asset-availability", "vigil-burn-6h-asset-availability",
 		"vigil-burn-1d-asset-availability", "vigil-burn-3d-asset-availability", "vigil-ttfb-asset-ttfb",
 		"vigil-dead-man-5s", "vigil-dead-man-15s"}
 	if strings.Join(got, " ") != strings.Join(wantUIDs, " ") {

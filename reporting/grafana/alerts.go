@@ -37,6 +37,9 @@ const (
 	// BurnRateSlowShort: rule vigil-availability-burn-6h.
 	BurnRateSlow                        = 6.0
 	BurnRateSlowLong, BurnRateSlowShort = 6 * time.Hour, 30 * time.Minute
+	// CertExpiryDays is the horizon of the certificate rule in days, as
+	// the alerter's cert_expiry_days (default 14).
+	CertExpiryDays = 14
 	// TTFBWindow is the window of the TTFB p95 rule.
 	TTFBWindow = 10 * time.Minute
 	// TTFBMinSamples is how many runs with a TTFB a region needs in the
@@ -217,8 +220,10 @@ func (s sloSpec) label(kind string) string {
 type ruleParams struct {
 	quorum                                       int
 	downOff, ttfbOff, burnOff, deadOff, noTicket bool
+	certOff                                      bool
+	certDays                                     int
 	downFor, downKeep, ttfbFor, burnFor          time.Duration
-	downSev, ttfbSev, deadSev                    string
+	downSev, ttfbSev, deadSev, certSev           string
 	// ttfbKeep is the TTFB rule's keep firing for, for an SLO window.
 	ttfbKeep func(window time.Duration) time.Duration
 	// burnKeep is a burn-rate rule's keep firing for, for its pair.
@@ -242,6 +247,7 @@ func params(o Options) ruleParams {
 	if o.Alerting == nil {
 		p.downFor, p.downKeep, p.ttfbFor, p.burnFor = time.Minute, KeepFiringForDown, 5*time.Minute, 2*time.Minute
 		p.downSev, p.ttfbSev, p.deadSev = vigilalerting.SeverityPage, vigilalerting.SeverityTicket, vigilalerting.SeverityTicket
+		p.certSev, p.certDays = vigilalerting.SeverityTicket, CertExpiryDays
 		p.ttfbKeep = func(w time.Duration) time.Duration { return min(w, vigilalerting.TTFBKeepMax) }
 		p.burnKeep = func(w vigilalerting.BurnWindow) time.Duration { return w.Short }
 		p.minRuns, p.minSamples = BurnMinRuns, TTFBMinSamples
@@ -254,6 +260,7 @@ func params(o Options) ruleParams {
 	p.downOff, p.ttfbOff, p.burnOff, p.deadOff, p.noTicket = c.Down.Disabled, c.TTFB.Disabled, c.BurnRate.Disabled, c.DeadMan.Disabled, c.BurnRate.NoTicket
 	p.downFor, p.downKeep, p.ttfbFor = c.Down.For, c.Down.KeepFiringFor, c.TTFB.For
 	p.downSev, p.ttfbSev, p.deadSev = c.Down.Severity, c.TTFB.Severity, c.DeadMan.Severity
+	p.certOff, p.certSev, p.certDays = c.Cert.Disabled, c.Cert.Severity, c.CertExpiryDays
 	p.minRuns, p.minSamples = c.BurnRate.MinRuns, c.TTFB.MinSamples
 	p.dead = c
 	ttfbDefault, burnDefault := c.KeepFiringDefaults()
@@ -480,6 +487,35 @@ func spelled(d time.Duration) string {
 	return shortDur(d)
 }
 
+// certQuery completes qAlertCert with a horizon of days.
+func certQuery(days int) string {
+	return strings.ReplaceAll(qAlertCert, "{horizon_ns}", strconv.FormatInt(int64(days)*int64(24*time.Hour), 10))
+}
+
+// certRule is the certificate rule, the alerter's cert_expiry: in ≥
+// p.quorum regions a check's target presents a certificate expiring
+// within p.certDays days, or fails with cause cert. Like the alerter's
+// rule it fires at the first evaluation (the Prometheus rule waits
+// alerting.CertPromFor over its scrapes) and has no hold.
+func certRule(p ruleParams) alertRule {
+	days := strconv.Itoa(p.certDays)
+	return alertRule{
+		uid:       "vigil-certificate",
+		title:     fmt.Sprintf("Certificate expiring within %s days or failing in %d or more regions", days, p.quorum),
+		condition: "C",
+		noData:    alerting.RuleNoDataStateOK, // no fresh verdict at all: no series
+		labels:    map[string]string{"rule": vigilalerting.RuleCert, "severity": p.certSev, "source": "grafana"},
+		annotations: map[string]string{
+			"summary": "{{ $labels.check }} × {{ $labels.target }} certificate expires within " + days + " days or fails verification in " + regionsB,
+			"description": fmt.Sprintf("In %d or more regions, the latest unexpired verdict of the check against the target reports a certificate (the earliest-expiring one presented: leaf or intermediate) expiring within %s days, or failed with cause cert (invalid certificate, or the check's cert_min_days).",
+				p.quorum, days),
+		},
+		flux:     []alertFlux{{"A", 300, certQuery(p.certDays)}},
+		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
+		exprRefs: []string{"B", "C"},
+	}
+}
+
 // ruleLabels are a rule's labels: rule, the alerter's rule name (down,
 // ttfb, burn_rate), severity and source "grafana", as the alerter's
 // alerts (source vigil) and the generated Prometheus rules' (source
@@ -510,6 +546,9 @@ func alertRules(o Options) []alertRule {
 			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
 			exprRefs: []string{"B", "C"},
 		})
+	}
+	if !p.certOff {
+		rules = append(rules, certRule(p))
 	}
 	for _, s := range p.slos {
 		if s.ttfb > 0 && !p.ttfbOff {
@@ -633,6 +672,10 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 //
 //   - origin down: a check's target unhealthy in ≥ Quorum regions
 //     (latest unexpired verdict, last 5 m), for 1 m;
+//   - certificate: a check's target presents a certificate expiring
+//     within CertExpiryDays, or fails with cause cert, in ≥ Quorum regions
+//     (latest unexpired verdicts, last 5 m), at once, as the alerter's
+//     cert_expiry rule;
 //   - TTFB p95 of a check × target over TTFBWindow above
 //     TTFBP95ThresholdMS in ≥ Quorum regions (each with ≥ TTFBMinSamples
 //     runs), for 5 m;
@@ -650,7 +693,7 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 // With o.Alerting the rules follow that config and o.SLOs instead (see
 // Options.Alerting). Each keeps firing as the alerter's rule does
 // (KeepFiringForDown, KeepFiringForTTFB, KeepFiringForBurn, the pair's
-// short window; dead man none). The rules are built with the
+// short window; certificate and dead man none). The rules are built with the
 // SDK's alerting types (the API model) and reshaped into the file format:
 // per-rule folderUID/ruleGroup/orgID move to the group, keep_firing_for
 // becomes keepFiringFor. An invalid o is an error (Validate).

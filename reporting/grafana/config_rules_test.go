@@ -83,7 +83,7 @@ func TestRulesFollowAlertingConfig(t *testing.T) {
 				byUID[uid] = r
 				uids = append(uids, uid)
 			}
-			want := []string{"vigil-origin-down", "vigil-burn-1h-asset-availability", "vigil-burn-6h-asset-availability"}
+			want := []string{"vigil-origin-down", "vigil-certificate", "vigil-burn-1h-asset-availability", "vigil-burn-6h-asset-availability"}
 			if !cfg.BurnRate.NoTicket {
 				want = append(want, "vigil-burn-1d-asset-availability", "vigil-burn-3d-asset-availability")
 			}

@@ -52,7 +52,7 @@ type Options struct {
 	// on 2.x. "": DefaultBucket (vigil/autogen).
 	Bucket string
 	// Quorum is how many regions must agree before a rule fires (origin
-	// down, TTFB, burn rate); keep it equal to the alerter's
+	// down, certificate, TTFB, burn rate); keep it equal to the alerter's
 	// alerting.quorum. 0: Quorum (2).
 	Quorum int
 	// TTFBP95 is the TTFB p95 objective of the TTFB rule and the

@@ -244,6 +244,35 @@ const (
   |> count(column: "state")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, tier: r.tier, _value: float(v: r.state)}))`
 
+	// qAlertCert is completed by certQuery ({horizon_ns}:
+	// cert_expiry_days in nanoseconds): per check × target (and its tier,
+	// as the Prometheus rules' VigilCertificate), the number of regions
+	// where a vantage's latest unexpired verdict reports a certificate
+	// expiring within the horizon or failed with cause cert, as the
+	// alerter's cert_expiry rule. The certificate's expiry is only in the
+	// verdict's JSON field (reporting/influx: "ce", Unix ns, beside "ok",
+	// "c" the cause and "x" the verdict's expiry), so all four are read
+	// from it with regular expressions, each key after a comma: never from
+	// inside a string value, whose quotes are escaped. A pair with
+	// verdicts and no agreeing region says 0.
+	qAlertCert = `import "regexp"
+import "strings"
+` + fromVerdicts + `
+  |> filter(fn: (r) => r._field == "verdict_json")
+  |> last()
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region,
+      ce: strings.trimPrefix(v: regexp.findString(r: /,"ce":[0-9]+/, v: r._value), prefix: ",\"ce\":"),
+      x: strings.trimPrefix(v: regexp.findString(r: /,"x":[0-9]+/, v: r._value), prefix: ",\"x\":"),
+      failed: regexp.matchRegexpString(r: /,"ok":false[,}]/, v: r._value) and regexp.matchRegexpString(r: /,"c":"cert"[,}]/, v: r._value)}))
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region,
+      agree: if (r.x == "" or int(v: r.x) >= int(v: v.timeRangeStop))
+        and (r.failed or (r.ce != "" and int(v: r.ce) < int(v: v.timeRangeStop) + {horizon_ns})) then 1.0 else 0.0}))
+  |> group(columns: ["check", "target", "tier", "region"])
+  |> max(column: "agree")
+  |> group(columns: ["check", "target", "tier"])
+  |> sum(column: "agree")
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, tier: r.tier, _value: r.agree}))`
+
 	// qAlertTTFBP95 is completed by ttfbSLOQuery ({select}: the SLO's
 	// check and target, or nothing for every check): per check × target
 	// (and its tier, a label as in the Prometheus rules' VigilTTFBSLOBreach), how

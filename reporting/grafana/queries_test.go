@@ -21,6 +21,9 @@ var (
 	sampleTargets = []string{"edge-a", "edge-b"}
 )
 
+// blobEscaper escapes a line protocol string field's value.
+var blobEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+
 func sampleLines(now time.Time) string {
 	var sb strings.Builder
 	const runs = 60
@@ -45,10 +48,14 @@ func sampleLines(now time.Time) string {
 					}
 					fmt.Fprintf(&sb, "vigil_verdict,check=%s,region=%s,target=%s,tier=shallow,vantage=%s-1 "+
 						"state=%q,ok=%t,cause=%q,status_code=%di,ttfb_ms=%g,duration_ms=%g,dns_ms=3,connect_ms=8,tls_ms=15,transfer_ms=12,"+
-						"streak=%di,interval_ms=30000,expires=%di,artifact=\"\",err=%q,url=\"https://%s.example/health\" %d\n",
+						"streak=%di,interval_ms=30000,expires=%di,artifact=\"\",err=%q,url=\"https://%s.example/health\",verdict_json=\"%s\" %d\n",
 						check, region, target, region,
 						state, ok, cause, status, ttfb, ttfb+12, 1+i%5,
-						at.Add(time.Minute).UnixNano(), errText, target, at.UnixNano())
+						at.Add(time.Minute).UnixNano(), errText, target,
+						// As reporting/influx writes it; the certificates expire in 90 days.
+						blobEscaper.Replace(fmt.Sprintf(`{"s":%q,"ok":%t,"c":%q,"e":%q,"x":%d,"ce":%d}`,
+							state, ok, cause, errText, at.Add(time.Minute).UnixNano(), now.Add(90*24*time.Hour).UnixNano())),
+						at.UnixNano())
 				}
 			}
 		}
