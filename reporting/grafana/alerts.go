@@ -428,7 +428,7 @@ func deadManRules(p ruleParams) []alertRule {
 			annotations: map[string]string{
 				"summary": "no verdict of check {{ $labels.check }} in region {{ $labels.region }} for {{ printf \"%.0f\" $values.B.Value }} s (more than " + shortDur(window) + ")",
 				"description": fmt.Sprintf("The newest verdict of the check from any vantage of the region is older than %s: its canaries stopped, or cannot write to the store. A region silent for %s is forgotten.",
-					shortDur(window), shortDur(forget)),
+					shortDur(window), forgetDur(forget)),
 			},
 			flux:     []alertFlux{{"A", alerting.Duration(forget / time.Second), deadManQuery(byInterval[iv])}},
 			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", window.Seconds())},
@@ -571,6 +571,15 @@ func alertRules(o Options) []alertRule {
 		rules = append(rules, deadManRules(p)...)
 	}
 	return rules
+}
+
+// forgetDur writes how long a silent region is remembered: 24h as
+// shortDur, from 2 days on in days as promDur (10d, 6d10m).
+func forgetDur(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return promDur(d)
+	}
+	return shortDur(d)
 }
 
 // shortDur prints 5m and 1h instead of 5m0s and 1h0m0s.

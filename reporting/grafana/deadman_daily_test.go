@@ -54,7 +54,7 @@ func TestDeadManRuleDailyCheck(t *testing.T) {
 	if from := ruleRange(t, rule, "A"); from != 10*86400 {
 		t.Errorf("query range %d s, want 864000 (10 days: twice the 3d window and 2d pending period, past forget_after 24h)", from)
 	}
-	if !strings.Contains(fmt.Sprint(rule["annotations"]), "A region silent for 240h is forgotten") {
+	if !strings.Contains(fmt.Sprint(rule["annotations"]), "A region silent for 10d is forgotten") {
 		t.Errorf("annotations %v: want the 10 days a region is remembered", rule["annotations"])
 	}
 }
