@@ -616,9 +616,13 @@ func promEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
 
-// promDur writes a duration the PromQL way: 5m, 1h, 1d, 30d, 600ms, and
-// compound where needed: 6m40s, 1h30m.
-func promDur(d time.Duration) string {
+// promDur writes a duration the PromQL way (PromDuration).
+func promDur(d time.Duration) string { return PromDuration(d) }
+
+// PromDuration writes a duration the PromQL way: 5m, 1h, 1d, 30d, 600ms,
+// and compound where needed: 6m40s, 1h30m. The Grafana rules write theirs
+// the same way.
+func PromDuration(d time.Duration) string {
 	if d%time.Second != 0 {
 		return fmt.Sprintf("%dms", d/time.Millisecond)
 	}

@@ -449,27 +449,9 @@ func pendingFor(d time.Duration) string {
 	return promDur((d + step - 1) / step * step)
 }
 
-// promDur writes a duration as the Prometheus rules do (alerting's
-// promDur): 5m, 1h, 3d, 1h30m, 600ms.
-func promDur(d time.Duration) string {
-	if d%time.Second != 0 {
-		return fmt.Sprintf("%dms", d/time.Millisecond)
-	}
-	if d == 0 {
-		return "0s"
-	}
-	var b strings.Builder
-	for _, u := range []struct {
-		d    time.Duration
-		name string
-	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
-		if n := d / u.d; n > 0 {
-			fmt.Fprintf(&b, "%d%s", n, u.name)
-			d -= n * u.d
-		}
-	}
-	return b.String()
-}
+// promDur writes a duration as the Prometheus rules do: 5m, 1h, 3d,
+// 1h30m, 600ms.
+func promDur(d time.Duration) string { return vigilalerting.PromDuration(d) }
 
 // spelled writes a window the way the summaries say it: "10 minutes",
 // "1 hour", else as shortDur.
