@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting/influx"
 )
@@ -59,7 +60,13 @@ func TestTokenHiddenWhenEchoed(t *testing.T) {
 					t.Errorf("Health line %q does not end with %q", line, want)
 				}
 			}
+			// The failure is logged after Health shows it: wait for the
+			// line (bounded).
 			l := log.String()
+			for deadline := time.Now().Add(5 * time.Second); !strings.Contains(l, `err="`+tc.wantWrite+`"`) && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+				l = log.String()
+			}
 			if !strings.Contains(l, `err="`+tc.wantWrite+`"`) {
 				t.Errorf("write failure log does not say %q:\n%s", tc.wantWrite, l)
 			}
