@@ -53,13 +53,9 @@ var errTLSShape = errors.New("want true, false or a map of TLS settings (insecur
 func DecodeHook(_, to reflect.Type, data any) (any, error) {
 	switch to {
 	case grpcTLSPtrType:
-		b, isBool := data.(bool)
-		if s, ok := data.(string); ok {
-			v, err := strconv.ParseBool(strings.TrimSpace(s))
-			if err != nil {
-				return nil, fmt.Errorf("%q: %w", s, errTLSShape)
-			}
-			b, isBool = v, true
+		b, isBool, err := tlsBool(data)
+		if err != nil {
+			return nil, err
 		}
 		if isBool {
 			if !b {
@@ -97,14 +93,9 @@ func DecodeHook(_, to reflect.Type, data any) (any, error) {
 			return out, nil
 		}
 	case tlsOptionsPtrType:
-		b, isBool := data.(bool)
-		if s, ok := data.(string); ok {
-			// A value from the environment (${TLS}) arrives as text.
-			v, err := strconv.ParseBool(strings.TrimSpace(s))
-			if err != nil {
-				return nil, fmt.Errorf("%q: %w", s, errTLSShape)
-			}
-			b, isBool = v, true
+		b, isBool, err := tlsBool(data)
+		if err != nil {
+			return nil, err
 		}
 		if isBool {
 			if !b {
@@ -119,4 +110,21 @@ func DecodeHook(_, to reflect.Type, data any) (any, error) {
 		}
 	}
 	return data, nil
+}
+
+// tlsBool reads a tls: key given as a boolean: true or false, or their
+// text (a value from the environment, ${TLS}, arrives as text); isBool is
+// false for anything else (a mapping of settings).
+func tlsBool(data any) (b, isBool bool, err error) {
+	switch v := data.(type) {
+	case bool:
+		return v, true, nil
+	case string:
+		p, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return false, false, fmt.Errorf("%q: %w", v, errTLSShape)
+		}
+		return p, true, nil
+	}
+	return false, false, nil
 }
