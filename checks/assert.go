@@ -49,6 +49,17 @@ type verdict struct {
 	err   string
 }
 
+// judge ends res with the verdict: its assertions, and its cause and
+// error when one failed, else OK.
+func (v *verdict) judge(res *Result) {
+	res.Assertions = v.list
+	if v.cause != "" {
+		res.Cause, res.Err = v.cause, v.err
+		return
+	}
+	res.OK = true
+}
+
 // causeRank is the documented order in which a failing assertion becomes
 // Result.Cause: hard failures first, service-level (ttfb, duration) last.
 var causeRank = map[Cause]int{

@@ -344,12 +344,7 @@ func (c *DNS) Run(ctx context.Context, t Target) Result {
 	c.expect.evalSections(reply, &v)
 	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start}
 	c.expect.evalCommon(&obs, &v)
-	res.Assertions = v.list
-	if v.cause != "" {
-		res.Cause, res.Err = v.cause, v.err
-		return res
-	}
-	res.OK = true
+	v.judge(&res)
 	return res
 }
 

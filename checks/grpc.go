@@ -407,12 +407,7 @@ func (g *GRPC) Run(ctx context.Context, t Target) Result {
 	var v verdict
 	g.evalHealth(resp, body, &v)
 	g.expect.evalCommon(&obs, &v)
-	res.Assertions = v.list
-	if v.cause != "" {
-		res.Cause, res.Err = v.cause, v.err
-		return res
-	}
-	res.OK = true
+	v.judge(&res)
 	return res
 }
 

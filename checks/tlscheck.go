@@ -93,12 +93,7 @@ func (c *TLS) Run(ctx context.Context, t Target) Result {
 	seen.expiries(&res)
 	obs := observation{cert: seen, total: res.Phases.Total, now: start}
 	c.expect.evalCommon(&obs, &v)
-	res.Assertions = v.list
-	if v.cause != "" {
-		res.Cause, res.Err = v.cause, v.err
-		return res
-	}
-	res.OK = true
+	v.judge(&res)
 	return res
 }
 
