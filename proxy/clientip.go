@@ -37,10 +37,19 @@ func peerIP(r *http.Request) string {
 // clientIP is the request's client address: the one realClientIP found
 // behind a trusted proxy, else the peer's.
 func clientIP(r *http.Request) string {
+	return clientOf(r, "")
+}
+
+// clientOf is clientIP for a request whose peerIP is peer, when the
+// caller has it already ("" when not).
+func clientOf(r *http.Request, peer string) string {
 	if ip, ok := r.Context().Value(clientIPKey{}).(string); ok {
 		return ip
 	}
-	return peerIP(r)
+	if peer == "" {
+		peer = peerIP(r)
+	}
+	return peer
 }
 
 // withClientIP returns r carrying the client address that cfg's trusted

@@ -830,7 +830,8 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// X-Forwarded-For gets the peer (the hop this proxy saw); X-Real-IP
 	// the client, which is the peer unless a trusted proxy named another
 	// (clientip.go).
-	peer, cip := peerIP(r), clientIP(r)
+	peer := peerIP(r)
+	cip := clientOf(r, peer)
 	xff := peer
 	if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 && !namedIn(r.Header["Connection"], "X-Forwarded-For") {
 		xff = strings.Join(prior, ", ") + ", " + peer
