@@ -411,7 +411,7 @@ func validHeaderName(k string) bool {
 }
 
 // ValidateFor reports the keys set that a check of kind ("http", "tcp",
-// "tls", "dns", "grpc") does not use, as ErrUnsupported errors relative
+// "tls", "dns", "grpc", "icmp") does not use, as ErrUnsupported errors relative
 // to `expect` ("status: tcp checks do not use it"). NewTCP, NewTLS, NewDNS
 // and NewGRPC call it; a config validator can call it before compiling.
 func (e *Expect) ValidateFor(kind string) error {
@@ -428,6 +428,8 @@ func (e *Expect) ValidateFor(kind string) error {
 	case "grpc":
 		// cert_min_days needs TLS, which NewGRPC checks.
 		return e.onlyKeys("grpc", "ttfb", "duration", "cert_min_days")
+	case "icmp":
+		return e.onlyKeys("icmp", "ttfb", "duration")
 	}
 	return nil
 }

@@ -1,4 +1,5 @@
-// Package checks runs one-request probes (TCP, TLS, HTTP, DNS, gRPC health)
+// Package checks runs one-request probes (TCP, TLS, HTTP, DNS, gRPC health,
+// ICMP echo)
 // against a target,
 // times them phase by phase with net/http/httptrace, evaluates the assertion
 // vocabulary and reports why a probe failed as one Cause from a closed set.
@@ -25,7 +26,8 @@ type Target struct {
 	Name string
 	// URL is the origin's base URL: http://host:port, https://host:port,
 	// tcp://host:port or tls://host:port; for a dns check also
-	// dns://host[:port], the server asked.
+	// dns://host[:port], the server asked; for an icmp check also
+	// icmp://host, the host pinged.
 	URL string
 }
 
@@ -122,7 +124,8 @@ type Result struct {
 	// Proto is the protocol the response came over ("HTTP/1.1",
 	// "HTTP/2.0"), for http and grpc checks that got a response; for dns
 	// checks "DNS/UDP" or "DNS/TCP" (the transport of the last query: TCP
-	// after a truncated UDP answer); "" otherwise.
+	// after a truncated UDP answer); for icmp checks "ICMP" or "ICMPv6";
+	// "" otherwise.
 	Proto      string
 	Phases     Phases
 	Assertions []AssertionResult
