@@ -21,6 +21,10 @@ import (
 const (
 	// DefaultDNSPort is the port of dns.server when it names none.
 	DefaultDNSPort = "53"
+	// DefaultDoTPort is the port of dns.server (or of a dns:// target)
+	// that names none when dns.transport is tcp-tls: 853, DNS over TLS's
+	// (RFC 7858 §3.1).
+	DefaultDoTPort = "853"
 	// DefaultDNSQueryType is dns.query_type when unset. (blackbox_exporter
 	// asks ANY, which RFC 8482 lets servers answer with one record or
 	// refuse.)
@@ -35,10 +39,14 @@ const (
 	ResolvConf = "/etc/resolv.conf"
 )
 
-// Values of dns.transport.
+// Values of dns.transport, miekg/dns's names of the networks
+// (dns.Client.Net).
 const (
 	DNSTransportUDP = "udp"
 	DNSTransportTCP = "tcp"
+	// DNSTransportTLS is DNS over TLS (RFC 7858): TCP framing over a TLS
+	// connection, by default to port 853, verified with dns.tls.
+	DNSTransportTLS = "tcp-tls"
 )
 
 // DNSSpec is one DNS query (config key `dns:`), as blackbox_exporter's dns
@@ -56,15 +64,25 @@ type DNSSpec struct {
 	// QueryClass is the class asked: IN, CH, HS, NONE or ANY. Default
 	// "IN".
 	QueryClass string `mapstructure:"query_class"`
-	// Server is the DNS server asked, "host:port" or "host" (port 53); an
-	// IPv6 literal in brackets with a port ("[::1]:53"). Default: the
-	// target, when its URL is dns://host[:port]; else the first
-	// nameserver of /etc/resolv.conf, read on every run.
+	// Server is the DNS server asked, "host:port" or "host" (port 53, or
+	// 853 with transport tcp-tls); an IPv6 literal in brackets with a port
+	// ("[::1]:53"). Default: the target, when its URL is dns://host[:port];
+	// else the first nameserver of /etc/resolv.conf, read on every run
+	// (not with tcp-tls, which needs the server named).
 	Server string `mapstructure:"server"`
-	// Transport is "udp" or "tcp". Over udp an answer with the TC
-	// (truncated) flag is asked again over tcp, as resolvers do (RFC 7766
-	// §5). Default "udp".
+	// Transport is "udp", "tcp" or "tcp-tls" (DNS over TLS, RFC 7858:
+	// TCP framing inside TLS, port 853 by default, the server verified
+	// with TLS's settings). Over udp an answer with the TC (truncated)
+	// flag is asked again over tcp, as resolvers do (RFC 7766 §5).
+	// Default "udp".
 	Transport string `mapstructure:"transport"`
+	// TLS is the TLS client of transport tcp-tls, with the keys of
+	// http.tls (insecure_skip_verify, ca_file, server_name, min_version,
+	// cert_file, key_file); `tls: true` or no key is TLS with their
+	// defaults: the chain verified against the system pool and the name
+	// against the server's host (an IP address against the certificate's
+	// IP addresses), TLS 1.2 or later. Only with tcp-tls. Default: nil.
+	TLS *TLSOptions `mapstructure:"tls"`
 	// RecursionDesired sets the RD flag. Default true (nil): ask a
 	// resolver; set false to ask an authoritative server about its own
 	// zone only.
@@ -80,6 +98,21 @@ type DNSSpec struct {
 	qclass   uint16
 	server   string // Server with its port, "" for none
 	rd       bool
+	tls      *TLSOptions // the compiled TLS client of tcp-tls; nil otherwise
+}
+
+// Warnings lists the settings of dns.tls that weaken it
+// (insecure_skip_verify, a min_version below 1.2), each as
+// "key: value: why", keys relative to `dns`.
+func (s *DNSSpec) Warnings() []string {
+	if s.TLS == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range s.TLS.Warnings() {
+		out = append(out, "tls."+w)
+	}
+	return out
 }
 
 // ValidateAndSetDefaults parses query_type, query_class, server and
@@ -111,25 +144,41 @@ func (s *DNSSpec) ValidateAndSetDefaults() error {
 	} else {
 		errs = append(errs, errorf(ErrBadValue, "query_class: %q: want IN, CH, HS, NONE or ANY", s.QueryClass))
 	}
+	switch v := strings.ToLower(strings.TrimSpace(s.Transport)); v {
+	case "", DNSTransportUDP:
+		s.Transport = DNSTransportUDP
+	case DNSTransportTCP, DNSTransportTLS:
+		s.Transport = v
+	default:
+		hint := ""
+		switch v {
+		case "tls", "dot", "tcp+tls", "tcp_tls":
+			hint = " (write \"tcp-tls\" for DNS over TLS)"
+		case "https", "doh":
+			hint = " (DNS over HTTPS is not supported)"
+		}
+		errs = append(errs, errorf(ErrBadValue, "transport: %q: want \"udp\", \"tcp\" or \"tcp-tls\"%s", s.Transport, hint))
+	}
 	s.server = ""
 	if strings.TrimSpace(s.Server) != "" {
-		hp, err := dnsServerAddr(strings.TrimSpace(s.Server))
+		hp, err := dnsServerAddr(strings.TrimSpace(s.Server), s.defaultPort())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("server: %w", err))
 		}
 		s.server = hp
 	}
-	switch v := strings.ToLower(strings.TrimSpace(s.Transport)); v {
-	case "", DNSTransportUDP:
-		s.Transport = DNSTransportUDP
-	case DNSTransportTCP:
-		s.Transport = v
-	default:
-		hint := ""
-		if v == "tls" || v == "tcp-tls" || v == "https" {
-			hint = " (DNS over TLS or HTTPS is not supported)"
+	s.tls = nil
+	switch {
+	case s.Transport == DNSTransportTLS:
+		s.tls = s.TLS
+		if s.tls == nil {
+			s.tls = &TLSOptions{}
 		}
-		errs = append(errs, errorf(ErrBadValue, "transport: %q: want \"udp\" or \"tcp\"%s", s.Transport, hint))
+		if err := s.tls.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix("tls", err))
+		}
+	case s.TLS != nil:
+		errs = append(errs, errorf(ErrConflict, "tls: set transport: tcp-tls for DNS over TLS (over %s the query is plain text)", s.Transport))
 	}
 	s.rd = s.RecursionDesired == nil || *s.RecursionDesired
 	errs = append(errs, checkIPProtocol(&s.IPProtocol, s.IPProtocolFallback))
@@ -138,21 +187,30 @@ func (s *DNSSpec) ValidateAndSetDefaults() error {
 	return err
 }
 
+// defaultPort is the server's port when dns.server or a dns:// target
+// names none: 853 for tcp-tls, else 53.
+func (s *DNSSpec) defaultPort() string {
+	if strings.EqualFold(strings.TrimSpace(s.Transport), DNSTransportTLS) {
+		return DefaultDoTPort
+	}
+	return DefaultDNSPort
+}
+
 // dnsServerAddr is a dns.server value with its port: "host:port", "host"
-// (port 53), "[v6]:port" or a bare IPv6 literal.
-func dnsServerAddr(v string) (string, error) {
+// (port defPort), "[v6]:port" or a bare IPv6 literal.
+func dnsServerAddr(v, defPort string) (string, error) {
 	if strings.Contains(v, "://") {
 		return "", errorf(ErrBadValue, "%q: want host:port (no scheme)", units.RedactURL(v))
 	}
 	host, port, err := net.SplitHostPort(v)
 	if err != nil {
 		if ip := net.ParseIP(strings.Trim(v, "[]")); ip != nil {
-			return net.JoinHostPort(ip.String(), DefaultDNSPort), nil
+			return net.JoinHostPort(ip.String(), defPort), nil
 		}
 		if strings.ContainsAny(v, ":[]/ ") {
 			return "", errorf(ErrBadValue, "%q: want host:port or host", v)
 		}
-		host, port = v, DefaultDNSPort
+		host, port = v, defPort
 	}
 	if host == "" {
 		return "", errorf(ErrBadValue, "%q: no host", v)
@@ -167,9 +225,10 @@ func dnsServerAddr(v string) (string, error) {
 // is the server asked, so the check then needs query_name, and it carries
 // no user or password (ErrBadURL: a DNS query has none to send); any other
 // target names the question by its host, so one whose host is an IP
-// address needs query_name too. A query_name error (ErrBadValue) starts
-// with the key, "dns.query_name: ". It may be called before or after
-// ValidateAndSetDefaults.
+// address needs query_name too, and with transport tcp-tls it needs
+// dns.server (ErrConflict: the system resolver is no DNS over TLS server).
+// A query_name error (ErrBadValue) starts with the key, "dns.query_name:
+// ". It may be called before or after ValidateAndSetDefaults.
 func (s *DNSSpec) TargetFits(rawURL string) error {
 	if strings.HasPrefix(strings.ToLower(rawURL), "dns://") {
 		if u, err := url.Parse(rawURL); err == nil && u.User != nil {
@@ -185,8 +244,14 @@ func (s *DNSSpec) TargetFits(rawURL string) error {
 			return ipTargetError(ip)
 		}
 	}
+	if strings.TrimSpace(s.Server) == "" && strings.EqualFold(strings.TrimSpace(s.Transport), DNSTransportTLS) {
+		return errNoDoTServer
+	}
 	return nil
 }
+
+// errNoDoTServer: transport tcp-tls without a server to ask.
+var errNoDoTServer = errorf(ErrConflict, "dns.server: required with transport tcp-tls when the target is no dns:// server (the system resolver of %s is asked in plain DNS, not over TLS)", ResolvConf)
 
 // targetIP is the host of a target URL (or host:port) when it is an IP
 // address, "" otherwise.
@@ -241,7 +306,7 @@ func (c *DNS) serverAndName(t Target) (server, name string, err error) {
 	isDNS := strings.HasPrefix(strings.ToLower(t.URL), "dns://")
 	switch {
 	case isDNS && server == "":
-		server, err = hostPort(t.URL, DefaultDNSPort)
+		server, err = hostPort(t.URL, c.spec.defaultPort())
 		if err != nil {
 			return "", "", err
 		}
@@ -264,6 +329,9 @@ func (c *DNS) serverAndName(t Target) (server, name string, err error) {
 	}
 	if name == "" {
 		return "", "", errorf(ErrBadValue, "dns.query_name: required when the target is a dns:// server")
+	}
+	if server == "" && c.spec.Transport == DNSTransportTLS {
+		return "", "", errNoDoTServer
 	}
 	if server == "" {
 		cc, rerr := dns.ClientConfigFromFile(c.resolvConf)
@@ -315,7 +383,18 @@ func (c *DNS) Run(ctx context.Context, t Target) Result {
 	tr := &runTrace{start: start, timeout: c.opts.Timeout}
 	tctx := tr.withTrace(ctx)
 	transport := c.spec.Transport
-	reply, err := c.exchange(tctx, tr, transport, server, q)
+	var v verdict
+	var reply *dns.Msg
+	if transport == DNSTransportTLS {
+		conn, ok := c.dialTLS(tctx, tr, server, &res, &v)
+		if !ok {
+			return res
+		}
+		reply, err = c.exchangeOn(tctx, tr, conn, transport, q)
+		conn.Close()
+	} else {
+		reply, err = c.exchange(tctx, tr, transport, server, q)
+	}
 	retried := false
 	if err == nil && reply.Truncated && transport == DNSTransportUDP {
 		// RFC 7766 §5: a truncated answer over UDP is asked again over
@@ -331,15 +410,18 @@ func (c *DNS) Run(ctx context.Context, t Target) Result {
 	res.Phases = tr.phases(end)
 	res.Phases.Transfer = 0
 	res.Proto = "DNS/" + strings.ToUpper(transport)
+	if transport == DNSTransportTLS {
+		res.Proto = "DNS/TLS"
+	}
 	if err != nil {
 		res.Cause, res.Err = c.classify(err, tr, end.Sub(start), server, transport)
 		if retried {
 			res.Cause, res.Err = retryFailed(res.Cause, res.Err)
 		}
+		res.Assertions = v.list
 		return res
 	}
 
-	var v verdict
 	c.expect.evalRcode(reply.Rcode, name, c.spec.QueryType, &v)
 	c.expect.evalSections(reply, &v)
 	obs := observation{ttfb: res.Phases.TTFB, total: res.Phases.Total, now: start}
@@ -403,6 +485,61 @@ func (c *DNS) exchange(ctx context.Context, tr *runTrace, transport, server stri
 		return nil, err
 	}
 	defer conn.Close()
+	return c.exchangeOn(ctx, tr, conn, transport, q)
+}
+
+// dialTLS connects to server and runs dns.tls's handshake over the
+// connection, as a tcp check with tcp.tls does (clientHandshake, then
+// verifyPeer unless insecure_skip_verify): nothing is asked of a server
+// that was not verified. It returns the TLS connection, or false with
+// res's cause, error, phases and assertions set: the dial's cause, tls
+// for a handshake that failed, cert for a chain or name that does not
+// verify ("cert chain" and "cert hostname" assertions in v), with the
+// messages of a tls check. The certificate's expiries go to res either
+// way.
+func (c *DNS) dialTLS(ctx context.Context, tr *runTrace, server string, res *Result, v *verdict) (net.Conn, bool) {
+	fail := func(cause Cause, msg string) (net.Conn, bool) {
+		end := time.Now()
+		res.Phases = tr.phases(end)
+		res.Phases.Transfer = 0
+		res.Proto = "DNS/TLS"
+		res.Cause, res.Err = cause, msg
+		res.Assertions = v.list
+		return nil, false
+	}
+	raw, err := c.d.DialContext(ctx, "tcp", server)
+	if err != nil {
+		return fail(classify(err, tr, time.Since(res.Start)))
+	}
+	o := c.spec.tls
+	name := o.ServerName
+	if name == "" {
+		name, _, _ = net.SplitHostPort(server)
+	}
+	stop := watchCtx(ctx, raw)
+	tc, err := clientHandshake(ctx, raw, tr, name, o.minVersion, o.clientCert)
+	stop()
+	if err != nil {
+		raw.Close()
+		return fail(classify(err, tr, time.Since(res.Start)))
+	}
+	state := tc.ConnectionState()
+	if len(state.PeerCertificates) == 0 {
+		tc.Close()
+		return fail(CauseTLS, "tls: the server sent no certificate")
+	}
+	seen := verifyPeer(state, name, o.roots, o.InsecureSkipVerify, res.Start, v)
+	seen.expiries(res)
+	if v.cause != "" {
+		tc.Close()
+		return fail(v.cause, v.err)
+	}
+	return tc, true
+}
+
+// exchangeOn is exchange over a connection already made (for tcp-tls,
+// the TLS connection after its handshake).
+func (c *DNS) exchangeOn(ctx context.Context, tr *runTrace, conn net.Conn, transport string, q *dns.Msg) (*dns.Msg, error) {
 	stop := watchCtx(ctx, conn)
 	defer stop()
 	// A 64 KiB buffer: a server that ignores the EDNS0 size still gets

@@ -440,7 +440,7 @@ func TestDNSConfigErrors(t *testing.T) {
 	}{
 		{checks.DNSSpec{QueryType: "AXFRR"}, checks.Expect{}, `dns.query_type: "AXFRR": want a record type`},
 		{checks.DNSSpec{QueryClass: "INET"}, checks.Expect{}, `dns.query_class: "INET": want IN, CH, HS, NONE or ANY`},
-		{checks.DNSSpec{Transport: "tls"}, checks.Expect{}, `dns.transport: "tls": want "udp" or "tcp" (DNS over TLS or HTTPS is not supported)`},
+		{checks.DNSSpec{Transport: "doh"}, checks.Expect{}, `dns.transport: "doh": want "udp", "tcp" or "tcp-tls" (DNS over HTTPS is not supported)`},
 		{checks.DNSSpec{Server: "udp://8.8.8.8"}, checks.Expect{}, `dns.server: "udp://8.8.8.8": want host:port (no scheme)`},
 		{checks.DNSSpec{Server: "10.0.0.1:99999"}, checks.Expect{}, `dns.server: "10.0.0.1:99999": port "99999": want a number from 1 to 65535`},
 		{checks.DNSSpec{QueryName: "a b.example"}, checks.Expect{}, `dns.query_name: "a b.example" is not a domain name`},
