@@ -164,6 +164,8 @@ func (ch *CheckConfig) compile(o CompileOptions) (checks.Check, error) {
 		return checks.NewDNS(*ch.DNS, *ch.Expect, opts)
 	case "grpc":
 		return checks.NewGRPC(*ch.GRPC, *ch.Expect, opts)
+	case "icmp":
+		return checks.NewICMP(*ch.ICMP, *ch.Expect, opts)
 	}
 	return checks.NewHTTP(*ch.HTTP, *ch.Expect, opts)
 }

@@ -23,7 +23,7 @@ import (
 var (
 	ErrUnknownTarget   = errors.New("unknown target")
 	ErrTimeoutInterval = errors.New("timeout must be shorter than the interval")
-	ErrNoProbe         = errors.New("a check needs exactly one of http, tcp, tls, dns, grpc or script")
+	ErrNoProbe         = errors.New("a check needs exactly one of http, tcp, tls, dns, grpc, icmp or script")
 	ErrDuplicate       = errors.New("duplicate name")
 	ErrBadCron         = errors.New("bad cron schedule")
 )
@@ -155,7 +155,8 @@ type TargetConfig struct {
 	// Name identifies the target in checks, verdicts and the proxy.
 	Name string `mapstructure:"name"`
 	// URL is the origin base URL: http(s)://host:port, tcp://host:port,
-	// tls://host:port, or dns://host[:port] (a DNS server, for dns checks).
+	// tls://host:port, dns://host[:port] (a DNS server, for dns checks) or
+	// icmp://host (a host to ping, for icmp checks).
 	URL string `mapstructure:"url"`
 }
 
@@ -189,6 +190,7 @@ type CheckConfig struct {
 	TLS    *checks.TLSSpec  `mapstructure:"tls"`
 	DNS    *checks.DNSSpec  `mapstructure:"dns"`
 	GRPC   *checks.GRPCSpec `mapstructure:"grpc"`
+	ICMP   *checks.ICMPSpec `mapstructure:"icmp"`
 	Expect *checks.Expect   `mapstructure:"expect"`
 	Script scripts.Script   `mapstructure:"script"`
 
@@ -200,7 +202,7 @@ type CheckConfig struct {
 // Schedule returns the compiled cron schedule, or nil for interval checks.
 func (c *CheckConfig) Schedule() cron.Schedule { return c.schedule }
 
-// Kind names what the check does: http, tcp, tls, dns, grpc or script.
+// Kind names what the check does: http, tcp, tls, dns, grpc, icmp or script.
 func (c *CheckConfig) Kind() string {
 	switch {
 	case c.Script != nil:
@@ -213,6 +215,8 @@ func (c *CheckConfig) Kind() string {
 		return "dns"
 	case c.GRPC != nil:
 		return "grpc"
+	case c.ICMP != nil:
+		return "icmp"
 	}
 	return "http"
 }
@@ -497,7 +501,7 @@ func (t *TargetConfig) ValidateAndSetDefaults() error {
 // schemeTypo matches one of the schemes a target takes followed by a
 // separator other than "://" ("http//", "http:/", "https:"): the scheme is
 // there, mistyped, and the hint writes it right rather than adding another.
-var schemeTypo = regexp.MustCompile(`^(?i)(https?|tcp|tls|dns)(?::/?|//)`)
+var schemeTypo = regexp.MustCompile(`^(?i)(https?|tcp|tls|dns|icmp)(?::/?|//)`)
 
 func validateURL(raw string) error {
 	if raw == "" {
@@ -515,9 +519,9 @@ func validateURL(raw string) error {
 		return fmt.Errorf("%q: not a URL: %v", units.RedactURL(raw), errors.Unwrap(err))
 	}
 	switch u.Scheme {
-	case "http", "https", "tcp", "tls", "dns":
+	case "http", "https", "tcp", "tls", "dns", "icmp":
 	default:
-		return fmt.Errorf("%q: scheme must be http, https, tcp, tls or dns", units.RedactURL(raw))
+		return fmt.Errorf("%q: scheme must be http, https, tcp, tls, dns or icmp", units.RedactURL(raw))
 	}
 	if u.Host == "" {
 		return fmt.Errorf("%q: no host", units.RedactURL(raw))
@@ -540,7 +544,7 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 		errs = append(errs, fmt.Errorf("name: %q: use letters, digits and _ . : -", c.Name))
 	}
 	n := 0
-	for _, set := range []bool{c.HTTP != nil, c.TCP != nil, c.TLS != nil, c.DNS != nil, c.GRPC != nil, c.Script != nil} {
+	for _, set := range []bool{c.HTTP != nil, c.TCP != nil, c.TLS != nil, c.DNS != nil, c.GRPC != nil, c.ICMP != nil, c.Script != nil} {
 		if set {
 			n++
 		}
@@ -557,6 +561,8 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 		c.TLS, n = &checks.TLSSpec{}, 1
 	} else if n == 0 && strings.HasPrefix(scheme, "dns://") {
 		c.DNS, n = &checks.DNSSpec{}, 1
+	} else if n == 0 && strings.HasPrefix(scheme, "icmp://") {
+		c.ICMP, n = &checks.ICMPSpec{}, 1
 	} else if n == 0 {
 		c.HTTP, n = &checks.HTTPSpec{}, 1
 	}
@@ -566,7 +572,7 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 	switch c.Tier {
 	case "":
 		switch c.Kind() {
-		case "tcp", "tls", "dns", "grpc":
+		case "tcp", "tls", "dns", "grpc", "icmp":
 			c.Tier = reporting.TierShallow
 		case "script":
 			c.Tier = reporting.TierSynthetic
@@ -713,6 +719,9 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 	}
 	if c.GRPC != nil {
 		errs = append(errs, units.Prefix("grpc", c.GRPC.ValidateAndSetDefaults()))
+	}
+	if c.ICMP != nil {
+		errs = append(errs, units.Prefix("icmp", c.ICMP.ValidateAndSetDefaults()))
 	}
 	if err := c.Expect.ValidateAndSetDefaults(); err != nil {
 		errs = append(errs, units.Prefix("expect", err))
@@ -865,6 +874,9 @@ func (c *CheckConfig) certOnPlainHTTP(targets map[string]string) []error {
 // and a tls check does not handshake with an http:// URL.
 // Without this a run would fail every time with cause internal.
 func (c *CheckConfig) urlFits(raw string) error {
+	if k := c.Kind(); k != "icmp" && strings.HasPrefix(raw, "icmp://") {
+		return fmt.Errorf("an icmp:// URL is a host to ping, for icmp checks, not for a %s check", k)
+	}
 	switch c.Kind() {
 	case "http":
 		if c.HTTP != nil && c.HTTP.URL != "" {
@@ -916,6 +928,8 @@ func (c *CheckConfig) urlFits(raw string) error {
 			return errors.New("a port is required for a grpc check of a tcp:// URL (tcp://host:port)")
 		}
 		return c.GRPC.URLFits(raw)
+	case "icmp":
+		return c.ICMP.TargetFits(raw)
 	}
 	return nil
 }
