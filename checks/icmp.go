@@ -573,7 +573,7 @@ func icmpErrorText(m *icmp.Message, v6 bool) string {
 	case ipv6.ICMPTypeDestinationUnreachable:
 		codes = map[int]string{0: "no route to destination", 1: "communication administratively prohibited", 3: "address unreachable", 4: "port unreachable"}
 	case ipv4.ICMPTypeTimeExceeded, ipv6.ICMPTypeTimeExceeded:
-		codes = map[int]string{0: "ttl exceeded in transit (raise icmp.ttl?)", 1: "fragment reassembly time exceeded"}
+		codes = map[int]string{0: "ttl exceeded in transit", 1: "fragment reassembly time exceeded"}
 	}
 	if s, ok := codes[m.Code]; ok {
 		return fmt.Sprintf("%s (%s)", name, s)

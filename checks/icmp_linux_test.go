@@ -206,6 +206,59 @@ func TestICMPNetnsChild(t *testing.T) {
 		}
 	})
 
+	t.Run("ttl is the request's", func(t *testing.T) {
+		for _, groups := range []string{allGroups, noGroup} {
+			sysctl(t, "net/ipv4/ping_group_range", groups)
+			seq := -1
+			c := newICMP(t, ICMPSpec{TTL: 7}, Expect{}, 2*time.Second)
+			c.sent = func(_ string, _, s int, _ []byte) { seq = s }
+			if res := c.Run(context.Background(), Target{URL: "icmp://127.0.0.1"}); !res.OK {
+				t.Fatalf("cause %q: %s", res.Cause, res.Err)
+			}
+			// The request, looped back, as a raw socket sees it.
+			rawForger.SetReadDeadline(time.Now().Add(time.Second))
+			ttl := -1
+			buf := make([]byte, 1500)
+			for i := 0; i < 1000 && ttl < 0; i++ {
+				h, p, _, err := rawForger.ReadFrom(buf)
+				if err != nil {
+					break
+				}
+				if m, err := icmp.ParseMessage(1, p); err == nil && m.Type == ipv4.ICMPTypeEcho && m.Body.(*icmp.Echo).Seq == seq {
+					ttl = h.TTL
+				}
+			}
+			if ttl != 7 {
+				t.Errorf("ping_group_range %q: the request's TTL %d, want 7", groups, ttl)
+			}
+		}
+	})
+
+	t.Run("dont_fragment over the MTU", func(t *testing.T) {
+		sysctl(t, "net/ipv4/ping_group_range", allGroups)
+		if err := setLoopbackMTU(1500); err != nil {
+			t.Fatalf("setting lo's MTU: %v", err)
+		}
+		defer setLoopbackMTU(65536)
+		// 1472 + 8 + 20 = 1500 fits; 1473 is fragmented, or with DF refused.
+		for _, tc := range []struct {
+			spec ICMPSpec
+			want string
+		}{
+			{ICMPSpec{PayloadSize: 1472, DontFragment: true}, ""},
+			{ICMPSpec{PayloadSize: 1473}, ""},
+			{ICMPSpec{PayloadSize: 1473, DontFragment: true}, "icmp: the echo request to 127.0.0.1 (1481 bytes of ICMP) does not fit the path MTU with dont_fragment: message too long"},
+		} {
+			res := newICMP(t, tc.spec, Expect{}, 2*time.Second).Run(context.Background(), Target{URL: "icmp://127.0.0.1"})
+			if tc.want == "" && !res.OK {
+				t.Errorf("%+v: cause %q: %s", tc.spec, res.Cause, res.Err)
+			}
+			if tc.want != "" && (res.Cause != CauseConnect || res.Err != tc.want) {
+				t.Errorf("%+v: cause %q:\n got %s\nwant %s", tc.spec, res.Cause, res.Err, tc.want)
+			}
+		}
+	})
+
 	t.Run("no permission", func(t *testing.T) {
 		sysctl(t, "net/ipv4/ping_group_range", noGroup)
 		// CAP_NET_RAW leaves this thread (capabilities are per thread),
@@ -236,6 +289,22 @@ func loopbackUp() error {
 	}
 	*(*uint16)(unsafe.Pointer(&ifr[16])) |= syscall.IFF_UP | syscall.IFF_RUNNING
 	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// setLoopbackMTU sets lo's MTU.
+func setLoopbackMTU(mtu int) error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	var ifr [40]byte
+	copy(ifr[:], "lo")
+	*(*int32)(unsafe.Pointer(&ifr[16])) = int32(mtu)
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCSIFMTU, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
 		return e
 	}
 	return nil
