@@ -79,6 +79,13 @@ type Config struct {
 	// verifies fails the handshake) or "optional" (a client may send none;
 	// one it sends must verify). Only with ClientCAFile. Default "require".
 	ClientAuth string `mapstructure:"client_auth"`
+	// ClientCRLFile, with ClientCAFile, is a file of certificate revocation
+	// lists (PEM "X509 CRL" blocks, or one DER CRL), each signed by a CA of
+	// ClientCAFile: a client certificate one lists fails the handshake, and
+	// a connection made before a reload that revoked its certificate gets
+	// 403 (crl.go). Read at start and on every reload. Default "" (no
+	// revocation check).
+	ClientCRLFile string `mapstructure:"client_crl_file"`
 	// RedirectHTTPS answers every request on Listen for a host and path a
 	// pool serves with 308 Permanent Redirect to the same URL on TLSListen
 	// (Caddy's default; nginx's `return 301 https://…`). Default false.
@@ -93,7 +100,8 @@ type Config struct {
 	// clientRoots are the DER of each certificate of ClientCAFile: a
 	// verified chain must still end in one of them.
 	clientRoots map[string]bool
-	hsts        []string // the Strict-Transport-Security value, nil when off
+	clientCRL   *clientCRL // ClientCRLFile, loaded by ValidateAndSetDefaults
+	hsts        []string   // the Strict-Transport-Security value, nil when off
 	// RequestID is the header that carries each request's ID to the origin
 	// and back to the client (and into the access log and the failed-try
 	// log). Default X-Request-Id; "off" sends none.
@@ -586,6 +594,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 			set bool
 		}{
 			{"client_ca_file", c.ClientCAFile != ""}, {"client_auth", c.ClientAuth != ""},
+			{"client_crl_file", c.ClientCRLFile != ""},
 			{"redirect_https", c.RedirectHTTPS}, {"hsts_max_age", c.HSTSMaxAge != 0},
 			{"hsts_include_subdomains", c.HSTSIncludeSubdomains},
 		} {
@@ -1211,15 +1220,30 @@ func (c *OriginTLSConfig) clientConfig(host string, h2 bool) *tls.Config {
 		Certificates: c.certs, NextProtos: protos, MinVersion: minVer}
 }
 
-// clientCertsAndHSTS validates and loads client_ca_file, client_auth and
-// the HSTS keys (tls_listen is set).
+// clientCertsAndHSTS validates and loads client_ca_file, client_auth,
+// client_crl_file and the HSTS keys (tls_listen is set).
 func (c *Config) clientCertsAndHSTS() []error {
 	var errs []error
 	c.clientCAs, c.hsts = nil, nil
-	c.clientRoots = nil
+	c.clientRoots, c.clientCRL = nil, nil
 	if c.ClientCAFile != "" {
 		var err error
 		if c.clientCAs, c.clientRoots, err = loadCAPool("client_ca_file", c.ClientCAFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch {
+	case c.ClientCRLFile != "" && c.ClientCAFile == "":
+		errs = append(errs, errors.New("client_crl_file: only with client_ca_file (the CAs whose revoked client certificates it lists)"))
+	case c.ClientCRLFile != "" && c.clientRoots != nil:
+		var cas []*x509.Certificate
+		for der := range c.clientRoots {
+			if ca, err := x509.ParseCertificate([]byte(der)); err == nil {
+				cas = append(cas, ca)
+			}
+		}
+		var err error
+		if c.clientCRL, err = loadClientCRL(c.ClientCRLFile, c.ClientCAFile, cas); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -97,6 +97,12 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 		p.refuse(w, r, http.StatusForbidden, "client certificate not accepted by the current client_ca_file or client_auth; reconnect")
 		return
 	}
+	if r.TLS != nil && st.cfg.clientCRL != nil && !st.cfg.clientCRL.stillValid(p.log, r.TLS, r.RemoteAddr) {
+		// A reload brought a CRL that revokes the certificate this
+		// connection was made with.
+		p.refuse(w, r, http.StatusForbidden, "client certificate revoked (client_crl_file)")
+		return
+	}
 	if r.Method == http.MethodConnect {
 		p.refuse(w, r, http.StatusMethodNotAllowed, "CONNECT is not supported: this is a reverse proxy")
 		return

@@ -137,7 +137,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"type"}),
 		tlsErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_tls_handshake_errors_total",
-			Help: "TLS handshakes on the TLS listener that failed, by reason: client_cert_missing and client_cert_invalid (client_ca_file), plain_http (an HTTP request sent to the TLS port, answered 400), timeout, other.",
+			Help: "TLS handshakes on the TLS listener that failed, by reason: client_cert_missing and client_cert_invalid (client_ca_file), client_cert_revoked (client_crl_file), plain_http (an HTTP request sent to the TLS port, answered 400), timeout, other.",
 		}, []string{"reason"}),
 		ppErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_proxy_protocol_errors_total",

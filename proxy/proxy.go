@@ -143,6 +143,7 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	}
 	p.state.Store(st)
 	p.restoreDrains()
+	st.cfg.clientCRL.warnStale(log, time.Now())
 	return p, nil
 }
 
@@ -203,6 +204,7 @@ func (p *Proxy) Reload(cfg Config) error {
 		return err
 	}
 	p.state.Store(st)
+	st.cfg.clientCRL.warnStale(p.log, time.Now())
 	if certs != nil {
 		p.tlsCerts.Store(certs)
 		p.log.Info("proxy: tls: certificates from the reloaded config serve new connections", "cert_file", st.cfg.CertFile, "certs", len(st.cfg.Certs))
@@ -635,9 +637,9 @@ func hostOf(h string) string {
 // clientCertConfig returns the listener's GetConfigForClient: with
 // client_ca_file set in the running configuration (reloads included), a copy
 // of base that asks for a client certificate and verifies it against those
-// CAs; base itself otherwise.
+// CAs, and against client_crl_file when set; base itself otherwise.
 func (p *Proxy) clientCertConfig(base *tls.Config) func(*tls.ClientHelloInfo) (*tls.Config, error) {
-	return func(*tls.ClientHelloInfo) (*tls.Config, error) {
+	return func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		cfg := &p.state.Load().cfg
 		minVer := minTLSVersion(cfg.TLSMinVersion)
 		if cfg.clientCAs == nil && minVer == base.MinVersion {
@@ -652,6 +654,13 @@ func (p *Proxy) clientCertConfig(base *tls.Config) func(*tls.ClientHelloInfo) (*
 		c.ClientAuth = tls.RequireAndVerifyClientCert
 		if cfg.ClientAuth == ClientAuthOptional {
 			c.ClientAuth = tls.VerifyClientCertIfGiven
+		}
+		if cfg.clientCRL != nil {
+			remote := ""
+			if hello.Conn != nil {
+				remote = hello.Conn.RemoteAddr().String()
+			}
+			c.VerifyConnection = cfg.clientCRL.verifyConnection(p.log, remote)
 		}
 		return c, nil
 	}

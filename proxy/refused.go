@@ -421,21 +421,26 @@ const (
 const (
 	tlsFailClientCertMissing = "client_cert_missing"
 	tlsFailClientCertInvalid = "client_cert_invalid"
+	tlsFailClientCertRevoked = "client_cert_revoked"
 	tlsFailPlainHTTP         = "plain_http"
 	tlsFailTimeout           = "timeout"
 	tlsFailOther             = "other"
 )
 
-var tlsFailReasons = []string{tlsFailClientCertMissing, tlsFailClientCertInvalid, tlsFailPlainHTTP, tlsFailTimeout, tlsFailOther}
+var tlsFailReasons = []string{tlsFailClientCertMissing, tlsFailClientCertInvalid, tlsFailClientCertRevoked, tlsFailPlainHTTP, tlsFailTimeout, tlsFailOther}
 
 // tlsFailReason sorts a failed handshake for the metric: a client
-// certificate missing or not verified (client_ca_file), a handshake not
-// finished in time, or anything else (a scanner, a protocol or version the
-// listener does not offer, a client that went away).
+// certificate missing or not verified (client_ca_file) or revoked
+// (client_crl_file), a handshake not finished in time, or anything else (a
+// scanner, a protocol or version the listener does not offer, a client that
+// went away).
 func tlsFailReason(err error) string {
 	var cv *tls.CertificateVerificationError
+	var rev *revokedError
 	var ne net.Error
 	switch {
+	case errors.As(err, &rev):
+		return tlsFailClientCertRevoked
 	case errors.As(err, &cv):
 		return tlsFailClientCertInvalid
 	case strings.Contains(err.Error(), "client didn't provide a certificate"):
