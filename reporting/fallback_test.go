@@ -568,11 +568,15 @@ func TestFallbackRealInfluxDBErrors(t *testing.T) {
 		}
 	}
 	// heavy hangs on the history query (it has group()) until the client
-	// gives up, and answers every other query with no rows.
+	// gives up, and answers every other query with no rows. It does not
+	// count the read of the canary instances (duplicate canaries) that a
+	// successful latest-verdicts read starts in the background.
 	heavy := func(queries *atomic.Int64) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			queries.Add(1)
 			b, _ := io.ReadAll(r.Body)
+			if !strings.Contains(string(b), `r._field == "instance"`) {
+				queries.Add(1)
+			}
 			if strings.Contains(string(b), "group()") {
 				select {
 				case <-r.Context().Done():

@@ -33,6 +33,8 @@ type verdictJSON struct {
 	Artifact   string     `json:"artifact,omitempty"`
 	URL        string     `json:"url,omitempty"`
 	CertExpiry *time.Time `json:"cert_expiry,omitempty"`
+	Instance   string     `json:"instance,omitempty"`
+	Duplicates []string   `json:"duplicate_instances,omitempty"`
 }
 
 // Ms converts a duration to float milliseconds.
@@ -49,7 +51,7 @@ func (v Verdict) MarshalJSON() ([]byte, error) {
 		TTFBMs: Ms(v.TTFB), DurationMs: Ms(v.Duration), DNSMs: Ms(v.DNS), ConnectMs: Ms(v.Connect),
 		TLSMs: Ms(v.TLS), TransferMs: Ms(v.Transfer), Streak: v.Streak, IntervalMs: Ms(v.Interval),
 		At: v.At, Expires: v.Expires, Artifact: v.Artifact, URL: v.URL, CertExpiry: timePtr(v.CertExpiry),
-		HeldUntil: timePtr(v.HeldUntil),
+		HeldUntil: timePtr(v.HeldUntil), Instance: v.Instance, Duplicates: v.Duplicates,
 	})
 }
 
@@ -72,7 +74,7 @@ func (v *Verdict) UnmarshalJSON(b []byte) error {
 		TTFB: FromMs(w.TTFBMs), Duration: FromMs(w.DurationMs), DNS: FromMs(w.DNSMs),
 		Connect: FromMs(w.ConnectMs), TLS: FromMs(w.TLSMs), Transfer: FromMs(w.TransferMs),
 		Streak: w.Streak, Interval: FromMs(w.IntervalMs), At: w.At, Expires: w.Expires,
-		Artifact: w.Artifact, URL: w.URL,
+		Artifact: w.Artifact, URL: w.URL, Instance: w.Instance, Duplicates: w.Duplicates,
 	}
 	if w.CertExpiry != nil {
 		v.CertExpiry = *w.CertExpiry

@@ -76,6 +76,16 @@ type Verdict struct {
 	// presented, for TLS and HTTPS runs (zero otherwise), for the
 	// certificate-expiry alert.
 	CertExpiry time.Time
+
+	// Instance is the canary process that wrote the verdict (NewInstance:
+	// hostname and a random id drawn at its start); "" for verdicts of
+	// versions before it. It is not part of the series (Key).
+	Instance string
+	// Duplicates, set by a reader, lists the canary instances (sorted, two
+	// or more) it saw writing this same series at the same time: canaries
+	// sharing agent.region and agent.vantage (see FindDuplicates). Nil
+	// when there are none, and never stored.
+	Duplicates []string
 }
 
 // Key identifies a verdict's series: check × target × region (× vantage).

@@ -55,6 +55,11 @@ type Options struct {
 	// (default 30s), jitter and Retry-After included.
 	MinBackoff, MaxBackoff time.Duration
 
+	// Duplicates receives the canary instances found writing the same
+	// series (Verdicts, and this canary's own series: see Writers).
+	// Default reporting.Duplicates (the process's).
+	Duplicates *reporting.DuplicateWatch
+
 	// jitter returns a number in [0, 1) that places a retry delay within
 	// its ±20 %. Default rand.Float64; tests pin it.
 	jitter func() float64
@@ -84,6 +89,10 @@ type Store struct {
 	written, rejected, spoolDropped, retries atomic.Uint64
 
 	writes, reads reporting.Failing // for Health
+
+	dups *reporting.DuplicateWatch
+	own  ownSeries // this process's series, for the duplicate-canary check
+	dupc dupCache  // what Verdicts marks
 
 	failMu   sync.Mutex
 	failFrom time.Time // start of the failed writes a previous run recorded (failingFile); zero: none
@@ -125,6 +134,9 @@ func Open(cfg Config, dataDir string, o Options) (*Store, error) {
 	if o.jitter == nil {
 		o.jitter = rand.Float64
 	}
+	if o.Duplicates == nil {
+		o.Duplicates = reporting.Duplicates
+	}
 	out, err := openOutbox(filepath.Join(dataDir, OutboxDir), int64(cfg.SpoolMax))
 	if err != nil {
 		return nil, fmt.Errorf("influx: outbox: %w", err)
@@ -135,7 +147,7 @@ func Open(cfg Config, dataDir string, o Options) (*Store, error) {
 		SetLogLevel(0)
 	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
 	s := &Store{
-		cfg: cfg, log: o.Log, opts: o, client: client, out: out, red: newRedactor(cfg),
+		cfg: cfg, log: o.Log, opts: o, client: client, out: out, red: newRedactor(cfg), dups: o.Duplicates,
 		write:   client.WriteAPIBlocking(cfg.Org, cfg.Bucket),
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -172,9 +184,12 @@ func Open(cfg Config, dataDir string, o Options) (*Store, error) {
 
 // Collectors returns the write metrics: vigil_influx_points_written_total,
 // vigil_influx_points_dropped_total{reason}, vigil_influx_write_retries_total,
-// vigil_influx_outbox_points and vigil_influx_outbox_bytes.
+// vigil_influx_outbox_points and vigil_influx_outbox_bytes; and the
+// duplicate-canary gauge vigil_duplicate_canaries{region,vantage} of
+// Options.Duplicates (register it once per registry: see
+// reporting.DuplicateWatch.Register).
 func (s *Store) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.mWritten, s.mDropped, s.mRetries, s.mPending, s.mSpoolLen}
+	return []prometheus.Collector{s.mWritten, s.mDropped, s.mRetries, s.mPending, s.mSpoolLen, s.dups.Collector()}
 }
 
 // Stats is a snapshot of the write path.
@@ -214,7 +229,11 @@ func (s *Store) Publish(_ context.Context, vs []reporting.Verdict) error {
 		}
 		lines[i] = verdictLine(&l, v)
 	}
-	return s.enqueue(lines)
+	if err := s.enqueue(lines); err != nil {
+		return err
+	}
+	s.noteOwn(vs)
+	return nil
 }
 
 // PublishSignals appends the signals to the outbox, like Publish.

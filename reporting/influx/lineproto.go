@@ -123,6 +123,9 @@ func verdictLine(l *lineBuilder, v *reporting.Verdict) []byte {
 	l.str("artifact", v.Artifact)
 	l.str("err", v.Err)
 	l.str("url", v.URL)
+	if v.Instance != "" {
+		l.str(FieldInstance, v.Instance)
+	}
 	l.str(FieldVerdictJSON, encodeVerdictBlob(v))
 	return l.end(v.At.UnixNano())
 }
@@ -134,6 +137,13 @@ func verdictLine(l *lineBuilder, v *reporting.Verdict) []byte {
 // tens of seconds where last() of one field takes well under one. Dashboards
 // and rollups use the typed fields.
 const FieldVerdictJSON = "verdict_json"
+
+// FieldInstance is the string field naming the canary instance that wrote
+// a verdict (reporting.Verdict.Instance), absent from points written
+// before it existed. It is a field, not a tag: the instance changes at
+// every canary start, and as a tag each start would add a series per
+// check × target. The duplicate-canary readers (Writers) read it.
+const FieldInstance = "instance"
 
 // verdictBlob is the FieldVerdictJSON form.
 type verdictBlob struct {
@@ -150,12 +160,13 @@ type verdictBlob struct {
 	Cert     int64    `json:"ce,omitempty"` // certificate NotAfter, unix ns
 	Proto    string   `json:"p,omitempty"`
 	Held     int64    `json:"h,omitempty"` // flap hold-down end, unix ns
+	Instance string   `json:"i,omitempty"` // the canary instance that wrote it
 }
 
 func encodeVerdictBlob(v *reporting.Verdict) string {
 	b := verdictBlob{State: string(v.State), OK: v.OK, Cause: v.Cause, Err: v.Err, Status: v.StatusCode,
 		D:      [7]int64{int64(v.TTFB), int64(v.Duration), int64(v.DNS), int64(v.Connect), int64(v.TLS), int64(v.Transfer), int64(v.Interval)},
-		Streak: v.Streak, Artifact: v.Artifact, URL: v.URL, Proto: v.Proto}
+		Streak: v.Streak, Artifact: v.Artifact, URL: v.URL, Proto: v.Proto, Instance: v.Instance}
 	if !v.Expires.IsZero() {
 		b.Expires = v.Expires.UnixNano()
 	}
@@ -179,7 +190,7 @@ func decodeVerdictBlob(s string, v *reporting.Verdict) error {
 	v.TTFB, v.Duration, v.DNS = time.Duration(b.D[0]), time.Duration(b.D[1]), time.Duration(b.D[2])
 	v.Connect, v.TLS, v.Transfer = time.Duration(b.D[3]), time.Duration(b.D[4]), time.Duration(b.D[5])
 	v.Interval, v.Streak, v.Artifact, v.URL = time.Duration(b.D[6]), b.Streak, b.Artifact, b.URL
-	v.Proto = b.Proto
+	v.Proto, v.Instance = b.Proto, b.Instance
 	v.Expires, v.CertExpiry, v.HeldUntil = time.Time{}, time.Time{}, time.Time{}
 	if b.Expires != 0 {
 		v.Expires = time.Unix(0, b.Expires).UTC()

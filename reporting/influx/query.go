@@ -54,7 +54,8 @@ var epoch = time.Unix(0, 0).UTC()
 // check, target, region, vantage. Verdicts dated ahead (a canary whose
 // clock is fast) are returned too, as by the other sources, for the reader
 // to weigh: a range ending at now would hide them until their time came,
-// and then show them as fresh long after their canary stopped. Flux:
+// and then show them as fresh long after their canary stopped. Series two
+// canary instances write at once carry Duplicates (markDuplicates). Flux:
 //
 //	from(bucket) |> range(start: now-maxAge, stop: now+maxAge)
 //	  |> filter(fn: (r) => r._measurement == "vigil_verdict" and r._field == "verdict_json")
@@ -86,7 +87,7 @@ func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting
 		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
-	return out, nil
+	return s.markDuplicates(out), nil
 }
 
 // History returns raw verdicts matching q, oldest first; with a Limit the

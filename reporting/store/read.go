@@ -19,7 +19,7 @@ func scanVerdicts(rows *sql.Rows) ([]reporting.Verdict, error) {
 		var state string
 		var ttfb, dur, dns, conn, tls, xfer, interval, at, exp, cert, held int64
 		if err := rows.Scan(&v.Check, &v.Target, &v.Tier, &v.Region, &v.Vantage, &state, &v.OK, &v.Cause, &v.Err,
-			&v.StatusCode, &ttfb, &dur, &dns, &conn, &tls, &xfer, &v.Streak, &interval, &at, &exp, &v.Artifact, &v.URL, &cert, &v.Proto, &held); err != nil {
+			&v.StatusCode, &ttfb, &dur, &dns, &conn, &tls, &xfer, &v.Streak, &interval, &at, &exp, &v.Artifact, &v.URL, &cert, &v.Proto, &held, &v.Instance); err != nil {
 			return nil, err
 		}
 		v.State = reporting.State(state)
@@ -34,7 +34,9 @@ func scanVerdicts(rows *sql.Rows) ([]reporting.Verdict, error) {
 
 // Verdicts returns the latest verdict per check × target × region × vantage
 // whose At is within maxAge of the store's clock (maxAge 0: all), ordered by
-// check, target, region, vantage.
+// check, target, region, vantage. Series two canary instances wrote at once
+// (Writers, reporting.FindDuplicates) carry Duplicates and are reported to
+// Options.Duplicates.
 func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -52,6 +54,51 @@ func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting
 	out, err := scanVerdicts(rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: verdicts: %w", err)
+	}
+	// Two canary instances writing one series: mark the verdicts, warn and
+	// count (reporting.DuplicateWatch). A failure here costs the marks only.
+	if ws, err := s.writers(ctx, maxAge); err == nil {
+		ds := reporting.FindDuplicates(ws)
+		s.dups.Observe("store.embedded", ds)
+		out = reporting.MarkDuplicates(out, ds)
+	}
+	return out, nil
+}
+
+// Writers returns, per series and canary instance that wrote it within
+// reporting.DuplicateWindowFor(maxAge) of the store's clock, the At of its
+// first and last verdicts there. Verdicts without an instance are left out.
+func (s *Store) Writers(ctx context.Context, maxAge time.Duration) ([]reporting.SeriesWriter, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	return s.writers(ctx, maxAge)
+}
+
+// writers is Writers under the read lock. It reads the writers table (one
+// row per series and instance) by its last_at index: the cost follows the
+// series written in the window, like the latest table's.
+func (s *Store) writers(ctx context.Context, maxAge time.Duration) ([]reporting.SeriesWriter, error) {
+	since := s.opts.Now().Add(-reporting.DuplicateWindowFor(maxAge)).UnixNano()
+	rows, err := s.r.QueryContext(ctx, `SELECT check_name, target, region, vantage, instance, first_at, last_at
+		FROM writers WHERE last_at >= ?`, since)
+	if err != nil {
+		return nil, fmt.Errorf("store: writers: %w", err)
+	}
+	defer rows.Close()
+	var out []reporting.SeriesWriter
+	for rows.Next() {
+		var w reporting.SeriesWriter
+		var first, last int64
+		if err := rows.Scan(&w.Check, &w.Target, &w.Region, &w.Vantage, &w.Instance, &first, &last); err != nil {
+			return nil, fmt.Errorf("store: writers: %w", err)
+		}
+		w.First, w.Last = fromNano(first), fromNano(last)
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: writers: %w", err)
 	}
 	return out, nil
 }

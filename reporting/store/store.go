@@ -9,7 +9,9 @@
 // `rollups` holds one row per check × target × region × minute, updated on
 // write, with a compact log-linear TTFB histogram (buckets within 1.6 % of
 // the value) from which the minute's p95 is read; `signals` holds the proxy's
-// passive observations.
+// passive observations; `writers` holds, per series and canary instance,
+// the At of its first and last verdicts, from which Verdicts finds two
+// canaries writing one series (reporting.FindDuplicates).
 //
 // Durability: WAL with synchronous=NORMAL — a batch whose Publish returned
 // nil survives a crash of the process (kill -9); an OS crash or power loss
@@ -65,6 +67,9 @@ type Options struct {
 	// Log receives the start-up prune's progress, pruning errors and
 	// recovered panics. Default slog.Default().
 	Log *slog.Logger
+	// Duplicates receives the canary instances Verdicts finds writing the
+	// same series. Default reporting.Duplicates (the process's).
+	Duplicates *reporting.DuplicateWatch
 }
 
 // Store is the embedded SQLite store. It is safe for concurrent use.
@@ -72,6 +77,7 @@ type Store struct {
 	w, r *sql.DB // w: the single writer connection; r: readers
 	opts Options
 	log  *slog.Logger
+	dups *reporting.DuplicateWatch
 
 	mu     sync.RWMutex // closed
 	closed bool
@@ -89,6 +95,7 @@ type Store struct {
 var (
 	_ reporting.Sink          = (*Store)(nil)
 	_ reporting.HistorySource = (*Store)(nil)
+	_ reporting.WriterSource  = (*Store)(nil)
 	_ reporting.SignalSink    = (*Store)(nil)
 	_ reporting.SignalSource  = (*Store)(nil)
 )
@@ -101,7 +108,7 @@ CREATE TABLE IF NOT EXISTS verdicts (
 	ttfb INTEGER NOT NULL, duration INTEGER NOT NULL, dns INTEGER NOT NULL, connect INTEGER NOT NULL, tls INTEGER NOT NULL, transfer INTEGER NOT NULL,
 	streak INTEGER NOT NULL, interval INTEGER NOT NULL, at INTEGER NOT NULL, expires INTEGER NOT NULL,
 	artifact TEXT NOT NULL, url TEXT NOT NULL, cert_expiry INTEGER NOT NULL DEFAULT 0, proto TEXT NOT NULL DEFAULT '',
-	held_until INTEGER NOT NULL DEFAULT 0
+	held_until INTEGER NOT NULL DEFAULT 0, instance TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts(at);
 CREATE TABLE IF NOT EXISTS latest (
@@ -110,7 +117,7 @@ CREATE TABLE IF NOT EXISTS latest (
 	ttfb INTEGER NOT NULL, duration INTEGER NOT NULL, dns INTEGER NOT NULL, connect INTEGER NOT NULL, tls INTEGER NOT NULL, transfer INTEGER NOT NULL,
 	streak INTEGER NOT NULL, interval INTEGER NOT NULL, at INTEGER NOT NULL, expires INTEGER NOT NULL,
 	artifact TEXT NOT NULL, url TEXT NOT NULL, cert_expiry INTEGER NOT NULL DEFAULT 0, proto TEXT NOT NULL DEFAULT '',
-	held_until INTEGER NOT NULL DEFAULT 0,
+	held_until INTEGER NOT NULL DEFAULT 0, instance TEXT NOT NULL DEFAULT '',
 	PRIMARY KEY (check_name, target, region, vantage)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS latest_at ON latest(at);
@@ -121,6 +128,12 @@ CREATE TABLE IF NOT EXISTS rollups (
 	PRIMARY KEY (check_name, target, region, minute)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS rollups_minute ON rollups(minute);
+CREATE TABLE IF NOT EXISTS writers (
+	check_name TEXT NOT NULL, target TEXT NOT NULL, region TEXT NOT NULL, vantage TEXT NOT NULL, instance TEXT NOT NULL,
+	first_at INTEGER NOT NULL, last_at INTEGER NOT NULL,
+	PRIMARY KEY (check_name, target, region, vantage, instance)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS writers_last ON writers(last_at);
 CREATE TABLE IF NOT EXISTS signals (
 	id INTEGER PRIMARY KEY,
 	pool TEXT NOT NULL, origin TEXT NOT NULL, region TEXT NOT NULL, vantage TEXT NOT NULL,
@@ -218,6 +231,9 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	if o.Duplicates == nil {
+		o.Duplicates = reporting.Duplicates
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -255,13 +271,14 @@ func Open(dir string, o Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	// Files written before cert_expiry, proto and held_until existed gain
-	// the columns;
+	// Files written before cert_expiry, proto, held_until and instance
+	// existed gain the columns (their rows read with no instance);
 	// "duplicate column" errors mean they are already there.
 	for _, t := range []string{"verdicts", "latest"} {
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN cert_expiry INTEGER NOT NULL DEFAULT 0")
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN proto TEXT NOT NULL DEFAULT ''")
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN held_until INTEGER NOT NULL DEFAULT 0")
+		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN instance TEXT NOT NULL DEFAULT ''")
 	}
 	// Likewise signals before out and out_by (a row written then reads as
 	// not out: only the passive ejection was recorded).
@@ -300,7 +317,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	s := &Store{w: w, r: r, opts: o, log: o.Log, done: make(chan struct{}), indexed: make(chan struct{})}
+	s := &Store{w: w, r: r, opts: o, log: o.Log, dups: o.Duplicates, done: make(chan struct{}), indexed: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.pruneLoop(backlog, missing)
 	return s, nil
@@ -308,10 +325,10 @@ func Open(dir string, o Options) (*Store, error) {
 
 // pruned counts the rows one prune deleted, by table.
 type pruned struct {
-	verdicts, signals, latest, rollups int64
+	verdicts, signals, latest, rollups, writers int64
 }
 
-func (p pruned) any() bool { return p.verdicts+p.signals+p.latest+p.rollups > 0 }
+func (p pruned) any() bool { return p.verdicts+p.signals+p.latest+p.rollups+p.writers > 0 }
 
 // Prune deletes raw verdicts and signals older than Retention, rollups older
 // than RollupRetention and latest entries older than Retention. It runs at
@@ -339,11 +356,12 @@ func (s *Store) prune(ctx context.Context, now time.Time) (pruned, error) {
 	}{
 		{"verdicts", "at", raw, &done.verdicts}, {"signals", "at", raw, &done.signals},
 		{"latest", "at", raw, &done.latest}, {"rollups", "minute", roll, &done.rollups},
+		{"writers", "last_at", raw, &done.writers},
 	} {
 		for {
 			var res sql.Result
 			var err error
-			if p.table == "latest" || p.table == "rollups" {
+			if p.table == "latest" || p.table == "rollups" || p.table == "writers" {
 				// WITHOUT ROWID tables: one statement (few rows).
 				res, err = s.w.ExecContext(ctx, "DELETE FROM "+p.table+" WHERE "+p.col+" < ?", p.before)
 			} else {
@@ -360,7 +378,7 @@ func (s *Store) prune(ctx context.Context, now time.Time) (pruned, error) {
 			}
 			n, _ := res.RowsAffected()
 			*p.n += n
-			if n < pruneChunk || p.table == "latest" || p.table == "rollups" {
+			if n < pruneChunk || p.table == "latest" || p.table == "rollups" || p.table == "writers" {
 				break
 			}
 			if afterPruneChunk != nil {

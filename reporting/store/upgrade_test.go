@@ -11,8 +11,9 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting/store"
 )
 
-// A vigil.db written before the cert_expiry and proto columns existed opens,
-// keeps its rows and stores both fields from then on.
+// A vigil.db written before the cert_expiry, proto and instance columns
+// existed opens, keeps its rows (read with no instance) and stores the
+// fields from then on.
 func TestOpensDatabaseFromBeforeNewColumns(t *testing.T) {
 	dir := t.TempDir()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, store.FileName))
@@ -49,17 +50,19 @@ func TestOpensDatabaseFromBeforeNewColumns(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	cert := at.Add(30 * 24 * time.Hour).Truncate(time.Second)
 	if err := s.Publish(context.Background(), []reporting.Verdict{{Check: "new", Target: "t", Region: "r", Vantage: "v",
-		State: reporting.StateHealthy, OK: true, StatusCode: 200, Proto: "HTTP/2.0", At: at, CertExpiry: cert}}); err != nil {
+		State: reporting.StateHealthy, OK: true, StatusCode: 200, Proto: "HTTP/2.0", At: at, CertExpiry: cert,
+		Instance: "host-1a2b3c4d"}}); err != nil {
 		t.Fatalf("Publish into the upgraded file: %v", err)
 	}
 	got, err := s.Verdicts(context.Background(), 0)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("Verdicts = %+v, %v; want the old row and the new one", got, err)
 	}
-	if got[0].Check != "new" || got[0].Proto != "HTTP/2.0" || !got[0].CertExpiry.Equal(cert) {
-		t.Errorf("new verdict = check %q proto %q cert %v; want new, HTTP/2.0, %v", got[0].Check, got[0].Proto, got[0].CertExpiry, cert)
+	if got[0].Check != "new" || got[0].Proto != "HTTP/2.0" || !got[0].CertExpiry.Equal(cert) || got[0].Instance != "host-1a2b3c4d" {
+		t.Errorf("new verdict = check %q proto %q cert %v instance %q; want new, HTTP/2.0, %v, host-1a2b3c4d",
+			got[0].Check, got[0].Proto, got[0].CertExpiry, got[0].Instance, cert)
 	}
-	if got[1].Check != "old" || got[1].Proto != "" || !got[1].CertExpiry.IsZero() || !got[1].At.Equal(old) || got[1].Streak != 3 {
+	if got[1].Check != "old" || got[1].Proto != "" || got[1].Instance != "" || len(got[1].Duplicates) > 0 || !got[1].CertExpiry.IsZero() || !got[1].At.Equal(old) || got[1].Streak != 3 {
 		t.Errorf("old verdict = %+v; want it kept, with no protocol and no certificate expiry", got[1])
 	}
 }

@@ -11,9 +11,9 @@ import (
 )
 
 const verdictCols = `check_name, target, tier, region, vantage, state, ok, cause, err, status_code,
-	ttfb, duration, dns, connect, tls, transfer, streak, interval, at, expires, artifact, url, cert_expiry, proto, held_until`
+	ttfb, duration, dns, connect, tls, transfer, streak, interval, at, expires, artifact, url, cert_expiry, proto, held_until, instance`
 
-const verdictParams = `?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?`
+const verdictParams = `?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?`
 
 const insertVerdict = `INSERT INTO verdicts (` + verdictCols + `) VALUES (` + verdictParams + `)`
 
@@ -25,14 +25,21 @@ ON CONFLICT (check_name, target, region, vantage) DO UPDATE SET
 	status_code=excluded.status_code, ttfb=excluded.ttfb, duration=excluded.duration, dns=excluded.dns,
 	connect=excluded.connect, tls=excluded.tls, transfer=excluded.transfer, streak=excluded.streak,
 	interval=excluded.interval, at=excluded.at, expires=excluded.expires, artifact=excluded.artifact, url=excluded.url,
-	cert_expiry=excluded.cert_expiry, proto=excluded.proto, held_until=excluded.held_until
+	cert_expiry=excluded.cert_expiry, proto=excluded.proto, held_until=excluded.held_until,
+	instance=excluded.instance
 WHERE excluded.at >= latest.at`
+
+// upsertWriter extends the span of one instance's writes to one series.
+const upsertWriter = `INSERT INTO writers (check_name, target, region, vantage, instance, first_at, last_at)
+VALUES (?,?,?,?,?,?,?)
+ON CONFLICT (check_name, target, region, vantage, instance) DO UPDATE SET
+	first_at=min(first_at, excluded.first_at), last_at=max(last_at, excluded.last_at)`
 
 func verdictArgs(v *reporting.Verdict) []any {
 	return []any{v.Check, v.Target, v.Tier, v.Region, v.Vantage, string(v.State), v.OK, v.Cause, v.Err, v.StatusCode,
 		int64(v.TTFB), int64(v.Duration), int64(v.DNS), int64(v.Connect), int64(v.TLS), int64(v.Transfer),
 		v.Streak, int64(v.Interval), unixNano(v.At), unixNano(v.Expires), v.Artifact, v.URL, unixNano(v.CertExpiry), v.Proto,
-		unixNano(v.HeldUntil)}
+		unixNano(v.HeldUntil), v.Instance}
 }
 
 // unixNano maps the zero time to 0 (and back in fromNano).
@@ -61,8 +68,8 @@ type rollupAcc struct {
 	hist                     ttfbHist
 }
 
-// Publish stores the batch in one transaction: raw rows, the latest table
-// and the minute rollups. A verdict with a zero At is stamped with the
+// Publish stores the batch in one transaction: raw rows, the latest table,
+// the writers table and the minute rollups. A verdict with a zero At is stamped with the
 // store's clock. When Publish returns nil the batch survives a process crash.
 func (s *Store) Publish(ctx context.Context, vs []reporting.Verdict) error {
 	if len(vs) == 0 {
@@ -87,6 +94,12 @@ func (s *Store) Publish(ctx context.Context, vs []reporting.Verdict) error {
 			return err
 		}
 		defer up.Close()
+		var wr *sql.Stmt // prepared at the first verdict with an instance
+		defer func() {
+			if wr != nil {
+				wr.Close()
+			}
+		}()
 		for i := range vs {
 			v := vs[i]
 			if v.At.IsZero() {
@@ -98,6 +111,17 @@ func (s *Store) Publish(ctx context.Context, vs []reporting.Verdict) error {
 			}
 			if _, err := up.ExecContext(ctx, args...); err != nil {
 				return fmt.Errorf("upsert latest: %w", err)
+			}
+			if v.Instance != "" {
+				if wr == nil {
+					if wr, err = tx.PrepareContext(ctx, upsertWriter); err != nil {
+						return err
+					}
+				}
+				at := v.At.UnixNano()
+				if _, err := wr.ExecContext(ctx, v.Check, v.Target, v.Region, v.Vantage, v.Instance, at, at); err != nil {
+					return fmt.Errorf("upsert writer: %w", err)
+				}
 			}
 			k := rollupKey{v.Check, v.Target, v.Region, v.At.Truncate(time.Minute).UnixNano()}
 			a := acc[k]

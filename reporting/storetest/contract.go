@@ -81,6 +81,11 @@ func sample(check, target, region, vantage string, at time.Time, i int) reportin
 	if i%2 == 1 {
 		v.Proto = "HTTP/1.1"
 	}
+	// One canary instance per vantage; every fifth verdict has none, as
+	// those of versions before it.
+	if i%5 != 4 {
+		v.Instance = vantage + "-0a1b2c3d"
+	}
 	if !ok {
 		v.State = reporting.StateUnhealthy
 		v.Cause = "status"
