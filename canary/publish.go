@@ -22,6 +22,13 @@ func (c *Canary) startPublisher() chan struct{} {
 		close(done)
 		return done
 	}
+	// The readers of the stores this canary writes report duplicate
+	// canaries (reporting.Duplicates) in this registry's
+	// vigil_duplicate_canaries.
+	if err := reporting.Duplicates.Register(c.reg); err != nil {
+		c.log.Warn("register vigil_duplicate_canaries", "err", err)
+	}
+	c.Instance() // drawn at start
 	ch := make(chan reporting.Verdict, c.o.PublishQueue)
 	c.pubMu.Lock()
 	c.pubCh = ch
@@ -68,11 +75,13 @@ func (c *Canary) stopPublisher(done chan struct{}) {
 	<-done
 }
 
-// publish hands one verdict to the sink without blocking on it.
+// publish hands one verdict to the sink without blocking on it, signed
+// with the canary's instance.
 func (c *Canary) publish(v reporting.Verdict) {
 	if c.sink == nil {
 		return
 	}
+	v.Instance = c.Instance()
 	c.pubMu.RLock()
 	ch := c.pubCh
 	if ch != nil {
