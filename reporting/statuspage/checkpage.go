@@ -337,7 +337,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	if !d.Known && code == http.StatusOK {
 		code = http.StatusNotFound
 	}
-	d.Notice = p.notice()
+	d.Notice = withDuplicates(p.notice(), mine)
 	p.render(w, code, "check.html", d)
 }
 

@@ -290,7 +290,7 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Faults = fv
 	}
-	d.Notice = p.notice()
+	d.Notice = withDuplicates(p.notice(), vs)
 	p.render(w, code, "index.html", d)
 }
 
