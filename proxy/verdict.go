@@ -274,6 +274,7 @@ func (p *Proxy) applyFeeds() {
 		f.mu.Unlock()
 		all, ahead = p.rebase(f, last, now, pools, all, ahead, present)
 	}
+	p.duplicateCheck(now, pools)
 	changed := len(p.vseen) != known
 	for k := range p.vseen {
 		if !present[k] {
@@ -288,6 +289,62 @@ func (p *Proxy) applyFeeds() {
 		pl.applyVerdictsAhead(all, ahead, now)
 	}
 }
+
+// duplicateCheck reports duplicate canaries to reporting.Duplicates (the
+// warning and vigil_duplicate_canaries): the series a source marked
+// (Verdict.Duplicates: the stores see every instance's writes), and a
+// series two sources (vigil proxy --verdicts-from, one URL per canary)
+// both give, fresh under the largest max_age, from two different canary
+// instances. Verdicts without an instance (older canaries, a canary
+// without a store serving its memory) are not compared. Quorum is not
+// changed: a region counts once whichever canary wrote its verdict.
+func (p *Proxy) duplicateCheck(now time.Time, pools []*pool) {
+	var maxAge time.Duration
+	for _, pl := range pools {
+		maxAge = max(maxAge, pl.cfg.Verdicts.MaxAge)
+	}
+	var ws []reporting.SeriesWriter
+	var marked []reporting.Verdict
+	for _, f := range p.feeds {
+		f.mu.Lock()
+		last := f.last
+		f.mu.Unlock()
+		for i := range last {
+			v := &last[i]
+			if len(v.Duplicates) > 0 {
+				marked = append(marked, *v)
+			}
+			if len(p.feeds) > 1 && v.Instance != "" && (maxAge == 0 || fresh(v.At, now, maxAge)) {
+				// Two live canaries: their spans overlap at now.
+				ws = append(ws, reporting.SeriesWriter{Check: v.Check, Target: v.Target, Region: v.Region,
+					Vantage: v.Vantage, Instance: v.Instance, First: now, Last: now})
+			}
+		}
+	}
+	ds := reporting.DuplicatesIn(marked)
+	seen := map[string]bool{}
+	for _, d := range ds {
+		seen[reporting.Verdict{Check: d.Check, Target: d.Target, Region: d.Region, Vantage: d.Vantage}.Key()] = true
+	}
+	for _, d := range reporting.FindDuplicates(ws) {
+		if !seen[reporting.Verdict{Check: d.Check, Target: d.Target, Region: d.Region, Vantage: d.Vantage}.Key()] {
+			ds = append(ds, d)
+		}
+	}
+	p.dups().Observe("proxy", ds)
+}
+
+// dups is where duplicate canaries are reported: reporting.Duplicates
+// unless a test set dupWatch.
+func (p *Proxy) dups() *reporting.DuplicateWatch {
+	if dupWatch != nil {
+		return dupWatch
+	}
+	return reporting.Duplicates
+}
+
+// dupWatch, if set (tests), replaces reporting.Duplicates.
+var dupWatch *reporting.DuplicateWatch
 
 // quorumCheck warns when fewer regions report verdicts that count for the
 // pool's origins than its verdicts.quorum, and at least one does: no
