@@ -302,6 +302,7 @@ type demo struct {
 	app        *app
 	origins    map[string]*checktest.Origin
 	configPath string
+	lock       *os.File // <data dir>/demo.lock, held while the demo runs
 	wg         sync.WaitGroup
 	errc       chan error
 	cancel     context.CancelFunc
@@ -318,28 +319,42 @@ func (d *demo) proxyAddr() string {
 
 // startDemo starts everything and returns once the agent listens.
 func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Writer) (*demo, error) {
+	// 0700 like every data dir, with the same checks (no symbolic link, as
+	// root no directory on the way another user controls), before
+	// anything is written in it: a later `vigil run` with data_dir
+	// ./vigil-data finds it private already.
+	if err := prepareDataDir("--data-dir", f.dataDir, log); err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	// One demo a data dir, decided before anything starts or is written:
+	// a second demo would rewrite demo.yaml with its own origins' ports,
+	// and the running demo's file watcher would load it and send its
+	// traffic to origins that are gone.
+	lock, err := lockDataDir(f.dataDir, "demo", "the demo")
+	if err != nil {
+		if _, who, ok := strings.Cut(err.Error(), " is in use by "); ok {
+			who, _, _ = strings.Cut(who, " (")
+			return nil, fmt.Errorf("--data-dir: %s: another vigil demo runs from it (%s): stop it, or pass another --data-dir", f.dataDir, who)
+		}
+		return nil, demoDataDirError(err)
+	}
 	origins, err := startDemoOrigins("127.0.0.1", f.originPort, func(name string, port int, o *checktest.Origin) {
 		fmt.Fprintf(out, "port %d in use: %s listens on %s instead\n", port, name, o.URL())
 	})
 	if err != nil {
+		closeLock(lock)
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(parent)
-	d := &demo{origins: origins, errc: make(chan error, 8), cancel: cancel}
+	d := &demo{origins: origins, errc: make(chan error, 8), cancel: cancel, lock: lock}
 	fail := func(err error) (*demo, error) {
 		cancel()
 		d.wg.Wait()
 		for _, o := range origins {
 			o.Close()
 		}
-		return nil, err
-	}
-	// 0700 like every data dir, with the same checks (no symbolic link, as
-	// root no directory on the way another user controls), before
-	// anything is written in it: a later `vigil run` with data_dir
-	// ./vigil-data finds it private already.
-	if err := prepareDataDir("--data-dir", f.dataDir, log); err != nil {
-		return fail(fmt.Errorf("--data-dir: %w", err))
+		closeLock(lock)
+		return nil, demoDataDirError(err)
 	}
 	// Listen first so the generated config (alert webhook) names the real address.
 	ln, err := net.Listen("tcp", f.listen)
@@ -349,7 +364,7 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 	f.listen = ln.Addr().String()
 	d.configPath = filepath.Join(f.dataDir, "demo.yaml")
 	withBrowser := f.browser && chromiumAvailable()
-	if err := os.WriteFile(d.configPath, []byte(demoConfig(origins, f, withBrowser)), 0o600); err != nil {
+	if err := writeFileAtomic(d.configPath, []byte(demoConfig(origins, f, withBrowser)), 0o600); err != nil {
 		return fail(err)
 	}
 	cfg, err := loadConfig(d.configPath, os.LookupEnv)
@@ -448,12 +463,32 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 	return d, nil
 }
 
+// demoDataDirError names the --data-dir flag where an error about the
+// data dir names agent.data_dir, the key the flag fills in the generated
+// config: the user of `vigil demo` passed the flag, not the key.
+func demoDataDirError(err error) error {
+	msg, ok := strings.CutPrefix(err.Error(), "agent.data_dir: ")
+	if !ok {
+		return err
+	}
+	msg = strings.Replace(msg, "(give each process its own data_dir)", "(stop it, or pass another --data-dir)", 1)
+	return errors.New("--data-dir: " + msg)
+}
+
+// closeLock releases a data dir lock (nil where flock(2) is missing).
+func closeLock(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
 // wait blocks until the demo stops, then closes the origins.
 func (d *demo) wait() error {
 	d.wg.Wait()
 	for _, o := range d.origins {
 		o.Close()
 	}
+	closeLock(d.lock)
 	close(d.errc)
 	var errs []error
 	for err := range d.errc {

@@ -48,7 +48,7 @@ objectives, burn-rate pairs, min_runs, dead man). Flags override the file's valu
 			}
 			sort.Strings(paths)
 			for _, p := range paths {
-				if err := writeFileAtomic(p, files[p]); err != nil {
+				if err := writeFileAtomic(p, files[p], 0o644); err != nil {
 					return &exitError{code: 1, err: fmt.Errorf("grafana: %w", err)}
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), "wrote", p)
@@ -163,8 +163,9 @@ func grafanaFiles(cmd *cobra.Command, f *grafanaFlags) (map[string][]byte, error
 // writeFileAtomic writes data to path through a temporary file in the
 // same directory, renamed over path once complete: a reader (Grafana
 // reloading its provisioning) sees the old file or the new one, never
-// half of one, and a failed write leaves the old file.
-func writeFileAtomic(path string, data []byte) error {
+// half of one, and a failed write leaves the old file. The file gets
+// mode perm.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -178,7 +179,7 @@ func writeFileAtomic(path string, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
 		return err
 	}
