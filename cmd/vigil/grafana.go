@@ -110,9 +110,14 @@ func grafanaFiles(cmd *cobra.Command, f *grafanaFlags) (map[string][]byte, error
 	}
 	o := grafana.Options{DatasourceUID: f.datasourceUID, Bucket: f.bucket, Quorum: f.quorum,
 		Objective: objective, TTFBP95: f.ttfbP95, Alerting: &alertCfg,
-		Checks: cfg.deadManChecks(time.Now())}
+		Checks: cfg.deadManChecks(time.Now()), GeneratedBy: "vigil grafana -c " + f.file}
 	if o.Bucket == "" && cfg.Store.InfluxDB != nil {
 		o.Bucket = cfg.Store.InfluxDB.Bucket
+	}
+	if cfg.Store.InfluxDB == nil && !set("bucket") {
+		// Written anyway: the canaries feeding the Grafana may run
+		// another file.
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: no store.influxdb: the dashboards and rules read InfluxDB (bucket %s), which vigil writes only with store.influxdb set; the embedded store is not readable from Grafana\n", f.file, grafana.DefaultBucket)
 	}
 	o.SLOs = append(o.SLOs, cfg.SLOs...)
 	for i := range o.SLOs {

@@ -84,6 +84,9 @@ type Options struct {
 	// rules. nil: one dead-man rule over every check, with
 	// alerting.DeadManPromWindow.
 	Checks []vigilalerting.CheckInterval
+	// GeneratedBy is the command the alert rules file says wrote it.
+	// "": the examples' `go generate ./reporting/grafana`.
+	GeneratedBy string
 }
 
 // Errors of Options.Validate.

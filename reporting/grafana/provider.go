@@ -6,7 +6,7 @@ package grafana
 // "vigil" and reloads them every 30 s. `vigil grafana` writes it beside
 // the dashboards.
 const DashboardProvider = `# Grafana dashboard provisioning: loads vigil's generated dashboards
-# (examples/grafana/dashboards/*.json, mounted at /var/lib/grafana/dashboards/vigil)
+# (the dashboards/*.json written beside it, mounted at /var/lib/grafana/dashboards/vigil)
 # into the "vigil" folder and reloads them when the files change.
 apiVersion: 1
 
