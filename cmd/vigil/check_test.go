@@ -198,7 +198,7 @@ func TestCheckNothingToRun(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"empty file", []string{"-c", "testdata/invalid-empty.yaml"}, "testdata/invalid-empty.yaml: no checks, proxy or alerting configured"},
+		{"empty file", []string{"-c", "testdata/invalid-empty.yaml"}, "testdata/invalid-empty.yaml: nothing to run: no checks:, proxy:, alerting:, slos: or store: section"},
 		{"proxy only", []string{"-c", proxyOnly}, proxyOnly + ": no checks to run: the file defines no checks"},
 		{"all disabled", []string{"-c", disabled}, disabled + ": no checks to run: its only check is disabled (run it with --check NAME)"},
 		{"filter matches nothing", []string{"-c", disabled, "--check", "nosuch"}, disabled + `: no checks to run: no check named "nosuch"`},
@@ -210,7 +210,7 @@ func TestCheckNothingToRun(t *testing.T) {
 			}
 		})
 	}
-	if out, code := runCLI(t, "validate", "-c", "testdata/invalid-empty.yaml"); code != 2 || !strings.Contains(out, "no checks, proxy or alerting configured") {
+	if out, code := runCLI(t, "validate", "-c", "testdata/invalid-empty.yaml"); code != 2 || !strings.Contains(out, "nothing to run: no checks:") {
 		t.Errorf("validate empty file: exit %d: %s", code, out)
 	}
 	if out, code := runCLI(t, "validate", "-c", proxyOnly); code != 0 || strings.TrimSpace(out) != "ok" {

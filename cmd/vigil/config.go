@@ -38,7 +38,7 @@ import (
 var ErrUnknownKey = errors.New("unknown key")
 
 // errNothingConfigured: the file gives no role anything to do.
-var errNothingConfigured = errors.New("no checks, proxy or alerting configured (add a checks:, proxy:, alerting:, slos: or store: section)")
+var errNothingConfigured = errors.New("nothing to run: no checks:, proxy:, alerting:, slos: or store: section (is this a vigil config file?)")
 
 // File is the whole config file. Each section is owned by the package that
 // uses it; File only composes them.

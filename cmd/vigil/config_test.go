@@ -55,7 +55,7 @@ func TestInvalidConfigs(t *testing.T) {
 		"invalid-verdict-check.yaml":         `7:27: proxy.pools[0].verdicts.checks[0]: unknown check "nosuch"`,
 		"invalid-verdict-tier.yaml":          `7:35: proxy.pools[0].verdicts.tiers[1]: "bogus": want shallow, deep or synthetic`,
 		"invalid-maintenance-check.yaml":     `5:74: alerting.maintenance[0].checks[1]: unknown check "nosuch"`,
-		"invalid-empty.yaml":                 " no checks, proxy or alerting configured (add a checks:, proxy:, alerting:, slos: or store: section)",
+		"invalid-empty.yaml":                 " nothing to run: no checks:, proxy:, alerting:, slos: or store: section (is this a vigil config file?)",
 		"invalid-interval-min.yaml":          "2:59: checks[0].interval: 5ms is below the 1s minimum",
 		"invalid-defaults-interval-min.yaml": "1:12: defaults.interval: 500ms is below the 1s minimum",
 		"invalid-objective-fraction.yaml":    `4:35: slos[0].objective: 0.999: a percentage needs a % sign, e.g. "99.9%"`,

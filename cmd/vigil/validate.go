@@ -17,10 +17,18 @@ func init() { commands = append(commands, newValidateCmd) }
 func newValidateCmd() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "validate -c FILE",
+		Use:   "validate [-c] FILE",
 		Short: "Check a config file: prints ok, or every error with its line and key path (exit 2)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		// The file as -c FILE or, as promtool and amtool take theirs, as
+		// the one argument.
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if cmd.Flags().Changed("config") && file != args[0] {
+					return &exitError{code: 2, err: fmt.Errorf("two config files: -c %s and %s: pass one", file, args[0])}
+				}
+				file = args[0]
+			}
 			// Errors first, then warnings, each in file order: the errors
 			// must be fixed, the warnings are advice.
 			f, warns, err := loadConfigWarnings(file, os.LookupEnv, os.Environ())
