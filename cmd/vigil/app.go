@@ -71,6 +71,9 @@ type appOptions struct {
 type app struct {
 	opts appOptions
 	log  *slog.Logger
+	// startedAt is when Run logged "vigil started" (zero if it failed
+	// before: a port in use).
+	startedAt time.Time
 	reg  *prometheus.Registry
 	// locks are the data dir parts this process holds (lockDataDir).
 	locks []*os.File
@@ -581,6 +584,7 @@ func (a *app) Run(parent context.Context) error {
 		start("alerter", func(ctx context.Context) error { a.alr.Run(ctx); return nil })
 	}
 	start("reload", a.watchReload)
+	a.startedAt = time.Now()
 	a.log.Info("vigil started", "version", version, "listen", ln.Addr().String(),
 		"canary", a.can != nil, "proxy", a.prx != nil, "alerter", a.alr != nil,
 		"region", cfg.Agent.Region, "vantage", cfg.Agent.Vantage)

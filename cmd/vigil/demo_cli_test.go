@@ -315,7 +315,8 @@ func TestDemoCLIPortsAndBanner(t *testing.T) {
 }
 
 // TestRunProxyPortInUse: `vigil run` whose proxy.listen is taken fails with
-// one line naming the key, before it logs that it started or runs checks.
+// one line naming the key, before it logs that it started or runs checks,
+// and logs no stop of a start that never happened.
 func TestRunProxyPortInUse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped in -short mode")
@@ -337,17 +338,49 @@ proxy:
 		t.Fatal(err)
 	}
 	_, stderr, code := runVigil(t, dir, "bin/vigil", "run", "-c", cfg)
-	want := fmt.Sprintf("\nproxy.listen: 127.0.0.1:%d already in use\n", proxyPort)
-	if code != 1 || !strings.HasSuffix(stderr, want) {
-		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 ending in %q", code, stderr, want)
+	want := fmt.Sprintf("proxy.listen: 127.0.0.1:%d already in use\n", proxyPort)
+	if code != 1 || stderr != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and only %q", code, stderr, want)
 	}
-	for _, bad := range []string{"vigil started", "canary running", "proxy: proxy"} {
+	for _, bad := range []string{"vigil started", "vigil stopped", "canary running", "proxy: proxy"} {
 		if strings.Contains(stderr, bad) {
 			t.Errorf("stderr has %q:\n%s", bad, stderr)
 		}
 	}
 	if n := o.Count("GET", "/healthz"); n != 0 {
 		t.Errorf("the canary ran %d checks before the start failed", n)
+	}
+}
+
+// TestCanaryAgentPortInUse: `vigil canary` whose agent.listen is taken
+// prints the one line naming the key: not a "vigil stopped" line for a
+// start that never happened.
+func TestCanaryAgentPortInUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped in -short mode")
+	}
+	dir := t.TempDir()
+	buildVigil(t, dir)
+	o := checktest.NewOrigin()
+	defer o.Close()
+	port := holdPort(t, 0)
+	cfg := filepath.Join(dir, "vigil.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+agent: {region: r1, listen: 127.0.0.1:%d, data_dir: %q}
+targets: [{name: a, url: %s}]
+checks: [{name: healthz, targets: [a], http: {path: /healthz}}]
+`, port, filepath.Join(dir, "data"), o.URL())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runVigil(t, dir, "bin/vigil", "canary", "-c", cfg)
+	want := fmt.Sprintf("agent.listen: 127.0.0.1:%d already in use\n", port)
+	if code != 1 || !strings.HasSuffix(stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 ending in %q", code, stderr, want)
+	}
+	for _, bad := range []string{"vigil started", "vigil stopped"} {
+		if strings.Contains(stderr, bad) {
+			t.Errorf("stderr has %q:\n%s", bad, stderr)
+		}
 	}
 }
 

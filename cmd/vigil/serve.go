@@ -136,9 +136,12 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 		case <-ended:
 		}
 	}()
-	start := time.Now()
 	err = a.Run(ctx)
-	log.Info("vigil stopped", "uptime", time.Since(start).Round(time.Second).String())
+	// Only after a start: a port in use fails Run before "vigil started",
+	// and its error is then the one line printed.
+	if !a.startedAt.IsZero() {
+		log.Info("vigil stopped", "uptime", time.Since(a.startedAt).Round(time.Second).String())
+	}
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
