@@ -41,8 +41,8 @@ const DuplicateWarnEvery = 10 * time.Minute
 
 // NewInstance returns a new canary instance identity: the hostname, "-",
 // and 8 random hex digits ("web-7f9c-3a1b9e02"). A canary draws one at
-// start: a restart is a new instance, which the overlap rule
-// (FindDuplicates) tells apart from a second canary.
+// start: a restart is a new instance, which FindDuplicates tells apart
+// from a second canary.
 func NewInstance() string {
 	host, _ := os.Hostname()
 	if host == "" {
@@ -82,11 +82,14 @@ type Duplicate struct {
 	Instances []string
 }
 
-// FindDuplicates returns the series that two or more instances wrote at
-// the same time: their spans [First, Last] overlap. An instance that
-// stopped before another started (a restart, a replacement) is no
-// duplicate. Writers with no instance (verdicts of older versions) are
-// left out. The result is sorted by region, vantage, check, target.
+// FindDuplicates returns the series that two or more instances write at
+// the same time: those whose span [First, Last] holds the start (First)
+// of the series' newest instance. An instance that stopped before the
+// newest one started (a restart, a replaced pod, or both of two duplicates
+// once their config was fixed and they restarted) is left out, so what is
+// found is the series' current writers, not its past. Writers with no
+// instance (verdicts of older versions) are left out. The result is sorted
+// by region, vantage, check, target.
 func FindDuplicates(ws []SeriesWriter) []Duplicate {
 	by := map[string][]SeriesWriter{}
 	for _, w := range ws {
@@ -99,21 +102,23 @@ func FindDuplicates(ws []SeriesWriter) []Duplicate {
 		if len(g) < 2 {
 			continue
 		}
-		var in []string
-		for i := range g {
-			for j := range g {
-				if i != j && g[i].Instance != g[j].Instance &&
-					!g[i].First.After(g[j].Last) && !g[j].First.After(g[i].Last) {
-					in = append(in, g[i].Instance)
-					break
-				}
+		newest := g[0].First
+		for _, w := range g[1:] {
+			if w.First.After(newest) {
+				newest = w.First
 			}
 		}
-		if len(in) < 2 {
-			continue
+		var in []string
+		for _, w := range g {
+			if !w.Last.Before(newest) {
+				in = append(in, w.Instance)
+			}
 		}
 		sort.Strings(in)
 		in = slices.Compact(in)
+		if len(in) < 2 {
+			continue
+		}
 		out = append(out, Duplicate{Check: g[0].Check, Target: g[0].Target, Region: g[0].Region, Vantage: g[0].Vantage, Instances: in})
 	}
 	sortDuplicates(out)
