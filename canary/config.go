@@ -84,6 +84,9 @@ type AgentConfig struct {
 	// Triggers runs deep and synthetic checks out of cycle when the proxy's
 	// live traffic shows an origin degrading.
 	Triggers TriggerConfig `mapstructure:"triggers"`
+	// Probe is the blackbox_exporter-style GET /probe endpoint (off by
+	// default; see ProbeConfig).
+	Probe ProbeConfig `mapstructure:"probe"`
 }
 
 // BrowserConfig is `agent.browser`.
@@ -296,6 +299,8 @@ func (c *Config) explicitZeros() []error {
 		key("agent.triggers.min_requests", c.Agent.Triggers.MinRequests == 0, "20"),
 		key("agent.triggers.min_gap", c.Agent.Triggers.MinGap == 0, "30s"),
 		key("agent.triggers.poll", c.Agent.Triggers.Poll == 0, "5s"),
+		key("agent.probe.max_concurrent", c.Agent.Probe.MaxConcurrent == 0, "8"),
+		key("agent.probe.timeout_offset", c.Agent.Probe.TimeoutOffset == 0, "500ms"),
 	}
 	// With flap damping off (an explicit max_changes: 0), a zero window or
 	// hold_down means nothing either way.
@@ -411,6 +416,7 @@ func (a *AgentConfig) ValidateAndSetDefaults() error {
 	sc := scripts.BrowserConfig{Env: a.Browser.Env, CAFile: a.Browser.CAFile}
 	errs = append(errs, units.Prefix("browser", sc.ValidateAndSetDefaults()))
 	errs = append(errs, units.Prefix("triggers", a.Triggers.ValidateAndSetDefaults()))
+	errs = append(errs, units.Prefix("probe", a.Probe.validate(a.AdminToken != "")))
 	return errors.Join(errs...)
 }
 

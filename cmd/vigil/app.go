@@ -323,6 +323,8 @@ func (a *app) routes() http.Handler {
 	if a.can != nil {
 		h := a.can.Handler(a.shown())
 		mux.Handle("/api/v1/", a.fallback.Mark(h))
+		// agent.probe: blackbox_exporter's GET /probe (404 unless enabled).
+		mux.Handle("GET /probe", a.can.ProbeHandler(version))
 	} else if a.hist != nil {
 		mux.HandleFunc("GET /api/v1/verdicts", a.verdictsFromStore)
 	}
