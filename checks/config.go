@@ -296,14 +296,27 @@ type HTTPSpec struct {
 	// checks measure.
 	HTTP2 string `mapstructure:"http2"`
 	// ProxyURL sends every request of the check (redirects included)
-	// through an HTTP proxy, "http://[user:password@]host:port", spoken to
-	// in plain HTTP. An https:// request is tunnelled with CONNECT, so TLS
-	// is end to end with the origin and verified as without a proxy; an
-	// http:// request is sent to the proxy in absolute form. The user and
-	// password go in Proxy-Authorization: Basic and are never shown.
-	// Default: none, requests go straight to the origin ($HTTP_PROXY and
-	// $HTTPS_PROXY are ignored).
+	// through a proxy, "scheme://[user:password@]host[:port]":
+	//   - http:// (port 80) an HTTP proxy spoken to in plain HTTP, https://
+	//     (port 443) one spoken to over TLS (verified with ProxyTLS). An
+	//     https:// request is tunnelled with CONNECT, so TLS is end to end
+	//     with the origin and verified with http.tls as without a proxy; an
+	//     http:// request is sent to the proxy in absolute form. The user
+	//     and password go in Proxy-Authorization: Basic.
+	//   - socks5:// and socks5h:// (port 1080) a SOCKS5 proxy (RFC 1928),
+	//     the user and password sent by RFC 1929's method (each at most
+	//     255 bytes). socks5h:// sends the origin's name for the proxy to
+	//     resolve; socks5:// resolves it here and sends the address.
+	// The password is never shown. Default: none, requests go straight to
+	// the origin ($HTTP_PROXY, $HTTPS_PROXY and $ALL_PROXY are ignored).
 	ProxyURL string `mapstructure:"proxy_url"`
+	// ProxyTLS is the TLS client of an https:// ProxyURL's connection to
+	// the proxy, with the keys of TLS (insecure_skip_verify, ca_file,
+	// server_name, min_version, cert_file, key_file); TLS applies to the
+	// origin only. Default (unset or `true`): the proxy's certificate
+	// verified against the system pool and the proxy's host, TLS 1.2 or
+	// later, no client certificate. Only with an https:// proxy.
+	ProxyTLS *TLSOptions `mapstructure:"proxy_tls"`
 	// IPProtocol limits the addresses dialled to one family: "ip4" or
 	// "ip6" (blackbox_exporter's preferred_ip_protocol). A name without
 	// an address of that family fails with cause dns, an IP literal of
@@ -324,6 +337,23 @@ type HTTPSpec struct {
 	headers  http.Header // canonical request headers (without defaults)
 	host     string      // Host override
 	proxy    *url.URL    // parsed ProxyURL, nil for none
+	proxyTLS *TLSOptions // the compiled ProxyTLS of an https:// proxy
+}
+
+// Warnings lists the settings of http.tls and http.proxy_tls that weaken
+// them (insecure_skip_verify, a min_version below 1.2), each as "key:
+// value: why", keys relative to `http`.
+func (s *HTTPSpec) Warnings() []string {
+	var out []string
+	for _, w := range s.TLS.Warnings() {
+		out = append(out, "tls."+w)
+	}
+	if s.ProxyTLS != nil {
+		for _, w := range s.ProxyTLS.Warnings() {
+			out = append(out, "proxy_tls."+w)
+		}
+	}
+	return out
 }
 
 // BasicAuth is http.basic_auth: the credentials of an Authorization:
@@ -456,13 +486,25 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 		errs = append(errs, units.Prefix("tls", err))
 	}
 	errs = append(errs, checkIPProtocol(&s.IPProtocol, s.IPProtocolFallback))
-	s.proxy = nil
+	s.proxy, s.proxyTLS = nil, nil
 	if s.ProxyURL != "" {
 		u, err := parseProxyURL(s.ProxyURL)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		s.proxy = u
+	}
+	switch {
+	case s.proxy != nil && strings.EqualFold(s.proxy.Scheme, "https"):
+		s.proxyTLS = s.ProxyTLS
+		if s.proxyTLS == nil {
+			s.proxyTLS = &TLSOptions{}
+		}
+		if err := s.proxyTLS.ValidateAndSetDefaults(); err != nil {
+			errs = append(errs, units.Prefix("proxy_tls", err))
+		}
+	case s.ProxyTLS != nil:
+		errs = append(errs, errorf(ErrConflict, "proxy_tls: applies to an https:// http.proxy_url only (the TLS with the origin is http.tls)"))
 	}
 	switch v := strings.ToLower(strings.TrimSpace(s.HTTP2)); v {
 	case "", HTTP2Off:
@@ -484,19 +526,36 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	return err
 }
 
-// parseProxyURL parses http.proxy_url. The error starts with the key and
-// shows the URL without its userinfo.
+// parseProxyURL parses http.proxy_url: an http://, https://, socks5:// or
+// socks5h:// proxy. The error starts with the key and shows the URL
+// without its userinfo (nor the user or password themselves).
 func parseProxyURL(raw string) (*url.URL, error) {
 	shown := units.RedactURL(raw)
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Host == "" || u.Opaque != "" {
-		return nil, errorf(ErrBadURL, "proxy_url: %q: want http://[user:password@]host:port", shown)
+		return nil, errorf(ErrBadURL, "proxy_url: %q: want scheme://[user:password@]host:port (http, https, socks5 or socks5h)", shown)
 	}
-	if !strings.EqualFold(u.Scheme, "http") {
-		// An https:// proxy would share the check's TLS client, whose
-		// server_name is the origin's; socks5:// has no CONNECT answer
-		// to report. Neither is supported.
-		return nil, errorf(ErrBadURL, "proxy_url: %q: scheme %q: want an http:// proxy (https:// requests are still tunnelled with CONNECT, TLS end to end)", shown, u.Scheme)
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
+	case "http", "https", "socks5", "socks5h":
+	default:
+		hint := ""
+		if scheme == "socks" || scheme == "socks4" || scheme == "socks4a" {
+			hint = " (SOCKS4 is not supported)"
+		}
+		return nil, errorf(ErrBadURL, "proxy_url: %q: scheme %q: want http://, https://, socks5:// or socks5h://%s", shown, u.Scheme, hint)
+	}
+	if strings.HasPrefix(scheme, "socks5") && u.User != nil {
+		// RFC 1929 §2: one byte of length each; x/net/proxy refuses an
+		// empty user. Not checked while ${…} is still in the URL.
+		pw, _ := u.User.Password()
+		switch name := u.User.Username(); {
+		case strings.Contains(raw, "${"):
+		case name == "":
+			return nil, errorf(ErrBadURL, "proxy_url: %q: a SOCKS5 login needs a user (RFC 1929)", shown)
+		case len(name) > 255 || len(pw) > 255:
+			return nil, errorf(ErrBadURL, "proxy_url: %q: a SOCKS5 user and password are at most 255 bytes each (RFC 1929)", shown)
+		}
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {

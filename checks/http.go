@@ -20,7 +20,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+
+	xproxy "golang.org/x/net/proxy"
 
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
@@ -124,19 +128,39 @@ func (h *HTTP) newTransport(serverName string) *http.Transport {
 	d := newDialer(spec.IPProtocol, spec.IPProtocolFallback)
 	var proxy func(*http.Request) (*url.URL, error) // probes never go via $HTTP_PROXY
 	var onConnect func(context.Context, *url.URL, *http.Request, *http.Response) error
-	if spec.proxy != nil {
-		proxy = http.ProxyURL(spec.proxy)
+	dial := markDial(d)
+	if pu := spec.proxy; pu != nil {
 		onConnect = func(_ context.Context, pu *url.URL, _ *http.Request, resp *http.Response) error {
 			if resp.StatusCode != http.StatusOK {
 				return &proxyError{proxy: pu.Host, status: resp.Status}
 			}
 			return nil
 		}
+		switch strings.ToLower(pu.Scheme) {
+		case "http":
+			proxy = http.ProxyURL(pu)
+		case "https":
+			// net/http would handshake with an https:// proxy using the
+			// origin's TLS client (its server_name, its CAs) and time it
+			// as the origin's tls phase. Instead the transport speaks to
+			// the proxy as to an http:// one (CONNECT or absolute form,
+			// Proxy-Authorization from the URL) over a connection whose
+			// TLS, with http.proxy_tls, the dial has already set up.
+			plain := *pu
+			plain.Scheme, plain.Host = "http", proxyAddr(pu)
+			proxy = http.ProxyURL(&plain)
+			dial = proxyTLSDial(d, spec.proxyTLS, pu)
+		case "socks5", "socks5h":
+			// No HTTP with the proxy: each connection is a SOCKS5 tunnel
+			// to the origin, over which the transport speaks as to the
+			// origin itself (TLS with http.tls for https://).
+			dial = socksDial(d, pu)
+		}
 	}
 	return &http.Transport{
 		Proxy:                  proxy,
 		OnProxyConnectResponse: onConnect,
-		DialContext:            markDial(d),
+		DialContext:            dial,
 		TLSClientConfig:        spec.TLS.config(serverName),
 		DisableKeepAlives:      !spec.ReuseConnections,
 		DisableCompression:     true, // no Accept-Encoding unless the check sends one; see contentDecoder
@@ -150,6 +174,261 @@ func (h *HTTP) newTransport(serverName string) *http.Transport {
 		MaxResponseHeaderBytes: 1 << 20,
 		Protocols:              protocols(spec.HTTP2),
 	}
+}
+
+// proxyAddr is a proxy URL's host:port, with the scheme's default port
+// when it names none: 80 for http://, 443 for https://, 1080 for
+// socks5:// and socks5h://.
+func proxyAddr(pu *url.URL) string {
+	if pu.Port() != "" {
+		return pu.Host
+	}
+	port := "80"
+	switch strings.ToLower(pu.Scheme) {
+	case "https":
+		port = "443"
+	case "socks5", "socks5h":
+		port = "1080"
+	}
+	return net.JoinHostPort(pu.Hostname(), port)
+}
+
+// proxyTLSDial dials an https:// proxy and runs the TLS handshake with it,
+// with o (http.proxy_tls: verified against the system pool, or ca_file,
+// and the proxy's host, or server_name). The handshake counts in the
+// connect phase (the tls phase stays the origin's); a failed one is a
+// proxyTLSError. Every connection of a transport with a proxy is to the
+// proxy.
+func proxyTLSDial(d *dialer, o *TLSOptions, pu *url.URL) func(context.Context, string, string) (net.Conn, error) {
+	name := o.ServerName
+	if name == "" {
+		name = pu.Hostname()
+	}
+	host := proxyAddr(pu)
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg := o.config(name)
+		// Not clientCertFunc: a client certificate the proxy asks for is
+		// not the origin's, whose hint (clientCertHint) it would confuse.
+		cert := o.clientCert
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			if cert == nil {
+				return &tls.Certificate{}, nil
+			}
+			return cert, nil
+		}
+		tc := tls.Client(raw, cfg)
+		setStage(ctx, stageProxyTLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, &proxyTLSError{proxy: host, err: err}
+		}
+		setStage(ctx, stageTunnel)
+		if t := traceFrom(ctx); t != nil {
+			t.mark(&t.connDone, true)
+		}
+		return &markConn{Conn: tc}, nil
+	}
+}
+
+// proxyTLSError is a failed TLS handshake with an https:// proxy.
+type proxyTLSError struct {
+	proxy string // host:port, no userinfo
+	err   error
+}
+
+func (e *proxyTLSError) Error() string { return "proxy " + e.proxy + ": " + e.err.Error() }
+func (e *proxyTLSError) Unwrap() error { return e.err }
+
+// socksDial opens each connection as a SOCKS5 tunnel (RFC 1928, with
+// RFC 1929 user and password auth from the URL) through the proxy, dialled
+// with d. socks5h:// sends the origin's name for the proxy to resolve;
+// socks5:// resolves it here (timed as the dns phase, of ip_protocol's
+// family when set) and sends the address, as curl does. The tunnel's
+// negotiation is in no phase, as a CONNECT is not; a refused one is a
+// socksError.
+func socksDial(d *dialer, pu *url.URL) func(context.Context, string, string) (net.Conn, error) {
+	var auth *xproxy.Auth
+	if pu.User != nil {
+		pw, _ := pu.User.Password()
+		auth = &xproxy.Auth{User: pu.User.Username(), Password: pw}
+	}
+	host := proxyAddr(pu)
+	resolveHere := strings.EqualFold(pu.Scheme, "socks5")
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		target := addr
+		if resolveHere {
+			setStage(ctx, stageResolve)
+			ip, err := d.resolveOne(ctx, addr)
+			if err != nil {
+				return nil, &socksResolveError{err: err}
+			}
+			setStage(ctx, stageNone) // the proxy's own name is the dial's
+			target = ip
+		}
+		proxyDialed := false
+		fwd := dialFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			proxyDialed = err == nil
+			if proxyDialed {
+				setStage(ctx, stageSOCKS)
+			}
+			return c, err
+		})
+		sd, err := xproxy.SOCKS5("tcp", host, auth, fwd)
+		if err != nil {
+			return nil, err
+		}
+		c, err := sd.(xproxy.ContextDialer).DialContext(ctx, "tcp", target)
+		if err != nil {
+			if !proxyDialed {
+				return nil, err // the dial's error, in the trace for classify
+			}
+			return nil, &socksError{proxy: host, target: addr, authSent: auth != nil, err: err}
+		}
+		setStage(ctx, stageTunnel)
+		return &markConn{Conn: c}, nil
+	}
+}
+
+// dialFunc is a function as an x/net/proxy dialer.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+func (f dialFunc) Dial(network, addr string) (net.Conn, error) {
+	return f(context.Background(), network, addr)
+}
+
+func (f dialFunc) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f(ctx, network, addr)
+}
+
+// resolveOne resolves the host of addr (host:port) to one address of the
+// dialer's family (ip_protocol, with its fallback), else the resolver's
+// first, and returns it with the port. A name under .invalid is NXDOMAIN
+// without asking (see dialer).
+func (d *dialer) resolveOne(ctx context.Context, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if net.ParseIP(host) != nil {
+		return addr, nil
+	}
+	if isInvalidHost(host) {
+		return "", &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	r := d.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	ips, err := r.LookupIPAddr(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	of := func(family string) string {
+		for _, ip := range ips {
+			if family == "" || (ip.IP.To4() != nil) == (family == "ip4") {
+				return ip.IP.String()
+			}
+		}
+		return ""
+	}
+	ip := of(d.family)
+	if ip == "" && d.fallback {
+		ip = of(map[string]string{"ip4": "ip6", "ip6": "ip4"}[d.family])
+	}
+	if ip == "" && d.family != "" {
+		return "", &net.DNSError{Err: fmt.Sprintf("no IPv%s address (ip_protocol: %s)", d.family[2:], d.family), Name: host, IsNotFound: true}
+	}
+	if ip == "" {
+		return "", &net.DNSError{Err: "no address", Name: host, IsNotFound: true}
+	}
+	return net.JoinHostPort(ip, port), nil
+}
+
+// socksResolveError: with a socks5:// proxy, the origin's name did not
+// resolve here.
+type socksResolveError struct{ err error }
+
+func (e *socksResolveError) Error() string { return e.err.Error() }
+func (e *socksResolveError) Unwrap() error { return e.err }
+
+// socksError is a SOCKS5 tunnel the proxy refused or never set up: the
+// origin was never reached.
+type socksError struct {
+	proxy    string // host:port, no userinfo
+	target   string // the origin's host:port asked for
+	authSent bool   // http.proxy_url has a user
+	err      error  // x/net/proxy's
+}
+
+func (e *socksError) Error() string { return "proxy " + e.proxy + ": socks5: " + e.err.Error() }
+func (e *socksError) Unwrap() error { return e.err }
+
+// describe is the run's cause and message for the refusal. (A proxy that
+// never answers is no socksError: net/http returns the run's deadline
+// before the dial's error; see proxyStage.)
+func (e *socksError) describe() (Cause, string) {
+	inner := e.err
+	var op *net.OpError
+	if errors.As(inner, &op) && op.Err != nil {
+		inner = op.Err
+	}
+	msg := inner.Error()
+	switch {
+	case strings.HasPrefix(msg, "unknown error "):
+		// RFC 1928 §6: the proxy could not (or would not) connect.
+		return CauseConnect, fmt.Sprintf("connect: proxy %s answered the SOCKS5 request for %s with %q", e.proxy, e.target, strings.TrimPrefix(msg, "unknown error "))
+	case msg == "username/password authentication failed":
+		return CauseConnect, fmt.Sprintf("connect: proxy %s refused the SOCKS5 user and password (username/password authentication failed)", e.proxy)
+	case msg == "no acceptable authentication methods" && !e.authSent:
+		return CauseConnect, fmt.Sprintf("connect: proxy %s requires SOCKS5 authentication (no acceptable authentication methods): set user:password in http.proxy_url", e.proxy)
+	case msg == "no acceptable authentication methods":
+		return CauseConnect, fmt.Sprintf("connect: proxy %s accepts neither no authentication nor a user and password (no acceptable authentication methods)", e.proxy)
+	case errors.Is(inner, io.EOF) || errors.Is(inner, io.ErrUnexpectedEOF) || errors.Is(inner, syscall.ECONNRESET):
+		return CauseConnect, fmt.Sprintf("connect: proxy %s closed the connection during the SOCKS5 handshake", e.proxy)
+	}
+	return CauseConnect, fmt.Sprintf("connect: proxy %s: SOCKS5 handshake failed: %s", e.proxy, rootMsg(inner))
+}
+
+// proxyStage is where a run's last dial through http.proxy_url is: the
+// dial functions set it (found in the dial's context under
+// proxyStageKey), so that a run whose deadline ends it there says so.
+// net/http dials with the request's values but not its deadline, and
+// returns the deadline's error as soon as it passes, not the dial's.
+type proxyStage struct{ atomic.Int32 }
+
+type proxyStageKey struct{}
+
+// Values of proxyStage.
+const (
+	stageNone     int32 = iota
+	stageProxyTLS       // in the TLS handshake with an https:// proxy
+	stageSOCKS          // in the SOCKS5 negotiation
+	stageResolve        // resolving the origin's name for a socks5:// proxy
+	stageTunnel         // the connection through the proxy is up
+)
+
+// setStage notes the stage in ctx's proxyStage, if any.
+func setStage(ctx context.Context, v int32) {
+	if st, _ := ctx.Value(proxyStageKey{}).(*proxyStage); st != nil {
+		st.Store(v)
+	}
+}
+
+// proxyTLSCause is the cause and message of a failed TLS handshake with
+// an https:// proxy: cert for a certificate that does not verify, tls
+// otherwise, with the proxy named as for its dial errors. (A handshake
+// the deadline cut short is no proxyTLSError: see proxyStage.)
+func proxyTLSCause(e *proxyTLSError) (Cause, string) {
+	suffix := " (http.proxy_url " + e.proxy + ")"
+	if c, msg, ok := certCause(e.err); ok {
+		return c, msg + suffix
+	}
+	return CauseTLS, "tls: " + strings.TrimPrefix(rootMsg(e.err), "tls: ") + suffix
 }
 
 // proxyError is a proxy's refusal of a CONNECT tunnel (http.proxy_url):
@@ -325,6 +604,11 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	}
 	tr := &runTrace{start: start, timeout: h.opts.Timeout}
 	rctx := tr.withTrace(ctx)
+	var stage *proxyStage
+	if h.spec.proxy != nil {
+		stage = new(proxyStage)
+		rctx = context.WithValue(rctx, proxyStageKey{}, stage)
+	}
 	req, err := http.NewRequestWithContext(rctx, h.spec.Method, target, body)
 	if err != nil {
 		// The URL is not quoted: after expansion it may hold a secret.
@@ -389,10 +673,35 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 			// answers the h2c preface with an HTTP/1.1 error or a close.
 			res.Cause, res.Err = CauseProtocol, "protocol: no HTTP/2 answer to h2c (http2: h2c): "+res.Err
 		}
-		if certs := certsFromErr(err); len(certs) > 0 {
+		var pte *proxyTLSError
+		if certs := certsFromErr(err); len(certs) > 0 && !errors.As(err, &pte) {
 			(certTLS{presented: certs}).expiries(&res)
 		}
 		if p := h.spec.proxy; p != nil {
+			var se *socksError
+			var sre *socksResolveError
+			within, timedOut := strings.CutPrefix(res.Err, "timeout: no response within ")
+			switch {
+			case timedOut && stage.Load() == stageProxyTLS:
+				// The dial's error or the run's deadline, whichever
+				// net/http saw first.
+				res.Cause, res.Err = CauseTLS, "tls: handshake not finished within "+within+" (http.proxy_url "+proxyAddr(p)+")"
+				return res, nil
+			case timedOut && stage.Load() == stageSOCKS:
+				res.Cause, res.Err = CauseConnectTimeout, "connect: proxy "+proxyAddr(p)+" did not answer the SOCKS5 handshake within "+within
+				return res, nil
+			case errors.As(err, &se):
+				res.Cause, res.Err = se.describe()
+				return res, nil
+			case errors.As(err, &sre), res.Cause == CauseDNS && stage.Load() == stageResolve:
+				// The origin's name, resolved here (socks5://), not the
+				// proxy's.
+				res.Err += " (the origin's name, resolved here for a socks5:// http.proxy_url; socks5h:// has the proxy resolve it)"
+				return res, nil
+			case pte != nil:
+				res.Cause, res.Err = proxyTLSCause(pte)
+				return res, nil
+			}
 			switch res.Cause {
 			case CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseConnect:
 				// With a proxy every dial is to the proxy.
@@ -407,7 +716,7 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 				tr.mu.Lock()
 				waiting := tr.connected && tr.tlsStart.IsZero() && tr.firstByte.IsZero()
 				tr.mu.Unlock()
-				if waiting && errors.As(err, &ue) && strings.HasPrefix(ue.URL, "https:") {
+				if waiting && errors.As(err, &ue) && strings.HasPrefix(ue.URL, "https:") && !strings.HasPrefix(strings.ToLower(p.Scheme), "socks") {
 					if within, ok := strings.CutPrefix(res.Err, "timeout: no response within "); ok {
 						res.Cause, res.Err = CauseConnectTimeout, "connect: proxy "+p.Host+" did not answer CONNECT within "+within
 					}

@@ -189,9 +189,8 @@ func TestProxyURLSilentConnect(t *testing.T) {
 // that shows the URL without its password.
 func TestProxyURLConfig(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
-		{"socks5://u:Hunter2pw@127.0.0.1:1080", `proxy_url: "socks5://127.0.0.1:1080": scheme "socks5": want an http:// proxy`},
-		{"https://u:Hunter2pw@proxy.example:3129", `proxy_url: "https://proxy.example:3129": scheme "https": want an http:// proxy`},
-		{"127.0.0.1:3128", `proxy_url: "127.0.0.1:3128": want http://[user:password@]host:port`},
+		{"socks4://u:Hunter2pw@127.0.0.1:1080", `proxy_url: "socks4://127.0.0.1:1080": scheme "socks4": want http://, https://, socks5:// or socks5h://`},
+		{"127.0.0.1:3128", `proxy_url: "127.0.0.1:3128": want scheme://[user:password@]host:port`},
 		{"http://u:Hunter2pw@proxy.example:99999", `proxy_url: "http://proxy.example:99999": port "99999": want a number from 1 to 65535`},
 		{"http://proxy.example:3128/path", `proxy_url: "http://proxy.example:3128/path": want no path or query`},
 	} {
