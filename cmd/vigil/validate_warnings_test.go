@@ -39,6 +39,7 @@ store:
 	want := []string{
 		"ok",
 		"warning: " + cfg + ":3: agent.browser.exec_path: /nonexistent/chromium: no such file on this machine (checked where vigil validate runs; the agent needs it where the agent runs)",
+		"warning: " + cfg + ":6: alerting.receivers: none: alerts fire on the status page and GET /api/v1/alerts only and notify nobody",
 		"warning: " + cfg + ":7: alerting.resolve_timeout: 30s is below 3 × evaluation_interval (15s): raised to 45s, so that an alert re-sent every evaluation does not expire in Alertmanager between two",
 		"warning: " + cfg + ":13: checks[0].http.tls.insecure_skip_verify: true: certificates are not verified",
 		"warning: " + cfg + `:16: store.influxdb.url: "http://influx.example:8086": http, not https: the token travels unencrypted to influx.example`,
@@ -70,5 +71,52 @@ store:
 		"warning: environment variable VIGIL_AGENT_REGOIN overrides no config key and is ignored (did you mean VIGIL_AGENT_REGION?)"
 	if code != 2 || strings.TrimSpace(out) != wantBad {
 		t.Errorf("file with an error: exit %d:\n%s\nwant exit 2 and:\n%s", code, out, wantBad)
+	}
+}
+
+// TestValidateReceiverWarnings: an alerting section that notifies nobody,
+// and a webhook whose headers (a bearer token) go over plain http to
+// another host, are warnings at their lines; https, a loopback receiver
+// and a webhook without headers are not.
+func TestValidateReceiverWarnings(t *testing.T) {
+	cfg := writeConfig(t, `targets: [{name: o, url: "http://127.0.0.1:1"}]
+checks: [{name: a, targets: [o], http: {path: /}}]
+alerting:
+  receivers:
+    - {name: plain, webhook: {url: "http://hooks.example.com/x", headers: {Authorization: "Bearer s3cret-hook"}}}
+    - {name: tls, webhook: {url: "https://hooks.example.com/x", headers: {Authorization: "Bearer s3cret-hook"}}}
+    - {name: local, webhook: {url: "http://127.0.0.1:9/x", headers: {Authorization: "Bearer s3cret-hook"}}}
+    - {name: bare, webhook: {url: "http://hooks.example.com/y"}}
+`)
+	out, code := runCLI(t, "validate", "-c", cfg)
+	want := "ok\nwarning: " + cfg + ":5:31: alerting.receivers[0].webhook.url: http, not https: its headers (Authorization) travel unencrypted to hooks.example.com; use https, or a loopback address for a receiver on this host"
+	if code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("exit %d:\n%s\nwant exit 0 and:\n%s", code, out, want)
+	}
+	if strings.Contains(out, "s3cret-hook") {
+		t.Errorf("the warning shows the secret:\n%s", out)
+	}
+
+	// No receivers: a warning at the alerting section; a file without one
+	// (the alerter's defaults) and a disabled alerter: none.
+	cfg = writeConfig(t, `targets: [{name: o, url: "http://127.0.0.1:1"}]
+checks: [{name: a, targets: [o], http: {path: /}}]
+alerting:
+  quorum: 1
+  receivers: []
+`)
+	out, code = runCLI(t, "validate", "-c", cfg)
+	want = "ok\nwarning: " + cfg + ":5: alerting.receivers: none: alerts fire on the status page and GET /api/v1/alerts only and notify nobody; add a webhook, slack, pagerduty or alertmanager receiver"
+	if code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("exit %d:\n%s\nwant exit 0 and:\n%s", code, out, want)
+	}
+	for _, body := range []string{
+		"targets: [{name: o, url: \"http://127.0.0.1:1\"}]\nchecks: [{name: a, targets: [o], http: {path: /}}]\n",
+		"targets: [{name: o, url: \"http://127.0.0.1:1\"}]\nchecks: [{name: a, targets: [o], http: {path: /}}]\nalerting: {disabled: true}\n",
+	} {
+		cfg = writeConfig(t, body)
+		if out, code := runCLI(t, "validate", "-c", cfg); code != 0 || strings.TrimSpace(out) != "ok" {
+			t.Errorf("%s: exit %d:\n%s\nwant only ok", body, code, out)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -543,6 +544,42 @@ type Config struct {
 // that ran before keeps running.
 func (c *Config) Warnings() []string { return c.warnings }
 
+// receiverWarnings: a written alerting section with no receiver notifies
+// nobody (its alerts show on the status page and GET /api/v1/alerts
+// only), and a webhook with headers (Authorization, a token) posted over
+// plain http to a host that is not loopback sends them unencrypted, as
+// store.influxdb warns about its token. Warnings, not errors: a config
+// being built up, or a receiver on a trusted private network, is a choice
+// that must not go unnoticed.
+func (c *Config) receiverWarnings() []string {
+	var warns []string
+	if len(c.Receivers) == 0 && !c.Disabled && len(c.set) > 0 {
+		warns = append(warns, "receivers: none: alerts fire on the status page and GET /api/v1/alerts only and notify nobody; add a webhook, slack, pagerduty or alertmanager receiver")
+	}
+	for i, r := range c.Receivers {
+		if r.Webhook == nil || len(r.Webhook.Headers) == 0 {
+			continue
+		}
+		u, err := url.Parse(string(r.Webhook.URL))
+		if err != nil || u.Scheme != "http" || loopbackHost(u.Hostname()) {
+			continue
+		}
+		names := slices.Sorted(maps.Keys(r.Webhook.Headers))
+		warns = append(warns, fmt.Sprintf("receivers[%d].webhook.url: http, not https: its headers (%s) travel unencrypted to %s; use https, or a loopback address for a receiver on this host",
+			i, strings.Join(names, ", "), u.Hostname()))
+	}
+	return warns
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // SetKeys records which keys the config file set, relative to the section
 // ("down.for", "retry.attempts"), so that validation tells an explicit 0
 // from an omitted key: an omitted key takes its default; an explicit 0 is
@@ -700,6 +737,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 		}
 		names["r\x00"+c.Receivers[i].Name] = true
 	}
+	c.warnings = append(c.warnings, c.receiverWarnings()...)
 	r := &c.Retry
 	if r.Attempts < 0 {
 		add(fmt.Errorf("retry.attempts: %d: %w", r.Attempts, ErrNotPositive))
