@@ -24,8 +24,11 @@ import (
 // next certificate of that chain (its issuer: same subject and key) lists
 // its serial number. So the leaf is checked against its CA's CRL, and an
 // intermediate the client sends against the CRL of the CA above it when the
-// file holds one. The certificates of client_ca_file are trust anchors and
-// are never checked: to stop trusting one, take it out of client_ca_file.
+// file holds one. The certificate of client_ca_file a chain ends at is a
+// trust anchor and is not checked itself: to stop trusting one, take it out
+// of client_ca_file. A CRL an intermediate signed loads only when that
+// intermediate is in client_ca_file too. When several chains verify, a
+// revoked certificate in any of them refuses the client.
 // Unlike nginx, HAProxy and Envoy (OpenSSL's X509_V_FLAG_CRL_CHECK_ALL), a
 // CA without a CRL in the file is not an error: its certificates are simply
 // not checked for revocation.
