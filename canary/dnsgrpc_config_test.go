@@ -27,7 +27,7 @@ func TestDNSAndGRPCChecks(t *testing.T) {
 			check:   CheckConfig{Name: "c", Targets: []string{"web"}, DNS: &checks.DNSSpec{Server: "10.0.0.53"}}},
 		{name: "dns bad key",
 			check: CheckConfig{Name: "c", URL: "dns://127.0.0.1", DNS: &checks.DNSSpec{QueryName: "a.example", Transport: "quic"}},
-			want:  `checks[0].dns.transport: "quic": want "udp" or "tcp"`},
+			want:  `checks[0].dns.transport: "quic": want "udp", "tcp" or "tcp-tls"`},
 		{name: "dns with an http expect key",
 			check: CheckConfig{Name: "c", URL: "dns://127.0.0.1", DNS: &checks.DNSSpec{QueryName: "a.example"}, Expect: &checks.Expect{Status: checks.StatusList{"200"}}},
 			want:  `checks[0].expect.status: dns checks do not use it`},

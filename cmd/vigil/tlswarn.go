@@ -19,7 +19,10 @@ func tlsWarnings(f *File) []string {
 	for i := range f.Checks {
 		c := &f.Checks[i]
 		if c.HTTP != nil {
-			add(fmt.Sprintf("checks[%d].http.tls", i), c.HTTP.TLS.Warnings())
+			add(fmt.Sprintf("checks[%d].http", i), c.HTTP.Warnings())
+		}
+		if c.DNS != nil {
+			add(fmt.Sprintf("checks[%d].dns", i), c.DNS.Warnings())
 		}
 		if c.TLS != nil {
 			add(fmt.Sprintf("checks[%d].tls", i), c.TLS.Warnings())
@@ -32,7 +35,7 @@ func tlsWarnings(f *File) []string {
 		}
 		for j, s := range c.Script {
 			if s.HTTP != nil {
-				add(fmt.Sprintf("checks[%d].script[%d].http.tls", i, j), s.HTTP.TLS.Warnings())
+				add(fmt.Sprintf("checks[%d].script[%d].http", i, j), s.HTTP.Warnings())
 			}
 		}
 	}

@@ -120,3 +120,39 @@ alerting:
 		}
 	}
 }
+
+// TestValidateProxyAndDNSTLSWarnings: insecure TLS to an https proxy
+// (http.proxy_tls) or to a DNS-over-TLS server (dns.tls) is warned about
+// as the origin's http.tls is.
+func TestValidateProxyAndDNSTLSWarnings(t *testing.T) {
+	cfg := writeConfig(t, `targets: [{name: o, url: "https://127.0.0.1:1"}]
+checks:
+  - name: a
+    targets: [o]
+    http:
+      proxy_url: https://proxy.example:3129
+      proxy_tls: {insecure_skip_verify: true}
+  - name: d
+    url: dns://127.0.0.1
+    dns:
+      query_name: example.com
+      transport: tcp-tls
+      tls: {insecure_skip_verify: true}
+`)
+	out, code := runCLI(t, "validate", "-c", cfg)
+	want := "ok\nwarning: " + cfg + ":7:19: checks[0].http.proxy_tls.insecure_skip_verify: true: certificates are not verified" +
+		"\nwarning: " + cfg + ":13:13: checks[1].dns.tls.insecure_skip_verify: true: certificates are not verified"
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "ok\n") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	wl := strings.Split(want, "\n")
+	if len(lines) != len(wl) {
+		t.Fatalf("got:\n%s\nwant lines starting:\n%s", out, want)
+	}
+	for i := range wl {
+		if !strings.HasPrefix(lines[i], wl[i]) {
+			t.Errorf("line %d:\n%s\nwant it to start:\n%s", i+1, lines[i], wl[i])
+		}
+	}
+}
