@@ -183,6 +183,12 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 	}
 	a.fan = reporting.NewFanout(a.log, 0, sinks...)
 	a.reg.MustRegister(a.fan.Collectors()...)
+	// vigil_duplicate_canaries, for every role that reads verdicts (a
+	// proxy reading canaries over HTTP has no store to register it);
+	// after the InfluxDB store's collectors, which hold it too.
+	if err := reporting.Duplicates.Register(a.reg); err != nil {
+		return nil, err
+	}
 
 	if o.roles.canary {
 		a.browser = scripts.NewBrowser(cfg.Agent.Browser.Scripts(a.log))
