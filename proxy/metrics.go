@@ -51,6 +51,7 @@ type metrics struct {
 	budgetDeny *prometheus.CounterVec   // pool
 	sourceUp   *prometheus.GaugeVec     // source
 	sourceOK   *prometheus.GaugeVec     // source
+	verdictAt  *prometheus.GaugeVec     // pool: date of the newest verdict counted
 	refused    *prometheus.CounterVec   // code
 	clients    prometheus.Gauge         // client connections open
 	clientWait prometheus.Counter       // accepts that waited at max_client_conns
@@ -123,6 +124,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_verdict_source_last_success_timestamp_seconds",
 			Help: "When the verdict source was last read successfully, Unix seconds (0: never).",
 		}, []string{"source"}),
+		verdictAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vigil_proxy_pool_verdict_timestamp_seconds",
+			Help: "Date of the newest verdict counted for one of the pool's origins (a check the pool counts, on the proxy's clock), Unix seconds; absent until the first. Older than the pool's verdicts.max_age: the canaries stopped reporting, and the pool runs on passive detection alone.",
+		}, []string{"pool"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_refused_total",
 			Help: "Requests answered before any pool was chosen, by status code: malformed (400), too large (413, 414, 431), unsupported (405, 417, 501, 505), or for a host and path no pool serves (421).",
@@ -161,7 +166,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range ppFailReasons {
 		m.ppErrors.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.verdictAt, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

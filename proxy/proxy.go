@@ -90,6 +90,9 @@ type Proxy struct {
 	// with its last verdicts and read health, kept by the poller.
 	feeds   []*verdictFeed
 	applyMu sync.Mutex // serialises applyFeeds
+	// vfresh is, per pool name, the newest verdict counted for the pool's
+	// origins and whether it is older than max_age (freshCheck; applyMu).
+	vfresh map[string]*poolVerdictAge
 	// vseen is, per verdict key, the newest verdict seen and when (on this
 	// proxy's clock) it was first seen: verdicts are aged from there, so a
 	// canary's clock skew does not make them stale or expired (applyFeeds).

@@ -287,7 +287,90 @@ func (p *Proxy) applyFeeds() {
 			pl.quorumCheck(all)
 		}
 		pl.applyVerdictsAhead(all, ahead, now)
+		p.freshCheck(pl, all, ahead, now)
 	}
+}
+
+// poolVerdictAge is what freshCheck keeps of a pool, by name across
+// reloads: the date of the newest verdict counted for its origins, and
+// whether that is older than its max_age.
+type poolVerdictAge struct {
+	newest time.Time
+	stale  bool
+}
+
+// freshCheck follows the newest verdict counted for pl's origins (a check
+// pl counts, against an origin's target, not dated beyond max_age ahead):
+// vigil_proxy_pool_verdict_timestamp_seconds, and a warning when it turns
+// older than max_age (/healthz lists it too, see VerdictReport). Failing
+// open hides a dead canary otherwise: its verdicts expire, every origin
+// returns to service, and the sources still answer (a store read without
+// error holds nothing fresh). A pool whose origins have no target, or that
+// never had a verdict, is not judged.
+func (p *Proxy) freshCheck(pl *pool, vs []reporting.Verdict, ahead []time.Duration, now time.Time) {
+	maxAge := pl.cfg.Verdicts.MaxAge
+	targets := map[string]bool{}
+	for _, o := range pl.origins {
+		if o.target != "" {
+			targets[o.target] = true
+		}
+	}
+	if len(targets) == 0 || maxAge <= 0 {
+		return
+	}
+	var newest time.Time
+	for i := range vs {
+		v := &vs[i]
+		if !targets[v.Target] || !pl.counts(v) || ahead != nil && ahead[i] > maxAge {
+			continue
+		}
+		at := v.At
+		if at.After(now) {
+			at = now
+		}
+		if at.After(newest) {
+			newest = at
+		}
+	}
+	if p.vfresh == nil {
+		p.vfresh = map[string]*poolVerdictAge{}
+	}
+	st := p.vfresh[pl.name]
+	if st == nil {
+		if newest.IsZero() {
+			return
+		}
+		st = &poolVerdictAge{}
+		p.vfresh[pl.name] = st
+	}
+	if newest.After(st.newest) {
+		st.newest = newest
+		p.m.verdictAt.WithLabelValues(pl.name).Set(float64(newest.UnixNano()) / 1e9)
+	}
+	stale := now.Sub(st.newest) > maxAge
+	switch {
+	case stale && !st.stale:
+		p.log.Warn("proxy: no fresh verdict for the pool's origins: the canaries stopped reporting its checks, so its origins are judged by passive detection alone until they report again",
+			"pool", pl.name, "newest", st.newest.UTC().Format(time.RFC3339), "max_age", maxAge.String())
+	case !stale && st.stale:
+		p.log.Info("proxy: fresh verdicts for the pool's origins again", "pool", pl.name)
+	}
+	st.stale = stale
+}
+
+// staleVerdicts is the /healthz warning of each pool whose newest counted
+// verdict is older than its max_age (freshCheck), by pool name.
+func (p *Proxy) staleVerdicts() []string {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	var out []string
+	for _, pl := range p.state.Load().pools {
+		if st := p.vfresh[pl.name]; st != nil && st.stale {
+			out = append(out, fmt.Sprintf("pool %s: no fresh verdict since %s (verdicts.max_age %s): the canaries stopped reporting its checks; its origins are judged by passive detection alone",
+				pl.name, st.newest.UTC().Format(time.RFC3339), pl.cfg.Verdicts.MaxAge))
+		}
+	}
+	return out
 }
 
 // duplicateCheck reports duplicate canaries to reporting.Duplicates (the
@@ -608,8 +691,11 @@ func (p *Proxy) VerdictHealth() error {
 // last verdicts count until they are older than max_age), so unreadable is
 // nil and warnings has one line per failing source: "verdict source SOURCE
 // failing since T, last error: ERR (N of M verdict sources answer)". When
-// every source fails, unreadable says so and warnings is empty.
+// every source fails, unreadable says so. Before those, warnings has one
+// line per pool whose newest counted verdict is older than its max_age
+// (staleVerdicts): sources that answer but hold nothing fresh.
 func (p *Proxy) VerdictReport() (warnings []string, unreadable error) {
+	warnings = p.staleVerdicts()
 	type failure struct {
 		name  string
 		since time.Time
@@ -622,7 +708,7 @@ func (p *Proxy) VerdictReport() (warnings []string, unreadable error) {
 		}
 	}
 	if len(fs) == 0 {
-		return nil, nil
+		return warnings, nil
 	}
 	if len(fs) == len(p.feeds) {
 		errs := make([]error, len(fs))
@@ -630,7 +716,7 @@ func (p *Proxy) VerdictReport() (warnings []string, unreadable error) {
 			errs[i] = fmt.Errorf("verdicts unreadable since %s from %s: %w",
 				f.since.UTC().Format(time.RFC3339), f.name, f.err)
 		}
-		return nil, errors.Join(errs...)
+		return warnings, errors.Join(errs...)
 	}
 	for _, f := range fs {
 		warnings = append(warnings, fmt.Sprintf("verdict source %s failing since %s, last error: %v (%d of %d verdict sources answer)",
