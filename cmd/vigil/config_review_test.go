@@ -347,7 +347,7 @@ alerting: {resolve_timeout: 30s}
 		t.Errorf("validate: exit %d\n%s\nwant ok (exit 0) and %q", code, out, want)
 	}
 	// The default (5m) and a long enough value say nothing.
-	p = writeConfig(t, "targets: [{name: a, url: \"http://127.0.0.1:9\"}]\nchecks: [{name: c, targets: [a]}]\nstore: {embedded: {}}\nalerting: {resolve_timeout: 45s}\n")
+	p = writeConfig(t, "targets: [{name: a, url: \"http://127.0.0.1:9\"}]\nchecks: [{name: c, targets: [a]}]\nstore: {embedded: {}}\nalerting: {resolve_timeout: 45s, receivers: [{name: r, webhook: {url: \"http://127.0.0.1:9/hook\"}}]}\n")
 	if out, code := runCLI(t, "validate", "-c", p); code != 0 || out != "ok\n" {
 		t.Errorf("resolve_timeout: 45s: exit %d %q, want ok alone", code, out)
 	}
