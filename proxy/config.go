@@ -533,6 +533,20 @@ type RetryConfig struct {
 	MaxBufferedBody units.ByteSize `mapstructure:"max_buffered_body"`
 }
 
+// Warnings lists what the section allows but weakens, each led by its key;
+// call after ValidateAndSetDefaults succeeded: a client_crl_file CRL past
+// its next update (it still applies, see loadClientCRL).
+func (c *Config) Warnings() []string {
+	if c.clientCRL == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range c.clientCRL.staleLists(time.Now()) {
+		out = append(out, fmt.Sprintf("client_crl_file: %s: %s: the certificates it lists stay refused, the others are served; publish a new CRL and reload", c.ClientCRLFile, s))
+	}
+	return out
+}
+
 // ValidateAndSetDefaults fills defaults and validates the section.
 func (c *Config) ValidateAndSetDefaults() error {
 	errs := c.explicitZeros()

@@ -732,6 +732,11 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 			msgs = append(msgs, "store.influxdb."+msg)
 		}
 	}
+	if f.Proxy != nil {
+		for _, msg := range f.Proxy.Warnings() {
+			msgs = append(msgs, "proxy."+msg)
+		}
+	}
 	msgs = append(msgs, tlsWarnings(f)...)
 	msgs = append(msgs, f.verdictAges()...)
 	msgs = append(msgs, f.poolChecks()...)
