@@ -206,7 +206,7 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		}
 		for _, r := range s.refs {
 			if !r.env && !defined[r.name] {
-				errs = append(errs, units.Prefix(idx+"."+r.key, fmt.Errorf("%w ${%s}: no earlier step extracts it", ErrUndefinedVar, r.written)))
+				errs = append(errs, units.Prefix(idx+"."+r.key, fmt.Errorf("%w ${%s}: no earlier step extracts it%s", ErrUndefinedVar, r.written, envHint(r.written))))
 			}
 		}
 		if s.program != nil {
@@ -332,4 +332,36 @@ func (s *Step) validate(i int) error {
 	}
 	s.timeout = s.Timeout
 	return errors.Join(errs...)
+}
+
+// EnvVar is an environment variable a script reads (${env:NAME}) and the
+// key that reads it, relative to the script ("[0].http.json.password").
+type EnvVar struct{ Key, Name string }
+
+// EnvVars lists the environment variables the script reads, in step
+// order; call after ValidateAndSetDefaults. They are read at each run, so
+// `vigil validate` warns about those not set where it runs.
+func (sc Script) EnvVars() []EnvVar {
+	var out []EnvVar
+	for i := range sc {
+		for _, r := range sc[i].refs {
+			if r.env {
+				out = append(out, EnvVar{Key: fmt.Sprintf("[%d].%s", i, r.key), Name: r.name})
+			}
+		}
+	}
+	return out
+}
+
+// envHint is the end of an undefined-variable error whose name is written
+// as environment variables are (API_KEY): in a script, ${NAME} is a
+// variable an earlier step extracts, and the environment is ${env:NAME}
+// (a check's own keys read the environment with ${NAME}).
+func envHint(name string) string {
+	if name == "" || strings.ToUpper(name) != name || strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
+	}) {
+		return ""
+	}
+	return " (for the environment variable " + name + " write ${env:" + name + "}: in a script step ${" + name + "} is a variable an earlier step extracts)"
 }

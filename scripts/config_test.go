@@ -111,6 +111,9 @@ func TestValidateErrors(t *testing.T) {
   extract: {token: {json: token}}
 - http: {path: /me, headers: {authorization: "Bearer ${tokn}"}}`, 0,
 			[]string{"script[1].http.headers.authorization: undefined variable ${tokn}: no earlier step extracts it"}, ErrUndefinedVar},
+		{"an environment variable written as a script variable", `
+- http: {path: /me, headers: {X-Key: "${API_KEY}"}}`, 0,
+			[]string{"script[0].http.headers.x-key: undefined variable ${API_KEY}: no earlier step extracts it (for the environment variable API_KEY write ${env:API_KEY}: in a script step ${API_KEY} is a variable an earlier step extracts)"}, ErrUndefinedVar},
 		{"undefined variables name their keys", `
 - http: {path: "/a/${nope}", body: "x${b}"}
 - http: {url: "http://127.0.0.1/${u}", json: {user: {name: "${j}"}, list: ["${l}"]}}

@@ -78,6 +78,17 @@ func newValidateCmd() *cobra.Command {
 			if err := checkExecPath(f.Agent.Browser.ExecPath); err != nil {
 				warns = append(warns, f.warn(fmt.Sprintf("agent.browser.exec_path: %v", err)))
 			}
+			// A script reads ${env:NAME} at each run: one not set here
+			// (where validate runs, often the agent's own host) fails every
+			// run until the agent's environment has it.
+			for i := range f.Checks {
+				for _, v := range f.Checks[i].Script.EnvVars() {
+					if _, ok := os.LookupEnv(v.Name); !ok {
+						warns = append(warns, f.warn(fmt.Sprintf("checks[%d].script%s: ${env:%s}: environment variable not set where vigil validate runs: every run of the check fails with \"environment variable %s is not set\" until the agent's environment sets it",
+							i, v.Key, v.Name, v.Name)))
+					}
+				}
+			}
 			sortWarnings(warns)
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")
 			printWarnings()

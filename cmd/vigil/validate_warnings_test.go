@@ -156,3 +156,25 @@ checks:
 		}
 	}
 }
+
+// TestValidateScriptEnvUnset: a script's ${env:NAME} that is not set where
+// vigil validate runs is a warning at its key (every run would fail with
+// "environment variable NAME is not set"); set, none.
+func TestValidateScriptEnvUnset(t *testing.T) {
+	cfg := writeConfig(t, `targets: [{name: o, url: "http://127.0.0.1:1"}]
+checks:
+  - name: login
+    targets: [o]
+    script:
+      - http: {method: POST, path: /login, json: {user: demo, password: "${env:VIGIL_TEST_UNSET_PW}"}}
+`)
+	out, code := runCLI(t, "validate", "-c", cfg)
+	want := "ok\nwarning: " + cfg + `:6:63: checks[0].script[0].http.json.password: ${env:VIGIL_TEST_UNSET_PW}: environment variable not set where vigil validate runs: every run of the check fails with "environment variable VIGIL_TEST_UNSET_PW is not set" until the agent's environment sets it`
+	if code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("exit %d:\n%s\nwant:\n%s", code, out, want)
+	}
+	t.Setenv("VIGIL_TEST_UNSET_PW", "s3cret")
+	if out, code := runCLI(t, "validate", "-c", cfg); code != 0 || strings.TrimSpace(out) != "ok" {
+		t.Errorf("set: exit %d:\n%s", code, out)
+	}
+}
