@@ -402,14 +402,18 @@ func (p *Proxy) authorized(w http.ResponseWriter, r *http.Request) bool {
 		p.m.adminAuthFail.Inc()
 		p.authFail.Note(p.log, r)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token (Authorization: Bearer <proxy.admin_token, else agent.admin_token>)"})
 		return false
 	}
 	return true
 }
 
+// writeJSON answers v as JSON, never cached (the origins' state changes
+// every second, and a cached 401 or 403 would outlive a token fix), as the
+// canary's API answers.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
