@@ -111,13 +111,13 @@ func parseDur(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("%q: must be positive", s)
 		}
 		if err != nil || n*float64(24*time.Hour) > math.MaxInt64 || math.IsNaN(n) {
-			return 0, fmt.Errorf("%q: not a duration", s)
+			return 0, fmt.Errorf("%q: not a duration (use ms, s, m, h or d)", s)
 		}
 		return time.Duration(n * float64(24*time.Hour)), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q: not a duration", s)
+		return 0, fmt.Errorf("%q: not a duration (use ms, s, m, h or d)", s)
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("%q: must be positive", s)

@@ -219,6 +219,10 @@ func TestVerdictsJSON(t *testing.T) {
 	if code, _ := do(t, "GET", srv.URL+"/api/v1/verdicts?max_age=soon", "", ""); code != http.StatusBadRequest {
 		t.Fatalf("bad max_age: %d", code)
 	}
+	// A number without its unit says which units there are.
+	if code, body := do(t, "GET", srv.URL+"/api/v1/verdicts?max_age=5", "", ""); code != http.StatusBadRequest || !strings.Contains(body, `\"5\": not a duration (use ms, s, m, h or d)`) {
+		t.Fatalf("max_age=5: %d %s", code, body)
+	}
 	if code, _ := do(t, "GET", srv.URL+"/api/v1/checks/home/history", "", ""); code != http.StatusNotImplemented {
 		t.Fatalf("history without a store: %d", code)
 	}

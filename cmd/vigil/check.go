@@ -171,7 +171,25 @@ func selectChecks(f *File, only []string) ([]string, error) {
 		if len(missing) > 1 {
 			what = "no checks named "
 		}
-		return nil, errors.New(what + strings.Join(missing, ", "))
+		var all []string
+		for _, c := range f.Checks {
+			all = append(all, c.Name)
+		}
+		hint := ""
+		if len(missing) == 1 {
+			name, _ := strconv.Unquote(missing[0])
+			if near := nearestName(name, all); near != "" {
+				hint = " (did you mean " + near + "?)"
+			}
+		}
+		if hint == "" && len(all) > 0 {
+			shown := all
+			if len(shown) > 10 {
+				shown = append(slices.Clone(shown[:10]), fmt.Sprintf("… %d more", len(all)-10))
+			}
+			hint = " (the file's checks: " + strings.Join(shown, ", ") + ")"
+		}
+		return nil, errors.New(what + strings.Join(missing, ", ") + hint)
 	}
 	return names, nil
 }

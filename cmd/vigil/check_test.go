@@ -196,6 +196,7 @@ func TestValidateRunsCompile(t *testing.T) {
 func TestCheckNothingToRun(t *testing.T) {
 	disabled := writeConfig(t, `checks: [{name: h, url: "http://127.0.0.1:1/", disabled: true}]`)
 	proxyOnly := writeConfig(t, `proxy: {pools: [{name: web, origins: [{url: "http://127.0.0.1:1"}]}]}`)
+	two := writeConfig(t, `checks: [{name: healthz, url: "http://127.0.0.1:1/"}, {name: asset, url: "http://127.0.0.1:1/a"}]`)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -204,7 +205,9 @@ func TestCheckNothingToRun(t *testing.T) {
 		{"empty file", []string{"-c", "testdata/invalid-empty.yaml"}, "testdata/invalid-empty.yaml: nothing to run: no checks:, proxy:, alerting:, slos: or store: section"},
 		{"proxy only", []string{"-c", proxyOnly}, proxyOnly + ": no checks to run: the file defines no checks"},
 		{"all disabled", []string{"-c", disabled}, disabled + ": no checks to run: its only check is disabled (run it with --check NAME)"},
-		{"filter matches nothing", []string{"-c", disabled, "--check", "nosuch"}, disabled + `: no checks to run: no check named "nosuch"`},
+		{"filter matches nothing", []string{"-c", disabled, "--check", "nosuch"}, disabled + `: no checks to run: no check named "nosuch" (the file's checks: h)`},
+		{"a misspelt check", []string{"-c", two, "--check", "helthz"}, two + `: no checks to run: no check named "helthz" (did you mean healthz?)`},
+		{"an unknown check", []string{"-c", two, "--check", "zzz"}, two + `: no checks to run: no check named "zzz" (the file's checks: healthz, asset)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, code := runCLI(t, append([]string{"check"}, tc.args...)...)
