@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -541,5 +542,45 @@ func TestProbeFollowsNoRedirect(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("the redirect was followed (%d requests)", n)
+	}
+}
+
+// TestProbeDNSModule: blackbox's dns module, the target the server asked
+// (a bare host:port reads as dns://), answered over a real UDP socket; a
+// server outside the allow list gets no query.
+func TestProbeDNSModule(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries atomic.Int64
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		queries.Add(1)
+		m := new(dns.Msg)
+		m.SetReply(q)
+		rr, _ := dns.NewRR("www.example.com. 60 IN A 192.0.2.1")
+		m.Answer = append(m.Answer, rr)
+		_ = w.WriteMsg(m)
+	})}
+	go srv.ActivateAndServe()
+	defer srv.Shutdown()
+	m := CheckConfig{Name: "dns_a", URL: "dns://127.0.0.1:9", Disabled: true, Timeout: 2 * time.Second,
+		DNS: &checks.DNSSpec{QueryName: "www.example.com", QueryType: "A"}}
+	_, _, base := probeAgent(t, allowLoopback(), m)
+	code, _, body := probeGet(t, base, "dns_a", pc.LocalAddr().String(), probeToken, nil)
+	if code != 200 || gaugeOf(t, parseProbe(t, body), "probe_success", nil) != 1 {
+		t.Fatalf("%d\n%s", code, body)
+	}
+	if queries.Load() == 0 {
+		t.Fatal("the server got no query")
+	}
+	_, _, base = probeAgent(t, ProbeConfig{Enabled: true, Allow: []string{"192.0.2.0/24"}}, m)
+	before := queries.Load()
+	if code, _, body := probeGet(t, base, "dns_a", pc.LocalAddr().String(), probeToken, nil); code != http.StatusForbidden {
+		t.Errorf("outside the allow list: %d %s", code, body)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if queries.Load() != before {
+		t.Error("a refused server was asked")
 	}
 }
