@@ -167,7 +167,7 @@ func TestExprFailureShowsValues(t *testing.T) {
 - expr: 'len(vars.token) > 20 || last.json.user == "bob" || last.json.user == vars.token'
 `)
 	res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
-	want := `step 2 "2 expr" (expr): expr len(vars.token) > 20 || last.json.user == "bob" || last.json.user == vars.token: ` +
+	want := `step 2 (expr): expr len(vars.token) > 20 || last.json.user == "bob" || last.json.user == vars.token: ` +
 		`false (len(vars.token) = 8, last.json.user = "demo", vars.token = ***; last.status_code=200)`
 	if res.OK || res.Cause != checks.CauseScript || res.Err != want {
 		t.Fatalf("err %q\nwant %q", res.Err, want)
@@ -184,7 +184,7 @@ func TestExprVarNamesIgnoreCase(t *testing.T) {
 		expr, err string
 	}{
 		{`vars.TOKEN == "tok-4711" && vars["Token"] == "tok-4711" && "TOKEN" in vars && !("NOPE" in vars)`, ""},
-		{`vars.TOKEN == "other"`, `step 1 "1 expr" (expr): expr vars.TOKEN == "other": false (vars.TOKEN = ***; last.status_code=200)`},
+		{`vars.TOKEN == "other"`, `step 1 (expr): expr vars.TOKEN == "other": false (vars.TOKEN = ***; last.status_code=200)`},
 	} {
 		r := apiScript(t, `
 - http: {method: POST, path: /login, json: {user: demo, password: "${env:DEMO_PASSWORD}"}}

@@ -387,7 +387,7 @@ func TestBrowserUnavailable(t *testing.T) {
 		{"cannot start", "/bin/false", ""},
 		// With no exec_path and none of the binaries on PATH, the error
 		// names every binary that was looked for.
-		{"none on PATH", "", `step 0 "0 browser.navigate" (browser.navigate): browser unavailable: ` +
+		{"none on PATH", "", `step 0 (browser.navigate): browser unavailable: ` +
 			`no chromium, chromium-browser, google-chrome, google-chrome-stable or headless-shell in PATH (set agent.browser.exec_path)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

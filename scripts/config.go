@@ -81,6 +81,7 @@ type Step struct {
 	Always bool `mapstructure:"always"`
 
 	kind    string      // "http", "expr", "browser.<action>"
+	unnamed bool        // Name is the default "<index> <kind>"
 	refs    []ref       // variables used by the step
 	program *vm.Program // compiled Expr
 	extract map[string]*Extract
@@ -327,8 +328,8 @@ func (s *Step) validate(i int) error {
 		s.kind = "browser." + kind
 		s.refs = refs
 	}
-	if s.Name == "" {
-		s.Name = fmt.Sprintf("%d %s", i, s.kind)
+	if s.Name == "" || s.unnamed {
+		s.Name, s.unnamed = fmt.Sprintf("%d %s", i, s.kind), true
 	}
 	s.timeout = s.Timeout
 	return errors.Join(errs...)

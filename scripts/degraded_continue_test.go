@@ -66,7 +66,7 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 - {http: {path: /slow}, expect: {ttfb: 100ms}}
 - {http: {path: /status/500}}`,
 			cause:     checks.CauseScript,
-			errPrefix: `step 1 "1 http" (http): status 500`,
+			errPrefix: `step 1 (http): status 500`,
 			steps:     []checks.Cause{checks.CauseTTFB, checks.CauseStatus},
 			skipped:   []bool{false, false},
 		},
@@ -76,7 +76,7 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 - {http: {path: /slow}, expect: {duration: 100ms}}
 - {http: {path: /echo}}`,
 			cause:     checks.CauseDuration,
-			errPrefix: `step 0 "0 http" (http): duration `,
+			errPrefix: `step 0 (http): duration `,
 			steps:     []checks.Cause{checks.CauseDuration, ""},
 			skipped:   []bool{false, false},
 			echoes:    1,
@@ -87,7 +87,7 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 - {http: {path: /slow}, expect: {ttfb: 100ms}}
 - {http: {path: /nocontent}}`,
 			cause:     checks.CauseTTFB,
-			errPrefix: `step 0 "0 http" (http): ttfb `,
+			errPrefix: `step 0 (http): ttfb `,
 			steps:     []checks.Cause{checks.CauseTTFB, ""},
 			skipped:   []bool{false, false},
 			status:    200,
@@ -99,7 +99,7 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 - {http: {path: /slow}, expect: {duration: 100ms}}
 - {http: {path: /echo}}`,
 			cause:     checks.CauseTTFB,
-			errPrefix: `step 0 "0 http" (http): ttfb `,
+			errPrefix: `step 0 (http): ttfb `,
 			steps:     []checks.Cause{checks.CauseTTFB, checks.CauseDuration, ""},
 			skipped:   []bool{false, false, false},
 			echoes:    1,
@@ -112,7 +112,7 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 - {http: {path: /echo}}
 - {http: {path: /ok}, always: true}`,
 			cause:     checks.CauseScript,
-			errPrefix: `step 1 "1 http" (http): status 500`,
+			errPrefix: `step 1 (http): status 500`,
 			steps:     []checks.Cause{checks.CauseTTFB, checks.CauseStatus, "", ""},
 			skipped:   []bool{false, false, true, false},
 		},
@@ -122,7 +122,7 @@ func TestSlowStepDoesNotStopScript(t *testing.T) {
 - {http: {path: /slow}, expect: {ttfb: 100ms, status: 201}}
 - {http: {path: /echo}}`,
 			cause:     checks.CauseScript,
-			errPrefix: `step 0 "0 http" (http): status 200`,
+			errPrefix: `step 0 (http): status 200`,
 			steps:     []checks.Cause{checks.CauseStatus, ""},
 			skipped:   []bool{false, true},
 		},
@@ -200,7 +200,7 @@ func TestSlowStepExtractFails(t *testing.T) {
 - {http: {path: /echo}}`)
 	res := r.Run(context.Background(), checks.Target{Name: "o", URL: o.URL})
 	if res.OK || res.Cause != checks.CauseScript ||
-		!strings.HasPrefix(res.Err, `step 0 "0 http" (http): extract id: json id: no such path in the body; ttfb `) {
+		!strings.HasPrefix(res.Err, `step 0 (http): extract id: json id: no such path in the body; ttfb `) {
 		t.Fatalf("run: ok %v cause %q err %q", res.OK, res.Cause, res.Err)
 	}
 	if !res.Steps[1].Skipped {

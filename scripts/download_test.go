@@ -26,7 +26,7 @@ func TestBrowserNavigateToDownload(t *testing.T) {
 	o := serveOn(t, mux)
 	res := browserRunner(t, b, "", `[{browser: {navigate: /file.csv}, timeout: 5s}]`, 20*time.Second).
 		Run(context.Background(), checks.Target{Name: "app", URL: o.URL})
-	want := `step 0 "0 browser.navigate" (browser.navigate): navigate ` + o.URL + `/file.csv: the server answered 200 with a download (text/csv, Content-Disposition: attachment; filename="file.csv"), not a page`
+	want := `step 0 (browser.navigate): navigate ` + o.URL + `/file.csv: the server answered 200 with a download (text/csv, Content-Disposition: attachment; filename="file.csv"), not a page`
 	if got, _, _ := strings.Cut(res.Err, "; no failure screenshot"); res.OK || res.Cause != checks.CauseScript || !strings.HasPrefix(got, want) {
 		t.Errorf("got %s: %q\nwant script: %q…", res.Cause, res.Err, want)
 	}

@@ -322,7 +322,12 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 				sr.Err += "; no failure screenshot: " + r.vars.redact(why)
 			}
 			res.Cause = topCause(sr.Cause)
-			res.Err = fmt.Sprintf("step %d %q (%s): %s", i, s.Name, s.kind, sr.Err)
+			if s.unnamed {
+				// The default name is the index and the kind again.
+				res.Err = fmt.Sprintf("step %d (%s): %s", i, s.kind, sr.Err)
+			} else {
+				res.Err = fmt.Sprintf("step %d %q (%s): %s", i, s.Name, s.kind, sr.Err)
+			}
 			res.Assertions = sr.Assertions
 			if o.status != 0 {
 				res.StatusCode = o.status

@@ -85,7 +85,7 @@ func TestBrowserTimeoutMessagesNameTheLimit(t *testing.T) {
 		{"tab opening", `
 - browser: {navigate: /empty}
 `, 20 * time.Millisecond, checks.CauseBrowser,
-			`step 0 "0 browser.navigate" (browser.navigate): navigate ` + o.URL + `/empty: the browser did not open the run's tab within `},
+			`step 0 (browser.navigate): navigate ` + o.URL + `/empty: the browser did not open the run's tab within `},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

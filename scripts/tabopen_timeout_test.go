@@ -84,7 +84,7 @@ func TestBrowserRestartWithinCheckTimeout(t *testing.T) {
 	if took > timeout+500*time.Millisecond {
 		t.Errorf("the run took %s, over the check's %s timeout", took, timeout)
 	}
-	want := `step 1 "1 browser.navigate" (browser.navigate): navigate ` + srv.URL + `/page: the browser was not running (it had died) and did not start again within `
+	want := `step 1 (browser.navigate): navigate ` + srv.URL + `/page: the browser was not running (it had died) and did not start again within `
 	if res.Cause != checks.CauseBrowser || !strings.HasPrefix(res.Err, want) || !strings.Contains(res.Err, ", and the check's 3s timeout ran out (vigil's own work") {
 		t.Errorf("got %s: %q\nwant browser: %q…, and the check's 3s timeout ran out (vigil's own work…", res.Cause, res.Err, want)
 	}
@@ -180,7 +180,7 @@ func TestBrowserTabOpeningEndsWithinCheckTimeout(t *testing.T) {
 	if took > timeout+300*time.Millisecond {
 		t.Errorf("the run took %s, over the check's %s timeout", took, timeout)
 	}
-	want := `step 0 "0 browser.navigate" (browser.navigate): navigate ` + o.URL + `/tiny: the browser did not open the run's tab within `
+	want := `step 0 (browser.navigate): navigate ` + o.URL + `/tiny: the browser did not open the run's tab within `
 	if res.Cause != checks.CauseBrowser || !strings.HasPrefix(res.Err, want) || !strings.Contains(res.Err, ", and the check's 2s timeout ran out (vigil's own work") {
 		t.Errorf("got %s: %q\nwant browser: %q…, and the check's 2s timeout ran out (vigil's own work…", res.Cause, res.Err, want)
 	}
