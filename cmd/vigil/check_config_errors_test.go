@@ -147,7 +147,7 @@ checks:
 		{[]string{"--check", "healthz,asset"}, 0, "asset healthz"},
 		{[]string{"--check", "off", "--check", "asset", "--check", "asset"}, 0, "asset off"},
 		{nil, 0, "asset healthz other"},
-		{[]string{"--check", "asset", "--check", "nope", "--check", "nix"}, 2, cfg + `: no checks to run: no checks named "nope", "nix"`},
+		{[]string{"--check", "asset", "--check", "nope", "--check", "nix"}, 2, cfg + `: no checks to run: no checks named "nope", "nix" (the file's checks: asset, healthz, other, off)`},
 		{[]string{"--parallel", "-3"}, 2, "--parallel: must be at least 1, got -3"},
 		{[]string{"--parallel", "0"}, 2, "--parallel: must be at least 1, got 0"},
 	}
