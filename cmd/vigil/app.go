@@ -74,7 +74,7 @@ type app struct {
 	// startedAt is when Run logged "vigil started" (zero if it failed
 	// before: a port in use).
 	startedAt time.Time
-	reg  *prometheus.Registry
+	reg       *prometheus.Registry
 	// locks are the data dir parts this process holds (lockDataDir).
 	locks []*os.File
 

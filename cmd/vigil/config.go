@@ -732,6 +732,7 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 			msgs = append(msgs, "store.influxdb."+msg)
 		}
 	}
+	msgs = append(msgs, tokenWarnings(f)...)
 	if f.Proxy != nil {
 		for _, msg := range f.Proxy.Warnings() {
 			msgs = append(msgs, "proxy."+msg)
@@ -749,6 +750,27 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 	}
 	sortWarnings(own)
 	return f, append(warns, own...), nil
+}
+
+// minTokenLen is the shortest admin token vigil does not warn about: 16
+// characters, as `head -c 16 /dev/urandom | od -An -tx1` gives 32.
+const minTokenLen = 16
+
+// tokenWarnings warns about an admin token short enough to guess (the
+// admin API answers every guess; its refusals are only counted and
+// logged), never showing it.
+func tokenWarnings(f *File) []string {
+	const advice = ": easy to guess; use 16 or more random characters (e.g. `head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'`)"
+	var out []string
+	if t := f.Agent.AdminToken; t != "" && len(t) < minTokenLen {
+		out = append(out, fmt.Sprintf("agent.admin_token: shorter than %d characters%s", minTokenLen, advice))
+	}
+	if f.Proxy != nil {
+		if t := f.Proxy.AdminToken; t != "" && t != f.Agent.AdminToken && len(t) < minTokenLen {
+			out = append(out, fmt.Sprintf("proxy.admin_token: shorter than %d characters%s", minTokenLen, advice))
+		}
+	}
+	return out
 }
 
 // warn places msg, a warning about a key of the file ("checks[2].tls.…:

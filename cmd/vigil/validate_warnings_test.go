@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -176,5 +177,23 @@ checks:
 	t.Setenv("VIGIL_TEST_UNSET_PW", "s3cret")
 	if out, code := runCLI(t, "validate", "-c", cfg); code != 0 || strings.TrimSpace(out) != "ok" {
 		t.Errorf("set: exit %d:\n%s", code, out)
+	}
+}
+
+// TestValidateShortAdminToken: an admin token under 16 characters is a
+// warning that never shows it; a long one, or none, is not.
+func TestValidateShortAdminToken(t *testing.T) {
+	body := "agent: {admin_token: %s}\ntargets: [{name: a, url: \"http://127.0.0.1:9\"}]\nchecks: [{name: c, targets: [a]}]\n"
+	cfg := writeConfig(t, fmt.Sprintf(body, "abc"))
+	out, code := runCLI(t, "validate", "-c", cfg)
+	want := "ok\nwarning: " + cfg + ":1:9: agent.admin_token: shorter than 16 characters: easy to guess; use 16 or more random characters"
+	if code != 0 || !strings.HasPrefix(out, want) || strings.Contains(out, "abc") {
+		t.Errorf("exit %d:\n%s\nwant it to start:\n%s", code, out, want)
+	}
+	for _, tok := range []string{"0123456789abcdef0123", `""`} {
+		cfg := writeConfig(t, fmt.Sprintf(body, tok))
+		if out, code := runCLI(t, "validate", "-c", cfg); code != 0 || out != "ok\n" {
+			t.Errorf("admin_token %s: exit %d %q, want ok alone", tok, code, out)
+		}
 	}
 }
