@@ -7,9 +7,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestProbeEndpointServed: `vigil run` with agent.probe in its file serves
@@ -63,5 +66,64 @@ checks:
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(metrics, "vigil_probe_"))
 		}
+	}
+}
+
+// TestProbeScrapeExample: examples/prometheus/probe-scrape.yml is a valid
+// Prometheus config (promtool; --syntax-only, as its token file exists only
+// on a Prometheus host), and every module it asks for is a check of
+// examples/probe-endpoint.yaml, which turns /probe on.
+func TestProbeScrapeExample(t *testing.T) {
+	const scrape = "../../examples/prometheus/probe-scrape.yml"
+	bin, err := exec.LookPath("promtool")
+	switch {
+	case err != nil && os.Getenv("CI") == "true":
+		t.Fatal("promtool not found (apt-get install prometheus)")
+	case err != nil:
+		t.Log("SKIPPED promtool check: promtool not found (apt-get install prometheus)")
+	default:
+		if out, err := exec.Command(bin, "check", "config", "--syntax-only", scrape).CombinedOutput(); err != nil {
+			t.Fatalf("promtool check config: %v\n%s", err, out)
+		}
+	}
+	f, err := loadConfig("../../examples/probe-endpoint.yaml", envOf(map[string]string{"VIGIL_ADMIN_TOKEN": "example-token"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Agent.Probe.Enabled {
+		t.Error("examples/probe-endpoint.yaml does not enable agent.probe")
+	}
+	checks := map[string]bool{}
+	for _, c := range f.Checks {
+		checks[c.Name] = true
+	}
+	raw, err := os.ReadFile(scrape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prom struct {
+		ScrapeConfigs []struct {
+			JobName     string              `yaml:"job_name"`
+			MetricsPath string              `yaml:"metrics_path"`
+			Params      map[string][]string `yaml:"params"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(raw, &prom); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, sc := range prom.ScrapeConfigs {
+		if sc.MetricsPath != "/probe" {
+			continue
+		}
+		for _, m := range sc.Params["module"] {
+			n++
+			if !checks[m] {
+				t.Errorf("job %s: module %q is no check of examples/probe-endpoint.yaml", sc.JobName, m)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no /probe job in the example")
 	}
 }
