@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,6 +34,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // serveFlags are the flags every long-running role shares.
 type serveFlags struct {
 	file, logLevel, logFormat, shard, listen string
+	proxyListen                              string
 	verdictsFrom                             []string
 }
 
@@ -81,6 +83,11 @@ func parseShard(s string) (canary.Shard, error) {
 	return canary.Shard{Index: i - 1, Of: n}, nil
 }
 
+// addProxyListen adds --proxy-listen, for the commands that run the proxy.
+func (f *serveFlags) addProxyListen(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.proxyListen, "proxy-listen", "", "override proxy.listen (as VIGIL_PROXY_LISTEN does)")
+}
+
 func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 	log, err := f.logger()
 	if err != nil {
@@ -90,6 +97,20 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 	cfg, err := loadConfig(f.file, os.LookupEnv)
 	if err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	if cmd.Flags().Changed("proxy-listen") {
+		switch {
+		case f.proxyListen == "":
+			return &exitError{code: 2, err: errors.New("--proxy-listen: empty: want host:port")}
+		case cfg.Proxy == nil:
+			return &exitError{code: 2, err: fmt.Errorf("--proxy-listen: %s has no proxy section", f.file)}
+		}
+		// Through the variable, so that every reload of the file keeps
+		// it, and it is validated as the key is.
+		os.Setenv("VIGIL_PROXY_LISTEN", f.proxyListen)
+		if cfg, err = loadConfig(f.file, os.LookupEnv); err != nil {
+			return &exitError{code: 2, err: err}
+		}
 	}
 	setLogRedactor(log, cfg.redactor) // newApp and every reload set it again
 	shard, err := parseShard(f.shard)
@@ -159,6 +180,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f.add(cmd)
+	f.addProxyListen(cmd)
 	cmd.Flags().StringVar(&f.shard, "shard", "", "run only the check × target pairs of shard i of n (e.g. 1/3)")
 	return cmd
 }
@@ -201,6 +223,7 @@ count until they are older than the pool's verdicts.max_age.`,
 		},
 	}
 	f.add(cmd)
+	f.addProxyListen(cmd)
 	cmd.Flags().StringArrayVar(&f.verdictsFrom, "verdicts-from", nil, "canary base URL to read verdicts from (repeatable)")
 	return cmd
 }
