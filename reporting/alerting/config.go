@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -561,7 +560,7 @@ func (c *Config) receiverWarnings() []string {
 			continue
 		}
 		u, err := url.Parse(string(r.Webhook.URL))
-		if err != nil || u.Scheme != "http" || loopbackHost(u.Hostname()) {
+		if err != nil || u.Scheme != "http" || units.LoopbackHost(u.Hostname()) {
 			continue
 		}
 		names := slices.Sorted(maps.Keys(r.Webhook.Headers))
@@ -569,15 +568,6 @@ func (c *Config) receiverWarnings() []string {
 			i, strings.Join(names, ", "), u.Hostname()))
 	}
 	return warns
-}
-
-// loopbackHost reports whether host is localhost or a loopback address.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // SetKeys records which keys the config file set, relative to the section

@@ -3,7 +3,6 @@ package influx
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -92,18 +91,9 @@ func (c *Config) ValidateAndSetDefaults() error {
 // ValidateAndSetDefaults succeeded.
 func (c *Config) Warnings() []string {
 	u, err := url.Parse(c.URL)
-	if err != nil || u.Scheme != "http" || strings.TrimSpace(c.Token) == "" || isLoopback(u.Hostname()) {
+	if err != nil || u.Scheme != "http" || strings.TrimSpace(c.Token) == "" || units.LoopbackHost(u.Hostname()) {
 		return nil
 	}
 	return []string{fmt.Sprintf("url: %q: http, not https: the token travels unencrypted to %s; use https, or a loopback address for an InfluxDB on this host",
 		units.RedactURL(c.URL), u.Hostname())}
-}
-
-// isLoopback reports whether host is localhost or a loopback address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

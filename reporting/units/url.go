@@ -1,6 +1,7 @@
 package units
 
 import (
+	"net"
 	"net/url"
 	"regexp"
 	"sort"
@@ -86,4 +87,15 @@ func RedactQuery(u *url.URL) {
 		b.WriteString("=…")
 	}
 	u.RawQuery = b.String()
+}
+
+// LoopbackHost reports whether host, a URL's host without its port
+// (url.URL.Hostname), is localhost or a loopback address: where a secret
+// sent over plain http does not leave the machine.
+func LoopbackHost(host string) bool {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
