@@ -242,48 +242,12 @@ func (p *Proxy) saveDrains() {
 		return
 	}
 	path := filepath.Join(p.stateDir, drainsFile)
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := units.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
 		p.log.Error("proxy: saving drains failed; they hold until the proxy stops, but a restart will not restore them",
 			"file", path, "err", err)
 		return
 	}
 	p.drainsAt = b
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := os.Open(filepath.Dir(path)); err == nil { // the rename itself
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // restoreDrains drains again the origins the drains file lists, matched by

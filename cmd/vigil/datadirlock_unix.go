@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,7 +34,7 @@ func flockPart(dir, part, what string, how int) (*os.File, error) {
 	path := filepath.Join(dir, part+".lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("agent.data_dir: %w", err)
+		return nil, &dataDirLockError{dir: dir, err: err}
 	}
 	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(path)
@@ -46,7 +45,7 @@ func flockPart(dir, part, what string, how int) (*os.File, error) {
 		} else {
 			who = "process " + who
 		}
-		return nil, fmt.Errorf("agent.data_dir: %s: %s is in use by %s (give each process its own data_dir)", dir, what, who)
+		return nil, &dataDirLockError{dir: dir, what: what, holder: who}
 	}
 	// The file names the exclusive holder; shared holders are several, and
 	// clear a name left by an earlier exclusive holder.

@@ -26,6 +26,7 @@ import (
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/checks/checktest"
 	"github.com/vigil-synthetics/vigil/reporting/statuspage"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 func init() { commands = append(commands, newDemoCmd) }
@@ -332,9 +333,9 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 	// traffic to origins that are gone.
 	lock, err := lockDataDir(f.dataDir, "demo", "the demo")
 	if err != nil {
-		if _, who, ok := strings.Cut(err.Error(), " is in use by "); ok {
-			who, _, _ = strings.Cut(who, " (")
-			return nil, fmt.Errorf("--data-dir: %s: another vigil demo runs from it (%s): stop it, or pass another --data-dir", f.dataDir, who)
+		var le *dataDirLockError
+		if errors.As(err, &le) && le.holder != "" {
+			return nil, fmt.Errorf("--data-dir: %s: another vigil demo runs from it (%s): stop it, or pass another --data-dir", f.dataDir, le.holder)
 		}
 		return nil, demoDataDirError(err)
 	}
@@ -364,7 +365,7 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 	f.listen = ln.Addr().String()
 	d.configPath = filepath.Join(f.dataDir, "demo.yaml")
 	withBrowser := f.browser && chromiumAvailable()
-	if err := writeFileAtomic(d.configPath, []byte(demoConfig(origins, f, withBrowser)), 0o600); err != nil {
+	if err := units.WriteFileAtomic(d.configPath, []byte(demoConfig(origins, f, withBrowser)), 0o600); err != nil {
 		return fail(err)
 	}
 	cfg, err := loadConfig(d.configPath, os.LookupEnv)
@@ -464,15 +465,13 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 }
 
 // demoDataDirError names the --data-dir flag where an error about the
-// data dir names agent.data_dir, the key the flag fills in the generated
-// config: the user of `vigil demo` passed the flag, not the key.
+// data dir's locks names agent.data_dir, the key the flag stands for.
 func demoDataDirError(err error) error {
-	msg, ok := strings.CutPrefix(err.Error(), "agent.data_dir: ")
-	if !ok {
-		return err
+	var le *dataDirLockError
+	if errors.As(err, &le) {
+		return le.flagError()
 	}
-	msg = strings.Replace(msg, "(give each process its own data_dir)", "(stop it, or pass another --data-dir)", 1)
-	return errors.New("--data-dir: " + msg)
+	return err
 }
 
 // closeLock releases a data dir lock (nil where flock(2) is missing).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -97,5 +98,32 @@ func TestSecondDemoLeavesTheFirstAlone(t *testing.T) {
 	cancel3()
 	if err := d3.wait(); err != nil {
 		t.Errorf("demo stopped with error: %v", err)
+	}
+}
+
+// TestDemoBesideARunOnItsDataDir: a demo whose --data-dir holds the store
+// of a running `vigil run` refuses to start, naming --data-dir (the flag its
+// user passed) and the process that holds the store.
+func TestDemoBesideARunOnItsDataDir(t *testing.T) {
+	dir := t.TempDir()
+	lock, err := lockDataDir(dir, "store", "the store (vigil.db)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock == nil {
+		t.Skip("no flock(2) here: data dirs are not locked")
+	}
+	defer lock.Close()
+	f := demoFlags{listen: "127.0.0.1:0", proxyListen: "127.0.0.1:0", originPort: 0,
+		dataDir: dir, traffic: 0, browser: false, logLevel: "warn"}
+	d, err := startDemo(context.Background(), f, discardLogger(), io.Discard)
+	if err == nil {
+		d.cancel()
+		d.wait()
+		t.Fatal("a demo started on a data dir whose store another process holds")
+	}
+	want := fmt.Sprintf("--data-dir: %s: the store (vigil.db) is in use by process %d (stop it, or pass another --data-dir)", dir, os.Getpid())
+	if err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
 	}
 }

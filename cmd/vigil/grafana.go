@@ -48,7 +48,7 @@ objectives, burn-rate pairs, min_runs, dead man). Flags override the file's valu
 			}
 			sort.Strings(paths)
 			for _, p := range paths {
-				if err := writeFileAtomic(p, files[p], 0o644); err != nil {
+				if err := writeFile(p, files[p]); err != nil {
 					return &exitError{code: 1, err: fmt.Errorf("grafana: %w", err)}
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), "wrote", p)
@@ -165,31 +165,13 @@ func grafanaFiles(cmd *cobra.Command, f *grafanaFlags) (map[string][]byte, error
 	return files, nil
 }
 
-// writeFileAtomic writes data to path through a temporary file in the
-// same directory, renamed over path once complete: a reader (Grafana
-// reloading its provisioning) sees the old file or the new one, never
-// half of one, and a failed write leaves the old file. The file gets
-// mode perm.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeFile writes one generated file atomically, creating its directory.
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, nothing to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	if err := units.WriteFileAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
