@@ -220,6 +220,18 @@ func loadClientCRL(path, caFile string, cas []*x509.Certificate) (*clientCRL, er
 	return c, nil
 }
 
+// setMetric exports the earliest next update of the CRLs of file (c nil:
+// no client_crl_file) as vigil_proxy_client_crl_next_update_timestamp_seconds.
+func (c *clientCRL) setMetric(m *metrics, file string) {
+	if m == nil {
+		return
+	}
+	m.crlNextUpdate.Reset()
+	if c != nil && !c.staleAt.IsZero() {
+		m.crlNextUpdate.WithLabelValues(file).Set(float64(c.staleAt.Unix()))
+	}
+}
+
 // staleLists describes the CRLs past their NextUpdate at now.
 func (c *clientCRL) staleLists(now time.Time) []string {
 	var out []string

@@ -67,6 +67,8 @@ type metrics struct {
 	returnProbes *prometheus.CounterVec // pool, origin, result
 	// adminAuthFail counts admin writes refused for a missing or wrong token.
 	adminAuthFail prometheus.Counter
+	// crlNextUpdate is client_crl_file's earliest next update.
+	crlNextUpdate *prometheus.GaugeVec // file
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -124,6 +126,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_verdict_source_last_success_timestamp_seconds",
 			Help: "When the verdict source was last read successfully, Unix seconds (0: never).",
 		}, []string{"source"}),
+		crlNextUpdate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vigil_proxy_client_crl_next_update_timestamp_seconds",
+			Help: "The earliest next update (nextUpdate) of the CRLs in client_crl_file, Unix seconds, as loaded at start or the last reload; absent without client_crl_file or when no CRL in it has one. Past it, the CRL still applies but is stale: fetch a new one and reload.",
+		}, []string{"file"}),
 		verdictAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vigil_proxy_pool_verdict_timestamp_seconds",
 			Help: "Date of the newest verdict counted for one of the pool's origins (a check the pool counts, on the proxy's clock), Unix seconds; absent until the first. Older than the pool's verdicts.max_age: the canaries stopped reporting, and the pool runs on passive detection alone.",
@@ -166,7 +172,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range ppFailReasons {
 		m.ppErrors.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.verdictAt, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.verdictAt, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail, m.crlNextUpdate} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

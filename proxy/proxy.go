@@ -147,6 +147,7 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	p.state.Store(st)
 	p.restoreDrains()
 	st.cfg.clientCRL.warnStale(log, time.Now())
+	st.cfg.clientCRL.setMetric(p.m, st.cfg.ClientCRLFile)
 	return p, nil
 }
 
@@ -208,6 +209,7 @@ func (p *Proxy) Reload(cfg Config) error {
 	}
 	p.state.Store(st)
 	st.cfg.clientCRL.warnStale(p.log, time.Now())
+	st.cfg.clientCRL.setMetric(p.m, st.cfg.ClientCRLFile)
 	if certs != nil {
 		p.tlsCerts.Store(certs)
 		p.log.Info("proxy: tls: certificates from the reloaded config serve new connections", "cert_file", st.cfg.CertFile, "certs", len(st.cfg.Certs))
