@@ -206,6 +206,29 @@ func TestProxyProtocol(t *testing.T) {
 					return v == 1
 				})
 			}
+			// A header cut short by a half-close fails at once as closed,
+			// not at read_header_timeout.
+			{
+				c, err := net.Dial("tcp", addrs[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Write([]byte("PROXY TCP4 203.0.113.7"))
+				time.Sleep(50 * time.Millisecond)
+				start := time.Now()
+				c.(*net.TCPConn).CloseWrite()
+				if !closedSoon(c) {
+					t.Errorf("half-close: the connection stayed open")
+				}
+				if took := time.Since(start); took > 500*time.Millisecond {
+					t.Errorf("half-close after part of a header: closed after %s, want at once (read_header_timeout is 1s)", took)
+				}
+				c.Close()
+				eventually(t, "closed counted", func() bool {
+					v, _ := h.metric("vigil_proxy_proxy_protocol_errors_total", map[string]string{"reason": ppClosed})
+					return v == 1
+				})
+			}
 			// A TCP health check (connect, close) is counted apart.
 			for range 2 {
 				c, err := net.Dial("tcp", addrs[0])
@@ -218,8 +241,8 @@ func TestProxyProtocol(t *testing.T) {
 				v, _ := h.metric("vigil_proxy_proxy_protocol_errors_total", map[string]string{"reason": ppEmpty})
 				return v == 2
 			})
-			if v, _ := h.metric("vigil_proxy_proxy_protocol_errors_total", map[string]string{"reason": ppClosed}); v != 0 {
-				t.Errorf("closed counted %v, want 0: empty connections are not cut-off headers", v)
+			if v, _ := h.metric("vigil_proxy_proxy_protocol_errors_total", map[string]string{"reason": ppClosed}); v != 1 {
+				t.Errorf("closed counted %v, want 1 (the half-close): empty connections are not cut-off headers", v)
 			}
 			select {
 			case xff := <-seen:

@@ -13,7 +13,8 @@ import (
 // connection's first bytes hold a whole PROXY protocol header, without
 // reading them (MSG_PEEK), and parses it: the caller reads exactly the
 // header off, so nothing of what follows is taken from the socket. seen
-// is how many bytes had arrived.
+// is how many bytes had arrived. A peer that half-closes after part of a
+// header fails at once (io.ErrUnexpectedEOF), not at the deadline.
 func peekPPHeader(c net.Conn) (n int, src *net.TCPAddr, seen int, err error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -41,6 +42,12 @@ func peekPPHeader(c net.Conn) (n int, src *net.TCPAddr, seen int, err error) {
 				seen = m
 				n, src, perr = parsePPHeader(buf[:m])
 				if perr == errPPMore {
+					if readShut(fd) {
+						// The peer shut its sending side after part
+						// of a header: the rest will never come.
+						perr = io.ErrUnexpectedEOF
+						return true
+					}
 					return false // wait for the rest
 				}
 			}

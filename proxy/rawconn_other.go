@@ -28,3 +28,7 @@ func setSendTimeout(c net.Conn, d time.Duration) net.Conn {
 // peerClosed reports false off Linux: a client that went away is noticed
 // when its answer is written.
 func peerClosed(net.Conn) bool { return false }
+
+// readShut reports false off Linux (no POLLRDHUP): a peer's half-close after
+// part of a PROXY protocol header is found at the read deadline.
+func readShut(uintptr) bool { return false }
