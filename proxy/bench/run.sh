@@ -168,3 +168,23 @@ for spec in $SPECS; do
     END { printf "%-10s %10.0f %7.0fus %7.0fus %14.1f %8.1f %8.1f\n", name, median(rps, n), median(p50, n), median(p99, n), median(cpu, n), median(usr, n), median(sys, n) }
   ' "$W/results"
 done
+
+# The issue's target, from the medians above: vigil's throughput at least
+# nginx's (upstream keep-alive) and twice Caddy's, its p99 at most HAProxy's.
+awk '
+  function median(a, n,   i, j, t) {
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+  }
+  { k = $1; n[k]++; rps[k, n[k]] = $2; p99[k, n[k]] = $4 }
+  END {
+    for (k in n) {
+      delete a; for (i = 1; i <= n[k]; i++) a[i] = rps[k, i]; R[k] = median(a, n[k])
+      delete a; for (i = 1; i <= n[k]; i++) a[i] = p99[k, i]; P[k] = median(a, n[k])
+    }
+    if (!R["nginx"] || !R["caddy"] || !P["haproxy"]) exit
+    x = R["vigil"] / R["nginx"]; y = R["vigil"] / R["caddy"]; z = P["vigil"] / P["haproxy"]
+    printf "target: throughput vs nginx %.2fx (want >= 1) %s; vs Caddy %.2fx (want >= 2) %s; p99 vs HAProxy %.2fx (want <= 1) %s\n",
+      x, (x >= 1 ? "met" : "NOT met"), y, (y >= 2 ? "met" : "NOT met"), z, (z <= 1 ? "met" : "NOT met")
+  }
+' "$W/results"
