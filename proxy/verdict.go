@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -283,7 +284,12 @@ func (p *Proxy) applyFeeds() {
 		}
 	}
 	for _, pl := range pools {
-		if changed {
+		// The quorum's reach changes with the regions read and with the
+		// pool's config: a reload may raise verdicts.quorum, or change the
+		// checks, tiers or targets that count, without a verdict key
+		// changing.
+		if pv, basis := p.poolView(pl.name), pl.quorumBasis(); changed || pv.quorumBasis != basis {
+			pv.quorumBasis = basis
 			pl.quorumCheck(all)
 		}
 		pl.applyVerdictsAhead(all, ahead, now)
@@ -291,12 +297,28 @@ func (p *Proxy) applyFeeds() {
 	}
 }
 
-// poolVerdictAge is what freshCheck keeps of a pool, by name across
-// reloads: the date of the newest verdict counted for its origins, and
-// whether that is older than its max_age.
+// poolVerdictAge is what the verdict view keeps of a pool, by name across
+// reloads: for freshCheck, the date of the newest verdict counted for its
+// origins (zero: none yet), and whether that is older than its max_age; for
+// applyFeeds, the pool's quorumBasis when quorumCheck last ran.
 type poolVerdictAge struct {
-	newest time.Time
-	stale  bool
+	newest      time.Time
+	stale       bool
+	quorumBasis string
+}
+
+// poolView is what the verdict view keeps of the pool named name, made on
+// first use (under applyMu).
+func (p *Proxy) poolView(name string) *poolVerdictAge {
+	if p.vfresh == nil {
+		p.vfresh = map[string]*poolVerdictAge{}
+	}
+	pv := p.vfresh[name]
+	if pv == nil {
+		pv = &poolVerdictAge{}
+		p.vfresh[name] = pv
+	}
+	return pv
 }
 
 // freshCheck follows the newest verdict counted for pl's origins (a check
@@ -332,16 +354,9 @@ func (p *Proxy) freshCheck(pl *pool, vs []reporting.Verdict, ahead []time.Durati
 			newest = at
 		}
 	}
-	if p.vfresh == nil {
-		p.vfresh = map[string]*poolVerdictAge{}
-	}
-	st := p.vfresh[pl.name]
-	if st == nil {
-		if newest.IsZero() {
-			return
-		}
-		st = &poolVerdictAge{}
-		p.vfresh[pl.name] = st
+	st := p.poolView(pl.name)
+	if st.newest.IsZero() && newest.IsZero() {
+		return // never had a verdict
 	}
 	if newest.After(st.newest) {
 		st.newest = newest
@@ -433,8 +448,8 @@ var dupWatch *reporting.DuplicateWatch
 // pool's origins than its verdicts.quorum, and at least one does: no
 // origin can then be taken out by verdicts, whatever they say. applyFeeds
 // calls it when the set of verdict keys read changes (the first read, a
-// new check, region or canary, one gone), so it is logged once per change,
-// not per poll.
+// new check, region or canary, one gone) and when a reload changes the
+// pool's quorumBasis, so it is logged once per change, not per poll.
 func (pl *pool) quorumCheck(vs []reporting.Verdict) {
 	targets := map[string]bool{}
 	for _, o := range pl.origins {
@@ -461,6 +476,25 @@ func (pl *pool) quorumCheck(vs []reporting.Verdict) {
 	sort.Strings(names)
 	pl.log.Warn("proxy: verdicts.quorum exceeds the regions that report for the pool: verdicts can take no origin out",
 		"pool", pl.name, "quorum", pl.cfg.Verdicts.Quorum, "regions", strings.Join(names, ","))
+}
+
+// quorumBasis is what quorumCheck's answer depends on besides the
+// verdicts: the pool's quorum, the checks and tiers that count and its
+// origins' targets.
+func (pl *pool) quorumBasis() string {
+	sorted := func(xs []string) string {
+		xs = slices.Clone(xs)
+		sort.Strings(xs)
+		return strings.Join(xs, "\x01")
+	}
+	var targets []string
+	for _, o := range pl.origins {
+		if o.target != "" {
+			targets = append(targets, o.target)
+		}
+	}
+	return fmt.Sprintf("%d\x00%s\x00%s\x00%s", pl.cfg.Verdicts.Quorum,
+		sorted(pl.cfg.Verdicts.Checks), sorted(pl.cfg.Verdicts.Tiers), sorted(targets))
 }
 
 // keySeen is what the proxy saw of one verdict key (check, target, region,
