@@ -207,7 +207,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		_, a.savedKey = a.snapshot(a.now())
 	}
 	a.flog = newDeliveryLog(o.Now)
-	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.redact, a.flog)
+	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.beforeSend, a.redact, a.flog)
 	return a, nil
 }
 
@@ -230,7 +230,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	}
 	old := a.disp
 	a.cfg, a.slos, a.links = cfg, slos, newLinker(cfg)
-	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.redact, a.flog)
+	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.beforeSend, a.redact, a.flog)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()

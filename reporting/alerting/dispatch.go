@@ -50,6 +50,13 @@ const closeGrace = 2 * time.Second
 // dispatcher.
 type resultFunc func(receiver string, n Notification, id uint64, ok bool)
 
+// prepareFunc runs on the receiver's worker just before a delivery queued
+// with an id is attempted: it returns the notification to send, which may
+// leave out resolved alerts no longer to be sent, and false when nothing
+// is left to say (the delivery is then skipped and no result reported).
+// It must not call into the dispatcher.
+type prepareFunc func(receiver string, n Notification, id uint64) (Notification, bool)
+
 // delivery is one queued notification and the id its result is reported
 // under.
 type delivery struct {
@@ -64,7 +71,8 @@ type dispatcher struct {
 	retry   RetryConfig
 	resolve time.Duration
 	workers []*worker
-	result  resultFunc // nil: results are not reported
+	result  resultFunc  // nil: results are not reported
+	prepare prepareFunc // nil: every delivery is sent as queued
 	// redact is Options.Redact, applied to every delivery error shown;
 	// nil: none.
 	redact func(string) string
@@ -102,12 +110,12 @@ type worker struct {
 // newDispatcher starts one worker per receiver of cfg. flog logs their
 // failed deliveries; nil: a log of its own on the real clock.
 func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics, result resultFunc,
-	redact func(string) string, flog *deliveryLog) *dispatcher {
+	prepare prepareFunc, redact func(string) string, flog *deliveryLog) *dispatcher {
 	if flog == nil {
 		flog = newDeliveryLog(nil)
 	}
 	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{},
-		result: result, redact: redact, flog: flog}
+		result: result, prepare: prepare, redact: redact, flog: flog}
 	d.cond = sync.NewCond(&d.mu)
 	d.closing = make(chan struct{})
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -179,6 +187,24 @@ func (d *dispatcher) enqueue(w *worker, x delivery) bool {
 	}
 }
 
+// prepared returns x as it is to be sent, and false when it is not to be
+// sent at all (see prepareFunc).
+func (d *dispatcher) prepared(w *worker, x delivery) (_ delivery, send bool) {
+	if d.prepare == nil || x.id == 0 {
+		return x, true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			send = true
+			d.log.Error("alerting: panic preparing a delivery", "receiver", w.name, "panic", r,
+				"stack", string(debug.Stack()))
+		}
+	}()
+	n, send := d.prepare(w.name, x.n, x.id)
+	x.n = n
+	return x, send
+}
+
 // report passes a delivery's outcome to the result function.
 func (d *dispatcher) report(w *worker, x delivery, ok bool) {
 	if d.result == nil {
@@ -219,7 +245,9 @@ func (d *dispatcher) loop(w *worker) {
 			d.finish(w)
 			return
 		case x := <-w.q:
-			d.report(w, x, d.deliver(w, x.n))
+			if x, send := d.prepared(w, x); send {
+				d.report(w, x, d.deliver(w, x.n))
+			}
 			d.done()
 		}
 	}
@@ -232,6 +260,11 @@ func (d *dispatcher) finish(w *worker) {
 	for {
 		select {
 		case x := <-w.q:
+			x, send := d.prepared(w, x)
+			if !send {
+				d.done()
+				continue
+			}
 			ok := false
 			if d.ctx.Err() != nil {
 				d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()

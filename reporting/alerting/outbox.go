@@ -23,7 +23,12 @@ import (
 // no delivery listing it as firing is in flight, it is dropped from that
 // receiver's resolved list (and a notification left with nothing to say is
 // not sent), so a receiver does not learn of a page by its resolve. One
-// still in flight keeps its resolve, which is queued behind it.
+// still in flight keeps its resolve, queued behind it, on hold: if that
+// delivery is accepted the resolve goes out (and is retried like any
+// other); if it fails for good the resolve is withdrawn, from what is owed
+// and from the notification already queued to the receiver's worker (see
+// Alerter.beforeSend), which is not sent at all when nothing else is left
+// in it.
 //
 // Stream receivers (Alertmanager) are told every active alert on every
 // evaluation, so only their resolved alerts are owed; a failed one goes
@@ -51,6 +56,15 @@ type owed struct {
 	// accepted, each with the id of the latest such notification still in
 	// flight (0: every one failed).
 	unaccepted map[string]uint64
+	// held are the fingerprints of alerts that resolved while a delivery
+	// listing them as firing, the only one left that could be accepted,
+	// was still in flight, each with that delivery's id: their resolve is
+	// owed only once it is accepted, and withdrawn if it fails.
+	held map[string]uint64
+	// withdrawn are, per id of a notification still queued, the
+	// fingerprints of resolved alerts it carries that are no longer to be
+	// sent: the delivery listing them as firing failed for good.
+	withdrawn map[uint64]map[string]bool
 }
 
 // owedAlert is one resolved alert and the notification carrying it.
@@ -59,7 +73,9 @@ type owedAlert struct {
 	id    uint64
 }
 
-func (o *owed) empty() bool { return !o.firing && len(o.resolved) == 0 && len(o.unaccepted) == 0 }
+func (o *owed) empty() bool {
+	return !o.firing && len(o.resolved) == 0 && len(o.unaccepted) == 0 && len(o.held) == 0 && len(o.withdrawn) == 0
+}
 
 // redeliverAt is when what failed is due again: failedAt plus backoff
 // doubled per earlier failure in a row, capped at maxBackoff. A zero
@@ -88,7 +104,8 @@ func (o *owed) sentFiring(fps []string, id uint64) {
 
 // withoutUnaccepted returns the alerts of rs except those whose every
 // delivery as firing to the receiver failed; those are forgotten (their
-// resolve is not sent).
+// resolve is not sent). Those whose last delivery as firing is still in
+// flight are kept, on hold until it ends.
 func (o *owed) withoutUnaccepted(rs []Alert) []Alert {
 	if o == nil || len(o.unaccepted) == 0 {
 		return rs
@@ -100,10 +117,37 @@ func (o *owed) withoutUnaccepted(rs []Alert) []Alert {
 			if id == 0 {
 				continue
 			}
+			if o.held == nil {
+				o.held = map[string]uint64{}
+			}
+			o.held[r.Fingerprint] = id
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// withdraw forgets the resolve of the alert fp: it is no longer owed, and
+// a notification still queued with it leaves it out (beforeSend).
+func (o *owed) withdraw(fp string) {
+	keep := o.resolved[:0]
+	for _, r := range o.resolved {
+		if r.alert.Fingerprint != fp {
+			keep = append(keep, r)
+			continue
+		}
+		if r.id != 0 {
+			if o.withdrawn == nil {
+				o.withdrawn = map[uint64]map[string]bool{}
+			}
+			if o.withdrawn[r.id] == nil {
+				o.withdrawn[r.id] = map[string]bool{}
+			}
+			o.withdrawn[r.id][fp] = true
+		}
+	}
+	clear(o.resolved[len(keep):])
+	o.resolved = keep
 }
 
 // due reports whether something failed and waits for a new attempt.
@@ -171,6 +215,17 @@ func (o *owed) queued(id uint64, firing bool, resolved []Alert) {
 // at now. firing are the alerts it listed as firing: once accepted they
 // are no longer unaccepted.
 func (o *owed) done(id uint64, ok bool, now time.Time, firing []Alert) {
+	// A resolve on hold for this delivery is owed if it was accepted,
+	// withdrawn if it failed: the receiver never accepted the alert as
+	// firing.
+	for fp, hid := range o.held {
+		if hid == id {
+			delete(o.held, fp)
+			if !ok {
+				o.withdraw(fp)
+			}
+		}
+	}
 	if ok {
 		o.failures = 0
 		for _, f := range firing {
@@ -274,6 +329,60 @@ func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool)
 	}
 }
 
+// beforeSend is the dispatcher's prepare function: it takes out of
+// notification id the resolved alerts withdrawn from receiver since it was
+// queued (the delivery listing them as firing failed for good), and
+// reports false when nothing is left to say.
+func (a *Alerter) beforeSend(receiver string, n Notification, id uint64) (Notification, bool) {
+	if n.GroupKey == "" || len(n.Resolved) == 0 {
+		return n, true
+	}
+	a.mu.Lock()
+	g := a.groups[n.GroupKey]
+	var o *owed
+	if g != nil {
+		o = g.owed[receiver]
+	}
+	drop := map[string]bool(nil)
+	if o != nil {
+		drop = o.withdrawn[id]
+	}
+	if drop == nil {
+		a.mu.Unlock()
+		return n, true
+	}
+	delete(o.withdrawn, id)
+	var keep []Alert
+	for _, r := range n.Resolved {
+		if !drop[r.Fingerprint] {
+			keep = append(keep, r)
+		}
+	}
+	send := len(n.Firing) > 0 || len(keep) > 0
+	if !send {
+		// Nothing is owed under id any more.
+		if o.firingID == id {
+			o.firing, o.firingID = false, 0
+		}
+		if o.empty() {
+			delete(g.owed, receiver)
+		}
+		a.dropIdleGroup(n.GroupKey, g)
+	}
+	now := a.now()
+	a.mu.Unlock()
+	if !send {
+		if a.statePath != "" {
+			a.saveState(now)
+		}
+		return n, false
+	}
+	if len(keep) < len(n.Resolved) {
+		n = newNotification(n.GroupKey, n.Firing, keep, n.At, Config{StatusPageURL: n.StatusPageURL})
+	}
+	return n, true
+}
+
 // severityOf returns the severity part of a group key
 // (rule/check/severity).
 func severityOf(groupKey string) string {
@@ -291,9 +400,12 @@ func owedKey(m map[string]*owed) string {
 			fps[i] = r.alert.Fingerprint
 		}
 		sort.Strings(fps)
-		un := make([]string, 0, len(o.unaccepted))
+		un := make([]string, 0, len(o.unaccepted)+len(o.held))
 		for fp := range o.unaccepted {
 			un = append(un, fp)
+		}
+		for fp := range o.held {
+			un = append(un, "h"+fp)
 		}
 		sort.Strings(un)
 		b.WriteString(name + " " + map[bool]string{true: "F", false: "-"}[o.firing] + " " + strings.Join(fps, ",") +

@@ -104,6 +104,13 @@ func storeOwed(m map[string]*owed) []storedOwed {
 		for fp := range o.unaccepted {
 			so.Unaccepted = append(so.Unaccepted, fp)
 		}
+		// A resolve on hold waits for a delivery a restart loses: after
+		// one it counts as failed, the alert as never accepted.
+		for fp := range o.held {
+			if _, dup := o.unaccepted[fp]; !dup {
+				so.Unaccepted = append(so.Unaccepted, fp)
+			}
+		}
 		sort.Strings(so.Unaccepted)
 		out = append(out, so)
 	}
