@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks"
@@ -127,6 +128,11 @@ const (
 //     rules 1 or 3 to have decided) decided nothing, and one of them was a
 //     Fail → unhealthy: an origin that fails every other run must not read
 //     as never probed.
+//  7. healthy or degraded, and Fall of the last 2 × Fall - 1 runs were
+//     Fails (most of them) → unhealthy: an origin that fails every other
+//     run reads unhealthy whatever state it was in, as rule 6 has it from
+//     unknown. The window is at most 63 runs (Fall above 32 needs Fall of
+//     the last 63).
 //
 // So degraded uses the same hysteresis as healthy and unhealthy: a Slow run
 // breaks a pass streak and a fail streak alike; a degraded pair returns to
@@ -153,8 +159,10 @@ type Machine struct {
 	pass, answered, notPass, fails int // consecutive counters
 	lastOK                         bool
 	streak                         int
-	undecided                      int  // runs since the state became unknown (rule 6)
-	undecidedFail                  bool // one of them was a Fail
+	undecided                      int    // runs since the state became unknown (rule 6)
+	recent                         uint64 // the last runs, newest in bit 0: 1 a Fail (rule 7)
+	recentN                        int    // runs in recent, at most 63
+	undecidedFail                  bool   // one of them was a Fail
 	changes                        []time.Time
 	holdStart, holdUntil           time.Time // the current or last flap hold-down
 	recovering                     bool
@@ -310,8 +318,14 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 		m.state = reporting.StateUnknown
 		m.pass, m.answered, m.notPass, m.fails, m.streak = 0, 0, 0, 0, 0
 		m.undecided, m.undecidedFail = 0, false
+		m.recent, m.recentN = 0, 0
 	}
 	prev := m.state
+	m.recent <<= 1
+	if o == Fail {
+		m.recent |= 1
+	}
+	m.recentN = min(m.recentN+1, 63)
 	if prev == reporting.StateUnknown {
 		m.undecided++
 		m.undecidedFail = m.undecidedFail || o == Fail
@@ -362,6 +376,8 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 		next = reporting.StateDegraded
 	case prev == reporting.StateUnknown && m.undecidedFail && m.undecided >= p.Rise+p.Fall-1:
 		next = reporting.StateUnhealthy
+	case (prev == reporting.StateHealthy || prev == reporting.StateDegraded) && m.mostlyFailing():
+		next = reporting.StateUnhealthy
 	}
 	if next != reporting.StateUnknown {
 		m.undecided, m.undecidedFail = 0, false
@@ -392,6 +408,16 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 		State: next, From: prev, Changed: next != prev, Streak: m.streak, HeldDown: held,
 		HeldUntil: m.heldUntil(), Next: m.nextDelay(o), Expires: m.expires,
 	}
+}
+
+// mostlyFailing reports rule 7: Fall of the last 2 × Fall - 1 runs (at
+// most the last 63) were Fails.
+func (m *Machine) mostlyFailing() bool {
+	window := min(2*m.p.Fall-1, 63)
+	if m.recentN < min(m.p.Fall, window) {
+		return false
+	}
+	return bits.OnesCount64(m.recent&(1<<window-1)) >= min(m.p.Fall, window)
 }
 
 // nextDelay is the adaptive interval after a run with outcome o.

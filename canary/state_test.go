@@ -69,6 +69,12 @@ func TestMachineTransitions(t *testing.T) {
 		{"once unhealthy, alternation keeps it there until rise passes", "PFPFPFPP", "???UUUUH"},
 		{"slow runs alone never make it unhealthy", "SPSPSP", "??DDDD"},
 		{"a fail then rise passes is healthy", "FPP", "??H"},
+		// Rule 7 (fall 3): 3 fails among the last 5 runs make a healthy or
+		// degraded origin unhealthy, so alternation reads as from unknown.
+		{"alternation from healthy is unhealthy once most recent runs failed", "PPFPFPF", "?HHHHHU"},
+		{"it stays unhealthy until rise passes", "PPFPFPFPFPP", "?HHHHHUUUUH"},
+		{"one fail in three from healthy stays healthy", "PPFPPFPPFPP", "?HHHHHHHHHH"},
+		{"alternation from degraded is unhealthy too", "PPSSSFPFPF", "?HHHDDDDDU"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
