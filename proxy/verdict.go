@@ -864,7 +864,7 @@ const heldFormat = "15:04:05Z"
 // the canary holds it down (HeldUntil, on this proxy's clock), else
 // "passing again" when its run passed (the canary waits for rise passes, and
 // after a hold-down flap.extra_passes more, before it turns healthy). Parts
-// are separated by "; " inside the parentheses only (whyRegions skips them).
+// are separated by "; " inside the parentheses only (whyHeld skips them).
 func verdictDetail(v *reporting.Verdict, now time.Time) string {
 	var parts []string
 	if v.Cause != "" {
@@ -894,19 +894,20 @@ const (
 
 // clearedBecause says why the regions that held o down (named in was, the
 // reason verdictDown gave) no longer do, for the log line of its return.
-// Each is sorted by its counted verdicts for o: stopped_reporting when none
-// is fresh and unexpired any more (its canary stopped, or cannot reach the
-// store: its last verdicts aged past max_age or expired), turned_healthy
-// when a fresh one is healthy or degraded, unknown when a fresh one is
-// unknown, still_unhealthy when a fresh one is still unhealthy (too few
-// regions for the quorum). The cause names the first of stopped_reporting,
-// turned_healthy and unknown that is not empty: a region gone silent is
-// not a recovery. attrs has the non-empty lists, the quorum, stopped_by
-// (which limit ended each stopped region's verdicts: stoppedBy), max_age
-// when it was that limit for one, and was.
+// Each is sorted by its counted verdicts for o that are fresh and unexpired:
+// still_unhealthy when one is still unhealthy (too few regions for the
+// quorum); else by the checks that held o out there (named in was, with
+// their vantage when it names one): stopped_reporting when one of them has
+// no such verdict any more (its canary stopped, or cannot reach the store:
+// its last verdicts aged past max_age or expired, whatever the region's
+// other checks still say), turned_healthy when one is healthy or
+// degraded, unknown otherwise. The cause names the first of
+// stopped_reporting, turned_healthy and unknown that is not empty: a check
+// gone silent is not a recovery. attrs has the non-empty lists, the
+// quorum, stopped_by (which limit ended each stopped region's verdicts:
+// stoppedBy), max_age when it was that limit for one, and was.
 func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ahead []time.Duration, now time.Time) (string, []any) {
-	best := map[string]reporting.State{} // per region: unhealthy > healthy/degraded > unknown
-	rank := func(st reporting.State) int {
+	rank := func(st reporting.State) int { // unhealthy > healthy/degraded > unknown
 		switch st {
 		case reporting.StateUnhealthy:
 			return 3
@@ -915,33 +916,61 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 		}
 		return 1
 	}
+	var live []*reporting.Verdict // counted, fresh and unexpired
 	for i := range vs {
 		v := &vs[i]
 		if v.Target != o.target || !pl.counts(v) || !fresh(v.At, now, pl.cfg.Verdicts.MaxAge) ||
 			ahead != nil && ahead[i] > pl.cfg.Verdicts.MaxAge || !v.Expires.IsZero() && !now.Before(v.Expires) {
 			continue
 		}
-		st := v.Current(now)
-		if cur, ok := best[v.Region]; !ok || rank(st) > rank(cur) {
-			best[v.Region] = st
+		live = append(live, v)
+	}
+	// best is the highest state of the live verdicts of region r matching
+	// c (any check when c is nil); ok is false when there is none.
+	best := func(r string, c *heldCheck) (st reporting.State, ok bool) {
+		for _, v := range live {
+			if v.Region != r || c != nil && (v.Check != c.check || c.vantage != "" && v.Vantage != c.vantage) {
+				continue
+			}
+			if s := v.Current(now); !ok || rank(s) > rank(st) {
+				st, ok = s, true
+			}
 		}
+		return st, ok
 	}
 	var stopped, healthy, unknown, still, limits []string
 	agedOut := false
-	for _, r := range whyRegions(was) {
-		name := r
+	for _, h := range whyHeld(was) {
+		name := h.region
 		if name == "" {
 			name = "(no region)"
 		}
-		st, ok := best[r]
-		switch {
-		case !ok:
-			stopped = append(stopped, name)
-			limit := pl.stoppedBy(o, r, vs, ahead)
-			agedOut = agedOut || strings.HasPrefix(limit, "max_age")
-			limits = append(limits, name+": "+limit)
-		case st == reporting.StateUnhealthy:
+		st, ok := best(h.region, nil)
+		if ok && st == reporting.StateUnhealthy {
 			still = append(still, name)
+			continue
+		}
+		var gone []heldCheck
+		if ok && len(h.checks) > 0 {
+			// The region still reports: judge it by the checks that held
+			// o out, not by another check's verdict.
+			st, ok = "", false
+			for i := range h.checks {
+				s, has := best(h.region, &h.checks[i])
+				switch {
+				case !has:
+					gone = append(gone, h.checks[i])
+				case !ok || rank(s) > rank(st):
+					st, ok = s, true
+				}
+			}
+		}
+		switch {
+		case !ok || len(gone) > 0:
+			stopped = append(stopped, name)
+			limit := pl.stoppedBy(o, h.region, gone, vs, ahead)
+			agedOut = agedOut || strings.Contains(limit, "max_age ")
+			limits = append(limits, name+": "+limit)
 		case rank(st) == 2:
 			healthy = append(healthy, name)
 		default:
@@ -981,15 +1010,26 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 // that no longer count: of the one that counted longest, "max_age D" when it
 // grew older than the pool's max_age first, "expires T" when its own expiry
 // (the canary's expire_after, on this proxy's clock) came first; "no verdict
-// left" when the sources no longer return any.
-func (pl *pool) stoppedBy(o *origin, r string, vs []reporting.Verdict, ahead []time.Duration) string {
+// left" when the sources no longer return any. With gone (checks that held o
+// out and stopped while the region's other checks still report) only their
+// verdicts are looked at, and the limit is led by the check's name:
+// "asset: expires T".
+func (pl *pool) stoppedBy(o *origin, r string, gone []heldCheck, vs []reporting.Verdict, ahead []time.Duration) string {
 	maxAge := pl.cfg.Verdicts.MaxAge
 	var end time.Time
-	limit := "no verdict left"
+	limit, check := "no verdict left", ""
+	if len(gone) > 0 {
+		check = gone[0].check
+	}
 	for i := range vs {
 		v := &vs[i]
 		if v.Target != o.target || v.Region != r || !pl.counts(v) || v.At.IsZero() ||
 			ahead != nil && ahead[i] > maxAge {
+			continue
+		}
+		if gone != nil && !slices.ContainsFunc(gone, func(c heldCheck) bool {
+			return v.Check == c.check && (c.vantage == "" || v.Vantage == c.vantage)
+		}) {
 			continue
 		}
 		e, l := v.At.Add(maxAge), "max_age "+maxAge.String()
@@ -997,16 +1037,33 @@ func (pl *pool) stoppedBy(o *origin, r string, vs []reporting.Verdict, ahead []t
 			e, l = v.Expires, "expires "+v.Expires.UTC().Format(heldFormat)
 		}
 		if end.IsZero() || e.After(end) {
-			end, limit = e, l
+			end, limit, check = e, l, v.Check
 		}
+	}
+	if gone != nil {
+		return check + ": " + limit
 	}
 	return limit
 }
 
-// whyRegions lists the regions named in a reason verdictDown gave ("unhealthy
-// in 2 region(s), quorum 2: eu: home (timeout); us: home"), "" for "(no
-// region)"; none for another text.
-func whyRegions(why string) []string {
+// heldRegion is one region named in a reason verdictDown gave, with the
+// checks that held the origin unhealthy there.
+type heldRegion struct {
+	region string // "" for "(no region)"
+	checks []heldCheck
+}
+
+// heldCheck is one check named in a reason, and the vantage it names when
+// its region had several ("asset (status; vantage vm2)").
+type heldCheck struct {
+	check, vantage string
+}
+
+// whyHeld lists the regions named in a reason verdictDown gave ("unhealthy
+// in 2 region(s), quorum 2: eu: home (timeout); us: asset (status; vantage
+// vm2)"), each with the checks named there (eu: home; us: asset from
+// vantage vm2); none for another text.
+func whyHeld(why string) []heldRegion {
 	_, rest, ok := strings.Cut(why, "), quorum ")
 	if !ok || !strings.HasPrefix(why, "unhealthy in ") {
 		return nil
@@ -1014,15 +1071,51 @@ func whyRegions(why string) []string {
 	if _, rest, ok = strings.Cut(rest, ": "); !ok {
 		return nil
 	}
-	var out []string
+	var out []heldRegion
 	for _, part := range splitOutside(rest, "; ") {
-		name, _, _ := strings.Cut(part, ": ")
+		name, list, _ := strings.Cut(part, ": ")
 		if name == "(no region)" {
 			name = ""
 		}
-		out = append(out, name)
+		h := heldRegion{region: name}
+		for _, e := range splitOutside(list, ", ") {
+			if c := heldCheckOf(e); c.check != "" {
+				h.checks = append(h.checks, c)
+			}
+		}
+		out = append(out, h)
 	}
 	return out
+}
+
+// heldCheckOf parses one check of a reason: "NAME" or "NAME (DETAIL)"
+// (verdictDetail), the vantage being DETAIL's last part when it is
+// "vantage V".
+func heldCheckOf(e string) heldCheck {
+	if !strings.HasSuffix(e, ")") {
+		return heldCheck{check: e}
+	}
+	depth := 0
+	for i := len(e) - 1; i >= 0; i-- {
+		switch e[i] {
+		case ')':
+			depth++
+		case '(':
+			if depth--; depth > 0 {
+				continue
+			}
+			if i == 0 || e[i-1] != ' ' {
+				return heldCheck{check: e}
+			}
+			c := heldCheck{check: e[:i-1]}
+			parts := splitOutside(e[i+1:len(e)-1], "; ")
+			if v, ok := strings.CutPrefix(parts[len(parts)-1], "vantage "); ok {
+				c.vantage = v
+			}
+			return c
+		}
+	}
+	return heldCheck{check: e}
 }
 
 // splitOutside splits s at each sep that is outside parentheses.

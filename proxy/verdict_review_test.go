@@ -3,6 +3,7 @@ package proxy
 import (
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,4 +84,118 @@ func TestVerdictQuorumWarningOnReload(t *testing.T) {
 	eventually(t, "the quorum warning after the reload that makes healthz count", func() bool {
 		return len(logs.lines("level=WARN", warning)) == 2
 	})
+}
+
+// When the check that held an origin out stops reporting (its canary died:
+// its last verdict expired) while another check of the same region still
+// has a fresh healthy verdict, the origin's return is logged as that region
+// having stopped reporting, naming the check, not as a recovery. Was: the
+// region was judged by its best verdict over every counted check, so a
+// dead canary read as "region(s) turned healthy". A check that does pass
+// again is still a recovery.
+func TestVerdictClearedByExpiredCheckNotRecovery(t *testing.T) {
+	const life = 2 * time.Second // the held-down verdict's expires after t0
+	var t0 time.Time             // set by each case
+	held := func(vantage string) reporting.Verdict {
+		return reporting.Verdict{Check: "asset", Target: "o1", Region: "local", Vantage: vantage,
+			State: reporting.StateUnhealthy, Cause: "status", At: t0, Expires: t0.Add(life), HeldUntil: t0.Add(time.Minute)}
+	}
+	healthy := func(check, vantage string) reporting.Verdict {
+		now := time.Now()
+		return reporting.Verdict{Check: check, Target: "o1", Region: "local", Vantage: vantage,
+			State: reporting.StateHealthy, OK: true, At: now, Expires: now.Add(time.Minute)}
+	}
+	for _, tc := range []struct {
+		name   string
+		before func() []reporting.Verdict // until o1 is out
+		after  func() []reporting.Verdict // then; nil: the canary is gone
+		was    string                     // o1's reason while out
+		cause  string                     // in the message
+		attrs  []string                   // in the line
+		not    []string                   // not in the line
+	}{
+		{
+			name: "asset expired, healthz fresh and healthy",
+			before: func() []reporting.Verdict {
+				return []reporting.Verdict{held(""), healthy("healthz", "")}
+			},
+			was:   "unhealthy in 1 region(s), quorum 1: local: asset (status; held down by flap damping until ",
+			cause: "verdicts expired, region(s) stopped reporting",
+			attrs: []string{"stopped_reporting=local", `stopped_by="local: asset: EXPIRES"`},
+			not:   []string{"turned_healthy", "max_age="},
+		},
+		{
+			name: "vantage vm2's asset expired, vm1's healthy",
+			before: func() []reporting.Verdict {
+				return []reporting.Verdict{held("vm2"), healthy("asset", "vm1")}
+			},
+			was:   "unhealthy in 1 region(s), quorum 1: local: asset (status; held down by flap damping until ",
+			cause: "verdicts expired, region(s) stopped reporting",
+			attrs: []string{"stopped_reporting=local", `stopped_by="local: asset: EXPIRES"`, "vantage vm2"},
+			not:   []string{"turned_healthy"},
+		},
+		{
+			name: "asset passes again",
+			before: func() []reporting.Verdict {
+				return []reporting.Verdict{held(""), healthy("healthz", "")}
+			},
+			after: func() []reporting.Verdict {
+				return []reporting.Verdict{healthy("asset", ""), healthy("healthz", "")}
+			},
+			was:   "unhealthy in 1 region(s), quorum 1: local: asset (status; held down by flap damping until ",
+			cause: "region(s) turned healthy",
+			attrs: []string{"turned_healthy=local"},
+			not:   []string{"stopped_reporting", "stopped_by"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 = time.Now() // the held verdict's date and expiry: it counts at first
+			for i := range tc.attrs {
+				tc.attrs[i] = strings.ReplaceAll(tc.attrs[i], "EXPIRES", "expires "+t0.Add(life).UTC().Format(heldFormat))
+			}
+			a, b := newBackend(t, "a"), newBackend(t, "b")
+			var out atomic.Bool
+			canary := newVerdictCanary(t, func() []reporting.Verdict {
+				if out.Load() && tc.after != nil {
+					return tc.after()
+				}
+				return tc.before()
+			})
+			cfg := pool1(PolicyRoundRobin, urls(a, b)...)
+			cfg.VerdictPoll = 20 * time.Millisecond
+			logs := &tryLogs{}
+			h := startLog(t, cfg, canary.source(), true, EngineFast, slog.New(slog.NewTextHandler(logs, nil)))
+			eventually(t, "o1 out by the held-down asset verdict", func() bool {
+				return adminOrigins(t, h.p)[1].VerdictDown
+			})
+			if why := adminOrigins(t, h.p)[1].Why["verdict"]; !strings.HasPrefix(why, tc.was) {
+				t.Fatalf("o1's reason %q, want it to start %q", why, tc.was)
+			}
+			out.Store(true)
+			if tc.after == nil {
+				canary.srv.Close() // the canary dies: its last verdicts keep counting until they expire
+			}
+			eventually(t, "o1 back in service", func() bool {
+				return len(logs.lines("verdicts cleared origin")) > 0
+			})
+			got := logs.lines("verdicts cleared origin")
+			if len(got) != 1 {
+				t.Fatalf("want one verdicts-cleared line, got %q", got)
+			}
+			line := got[0]
+			if !strings.Contains(line, `msg="proxy: verdicts cleared origin: `+tc.cause+`"`) {
+				t.Errorf("line does not say %q:\n%s", tc.cause, line)
+			}
+			for _, want := range append(tc.attrs, "pool=web", "origin=o1", `was="`+tc.was) {
+				if !strings.Contains(line, want) {
+					t.Errorf("line lacks %s:\n%s", want, line)
+				}
+			}
+			for _, bad := range tc.not {
+				if strings.Contains(line, bad) {
+					t.Errorf("line has %q:\n%s", bad, line)
+				}
+			}
+		})
+	}
 }
