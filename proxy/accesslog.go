@@ -253,6 +253,68 @@ type accessEntry struct {
 	tunnelDown, tunnelUp int64
 	requestID            string // the request's ID (Config.RequestID), "" when off
 	clientIP             string // the client a trusted proxy named (trusted_proxies), "" for none
+
+	// The tries made, in order (the access log's upstreams): the first
+	// ones in ups, so that a request's entry needs no allocation of its
+	// own for them, the rest (retry.tries > 3) in more.
+	ups  [3]upstreamTry
+	nups int
+	more []upstreamTry
+	// aborted says why an answer that had begun was cut off ("" when it
+	// ended whole): abortSendTimeout, abortClientClosed, abortClientBody,
+	// abortOrigin.
+	aborted string
+}
+
+// upstreamTry is one try of a request: the origin it went to, and its
+// outcome: the status of the answer it got (0: none) and the cause it
+// failed with ("" when it did not; with a status, the answer's body broke
+// after its head).
+type upstreamTry struct {
+	origin string
+	status int
+	cause  string
+}
+
+// The values of the access log's aborted.
+const (
+	abortSendTimeout  = "send_timeout"  // a write to the client made no progress for send_timeout (or write_timeout ran out)
+	abortClientClosed = "client_closed" // the client went away
+	abortClientBody   = "client_body"   // the client's request body broke while the answer streamed
+	abortOrigin       = "origin"        // the origin's body broke (the last upstream's cause says how)
+)
+
+// addTry records a try; e may be nil (no access log).
+func (e *accessEntry) addTry(origin string, status int, cause string) {
+	if e == nil {
+		return
+	}
+	t := upstreamTry{origin: origin, status: status, cause: cause}
+	if e.nups < len(e.ups) {
+		e.ups[e.nups] = t
+	} else {
+		e.more = append(e.more, t)
+	}
+	e.nups++
+}
+
+// lastTry is the last try recorded, nil when none (or e is nil).
+func (e *accessEntry) lastTry() *upstreamTry {
+	switch {
+	case e == nil || e.nups == 0:
+		return nil
+	case e.nups <= len(e.ups):
+		return &e.ups[e.nups-1]
+	}
+	return &e.more[len(e.more)-1]
+}
+
+// abort records why the answer was cut off (the first reason given
+// stands); e may be nil.
+func (e *accessEntry) abort(why string) {
+	if e != nil && e.aborted == "" {
+		e.aborted = why
+	}
 }
 
 // countWriter counts an answer's status and body bytes for the access log
@@ -301,7 +363,7 @@ func (c *countWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // Cookie) are never logged; the query string only with access_log_query.
 func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes int64, e *accessEntry) {
 	end := time.Now()
-	b := make([]byte, 0, 384)
+	b := make([]byte, 0, 448)
 	b = append(b, `{"ts":"`...)
 	b = start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z07:00")
 	b = append(b, `","remote":`...)
@@ -351,6 +413,36 @@ func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes in
 	if e.tries > 0 {
 		b = append(b, `,"tries":`...)
 		b = strconv.AppendInt(b, int64(e.tries), 10)
+	}
+	if e.nups > 0 {
+		b = append(b, `,"upstreams":[`...)
+		for i := 0; i < e.nups; i++ {
+			var t *upstreamTry
+			if i < len(e.ups) {
+				t = &e.ups[i]
+			} else {
+				t = &e.more[i-len(e.ups)]
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"origin":`...)
+			b = appendJSONString(b, t.origin)
+			if t.status != 0 {
+				b = append(b, `,"status":`...)
+				b = strconv.AppendInt(b, int64(t.status), 10)
+			}
+			if t.cause != "" {
+				b = append(b, `,"cause":`...)
+				b = appendJSONString(b, t.cause)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if e.aborted != "" {
+		b = append(b, `,"aborted":`...)
+		b = appendJSONString(b, e.aborted)
 	}
 	if ua := r.Header.Get("User-Agent"); ua != "" {
 		b = append(b, `,"user_agent":`...)

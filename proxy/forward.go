@@ -1075,16 +1075,19 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				switch {
 				case rb.stalled.Load():
 					cancel(nil)
+					ae.addTry(o.name, 0, causeClientBody)
 					pl.log.Info("proxy: client stopped sending its body", "pool", pl.name, "origin", o.name,
 						"path", r.URL.Path, "waited", tryTimeout.String())
 					pl.answerClose(w, r, http.StatusRequestTimeout, "request body not received in time", start)
 					return
 				case errors.As(cerr, &mbe):
 					cancel(nil)
+					ae.addTry(o.name, 0, causeClientBody)
 					pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 					return
 				case cerr != nil:
 					cancel(nil)
+					ae.addTry(o.name, 0, causeClientBody)
 					pl.log.Debug("proxy: request body unreadable", "pool", pl.name, "path", r.URL.Path, "err", cerr.Error())
 					pl.answerClose(w, r, http.StatusBadRequest, "malformed or incomplete request body", start)
 					return
@@ -1095,10 +1098,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				if ae != nil {
 					ae.tries = try + 1
 				}
+				ae.addTry(o.name, 0, causeClientClosed)
 				pl.clientClosed(r, try+1, start) // not the origin's fault
 			}
 			if errors.As(err, &mbe) {
 				cancel(nil)
+				ae.addTry(o.name, 0, causeClientBody)
 				pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 				return
 			}
@@ -1107,6 +1112,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				if ae != nil {
 					ae.tries = try + 1
 				}
+				ae.addTry(o.name, 0, causeCallDeadline)
 				pl.log.Debug("proxy: call's deadline passed before an answer; origin not charged", "pool", pl.name,
 					"origin", o.name, "path", r.URL.Path, "grpc_timeout", callTimeout.String())
 				pl.answerFor(w, r, http.StatusGatewayTimeout, "the call's deadline passed before an answer", start)
@@ -1118,6 +1124,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				// request, not the origin, is at fault, and no other origin
 				// would take it either.
 				cancel(nil)
+				ae.addTry(o.name, 0, causeUnsendable)
 				pl.log.Info("proxy: request cannot be forwarded", "pool", pl.name, "origin", o.name, "path", r.URL.Path, "err", err.Error())
 				pl.answerClose(w, r, http.StatusBadRequest, "request cannot be forwarded", start)
 				return
@@ -1142,6 +1149,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				}
 			}
 			pl.tryFailed(o.name, cause, r, try+1, err, 0, nil)
+			ae.addTry(o.name, 0, cause)
 			lastCause = cause
 			if cause == CauseTimeout {
 				timedOut = true
@@ -1190,6 +1198,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
 			if pl.budget.allow(tryEnd.UnixNano()) {
 				pl.tryFailed(o.name, CauseStatus5xx, r, try+1, nil, resp.StatusCode, nil)
+				ae.addTry(o.name, resp.StatusCode, "")
 				drain(resp.Body)
 				o.inflight.Add(-1)
 				cancel(nil)
@@ -1207,6 +1216,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		pl.budget.add(tryEnd.UnixNano())
 		if ae != nil {
 			ae.origin, ae.tries, ae.upstream = o.name, try+1, tryEnd.Sub(start)
+			ae.addTry(o.name, resp.StatusCode, "")
 		}
 		o.m.code(resp.StatusCode).Inc()
 		o.m.latency.Observe(tryEnd.Sub(start).Seconds())
@@ -1253,7 +1263,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 		}
 		if berr != nil || !settled {
-			pl.bodyEnded(o, w, r, watch, status, settled, lat, try+1, berr, rb)
+			pl.bodyEnded(o, w, r, watch, status, settled, lat, try+1, berr, rb, ae)
 		}
 		if unread {
 			finishUpload(w, r, rb.ended, cfg.TryTimeout)
@@ -1428,7 +1438,9 @@ func grpcStatusOf(h http.Header) string {
 // failed because the client left (the request's context ended, or the
 // fast engine's watcher found it gone) is not the origin's fault: that try
 // counts as ok.
-func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, watch *tryWatch, status int, settled bool, lat time.Duration, try int, berr error, rb *replayBody) {
+// The answer's access log entry ae (nil when off) is marked aborted when
+// the answer was cut off.
+func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, watch *tryWatch, status int, settled bool, lat time.Duration, try int, berr error, rb *replayBody, ae *accessEntry) {
 	now := time.Now().UnixNano()
 	if berr != nil && rb != nil && rb.clientErr() != nil {
 		// The client's request stream broke (it went over max_body, sent
@@ -1438,6 +1450,7 @@ func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, wat
 		if !settled {
 			pl.settle(o, false, lat, now)
 		}
+		ae.abort(abortClientBody)
 		var mbe *http.MaxBytesError
 		if errors.As(rb.clientErr(), &mbe) {
 			if ok, n := pl.tryLog.allow("", causeClientBody, now); ok {
@@ -1453,11 +1466,16 @@ func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, wat
 			pl.settle(o, false, lat, now)
 		}
 		if berr != nil {
+			ae.abort(abortClientClosed)
 			panic(http.ErrAbortHandler)
 		}
 		return
 	}
 	cause := bodyCause(berr)
+	if t := ae.lastTry(); t != nil {
+		t.cause = cause
+	}
+	ae.abort(abortOrigin)
 	if !settled {
 		pl.observeCause(o, cause, lat, now)
 		o.stats.requests.Add(1)
@@ -1639,6 +1657,14 @@ const causeClientClosed = "client_closed"
 // causeClientBody keys the rate limit of "client request body went over
 // max_body" lines (not a try cause: the origin is not charged).
 const causeClientBody = "client_body"
+
+// causeCallDeadline and causeUnsendable are access log causes of tries that
+// ended through no fault of the origin: a gRPC call's own deadline passed,
+// Go's transport refused to send the request.
+const (
+	causeCallDeadline = "call_deadline"
+	causeUnsendable   = "unsendable"
+)
 
 // eligible returns the origins a try may go to: available and not tried,
 // with fromAvail true; when none is left and resort is true, the last resort:
@@ -1900,7 +1926,8 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 			}
 			if werr != nil {
 				bufPool.Put(bp)
-				return nil // the client went away
+				pl.clientWriteFailed(r, ae, werr, st)
+				return nil // the client went away, or took nothing for send_timeout
 			}
 			if (flush || hb == nil && rerr == nil && n < len(buf)) && fl != nil {
 				st.flush(fl)
@@ -1928,6 +1955,26 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	return nil
 }
+
+// clientWriteFailed records an answer cut off because a write to its
+// client failed: a write that made no progress for send_timeout (or ran
+// into write_timeout), logged at info, rate-limited like the "try failed"
+// lines, or a client that went away. Either way the access log line is
+// marked aborted: its status is the origin's, its bytes what was written.
+func (pl *pool) clientWriteFailed(r *http.Request, ae *accessEntry, err error, st *streamSend) {
+	if !errors.Is(err, os.ErrDeadlineExceeded) && !st.expired() {
+		ae.abort(abortClientClosed)
+		return
+	}
+	ae.abort(abortSendTimeout)
+	if ok, n := pl.tryLog.allow("", causeSendTimeout, time.Now().UnixNano()); ok {
+		pl.log.Info("proxy: client took no bytes of the answer for send_timeout; answer cut off", "pool", pl.name,
+			"method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "suppressed", n)
+	}
+}
+
+// causeSendTimeout keys the rate limit of clientWriteFailed's log line.
+const causeSendTimeout = "send_timeout"
 
 // notTrailers are the fields an origin's trailer section must not carry on
 // (RFC 9110 §6.5.1): framing, routing, authentication, cookies, control
@@ -2002,6 +2049,12 @@ func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	h := http.Header{}
 	copyHeaders(h, resp.Header, false)
+	if pl.rid != "" {
+		// The request's ID, as on every other answer (respond).
+		if v, ok := r.Header[pl.rid]; ok {
+			h[pl.rid] = v
+		}
+	}
 	h["Connection"] = []string{"Upgrade"}
 	h["Upgrade"] = []string{up}
 	resp.Header = h

@@ -23,8 +23,9 @@ type streamSend struct {
 	rc *http.ResponseController
 	t  *time.Timer
 
-	mu     sync.Mutex
-	closed bool // the handler is returning: rc must not be used any more
+	mu      sync.Mutex
+	closed  bool // the handler is returning: rc must not be used any more
+	timedUp bool // expire cut the stream
 }
 
 // streamSendPiece is the most a write under one timer carries: HTTP/2's
@@ -42,8 +43,19 @@ func (s *streamSend) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
+		s.timedUp = true
 		s.rc.SetWriteDeadline(time.Unix(1, 0))
 	}
+}
+
+// expired reports whether expire cut the stream (false for a nil s).
+func (s *streamSend) expired() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.timedUp
 }
 
 // write writes p to w, each piece under the timer.
