@@ -288,13 +288,21 @@ func (a *Alerter) SetPairs(pairs map[string][]string) {
 // Evaluation errors are counted and logged: the first one, then at most one
 // line a minute with how many failed in a row, and a line when evaluations
 // work again. Run returns when ctx is done.
-// Call Close afterwards to drain deliveries.
+// Call Close afterwards to drain deliveries. With no receivers and no
+// alerting section written (so no config warning said so), it first logs
+// at INFO that alerts notify nobody.
 func (a *Alerter) Run(ctx context.Context) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.Error("alerting: panic in evaluation loop", "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	a.mu.Lock()
+	silent := len(a.cfg.Receivers) == 0 && len(a.cfg.set) == 0
+	a.mu.Unlock()
+	if silent {
+		a.log.Info("alerting: no receivers (alerting.receivers): alerts are evaluated and shown on the status page and GET /api/v1/alerts, and notify nobody")
+	}
 	var failures evalFailureLog
 	for {
 		if err := a.Evaluate(ctx); ctx.Err() == nil {
