@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/textproto"
 	"net/url"
@@ -266,6 +267,9 @@ const DefaultTunnelIdleTimeout = 10 * time.Minute
 // DefaultMaxClientConns is max_client_conns when omitted.
 const DefaultMaxClientConns = 10000
 
+// DefaultConnectTimeout is pools[].connect_timeout when omitted.
+const DefaultConnectTimeout = 2 * time.Second
+
 // DefaultBodyTimeout is pools[].body_timeout when omitted.
 const DefaultBodyTimeout = 60 * time.Second
 
@@ -346,6 +350,9 @@ type PoolConfig struct {
 	tierSet  map[string]bool
 	// noEject records an explicit max_ejected: 0% (Config.SetKeys).
 	noEject bool
+	// connectDefault records that ConnectTimeout was omitted (for error
+	// messages).
+	connectDefault bool
 }
 
 // OriginConfig is one origin. Either URL is set directly, or Target names an
@@ -531,6 +538,8 @@ type RetryConfig struct {
 	// MaxBufferedBody is the largest request body buffered so a replay-safe
 	// request can be retried after a 5xx. Default 64KiB.
 	MaxBufferedBody units.ByteSize `mapstructure:"max_buffered_body"`
+
+	tryDefault bool // TryTimeout was omitted (for error messages)
 }
 
 // Warnings lists what the section allows but weakens, each led by its key;
@@ -736,27 +745,107 @@ func (c *Config) ValidateAndSetDefaults() error {
 		errs = append(errs, fmt.Errorf("pools: %w", ErrNoPools))
 	}
 	names := map[string]bool{}
-	routes := map[string]string{}
+	type routeOf struct {
+		pool, host string // the pool's name and its hosts entry as written
+	}
+	routes := map[string]routeOf{}
 	for i := range c.Pools {
 		p := &c.Pools[i]
 		key := fmt.Sprintf("pools[%d]", i)
+		// A pool with an error of its own still has its name, routes and
+		// origins checked against the others, so that one run lists every
+		// error.
 		if err := p.ValidateAndSetDefaults(); err != nil {
 			errs = append(errs, units.Prefix(key, err))
-			continue
 		}
-		if names[p.Name] {
-			errs = append(errs, fmt.Errorf("%s.name: %q: %w pool name", key, p.Name, ErrDuplicate))
-		}
-		names[p.Name] = true
-		for _, h := range p.Hosts {
-			r := strings.ToLower(h) + " " + p.PathPrefix
-			if other, ok := routes[r]; ok {
-				errs = append(errs, fmt.Errorf("%s.hosts: %q with path_prefix %q: %w route (pool %q)", key, h, p.PathPrefix, ErrDuplicate, other))
+		if p.Name != "" {
+			if names[p.Name] {
+				errs = append(errs, fmt.Errorf("%s.name: %q: %w pool name", key, p.Name, ErrDuplicate))
 			}
-			routes[r] = p.Name
+			names[p.Name] = true
+		}
+		for j, h := range p.Hosts {
+			hp, err := parseHostPattern(h)
+			if err != nil {
+				continue // reported by the pool
+			}
+			// Keyed as requests are matched: case and a trailing dot
+			// ignored (hostOf), so "SHOP.test." is "shop.test".
+			r := hp.key() + " " + p.PathPrefix
+			if other, ok := routes[r]; ok {
+				same := ""
+				if other.host != h {
+					same = fmt.Sprintf(" as %q: host names match in any case and without a trailing dot", other.host)
+				}
+				errs = append(errs, fmt.Errorf("%s.hosts: %q with path_prefix %q: %w route (pool %q%s); hosts[%d] of this pool would never get a request",
+					key, h, p.PathPrefix, ErrDuplicate, other.pool, same, j))
+				continue
+			}
+			routes[r] = routeOf{p.Name, h}
+		}
+		for j := range p.Origins {
+			o := &p.Origins[j]
+			if o.u == nil {
+				continue // reported by the pool
+			}
+			for _, l := range []struct{ key, addr string }{{"listen", c.Listen}, {"tls_listen", c.TLSListen}} {
+				if l.addr != "" && isOwnAddress(l.addr, o.u) {
+					k := "url"
+					if o.Target != "" {
+						k = "target"
+					}
+					errs = append(errs, fmt.Errorf("%s.origins[%d].%s: %q (%s) %w %s %s: a request sent there comes back to the proxy, which sends it there again, until max_client_conns fills; name the origin's own address",
+						key, j, k, units.RedactURL(o.URL), o.u.Host, ErrOriginIsProxy, l.key, l.addr))
+				}
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ErrOriginIsProxy is returned for an origin whose address is one of the
+// proxy's own listeners.
+var ErrOriginIsProxy = errors.New("is this proxy's own")
+
+// isOwnAddress reports whether an origin at u reaches the listener at
+// listen (listen or tls_listen): the same host and port, or, for a
+// listener on every address (0.0.0.0:P, [::]:P, :P), a loopback address,
+// an unspecified one or localhost at port P. A listen address that names
+// another host (or port 0) never matches: a name other than localhost is
+// not resolved here.
+func isOwnAddress(listen string, u *url.URL) bool {
+	lh, lp, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	lport, err := net.LookupPort("tcp", lp)
+	if err != nil || lport == 0 {
+		return false
+	}
+	op := u.Port()
+	if op == "" {
+		op = "80"
+		if u.Scheme == "https" {
+			op = "443"
+		}
+	}
+	if n, err := strconv.Atoi(op); err != nil || n != lport {
+		return false
+	}
+	oh := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	lh = strings.ToLower(strings.TrimSuffix(lh, "."))
+	if oh == lh {
+		return true
+	}
+	oa, oerr := netip.ParseAddr(oh)
+	la, lerr := netip.ParseAddr(lh)
+	if oerr == nil && lerr == nil && oa.WithZone("").Unmap() == la.WithZone("").Unmap() {
+		return true
+	}
+	everywhere := lh == "" || lerr == nil && la.IsUnspecified()
+	// Connecting to 0.0.0.0 or :: reaches this host too.
+	local := oh == "localhost" || oerr == nil && (oa.Unmap().IsLoopback() || oa.IsUnspecified())
+	return everywhere && local
 }
 
 // ValidateAndSetDefaults fills defaults and validates one pool.
@@ -780,8 +869,8 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	if p.PathPrefix == "" {
 		p.PathPrefix = "/"
 	}
-	if !strings.HasPrefix(p.PathPrefix, "/") {
-		errs = append(errs, fmt.Errorf("path_prefix: %q: must start with /", p.PathPrefix))
+	if err := checkPathPrefix(p.PathPrefix); err != nil {
+		errs = append(errs, fmt.Errorf("path_prefix: %q: %w", p.PathPrefix, err))
 	}
 	if p.Policy == "" {
 		p.Policy = PolicyRoundRobin
@@ -867,7 +956,8 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 		errs = append(errs, fmt.Errorf("origin_idle_timeout: must be positive, got %s", p.OriginIdleTimeout))
 	}
 	if p.ConnectTimeout == 0 {
-		p.ConnectTimeout = 2 * time.Second
+		p.ConnectTimeout = DefaultConnectTimeout
+		p.connectDefault = true
 	}
 	if p.ConnectTimeout < 0 {
 		errs = append(errs, errors.New("connect_timeout: must not be negative"))
@@ -876,7 +966,17 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 		errs = append(errs, units.Prefix("tls", err))
 	}
 	if p.Retry.TryTimeout > 0 && p.ConnectTimeout > p.Retry.TryTimeout {
-		errs = append(errs, fmt.Errorf("connect_timeout: %s is longer than retry.try_timeout %s", p.ConnectTimeout, p.Retry.TryTimeout))
+		// Says which of the two the file did not set: a user who wrote
+		// only try_timeout should not be told of a connect_timeout.
+		try := p.Retry.TryTimeout.String()
+		if p.Retry.tryDefault {
+			try += " (the default)"
+		}
+		if p.connectDefault {
+			errs = append(errs, fmt.Errorf("connect_timeout: %s (the default) is longer than retry.try_timeout %s: raise try_timeout or set connect_timeout", p.ConnectTimeout, try))
+		} else {
+			errs = append(errs, fmt.Errorf("connect_timeout: %s is longer than retry.try_timeout %s: lower connect_timeout or raise try_timeout", p.ConnectTimeout, try))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -884,6 +984,7 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 // ValidateAndSetDefaults checks the URL and fills the weight.
 func (o *OriginConfig) ValidateAndSetDefaults() error {
 	var errs []error
+	o.u = nil // set again below when URL is valid
 	if o.Weight == 0 {
 		o.Weight = 1
 	}
@@ -1051,6 +1152,7 @@ func (r *RetryConfig) ValidateAndSetDefaults() error {
 	}
 	if r.TryTimeout == 0 {
 		r.TryTimeout = 15 * time.Second
+		r.tryDefault = true
 	}
 	if r.Budget == 0 {
 		r.Budget = 30 * time.Second
@@ -1071,6 +1173,71 @@ func (r *RetryConfig) ValidateAndSetDefaults() error {
 		errs = append(errs, errors.New("max_buffered_body: must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// ErrUncleanPrefix is returned for a path_prefix that no routed request
+// path can start with, as written.
+var ErrUncleanPrefix = errors.New("not a clean path")
+
+// checkPathPrefix rejects a path_prefix that no request could reach: the
+// router matches the decoded path after routePath cleaned it (path
+// parameters dropped, dot segments resolved, repeated slashes merged), so
+// a prefix must be written that way too ("/v1/../v2" and "/api//" never
+// match; "/%61bc" would match only a request for "/%2561bc"). The error
+// says what to write instead. A prefix is not rewritten: what the file says
+// is what is routed.
+func checkPathPrefix(pfx string) error {
+	if !strings.HasPrefix(pfx, "/") {
+		return errors.New("must start with /")
+	}
+	want, decoded := unescapeValid(pfx)
+	if strings.IndexByte(want, 0) >= 0 {
+		return errors.New("%00: a request path with a NUL gets 400, never routed")
+	}
+	c, ok := routePath(want)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: a segment that is . or .. once its path parameters (;…) are dropped gets 400, never routed", ErrUncleanPrefix)
+	case decoded:
+		return fmt.Errorf("%w: percent-encoded, but request paths are matched decoded (and cleaned): write %q", ErrUncleanPrefix, c)
+	case c != pfx:
+		return fmt.Errorf("%w (request paths are matched after cleaning: path parameters dropped, dot segments resolved, repeated slashes merged): write %q", ErrUncleanPrefix, c)
+	}
+	return nil
+}
+
+// unescapeValid decodes each %XX escape of s (X a hex digit) and keeps a
+// '%' that starts none, which can only be a literal '%' of a decoded path;
+// decoded reports whether s held an escape.
+func unescapeValid(s string) (out string, decoded bool) {
+	if strings.IndexByte(s, '%') < 0 {
+		return s, false
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]) {
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+			decoded = true
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b), decoded
+}
+
+func ishex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 // checkListen rejects a listen address that net.Listen would refuse:
@@ -1103,14 +1270,38 @@ func parseHostPattern(h string) (hostPattern, error) {
 	case h == "":
 		return hostPattern{}, errors.New("empty host")
 	case strings.HasPrefix(h, "*."):
-		if strings.Contains(h[2:], "*") || len(h) < 3 {
+		name := h[2:]
+		if strings.Contains(name, "*") || name == "" {
 			return hostPattern{}, fmt.Errorf("%q: only a leading \"*.\" wildcard is allowed", h)
 		}
-		return hostPattern{suffix: h[1:]}, nil
-	case strings.ContainsAny(h, "*/: "):
-		return hostPattern{}, fmt.Errorf("%q: want a host name (no port, no scheme), \"*.domain\" or \"*\"", h)
+		if err := hostLabels(h, name); err != nil {
+			return hostPattern{}, err
+		}
+		// A request's host is matched without its trailing dot (hostOf).
+		return hostPattern{suffix: "." + strings.TrimSuffix(name, ".")}, nil
 	}
-	return hostPattern{exact: h}, nil
+	if err := hostLabels(h, h); err != nil {
+		return hostPattern{}, err
+	}
+	return hostPattern{exact: strings.TrimSuffix(h, ".")}, nil
+}
+
+// hostLabels rejects a name of a hosts entry h that no request's host
+// could match: a port, a scheme, a '*' past the leading "*.", or an empty
+// label (a leading dot, "..": validHost refuses such a Host with 400).
+// One trailing dot is allowed (the fully qualified form).
+func hostLabels(h, name string) error {
+	if strings.ContainsAny(name, "*/: ") {
+		return fmt.Errorf("%q: want a host name (no port, no scheme), \"*.domain\" or \"*\"", h)
+	}
+	n := strings.TrimSuffix(name, ".")
+	if h == name && len(n) > 1 && n[0] == '.' && n[1] != '.' && !strings.Contains(n, "..") {
+		return fmt.Errorf("%q: a leading dot: write %q for its subdomains, or %q for the name itself", h, "*"+n, n[1:])
+	}
+	if n == "" || n[0] == '.' || strings.Contains(n, "..") {
+		return fmt.Errorf("%q: an empty label (a leading dot, \"..\" or a lone dot): no request's Host can match it", h)
+	}
+	return nil
 }
 
 // match reports whether host (lower-case, no port) matches.
@@ -1122,6 +1313,17 @@ func (hp hostPattern) match(host string) bool {
 		return len(host) > len(hp.suffix) && strings.HasSuffix(host, hp.suffix)
 	}
 	return host == hp.exact
+}
+
+// key is the pattern as it matches: "*", "*.example.com" or "example.com".
+func (hp hostPattern) key() string {
+	switch {
+	case hp.any:
+		return "*"
+	case hp.suffix != "":
+		return "*" + hp.suffix
+	}
+	return hp.exact
 }
 
 // rank orders patterns: exact before wildcard before "*".
