@@ -700,6 +700,7 @@ func (c *Canary) reschedule(e *entry, started time.Time, delay, interval time.Du
 		if e.plan.regular.IsZero() {
 			e.plan.regular = e.next
 		}
+		e.plan.gap = delay
 		e.next = at
 		c.queue.fix(e)
 		c.signal()

@@ -97,6 +97,9 @@ type plan struct {
 	jitter   float64       // fraction of the interval
 	base     time.Time     // the current regular slot (before jitter)
 	regular  time.Time     // the next regular run when a confirm run was put before it
+	// gap: while confirm runs are in play, the least time between the
+	// start of one run and the next (the confirm delay; see advance).
+	gap time.Duration
 	// resumed: the next run is the restart's catch-up run for the slot
 	// before (resume). fireDue takes it to the run (entry.deferNext).
 	resumed bool
@@ -186,7 +189,29 @@ func (p *plan) resumeCron(lastStart, now time.Time) (time.Time, bool) {
 // returns the jittered time to run it. A pair that fell behind by more than
 // one interval (a stalled process, a suspended machine) goes on from its
 // first slot after now rather than firing a burst of catch-up runs.
+//
+// After a confirm run (reschedule set gap to the confirm delay) a regular
+// run that would come less than gap after the run firing now waits until
+// gap has passed: a confirm run pulled forward to just before the pair's
+// jittered slot would otherwise probe the origin twice within moments
+// (the same rule as the catch-up's, but one that only waits: the slot's run
+// is late, not skipped, so the longest wait between runs stays interval +
+// jitter, which expire_after and verdicts.max_age are sized to). The
+// following slots stay on the pair's grid; gap ends with the first slot
+// far enough away.
 func (p *plan) advance(now time.Time) time.Time {
+	next := p.nextRun(now)
+	if p.gap > 0 {
+		if next.Sub(now) < p.gap {
+			return now.Add(p.gap)
+		}
+		p.gap = 0
+	}
+	return next
+}
+
+// nextRun is advance without the confirm gap.
+func (p *plan) nextRun(now time.Time) time.Time {
 	if !p.regular.IsZero() {
 		// A confirm run fired; the regular slot planned before it stays.
 		r := p.regular
