@@ -156,7 +156,7 @@ func TestLoginTokenMasked(t *testing.T) {
 	defer o.Close()
 	h, err := checks.NewHTTP(checks.HTTPSpec{Method: "POST", Path: "/login",
 		JSON: map[string]any{"user": checktest.DemoUser, "password": checktest.DemoPassword}},
-		checks.Expect{JSON: []checks.JSONExpect{{Path: "token", Regex: "^[0-9a-f]{32}$"}, {Path: "token", Equals: "x"}}},
+		checks.Expect{JSON: []checks.JSONExpect{{Path: "token", Regex: "^[0-9a-f]{32}$"}, {Path: "token", Equals: 0}}},
 		checks.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,9 @@ type Expect struct {
 	Status StatusList `mapstructure:"status"`
 	// Headers maps a response header name (any case) to a matcher: an exact
 	// value, "~regex", "present" or "absent" (keywords in any case; "=text"
-	// forces an exact match). A list in place of the map is a config error.
+	// forces an exact match). A list in place of the map is a config error,
+	// and so is an empty value ("" or "="): "present" is any value, "~^$"
+	// an empty one.
 	Headers HeaderMatchers `mapstructure:"headers"`
 	// Body holds substring and regex assertions on the response body (the
 	// first http.body_limit bytes, after gzip or deflate Content-Encoding is
@@ -136,7 +138,8 @@ func (l StatusList) isSet() bool {
 // body). When the body is longer than http.body_limit only the first
 // body_limit bytes are searched: a match found there passes, a miss fails
 // saying the body was cut, and not_contains always fails (absence from the
-// rest cannot be shown).
+// rest cannot be shown). Lists no body passes together (a string in both
+// contains and not_contains) are config errors: see BodyExpect.conflicts.
 type BodyExpect struct {
 	// Contains lists substrings that must all occur in the body.
 	Contains []string `mapstructure:"contains"`
@@ -153,7 +156,9 @@ type BodyExpect struct {
 
 // JSONExpect is one assertion on a JSON body (config key `expect.json[]`).
 // With none of Equals, Exists, Regex and the bounds set it asserts that
-// Path exists.
+// Path exists. Entries on the same path are judged together at load:
+// assertions no value passes together are config errors (see
+// jsonConflicts).
 type JSONExpect struct {
 	// Path selects a value with gjson syntax ("ok", "items.0.id",
 	// "items.#", `items.#(id==2).name`), checked at load (an unclosed
@@ -309,17 +314,24 @@ func (e *Expect) ValidateAndSetDefaults() error {
 		e.bodyNotRe = append(e.bodyNotRe, re)
 	}
 
+	errs = append(errs, e.Body.conflicts()...)
+
 	e.json = e.json[:0]
 	if e.JSON != nil && len(e.JSON) == 0 {
 		errs = append(errs, errorf(ErrBadValue, "json: empty list (omit the key, or list {path: …} assertions)"))
 	}
+	jsonOK := true
 	for i, j := range e.JSON {
 		c, err := j.compile()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("json[%d].%w", i, err))
+			jsonOK = false
 			continue
 		}
 		e.json = append(e.json, c)
+	}
+	if jsonOK {
+		errs = append(errs, jsonConflicts(e.json)...)
 	}
 
 	e.sum = nil
@@ -386,6 +398,12 @@ func compileHeaderExpects(key string, in map[string]string, out []headerExpect, 
 			errs = append(errs, fmt.Errorf("%s.%s: %w", key, k, err))
 			continue
 		}
+		if m.Kind == MatchExact && m.Value == "" {
+			// "" reads as "any value" to some and "an empty value" to
+			// others; both are written another way.
+			errs = append(errs, errorf(ErrBadValue, "%s.%s: empty value: %s", key, k, emptyHeaderHint[key]))
+			continue
+		}
 		if check != nil {
 			if err := check(k, m); err != nil {
 				errs = append(errs, err)
@@ -395,6 +413,13 @@ func compileHeaderExpects(key string, in map[string]string, out []headerExpect, 
 		out = append(out, headerExpect{name: http.CanonicalHeaderKey(k), m: m})
 	}
 	return out, errs
+}
+
+// emptyHeaderHint says, per key, how to write what an empty matcher
+// may have meant.
+var emptyHeaderHint = map[string]string{
+	"headers":     `write present for any value, or "~^$" for an empty one`,
+	"not_headers": `write present to fail when the header is sent, or "~^$" to fail when it is sent empty`,
 }
 
 func validHeaderName(k string) bool {
