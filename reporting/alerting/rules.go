@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -154,6 +155,7 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 				func(v reporting.Verdict) bool { return v.State == reporting.StateUnhealthy })
 			if len(agree) >= c.Quorum {
 				a := Alert{Rule: RuleDown, Severity: c.Down.Severity, Check: k.check, Target: k.target, Regions: agree}
+				recovering, lastFail := e.withLastFailures(hits)
 				describe(&a, hits, e.links)
 				why := causeSuffix(a.Cause, a.Err)
 				if mixed := causesByRegion(hits, a.Cause); mixed != "" {
@@ -163,8 +165,9 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 						why += " — " + a.Err
 					}
 				}
-				a.Summary = fmt.Sprintf("%s down in %s (%s)%s%s", series(k.check, k.target),
-					regionsN(len(agree)), strings.Join(agree, ", "), why, staleSuffix(stale, hits))
+				a.Summary = fmt.Sprintf("%s down in %s (%s)%s%s%s%s", series(k.check, k.target),
+					regionsN(len(agree)), strings.Join(agree, ", "), why, recoveringSuffix(recovering, lastFail),
+					heldSuffix(hits, e.now), staleSuffix(stale, hits))
 				out = append(out, candidate{Alert: a, hold: c.Down.For})
 			}
 		}
@@ -185,11 +188,10 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 					}
 				}
 				if !soonest.IsZero() && soonest.Before(horizon) {
-					days := soonest.Sub(e.now).Hours() / 24
-					a.Value = days
-					a.Summary = fmt.Sprintf("%s certificate expires in %.1f days (%s; limit %s) in %s (%s)",
-						series(k.check, k.target), days, soonest.UTC().Format(time.RFC3339), pluralN(c.CertExpiryDays, "day"),
-						regionsN(len(agree)), strings.Join(agree, ", "))
+					a.Value = soonest.Sub(e.now).Hours() / 24
+					a.Summary = fmt.Sprintf("%s certificate %s (%s; limit %s) in %s (%s)",
+						series(k.check, k.target), certExpiryPhrase(soonest, e.now), soonest.UTC().Format(time.RFC3339),
+						pluralN(c.CertExpiryDays, "day"), regionsN(len(agree)), strings.Join(agree, ", "))
 				} else {
 					a.Summary = fmt.Sprintf("%s certificate check failing in %s (%s)%s", series(k.check, k.target),
 						regionsN(len(agree)), strings.Join(agree, ", "), causeSuffix("", a.Err))
@@ -623,3 +625,130 @@ func pluralN(n int, word string) string {
 
 // regionsN is "1 region", "2 regions".
 func regionsN(n int) string { return pluralN(n, "region") }
+
+// certExpiryPhrase says how long a certificate has left as the checks'
+// cert_min_days message does (checks.expiryText), so the alert and the
+// check read the same: whole days, rounded down ("expires in 9 days" for
+// 9.97 days, "expires in 1 day", "expires in less than a day"), or once
+// expired "expired 3 days ago", "expired less than a day ago".
+func certExpiryPhrase(notAfter, now time.Time) string {
+	days := func(d time.Duration) string {
+		switch n := int(d / (24 * time.Hour)); n {
+		case 0:
+			return "less than a day"
+		case 1:
+			return "1 day"
+		default:
+			return fmt.Sprintf("%d days", n)
+		}
+	}
+	if !notAfter.After(now) {
+		return "expired " + days(now.Sub(notAfter)) + " ago"
+	}
+	return "expires in " + days(notAfter.Sub(now))
+}
+
+// lastFailureTimeout bounds the store read of withLastFailures.
+const lastFailureTimeout = 5 * time.Second
+
+// withLastFailures gives each verdict of hits that is unhealthy although
+// its run passed (the pair still needs rise passes, or flap damping holds
+// it down) the Cause, Err and Artifact of its vantage's last failing run,
+// read from the store's history, so a down alert always says what failed:
+// the runs that passed since say nothing about it. The failure is looked
+// for over the runs since it (the verdict's Streak of passes, each at most
+// 2 intervals apart, plus a minute), so it is kept for as long as the pair
+// stays unhealthy. recovering lists (sorted) the regions of those verdicts
+// and last is the newest failing run found; a verdict whose failure is not
+// found (a store read error, or its history pruned) is left as it is.
+func (e *evaluator) withLastFailures(hits []reporting.Verdict) (recovering []string, last time.Time) {
+	if e.src == nil {
+		return nil, time.Time{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lastFailureTimeout)
+	defer cancel()
+	seen := map[string]bool{}
+	for i, v := range hits {
+		if !v.OK || v.State != reporting.StateUnhealthy {
+			continue
+		}
+		if !seen[v.Region] {
+			seen[v.Region] = true
+			recovering = append(recovering, v.Region)
+		}
+		// The store holds the run's own date; rebase may have moved At.
+		at := v.At
+		if s := e.arrived[v.Key()]; s != nil {
+			at = at.Add(-s.shift)
+		}
+		back := time.Hour
+		if v.Interval > 0 {
+			back = 2*time.Duration(max(v.Streak, 1)+1)*v.Interval + time.Minute
+		}
+		hist, err := e.src.History(ctx, reporting.HistoryQuery{Check: v.Check, Target: v.Target, Region: v.Region,
+			From: at.Add(-back)})
+		if err != nil {
+			continue
+		}
+		var fail *reporting.Verdict
+		for j := range hist {
+			h := &hist[j]
+			if h.OK || h.Vantage != v.Vantage || h.At.After(at) {
+				continue
+			}
+			if fail == nil || h.At.After(fail.At) {
+				fail = h
+			}
+		}
+		if fail == nil {
+			continue
+		}
+		hits[i].Cause, hits[i].Err = fail.Cause, fail.Err
+		if fail.Artifact != "" {
+			hits[i].Artifact = fail.Artifact
+		}
+		if failAt := fail.At.Add(v.At.Sub(at)); failAt.After(last) {
+			last = failAt
+		}
+	}
+	sort.Strings(recovering)
+	return recovering, last
+}
+
+// recoveringSuffix tells, in a down alert's summary, the regions that are
+// still unhealthy although their latest run passed, and when the failure
+// the alert reports was seen.
+func recoveringSuffix(regions []string, last time.Time) string {
+	if len(regions) == 0 {
+		return ""
+	}
+	s := "; latest run passed in " + strings.Join(regions, ", ")
+	if !last.IsZero() {
+		s += " (last failure " + last.UTC().Format(time.RFC3339) + ")"
+	}
+	return s
+}
+
+// heldSuffix tells, in a down alert's summary, that flap damping holds the
+// pair down: the latest end of the hold-downs of hits still ahead of now,
+// and the regions held.
+func heldSuffix(hits []reporting.Verdict, now time.Time) string {
+	var until time.Time
+	var regions []string
+	for _, v := range hits {
+		if !v.HeldUntil.After(now) {
+			continue
+		}
+		if !slices.Contains(regions, v.Region) {
+			regions = append(regions, v.Region)
+		}
+		if v.HeldUntil.After(until) {
+			until = v.HeldUntil
+		}
+	}
+	if until.IsZero() {
+		return ""
+	}
+	sort.Strings(regions)
+	return "; held down by flap damping until " + until.UTC().Format(time.RFC3339) + " (" + strings.Join(regions, ", ") + ")"
+}
