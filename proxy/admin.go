@@ -374,12 +374,15 @@ func (p *Proxy) authorized(w http.ResponseWriter, r *http.Request) bool {
 
 // writeJSON answers v as JSON, never cached (the origins' state changes
 // every second, and a cached 401 or 403 would outlive a token fix), as the
-// canary's API answers.
+// canary's API answers. < > & are written as they are, not as \u003c and
+// the like: the answer is application/json, never HTML, and is read with
+// curl.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
