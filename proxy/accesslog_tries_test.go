@@ -359,3 +359,29 @@ func TestAccessLogUpstreamsAllocateNothing(t *testing.T) {
 		t.Errorf("a line with one try allocates %v times, %v without upstreams", got, none)
 	}
 }
+
+// TestAccessLogSendTimeoutAbortedHTTP2: an HTTP/2 stream reset because its
+// client granted no window for send_timeout is marked
+// "aborted":"send_timeout" too.
+func TestAccessLogSendTimeoutAbortedHTTP2(t *testing.T) {
+	const size = 64 << 20
+	origin := bigOrigin(t, size)
+	path := filepath.Join(t.TempDir(), "access.log")
+	cfg := pool1(PolicyFirst, origin.URL)
+	cfg.Pools[0].Retry.Tries = 1
+	cfg.SendTimeout = 300 * time.Millisecond
+	cfg.AccessLog = path
+	addr, roots := runTLSProxy(t, cfg)
+	h2Get(t, addr, roots, "/big") // grants no window beyond the first
+	var line map[string]any
+	eventually(t, "the access log line of the reset stream", func() bool {
+		if b, _ := os.ReadFile(path); len(b) == 0 {
+			return false
+		}
+		line = accessLines(t, path)[0]
+		return true
+	})
+	if line["aborted"] != "send_timeout" || line["status"] != 200.0 || line["proto"] != "HTTP/2.0" {
+		t.Fatalf("aborted %v status %v proto %v, want send_timeout 200 HTTP/2.0\n%v", line["aborted"], line["status"], line["proto"], line)
+	}
+}
