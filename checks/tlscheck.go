@@ -153,8 +153,7 @@ func verifyPeer(state tls.ConnectionState, name string, roots *x509.CertPool, in
 	if hostErr != nil {
 		got = "names: " + certNames(leaf)
 	}
-	v.add(CauseCert, "cert hostname", hostErr == nil, got, name,
-		fmt.Sprintf("cert: not valid for %s (valid for %s)", name, certNames(leaf)))
+	v.add(CauseCert, "cert hostname", hostErr == nil, got, name, hostnameMismatch(name, leaf))
 	return seen
 }
 
@@ -192,6 +191,24 @@ func issuerName(c *x509.Certificate) string {
 	return c.Issuer.String()
 }
 
+// hostnameMismatch is the message of a certificate c not valid for name,
+// the same from every probe (http, tls, tcp, grpc, dns over TLS and an
+// https:// proxy): "cert: not valid for api.example (valid for localhost,
+// 127.0.0.1)", naming all of the certificate's names, DNS names first,
+// where Go's own text lists only the DNS names or only the IP addresses.
+// A certificate without subject alternative names is valid for no name,
+// which it says: "cert: not valid for example.com (no subject alternative
+// names; the common name example.com is not used)".
+func hostnameMismatch(name string, c *x509.Certificate) string {
+	if len(c.DNSNames)+len(c.IPAddresses) == 0 {
+		return fmt.Sprintf("cert: not valid for %s (%s)", name, certNames(c))
+	}
+	return fmt.Sprintf("cert: not valid for %s (valid for %s)", name, certNames(c))
+}
+
+// certNames lists the names a certificate is valid for: its DNS names,
+// then its IP addresses. A certificate without either says so, and that
+// its subject's common name, which Go ignores, is not used.
 func certNames(c *x509.Certificate) string {
 	var names []string
 	names = append(names, c.DNSNames...)
@@ -199,10 +216,10 @@ func certNames(c *x509.Certificate) string {
 		names = append(names, ip.String())
 	}
 	if len(names) == 0 && c.Subject.CommonName != "" {
-		names = append(names, c.Subject.CommonName)
+		return "no subject alternative names; the common name " + c.Subject.CommonName + " is not used"
 	}
 	if len(names) == 0 {
-		return "(no names)"
+		return "no subject alternative names"
 	}
 	return strings.Join(names, ", ")
 }

@@ -98,7 +98,7 @@ func TestTLSNameOwnHostOnly(t *testing.T) {
 		{name: "Host header with a port", path: "/json", host: "wrong.example:8443", ok: true, body: "backend sni=wrong.example"},
 		{name: "Host header, redirect to another host", path: "/cross", host: "wrong.example", ok: true, body: "canonical sni=localhost"},
 		{name: "server_name wins over the Host header", path: "/json", sni: "wrong.example", host: "other.example", ok: true, body: "backend sni=wrong.example"},
-		{name: "Host header naming another certificate", path: "/json", host: "other.example", errHas: "cert: certificate is valid for wrong.example, not other.example"},
+		{name: "Host header naming another certificate", path: "/json", host: "other.example", errHas: "cert: not valid for other.example (valid for wrong.example)"},
 		{name: "neither: the IP is verified", path: "/json", errHas: "cert: "},
 	}
 	for _, c := range cases {

@@ -613,6 +613,8 @@ func certCause(err error) (Cause, string, bool) {
 	switch {
 	case errors.As(err, &ua):
 		return CauseCert, "cert: signed by an unknown authority" + unknownAuthorityDetail(ua.Cert, certsFromErr(err)), true
+	case errors.As(err, &he) && he.Certificate != nil:
+		return CauseCert, hostnameMismatch(he.Host, he.Certificate), true
 	case errors.As(err, &he):
 		return CauseCert, "cert: " + strings.TrimPrefix(he.Error(), "x509: "), true
 	case errors.As(err, &ci):
