@@ -1303,7 +1303,9 @@ func structFields(t reflect.Type, fields map[string]reflect.Type) {
 func keyHint(key string) string {
 	segs := strings.Split(key, ".")
 	t := reflect.TypeOf(File{})
+	var up reflect.Type // the struct holding t, one key up
 	for _, seg := range segs[:len(segs)-1] {
+		up = t
 		name, idx, _ := strings.Cut(seg, "[")
 		fields, ok := fieldsOf(t)
 		if !ok {
@@ -1337,6 +1339,23 @@ func keyHint(key string) string {
 	fields, ok := fieldsOf(t)
 	if !ok {
 		return ""
+	}
+	last := strings.ToLower(segs[len(segs)-1])
+	if len(segs) >= 2 && up != nil {
+		// A key written one level too deep (max_body inside a pool,
+		// nginx-style): the level above takes it.
+		for up.Kind() == reflect.Pointer {
+			up = up.Elem()
+		}
+		if upFields, ok := fieldsOf(up); ok {
+			if _, ok := upFields[last]; ok {
+				parent := strings.Join(segs[:len(segs)-2], ".")
+				if parent == "" {
+					parent = "the top level"
+				}
+				return fmt.Sprintf(" (%s is a key of %s, not of %s: move it there)", last, parent, strings.Join(segs[:len(segs)-1], "."))
+			}
+		}
 	}
 	names := slices.Sorted(maps.Keys(fields))
 	var hints []string

@@ -26,3 +26,22 @@ status_page: {groups: []}
 		`11:15: proxy.pools[0].retry.attempts: unknown key (retry takes budget, max_buffered_body, retry_budget, tries, try_timeout)`,
 		`12:15: status_page.groups: unknown key (status_page takes artifacts, enabled, refresh, title)`)
 }
+
+// TestUnknownKeyOneLevelTooDeep: a key written one level below the mapping
+// that takes it (nginx's per-location client_max_body_size as max_body in a
+// pool, a check's interval inside http:) says where it belongs.
+func TestUnknownKeyOneLevelTooDeep(t *testing.T) {
+	wantErrorLines(t, `targets: [{name: w, url: "http://127.0.0.1:9"}]
+checks:
+  - name: a
+    targets: [w]
+    http: {interval: 5s}
+proxy:
+  pools:
+    - name: p
+      max_body: 1MiB
+      origins: [{target: w}]
+`,
+		`5:12: checks[0].http.interval: unknown key (interval is a key of checks[0], not of checks[0].http: move it there)`,
+		`9: proxy.pools[0].max_body: unknown key (max_body is a key of proxy, not of proxy.pools[0]: move it there)`)
+}

@@ -102,7 +102,7 @@ store:
 		`16:21: checks[1].targets[1]: "web3": unknown target (define it under targets:)`,
 		`20: checks[2].tier: "deepest": want shallow, deep or synthetic`,
 		`23:25: checks[2].script[0].extract.tok.json: "a.#(": unclosed "(" at 3`,
-		`24:26: checks[2].script[1].http.timeout: unknown key`,
+		`24:26: checks[2].script[1].http.timeout: unknown key (timeout is a key of checks[2].script[1], not of checks[2].script[1].http: move it there)`,
 		`27: checks[3].Interval: duplicates interval (keys match case-insensitively: keep one)`,
 		`30:25: checks[3].http.headers.x-a: duplicates X-A (keys match case-insensitively: keep one)`,
 		`34: checks[4].timeout: 10s ≥ interval 10s: timeout must be shorter than the interval`,
