@@ -86,6 +86,10 @@ type Alert struct {
 	// StatusURL links to the check on the status page; ArtifactURL to the
 	// failure screenshot; RunbookURL to the runbook. Each may be "".
 	StatusURL, ArtifactURL, RunbookURL string
+	// HeldUntil is, for a down alert while flap damping holds the pair
+	// down in one of its regions, the latest end of those holds (the
+	// verdicts' held_until); zero otherwise.
+	HeldUntil time.Time
 	// StartsAt is when the alert started firing (after the rule's `for`);
 	// EndsAt when it resolved (zero while firing). Alertmanager's startsAt
 	// is StartsAt.

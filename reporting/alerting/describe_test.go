@@ -188,6 +188,13 @@ func TestDownPageSaysFlapHold(t *testing.T) {
 	if ann["cause"] != "status" || ann["error"] != "status 500, want 200" || ann["summary"] != want {
 		t.Errorf("alertmanager annotations %v", ann)
 	}
+	// The hold's end as a field of its own, for receivers that route on it.
+	if hook.HeldUntil == nil || !hook.HeldUntil.Equal(held) {
+		t.Errorf("webhook held_until %v, want %v", hook.HeldUntil, held)
+	}
+	if ann["held_until"] != held.UTC().Format(time.RFC3339) {
+		t.Errorf("alertmanager held_until annotation %q, want %q", ann["held_until"], held.UTC().Format(time.RFC3339))
+	}
 	act := a.Active()
 	if len(act) != 1 || act[0].Cause != "status" || act[0].Err != "status 500, want 200" || act[0].Summary != want {
 		t.Fatalf("15 passes into the hold: active %+v, want cause status and summary %q", act, want)

@@ -128,6 +128,7 @@ type WebhookAlert struct {
 	ArtifactURL string            `json:"artifact_url,omitempty"`
 	RunbookURL  string            `json:"runbook_url,omitempty"`
 	Silenced    string            `json:"silenced,omitempty"`
+	HeldUntil   *time.Time        `json:"held_until,omitempty"`
 	StartsAt    time.Time         `json:"starts_at"`
 	Since       time.Time         `json:"since"`
 	EndsAt      *time.Time        `json:"ends_at,omitempty"`
@@ -163,6 +164,10 @@ func webhookAlert(a Alert) WebhookAlert {
 	}
 	if w.Regions == nil {
 		w.Regions = []string{}
+	}
+	if !a.HeldUntil.IsZero() {
+		h := a.HeldUntil.UTC()
+		w.HeldUntil = &h
 	}
 	if a.Resolved() {
 		w.Status = StatusResolved
@@ -419,6 +424,9 @@ func amOf(a Alert, endsAt time.Time) amAlert {
 	}
 	if a.TTFB > 0 {
 		ann["ttfb"] = fmtTTFB(a.TTFB)
+	}
+	if !a.HeldUntil.IsZero() {
+		ann["held_until"] = a.HeldUntil.UTC().Format(time.RFC3339)
 	}
 	if a.Silenced != "" {
 		// Still sent so Alertmanager does not resolve it (see notify); an

@@ -165,9 +165,11 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 						why += " — " + a.Err
 					}
 				}
+				var held string
+				a.HeldUntil, held = heldSuffix(hits, e.now)
 				a.Summary = fmt.Sprintf("%s down in %s (%s)%s%s%s%s", series(k.check, k.target),
 					regionsN(len(agree)), strings.Join(agree, ", "), why, recoveringSuffix(recovering, lastFail),
-					heldSuffix(hits, e.now), staleSuffix(stale, hits))
+					held, staleSuffix(stale, hits))
 				out = append(out, candidate{Alert: a, hold: c.Down.For})
 			}
 		}
@@ -730,9 +732,9 @@ func recoveringSuffix(regions []string, last time.Time) string {
 }
 
 // heldSuffix tells, in a down alert's summary, that flap damping holds the
-// pair down: the latest end of the hold-downs of hits still ahead of now,
-// and the regions held.
-func heldSuffix(hits []reporting.Verdict, now time.Time) string {
+// pair down: the latest end of the hold-downs of hits still ahead of now
+// (returned too; zero when none is), and the regions held.
+func heldSuffix(hits []reporting.Verdict, now time.Time) (time.Time, string) {
 	var until time.Time
 	var regions []string
 	for _, v := range hits {
@@ -747,8 +749,8 @@ func heldSuffix(hits []reporting.Verdict, now time.Time) string {
 		}
 	}
 	if until.IsZero() {
-		return ""
+		return until, ""
 	}
 	sort.Strings(regions)
-	return "; held down by flap damping until " + until.UTC().Format(time.RFC3339) + " (" + strings.Join(regions, ", ") + ")"
+	return until, "; held down by flap damping until " + until.UTC().Format(time.RFC3339) + " (" + strings.Join(regions, ", ") + ")"
 }
