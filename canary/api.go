@@ -99,6 +99,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
+	// The answers are JSON, never HTML: "<agent.admin_token>" reads as
+	// written, not as \u003cagent.admin_token\u003e.
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
 

@@ -138,7 +138,7 @@ func TestTriggerBodies(t *testing.T) {
 		{"JSON as text/plain", "", "text/plain", `{"check":"home","target":"o1"}`, 200, `"target":"o1"`},
 		{"form values", "", "application/x-www-form-urlencoded", `check=home&target=o2`, 200, `"target":"o2"`},
 		{"form check, query target", "?target=o1", "application/x-www-form-urlencoded", `check=home`, 200, `"target":"o1"`},
-		{"nothing", "", "", "", 400, `want a JSON body {\"check\": \"\u003ccheck\u003e\"`},
+		{"nothing", "", "", "", 400, `want a JSON body {\"check\": \"<check>\"`},
 		{"nothing says what is missing", "?check=home", "", "", 400, `missing target`},
 		{"JSON missing target", "", "application/json", `{"check":"home"}`, 400, `query parameters ?check=`},
 		{"unknown JSON field", "", "application/x-www-form-urlencoded", `{"check":"home","target":"o1","x":1}`, 400, `unknown field \"x\"`},
