@@ -214,7 +214,9 @@ func hasBrowserSteps(c *canary.Config) bool {
 
 type pairResult struct {
 	Check, Target, Tier string
-	Result              checks.Result
+	// URL is the URL an http check requests (httpURL), "" for other kinds.
+	URL    string
+	Result checks.Result
 	// Interrupted is set when a signal cancelled the run before it ended,
 	// or before it started (NotStarted). Its Result is not a verdict.
 	Interrupted, NotStarted bool
@@ -235,7 +237,7 @@ func runOnce(ctx context.Context, pairs []canary.Pair, parallel int) []pairResul
 	var mu sync.Mutex
 	out := make([]pairResult, len(pairs))
 	for i, p := range pairs {
-		out[i] = pairResult{Check: p.Check.Name, Target: p.Target.Name, Tier: p.Check.Tier, Interrupted: true, NotStarted: true}
+		out[i] = pairResult{Check: p.Check.Name, Target: p.Target.Name, Tier: p.Check.Tier, URL: httpURL(p), Interrupted: true, NotStarted: true}
 	}
 	sem := make(chan struct{}, parallel)
 	done := make(chan struct{})
@@ -281,6 +283,30 @@ func runOnce(ctx context.Context, pairs []canary.Pair, parallel int) []pairResul
 	return slices.Clone(out)
 }
 
+// httpURL is the URL an http check's run requests, as the verdict's url
+// shows it (canary's probedURL): http.url, else the target's URL with
+// http.path joined, without userinfo or fragment and with query values as
+// "…" (units.RedactURL). "" for a check of another kind: a script's
+// steps carry their own.
+func httpURL(p canary.Pair) string {
+	if p.Check.Kind() != "http" {
+		return ""
+	}
+	u := p.Target.URL
+	if h := p.Check.HTTP; h != nil {
+		switch {
+		case h.URL != "":
+			u = h.URL
+		case h.Path != "" && h.Path != "/":
+			u = checks.JoinTargetPath(p.Target.URL, h.Path)
+		}
+	}
+	if u == "" {
+		return ""
+	}
+	return units.RedactURL(u)
+}
+
 func countInterrupted(results []pairResult) int {
 	n := 0
 	for _, r := range results {
@@ -315,6 +341,9 @@ type checkJSON struct {
 	Target string `json:"target"`
 	Tier   string `json:"tier"`
 	OK     bool   `json:"ok"`
+	// URL is the URL an http check requested (no userinfo, query values
+	// as "…"); absent for other kinds.
+	URL string `json:"url,omitempty"`
 	// Interrupted: a signal cancelled the run; ok is false but it is
 	// not a failure, and cause and error are empty.
 	Interrupted bool                     `json:"interrupted,omitempty"`
@@ -356,7 +385,7 @@ type stepJSON struct {
 func toJSON(r pairResult, red *redactor) checkJSON {
 	res := r.Result
 	j := checkJSON{
-		Check: r.Check, Target: r.Target, Tier: r.Tier, OK: res.OK, Cause: string(res.Cause),
+		Check: r.Check, Target: r.Target, Tier: r.Tier, OK: res.OK, URL: red.redact(r.URL), Cause: string(res.Cause),
 		Error: red.redact(res.Err), StatusCode: res.StatusCode, Proto: res.Proto,
 		TTFBMs: ms(res.Phases.TTFB), DurationMs: ms(res.Phases.Total),
 		Phases: phasesJSON{ms(res.Phases.DNS), ms(res.Phases.Connect), ms(res.Phases.TLS),
@@ -437,6 +466,15 @@ func writeTable(w io.Writer, results []pairResult, red *redactor) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Check, r.Target, verdict, cause, status,
 			fmtDur(res.Phases.TTFB), fmtDur(res.Phases.Total), detail)
+		// A failure artifact (a browser run's screenshot) on a line of
+		// its own under the run's detail, so it can be opened from there.
+		for _, a := range res.Artifacts {
+			what := "artifact"
+			if strings.EqualFold(filepath.Ext(a), ".png") {
+				what = "screenshot"
+			}
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t%s: %s\n", what, a)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
