@@ -296,7 +296,7 @@ func TestProxyHTTPS(t *testing.T) {
 			"cert: signed by an unknown authority: leaf CN=proxy.example.test, issuer CN=vigil proxy test CA (http.proxy_url " + proxyAddr + ")", ""},
 		{"proxy_tls.server_name the certificate does not name", secure.URL + "/", creds + proxyAddr,
 			&checks.TLSOptions{CAFile: proxyCA.file, ServerName: "other.example.test"}, originCA, "", checks.CauseCert,
-			"other.example.test (http.proxy_url " + proxyAddr + ")", ""},
+			"cert: not valid for other.example.test (valid for proxy.example.test, 127.0.0.1) (http.proxy_url " + proxyAddr + ")", ""},
 		{"origin verified with http.tls, not proxy_tls", secure.URL + "/", creds + proxyAddr, &checks.TLSOptions{CAFile: proxyCA.file}, "",
 			"", checks.CauseCert, "cert: signed by an unknown authority", "CONNECT " + strings.TrimPrefix(secure.URL, "https://")},
 		{"wrong proxy password", secure.URL + "/", "https://probe:wr0ng-Secret9@" + proxyAddr, &checks.TLSOptions{CAFile: proxyCA.file}, originCA,
