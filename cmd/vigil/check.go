@@ -341,23 +341,23 @@ type checkJSON struct {
 	Target string `json:"target"`
 	Tier   string `json:"tier"`
 	OK     bool   `json:"ok"`
-	// URL is the URL an http check requested (no userinfo, query values
-	// as "…"); absent for other kinds.
-	URL string `json:"url,omitempty"`
 	// Interrupted: a signal cancelled the run; ok is false but it is
 	// not a failure, and cause and error are empty.
-	Interrupted bool                     `json:"interrupted,omitempty"`
-	Cause       string                   `json:"cause"`
-	Error       string                   `json:"error,omitempty"`
-	StatusCode  int                      `json:"status_code"`
-	Proto       string                   `json:"proto,omitempty"`
-	TTFBMs      float64                  `json:"ttfb_ms"`
-	DurationMs  float64                  `json:"duration_ms"`
-	Phases      phasesJSON               `json:"phases"`
-	Assertions  []checks.AssertionResult `json:"assertions"`
-	Steps       []stepJSON               `json:"steps,omitempty"`
-	CertExpiry  *time.Time               `json:"cert_expiry,omitempty"`
-	Artifacts   []string                 `json:"artifacts,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	Cause       string `json:"cause"`
+	Error       string `json:"error,omitempty"`
+	StatusCode  int    `json:"status_code"`
+	// URL is the URL an http check requested (no userinfo, query values
+	// as "…"), after status_code as in a step; absent for other kinds.
+	URL        string                   `json:"url,omitempty"`
+	Proto      string                   `json:"proto,omitempty"`
+	TTFBMs     float64                  `json:"ttfb_ms"`
+	DurationMs float64                  `json:"duration_ms"`
+	Phases     phasesJSON               `json:"phases"`
+	Assertions []checks.AssertionResult `json:"assertions"`
+	Steps      []stepJSON               `json:"steps,omitempty"`
+	CertExpiry *time.Time               `json:"cert_expiry,omitempty"`
+	Artifacts  []string                 `json:"artifacts,omitempty"`
 }
 
 type phasesJSON struct {
