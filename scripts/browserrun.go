@@ -449,9 +449,17 @@ type outcome struct {
 	status     int
 	url        string
 	ttfb       time.Duration
+	phases     checks.Phases // DNS, connect, TLS, transfer of the request ttfb is from
 	assertions []checks.AssertionResult
 	metrics    map[string]float64
 	artifacts  []string
+}
+
+// navPhases reads a navigation's document request phases from its
+// metrics (metricsJS: dns_ms, connect_ms, tls_ms, transfer_ms).
+func navPhases(m map[string]float64) checks.Phases {
+	d := func(k string) time.Duration { return time.Duration(max(m[k], 0) * float64(time.Millisecond)) }
+	return checks.Phases{DNS: d("dns_ms"), Connect: d("connect_ms"), TLS: d("tls_ms"), Transfer: d("transfer_ms")}
 }
 
 // failf makes a script failure.
@@ -787,6 +795,7 @@ func (r *run) runBrowser(ctx context.Context, s *Step, timeout time.Duration) ou
 			o.metrics = m
 			if v, ok := m["ttfb_ms"]; ok && v > 0 {
 				o.ttfb = time.Duration(v * float64(time.Millisecond))
+				o.phases = navPhases(m)
 			}
 		}
 		if o.status >= 400 {

@@ -54,6 +54,7 @@ func (r *run) runHTTP(ctx context.Context, i int, s *Step) (o outcome) {
 	o = outcome{
 		status:     res.StatusCode,
 		ttfb:       res.Phases.TTFB,
+		phases:     res.Phases,
 		assertions: res.Assertions,
 		metrics:    phaseMetrics(res.Phases),
 	}

@@ -197,7 +197,8 @@ type run struct {
 // (that step's cause, its Err and assertions) unless a later step fails,
 // which then decides as the first failure would.
 // Result.Phases.TTFB is the TTFB of the first step that is not `always` and
-// got a response (http step or navigation); 0 when none did.
+// got a response (http step or navigation); 0 when none did. Its DNS,
+// Connect, TLS and Transfer are that step's request's; Total is the run's.
 //
 // A script with browser steps first waits for a browser slot (at most
 // Options.SlotWait) and, when Chromium is not running, for it to start; its
@@ -298,9 +299,13 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		}
 		// The run's TTFB is the first main step's that got a response (an
 		// http step, or a browser navigation): `always` steps are cleanup,
-		// and their latency must not stand in for the transaction's.
+		// and their latency must not stand in for the transaction's. Its
+		// DNS, connect, TLS and transfer times are that same request's, so
+		// that TTFB − DNS − connect − TLS is its server wait.
 		if res.Phases.TTFB == 0 && o.ttfb > 0 && !s.Always {
 			res.Phases.TTFB = o.ttfb
+			res.Phases.DNS, res.Phases.Connect = o.phases.DNS, o.phases.Connect
+			res.Phases.TLS, res.Phases.Transfer = o.phases.TLS, o.phases.Transfer
 		}
 		// A slow run's status is its deciding slow step's (set below),
 		// not a later passing step's.
