@@ -741,7 +741,11 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 	msgs = append(msgs, tlsWarnings(f)...)
 	msgs = append(msgs, f.verdictAges()...)
 	msgs = append(msgs, f.poolChecks()...)
-	for _, msg := range f.Alerting.Warnings() {
+	var checkNames []string
+	for _, c := range f.Checks {
+		checkNames = append(checkNames, c.Name)
+	}
+	for _, msg := range append(f.Alerting.Warnings(), f.Alerting.RouteWarnings(checkNames)...) {
 		msgs = append(msgs, "alerting."+msg)
 	}
 	var own []warning

@@ -130,7 +130,7 @@ type alertState struct {
 
 // holds reports whether stream receiver w holds the alert as active.
 func (st *alertState) holds(w *worker) bool {
-	return st.streamedTo[w.name] || (st.streamedAll && w.takes(st.alert.Severity))
+	return st.streamedTo[w.name] || (st.streamedAll && w.takes(alertRoute(st.alert)))
 }
 
 // streamed reports whether any stream receiver holds the alert.
@@ -153,6 +153,54 @@ type groupState struct {
 	// and joins then. A receiver that leaves the config (or stops taking
 	// the group's severity) leaves told.
 	told map[string]bool
+	// tier is the check tier the group's alerts had when it was first
+	// seen firing (see groupRoute): kept while the group lives, so its
+	// resolves go to the receivers its firing alerts went to.
+	tier string
+}
+
+// alertRoute is what receivers' filters look at for one alert.
+func alertRoute(x Alert) route { return route{check: x.Check, severity: x.Severity, tier: x.Tier} }
+
+// routeOf is alertRoute with its group's tier when the group has one, so
+// stream receivers (filtered per alert) follow the same route as the
+// group's notifications. a.mu held.
+func (a *Alerter) routeOf(x Alert) route {
+	rt := alertRoute(x)
+	if g := a.groups[x.groupKey()]; g != nil && g.tier != "" {
+		rt.tier = g.tier
+	}
+	return rt
+}
+
+// groupRoute is what receivers' filters look at for group k: the check
+// and severity of its key and the tier of its alerts, taken once (from
+// its firing alerts, or, for a group restored with only resolves or
+// undelivered ones, from those) and kept until the group is forgotten. A
+// check whose tier changes while its group lives (a reload) keeps its
+// route until the group resolves.
+func (g *groupState) route(k string) route {
+	if g.tier == "" {
+		for _, r := range g.resolved {
+			if r.Tier != "" {
+				g.tier = r.Tier
+				break
+			}
+		}
+	}
+	if g.tier == "" {
+		for _, name := range sortedOwed(g.owed) {
+			for _, r := range g.owed[name].resolved {
+				if g.tier == "" && r.alert.Tier != "" {
+					g.tier = r.alert.Tier
+				}
+			}
+		}
+	}
+	// rule/check/severity: neither rule names nor check names hold "/".
+	_, rest, _ := strings.Cut(k, "/")
+	check, _, _ := strings.Cut(rest, "/")
+	return route{check: check, severity: severityOf(k), tier: g.tier}
 }
 
 func newGroupState(firstSeen time.Time) *groupState {
@@ -520,7 +568,7 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		}
 		if st.streamed() {
 			for _, w := range a.disp.workers {
-				if w.stream && w.takes(r.Severity) && st.holds(w) {
+				if w.stream && w.takes(a.routeOf(r)) && st.holds(w) {
 					if a.streamOwed[w.name] == nil {
 						a.streamOwed[w.name] = &owed{}
 					}
@@ -568,6 +616,9 @@ func (a *Alerter) notify(now time.Time) {
 		if a.groups[k] == nil {
 			a.groups[k] = newGroupState(now)
 		}
+		if g := a.groups[k]; g.tier == "" {
+			g.tier = st.alert.Tier
+		}
 		if st.alert.Silenced == "" {
 			firing[k] = append(firing[k], st.alert)
 			stream = append(stream, st)
@@ -584,11 +635,11 @@ func (a *Alerter) notify(now time.Time) {
 		}
 	}
 	for k, g := range a.groups {
-		sev := severityOf(k)
+		rt := g.route(k)
 		// What is owed to a receiver that is gone or no longer takes the
 		// group's severity (after a reload) cannot be delivered.
 		for name := range g.owed {
-			if w := a.disp.worker(name); w == nil || w.stream || !w.takes(sev) {
+			if w := a.disp.worker(name); w == nil || w.stream || !w.takes(rt) {
 				delete(g.owed, name)
 			}
 		}
@@ -597,13 +648,13 @@ func (a *Alerter) notify(now time.Time) {
 			// every receiver taking the severity counts as told.
 			g.told = map[string]bool{}
 			for _, w := range a.disp.workers {
-				if !w.stream && w.takes(sev) {
+				if !w.stream && w.takes(rt) {
 					g.told[w.name] = true
 				}
 			}
 		}
 		for name := range g.told {
-			if w := a.disp.worker(name); w == nil || w.stream || !w.takes(sev) {
+			if w := a.disp.worker(name); w == nil || w.stream || !w.takes(rt) {
 				delete(g.told, name)
 			}
 		}
@@ -634,7 +685,7 @@ func (a *Alerter) notify(now time.Time) {
 				}
 			}
 			for _, w := range a.disp.workers {
-				if w.stream || !w.takes(sev) {
+				if w.stream || !w.takes(rt) {
 					continue
 				}
 				o := g.owed[w.name]
@@ -707,7 +758,7 @@ func (a *Alerter) notify(now time.Time) {
 			// resolves from then on.
 			if len(fs) > 0 && g.lastSet != "" {
 				for _, w := range a.disp.workers {
-					if w.stream || !w.takes(sev) || g.told[w.name] {
+					if w.stream || !w.takes(rt) || g.told[w.name] {
 						continue
 					}
 					a.queue(g.owed, w, newNotification(k, fs, nil, now, a.cfg), true)
@@ -756,7 +807,7 @@ func (a *Alerter) notifyStream(active []*alertState, now time.Time) {
 		}
 		n := Notification{GroupKey: "", Status: StatusFiring, At: now}
 		for _, st := range active {
-			if !w.takes(st.alert.Severity) || (st.alert.Silenced != "" && !st.holds(w)) {
+			if !w.takes(a.routeOf(st.alert)) || (st.alert.Silenced != "" && !st.holds(w)) {
 				continue
 			}
 			n.Firing = append(n.Firing, st.alert)
@@ -768,7 +819,7 @@ func (a *Alerter) notifyStream(active []*alertState, now time.Time) {
 		o := a.streamOwed[w.name]
 		if o != nil {
 			for _, x := range o.retry() {
-				if w.takes(x.Severity) {
+				if w.takes(a.routeOf(x)) {
 					n.Resolved = append(n.Resolved, x)
 				}
 			}

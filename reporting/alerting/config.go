@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -12,8 +13,12 @@ import (
 	"github.com/robfig/cron/v3"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/vigil-synthetics/vigil/reporting"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
+
+// checkTiers are the check tiers receivers[].tiers may name.
+var checkTiers = []string{reporting.TierShallow, reporting.TierDeep, reporting.TierSynthetic}
 
 // Config errors tests compare with errors.Is.
 var (
@@ -28,6 +33,9 @@ var (
 	ErrUnknownSeverity  = errors.New("unknown severity (want page, ticket or warning)")
 	ErrBackoffTooLarge  = errors.New("must not be below backoff")
 	ErrIntervalTooSmall = errors.New("must be at least 1s")
+	ErrBadGlob          = errors.New("bad glob")
+	ErrEmptyCheck       = errors.New("empty")
+	ErrUnknownTier      = errors.New("unknown tier (want shallow, deep or synthetic)")
 )
 
 // Secret is a config string that never prints: String and MarshalText give
@@ -376,6 +384,17 @@ type Receiver struct {
 	// Severities limits the receiver to alerts of these severities (page,
 	// ticket, warning); empty: all.
 	Severities []string `mapstructure:"severities"`
+	// Checks limits the receiver to alerts of these checks: names or
+	// globs (path.Match: "*" any run of characters, "?" one, "[a-z]" a
+	// class), e.g. "checkout-*"; empty: every check. Every rule's alert
+	// names its check (dead_man's too: one per region × check).
+	Checks []string `mapstructure:"checks"`
+	// Tiers limits the receiver to alerts of checks of these tiers
+	// (shallow, deep, synthetic), the tier the check's newest verdict
+	// carries; empty: every tier. An alert whose check's tier is not known
+	// goes only to receivers without tiers. Severities, Checks and Tiers
+	// must all match.
+	Tiers []string `mapstructure:"tiers"`
 
 	Webhook      *WebhookConfig      `mapstructure:"webhook"`
 	Slack        *SlackConfig        `mapstructure:"slack"`
@@ -392,6 +411,18 @@ func (r *Receiver) ValidateAndSetDefaults() error {
 	for i, s := range r.Severities {
 		if !validSeverity(s) {
 			errs = append(errs, fmt.Errorf("severities[%d]: %q: %w", i, s, ErrUnknownSeverity))
+		}
+	}
+	for i, c := range r.Checks {
+		if c == "" {
+			errs = append(errs, fmt.Errorf("checks[%d]: %w (a check name or a glob such as \"checkout-*\")", i, ErrEmptyCheck))
+		} else if _, err := path.Match(c, ""); err != nil {
+			errs = append(errs, fmt.Errorf("checks[%d]: %q: %w: %v", i, c, ErrBadGlob, err))
+		}
+	}
+	for i, t := range r.Tiers {
+		if !slices.Contains(checkTiers, t) {
+			errs = append(errs, fmt.Errorf("tiers[%d]: %q: %w", i, t, ErrUnknownTier))
 		}
 	}
 	n := 0
@@ -568,6 +599,36 @@ func (c *Config) receiverWarnings() []string {
 			i, strings.Join(names, ", "), u.Hostname()))
 	}
 	return warns
+}
+
+// RouteWarnings lists, relative to the section, each receivers[].checks
+// entry that matches none of checks, the check names of the file
+// ("receivers[1].checks[0]: \"legacy-*\" matches no check of this file
+// …"). Warnings, not errors: a file read by `vigil alerter` may route
+// checks that other agents run. None when checks is empty (the file
+// defines no checks and cannot know them).
+func (c *Config) RouteWarnings(checks []string) []string {
+	if len(checks) == 0 {
+		return nil
+	}
+	var warns []string
+	for i, r := range c.Receivers {
+		for j, p := range r.Checks {
+			if !slices.ContainsFunc(checks, func(name string) bool { return matchCheck(p, name) }) {
+				warns = append(warns, fmt.Sprintf("receivers[%d].checks[%d]: %q matches no check of this file: "+
+					"the receiver gets alerts of such a check only if other agents' verdicts name it", i, j, p))
+			}
+		}
+	}
+	return warns
+}
+
+// matchCheck reports whether check name matches receivers[].checks entry
+// p, a name or a glob. A bad glob matches nothing (ValidateAndSetDefaults
+// rejects it).
+func matchCheck(p, name string) bool {
+	ok, err := path.Match(p, name)
+	return ok && err == nil
 }
 
 // SetKeys records which keys the config file set, relative to the section

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 )
@@ -98,6 +99,8 @@ type worker struct {
 	name   string
 	n      Notifier
 	sev    map[string]bool // empty: all
+	checks []string        // names or globs; empty: all
+	tiers  map[string]bool // empty: all
 	stream bool            // Alertmanager: gets every active alert each evaluation
 	q      chan delivery
 
@@ -120,9 +123,13 @@ func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics
 	d.closing = make(chan struct{})
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for _, r := range cfg.Receivers {
-		w := &worker{name: r.Name, sev: map[string]bool{}, q: make(chan delivery, queueSize)}
+		w := &worker{name: r.Name, sev: map[string]bool{}, checks: r.Checks, tiers: map[string]bool{},
+			q: make(chan delivery, queueSize)}
 		for _, s := range r.Severities {
 			w.sev[s] = true
+		}
+		for _, t := range r.Tiers {
+			w.tiers[t] = true
 		}
 		switch {
 		case r.Webhook != nil:
@@ -143,8 +150,21 @@ func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics
 	return d
 }
 
-// takes reports whether the worker receives alerts of severity sev.
-func (w *worker) takes(sev string) bool { return len(w.sev) == 0 || w.sev[sev] }
+// route is what a receiver's filters (severities, checks, tiers) look at:
+// an alert's, or a notification group's, check, severity and tier.
+type route struct{ check, severity, tier string }
+
+// takes reports whether the worker receives alerts routed as rt: each of
+// its filters is empty or matches.
+func (w *worker) takes(rt route) bool {
+	if len(w.sev) > 0 && !w.sev[rt.severity] {
+		return false
+	}
+	if len(w.tiers) > 0 && !w.tiers[rt.tier] {
+		return false
+	}
+	return len(w.checks) == 0 || slices.ContainsFunc(w.checks, func(p string) bool { return matchCheck(p, rt.check) })
+}
 
 // worker returns the receiver named name, nil if there is none.
 func (d *dispatcher) worker(name string) *worker {
