@@ -275,6 +275,7 @@ func (e *Expect) ValidateAndSetDefaults() error {
 		return nil
 	})
 	errs = append(errs, herrs...)
+	errs = append(errs, headerConflicts(e.headers, e.notHeaders)...)
 	if e.FailIfSSL && e.FailIfNotSSL {
 		errs = append(errs, errorf(ErrConflict, "fail_if_ssl: set either fail_if_ssl or fail_if_not_ssl, not both (no response passes both)"))
 	}

@@ -63,6 +63,30 @@ func (b BodyExpect) conflicts() []error {
 	return errs
 }
 
+// headerConflicts reports, as ErrConflict errors keyed by the not_headers
+// entry, a header that headers requires and not_headers refuses whatever
+// its value: not_headers present against any headers matcher but absent,
+// the same exact value or regex in both, and a not_headers regex that
+// matches the exact value headers requires.
+func headerConflicts(headers, notHeaders []headerExpect) []error {
+	var errs []error
+	for _, n := range notHeaders {
+		for _, h := range headers {
+			if h.name != n.name || h.m.Kind == MatchAbsent {
+				continue
+			}
+			conflict := n.m.Kind == MatchPresent ||
+				n.m.Kind == h.m.Kind && n.m.Value == h.m.Value ||
+				n.m.Kind == MatchRegex && h.m.Kind == MatchExact && n.m.Match([]string{h.m.Value})
+			if conflict {
+				errs = append(errs, errorf(ErrConflict, "not_headers.%s: %q refuses every answer that passes headers.%s: %q: no answer can pass",
+					n.name, n.m.String(), h.name, h.m.String()))
+			}
+		}
+	}
+	return errs
+}
+
 // regexOps is the set of operators in the parsed regex src (nil when it
 // does not parse).
 func regexOps(src string) map[syntax.Op]bool {

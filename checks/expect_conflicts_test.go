@@ -52,6 +52,12 @@ func TestExpectConflictsRejected(t *testing.T) {
 		{"equals against a regex",
 			checks.Expect{JSON: []checks.JSONExpect{{Path: "s", Regex: "^up$"}, {Path: "s", Equals: "down"}}},
 			`expect.json[1].equals: "s" equals "down", which does not match ~^up$ (json[0]): no answer can pass`},
+		{"header required and refused",
+			checks.Expect{Headers: checks.HeaderMatchers{"x-a": "~^v"}, NotHeaders: checks.HeaderMatchers{"X-A": "present"}},
+			`expect.not_headers.X-A: "present" refuses every answer that passes headers.X-A: "~^v": no answer can pass`},
+		{"header value required and refused",
+			checks.Expect{Headers: checks.HeaderMatchers{"X-A": "v1"}, NotHeaders: checks.HeaderMatchers{"X-A": "~^v[0-9]$"}},
+			`expect.not_headers.X-A: "~^v[0-9]$" refuses every answer that passes headers.X-A: "v1": no answer can pass`},
 		{"empty header value",
 			checks.Expect{Headers: checks.HeaderMatchers{"X-A": ""}},
 			`expect.headers.X-A: empty value: write present for any value, or "~^$" for an empty one`},
@@ -95,6 +101,8 @@ func TestExpectNoFalseConflicts(t *testing.T) {
 		{"bounds meeting across entries", checks.Expect{JSON: []checks.JSONExpect{{Path: "n", GTE: fp(7)}, {Path: "n", LTE: fp(7)}, {Path: "n", Equals: 7}}}},
 		{"equals within a regex", checks.Expect{JSON: []checks.JSONExpect{{Path: "s", Regex: "^u"}, {Path: "$.s", Equals: "up"}}}},
 		{"different paths", checks.Expect{JSON: []checks.JSONExpect{{Path: "s", Equals: "up"}, {Path: "a.b", Equals: "up"}}}},
+		{"header required, another value refused", checks.Expect{Headers: checks.HeaderMatchers{"X-Empty": "present"}, NotHeaders: checks.HeaderMatchers{"X-Empty": "~debug"}}},
+		{"header absent, not_headers present", checks.Expect{Headers: checks.HeaderMatchers{"X-Nope": "absent"}, NotHeaders: checks.HeaderMatchers{"X-Nope": "present"}}},
 		{"empty header value as regex", checks.Expect{Headers: checks.HeaderMatchers{"X-Empty": "~^$"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
