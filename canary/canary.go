@@ -538,7 +538,7 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 		TTFB: res.Phases.TTFB, Duration: res.Phases.Total, DNS: res.Phases.DNS,
 		Connect: res.Phases.Connect, TLS: res.Phases.TLS, Transfer: res.Phases.Transfer,
 		Streak: step.Streak, HeldUntil: step.HeldUntil, Interval: max(step.Next, p.Check.Interval),
-		At: at, Expires: step.Expires, URL: c.redactURL(probedURL(p)), CertExpiry: res.CertExpiry,
+		At: at, Expires: step.Expires, URL: c.redactURL(ProbedURL(p)), CertExpiry: res.CertExpiry,
 	}
 	if len(res.Artifacts) > 0 {
 		v.Artifact = res.Artifacts[0]
@@ -588,11 +588,11 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 	return v
 }
 
-// probedURL is the URL a verdict reports: the check's own http.url, else the
+// ProbedURL is the URL a verdict reports (and vigil check --json): the check's own http.url, else the
 // target URL joined with http.path, else the target URL — redacted
 // (units.RedactURL), since verdicts are shown on the status page, the API
 // and in alerts and a URL may carry a secret.
-func probedURL(p *Pair) string {
+func ProbedURL(p *Pair) string {
 	u := p.Target.URL
 	if h := p.Check.HTTP; h != nil {
 		switch {

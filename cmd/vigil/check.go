@@ -284,7 +284,7 @@ func runOnce(ctx context.Context, pairs []canary.Pair, parallel int) []pairResul
 }
 
 // httpURL is the URL an http check's run requests, as the verdict's url
-// shows it (canary's probedURL): http.url, else the target's URL with
+// shows it (canary.ProbedURL): http.url, else the target's URL with
 // http.path joined, without userinfo or fragment and with query values as
 // "…" (units.RedactURL). "" for a check of another kind: a script's
 // steps carry their own.
@@ -292,19 +292,7 @@ func httpURL(p canary.Pair) string {
 	if p.Check.Kind() != "http" {
 		return ""
 	}
-	u := p.Target.URL
-	if h := p.Check.HTTP; h != nil {
-		switch {
-		case h.URL != "":
-			u = h.URL
-		case h.Path != "" && h.Path != "/":
-			u = checks.JoinTargetPath(p.Target.URL, h.Path)
-		}
-	}
-	if u == "" {
-		return ""
-	}
-	return units.RedactURL(u)
+	return canary.ProbedURL(&p)
 }
 
 func countInterrupted(results []pairResult) int {
