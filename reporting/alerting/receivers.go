@@ -80,16 +80,40 @@ const snippetMax = 256
 
 // cutSnippet trims b and, when it is longer than snippetMax, cuts it
 // there (on a UTF-8 boundary) and marks the cut with "…", so a secret the
-// cut splits is hidden too (see checks.Redactor).
+// cut splits is hidden too (see checks.Redactor). The snippet is on one
+// line: each run of control characters (newlines, CR, tabs, the rest of
+// C0 and C1, DEL) and Unicode line and paragraph separators is one space,
+// so a receiver's body cannot add lines to /healthz, which gives each
+// reason a line of its own.
 func cutSnippet(b []byte) string {
 	if len(b) <= snippetMax {
-		return strings.TrimSpace(string(b))
+		return singleLine(string(b))
 	}
 	n := snippetMax
 	for n > 0 && !utf8.RuneStart(b[n]) {
 		n--
 	}
-	return strings.TrimSpace(string(b[:n])) + "…"
+	return singleLine(string(b[:n])) + "…"
+}
+
+// singleLine replaces each run of control characters and line or
+// paragraph separators in s with one space, and trims s.
+func singleLine(s string) string {
+	var sb strings.Builder
+	sb.Grow(len(s))
+	gap := false
+	for _, r := range s {
+		if r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029' {
+			gap = true
+			continue
+		}
+		if gap {
+			sb.WriteByte(' ')
+			gap = false
+		}
+		sb.WriteRune(r)
+	}
+	return strings.TrimSpace(sb.String())
 }
 
 // redactURL keeps scheme and host of a receiver URL. Stricter than
