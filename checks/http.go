@@ -851,12 +851,17 @@ func (e *redirectError) Error() string {
 
 // checkRedirect is net/http's default redirect policy with a typed error,
 // and with the request's credentials kept on the origin: net/http copies
-// every header of the first request to each redirect and drops only
-// Authorization and Cookie when the host changes, and it adds a Referer
-// holding the previous URL (query included). So on a redirect to another
-// host (host:port of the first request) or from https to http, every
-// header of http.headers but Content-Type is dropped; Referer is never
-// sent.
+// every header of the first request to each redirect and drops
+// Authorization and Cookie only when the host name changes (not on
+// another port, nor from https to http on the same host), and it adds a
+// Referer holding the previous URL (query included). So on a redirect to
+// another host (host:port of the first request) or from https to http,
+// every header of http.headers but Content-Type is dropped, and so are
+// Authorization (basic_auth's) and Cookie, as curl does since
+// CVE-2022-27776 (a URL's userinfo is not carried to another host
+// either: net/http builds its Authorization per request); a script's
+// cookie jar still adds the cookies it holds for the new URL, by the
+// cookies' own domain rules. Referer is never sent.
 // URLs are not quoted: they may hold secrets.
 func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 	if sc := req.URL.Scheme; sc != "http" && sc != "https" {
@@ -869,6 +874,11 @@ func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 				req.Header.Del(k)
 			}
 		}
+		// Copied from the first request by net/http when only the port
+		// or the scheme changed. The jar's cookies are added after this
+		// (http.Client.send), for the new URL.
+		req.Header.Del("Authorization")
+		req.Header.Del("Cookie")
 	}
 	// via holds the requests made so far: len(via) is the number of this
 	// redirect.
