@@ -118,12 +118,14 @@ for v in $ports; do
 done
 
 influx_url="http://127.0.0.1:$MR_INFLUX_PORT"
-# The configs read INFLUX_URL, INFLUX_TOKEN (the local InfluxDB has no auth) and OPS_WEBHOOK_URL
-# (left to its default, http://127.0.0.1:9999/hook); VIGIL_* set the per-process keys. Other
-# VIGIL_* overrides of the caller (VIGIL_STORE_INFLUXDB_URL, …) would point this run elsewhere:
-# only VIGIL_ADMIN_TOKEN is kept.
+# The configs read INFLUX_URL, INFLUX_TOKEN (the local InfluxDB has no auth) and OPS_WEBHOOK_URL;
+# VIGIL_* set the per-process keys. Other VIGIL_* overrides of the caller
+# (VIGIL_STORE_INFLUXDB_URL, …) would point this run elsewhere: only VIGIL_ADMIN_TOKEN is kept.
+# The example's webhook receivers post to 127.0.0.1:9999, where nothing listens here: the local
+# alerter leaves them out (its /healthz would report them failing for good) unless OPS_WEBHOOK_URL
+# names a webhook of yours, which then gets the ops receiver's notifications.
 export INFLUX_URL="$influx_url" INFLUX_TOKEN=""
-unset OPS_WEBHOOK_URL
+ops_hook=${OPS_WEBHOOK_URL:-}
 for v in $(env | sed -n 's/^\(VIGIL_[A-Za-z0-9_]*\)=.*/\1/p'); do
 	[ "$v" = VIGIL_ADMIN_TOKEN ] || unset "$v"
 done
@@ -269,6 +271,16 @@ for f in canary-eu-west canary-us-east canary-ap-south proxy alerter; do
 	else
 		sed -i.bak '/alertmanager: {url: http:\/\/alertmanager:9093}/d' "$work/conf/$f.yaml"
 	fi
+	if [ "$f" = alerter ]; then
+		if [ -n "$ops_hook" ]; then
+			sed -i.bak '/127\.0\.0\.1:9999\/edge/d' "$work/conf/$f.yaml"
+		else
+			sed -i.bak '/127\.0\.0\.1:9999/d' "$work/conf/$f.yaml"
+		fi
+		# No receiver left (no Alertmanager, no OPS_WEBHOOK_URL): an empty list, not a key
+		# without a value.
+		grep -Eq '^    - \{name: ' "$work/conf/$f.yaml" || sed -i.bak 's/^  receivers:$/  receivers: []/' "$work/conf/$f.yaml"
+	fi
 	rm -f "$work/conf/$f.yaml.bak"
 	grep -Eq 'origin-[abc]:9201|influxdb:8086|alertmanager:9093|canary-eu-west:9470' "$work/conf/$f.yaml" &&
 		die "$work/conf/$f.yaml still names a compose host: examples/multi-region/$f.yaml changed?"
@@ -297,6 +309,7 @@ wait_http alerter "http://127.0.0.1:$MR_ALERTER_PORT/healthz" 30
 
 fault_cmd="$vigil demo fault --addr $fault_addr"
 am_text=${am_url:-"not installed: the alerter runs without its am receiver"}
+hook_text=${ops_hook:-"left out: set OPS_WEBHOOK_URL to a webhook of yours to get the ops receiver's notifications"}
 case "$fault_cmd" in "$root"/*) fault_cmd=${fault_cmd#"$root"/} ;; esac
 cat <<EOF
 
@@ -306,6 +319,7 @@ cat <<EOF
   alerter                http://127.0.0.1:$MR_ALERTER_PORT/healthz
   InfluxDB               $influx_url (database vigil, Flux on)
   Alertmanager           $am_text
+  webhooks               $hook_text
   origins                origin-a http://127.0.0.1:$MR_ORIGIN_PORT/  origin-b http://127.0.0.1:$origin_b_port/  origin-c http://127.0.0.1:$origin_c_port/
   break an origin        $fault_cmd origin-b corrupt
   heal it                $fault_cmd origin-b ok
