@@ -250,6 +250,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
 		streamOwed: map[string]*owed{}, rcache: rollupCaches{}, arrived: arrivals{}, statePath: o.StatePath,
 	}
+	m.lastEvalSuccess.Set(unixSeconds(a.now()))
 	if a.statePath != "" {
 		a.load()
 		_, a.savedKey = a.snapshot(a.now())
@@ -384,6 +385,8 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	cfg, slos, links := a.cfg, a.slos, a.links
 	if cfg.Disabled {
 		a.mu.Unlock()
+		// Nothing to evaluate, on purpose: not an alerter that cannot.
+		a.metrics.lastEvalSuccess.Set(unixSeconds(a.now()))
 		return nil
 	}
 	seen := make(map[string]reporting.Verdict, len(a.seen))
@@ -421,6 +424,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 		a.metrics.evalErrors.Inc()
 		return fmt.Errorf("alerting: evaluate: %w", err)
 	}
+	a.metrics.lastEvalSuccess.Set(unixSeconds(now))
 	a.mu.Lock()
 	a.seen = seen
 	a.apply(now, cands)
@@ -433,6 +437,9 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	}
 	return nil
 }
+
+// unixSeconds is t in Unix seconds, for a timestamp gauge.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // evaluator is one evaluation's inputs.
 type evaluator struct {

@@ -15,6 +15,10 @@ type metrics struct {
 	active *prometheus.GaugeVec
 	// evalErrors counts evaluations that failed on a store error.
 	evalErrors prometheus.Counter
+	// lastEvalSuccess is when an evaluation last worked, Unix seconds (the
+	// Alerter's start until one did): the generated
+	// VigilAlerterNotEvaluating rule fires when it grows old.
+	lastEvalSuccess prometheus.Gauge
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -31,8 +35,12 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Name: "vigil_alert_evaluation_errors_total",
 			Help: "Alert evaluations that failed because the store could not be read.",
 		}),
+		lastEvalSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vigil_alert_last_evaluation_success_timestamp_seconds",
+			Help: "When an alert evaluation last worked (read the store), Unix seconds; the alerter's start until one did.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.notifications, m.active, m.evalErrors} {
+	for _, c := range []prometheus.Collector{m.notifications, m.active, m.evalErrors, m.lastEvalSuccess} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

@@ -439,7 +439,126 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 					" in "+regionsTmpl, true, cfg)
 		}
 	}
+	selfRules(w, cfg)
 	return w.buf.Bytes(), nil
+}
+
+// The generated alerts on vigil's own health (selfRules): their rule
+// label, and their alertname.
+const (
+	RuleAlerterNotEvaluating = "alerter_not_evaluating"
+	RuleVerdictSourceDown    = "verdict_source_down"
+	RuleInfluxPointsDropped  = "influx_points_dropped"
+)
+
+var selfAlertNames = map[string]string{
+	RuleAlerterNotEvaluating: "VigilAlerterNotEvaluating",
+	RuleVerdictSourceDown:    "VigilProxyVerdictSourceDown",
+	RuleInfluxPointsDropped:  "VigilInfluxPointsDropped",
+}
+
+// AlerterStalePromFor is how long the generated VigilAlerterNotEvaluating
+// waits for a successful evaluation: 3 × evaluation_interval, at least
+// 2m (a few scrapes). cfg must be validated.
+func AlerterStalePromFor(cfg Config) time.Duration {
+	return max(deadManPromMinWindow, 3*cfg.EvaluationInterval)
+}
+
+// VerdictSourcePromFor is the `for` of the generated
+// VigilProxyVerdictSourceDown, and InfluxDroppedPromWindow the window of
+// VigilInfluxPointsDropped.
+const (
+	VerdictSourcePromFor    = 2 * time.Minute
+	InfluxDroppedPromWindow = 10 * time.Minute
+)
+
+// Runbook texts of the self-health alerts (their description annotation;
+// README.md, "Prometheus rules", says the same).
+const (
+	runbookAlerterNotEvaluating = "While no evaluation works, vigil's alerter sends nothing: no alert fires or resolves, " +
+		"so a new outage pages no one. Usually InfluxDB (store.influxdb) is down or unreachable from the alerter: " +
+		"see the alerter's log (`alerting: evaluation failed`), its /healthz and vigil_alert_evaluation_errors_total, " +
+		"and InfluxDB's health. If the alerter process is down (not scraped), restart it. Until it evaluates again, " +
+		"watch the status page or Grafana by hand."
+	runbookVerdictSourceDown = "The proxy cannot read this verdict source: it keeps the last verdicts until they are older " +
+		"than verdicts.max_age, then routes on passive detection alone. See the proxy's /healthz and log " +
+		"(`verdict source … failing since`), and whether the canary or store behind the source is up and " +
+		"reachable from the proxy."
+	runbookInfluxPointsDropped = "Points written to InfluxDB were lost for good: reason=spool_full means the outbox " +
+		"grew past store.influxdb.spool_max in a long outage and its oldest points were deleted, reason=rejected " +
+		"that InfluxDB refused points as malformed. History, SLO budgets and alerts computed from InfluxDB miss them. " +
+		"Check InfluxDB's health and the writer's log; for spool_full, a larger spool_max rides out longer outages."
+)
+
+// selfRules writes the alerts on vigil's own health (group vigil-self):
+//
+//   - VigilAlerterNotEvaluating (page): an alerter's last successful
+//     evaluation (vigil_alert_last_evaluation_success_timestamp_seconds)
+//     is older than AlerterStalePromFor: the store is unreadable, or the
+//     alerter is no longer scraped (its last value, kept for
+//     dead_man.forget_after); absent_over_time fires when no alerter has
+//     reported over that span at all. Left out with alerting.disabled;
+//   - VigilProxyVerdictSourceDown (ticket): vigil_proxy_verdict_source_up
+//     is 0 for VerdictSourcePromFor, its source label renamed
+//     verdict_source;
+//   - VigilInfluxPointsDropped (ticket): vigil_influx_points_dropped_total
+//     grew over InfluxDroppedPromWindow.
+func selfRules(w *ruleWriter, cfg Config) {
+	w.group("vigil-self")
+	if !cfg.Disabled {
+		const g = "vigil_alert_last_evaluation_success_timestamp_seconds"
+		stale := promDur(AlerterStalePromFor(cfg))
+		sec := strconv.FormatFloat(AlerterStalePromFor(cfg).Seconds(), 'f', -1, 64)
+		w.selfAlert(RuleAlerterNotEvaluating,
+			"time() - (\n"+
+				"    max by (instance, job) ("+g+")\n"+
+				"  or\n"+
+				"    max by (instance, job) (last_over_time("+g+"["+promDur(cfg.DeadMan.ForgetAfter)+"]) unless on (instance, job) (up == 1))\n"+
+				") > "+sec+"\n"+
+				"or\n"+
+				"absent_over_time("+g+"["+stale+"])",
+			0, SeverityPage,
+			"vigil alerter {{ with $labels.instance }}{{ . }} {{ end }}has not evaluated its rules for over "+stale+
+				" (store unreadable, or no alerter scraped): no vigil alert fires or resolves, so a new outage pages no one",
+			runbookAlerterNotEvaluating, cfg)
+	}
+	// The series' source (the verdicts URL) becomes verdict_source: every
+	// generated alert is labelled source="prometheus".
+	w.selfAlert(RuleVerdictSourceDown,
+		`label_replace(vigil_proxy_verdict_source_up == 0, "verdict_source", "$1", "source", "(.*)")`, VerdictSourcePromFor, SeverityTicket,
+		"vigil proxy {{ $labels.instance }} cannot read verdict source {{ $labels.verdict_source }} (for "+promDur(VerdictSourcePromFor)+
+			"): it routes on its last verdicts until they age out, then on passive detection alone",
+		runbookVerdictSourceDown, cfg)
+	win := promDur(InfluxDroppedPromWindow)
+	w.selfAlert(RuleInfluxPointsDropped, "increase(vigil_influx_points_dropped_total["+win+"]) > 0", 0, SeverityTicket,
+		"{{ $labels.instance }} dropped about {{ $value | printf \"%.0f\" }} InfluxDB points in "+win+
+			" (reason {{ $labels.reason }}): they are lost for good",
+		runbookInfluxPointsDropped, cfg)
+}
+
+// selfAlert writes one alert of selfRules: labelled rule, severity and
+// source="prometheus", annotated summary, description (the runbook text)
+// and runbook_url (alerting.runbook_url with {rule} replaced, {check}
+// empty). No status_url: these are about vigil, not a check.
+func (w *ruleWriter) selfAlert(rule, expr string, hold time.Duration, severity, summary, runbook string, cfg Config) {
+	w.line(6, "- alert: "+selfAlertNames[rule])
+	w.expr(8, expr)
+	if hold > 0 {
+		w.line(8, "for: "+promDur(hold))
+	}
+	labels := map[string]string{"rule": rule, "severity": severity, "source": "prometheus"}
+	w.line(8, "labels:")
+	for _, k := range sortedKeys(labels) {
+		w.line(10, k+": "+yq(labels[k]))
+	}
+	ann := map[string]string{"summary": summary, "description": runbook}
+	if cfg.RunbookURL != "" {
+		ann["runbook_url"] = strings.NewReplacer("{rule}", rule, "{check}", "").Replace(cfg.RunbookURL)
+	}
+	w.line(8, "annotations:")
+	for _, k := range sortedKeys(ann) {
+		w.line(10, k+": "+yq(ann[k]))
+	}
 }
 
 // ttfbP95Expr is the recorded TTFB p95 of SLO s over its window, per

@@ -65,8 +65,15 @@ func TestPrometheusRulesShape(t *testing.T) {
 				// Per check × target alerts link the check page narrowed
 				// to the target, as the built-in alerter's status_url.
 				wantURL := "https://status.example/check/{{ $labels.check }}?target={{ $labels.target | urlquery }}"
-				if r.Alert == "VigilCanarySilent" {
+				switch {
+				case r.Alert == "VigilCanarySilent":
 					wantURL = "https://status.example/check/{{ $labels.check }}"
+				case g.Name == "vigil-self":
+					// About vigil itself, not a check.
+					wantURL = ""
+					if r.Annotations["description"] == "" {
+						t.Errorf("alert %s: no description (runbook text)", r.Alert)
+					}
 				}
 				if r.Annotations["status_url"] != wantURL {
 					t.Errorf("alert %s: status_url %q, want %q", r.Alert, r.Annotations["status_url"], wantURL)
@@ -79,7 +86,8 @@ func TestPrometheusRulesShape(t *testing.T) {
 		}
 	}
 	want := map[string]int{"VigilCheckDown/page": 1, "VigilCertificate/ticket": 1, "VigilCanarySilent/ticket": 1,
-		"VigilErrorBudgetBurn/page": 1, "VigilErrorBudgetBurn/ticket": 1, "VigilTTFBSLOBreach/ticket": 1}
+		"VigilErrorBudgetBurn/page": 1, "VigilErrorBudgetBurn/ticket": 1, "VigilTTFBSLOBreach/ticket": 1,
+		"VigilAlerterNotEvaluating/page": 1, "VigilProxyVerdictSourceDown/ticket": 1, "VigilInfluxPointsDropped/ticket": 1}
 	if fmt.Sprint(alerts) != fmt.Sprint(want) {
 		t.Fatalf("alerts %v, want %v", alerts, want)
 	}
