@@ -45,6 +45,9 @@ type appOptions struct {
 	// (vigil proxy --verdicts-from); empty: InfluxDB if configured, else the
 	// local embedded store, else (in vigil run) the canary in this process.
 	verdictsFrom []string
+	// verdictsTransport carries the requests to verdictsFrom; nil: Go's
+	// default (the system pool). Set by --verdicts-from-ca.
+	verdictsTransport http.RoundTripper
 	// listen overrides agent.listen (tests and the demo use 127.0.0.1:0).
 	listen string
 	// listener, when set, is used instead of listening on agent.listen.
@@ -296,7 +299,7 @@ func (a *app) verdictSource() reporting.Source {
 	case len(a.opts.verdictsFrom) > 0:
 		var srcs proxy.Sources // read one by one: a dead canary shows on /healthz
 		for _, u := range a.opts.verdictsFrom {
-			srcs = append(srcs, proxy.HTTPSource(u, &http.Client{Timeout: 5 * time.Second}))
+			srcs = append(srcs, proxy.HTTPSource(u, &http.Client{Timeout: 5 * time.Second, Transport: a.opts.verdictsTransport}))
 		}
 		return srcs
 	case a.remote != nil:
@@ -450,7 +453,45 @@ func (a *app) health() (reasons, warnings []string) {
 			reasons = append(reasons, fmt.Sprintf("alert receiver %s failing: %s", rcv, a.current().redactor.redact(e)))
 		}
 	}
+	// One line each, whatever a source put in its text (a receiver's or
+	// an InfluxDB's answer, a sink's error): a line of its own would read
+	// as another reason, or as "ok", to what parses /healthz.
+	for i, s := range reasons {
+		reasons[i] = healthLine(s)
+	}
+	for i, s := range warnings {
+		warnings[i] = healthLine(s)
+	}
 	return reasons, warnings
+}
+
+// healthLine returns s on one line: each run of control characters (C0,
+// DEL, C1: newlines, CRs, tabs) and Unicode line or paragraph separators
+// becomes one space, and s is trimmed.
+func healthLine(s string) string {
+	if !strings.ContainsFunc(s, breaksLine) && strings.TrimSpace(s) == s {
+		return s
+	}
+	var sb strings.Builder
+	gap := false
+	for _, r := range s {
+		if breaksLine(r) {
+			gap = true
+			continue
+		}
+		if gap {
+			sb.WriteByte(' ')
+			gap = false
+		}
+		sb.WriteRune(r)
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// breaksLine reports whether r is a control character or a line or
+// paragraph separator.
+func breaksLine(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029'
 }
 
 // unjoin lists the errors an errors.Join made (err itself otherwise, none
