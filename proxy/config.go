@@ -544,14 +544,20 @@ type RetryConfig struct {
 
 // Warnings lists what the section allows but weakens, each led by its key;
 // call after ValidateAndSetDefaults succeeded: a client_crl_file CRL past
-// its next update (it still applies, see loadClientCRL).
+// its next update (it still applies, see loadClientCRL), a pool's
+// tls.insecure_skip_verify (the proxy carries user traffic to its origins).
 func (c *Config) Warnings() []string {
-	if c.clientCRL == nil {
-		return nil
-	}
 	var out []string
-	for _, s := range c.clientCRL.staleLists(time.Now()) {
-		out = append(out, fmt.Sprintf("client_crl_file: %s: %s: the certificates it lists stay refused, the others are served; publish a new CRL and reload", c.ClientCRLFile, s))
+	if c.clientCRL != nil {
+		for _, s := range c.clientCRL.staleLists(time.Now()) {
+			out = append(out, fmt.Sprintf("client_crl_file: %s: %s: the certificates it lists stay refused, the others are served; publish a new CRL and reload", c.ClientCRLFile, s))
+		}
+	}
+	for i, p := range c.Pools {
+		if p.TLS.InsecureSkipVerify {
+			out = append(out, fmt.Sprintf("pools[%d].tls.insecure_skip_verify: true: certificates are not verified "+
+				"(the user traffic the proxy sends to this pool's https origins can be read and changed on the way)", i))
+		}
 	}
 	return out
 }
