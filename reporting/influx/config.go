@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-synthetics/vigil/reporting/tlsclient"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
@@ -47,6 +48,11 @@ type Config struct {
 	SpoolMax units.ByteSize `mapstructure:"spool_max"`
 	// Timeout bounds one write or query request. Default 10s.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// TLS configures the https client: ca_file (a PEM bundle trusted
+	// instead of the system pool), server_name, cert_file and key_file (a
+	// client certificate), insecure_skip_verify. Default: verified against
+	// the system pool and the URL's host. Only with an https URL.
+	TLS tlsclient.Config `mapstructure:"tls"`
 }
 
 // ValidateAndSetDefaults fills in defaults and checks the keys.
@@ -80,20 +86,31 @@ func (c *Config) ValidateAndSetDefaults() error {
 	} else if c.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("timeout: %s: must be positive", c.Timeout))
 	}
+	if err := c.TLS.Load(); err != nil {
+		errs = append(errs, units.Prefix("tls", err))
+	}
+	if u, err := url.Parse(c.URL); err == nil && u.Scheme == "http" && c.TLS.Set() {
+		errs = append(errs, fmt.Errorf("tls: set, but url %q is http: use https://", units.RedactURL(c.URL)))
+	}
 	return errors.Join(errs...)
 }
 
 // Warnings lists what the section allows but weakens, each led by its key:
-// a token sent over plain http to a host that is not loopback (127.0.0.0/8,
-// ::1, localhost) travels unencrypted, readable by anyone on the path. A
+// tls.insecure_skip_verify: true (certificates not verified), and a token
+// sent over plain http to a host that is not loopback (127.0.0.0/8, ::1,
+// localhost), which travels unencrypted, readable by anyone on the path. A
 // warning, not an error: an InfluxDB on a trusted private network is a
 // choice, but one that must not go unnoticed. Call after
 // ValidateAndSetDefaults succeeded.
 func (c *Config) Warnings() []string {
+	var warns []string
+	for _, w := range c.TLS.Warnings() {
+		warns = append(warns, "tls."+w)
+	}
 	u, err := url.Parse(c.URL)
 	if err != nil || u.Scheme != "http" || strings.TrimSpace(c.Token) == "" || units.LoopbackHost(u.Hostname()) {
-		return nil
+		return warns
 	}
-	return []string{fmt.Sprintf("url: %q: http, not https: the token travels unencrypted to %s; use https, or a loopback address for an InfluxDB on this host",
-		units.RedactURL(c.URL), u.Hostname())}
+	return append(warns, fmt.Sprintf("url: %q: http, not https: the token travels unencrypted to %s; use https, or a loopback address for an InfluxDB on this host",
+		units.RedactURL(c.URL), u.Hostname()))
 }

@@ -145,6 +145,9 @@ func Open(cfg Config, dataDir string, o Options) (*Store, error) {
 		SetHTTPRequestTimeout(uint(max(cfg.Timeout/time.Second, 1))).
 		SetPrecision(time.Nanosecond).
 		SetLogLevel(0)
+	if tc := cfg.TLS.TLSConfig(); tc != nil {
+		opts.SetTLSConfig(tc)
+	}
 	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
 	s := &Store{
 		cfg: cfg, log: o.Log, opts: o, client: client, out: out, red: newRedactor(cfg), dups: o.Duplicates,
