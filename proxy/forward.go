@@ -232,7 +232,7 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 	pl := &pool{name: pc.Name, cfg: pc, log: log, m: m, none: m.forProxyAnswers(pc.Name),
 		retries: map[string]interfaceCounter{}}
 	pl.budget = &retryBudget{ratio: pc.Retry.RetryBudget.Fraction()}
-	for _, c := range retryCauses {
+	for _, c := range append(retryCauses[:len(retryCauses):len(retryCauses)], CauseConnect, CauseLocal) {
 		pl.retries[c] = m.retries.WithLabelValues(pc.Name, c)
 	}
 	m.budgetDeny.WithLabelValues(pc.Name)
@@ -368,6 +368,8 @@ func classify(err error, ctx context.Context) (cause string, connLevel bool) {
 		var dns *net.DNSError
 		var ne net.Error
 		switch {
+		case localDialError(de.err):
+			return CauseLocal, true
 		case errors.As(de.err, &dns):
 			return CauseDNS, true
 		case errors.Is(de.err, syscall.ECONNREFUSED):
@@ -381,7 +383,7 @@ func classify(err error, ctx context.Context) (cause string, connLevel bool) {
 		case de.tls:
 			return CauseTLS, true
 		}
-		return CauseConnectRefused, true
+		return CauseConnect, true
 	}
 	if isProtocolError(err) {
 		return CauseProtocol, false
@@ -1137,9 +1139,17 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			// again, and the origin, which only protected itself, is not
 			// charged for it.
 			refused := isRefusedStream(err)
-			if refused {
+			switch {
+			case refused:
 				cause, connLevel = CauseConnectRefused, true
-			} else {
+			case cause == CauseLocal:
+				// The proxy itself could not open a connection (out of
+				// file descriptors, ports, buffers): the origin was never
+				// reached, so neither the passive detector nor its signal
+				// sees this try; the request moves on like any try that
+				// sent nothing.
+				logLocalDial(pl.log, pl.name, err)
+			default:
 				pl.observeCause(o, cause, lat, tryEnd.UnixNano())
 				o.stats.requests.Add(1)
 				if cause == CauseTimeout {
@@ -1281,6 +1291,8 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	switch {
 	case timedOut || !time.Now().Before(deadline):
 		code, msg = http.StatusGatewayTimeout, "no origin answered in time"
+	case lastCause == CauseLocal:
+		code, msg = http.StatusServiceUnavailable, "the proxy cannot open a connection to an origin"
 	case tried == 0:
 		code, msg = http.StatusServiceUnavailable, "no origin available"
 		for _, o := range pl.origins {
