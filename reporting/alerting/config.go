@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/tlsclient"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
@@ -400,6 +401,12 @@ type Receiver struct {
 	Slack        *SlackConfig        `mapstructure:"slack"`
 	PagerDuty    *PagerDutyConfig    `mapstructure:"pagerduty"`
 	Alertmanager *AlertmanagerConfig `mapstructure:"alertmanager"`
+
+	// TLS configures the receiver's https client: ca_file (a PEM bundle
+	// trusted instead of the system pool), server_name, cert_file and
+	// key_file (a client certificate), insecure_skip_verify. Default:
+	// verified against the system pool and the URL's host.
+	TLS tlsclient.Config `mapstructure:"tls"`
 }
 
 // ValidateAndSetDefaults checks that exactly one kind is configured and its URL.
@@ -462,7 +469,26 @@ func (r *Receiver) ValidateAndSetDefaults() error {
 	if n != 1 {
 		errs = append(errs, ErrNoReceiverKind)
 	}
+	errs = append(errs, units.Prefix("tls", r.TLS.Load()))
+	if u := r.url(); r.TLS.Set() && strings.HasPrefix(strings.ToLower(u), "http://") {
+		errs = append(errs, fmt.Errorf("tls: set, but the receiver's url is http: use https://"))
+	}
 	return errors.Join(errs...)
+}
+
+// url is the URL the receiver posts to ("" when no kind is set).
+func (r *Receiver) url() string {
+	switch {
+	case r.Webhook != nil:
+		return string(r.Webhook.URL)
+	case r.Slack != nil:
+		return string(r.Slack.URL)
+	case r.PagerDuty != nil:
+		return r.PagerDuty.URL
+	case r.Alertmanager != nil:
+		return r.Alertmanager.URL
+	}
+	return ""
 }
 
 // checkURL validates an http(s) URL; a secret URL is never echoed, any
@@ -587,6 +613,9 @@ func (c *Config) receiverWarnings() []string {
 		warns = append(warns, "receivers: none: alerts fire on the status page and GET /api/v1/alerts only and notify nobody; add a webhook, slack, pagerduty or alertmanager receiver")
 	}
 	for i, r := range c.Receivers {
+		for _, w := range r.TLS.Warnings() {
+			warns = append(warns, fmt.Sprintf("receivers[%d].tls.%s", i, w))
+		}
 		if r.Webhook == nil || len(r.Webhook.Headers) == 0 {
 			continue
 		}

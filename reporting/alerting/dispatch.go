@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/tlsclient"
 )
 
 // Notifier delivers one notification to one destination. It returns a
@@ -131,6 +133,7 @@ func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics
 		for _, t := range r.Tiers {
 			w.tiers[t] = true
 		}
+		client := receiverClient(client, &r.TLS)
 		switch {
 		case r.Webhook != nil:
 			w.n = newWebhook(*r.Webhook, client)
@@ -148,6 +151,30 @@ func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics
 		go d.loop(w)
 	}
 	return d
+}
+
+// receiverClient is client with the receiver's tls settings, when it has
+// any: a copy whose transport is a clone of client's (or of Go's default
+// transport) with that TLS config. A client whose transport is not an
+// *http.Transport (a test's) is used as is.
+func receiverClient(client *http.Client, tc *tlsclient.Config) *http.Client {
+	conf := tc.TLSConfig()
+	if conf == nil {
+		return client
+	}
+	rt := client.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	base, ok := rt.(*http.Transport)
+	if !ok {
+		return client
+	}
+	tr := base.Clone()
+	tr.TLSClientConfig = conf
+	c := *client
+	c.Transport = tr
+	return &c
 }
 
 // route is what a receiver's filters (severities, checks, tiers) look at:
