@@ -2,12 +2,14 @@ package canary
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting/units"
@@ -189,33 +191,37 @@ func (c *Config) PairNames() map[string][]string {
 	return out
 }
 
-// URLSecrets returns the credentials written in the userinfo of the
-// targets' URLs and the checks' url and http.url: each password, each
-// user:password, and a user given without a password (https://TOKEN@host)
-// of checks.MinEncodedSecret bytes or more. A check sends them as an
-// Authorization: Basic header, which an origin or its error page may echo
-// back, so the config's redactor hides them as it hides ${NAME} values, in
-// the encodings checks.Redactor knows ("Basic ***"). The URLs themselves
-// are shown without userinfo (units.RedactURL).
-func (c *Config) URLSecrets() []string {
-	raws := make([]string, 0, len(c.Targets)+len(c.Checks))
-	for _, t := range c.Targets {
-		raws = append(raws, t.URL)
-	}
-	for _, ch := range c.Checks {
-		raws = append(raws, ch.URL)
-		if ch.HTTP != nil {
-			raws = append(raws, ch.HTTP.URL)
-		}
-	}
+// Secrets returns the credentials the config writes as they are, for the
+// config's redactor to hide as it hides ${NAME} values, in the encodings
+// checks.Redactor knows: a check sends them (as Authorization: Basic, as
+// Proxy-Authorization, as a header), and an origin, a proxy or their error
+// pages may echo them back, raw or base64-encoded ("Basic ***"). They are:
+//
+//   - the userinfo of a URL: targets' url, checks' url and http.url,
+//     http.proxy_url, a script http step's url and proxy_url and a
+//     browser step's navigate URL: each password, each user:password, and
+//     a user given without a password (https://TOKEN@host) of
+//     checks.MinEncodedSecret bytes or more;
+//   - http.basic_auth of checks and script steps: the password and
+//     user:password;
+//   - the value of every http.headers entry whose name is sensitive
+//     (checks.SensitiveName: Authorization, Proxy-Authorization, Cookie,
+//     X-Api-Key, …), as headerSecrets splits it: an Authorization value's
+//     credentials without the scheme, a Cookie's values;
+//   - agent.admin_token, which the agent sends to its peers.
+//
+// A script step's value that holds "${" is left out: it is expanded at
+// run time, and a ${env:NAME} value is a secret of the run already. The
+// URLs themselves are shown without userinfo (units.RedactURL).
+func (c *Config) Secrets() []string {
 	var out []string
-	for _, raw := range raws {
+	fromURL := func(raw string) {
 		if !strings.Contains(raw, "@") {
-			continue
+			return
 		}
 		u, err := url.Parse(raw)
 		if err != nil || u.User == nil {
-			continue
+			return
 		}
 		user := u.User.Username()
 		if pw, ok := u.User.Password(); ok {
@@ -224,5 +230,101 @@ func (c *Config) URLSecrets() []string {
 			out = append(out, user)
 		}
 	}
+	fromHTTP := func(h *checks.HTTPSpec, step bool) {
+		if h == nil {
+			return
+		}
+		literal := func(v string) bool { return !step || !strings.Contains(v, "${") }
+		for _, raw := range []string{h.URL, h.ProxyURL} {
+			if literal(raw) {
+				fromURL(raw)
+			}
+		}
+		if ba := h.BasicAuth; ba != nil && literal(ba.Username) && literal(ba.Password) {
+			out = append(out, ba.Password, ba.Username+":"+ba.Password)
+		}
+		for name, v := range h.Headers {
+			if checks.SensitiveName(name) && literal(v) {
+				out = append(out, headerSecrets(name, v)...)
+			}
+		}
+	}
+	for _, t := range c.Targets {
+		fromURL(t.URL)
+	}
+	for _, ch := range c.Checks {
+		fromURL(ch.URL)
+		fromHTTP(ch.HTTP, false)
+		for _, st := range ch.Script {
+			fromHTTP(st.HTTP, true)
+			if st.Browser != nil {
+				if nav := navigateURL(st.Browser.Navigate); !strings.Contains(nav, "${") {
+					fromURL(nav)
+				}
+			}
+		}
+	}
+	if c.Agent.AdminToken != "" {
+		out = append(out, c.Agent.AdminToken)
+	}
 	return out
+}
+
+// headerSecrets are the parts of v, the value of the sensitive header
+// name, to hide: each cookie value of a Cookie header; the credentials of
+// an "<scheme> <credentials>" value, and for Basic the user:password they
+// decode to and the password, so that an echo shows "Bearer ***"; else v.
+func headerSecrets(name, v string) []string {
+	v = strings.TrimSpace(v)
+	if strings.EqualFold(name, "Cookie") {
+		var out []string
+		for _, kv := range strings.Split(v, ";") {
+			if _, val, ok := strings.Cut(kv, "="); ok {
+				out = append(out, strings.Trim(strings.TrimSpace(val), `"`))
+			}
+		}
+		return out
+	}
+	scheme, cred, ok := strings.Cut(v, " ")
+	cred = strings.TrimSpace(cred)
+	if !ok || cred == "" || len(scheme) > 20 || strings.ContainsFunc(scheme, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._", r))
+	}) {
+		return []string{v}
+	}
+	out := []string{cred}
+	if strings.EqualFold(scheme, "Basic") {
+		if b, err := base64.StdEncoding.DecodeString(cred); err == nil && utf8.Valid(b) {
+			if _, pw, ok := strings.Cut(string(b), ":"); ok {
+				out = append(out, string(b), pw)
+			}
+		}
+	}
+	return out
+}
+
+// navigateURL is the URL of a browser step's navigate as decoded (a
+// string, or a mapping with url), "" for none.
+func navigateURL(v any) string {
+	switch n := v.(type) {
+	case string:
+		return n
+	case *string:
+		if n != nil {
+			return *n
+		}
+	case map[string]any:
+		for k, u := range n {
+			if s, ok := u.(string); ok && strings.EqualFold(k, "url") {
+				return s
+			}
+		}
+	case scripts.NavigateAction:
+		return n.URL
+	case *scripts.NavigateAction:
+		if n != nil {
+			return n.URL
+		}
+	}
+	return ""
 }

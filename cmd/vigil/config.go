@@ -951,9 +951,10 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	if f.Proxy != nil {
 		f.Proxy.SetKeys(keysUnder(md.Keys, "proxy."))
 	}
-	// A password written in a target or check URL is a secret too: an
-	// origin may echo the Basic header the check sends.
-	for _, sec := range f.Config.URLSecrets() {
+	// A password written in a URL, a basic_auth or a proxy_url, a
+	// sensitive header's value: secrets too, as an origin may echo the
+	// header the check sends.
+	for _, sec := range f.Config.Secrets() {
 		red.add("url", sec)
 	}
 	unused := md.Unused
