@@ -394,6 +394,16 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 		after = t.timeout
 	}
 
+	// The agent's own limits (no file descriptor, no local port) fail a
+	// dial before any packet leaves: the check could not run, and the
+	// target is not to blame.
+	if !connected {
+		for _, e := range []error{dialErr, err} {
+			if e != nil && localDialError(e) {
+				return CauseInternal, localDialMsg(e)
+			}
+		}
+	}
 	if dialErr != nil && !connected {
 		return classifyDial(dialErr)
 	}
