@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/reporting/alerting"
+	"github.com/vigil-synthetics/vigil/reporting/tlsclient"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
@@ -36,6 +38,8 @@ type serveFlags struct {
 	file, logLevel, logFormat, shard, listen string
 	proxyListen                              string
 	verdictsFrom                             []string
+	verdictsFromCA                           string            // --verdicts-from-ca
+	verdictsTransport                        http.RoundTripper // built from verdictsFromCA
 }
 
 func (f *serveFlags) add(cmd *cobra.Command) {
@@ -126,7 +130,7 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 		noProxy = true
 	}
 	hurry := make(chan struct{})
-	a, err := newApp(cfg, appOptions{roles: r, shard: shard, verdictsFrom: f.verdictsFrom, listen: f.listen, log: log, hurry: hurry,
+	a, err := newApp(cfg, appOptions{roles: r, shard: shard, verdictsFrom: f.verdictsFrom, verdictsTransport: f.verdictsTransport, listen: f.listen, log: log, hurry: hurry,
 		proxyAbsent: noProxy})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("vigil: %s", cfg.redactor.redact(err.Error()))}
@@ -203,7 +207,7 @@ func newCanaryCmd() *cobra.Command {
 func newProxyCmd() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "proxy -c FILE [--verdicts-from URL]...",
+		Use:   "proxy -c FILE [--verdicts-from URL]... [--verdicts-from-ca FILE]",
 		Short: "Run the health-aware reverse proxy",
 		Long: `Runs the proxy section of the config. Verdicts come from --verdicts-from canary URLs
 (their GET /api/v1/verdicts), else from store.influxdb, else from the embedded store in
@@ -211,7 +215,9 @@ agent.data_dir. Without any, the proxy relies on passive detection alone.
 Each --verdicts-from canary is read on its own: one that fails is listed on
 /healthz as a warning (200) and in vigil_proxy_verdict_source_up; /healthz
 answers 503 only when every source fails. A failing source's last verdicts
-count until they are older than the pool's verdicts.max_age.`,
+count until they are older than the pool's verdicts.max_age.
+--verdicts-from-ca FILE trusts the CAs of a PEM file, instead of the
+system pool, for https canaries (read at start).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, u := range f.verdictsFrom {
@@ -219,12 +225,25 @@ count until they are older than the pool's verdicts.max_age.`,
 					return &exitError{code: 2, err: fmt.Errorf("--verdicts-from: %q: want an http(s) URL of a canary", units.RedactURL(u))}
 				}
 			}
+			if f.verdictsFromCA != "" {
+				if len(f.verdictsFrom) == 0 {
+					return &exitError{code: 2, err: errors.New("--verdicts-from-ca: only with --verdicts-from")}
+				}
+				pool, err := tlsclient.LoadCAFile(f.verdictsFromCA)
+				if err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--verdicts-from-ca: %w", err)}
+				}
+				tr := http.DefaultTransport.(*http.Transport).Clone()
+				tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+				f.verdictsTransport = tr
+			}
 			return serve(cmd, &f, roles{proxy: true})
 		},
 	}
 	f.add(cmd)
 	f.addProxyListen(cmd)
 	cmd.Flags().StringArrayVar(&f.verdictsFrom, "verdicts-from", nil, "canary base URL to read verdicts from (repeatable)")
+	cmd.Flags().StringVar(&f.verdictsFromCA, "verdicts-from-ca", "", "PEM file of CAs that sign the --verdicts-from canaries' https certificates, trusted instead of the system pool")
 	return cmd
 }
 
