@@ -57,6 +57,19 @@ const probeWindow = time.Second
 // Primary that hangs until its timeout slows one read per Retry, not every
 // one. The first read of Primary that succeeds ends the degraded state.
 //
+// While degraded, the Fallback also probes Primary itself, every Retry (at
+// least recoveryWatchMin, of real time) when no read is trying it, until
+// it answers (the recovery watch): the degraded state, and the start of
+// the outage with it, ends when the store works again, not at the next page
+// load, so a later outage is dated from its own start and the recovery
+// line's failed_for is the outage's length. For a Primary that is a
+// FailingSincer, a failure run of Primary's that began after the
+// degraded state's start, or none at all, also says the store worked
+// since: the degraded state is dated from the current run, or the next
+// failed read starts a new one. The watch stops when Primary answers;
+// it costs one probe read (the latest verdicts of the last second) per
+// Retry during an outage.
+//
 // A read gives Primary a share of its caller's time, not all of it: the
 // caller's deadline less up to 2×readReserve (2 s), so that when Primary
 // does not answer in its share there is still time for a probe and for Own.
@@ -119,6 +132,11 @@ type Fallback struct {
 	lastTry time.Time  // the end of the last read of Primary while failing
 	trying  bool       // a read is trying Primary while failing
 	probing *probeCall // the probe in flight, if any
+	// over: while failing, Primary (a FailingSincer) reported failures
+	// (sawFailing) and then none at all: the outage that began at since
+	// is over, and the next failed read starts a new one.
+	over, sawFailing bool
+	watching         bool // the recovery watch runs (see watch)
 }
 
 // Explainer is a HistorySource that can say which of its settings an error
@@ -188,7 +206,7 @@ var errNoOwnHistory = errors.New("this agent keeps no history of its own")
 // Notice says why reads come from Own, e.g. "InfluxDB unreachable since
 // 2026-11-30T10:20:00Z: showing this canary's own results only"; "" while
 // Primary answers (and on a nil Fallback). Since is when the first read
-// failed, or, for a Primary that is a FailingSincer, the first failed
+// of the current outage failed (see the recovery watch in Fallback), or, for a Primary that is a FailingSincer, the first failed
 // operation of Primary's if earlier (an InfluxDB store's writes usually
 // fail first). What is wrong is the last
 // failure's: "unreachable" (connections refused or reset, DNS, dial
@@ -203,6 +221,7 @@ func (f *Fallback) Notice() string {
 		return ""
 	}
 	f.mu.Lock()
+	f.forgetEndedLocked()
 	since, why := f.since, f.why
 	f.mu.Unlock()
 	if since.IsZero() {
@@ -431,11 +450,9 @@ func (f *Fallback) tryPrimary() (try, claimed bool) {
 		return false, false
 	}
 	now := f.now()
-	retry := f.Retry
-	if retry <= 0 {
-		retry = DefaultFallbackRetry
-	}
-	if now.Sub(f.lastTry) < retry && !now.Before(f.lastTry) {
+	// Primary reported no failure (over): try it now rather than Retry
+	// later.
+	if f.forgetEndedLocked(); !f.over && now.Sub(f.lastTry) < f.retry() && !now.Before(f.lastTry) {
 		return false, false
 	}
 	f.trying, f.lastTry = true, now
@@ -459,17 +476,105 @@ func (f *Fallback) record(err, why error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
+	f.forgetEndedLocked()
+	if err != nil && f.over {
+		// The store worked since the outage at f.since: this failure
+		// starts a new one.
+		f.log().Info("store answered again since its last failed read; a new outage began", "store", f.name(),
+			"previous_since", f.since.UTC().Format(time.RFC3339))
+		f.since, f.over, f.sawFailing = time.Time{}, false, false
+	}
 	switch {
 	case err == nil && !f.since.IsZero():
 		f.log().Info("store answers reads again; serving from it", "store", f.name(),
 			"failed_for", now.Sub(f.since).Round(time.Second).String())
-		f.since, f.why = time.Time{}, ""
+		f.since, f.why, f.over, f.sawFailing = time.Time{}, "", false, false
 	case err != nil && f.since.IsZero():
 		f.since, f.lastTry, f.why = now, now, outage(why)
 		f.log().Warn("store reads failing; serving this canary's own results until it answers", "store", f.name(), "err", err)
+		if !f.watching {
+			f.watching = true
+			go f.watch(max(f.retry(), recoveryWatchMin))
+		}
 	case err != nil:
 		f.lastTry, f.why = now, outage(why)
 	}
+}
+
+// recoveryWatchMin is the least time between two probes of the recovery
+// watch (see Fallback).
+const recoveryWatchMin = time.Second
+
+// errRecoveryWatch is what the recovery watch's probe reads follow (the
+// log's "a probe read failed too").
+var errRecoveryWatch = errors.New("recovery watch")
+
+// watch is the recovery watch (see Fallback): every wait of real time,
+// while the Fallback is degraded and no read or probe is trying Primary, a
+// probe read of Primary, whose answer ends the degraded state. It returns
+// once that state ended.
+func (f *Fallback) watch(wait time.Duration) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.log().Error("store recovery watch panicked", "store", f.name(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			f.mu.Lock()
+			f.watching = false
+			f.mu.Unlock()
+		}
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		<-t.C
+		f.mu.Lock()
+		if f.since.IsZero() {
+			f.watching = false
+			f.mu.Unlock()
+			return
+		}
+		busy := f.trying || f.probing != nil
+		f.mu.Unlock()
+		if !busy {
+			<-f.probe(errRecoveryWatch).done
+		}
+		t.Reset(wait)
+	}
+}
+
+// forgetEndedLocked (f.mu held) notices, for a Primary that is a
+// FailingSincer, that the outage the degraded state dates from is over:
+// Primary's current failures began after since (the store worked in
+// between: since moves to their start), or there are none after there were
+// (over: the next failed read starts a new outage).
+func (f *Fallback) forgetEndedLocked() {
+	if f.since.IsZero() || f.over {
+		return
+	}
+	p, ok := f.Primary.(FailingSincer)
+	if !ok {
+		return
+	}
+	switch t := p.FailingSince(); {
+	case t.IsZero():
+		// Before Primary has counted a failure of this outage, zero says
+		// nothing (a read still waiting on it, say).
+		f.over = f.sawFailing
+	case t.After(f.since):
+		f.sawFailing = true
+		f.log().Info("store answered again since its last failed read; a new outage began", "store", f.name(),
+			"previous_since", f.since.UTC().Format(time.RFC3339), "since", t.UTC().Format(time.RFC3339))
+		f.since = t
+	default:
+		f.sawFailing = true
+	}
+}
+
+// retry is Retry or its default.
+func (f *Fallback) retry() time.Duration {
+	if f.Retry <= 0 {
+		return DefaultFallbackRetry
+	}
+	return f.Retry
 }
 
 // wrong is the degraded state's what-is-wrong, as in Notice; "unreachable"
