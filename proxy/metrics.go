@@ -69,6 +69,9 @@ type metrics struct {
 	adminAuthFail prometheus.Counter
 	// crlNextUpdate is client_crl_file's earliest next update.
 	crlNextUpdate *prometheus.GaugeVec // file
+	// regionsReporting is, per pool, how many regions have a fresh
+	// verdict of a counted check for its origins (regionCheck).
+	regionsReporting *prometheus.GaugeVec // pool
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -134,6 +137,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vigil_proxy_pool_verdict_timestamp_seconds",
 			Help: "Date of the newest verdict counted for one of the pool's origins (a check the pool counts, on the proxy's clock), Unix seconds; absent until the first. Older than the pool's verdicts.max_age: the canaries stopped reporting, and the pool runs on passive detection alone.",
 		}, []string{"pool"}),
+		regionsReporting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vigil_proxy_pool_regions_reporting",
+			Help: "Regions with a fresh (within the pool's verdicts.max_age, unexpired) verdict of a check the pool counts for one of its origins; set from the first verdict read. Below the pool's verdicts.quorum, verdicts can take no origin out.",
+		}, []string{"pool"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_refused_total",
 			Help: "Requests answered before any pool was chosen, by status code: malformed (400), too large (413, 414, 431), unsupported (405, 417, 501, 505), or for a host and path no pool serves (421).",
@@ -172,7 +179,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range ppFailReasons {
 		m.ppErrors.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.verdictAt, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail, m.crlNextUpdate} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.verdictAt, m.regionsReporting, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail, m.crlNextUpdate} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -269,10 +269,14 @@ func (p *Proxy) applyFeeds() {
 	var ahead []time.Duration
 	present := map[string]bool{}
 	known := len(p.vseen)
+	snaps := make([]feedSnap, 0, len(p.feeds))
 	for _, f := range p.feeds {
 		f.mu.Lock()
 		last := f.last
 		f.mu.Unlock()
+		_, err := f.fail.State()
+		_, canary := f.src.(*httpSource)
+		snaps = append(snaps, feedSnap{name: f.name, failing: err != nil && !canary, last: last})
 		all, ahead = p.rebase(f, last, now, pools, all, ahead, present)
 	}
 	p.duplicateCheck(now, pools)
@@ -292,9 +296,71 @@ func (p *Proxy) applyFeeds() {
 			pv.quorumBasis = basis
 			pl.quorumCheck(all)
 		}
-		pl.applyVerdictsAhead(all, ahead, now)
+		failing := failingRegions(pl, snaps)
+		pl.applyVerdictsFrom(all, ahead, now, failing)
 		p.freshCheck(pl, all, ahead, now)
+		p.regionCheck(pl, all, ahead, now, failing)
 	}
+}
+
+// feedSnap is one verdict source as applyFeeds read it: its name, whether
+// it is a store whose reads fail (vigil_proxy_verdict_source_up 0), and its
+// last verdicts. A canary's own API (HTTPSource) that fails is that canary
+// gone, as far as the proxy can tell: its regions stopped reporting, and it
+// is not counted as failing here.
+type feedSnap struct {
+	name    string
+	failing bool
+	last    []reporting.Verdict
+}
+
+// failingRegions is, per region, the failing sources that hold the last
+// verdicts of a check pl counts for one of its origins from that region,
+// for the regions no answering source gives such verdicts of: when their
+// verdicts age out, the source failed, not (as far as the proxy can tell)
+// the region's canaries. Nil when every source answers.
+func failingRegions(pl *pool, snaps []feedSnap) map[string][]string {
+	var bad map[string][]string
+	for _, s := range snaps {
+		if s.failing {
+			bad = map[string][]string{}
+			break
+		}
+	}
+	if bad == nil {
+		return nil
+	}
+	targets := pl.verdictTargets()
+	good := map[string]bool{}
+	for _, s := range snaps {
+		for i := range s.last {
+			v := &s.last[i]
+			if !targets[v.Target] || !pl.counts(v) {
+				continue
+			}
+			switch {
+			case !s.failing:
+				good[v.Region] = true
+			case !slices.Contains(bad[v.Region], s.name):
+				bad[v.Region] = append(bad[v.Region], s.name)
+			}
+		}
+	}
+	for r := range good {
+		delete(bad, r)
+	}
+	return bad
+}
+
+// verdictTargets is the set of the targets of pl's origins.
+func (pl *pool) verdictTargets() map[string]bool {
+	targets := map[string]bool{}
+	for _, o := range pl.origins {
+		if o.target != "" {
+			targets[o.target] = true
+		}
+	}
+	return targets
 }
 
 // poolVerdictAge is what the verdict view keeps of a pool, by name across
@@ -305,6 +371,158 @@ type poolVerdictAge struct {
 	newest      time.Time
 	stale       bool
 	quorumBasis string
+
+	// For regionCheck: per region, what it saw of it; the pool's
+	// quorumBasis when it last ran; the regions reporting then.
+	regions     map[string]*regionSeen
+	regionBasis string
+	reporting   []string
+}
+
+// regionSeen is one region of a pool as regionCheck saw it: whether it has
+// a fresh verdict of a counted check, the date of its newest, and whether
+// its stop was logged (a warning to end with an INFO line when it returns).
+type regionSeen struct {
+	reporting, warned bool
+	newest            time.Time
+}
+
+// regionName is how a region shows in logs and /healthz.
+func regionName(r string) string {
+	if r == "" {
+		return "(no region)"
+	}
+	return r
+}
+
+// regionCheck follows the regions that report for pl: those with a fresh,
+// unexpired verdict of a check pl counts for one of its origins (not dated
+// beyond max_age ahead). It sets vigil_proxy_pool_regions_reporting, and
+// warns once when a region that reported stops (an INFO line when it
+// returns): with fewer regions than verdicts.quorum, verdicts can take no
+// origin out (/healthz says so, see regionsBelowQuorum). Regions whose last
+// verdicts only failing sources hold (failing, failingRegions) are not
+// blamed one by one: one line names the failing source(s). A pool whose
+// origins have no target is not judged; after a reload that changes what
+// counts (quorumBasis), the regions are taken as they are, without a line.
+func (p *Proxy) regionCheck(pl *pool, vs []reporting.Verdict, ahead []time.Duration, now time.Time, failing map[string][]string) {
+	maxAge := pl.cfg.Verdicts.MaxAge
+	targets := pl.verdictTargets()
+	if len(targets) == 0 || maxAge <= 0 {
+		return
+	}
+	cur := map[string]time.Time{}
+	for i := range vs {
+		v := &vs[i]
+		if !targets[v.Target] || !pl.counts(v) || ahead != nil && ahead[i] > maxAge ||
+			!fresh(v.At, now, maxAge) || !v.Expires.IsZero() && !now.Before(v.Expires) {
+			continue
+		}
+		at := v.At
+		if at.After(now) {
+			at = now
+		}
+		if at.After(cur[v.Region]) {
+			cur[v.Region] = at
+		}
+	}
+	p.m.regionsReporting.WithLabelValues(pl.name).Set(float64(len(cur)))
+	st := p.poolView(pl.name)
+	basis := pl.quorumBasis()
+	quiet := st.regionBasis != basis
+	st.regionBasis = basis
+	if st.regions == nil {
+		st.regions = map[string]*regionSeen{}
+	}
+	var gone, bySource, sources []string
+	for r, rs := range st.regions {
+		if _, ok := cur[r]; ok || !rs.reporting {
+			continue
+		}
+		rs.reporting = false
+		switch {
+		case quiet:
+		case len(failing[r]) > 0:
+			bySource = append(bySource, r)
+			for _, s := range failing[r] {
+				if !slices.Contains(sources, s) {
+					sources = append(sources, s)
+				}
+			}
+		default:
+			rs.warned = true
+			gone = append(gone, r)
+		}
+	}
+	var back []string
+	for r, at := range cur {
+		rs := st.regions[r]
+		if rs == nil {
+			rs = &regionSeen{}
+			st.regions[r] = rs
+		}
+		if !rs.reporting && rs.warned {
+			back = append(back, r)
+		}
+		rs.reporting, rs.warned, rs.newest = true, false, at
+	}
+	st.reporting = st.reporting[:0]
+	for r := range cur {
+		st.reporting = append(st.reporting, regionName(r))
+	}
+	sort.Strings(st.reporting)
+	q := pl.cfg.Verdicts.Quorum
+	sort.Strings(gone)
+	for _, r := range gone {
+		p.log.Warn("proxy: a region stopped reporting for the pool: no fresh verdict of a counted check from it within max_age (its canaries stopped, or cannot reach the store)",
+			"pool", pl.name, "region", regionName(r), "reporting", len(cur), "quorum", q,
+			"verdicts_can_eject", len(cur) >= q, "newest", st.regions[r].newest.UTC().Format(time.RFC3339),
+			"max_age", maxAge.String())
+	}
+	if len(bySource) > 0 {
+		sort.Strings(bySource)
+		names := make([]string, len(bySource))
+		for i, r := range bySource {
+			names[i] = regionName(r)
+		}
+		sort.Strings(sources)
+		p.log.Warn("proxy: verdicts of the pool's regions aged out while their verdict source is failing: the source failed, not necessarily the canaries",
+			"pool", pl.name, "source_failing", strings.Join(sources, ", "), "regions", strings.Join(names, ","),
+			"reporting", len(cur), "quorum", q, "verdicts_can_eject", len(cur) >= q, "max_age", maxAge.String())
+	}
+	sort.Strings(back)
+	for _, r := range back {
+		p.log.Info("proxy: a region reports for the pool again", "pool", pl.name, "region", regionName(r),
+			"reporting", len(cur), "quorum", q)
+	}
+}
+
+// regionsBelowQuorum is the /healthz warning of each pool for which at
+// least one region, but fewer than its verdicts.quorum, reports
+// (regionCheck): no origin can be taken out by verdicts. None reporting is
+// the stale warning's (staleVerdicts).
+func (p *Proxy) regionsBelowQuorum() []string {
+	var out []string
+	for _, pl := range p.state.Load().pools {
+		st := p.vfresh[pl.name]
+		if st == nil || len(st.reporting) == 0 || len(st.reporting) >= pl.cfg.Verdicts.Quorum {
+			continue
+		}
+		var silent []string
+		for r, rs := range st.regions {
+			if !rs.reporting {
+				silent = append(silent, regionName(r))
+			}
+		}
+		sort.Strings(silent)
+		w := fmt.Sprintf("pool %s: %d region(s) report fresh verdicts (%s), fewer than verdicts.quorum %d: verdicts can take no origin out; its origins are judged by passive detection alone",
+			pl.name, len(st.reporting), strings.Join(st.reporting, ", "), pl.cfg.Verdicts.Quorum)
+		if len(silent) > 0 {
+			w += " (no fresh verdict from " + strings.Join(silent, ", ") + ")"
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // poolView is what the verdict view keeps of the pool named name, made on
@@ -385,7 +603,7 @@ func (p *Proxy) staleVerdicts() []string {
 				pl.name, st.newest.UTC().Format(time.RFC3339), pl.cfg.Verdicts.MaxAge))
 		}
 	}
-	return out
+	return append(out, p.regionsBelowQuorum()...)
 }
 
 // duplicateCheck reports duplicate canaries to reporting.Duplicates (the
@@ -727,7 +945,8 @@ func (p *Proxy) VerdictHealth() error {
 // failing since T, last error: ERR (N of M verdict sources answer)". When
 // every source fails, unreadable says so. Before those, warnings has one
 // line per pool whose newest counted verdict is older than its max_age
-// (staleVerdicts): sources that answer but hold nothing fresh.
+// (staleVerdicts): sources that answer but hold nothing fresh; then one per
+// pool for which fewer regions than its quorum report (regionsBelowQuorum).
 func (p *Proxy) VerdictReport() (warnings []string, unreadable error) {
 	warnings = p.staleVerdicts()
 	type failure struct {
@@ -887,6 +1106,7 @@ func verdictDetail(v *reporting.Verdict, now time.Time) string {
 // Why an origin's verdict flag cleared, in the log line's message.
 const (
 	clearedExpired = "verdicts expired, region(s) stopped reporting"
+	clearedSource  = "verdicts expired: the verdict source is failing"
 	clearedHealthy = "region(s) turned healthy"
 	clearedUnknown = "region(s) report unknown"
 	clearedQuorum  = "fewer regions unhealthy than the quorum"
@@ -906,7 +1126,12 @@ const (
 // gone silent is not a recovery. attrs has the non-empty lists, the
 // quorum, stopped_by (which limit ended each stopped region's verdicts:
 // stoppedBy), max_age when it was that limit for one, and was.
-func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ahead []time.Duration, now time.Time) (string, []any) {
+//
+// A region that would count as stopped while only failing sources hold its
+// last verdicts (failing, see failingRegions) is not said to have stopped
+// reporting: the cause is then clearedSource naming the source(s), with
+// source_failing, expired (those regions) and expired_by (their limits).
+func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ahead []time.Duration, now time.Time, failing map[string][]string) (string, []any) {
 	rank := func(st reporting.State) int { // unhealthy > healthy/degraded > unknown
 		switch st {
 		case reporting.StateUnhealthy:
@@ -939,6 +1164,7 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 		return st, ok
 	}
 	var stopped, healthy, unknown, still, limits []string
+	var expired, expiredBy, sources []string // regions whose verdicts aged out while only failing sources hold them
 	agedOut := false
 	for _, h := range whyHeld(was) {
 		name := h.region
@@ -966,6 +1192,16 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 			}
 		}
 		switch {
+		case (!ok || len(gone) > 0) && len(failing[h.region]) > 0:
+			expired = append(expired, name)
+			limit := pl.stoppedBy(o, h.region, gone, vs, ahead)
+			agedOut = agedOut || strings.Contains(limit, "max_age ")
+			expiredBy = append(expiredBy, name+": "+limit)
+			for _, s := range failing[h.region] {
+				if !slices.Contains(sources, s) {
+					sources = append(sources, s)
+				}
+			}
 		case !ok || len(gone) > 0:
 			stopped = append(stopped, name)
 			limit := pl.stoppedBy(o, h.region, gone, vs, ahead)
@@ -979,6 +1215,11 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 	}
 	var attrs []any
 	cause := clearedQuorum
+	if len(expired) > 0 {
+		sort.Strings(sources)
+		cause = clearedSource + " (" + strings.Join(sources, ", ") + ")"
+		attrs = append(attrs, "source_failing", strings.Join(sources, ", "), "expired", strings.Join(expired, ","))
+	}
 	for _, l := range []struct {
 		key, cause string
 		regions    []string
@@ -999,6 +1240,9 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 	attrs = append(attrs, "quorum", pl.cfg.Verdicts.Quorum)
 	if len(stopped) > 0 {
 		attrs = append(attrs, "stopped_by", strings.Join(limits, ", "))
+	}
+	if len(expired) > 0 {
+		attrs = append(attrs, "expired_by", strings.Join(expiredBy, ", "))
 	}
 	if agedOut {
 		attrs = append(attrs, "max_age", pl.cfg.Verdicts.MaxAge.String())
@@ -1147,6 +1391,14 @@ func (pl *pool) applyVerdicts(vs []reporting.Verdict, now time.Time) {
 // date is ahead of now (rebase): one further ahead than this pool's max_age
 // does not count, whatever other pools allow.
 func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration, now time.Time) {
+	pl.applyVerdictsFrom(vs, ahead, now, nil)
+}
+
+// applyVerdictsFrom is applyVerdictsAhead with, per region, the failing
+// sources that alone hold its last verdicts (failingRegions): an origin
+// those verdicts held out returns with a line blaming the source, not the
+// region.
+func (pl *pool) applyVerdictsFrom(vs []reporting.Verdict, ahead []time.Duration, now time.Time, failing map[string][]string) {
 	for _, o := range pl.origins {
 		down, why := pl.verdictDown(o, vs, ahead, now)
 		switch {
@@ -1189,7 +1441,7 @@ func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration
 				o.why[bit(flagVerdict)] = why // the note below the quorum, if any
 				o.mu.Unlock()
 				o.m.available.Set(b2f(o.Available()))
-				cause, attrs := pl.clearedBecause(o, was, vs, ahead, now)
+				cause, attrs := pl.clearedBecause(o, was, vs, ahead, now, failing)
 				msg := "proxy: verdicts cleared origin"
 				if !o.Available() {
 					msg += "; origin still out"
