@@ -569,6 +569,10 @@ func (a *app) Run(parent context.Context) error {
 			case <-ctx.Done():
 			case <-a.opts.hurry:
 			}
+		} else {
+			// Runs in flight, requests through the proxy and deliveries
+			// take their time to end: say why the process is still there.
+			a.log.Info("shutting down: waiting for runs, proxied requests and deliveries in flight (a second signal ends it now)")
 		}
 		cancel()
 	}()

@@ -200,7 +200,7 @@ proxy:
 				msgs = append(msgs, msg)
 			}
 			if c.json {
-				for _, want := range []string{"vigil started", "vigil stopped"} {
+				for _, want := range []string{"vigil started", "vigil stopped", "shutting down: waiting for runs, proxied requests and deliveries in flight (a second signal ends it now)"} {
 					if !contains(msgs, want) {
 						t.Errorf("no JSON line with msg %q among %q", want, msgs)
 					}
