@@ -291,3 +291,16 @@ func (m *metrics) countGRPC(pool, origin, v string) {
 	}
 	m.grpc.WithLabelValues(pool, origin, v).Inc()
 }
+
+// forgetPool deletes every series labelled with pool (on reload when the
+// pool is gone): its origins', those of the proxy's own answers (origin
+// "none"), retries, the last resort, the retry budget, the verdict date.
+// A per-pool collector added to metrics belongs in this list.
+func (m *metrics) forgetPool(pool string) {
+	for _, vec := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.requests, m.lastResort, m.latency, m.available, m.ejections, m.ejectRefused, m.returnProbes,
+		m.retries, m.tries, m.budgetDeny, m.verdictAt, m.grpc, m.regionsReporting} {
+		vec.DeletePartialMatch(prometheus.Labels{"pool": pool})
+	}
+}

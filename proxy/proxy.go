@@ -261,6 +261,15 @@ func (p *Proxy) Reload(cfg Config) error {
 			pl.transport.CloseIdleConnections()
 		}
 	}
+	pools := map[string]bool{}
+	for _, pl := range st.pools {
+		pools[pl.name] = true
+	}
+	for _, pl := range old.pools {
+		if !pools[pl.name] {
+			p.m.forgetPool(pl.name) // no series of a removed pool stays frozen
+		}
+	}
 	p.log.Info("proxy: configuration reloaded", "pools", len(st.pools))
 	p.saveDrains() // a removed origin's drain leaves the file
 	base := old.cfg
