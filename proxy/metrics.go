@@ -115,7 +115,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"pool", "cause"}),
 		tries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_tries_total",
-			Help: "Tries sent to each origin, by result: ok (an answer below 500 whose body arrived whole) or the failed try's cause (status_5xx, connect_refused, timeout, …), whether the request was then retried elsewhere or the failure reached the client.",
+			Help: "Tries sent to each origin, by result: ok (an answer below 500 whose body arrived whole) or the failed try's cause (status_5xx, connect_refused, connect, timeout, …; local: this process could not open a connection, never charged to the origin), whether the request was then retried elsewhere or the failure reached the client.",
 		}, []string{"pool", "origin", "result"}),
 		budgetDeny: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_retry_budget_exhausted_total",
