@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // runTrace records the timing and connection events of one run. The
@@ -399,7 +401,7 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 	// target is not to blame.
 	if !connected {
 		for _, e := range []error{dialErr, err} {
-			if e != nil && localDialError(e) {
+			if e != nil && units.LocalDialError(e) {
 				return CauseInternal, localDialMsg(e)
 			}
 		}

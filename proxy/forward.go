@@ -368,7 +368,7 @@ func classify(err error, ctx context.Context) (cause string, connLevel bool) {
 		var dns *net.DNSError
 		var ne net.Error
 		switch {
-		case localDialError(de.err):
+		case units.LocalDialError(de.err):
 			return CauseLocal, true
 		case errors.As(de.err, &dns):
 			return CauseDNS, true

@@ -457,41 +457,12 @@ func (a *app) health() (reasons, warnings []string) {
 	// an InfluxDB's answer, a sink's error): a line of its own would read
 	// as another reason, or as "ok", to what parses /healthz.
 	for i, s := range reasons {
-		reasons[i] = healthLine(s)
+		reasons[i] = units.SingleLine(s)
 	}
 	for i, s := range warnings {
-		warnings[i] = healthLine(s)
+		warnings[i] = units.SingleLine(s)
 	}
 	return reasons, warnings
-}
-
-// healthLine returns s on one line: each run of control characters (C0,
-// DEL, C1: newlines, CRs, tabs) and Unicode line or paragraph separators
-// becomes one space, and s is trimmed.
-func healthLine(s string) string {
-	if !strings.ContainsFunc(s, breaksLine) && strings.TrimSpace(s) == s {
-		return s
-	}
-	var sb strings.Builder
-	gap := false
-	for _, r := range s {
-		if breaksLine(r) {
-			gap = true
-			continue
-		}
-		if gap {
-			sb.WriteByte(' ')
-			gap = false
-		}
-		sb.WriteRune(r)
-	}
-	return strings.TrimSpace(sb.String())
-}
-
-// breaksLine reports whether r is a control character or a line or
-// paragraph separator.
-func breaksLine(r rune) bool {
-	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029'
 }
 
 // unjoin lists the errors an errors.Join made (err itself otherwise, none

@@ -87,33 +87,13 @@ const snippetMax = 256
 // reason a line of its own.
 func cutSnippet(b []byte) string {
 	if len(b) <= snippetMax {
-		return singleLine(string(b))
+		return units.SingleLine(string(b))
 	}
 	n := snippetMax
 	for n > 0 && !utf8.RuneStart(b[n]) {
 		n--
 	}
-	return singleLine(string(b[:n])) + "…"
-}
-
-// singleLine replaces each run of control characters and line or
-// paragraph separators in s with one space, and trims s.
-func singleLine(s string) string {
-	var sb strings.Builder
-	sb.Grow(len(s))
-	gap := false
-	for _, r := range s {
-		if r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029' {
-			gap = true
-			continue
-		}
-		if gap {
-			sb.WriteByte(' ')
-			gap = false
-		}
-		sb.WriteRune(r)
-	}
-	return strings.TrimSpace(sb.String())
+	return units.SingleLine(string(b[:n])) + "…"
 }
 
 // redactURL keeps scheme and host of a receiver URL. Stricter than

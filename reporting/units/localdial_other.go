@@ -1,5 +1,5 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
 
-package checks
+package units
 
 func openFileLimit() (uint64, bool) { return 0, false }

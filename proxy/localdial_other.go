@@ -1,5 +1,0 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
-
-package proxy
-
-func openFileLimit() (uint64, bool) { return 0, false }
