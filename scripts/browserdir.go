@@ -1,8 +1,6 @@
 package scripts
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -10,8 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
-	"time"
 )
 
 // browserDirPrefix starts the name of the private directory of a running
@@ -34,18 +30,6 @@ var browserDirName = regexp.MustCompile(`^` + browserDirPrefix + `([0-9]+)-[0-9]
 // path is limited to 107 bytes.
 func browserDir() (string, error) {
 	return os.MkdirTemp("", fmt.Sprintf("%s%d-", browserDirPrefix, os.Getpid()))
-}
-
-// pidRunning reports whether a process pid exists (of any user).
-func pidRunning(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	if pid == os.Getpid() {
-		return true
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // sweepBrowserDirs removes, in os.TempDir(), the private directories of
@@ -76,7 +60,7 @@ func sweepBrowserDirs(log *slog.Logger) int {
 		if err != nil || !fi.IsDir() {
 			continue
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+		if !ownedBy(fi, uid) {
 			continue
 		}
 		killBrowserUsing(filepath.Join(dir, browserProfile))
@@ -88,44 +72,6 @@ func sweepBrowserDirs(log *slog.Logger) int {
 		n++
 	}
 	return n
-}
-
-// killBrowserUsing kills the processes (Chromium and its children, which
-// all get --user-data-dir) that use profile as their profile, until none
-// is found a few times in a row, for at most 2 s: a child can outlive the
-// main process and write in the directory after it is removed.
-func killBrowserUsing(profile string) {
-	want := []byte("--user-data-dir=" + profile)
-	deadline := time.Now().Add(2 * time.Second)
-	for quiet := 0; quiet < 3 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		entries, err := os.ReadDir("/proc")
-		if err != nil {
-			return
-		}
-		found := 0
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err != nil {
-				continue
-			}
-			for arg := range bytes.SplitSeq(cmdline, []byte{0}) {
-				if bytes.Equal(arg, want) {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-					found++
-					break
-				}
-			}
-		}
-		if found == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-	}
 }
 
 // removeBrowserDir removes the private directory of a browser that was
