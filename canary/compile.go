@@ -264,7 +264,9 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
-	if c.Agent.AdminToken != "" {
+	// An admin token still written "${NAME}" is a reference that did not
+	// expand (the load fails, naming it): not a secret to hide.
+	if c.Agent.AdminToken != "" && !strings.Contains(c.Agent.AdminToken, "${") {
 		out = append(out, c.Agent.AdminToken)
 	}
 	return out

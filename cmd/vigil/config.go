@@ -957,7 +957,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	for _, sec := range f.Config.Secrets() {
 		red.add("url", sec)
 	}
-	if f.Proxy != nil && f.Proxy.AdminToken != "" {
+	if f.Proxy != nil && f.Proxy.AdminToken != "" && !strings.Contains(f.Proxy.AdminToken, "${") {
 		red.add("proxy.admin_token", f.Proxy.AdminToken)
 	}
 	unused := md.Unused
