@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -230,16 +229,7 @@ type Browser struct {
 	allocCancel context.CancelFunc
 	dir         string // the running browser's profile and temporary files, removed when it stops
 	starts      int
-	idleStop    time.Duration // stop the browser after this long without a run; 0: never
-	lastUse     atomic.Int64  // when a run last started or ended, unix nanoseconds
 }
-
-// browserIdleStop is how long the browser runs without a browser run (no
-// run holding a browser slot) before it is stopped, so that Chromium (some
-// 8 processes and 0.5-1 GB of memory) does not keep running once a reload
-// removed every browser check. The next browser run starts it again.
-// Tests shorten it.
-var browserIdleStop = 10 * time.Minute
 
 // NewBrowser returns a Browser; the process starts on first use.
 func NewBrowser(cfg BrowserConfig) *Browser {
@@ -247,7 +237,7 @@ func NewBrowser(cfg BrowserConfig) *Browser {
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
 	}
-	return &Browser{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), lock: make(chan struct{}, 1), idleStop: browserIdleStop}
+	return &Browser{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), lock: make(chan struct{}, 1)}
 }
 
 // findExec resolves the browser binary.
@@ -306,7 +296,6 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	if b.closed {
 		return nil, fmt.Errorf("%w: browser is closed", ErrBrowserUnavailable)
 	}
-	b.touch()
 	if b.root != nil && b.root.Err() == nil {
 		return b.root, nil
 	}
@@ -318,15 +307,16 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The browser's profile (--user-data-dir: cookies, cache of the pages
-	// visited) and Chromium's own temporary files (org.chromium.Chromium.*)
-	// go in a private directory, removed when the browser stops. Its name
-	// carries vigil's pid, so that this start removes those of a vigil that
-	// was killed before it could (see sweepBrowserDirs).
-	sweepBrowserDirs(b.cfg.Log)
-	dir, err := browserDir()
+	// Chromium's own temporary files (org.chromium.Chromium.*) go in a
+	// private directory, removed when the browser stops, so a Chromium
+	// that was killed leaves nothing behind in the shared /tmp. (chromedp
+	// makes the profile directory, and removes it with any leftover
+	// child process.)
+	// A short name: Chromium makes a socket in it, and a socket's path is
+	// limited to 107 bytes.
+	dir, err := os.MkdirTemp("", "vcr")
 	if err != nil {
-		return nil, fmt.Errorf("%w: a directory for its profile and temporary files: %v", ErrBrowserUnavailable, err)
+		return nil, fmt.Errorf("%w: a directory for its temporary files: %v", ErrBrowserUnavailable, err)
 	}
 	env := slices.DeleteFunc(b.cfg.browserEnv(os.Environ()), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
 	if b.cfg.CAFile != "" && len(b.cfg.caCerts) == 0 {
@@ -358,7 +348,6 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		chromedp.Flag("mute-audio", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.WindowSize(1280, 800),
-		chromedp.UserDataDir(filepath.Join(dir, browserProfile)),
 		chromedp.NoInheritEnv,
 		chromedp.Env(append(env, "TMPDIR="+dir)...),
 	)
@@ -386,14 +375,14 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		go func() {
 			rootCancel()
 			allocCancel()
-			removeBrowserDir(dir)
+			os.RemoveAll(dir)
 		}()
 		return nil, &cutError{start: true, err: ctx.Err()}
 	}
 	if err != nil {
 		rootCancel()
 		allocCancel()
-		removeBrowserDir(dir)
+		os.RemoveAll(dir)
 		if !noSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
 			// The fix first: a table cuts long errors at the end.
 			return nil, fmt.Errorf("%w: set agent.browser.no_sandbox: true: the Chromium sandbox is not available here (starting %s: %v)", ErrBrowserUnavailable, path, err)
@@ -402,56 +391,8 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	}
 	b.root, b.rootCancel, b.allocCancel, b.dir = root, rootCancel, allocCancel, dir
 	b.starts++
-	b.touch()
 	b.cfg.Log.Info("browser started", "exec_path", path, "pid", b.pidLocked(), "starts", b.starts)
-	if b.idleStop > 0 {
-		go b.watchIdle(root, b.idleStop)
-	}
 	return root, nil
-}
-
-// touch records that a run uses the browser now.
-func (b *Browser) touch() { b.lastUse.Store(time.Now().UnixNano()) }
-
-// watchIdle stops the browser behind root once no run has held a browser
-// slot for idle. It ends when that browser stops (idle, Close, a restart
-// after it died).
-func (b *Browser) watchIdle(root context.Context, idle time.Duration) {
-	t := time.NewTimer(idle)
-	defer t.Stop()
-	for {
-		select {
-		case <-root.Done():
-			return
-		case <-t.C:
-		}
-		next := b.stopIfIdle(root, idle)
-		if next <= 0 {
-			return
-		}
-		t.Reset(next)
-	}
-}
-
-// stopIfIdle stops the browser behind root when it is still the running
-// one, no run holds a browser slot and none started or ended within idle.
-// It returns when to look again, 0 when the browser is stopped.
-func (b *Browser) stopIfIdle(root context.Context, idle time.Duration) time.Duration {
-	b.mustLock()
-	defer b.unlock()
-	if b.root != root || b.closed {
-		return 0
-	}
-	if len(b.sem) > 0 {
-		return idle
-	}
-	since := time.Since(time.Unix(0, b.lastUse.Load()))
-	if since < idle {
-		return idle - since
-	}
-	b.cfg.Log.Info("browser stopped: no browser run for a while", "idle", idle.String(), "pid", b.pidLocked())
-	b.stopLocked()
-	return 0
 }
 
 // Start starts the browser process now instead of on the first browser
@@ -469,11 +410,11 @@ func (b *Browser) stopLocked() {
 	if b.root == nil {
 		return
 	}
-	// Cancel kills the process (exec.CommandContext) and waits for it;
-	// removeBrowserDir kills leftover children that use its profile.
+	// Cancel kills the process (exec.CommandContext), chromedp then kills
+	// leftover children that use its profile directory and removes it.
 	b.rootCancel()
 	b.allocCancel()
-	removeBrowserDir(b.dir)
+	os.RemoveAll(b.dir)
 	b.root, b.rootCancel, b.allocCancel, b.dir = nil, nil, nil, ""
 }
 
@@ -513,17 +454,11 @@ func (b *Browser) Close() error {
 	return nil
 }
 
-// releaseSlot gives a concurrency slot back.
-func (b *Browser) releaseSlot() {
-	b.touch()
-	<-b.sem
-}
-
 // acquire takes a concurrency slot, waiting until ctx ends.
 func (b *Browser) acquire(ctx context.Context) (release func(), err error) {
 	select {
 	case b.sem <- struct{}{}:
-		return b.releaseSlot, nil
+		return func() { <-b.sem }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
