@@ -112,6 +112,10 @@ type fanoutSink struct {
 
 	failing Failing      // since when Publish fails, for Health
 	waiting atomic.Int64 // batches kept for retry
+	// pending are the refused batches, oldest first. Only the run
+	// goroutine changes it, under pmu; Waiting reads it under pmu.
+	pmu     sync.Mutex
+	pending []fanoutItem
 	waitN   atomic.Int64 // verdicts and signals in them
 	logLast time.Time    // last "sink publish failed" line (run goroutine only)
 	logSupp int          // lines left out since then
@@ -239,7 +243,6 @@ func (f *Fanout) enqueue(it fanoutItem, n int, signals bool) error {
 func (f *Fanout) run(s *fanoutSink) {
 	defer close(s.done)
 	var (
-		pending []fanoutItem // refused batches, oldest first
 		timer   *time.Timer
 		retryC  <-chan time.Time
 		backoff = f.o.RetryMin
@@ -254,27 +257,31 @@ func (f *Fanout) run(s *fanoutSink) {
 	}
 	// pop removes the oldest kept batch and returns its size.
 	pop := func() int {
-		n := pending[0].size()
-		pending[0] = fanoutItem{} // let it be collected
-		pending = pending[1:]
+		s.pmu.Lock()
+		n := s.pending[0].size()
+		s.pending[0] = fanoutItem{} // let it be collected
+		s.pending = s.pending[1:]
+		s.pmu.Unlock()
 		s.waiting.Add(-1)
 		s.waitN.Add(-int64(n))
 		return n
 	}
 	hold := func(it fanoutItem) {
-		if len(pending) >= f.o.RetryBatches {
+		if len(s.pending) >= f.o.RetryBatches {
 			n := pop()
 			s.dropped.Add(uint64(n))
 			s.dropC.Add(float64(n))
 		}
-		pending = append(pending, it)
+		s.pmu.Lock()
+		s.pending = append(s.pending, it)
+		s.pmu.Unlock()
 		s.waiting.Add(1)
 		s.waitN.Add(int64(it.size()))
 	}
 	// flush tries the kept batches in order and stops at the first refusal.
 	flush := func() bool {
-		for len(pending) > 0 {
-			if ok, retry := f.deliver(s, pending[0]); !ok && retry {
+		for len(s.pending) > 0 {
+			if ok, retry := f.deliver(s, s.pending[0]); !ok && retry {
 				return false
 			}
 			pop()
@@ -286,19 +293,19 @@ func (f *Fanout) run(s *fanoutSink) {
 		case it, ok := <-s.queue:
 			if !ok {
 				// Closing: one last try of what is kept; the rest is lost.
-				if len(pending) > 0 && (f.ctx.Err() != nil || !flush()) {
+				if len(s.pending) > 0 && (f.ctx.Err() != nil || !flush()) {
 					n := s.waitN.Load()
 					s.dropped.Add(uint64(n))
 					s.dropC.Add(float64(n))
 					f.log.Error("sink publish failed at shutdown: kept batches dropped", "sink", s.name,
-						"batches", len(pending), "dropped", n)
+						"batches", len(s.pending), "dropped", n)
 				}
 				if timer != nil {
 					timer.Stop()
 				}
 				return
 			}
-			if len(pending) > 0 { // keep the order: wait behind the refused ones
+			if len(s.pending) > 0 { // keep the order: wait behind the refused ones
 				hold(it)
 				continue
 			}
@@ -399,4 +406,21 @@ func (f *Fanout) Close(ctx context.Context) error {
 		f.stop()
 	})
 	return f.err
+}
+
+// kept returns the batches the sink named name holds for retry, oldest
+// first, with since when and why it refuses writes (zero and nil while it
+// takes them). The batches are shared: read them, never change them.
+func (f *Fanout) kept(name string) (items []fanoutItem, since time.Time, err error) {
+	for _, s := range f.sinks {
+		if s.name != name {
+			continue
+		}
+		s.pmu.Lock()
+		items = append(items, s.pending...)
+		s.pmu.Unlock()
+		since, err = s.failing.State()
+		return items, since, err
+	}
+	return nil, time.Time{}, nil
 }
