@@ -51,7 +51,8 @@ const (
 // canary's memory and history answers 501. Verdict states are as of the
 // request: an expired verdict reads unknown. /api/v1/verdicts leaves out
 // the pairs of this canary's own region and vantage that its config no
-// longer runs (see dropRemoved).
+// longer runs (see dropRemoved). What src's reads note about their answers
+// (reporting.NoteRead) is sent in the reporting.ReadNotesHeader header.
 func (c *Canary) Handler(src reporting.HistorySource) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/verdicts", func(w http.ResponseWriter, r *http.Request) {
@@ -103,6 +104,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	// written, not as \u003cagent.admin_token\u003e.
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// setReadNotes sets reporting.ReadNotesHeader to what the reads noted (a
+// store refusing writes: the latest verdicts include some from memory,
+// history misses them), when they noted anything.
+func setReadNotes(w http.ResponseWriter, notes *reporting.ReadNotes) {
+	if n := notes.String(); n != "" {
+		w.Header().Set(reporting.ReadNotesHeader, n)
+	}
 }
 
 // parseDur reads a duration like 30s, 5m, 2h or 7d; a negative one is an
@@ -168,7 +178,8 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 		}
 		maxAge = d
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, notes := reporting.WithReadNotes(r.Context())
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var vs []reporting.Verdict
 	var err error
@@ -177,6 +188,7 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 	} else {
 		vs, err = c.Verdicts(ctx, maxAge)
 	}
+	setReadNotes(w, notes)
 	if err != nil {
 		c.log.Warn("api verdicts", "err", err)
 		apiError(w, http.StatusInternalServerError, "reading verdicts failed")
@@ -237,9 +249,11 @@ func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src report
 		}
 		hq.Limit = n
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	ctx, notes := reporting.WithReadNotes(r.Context())
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	vs, err := src.History(ctx, hq)
+	setReadNotes(w, notes)
 	if err != nil {
 		c.log.Warn("api history", "check", hq.Check, "err", err)
 		apiError(w, http.StatusInternalServerError, "reading history failed")

@@ -217,7 +217,7 @@ type checkData struct {
 
 func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	ctx, cancel := p.ctx(r)
+	ctx, notes, cancel := p.ctx(r)
 	defer cancel()
 	now := p.o.Now()
 	d := checkData{base: p.base(r, now, name), Check: name, PhaseSpan: phaseWindow, FailWindow: failureWindow}
@@ -323,7 +323,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		v := fh[i]
 		switch {
 		case v.OK:
-		case v.Unavailable():
+		case v.Unavailable() || v.AgentFault(): // the agent's own trouble is listed with its cause
 			if len(d.Failures) < maxFailures {
 				d.Failures = append(d.Failures, failure{Verdict: v, ArtifactURL: p.artifactURL(v.Artifact)})
 			}
@@ -337,7 +337,7 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	if !d.Known && code == http.StatusOK {
 		code = http.StatusNotFound
 	}
-	d.Notice = withDuplicates(p.notice(), mine)
+	d.Notice = withDuplicates(p.notice(notes), mine)
 	p.render(w, code, "check.html", d)
 }
 

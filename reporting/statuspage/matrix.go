@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting"
@@ -232,7 +233,7 @@ type faultView struct {
 type faultOrigin struct{ Name, Current string }
 
 func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := p.ctx(r)
+	ctx, notes, cancel := p.ctx(r)
 	defer cancel()
 	now := p.o.Now()
 	d := indexData{base: p.base(r, now, "")}
@@ -290,7 +291,7 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Faults = fv
 	}
-	d.Notice = withDuplicates(p.notice(), vs)
+	d.Notice = withDuplicates(p.notice(notes), vs)
 	p.render(w, code, "index.html", d)
 }
 
@@ -320,12 +321,24 @@ func (p *Page) base(r *http.Request, now time.Time, page string) base {
 	return base{Title: p.o.Title, Page: page, Now: now, Refresh: p.o.Refresh, Path: r.URL.RequestURI()}
 }
 
-// notice is Options.Notice's line, "" without one.
-func (p *Page) notice() string {
-	if p.o.Notice == nil {
-		return ""
+// notice is Options.Notice's line followed by the notes of the request's
+// reads (a store refusing writes), "" without either; a full stop ends the
+// first before the second.
+func (p *Page) notice(notes *reporting.ReadNotes) string {
+	var n string
+	if p.o.Notice != nil {
+		n = p.o.Notice()
 	}
-	return p.o.Notice()
+	switch r := notes.String(); {
+	case r == "":
+		return n
+	case n == "":
+		return r
+	case strings.HasSuffix(n, "."):
+		return n + " " + r
+	default:
+		return n + ". " + r
+	}
 }
 
 func (p *Page) serveNotFound(w http.ResponseWriter, r *http.Request) {

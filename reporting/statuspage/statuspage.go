@@ -95,7 +95,9 @@ type Options struct {
 	// Notice returns a line shown in a banner above the page, e.g. that
 	// Verdicts reads a fallback ("InfluxDB unreachable since T: showing this
 	// canary's own results only"); it is called after the page's reads. nil
-	// or "": no banner.
+	// or "": no banner. The banner also carries, after it, the notes the
+	// page's reads of Verdicts added (reporting.NoteRead: a store refusing
+	// writes whose latest verdicts are completed from memory).
 	Notice func() string
 	// Faults enables the demo fault switches; nil hides them.
 	Faults *FaultControl
@@ -334,9 +336,13 @@ func staticHandler(f fs.FS) http.Handler {
 	})
 }
 
-// ctx bounds a request's reads of the sources.
-func (p *Page) ctx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), DefaultQueryTimeout)
+// ctx bounds a request's reads of the sources; notes collects what the
+// sources say about their answers (reporting.NoteRead: a store whose
+// writes wait in memory), for the banner.
+func (p *Page) ctx(r *http.Request) (ctx context.Context, notes *reporting.ReadNotes, cancel context.CancelFunc) {
+	ctx, notes = reporting.WithReadNotes(r.Context())
+	ctx, cancel = context.WithTimeout(ctx, DefaultQueryTimeout)
+	return ctx, notes, cancel
 }
 
 // tokenOK reports whether r carries the admin token, in the form field
