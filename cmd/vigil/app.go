@@ -99,6 +99,10 @@ type app struct {
 	// read (see shown); nil otherwise.
 	fallback *reporting.Fallback
 
+	// localRead is what this process's readers read of local: its reads
+	// with the batches the fan-out keeps for it while it refuses writes.
+	localRead reporting.HistorySource
+
 	sloMu    sync.Mutex
 	sloCache []statuspage.SLOStatus
 	sloAt    time.Time
@@ -186,6 +190,12 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 	}
 	a.fan = reporting.NewFanout(a.log, 0, sinks...)
 	a.reg.MustRegister(a.fan.Collectors()...)
+	if a.local != nil {
+		a.localRead = reporting.WithWaiting(a.local, a.fan, "embedded", "store.embedded")
+		if a.remote == nil {
+			a.hist = a.localRead
+		}
+	}
 	// vigil_duplicate_canaries, for every role that reads verdicts (a
 	// proxy reading canaries over HTTP has no store to register it);
 	// after the InfluxDB store's collectors, which hold it too.
@@ -199,6 +209,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		if err != nil {
 			return nil, err
 		}
+
 		names := make([]string, 0, len(sinks))
 		for _, s := range sinks {
 			names = append(names, s.Name)
@@ -220,7 +231,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 			// canary's own results (the embedded store, else its memory).
 			var own reporting.Source = c
 			if a.local != nil {
-				own = a.local
+				own = a.localRead
 			}
 			a.fallback = &reporting.Fallback{Primary: a.remote, Own: own, Name: "InfluxDB", Log: a.log}
 		}
@@ -305,11 +316,11 @@ func (a *app) verdictSource() reporting.Source {
 	case a.remote != nil:
 		return namedSource{a.remote, "store.influxdb"}
 	case a.opts.proxyFromStore && a.local != nil:
-		return namedSource{a.local, "store.embedded"}
+		return namedSource{a.localRead, "store.embedded"}
 	case a.can != nil:
 		return namedSource{a.can, "the canary"}
 	case a.local != nil:
-		return namedSource{a.local, "store.embedded"}
+		return namedSource{a.localRead, "store.embedded"}
 	}
 	return nil
 }
@@ -817,6 +828,7 @@ func (a *app) apply(cfg *File) error {
 		if err != nil {
 			return err
 		}
+
 	}
 	if a.prx == nil && a.opts.proxyAbsent && cfg.Proxy != nil {
 		return errors.New("proxy: section added; restart to start the proxy")
