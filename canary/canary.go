@@ -163,6 +163,9 @@ type entry struct {
 	// certExpiry is the leaf certificate NotAfter of the last TLS run.
 	certExpiry time.Time
 	done       chan struct{} // non-nil while a run is in flight; closed when it ends
+	// agentSince is when the current series of runs the agent could not
+	// make (Outcome Agent) began; zero when the latest run was counted.
+	agentSince time.Time
 
 	passes, fails, slows, skipped atomic.Uint64 // slows: failed only a latency objective
 	// failed counts failed runs (fail and slow) by cause, in the order of
@@ -550,11 +553,33 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 	}
 	e.latest, e.has = v, true
 	e.lastRes, e.lastAt = res, at
-	e.certExpiry = res.CertExpiry
+	if o != Agent {
+		e.certExpiry = res.CertExpiry
+	}
+	agentSince := e.agentSince
+	switch {
+	case o == Agent && agentSince.IsZero():
+		e.agentSince = at
+	case o != Agent:
+		e.agentSince = time.Time{}
+	}
 	done := e.done
 	e.done = nil
 	e.mu.Unlock()
 	switch {
+	case o == Agent:
+		// Not a judgement of the target: vigil_checks_total leaves it
+		// out (vigil_check_failures_total{cause} counts it below).
+		if agentSince.IsZero() {
+			c.log.Warn("check cannot run: the agent's own trouble, not the target's; the run is not counted and the verdict keeps its state until it expires",
+				"check", v.Check, "target", v.Target, "cause", v.Cause, "err", v.Err, "state", string(step.State), "expires", step.Expires.UTC().Format(time.RFC3339))
+		}
+	case !agentSince.IsZero():
+		c.log.Info("check runs again after the agent's own trouble", "check", v.Check, "target", v.Target,
+			"since", agentSince.UTC().Format(time.RFC3339), "for", at.Sub(agentSince).Round(time.Second).String())
+	}
+	switch {
+	case o == Agent:
 	case res.OK:
 		e.passes.Add(1)
 	case v.Unavailable():
@@ -567,9 +592,11 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 			e.failed[i].Add(1)
 		}
 	}
-	e.dur.observe(v.Duration)
-	if v.TTFB > 0 {
-		e.ttfb.observe(v.TTFB)
+	if o != Agent {
+		e.dur.observe(v.Duration)
+		if v.TTFB > 0 {
+			e.ttfb.observe(v.TTFB)
+		}
 	}
 	if step.Changed {
 		level := slog.LevelInfo

@@ -75,10 +75,10 @@ var (
 	descHeld = prometheus.NewDesc("vigil_verdict_held_until_timestamp_seconds",
 		"While flap damping holds the pair unhealthy whatever its runs say: when the hold-down ends, Unix seconds. Absent otherwise.", pairLabels, nil)
 	descChecks = prometheus.NewDesc("vigil_checks_total",
-		"Runs of the check against the target by result: pass, fail, or slow (failed only a ttfb or duration objective: available, but over the latency objective).",
+		"Runs of the check against the target by result: pass, fail, or slow (failed only a ttfb or duration objective: available, but over the latency objective). A run the agent could not make for its own trouble (cause agent or browser_unavailable) judges no target and is not counted here, only in vigil_check_failures_total.",
 		[]string{"check", "target", "region", "result"}, nil)
 	descFailures = prometheus.NewDesc("vigil_check_failures_total",
-		"Failed runs (fail and slow) of the check against the target by cause, from the closed set (dns, connect_refused, timeout, status, body, ttfb, …): tells timeouts, refusals and wrong answers apart, and runs that could not complete (network, TLS, timeout, browser, internal) from answers an assertion refused. A series appears at the first failure with that cause.",
+		"Failed runs (fail and slow) of the check against the target by cause, from the closed set (dns, connect_refused, timeout, status, body, ttfb, …): tells timeouts, refusals and wrong answers apart, and runs that could not complete (network, TLS, timeout, browser, internal) from answers an assertion refused; also the runs the agent could not make (agent, browser_unavailable), which vigil_checks_total leaves out. A series appears at the first failure with that cause.",
 		[]string{"check", "target", "region", "cause"}, nil)
 	descDurHist = prometheus.NewDesc("vigil_check_duration_seconds",
 		"Duration of each run of the check against the target, seconds (agent.latency_histograms).",

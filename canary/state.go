@@ -20,6 +20,13 @@ const (
 	// Fail: anything else — the check could not complete or a functional
 	// assertion (status, header, body, …) said no.
 	Fail
+	// Agent: the agent itself could not run the check (cause agent or
+	// browser_unavailable: no file descriptor, no ICMP permission, no
+	// browser). The run says nothing about the target: the machine does
+	// not count it, and the verdict keeps its state and its expiry, so an
+	// agent that stays broken makes its verdicts go stale (unknown), never
+	// unhealthy.
+	Agent
 )
 
 // String names the outcome: pass, slow or fail.
@@ -29,6 +36,8 @@ func (o Outcome) String() string {
 		return "pass"
 	case Slow:
 		return "slow"
+	case Agent:
+		return "agent"
 	}
 	return "fail"
 }
@@ -38,6 +47,9 @@ func (o Outcome) String() string {
 func Classify(r checks.Result) Outcome {
 	if r.OK {
 		return Pass
+	}
+	if r.Cause.AgentFault() {
+		return Agent
 	}
 	if !r.Cause.SLO() {
 		return Fail
@@ -229,9 +241,12 @@ func (m *Machine) Seed(v reporting.Verdict) {
 	m.state, m.expires, m.streak, m.lastOK = v.State, v.Expires, v.Streak, v.OK
 	m.pass, m.answered, m.notPass, m.fails = 0, 0, 0, 0
 	switch {
-	case v.OK:
+	case v.OK || (checks.Cause(v.Cause).AgentFault() && v.State == reporting.StateHealthy):
+		// A run the agent could not make (Agent) carries the state and
+		// streak of the runs before it, not its own: the streak is read
+		// by the state.
 		m.pass, m.answered = v.Streak, v.Streak
-	case checks.Cause(v.Cause).SLO():
+	case checks.Cause(v.Cause).SLO() || (checks.Cause(v.Cause).AgentFault() && v.State == reporting.StateDegraded):
 		m.notPass, m.answered = v.Streak, v.Streak
 	default:
 		m.notPass, m.fails = v.Streak, v.Streak
@@ -321,6 +336,21 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 		m.recent, m.recentN = 0, 0
 	}
 	prev := m.state
+	if o == Agent {
+		// Not counted: state, counters, streak and expiry stay as the
+		// last counted run left them (an expiry reached meanwhile still
+		// turns the state unknown, above). A machine without any counted
+		// run reports a verdict that is already stale.
+		exp := m.expires
+		if exp.IsZero() {
+			exp = at
+		}
+		held := at.Before(m.holdUntil)
+		return Step{
+			State: prev, From: prev, Streak: m.streak, HeldDown: held,
+			HeldUntil: m.heldUntil(), Next: p.Interval, Expires: exp,
+		}
+	}
 	m.recent <<= 1
 	if o == Fail {
 		m.recent |= 1

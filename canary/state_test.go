@@ -330,3 +330,20 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// TestMachineSeedAgentFault: a restart that restores from the verdict of a
+// run the agent could not make (it carries the state and streak of the
+// counted runs before it) reads the streak by the state: a healthy pair
+// seeded so stays healthy through fall − 1 failures, as after a pass.
+func TestMachineSeedAgentFault(t *testing.T) {
+	m := NewMachine(testParams())
+	at := t0
+	m.Seed(reporting.Verdict{State: reporting.StateHealthy, OK: false, Cause: reporting.CauseAgent, Streak: 5,
+		At: at, Expires: at.Add(30 * time.Second)})
+	if got := feed(m, &at, "FF"); got != "HH" {
+		t.Fatalf("after seeding healthy from an agent-fault verdict, two fails: %s, want HH", got)
+	}
+	if got := feed(m, &at, "F"); got != "U" {
+		t.Fatalf("third fail: %s, want U", got)
+	}
+}

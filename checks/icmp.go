@@ -228,13 +228,15 @@ func (c *ICMP) Run(ctx context.Context, t Target) Result {
 		proto, request, reply = 58, ipv6.ICMPTypeEchoRequest, ipv6.ICMPTypeEchoReply
 	}
 	setup := time.Now()
+	// No socket (no permission, no file descriptor) or one that takes
+	// no ttl: the agent's trouble, not the target's.
 	conn, network, err := c.open(v6)
 	if err != nil {
-		return fail(CauseInternal, err.Error())
+		return fail(CauseAgent, err.Error())
 	}
 	defer conn.Close()
 	if err := c.configure(conn, v6); err != nil {
-		return fail(CauseInternal, fmt.Sprintf("icmp: %s socket: %v", network, err))
+		return fail(CauseAgent, fmt.Sprintf("icmp: %s socket: %v", network, err))
 	}
 	stop := watchPacketCtx(ctx, conn)
 	defer stop()

@@ -269,7 +269,7 @@ func TestICMPNetnsChild(t *testing.T) {
 		}
 		res := newICMP(t, ICMPSpec{}, Expect{}, time.Second).Run(context.Background(), Target{URL: "icmp://127.0.0.1"})
 		const want = `icmp: no permission to open an ICMP socket: unprivileged ping socket (udp4): permission denied (group 0 is not in net.ipv4.ping_group_range "1 0"); raw socket (ip4:icmp): operation not permitted (needs root or CAP_NET_RAW): run as root, grant CAP_NET_RAW, or widen net.ipv4.ping_group_range`
-		if res.OK || res.Cause != CauseInternal || res.Err != want {
+		if res.OK || res.Cause != CauseAgent || !res.Cause.AgentFault() || res.Err != want {
 			t.Errorf("ok %v cause %q:\n got %s\nwant %s", res.OK, res.Cause, res.Err, want)
 		}
 	})

@@ -46,8 +46,8 @@ func TestLocalDialFailureIsTheAgents(t *testing.T) {
 
 	want := "agent: cannot open a connection to the target: too many open files (this process's limit is " + strconv.FormatUint(limit, 10) + ": raise it"
 	for name, res := range map[string]checks.Result{"http": hr, "tcp": tr} {
-		if res.OK || res.Cause != checks.CauseInternal || !strings.HasPrefix(res.Err, want) || !res.CouldNotRun() {
-			t.Errorf("%s with no descriptor left: ok %v cause %q err %q; want cause internal, err %q…", name, res.OK, res.Cause, res.Err, want)
+		if res.OK || res.Cause != checks.CauseAgent || !res.Cause.AgentFault() || !strings.HasPrefix(res.Err, want) || !res.CouldNotRun() {
+			t.Errorf("%s with no descriptor left: ok %v cause %q err %q; want cause agent, err %q…", name, res.OK, res.Cause, res.Err, want)
 		}
 	}
 	hr, tr = run()

@@ -37,8 +37,10 @@ type Cause string
 
 // The closed set of failure causes. Assertion causes (protocol … duration) mean
 // the origin answered and an assertion said no ("failed"); connection causes
-// and CauseInternal/CauseBrowserUnavailable mean the check could not complete
-// ("could not run").
+// and CauseAgent/CauseBrowserUnavailable/CauseInternal mean the check could
+// not complete ("could not run"). CauseAgent and CauseBrowserUnavailable are
+// the agent's own trouble (AgentFault): such a run says nothing about the
+// target.
 const (
 	CauseNone               Cause = ""
 	CauseDNS                Cause = "dns"
@@ -61,6 +63,7 @@ const (
 	CauseScript             Cause = "script"
 	CauseBrowser            Cause = "browser"
 	CauseBrowserUnavailable Cause = "browser_unavailable"
+	CauseAgent              Cause = "agent"
 	CauseInternal           Cause = "internal"
 )
 
@@ -68,12 +71,21 @@ const (
 var AllCauses = []Cause{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseConnect,
 	CauseTLS, CauseCert, CauseTimeout, CauseReset, CauseProtocol, CauseStatus, CauseHeader, CauseBody,
 	CauseJSON, CauseChecksum, CauseSize, CauseTTFB, CauseDuration, CauseScript, CauseBrowser,
-	CauseBrowserUnavailable, CauseInternal}
+	CauseBrowserUnavailable, CauseAgent, CauseInternal}
 
 // SLO reports whether the cause is a service-level assertion (ttfb, duration):
 // the request succeeded but was too slow. The canary turns such failures into
 // the `degraded` state rather than `unhealthy`.
 func (c Cause) SLO() bool { return c == CauseTTFB || c == CauseDuration }
+
+// AgentFault reports whether the cause is the agent's own trouble, not the
+// target's: the agent had no resource to open a connection or socket with
+// (its open-file limit, a local port, the permission for an ICMP socket:
+// CauseAgent), or no browser to run a script in (CauseBrowserUnavailable).
+// The canary's state machine does not count such a run (the verdict keeps
+// its state and expiry), availability figures leave it out, and the
+// alerter's dead_man rule reports a pair that has had only such runs.
+func (c Cause) AgentFault() bool { return c == CauseAgent || c == CauseBrowserUnavailable }
 
 // Phases are the timing phases of one request, from httptrace. A phase that
 // did not happen (no DNS for an IP literal, no TLS for plain HTTP, a reused

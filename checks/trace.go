@@ -402,7 +402,7 @@ func classify(err error, t *runTrace, elapsed time.Duration) (Cause, string) {
 	if !connected {
 		for _, e := range []error{dialErr, err} {
 			if e != nil && units.LocalDialError(e) {
-				return CauseInternal, localDialMsg(e)
+				return CauseAgent, localDialMsg(e)
 			}
 		}
 	}

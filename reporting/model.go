@@ -102,14 +102,32 @@ const (
 	CauseDuration = "duration"
 )
 
+// Agent causes: the agent itself could not run the check (checks.CauseAgent,
+// checks.CauseBrowserUnavailable).
+const (
+	CauseAgent              = "agent"
+	CauseBrowserUnavailable = "browser_unavailable"
+)
+
+// AgentFault reports whether the run was one the agent could not make for
+// its own trouble (no file descriptor, no ICMP permission, no browser): it
+// says nothing about the target. Such a verdict carries the state and
+// expiry of the runs before it; availability figures (Unavailable, rollup
+// totals, uptime) leave it out, and the dead_man alert rule counts the
+// pair as silent while it has only such runs.
+func (v Verdict) AgentFault() bool {
+	return !v.OK && (v.Cause == CauseAgent || v.Cause == CauseBrowserUnavailable)
+}
+
 // Unavailable reports whether the run counts as failed for availability
 // (Rollup.Failed, availability SLOs, burn rates, uptime): it did not pass,
 // and not only because of a latency objective. A run that failed only its
 // ttfb or duration assertion (Cause ttfb or duration: the cause order
 // puts every other failure before them) counts as available; it counts
-// against the TTFB SLO instead.
+// against the TTFB SLO instead. A run the agent could not make
+// (AgentFault) is not counted at all.
 func (v Verdict) Unavailable() bool {
-	return !v.OK && v.Cause != CauseTTFB && v.Cause != CauseDuration
+	return !v.OK && v.Cause != CauseTTFB && v.Cause != CauseDuration && !v.AgentFault()
 }
 
 // Current returns the verdict's state at now: StateUnknown once it expired.

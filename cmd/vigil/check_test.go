@@ -162,7 +162,7 @@ checks:
 func TestValidateCommand(t *testing.T) {
 	// The quickstart's alerting has no receiver yet (receivers: []): ok,
 	// and that warning only.
-	want := "ok\nwarning: ../../examples/quickstart.yaml:151: alerting.receivers: none: alerts fire on the status page and GET /api/v1/alerts only and notify nobody; add a webhook, slack, pagerduty or alertmanager receiver"
+	want := "ok\nwarning: ../../examples/quickstart.yaml:152: alerting.receivers: none: alerts fire on the status page and GET /api/v1/alerts only and notify nobody; add a webhook, slack, pagerduty or alertmanager receiver"
 	if out, code := runCLI(t, "validate", "-c", "../../examples/quickstart.yaml"); code != 0 || strings.TrimSpace(out) != want {
 		t.Errorf("quickstart: exit %d: %s\nwant:\n%s", code, out, want)
 	}

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,7 +91,7 @@ type Alerter struct {
 	disp   *dispatcher
 	states map[string]*alertState // by fingerprint
 	groups map[string]*groupState // by group key
-	seen   map[string]reporting.Verdict
+	seen   map[string]seenPair
 	// checks are the check names of the running config (SetChecks); nil:
 	// not known, every check seen can be dead.
 	checks map[string]bool
@@ -247,7 +245,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 	a := &Alerter{
 		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m, redact: o.Redact, writeHealth: o.WriteHealth,
 		cfg: cfg, slos: slos, links: newLinker(cfg),
-		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]reporting.Verdict{},
+		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]seenPair{},
 		streamOwed: map[string]*owed{}, rcache: rollupCaches{}, arrived: arrivals{}, statePath: o.StatePath,
 	}
 	m.lastEvalSuccess.Set(unixSeconds(a.now()))
@@ -389,7 +387,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 		a.metrics.lastEvalSuccess.Set(unixSeconds(a.now()))
 		return nil
 	}
-	seen := make(map[string]reporting.Verdict, len(a.seen))
+	seen := make(map[string]seenPair, len(a.seen))
 	for k, v := range a.seen {
 		seen[k] = v
 	}
@@ -447,7 +445,7 @@ type evaluator struct {
 	now   time.Time
 	src   reporting.HistorySource
 	links linker
-	seen  map[string]reporting.Verdict
+	seen  map[string]seenPair
 	rc    rollupCaches
 	// arrived dates the latest verdicts on this clock (arrivals.rebase).
 	arrived arrivals
@@ -495,7 +493,11 @@ func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
 	// Each alert carries its check's tier, from the check's newest verdict
 	// (the dead-man rule's remembered ones for a check gone silent).
 	tiers, newest := map[string]string{}, map[string]time.Time{}
-	for _, vs := range [][]reporting.Verdict{latest, slices.Collect(maps.Values(e.seen))} {
+	remembered := make([]reporting.Verdict, 0, len(e.seen))
+	for _, s := range e.seen {
+		remembered = append(remembered, s.last)
+	}
+	for _, vs := range [][]reporting.Verdict{latest, remembered} {
 		for _, v := range vs {
 			if v.Tier != "" && (tiers[v.Check] == "" || v.At.After(newest[v.Check])) {
 				tiers[v.Check], newest[v.Check] = v.Tier, v.At

@@ -3,6 +3,7 @@ package alerting
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -75,6 +76,34 @@ func quorumRule(regions map[string][]reporting.Verdict, now time.Time, held bool
 	sort.Strings(agree)
 	sort.Strings(stale)
 	return agree, hits, stale
+}
+
+// judgedOnly returns regions with the verdicts of runs the agent could
+// not make (reporting.Verdict.AgentFault) turned into verdicts that judge
+// nothing (no state), for rules that read the run's own figures (a
+// certificate): such a run has none, and must neither start nor end an
+// alert. The down rule needs no such care: those verdicts keep the state
+// of the runs before them.
+func judgedOnly(regions map[string][]reporting.Verdict) map[string][]reporting.Verdict {
+	var out map[string][]reporting.Verdict
+	for r, vs := range regions {
+		for i, v := range vs {
+			if !v.AgentFault() {
+				continue
+			}
+			if out == nil {
+				out = maps.Clone(regions)
+			}
+			if &out[r][0] == &regions[r][0] {
+				out[r] = slices.Clone(vs)
+			}
+			out[r][i].State = ""
+		}
+	}
+	if out == nil {
+		return regions
+	}
+	return out
 }
 
 // staleSuffix tells, in a held alert's summary, which regions have no fresh
@@ -175,7 +204,7 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 		}
 		if !c.Cert.Disabled {
 			horizon := e.now.Add(time.Duration(c.CertExpiryDays) * 24 * time.Hour)
-			agree, hits, _ := quorumRule(regions, e.now, e.held[heldKey(RuleCert, k.check, k.target)], c.DeadMan.ForgetAfter,
+			agree, hits, _ := quorumRule(judgedOnly(regions), e.now, e.held[heldKey(RuleCert, k.check, k.target)], c.DeadMan.ForgetAfter,
 				func(v reporting.Verdict) bool {
 					return (!v.OK && v.Cause == "cert") ||
 						(!v.CertExpiry.IsZero() && v.CertExpiry.Before(horizon))
@@ -235,18 +264,38 @@ const WriterMaxBackoff = 30 * time.Second
 func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 	for _, v := range latest {
 		k := v.Region + "\x00" + v.Check
-		if s, ok := e.seen[k]; !ok || v.At.After(s.At) {
-			e.seen[k] = v
+		s, ok := e.seen[k]
+		switch {
+		case !ok:
+			// First sight: even a run the agent could not make starts
+			// the clock.
+			s.last = v
+		case !v.AgentFault() && v.At.After(s.last.At):
+			s.last = v
+		case v.AgentFault() && v.At.After(s.fault.At):
+			s.fault = v
 		}
+		if !s.last.AgentFault() && !s.fault.At.After(s.last.At) {
+			s.fault = reporting.Verdict{}
+		}
+		if s.last.AgentFault() && s.fault.At.IsZero() {
+			s.fault = s.last
+		}
+		e.seen[k] = s
 	}
 	var out []candidate
-	for k, v := range e.seen {
+	for k, s := range e.seen {
+		v := s.last
 		if v.Interval <= 0 {
 			continue
 		}
 		limit := time.Duration(e.cfg.DeadMan.Intervals) * v.Interval
 		silent := e.now.Sub(v.At)
-		if silent > DeadManForgetFor(e.cfg, v.Interval) {
+		heard := v.At
+		if s.fault.At.After(heard) {
+			heard = s.fault.At
+		}
+		if e.now.Sub(heard) > DeadManForgetFor(e.cfg, v.Interval) {
 			delete(e.seen, k)
 			continue
 		}
@@ -261,8 +310,20 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 		}
 		a := Alert{Rule: RuleDeadMan, Severity: e.cfg.DeadMan.Severity, Check: v.Check, Region: v.Region,
 			Regions: []string{v.Region}, Value: silent.Seconds()}
-		a.Summary = fmt.Sprintf("no verdict for check %s from region %s for %s (limit %d × %s)",
-			v.Check, v.Region, silent.Truncate(time.Second), e.cfg.DeadMan.Intervals, v.Interval)
+		if f := s.fault; !f.At.IsZero() && e.now.Sub(f.At) <= limit {
+			// The canary runs, but cannot make the runs: its own
+			// trouble (no browser, no file descriptor), not the target's.
+			a.Cause, a.Err = f.Cause, f.Err
+			what := "no run judging a target seen"
+			if !s.last.AgentFault() {
+				what = "no run judging a target since " + v.At.UTC().Format(time.RFC3339)
+			}
+			a.Summary = fmt.Sprintf("check %s cannot run in region %s: %s for %s (limit %d × %s); the agent's own trouble, not the targets': %s",
+				v.Check, v.Region, what, silent.Truncate(time.Second), e.cfg.DeadMan.Intervals, v.Interval, strings.TrimPrefix(causeSuffix(f.Cause, f.Err), ": "))
+		} else {
+			a.Summary = fmt.Sprintf("no verdict for check %s from region %s for %s (limit %d × %s)",
+				v.Check, v.Region, silent.Truncate(time.Second), e.cfg.DeadMan.Intervals, v.Interval)
+		}
 		if e.writeErr != "" {
 			a.Summary += "; verdict writes of the alerting process are failing, the likely reason: " + e.writeErr
 		}
@@ -273,6 +334,14 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 		out = append(out, candidate{Alert: a, hold: hold})
 	}
 	return out
+}
+
+// seenPair is what the dead_man rule remembers of a region × check: last,
+// its newest verdict of a run that judged a target (or, before any, the
+// first verdict seen), and fault, the newest verdict of a run the agent
+// could not make (reporting.Verdict.AgentFault) after last; zero if none.
+type seenPair struct {
+	last, fault reporting.Verdict
 }
 
 // RawTTFBWindow is the longest TTFB SLO window computed from raw verdicts
@@ -671,10 +740,13 @@ func (e *evaluator) withLastFailures(hits []reporting.Verdict) (recovering []str
 	defer cancel()
 	seen := map[string]bool{}
 	for i, v := range hits {
-		if !v.OK || v.State != reporting.StateUnhealthy {
+		// A run the agent could not make says nothing either: its
+		// verdict keeps the state the failing runs before it gave.
+		agent := v.AgentFault()
+		if (!v.OK && !agent) || v.State != reporting.StateUnhealthy {
 			continue
 		}
-		if !seen[v.Region] {
+		if !agent && !seen[v.Region] {
 			seen[v.Region] = true
 			recovering = append(recovering, v.Region)
 		}
@@ -687,6 +759,9 @@ func (e *evaluator) withLastFailures(hits []reporting.Verdict) (recovering []str
 		if v.Interval > 0 {
 			back = 2*time.Duration(max(v.Streak, 1)+1)*v.Interval + time.Minute
 		}
+		if agent {
+			back += time.Hour // and the agent's own trouble since
+		}
 		hist, err := e.src.History(ctx, reporting.HistoryQuery{Check: v.Check, Target: v.Target, Region: v.Region,
 			From: at.Add(-back)})
 		if err != nil {
@@ -695,7 +770,7 @@ func (e *evaluator) withLastFailures(hits []reporting.Verdict) (recovering []str
 		var fail *reporting.Verdict
 		for j := range hist {
 			h := &hist[j]
-			if h.OK || h.Vantage != v.Vantage || h.At.After(at) {
+			if h.OK || h.AgentFault() || h.Vantage != v.Vantage || h.At.After(at) {
 				continue
 			}
 			if fail == nil || h.At.After(fail.At) {

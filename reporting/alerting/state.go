@@ -214,7 +214,8 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	}
 	f.Stream = storeOwed(a.streamOwed)
 	fmt.Fprintf(&key, "s [%s]\n", owedKey(a.streamOwed))
-	for _, v := range a.seen {
+	for _, s := range a.seen {
+		v := s.last
 		f.Seen = append(f.Seen, storedSeen{Check: v.Check, Region: v.Region, At: v.At, Interval: v.Interval, Tier: v.Tier})
 	}
 	sort.Slice(f.Seen, func(i, j int) bool {
@@ -267,7 +268,7 @@ func (a *Alerter) restore(f stateFile) {
 		a.groups[sg.Key] = g
 	}
 	for _, s := range f.Seen {
-		a.seen[s.Region+"\x00"+s.Check] = reporting.Verdict{Check: s.Check, Region: s.Region, At: s.At, Interval: s.Interval, Tier: s.Tier}
+		a.seen[s.Region+"\x00"+s.Check] = seenPair{last: reporting.Verdict{Check: s.Check, Region: s.Region, At: s.At, Interval: s.Interval, Tier: s.Tier}}
 	}
 	a.streamOwed = restoreOwed(f.Stream)
 	a.setActive()

@@ -128,7 +128,8 @@ func bounds(q reporting.HistoryQuery) (start, stop time.Time) {
 // Limit rows. TTFBP95 is the exact nearest-rank p95 of the minute's runs.
 //
 // Failed counts the runs that were reporting.Verdict.Unavailable: ok false
-// and a cause other than ttfb or duration. Rollups are computed from the
+// and a cause other than ttfb or duration. Runs the agent could not make
+// (reporting.Verdict.AgentFault) are not counted at all. Rollups are computed from the
 // raw points at every query, so this holds for points written by earlier
 // versions too.
 //
@@ -158,12 +159,16 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		samples []time.Duration
 	}
 	accs := map[key]*acc{}
-	// A run's ok and cause arrive as separate records; runs pairs them by
-	// series (vantage included) and time.
+	// A run's fields arrive as separate records; runs pairs them by series
+	// (vantage included) and time, so a run the agent could not make
+	// (reporting.Verdict.AgentFault) is left out whole.
 	type run struct {
-		k     key
-		notOK bool
-		cause string
+		k         key
+		notOK     bool
+		cause     string
+		ttfb      time.Duration
+		hasTTFB   bool
+		unhealthy bool
 	}
 	type runKey struct {
 		series string
@@ -173,35 +178,23 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 	err := s.each(ctx, fq, func(rec *query.FluxRecord) error {
 		t := rec.Time().UTC().Truncate(time.Minute)
 		k := key{str(rec, "check"), str(rec, "target"), str(rec, "region"), t.UnixNano()}
-		a := accs[k]
-		if a == nil {
-			a = &acc{r: reporting.Rollup{Check: k.check, Target: k.target, Region: k.region, Minute: t}}
-			accs[k] = a
+		rk := runKey{k.check + "\x00" + k.target + "\x00" + k.region + "\x00" + str(rec, "vantage"), rec.Time().UnixNano()}
+		ru := runs[rk]
+		if ru == nil {
+			ru = &run{k: k}
+			runs[rk] = ru
 		}
 		switch rec.Field() {
 		case "ttfb_ms":
-			d := fromMs(num(rec.Value()))
-			a.r.Total++
-			a.r.TTFBSum += d
-			a.r.TTFBMax = max(a.r.TTFBMax, d)
-			a.samples = append(a.samples, d)
-		case "ok", "cause":
-			rk := runKey{k.check + "\x00" + k.target + "\x00" + k.region + "\x00" + str(rec, "vantage"), rec.Time().UnixNano()}
-			ru := runs[rk]
-			if ru == nil {
-				ru = &run{k: k}
-				runs[rk] = ru
-			}
-			if rec.Field() == "ok" {
-				ok, isBool := rec.Value().(bool)
-				ru.notOK = isBool && !ok
-			} else {
-				ru.cause = str(rec, "_value")
-			}
+			ru.ttfb, ru.hasTTFB = fromMs(num(rec.Value())), true
+		case "ok":
+			ok, isBool := rec.Value().(bool)
+			ru.notOK = isBool && !ok
+		case "cause":
+			ru.cause = str(rec, "_value")
 		case "state":
-			if st, _ := rec.Value().(string); st == string(reporting.StateUnhealthy) {
-				a.r.Unhealthy++
-			}
+			st, _ := rec.Value().(string)
+			ru.unhealthy = st == string(reporting.StateUnhealthy)
 		}
 		return nil
 	})
@@ -209,8 +202,27 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		return nil, s.readError("rollups", err)
 	}
 	for _, ru := range runs {
-		if ru.notOK && (reporting.Verdict{OK: false, Cause: ru.cause}).Unavailable() {
-			accs[ru.k].r.Failed++
+		v := reporting.Verdict{OK: !ru.notOK, Cause: ru.cause}
+		if v.AgentFault() {
+			continue
+		}
+		a := accs[ru.k]
+		if a == nil {
+			t := time.Unix(0, ru.k.minute).UTC()
+			a = &acc{r: reporting.Rollup{Check: ru.k.check, Target: ru.k.target, Region: ru.k.region, Minute: t}}
+			accs[ru.k] = a
+		}
+		if ru.hasTTFB {
+			a.r.Total++
+			a.r.TTFBSum += ru.ttfb
+			a.r.TTFBMax = max(a.r.TTFBMax, ru.ttfb)
+			a.samples = append(a.samples, ru.ttfb)
+		}
+		if ru.unhealthy {
+			a.r.Unhealthy++
+		}
+		if v.Unavailable() {
+			a.r.Failed++
 		}
 	}
 	out := make([]reporting.Rollup, 0, len(accs))

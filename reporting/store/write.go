@@ -123,6 +123,12 @@ func (s *Store) Publish(ctx context.Context, vs []reporting.Verdict) error {
 					return fmt.Errorf("upsert writer: %w", err)
 				}
 			}
+			if v.AgentFault() {
+				// A run the agent could not make is no run of the
+				// target's: not in the rollups (totals, uptime, burn
+				// rates).
+				continue
+			}
 			k := rollupKey{v.Check, v.Target, v.Region, v.At.Truncate(time.Minute).UnixNano()}
 			a := acc[k]
 			if a == nil {

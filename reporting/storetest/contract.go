@@ -316,8 +316,15 @@ func testRollups(t *testing.T, s Store) {
 	// (reporting.Verdict.Unavailable), so minute m0+1 has no failed run.
 	m1a.OK, m1b.OK, m1b.Cause = true, false, reporting.CauseTTFB
 	m1a.State, m1b.State = reporting.StateHealthy, reporting.StateDegraded
+	// Two runs in m0+1 the agent could not make (reporting.Verdict.AgentFault:
+	// no file descriptor, no browser) are not runs of the target: the
+	// minute still has 2 runs, none failed or unhealthy.
+	ag1 := sample("home", "origin-a", "eu-west", "canary-1", m0.Add(time.Minute+20*time.Second), 2)
+	ag2 := sample("home", "origin-a", "eu-west", "canary-1", m0.Add(time.Minute+25*time.Second), 3)
+	ag1.OK, ag1.Cause, ag1.State, ag1.TTFB = false, reporting.CauseAgent, reporting.StateUnhealthy, 0
+	ag2.OK, ag2.Cause, ag2.State, ag2.TTFB = false, reporting.CauseBrowserUnavailable, reporting.StateHealthy, 0
 	us := sample("home", "origin-a", "us-east", "canary-1", m0.Add(20*time.Second), 0)
-	vs = append(vs, m1a, m1b, us)
+	vs = append(vs, m1a, m1b, ag1, ag2, us)
 	publish(t, s, vs[:12]...)
 	publish(t, s, vs[12:]...)
 
