@@ -561,7 +561,9 @@ func (p *Proxy) freshCheck(pl *pool, vs []reporting.Verdict, ahead []time.Durati
 	var newest time.Time
 	for i := range vs {
 		v := &vs[i]
-		if !targets[v.Target] || !pl.counts(v) || ahead != nil && ahead[i] > maxAge {
+		// A run the agent could not make (no browser, no file
+		// descriptor) brings no news of the origin.
+		if !targets[v.Target] || !pl.counts(v) || v.AgentFault() || ahead != nil && ahead[i] > maxAge {
 			continue
 		}
 		at := v.At
@@ -583,7 +585,7 @@ func (p *Proxy) freshCheck(pl *pool, vs []reporting.Verdict, ahead []time.Durati
 	stale := now.Sub(st.newest) > maxAge
 	switch {
 	case stale && !st.stale:
-		p.log.Warn("proxy: no fresh verdict for the pool's origins: the canaries stopped reporting its checks, so its origins are judged by passive detection alone until they report again",
+		p.log.Warn("proxy: no fresh verdict for the pool's origins: "+p.staleWhy()+", so its origins are judged by passive detection alone until fresh verdicts arrive",
 			"pool", pl.name, "newest", st.newest.UTC().Format(time.RFC3339), "max_age", maxAge.String())
 	case !stale && st.stale:
 		p.log.Info("proxy: fresh verdicts for the pool's origins again", "pool", pl.name)
@@ -599,11 +601,32 @@ func (p *Proxy) staleVerdicts() []string {
 	var out []string
 	for _, pl := range p.state.Load().pools {
 		if st := p.vfresh[pl.name]; st != nil && st.stale {
-			out = append(out, fmt.Sprintf("pool %s: no fresh verdict since %s (verdicts.max_age %s): the canaries stopped reporting its checks; its origins are judged by passive detection alone",
-				pl.name, st.newest.UTC().Format(time.RFC3339), pl.cfg.Verdicts.MaxAge))
+			out = append(out, fmt.Sprintf("pool %s: no fresh verdict since %s (verdicts.max_age %s): %s; its origins are judged by passive detection alone",
+				pl.name, st.newest.UTC().Format(time.RFC3339), pl.cfg.Verdicts.MaxAge, p.staleWhy()))
 		}
 	}
 	return append(out, p.regionsBelowQuorum()...)
+}
+
+// staleWhy says why a pool has no fresh verdict: the verdict sources that
+// cannot be read (a store or canary that fails), or else the canaries,
+// which stopped reporting the pool's checks or cannot run them (their
+// runs fail for the agent's own trouble: reporting.Verdict.AgentFault).
+func (p *Proxy) staleWhy() string {
+	var names []string
+	var since time.Time
+	for _, f := range p.feeds {
+		if s, err := f.fail.State(); err != nil {
+			names = append(names, f.name)
+			if since.IsZero() || s.Before(since) {
+				since = s
+			}
+		}
+	}
+	if len(names) > 0 {
+		return fmt.Sprintf("verdict source %s cannot be read since %s", strings.Join(names, ", "), since.UTC().Format(time.RFC3339))
+	}
+	return "the canaries stopped reporting its checks or cannot run them"
 }
 
 // duplicateCheck reports duplicate canaries to reporting.Duplicates (the

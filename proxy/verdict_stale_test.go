@@ -62,7 +62,7 @@ func TestStaleVerdictsAreReported(t *testing.T) {
 		}
 	}
 	w, err := h.p.VerdictReport()
-	want := fmt.Sprintf("pool web: no fresh verdict since %s (verdicts.max_age 400ms): the canaries stopped reporting its checks; its origins are judged by passive detection alone", now.UTC().Format(time.RFC3339))
+	want := fmt.Sprintf("pool web: no fresh verdict since %s (verdicts.max_age 400ms): the canaries stopped reporting its checks or cannot run them; its origins are judged by passive detection alone", now.UTC().Format(time.RFC3339))
 	if err != nil || len(w) != 1 || w[0] != want {
 		t.Errorf("stale: warnings %q, err %v; want %q", w, err, want)
 	}
