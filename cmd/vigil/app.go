@@ -209,6 +209,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		if err != nil {
 			return nil, err
 		}
+		canary.WarnNoBrowser(a.log, a.browser, pairs)
 
 		names := make([]string, 0, len(sinks))
 		for _, s := range sinks {
@@ -828,7 +829,7 @@ func (a *app) apply(cfg *File) error {
 		if err != nil {
 			return err
 		}
-
+		canary.WarnNoBrowser(a.log, a.browser, pairs)
 	}
 	if a.prx == nil && a.opts.proxyAbsent && cfg.Proxy != nil {
 		return errors.New("proxy: section added; restart to start the proxy")
