@@ -576,19 +576,26 @@ type elementText struct {
 	Found bool   `json:"found"`
 	Text  string `json:"text"`
 	Count int    `json:"count"` // elements a CSS selector matched; 0 for a text selector
-	// stalled: when the time ran out, the last question to the page went
-	// unanswered, and the page had answered nothing for stallAfter or more
-	// (or nothing at all in the step; readText).
+	// stalled: when the time ran out, the question to the page then had
+	// gone unanswered for stallAfter or more (or the page answered nothing
+	// at all in the step; readText).
 	stalled bool
 	// answered: the page answered at least once during the step.
 	answered bool
 }
 
-// stallAfter is how long a page may have answered nothing, when a step's
-// time runs out during a question to it, for the step to say that the
-// page did not answer rather than what it last saw: a page that is not
-// busy answers within milliseconds, and it is asked every pollInterval.
-const stallAfter = 250 * time.Millisecond
+// stallAfter is how long a question to a page may have gone unanswered,
+// when a step's time runs out during it, for the step to say that the
+// page did not answer rather than what it last saw. It is counted from
+// the question, not from the page's last answer, and is well above what a
+// page that is not busy takes: a poll in a frame asks several questions
+// in a row (where the frame is, the element in it, where the frame is
+// after scrolling, what a click there reaches), and on a loaded machine
+// one DevTools question took 400ms; counted from the last answer of the
+// poll before, 250ms passed while the page answered every question, and a
+// click that an overlay took was said to be on a page that stopped
+// answering.
+const stallAfter = time.Second
 
 // noAnswer is the outcome of a step whose page did not answer when its
 // time ran out (a script that never yields): cause timeout, as a
@@ -655,24 +662,28 @@ const countJS = `(() => { try { return sel.css ? document.querySelectorAll(sel.c
 // frame is the state of a step's frame that was not ready (see scopeOf).
 func (r *run) readText(ctx context.Context, fr *selector, sel selector, cond func(elementText) bool) (et elementText, frame string, err error) {
 	js := pageJS(textJS, sel.js())
-	answered, lastAnswer := false, time.Time{}
+	answered := false
 	for {
+		// asked: when the page was asked the question it has not
+		// answered yet.
+		asked := time.Now()
 		sc, state, err := r.scopeOf(ctx, fr, false)
 		if err != nil && ctx.Err() == nil && !r.tab.browserDead() {
 			// The page is between documents: ask again.
 			state, err = frameNoDoc, nil
 		}
 		if err != nil {
-			et.stalled = ctx.Err() != nil && (!answered || time.Since(lastAnswer) >= stallAfter)
+			et.stalled = ctx.Err() != nil && (!answered || time.Since(asked) >= stallAfter)
 			et.answered = answered
 			return et, frame, err
 		}
 		frame = state
 		if state == "" {
 			prev := et
+			asked = time.Now()
 			et, err = evalIn[elementText](ctx, sc, js)
 			if err == nil {
-				answered, lastAnswer = true, time.Now()
+				answered = true
 			}
 			et.answered = answered
 			if err != nil && ctx.Err() != nil {
@@ -680,7 +691,7 @@ func (r *run) readText(ctx context.Context, fr *selector, sel selector, cond fun
 				// said last is what the step saw, unless it had not
 				// answered for a while.
 				et = prev
-				et.stalled = !answered || time.Since(lastAnswer) >= stallAfter
+				et.stalled = !answered || time.Since(asked) >= stallAfter
 				et.answered = answered
 			}
 			var ee *chromedp.ExceptionError
@@ -1218,16 +1229,19 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 	// the browser, which routes the click into the frame, to know where
 	// the frame moved when scrolling brought it into view.
 	var prev *actionState
-	// stalled: the time ran out during a question to the page, which had
-	// answered nothing for stallAfter or more, or nothing at all (see
-	// noAnswer).
-	stalled, answered, lastAnswer := false, false, time.Time{}
+	// stalled: the time ran out during a question to the page that had
+	// gone unanswered for stallAfter or more, or the page answered nothing
+	// at all (see noAnswer). asked: when the page was asked the question
+	// it has not answered yet.
+	stalled, answered, asked := false, false, time.Time{}
 	for {
+		asked = time.Now()
 		sc, frame, err := r.scopeOf(ctx, fr, need&needHit != 0)
 		var st actionState
 		if err == nil && frame != "" {
 			st.State = frame
 		} else if err == nil {
+			asked = time.Now()
 			st, err = evalIn[actionState](ctx, sc, js)
 			if err != nil && sc.t != nil && ctx.Err() == nil && !r.tab.browserDead() {
 				// The frame's process went away: find it anew.
@@ -1236,38 +1250,57 @@ func (r *run) waitActionable(ctx context.Context, fr *selector, action string, s
 			}
 		}
 		if err == nil {
-			answered, lastAnswer = true, time.Now()
+			answered, asked = true, time.Now()
 		}
 		switch {
 		case err == nil:
+			// cut: the step's time ran out during this poll's questions
+			// about the frame (below), so the poll found nothing.
+			cut := false
 			if st.State == "ok" && fr != nil && need&needHit != 0 {
 				// Scrolling the element into view in the frame may have
 				// scrolled the page: where the frame is now.
+				var hit actionState
 				sc, frame, err = r.scopeOf(ctx, fr, false)
-				if err != nil || frame != "" {
-					st.State = frameNoDoc
-				} else {
+				if err == nil && frame == "" {
 					st.X += sc.x
 					st.Y += sc.y
-					hit, _ := chromedp.Run(ctx, chromedp.Evaluate[actionState](pageJS(frameHitJS, fr.js(), st.X, st.Y)))
-					if hit.State != "ok" {
-						st.State, st.By = hit.State, hit.By
-					} else if p := prev; p == nil || math.Abs(p.X-st.X) > 0.5 || math.Abs(p.Y-st.Y) > 0.5 {
+					asked = time.Now()
+					hit, err = chromedp.Run(ctx, chromedp.Evaluate[actionState](pageJS(frameHitJS, fr.js(), st.X, st.Y)))
+				}
+				switch {
+				case err != nil && ctx.Err() != nil:
+					// A question cut short by the deadline says nothing of
+					// the frame: what the polls before found stands (the
+					// frame's document was there a moment ago), or the page
+					// stopped answering.
+					cut = true
+					stalled = time.Since(asked) >= stallAfter
+				case err != nil:
+					// The page or the frame is between documents (a
+					// navigation): find the frame anew.
+					st.State = frameNoDoc
+				case frame != "":
+					st.State = frame
+				case hit.State != "ok":
+					st.State, st.By = hit.State, hit.By
+				default:
+					if p := prev; p == nil || math.Abs(p.X-st.X) > 0.5 || math.Abs(p.Y-st.Y) > 0.5 {
 						at := st
 						prev = &at
 						st.State = "moving"
 					}
 				}
 			}
-			if st.State == "ok" {
+			if st.State == "ok" && !cut {
 				return st, sc, outcome{}, true
 			}
-			if st.State != "moving" {
+			if st.State != "moving" && !cut {
 				prev = nil
 				last = st
 			}
 		case ctx.Err() != nil:
-			stalled = !answered || time.Since(lastAnswer) >= stallAfter
+			stalled = !answered || time.Since(asked) >= stallAfter
 		case r.tab.browserDead():
 			return last, sc, r.waitFail(ctx, err, what, ""), false
 		default:

@@ -74,6 +74,12 @@ func frameServers(t testing.TB) (host, port, site *payServer) {
 <iframe id="same" src="/pay"></iframe>
 <iframe id="other-port" src="`+port.URL+`/pay"></iframe>
 <iframe id="other-site" src="`+site.URL+`/pay"></iframe>`)
+		switch {
+		case r.URL.Query().Has("hang"):
+			io.WriteString(w, hangAfterFrameHit)
+		case r.URL.Query().Has("slow"):
+			io.WriteString(w, slowFrameQuestions)
+		}
 	})
 	host = newPayServer(t, "127.0.0.1", mux)
 	return host, port, site
@@ -150,6 +156,89 @@ func TestBrowserFrameErrors(t *testing.T) {
 			res := r.Run(context.Background(), checks.Target{Name: "x", URL: host.URL})
 			if res.OK || res.Cause != checks.CauseScript || !strings.HasSuffix(res.Err, "): "+tc.want) {
 				t.Fatalf("%s: %q\nwant script: …%q", res.Cause, res.Err, tc.want)
+			}
+		})
+	}
+}
+
+// hangAfterFrameHit, in the host page, blocks the page's main thread for
+// 4s at the moment a click in #same has found its element ready in the
+// frame's document (the frame's elementFromPoint answered) and asks the
+// page where the iframe is now (its getBoundingClientRect): the step's
+// time runs out during that question.
+const hangAfterFrameHit = `<script>
+const f = document.getElementById('same');
+let asked = false;
+const hook = () => {
+  const d = f.contentDocument, orig = d && d.elementFromPoint;
+  if (!orig || orig.hooked) return;
+  d.elementFromPoint = function (x, y) { asked = true; return orig.call(this, x, y); };
+  d.elementFromPoint.hooked = true;
+};
+f.addEventListener('load', hook);
+hook();
+f.getBoundingClientRect = function () {
+  if (asked) {
+    asked = false;
+    const end = Date.now() + 4000;
+    while (Date.now() < end) {}
+  }
+  return Element.prototype.getBoundingClientRect.call(this);
+};
+</script>`
+
+// slowFrameQuestions, in the host page, makes each question about #same
+// take 170ms of the page's main thread (well under stallAfter): where the
+// iframe is (its getBoundingClientRect), the element at a point in its
+// document and in the page (elementFromPoint), as a busy page on a loaded
+// machine answers.
+const slowFrameQuestions = `<script>
+const f = document.getElementById('same');
+const slow = (fn) => { const s = function (...a) { const end = Date.now() + 170; while (Date.now() < end) {} return fn.apply(this, a); }; s.slow = true; return s; };
+const hook = () => {
+  const d = f.contentDocument;
+  if (d && !d.elementFromPoint.slow) d.elementFromPoint = slow(d.elementFromPoint);
+};
+f.addEventListener('load', hook);
+hook();
+f.getBoundingClientRect = slow(f.getBoundingClientRect);
+document.elementFromPoint = slow(document.elementFromPoint);
+</script>`
+
+// TestBrowserFrameClickCutShort: a click in a frame whose document is
+// there fails for what the page showed when its time runs out during one
+// of the questions a poll asks (where the frame is, what a click there
+// would reach): not as a frame whose document did not load, nor as a page
+// that stopped answering while it answered each question within 170ms
+// (a poll in a frame asks several, and the step counted the time since
+// the poll before's answer); and as a page that stopped answering (cause
+// timeout) when it did.
+func TestBrowserFrameClickCutShort(t *testing.T) {
+	b := needChromium(t)
+	host, _, _ := frameServers(t)
+	for _, tc := range []struct {
+		page, timeout, want string
+		cause               checks.Cause
+		runs                int
+	}{
+		// The time runs out at any point of a poll: several runs.
+		{"?veil&slow", "1500ms", `click text=Pay: covered by div#veil within 1.5s`, checks.CauseScript, 3},
+		{"?hang", "2s", `click text=Pay: the page stopped answering (a script that never yields) and did not answer again within 2s, so text=Pay could not be checked`, checks.CauseTimeout, 1},
+	} {
+		t.Run(tc.page, func(t *testing.T) {
+			r := browserRunner(t, b, "", `
+- browser: {navigate: "/host`+tc.page+`"}
+- browser: {wait_text: {selector: "text=Pay", contains: "Pay"}, frame: "#same"}
+- {name: s, timeout: `+tc.timeout+`, browser: {click: "text=Pay", frame: "#same"}}
+`, 20*time.Second)
+			want := `step 2 "s" (browser.click): ` + tc.want
+			for i := range tc.runs {
+				res := r.Run(context.Background(), checks.Target{Name: "x", URL: host.URL})
+				// A page that does not answer cannot be screenshot
+				// either: the reason follows.
+				if got, _, _ := strings.Cut(res.Err, "; no failure screenshot"); res.Cause != tc.cause || got != want {
+					t.Fatalf("run %d: got %s: %q\nwant %s: %q", i+1, res.Cause, res.Err, tc.cause, want)
+				}
 			}
 		})
 	}
