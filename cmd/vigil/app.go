@@ -817,8 +817,22 @@ func (a *app) reload() {
 	a.log.Info("config reloaded", "file", a.path)
 }
 
-func (a *app) apply(cfg *File) error {
+func (a *app) apply(cfg *File) (err error) {
 	cfg.overrideListen(a.opts.listen)
+	// --verdicts-from-ca is read again, and put in place only once the
+	// rest of the reload has worked.
+	var caTr *http.Transport
+	ca, _ := a.opts.verdictsTransport.(*caTransport)
+	if ca != nil {
+		if caTr, err = ca.load(); err != nil {
+			return fmt.Errorf("--verdicts-from-ca: %w", err)
+		}
+		defer func() {
+			if err == nil {
+				ca.swap(caTr)
+			}
+		}()
+	}
 	if cfg.Agent.Listen != a.cfg.Agent.Listen || cfg.Agent.DataDir != a.cfg.Agent.DataDir {
 		a.log.Warn("agent.listen and agent.data_dir take effect on restart")
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/reporting/alerting"
-	"github.com/vigil-synthetics/vigil/reporting/tlsclient"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
@@ -217,7 +215,8 @@ Each --verdicts-from canary is read on its own: one that fails is listed on
 answers 503 only when every source fails. A failing source's last verdicts
 count until they are older than the pool's verdicts.max_age.
 --verdicts-from-ca FILE trusts the CAs of a PEM file, instead of the
-system pool, for https canaries (read at start).`,
+system pool, for https canaries (read at start and at every config
+reload: SIGHUP or a change of the config file).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, u := range f.verdictsFrom {
@@ -229,12 +228,10 @@ system pool, for https canaries (read at start).`,
 				if len(f.verdictsFrom) == 0 {
 					return &exitError{code: 2, err: errors.New("--verdicts-from-ca: only with --verdicts-from")}
 				}
-				pool, err := tlsclient.LoadCAFile(f.verdictsFromCA)
+				tr, err := newCATransport(f.verdictsFromCA)
 				if err != nil {
 					return &exitError{code: 2, err: fmt.Errorf("--verdicts-from-ca: %w", err)}
 				}
-				tr := http.DefaultTransport.(*http.Transport).Clone()
-				tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 				f.verdictsTransport = tr
 			}
 			return serve(cmd, &f, roles{proxy: true})
