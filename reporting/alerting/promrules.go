@@ -318,7 +318,8 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			}
 			w.alertLabels(RuleDeadMan, "", deadManExpr(checkSelector(g.checks), window, DeadManForgetFor(cfg, g.interval)),
 				DeadManPromFor(cfg, g.interval), 0, cfg.DeadMan.Severity, "",
-				"no run of check {{ $labels.check }} in region {{ $labels.region }} for "+promDur(window), false, extra, cfg)
+				"no counted run of check {{ $labels.check }} in region {{ $labels.region }} for "+promDur(window)+
+					": the canary is silent, or cannot run the check (its own trouble: vigil_check_failures_total{cause=~\"agent|browser_unavailable\"})", false, extra, cfg)
 		}
 	}
 

@@ -343,8 +343,8 @@ func TestPrometheusDeadManFor(t *testing.T) {
 						t.Errorf("rule %d: expression lacks %s:\n%s", i, s, g.Expr)
 					}
 				}
-				if want := "for " + w.window; !strings.HasSuffix(g.Summary, want) {
-					t.Errorf("rule %d: summary %q, want it to end with %q", i, g.Summary, want)
+				if want := "for " + w.window + ": "; !strings.Contains(g.Summary, want) {
+					t.Errorf("rule %d: summary %q, want it to say %q", i, g.Summary, want)
 				}
 			}
 		})
@@ -357,7 +357,7 @@ func silentAlert(check, interval, window string) string {
 	return fmt.Sprintf(`
           - exp_labels: {alertname: VigilCanarySilent, check: %s, region: eu, interval: '%s', rule: dead_man, severity: ticket, source: prometheus}
             exp_annotations:
-              summary: 'no run of check %s in region eu for %s'
+              summary: 'no counted run of check %s in region eu for %s: the canary is silent, or cannot run the check (its own trouble: vigil_check_failures_total{cause=~"agent|browser_unavailable"})'
               status_url: 'http://127.0.0.1:9470/check/%s'`, check, interval, check, window, check)
 }
 
