@@ -307,16 +307,15 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Chromium's own temporary files (org.chromium.Chromium.*) go in a
-	// private directory, removed when the browser stops, so a Chromium
-	// that was killed leaves nothing behind in the shared /tmp. (chromedp
-	// makes the profile directory, and removes it with any leftover
-	// child process.)
-	// A short name: Chromium makes a socket in it, and a socket's path is
-	// limited to 107 bytes.
-	dir, err := os.MkdirTemp("", "vcr")
+	// The browser's profile (--user-data-dir: cookies, cache of the pages
+	// visited) and Chromium's own temporary files (org.chromium.Chromium.*)
+	// go in a private directory, removed when the browser stops. Its name
+	// carries vigil's pid, so that this start removes those of a vigil that
+	// was killed before it could (see sweepBrowserDirs).
+	sweepBrowserDirs(b.cfg.Log)
+	dir, err := browserDir()
 	if err != nil {
-		return nil, fmt.Errorf("%w: a directory for its temporary files: %v", ErrBrowserUnavailable, err)
+		return nil, fmt.Errorf("%w: a directory for its profile and temporary files: %v", ErrBrowserUnavailable, err)
 	}
 	env := slices.DeleteFunc(b.cfg.browserEnv(os.Environ()), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
 	if b.cfg.CAFile != "" && len(b.cfg.caCerts) == 0 {
@@ -348,6 +347,7 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		chromedp.Flag("mute-audio", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.WindowSize(1280, 800),
+		chromedp.UserDataDir(filepath.Join(dir, browserProfile)),
 		chromedp.NoInheritEnv,
 		chromedp.Env(append(env, "TMPDIR="+dir)...),
 	)
@@ -375,14 +375,14 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 		go func() {
 			rootCancel()
 			allocCancel()
-			os.RemoveAll(dir)
+			removeBrowserDir(dir)
 		}()
 		return nil, &cutError{start: true, err: ctx.Err()}
 	}
 	if err != nil {
 		rootCancel()
 		allocCancel()
-		os.RemoveAll(dir)
+		removeBrowserDir(dir)
 		if !noSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
 			// The fix first: a table cuts long errors at the end.
 			return nil, fmt.Errorf("%w: set agent.browser.no_sandbox: true: the Chromium sandbox is not available here (starting %s: %v)", ErrBrowserUnavailable, path, err)
@@ -410,11 +410,11 @@ func (b *Browser) stopLocked() {
 	if b.root == nil {
 		return
 	}
-	// Cancel kills the process (exec.CommandContext), chromedp then kills
-	// leftover children that use its profile directory and removes it.
+	// Cancel kills the process (exec.CommandContext) and waits for it;
+	// removeBrowserDir kills leftover children that use its profile.
 	b.rootCancel()
 	b.allocCancel()
-	os.RemoveAll(b.dir)
+	removeBrowserDir(b.dir)
 	b.root, b.rootCancel, b.allocCancel, b.dir = nil, nil, nil, ""
 }
 

@@ -240,9 +240,10 @@ func TestNavigateOnlyHTTP(t *testing.T) {
 
 // TestBrowserTempFilesPrivate: Chromium's TMPDIR is a private directory of
 // its own (its org.chromium.* files go there, not in the shared /tmp),
-// replacing vigil's TMPDIR, and the directory is removed when the browser
-// stops, so a Chromium that was killed leaves nothing behind.
+// replacing vigil's TMPDIR, its profile is in that directory, and the
+// directory is removed when the browser stops.
 func TestBrowserTempFilesPrivate(t *testing.T) {
+	needChromium(t) // sets up the test binary's TMPDIR first, outside shared
 	// Short: Chromium's socket path under it must fit in 107 bytes.
 	shared, err := os.MkdirTemp("/tmp", "vt")
 	if err != nil {
@@ -263,8 +264,13 @@ func TestBrowserTempFilesPrivate(t *testing.T) {
 			dir = v
 		}
 	}
-	if !strings.HasPrefix(filepath.Base(dir), "vcr") || filepath.Dir(dir) != shared {
-		t.Fatalf("browser TMPDIR %q, want a directory of its own (vcr*) under %s", dir, shared)
+	want := fmt.Sprintf("vigil-cr-%d-", os.Getpid())
+	if !strings.HasPrefix(filepath.Base(dir), want) || filepath.Dir(dir) != shared {
+		t.Fatalf("browser TMPDIR %q, want a directory of its own (%s*) under %s", dir, want, shared)
+	}
+	// The profile (cookies, cache of the pages visited) is in it too.
+	if p := profileDir(b.PID()); filepath.Dir(p) != dir {
+		t.Fatalf("browser profile %q, want it in the private directory %s", p, dir)
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("browser TMPDIR %s: %v, want a 0700 directory", dir, err)
