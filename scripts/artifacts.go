@@ -83,7 +83,7 @@ func (r *run) saveArtifact(png []byte, suffix string) (string, error) {
 	}
 	ts := time.Now().UTC().Format(artifactStamp)
 	name := fmt.Sprintf("%s~%s%s.png", artifactPrefix(r.runner.o.Check, r.target.Name), ts, suffix)
-	if err := os.WriteFile(filepath.Join(dir, name), png, 0o600); err != nil {
+	if err := writeArtifact(dir, name, png); err != nil {
 		return "", err
 	}
 	// The new file is its pair's newest, and is kept.
@@ -98,7 +98,61 @@ func (r *run) saveSidecar(name string, info failureInfo) error {
 		return err
 	}
 	side := strings.TrimSuffix(name, ".png") + ".json"
-	return os.WriteFile(filepath.Join(ArtifactsDir(r.runner.o.DataDir), side), b, 0o600)
+	return writeArtifact(ArtifactsDir(r.runner.o.DataDir), side, b)
+}
+
+// writeArtifact writes data as dir/name (0600), whole or not at all: it
+// writes a temporary file in dir and renames it, and removes the
+// temporary file when a write fails (a full disk, a file size limit), so
+// that no empty or cut file bears an artifact's name. A failure is logged
+// (WARN, at most once per artifactWarnEvery) and returned.
+func writeArtifact(dir, name string, data []byte) error {
+	err := func() error {
+		f, err := os.CreateTemp(dir, "."+name+".tmp*")
+		if err != nil {
+			return err
+		}
+		tmp := f.Name()
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, filepath.Join(dir, name))
+		}
+		if err != nil {
+			os.Remove(tmp)
+		}
+		return err
+	}()
+	if err != nil {
+		warnArtifact(filepath.Join(dir, name), err)
+	}
+	return err
+}
+
+// artifactWarnEvery is how often, at most, a failure to write an
+// artifact is logged; the failures in between are counted in the next
+// message.
+const artifactWarnEvery = time.Minute
+
+var (
+	artifactWarnMu         sync.Mutex
+	artifactWarnAt         time.Time
+	artifactWarnSuppressed int
+)
+
+// warnArtifact logs that the artifact file could not be written.
+func warnArtifact(file string, err error) {
+	artifactWarnMu.Lock()
+	defer artifactWarnMu.Unlock()
+	now := time.Now()
+	if !artifactWarnAt.IsZero() && now.Sub(artifactWarnAt) < artifactWarnEvery {
+		artifactWarnSuppressed++
+		return
+	}
+	slog.Warn("artifact not written", "file", file, "err", err, "not_logged_since_last", artifactWarnSuppressed)
+	artifactWarnAt, artifactWarnSuppressed = now, 0
 }
 
 // Artifact retention. Every browser run that writes an artifact prunes the
