@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -229,7 +230,16 @@ type Browser struct {
 	allocCancel context.CancelFunc
 	dir         string // the running browser's profile and temporary files, removed when it stops
 	starts      int
+	idleStop    time.Duration // stop the browser after this long without a run; 0: never
+	lastUse     atomic.Int64  // when a run last started or ended, unix nanoseconds
 }
+
+// browserIdleStop is how long the browser runs without a browser run (no
+// run holding a browser slot) before it is stopped, so that Chromium (some
+// 8 processes and 0.5-1 GB of memory) does not keep running once a reload
+// removed every browser check. The next browser run starts it again.
+// Tests shorten it.
+var browserIdleStop = 10 * time.Minute
 
 // NewBrowser returns a Browser; the process starts on first use.
 func NewBrowser(cfg BrowserConfig) *Browser {
@@ -237,7 +247,7 @@ func NewBrowser(cfg BrowserConfig) *Browser {
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
 	}
-	return &Browser{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), lock: make(chan struct{}, 1)}
+	return &Browser{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), lock: make(chan struct{}, 1), idleStop: browserIdleStop}
 }
 
 // findExec resolves the browser binary.
@@ -296,6 +306,7 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	if b.closed {
 		return nil, fmt.Errorf("%w: browser is closed", ErrBrowserUnavailable)
 	}
+	b.touch()
 	if b.root != nil && b.root.Err() == nil {
 		return b.root, nil
 	}
@@ -391,8 +402,56 @@ func (b *Browser) running(ctx context.Context) (context.Context, error) {
 	}
 	b.root, b.rootCancel, b.allocCancel, b.dir = root, rootCancel, allocCancel, dir
 	b.starts++
+	b.touch()
 	b.cfg.Log.Info("browser started", "exec_path", path, "pid", b.pidLocked(), "starts", b.starts)
+	if b.idleStop > 0 {
+		go b.watchIdle(root, b.idleStop)
+	}
 	return root, nil
+}
+
+// touch records that a run uses the browser now.
+func (b *Browser) touch() { b.lastUse.Store(time.Now().UnixNano()) }
+
+// watchIdle stops the browser behind root once no run has held a browser
+// slot for idle. It ends when that browser stops (idle, Close, a restart
+// after it died).
+func (b *Browser) watchIdle(root context.Context, idle time.Duration) {
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for {
+		select {
+		case <-root.Done():
+			return
+		case <-t.C:
+		}
+		next := b.stopIfIdle(root, idle)
+		if next <= 0 {
+			return
+		}
+		t.Reset(next)
+	}
+}
+
+// stopIfIdle stops the browser behind root when it is still the running
+// one, no run holds a browser slot and none started or ended within idle.
+// It returns when to look again, 0 when the browser is stopped.
+func (b *Browser) stopIfIdle(root context.Context, idle time.Duration) time.Duration {
+	b.mustLock()
+	defer b.unlock()
+	if b.root != root || b.closed {
+		return 0
+	}
+	if len(b.sem) > 0 {
+		return idle
+	}
+	since := time.Since(time.Unix(0, b.lastUse.Load()))
+	if since < idle {
+		return idle - since
+	}
+	b.cfg.Log.Info("browser stopped: no browser run for a while", "idle", idle.String(), "pid", b.pidLocked())
+	b.stopLocked()
+	return 0
 }
 
 // Start starts the browser process now instead of on the first browser
@@ -454,11 +513,17 @@ func (b *Browser) Close() error {
 	return nil
 }
 
+// releaseSlot gives a concurrency slot back.
+func (b *Browser) releaseSlot() {
+	b.touch()
+	<-b.sem
+}
+
 // acquire takes a concurrency slot, waiting until ctx ends.
 func (b *Browser) acquire(ctx context.Context) (release func(), err error) {
 	select {
 	case b.sem <- struct{}{}:
-		return func() { <-b.sem }, nil
+		return b.releaseSlot, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

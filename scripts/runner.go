@@ -382,7 +382,7 @@ func (rn *Runner) waitSlot(ctx context.Context) (release func(), cancelled bool,
 	// A free slot is taken without waiting, also once stop is done.
 	select {
 	case rn.o.Browser.sem <- struct{}{}:
-		return func() { <-rn.o.Browser.sem }, false, nil
+		return rn.o.Browser.releaseSlot, false, nil
 	default:
 	}
 	stop, _ := ctx.Value(slotWaitStopKey{}).(context.Context)
