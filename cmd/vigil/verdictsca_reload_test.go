@@ -41,6 +41,9 @@ func TestVerdictsFromCAReload(t *testing.T) {
 		_ = json.NewEncoder(w).Encode([]reporting.Verdict{{Check: "healthz", Target: "a", Region: "r1", Vantage: "v1",
 			State: reporting.StateHealthy, OK: true, At: now, Expires: now.Add(time.Minute)}})
 	}), ErrorLog: log.New(io.Discard, "", 0)}
+	// Every read is a new handshake, as after the canary restarts with
+	// its new certificate.
+	srv.SetKeepAlivesEnabled(false)
 	go srv.Serve(ln)
 	defer srv.Close()
 	canaryURL := "https://" + ln.Addr().String()
@@ -73,7 +76,6 @@ func TestVerdictsFromCAReload(t *testing.T) {
 	waitFor(t, 10*time.Second, "verdicts read under the old CA", func() bool { return served.Load() >= 3 && health() == "" })
 
 	cert.Store(&newCA.ServerConfig(false).Certificates[0])
-	tr.cur.Load().CloseIdleConnections() // a new handshake, as after the canary restarts
 	waitFor(t, 10*time.Second, "the canary failing under the new CA", func() bool {
 		return strings.Contains(health(), "certificate signed by unknown authority")
 	})
