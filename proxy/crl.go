@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -44,6 +45,7 @@ import (
 // published late costs no outage, and the revocations it lists hold).
 type clientCRL struct {
 	file string
+	sum  [sha256.Size]byte // of the file's bytes, to tell a rewrite (clienttlswatch.go)
 	// revoked holds, by the raw subject of the CA that signed the CRLs,
 	// that CA's key and the serial numbers it revoked (see crlIssuer).
 	revoked map[string][]*crlIssuer
@@ -161,7 +163,7 @@ func loadClientCRL(path, caFile string, cas []*x509.Certificate) (*clientCRL, er
 	case !pemSeen:
 		ders = [][]byte{raw} // DER
 	}
-	c := &clientCRL{file: path, revoked: map[string][]*crlIssuer{}, refused: map[string]*units.Spacer{}}
+	c := &clientCRL{file: path, sum: sha256.Sum256(raw), revoked: map[string][]*crlIssuer{}, refused: map[string]*units.Spacer{}}
 	for i, der := range ders {
 		n := i + 1
 		rl, err := x509.ParseRevocationList(der)
@@ -253,7 +255,7 @@ func (c *clientCRL) warnStale(log *slog.Logger, now time.Time) {
 		return
 	}
 	for _, s := range c.staleLists(now) {
-		log.Warn("proxy: client_crl_file: a CRL is past its next update; the certificates it lists stay refused, the others are served: publish a new CRL and reload",
+		log.Warn("proxy: client_crl_file: a CRL is past its next update; the certificates it lists stay refused, the others are served: publish a new CRL (a file rewritten in place is read within 30s)",
 			"client_crl_file", c.file, "crl", s)
 	}
 }

@@ -101,6 +101,8 @@ type Proxy struct {
 	stateDir string     // WithStateDir; "" keeps drains in memory only
 	drainMu  sync.Mutex // serialises saving the drains file
 	drainsAt []byte     // what the drains file holds
+
+	ctw clientTLSWatch // client_ca_file and client_crl_file rewritten in place
 }
 
 // runtimeState is one configuration generation.
@@ -137,6 +139,7 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
 	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir, rids: newRequestIDs()}
+	p.ctw.every = clientTLSPollEvery
 	st, err := p.build(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -208,6 +211,7 @@ func (p *Proxy) Reload(cfg Config) error {
 		return err
 	}
 	p.state.Store(st)
+	p.ctw.setErr(nil) // the files loaded; the watch compares with them
 	st.cfg.clientCRL.warnStale(p.log, time.Now())
 	st.cfg.clientCRL.setMetric(p.m, st.cfg.ClientCRLFile)
 	if certs != nil {
@@ -891,8 +895,9 @@ func (p *Proxy) server(cfg Config) *http.Server {
 	}
 }
 
-// background runs the verdict poller, the passive evaluator and the signal
-// publisher until ctx is done.
+// background runs the verdict poller, the passive evaluator, the signal
+// publisher and, with tls_listen, the client_ca_file/client_crl_file watch
+// until ctx is done.
 func (p *Proxy) background(ctx context.Context) {
 	var wg sync.WaitGroup
 	run := func(name string, f func(context.Context)) {
@@ -914,6 +919,9 @@ func (p *Proxy) background(ctx context.Context) {
 		run("verdict poller", p.pollVerdicts)
 	}
 	run("passive evaluator", p.evaluateLoop)
+	if r := p.running.Load(); r != nil && r.TLSListen != "" && p.ctw.every > 0 {
+		run("client_ca_file/client_crl_file watch", p.watchClientTLS)
+	}
 	if p.signals != nil {
 		run("signal publisher", p.publishSignals)
 	}
