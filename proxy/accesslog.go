@@ -261,7 +261,7 @@ type accessEntry struct {
 	nups int
 	more []upstreamTry
 	// aborted says why an answer that had begun was cut off ("" when it
-	// ended whole): abortSendTimeout, abortClientClosed, abortClientBody,
+	// ended whole): abortSendTimeout, abortWriteTimeout, abortClientClosed, abortClientBody,
 	// abortOrigin.
 	aborted string
 }
@@ -278,7 +278,8 @@ type upstreamTry struct {
 
 // The values of the access log's aborted.
 const (
-	abortSendTimeout  = "send_timeout"  // a write to the client made no progress for send_timeout (or write_timeout ran out)
+	abortSendTimeout  = "send_timeout"  // a write to the client made no progress for send_timeout
+	abortWriteTimeout = "write_timeout" // write_timeout (the whole answer's limit) ran out while the client took bytes
 	abortClientClosed = "client_closed" // the client went away
 	abortClientBody   = "client_body"   // the client's request body broke while the answer streamed
 	abortOrigin       = "origin"        // the origin's body broke (the last upstream's cause says how)

@@ -1938,7 +1938,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 			}
 			if werr != nil {
 				bufPool.Put(bp)
-				pl.clientWriteFailed(r, ae, werr, st)
+				pl.clientWriteFailed(w, r, ae, werr, st)
 				return nil // the client went away, or took nothing for send_timeout
 			}
 			if (flush || hb == nil && rerr == nil && n < len(buf)) && fl != nil {
@@ -1969,24 +1969,70 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 }
 
 // clientWriteFailed records an answer cut off because a write to its
-// client failed: a write that made no progress for send_timeout (or ran
-// into write_timeout), logged at info, rate-limited like the "try failed"
-// lines, or a client that went away. Either way the access log line is
-// marked aborted: its status is the origin's, its bytes what was written.
-func (pl *pool) clientWriteFailed(r *http.Request, ae *accessEntry, err error, st *streamSend) {
+// client failed: a write that made no progress for send_timeout, or one
+// that ran into write_timeout (the whole answer's limit) while the client
+// was still taking bytes, each logged at info, rate-limited like the "try
+// failed" lines; or a client that went away. Either way the access log line
+// is marked aborted (send_timeout, write_timeout, client_closed): its
+// status is the origin's, its bytes what was written.
+func (pl *pool) clientWriteFailed(w http.ResponseWriter, r *http.Request, ae *accessEntry, err error, st *streamSend) {
 	if !errors.Is(err, os.ErrDeadlineExceeded) && !st.expired() {
 		ae.abort(abortClientClosed)
 		return
 	}
-	ae.abort(abortSendTimeout)
-	if ok, n := pl.tryLog.allow("", causeSendTimeout, time.Now().UnixNano()); ok {
-		pl.log.Info("proxy: client took no bytes of the answer for send_timeout; answer cut off", "pool", pl.name,
-			"method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "suppressed", n)
+	cause, msg := causeSendTimeout, "proxy: client took no bytes of the answer for send_timeout; answer cut off"
+	if !st.expired() && writeTimeoutPassed(w, r, time.Now()) {
+		// Over HTTP/2 a deadline streamSend did not set is the stream's
+		// write_timeout (net/http's HTTP/2 server times each stream).
+		cause, msg = causeWriteTimeout, "proxy: answer not sent within write_timeout; answer cut off"
+	}
+	ae.abort(cause)
+	if ok, n := pl.tryLog.allow("", cause, time.Now().UnixNano()); ok {
+		pl.log.Info(msg, "pool", pl.name, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
+			"cause", cause, "suppressed", n)
 	}
 }
 
-// causeSendTimeout keys the rate limit of clientWriteFailed's log line.
-const causeSendTimeout = "send_timeout"
+// writeTimeoutPassed reports whether the write deadline write_timeout set
+// for r's answer has passed at now: the deadline the fast engine set
+// (econn.writeBy), or the one net/http's HTTP/1 server set on the
+// connection (its sendTimer records it). Both timeouts fail a write with
+// os.ErrDeadlineExceeded; send_timeout's moves with every write that makes
+// progress, write_timeout's is fixed when the request's head is read. Over
+// HTTP/2 it is true: send_timeout there is streamSend's, which says when
+// it fired, and the only other deadline of a stream is write_timeout's.
+func writeTimeoutPassed(w http.ResponseWriter, r *http.Request, now time.Time) bool {
+	if r.ProtoMajor == 2 {
+		return true
+	}
+	var by time.Time
+	for {
+		if rw, ok := w.(*respWriter); ok {
+			by = rw.c.writeBy
+			break
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	if by.IsZero() {
+		if rc, _ := r.Context().Value(refusalConnKey{}).(*refusalConn); rc != nil {
+			rc.send.mu.Lock()
+			by = rc.send.wdl
+			rc.send.mu.Unlock()
+		}
+	}
+	return !by.IsZero() && !now.Before(by)
+}
+
+// The causes of clientWriteFailed's log line (its rate limit's key) and
+// access log values.
+const (
+	causeSendTimeout  = abortSendTimeout
+	causeWriteTimeout = abortWriteTimeout
+)
 
 // notTrailers are the fields an origin's trailer section must not carry on
 // (RFC 9110 §6.5.1): framing, routing, authentication, cookies, control

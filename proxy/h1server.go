@@ -207,6 +207,10 @@ type econn struct {
 	state  atomic.Int32
 	rdl    time.Time   // the read deadline in force
 	rdlSet atomic.Bool // the handler set a read deadline: rdl is unknown
+	// writeBy is the request's write_timeout deadline (zero: none): a
+	// failed write past it ran out of write_timeout, not send_timeout
+	// (writeTimeoutPassed).
+	writeBy time.Time
 
 	head reqHead
 	req  http.Request
@@ -304,8 +308,10 @@ func (c *econn) serve() {
 		} else if c.head.contentLength > 0 || c.head.chunked || c.head.odd() {
 			c.readDeadline(time.Time{}, 0)
 		}
+		c.writeBy = time.Time{}
 		if e.writeTimeout > 0 {
-			c.c.SetWriteDeadline(time.Now().Add(e.writeTimeout))
+			c.writeBy = time.Now().Add(e.writeTimeout)
+			c.c.SetWriteDeadline(c.writeBy)
 		}
 		c.served++
 		spent := e.life != nil && e.life().spent(c.born, c.served, start)
