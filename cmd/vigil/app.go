@@ -459,6 +459,14 @@ func (a *app) health() (reasons, warnings []string) {
 		for _, w := range warns {
 			warnings = append(warnings, "warning: proxy: "+a.current().redactor.redact(w))
 		}
+		// client_ca_file or client_crl_file rewritten into something that
+		// does not load: the previous ones serve on, as after a failed
+		// reload, which is a reason too.
+		if err := a.prx.ClientTLSHealth(); err != nil {
+			for _, e := range strings.Split(err.Error(), "\n") {
+				reasons = append(reasons, "proxy: "+a.current().redactor.redact(e))
+			}
+		}
 	}
 	if a.alr != nil {
 		for rcv, e := range a.alr.DeliveryFailures() {
