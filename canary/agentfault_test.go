@@ -61,6 +61,12 @@ func TestAgentFaultKeepsVerdict(t *testing.T) {
 		t.Errorf("verdict after the agent's own failure: state %s expires %s streak %d; want healthy, expiry %s and streak %d kept (fall 1: a counted fail would make it unhealthy)",
 			v2.State, v2.Expires, v2.Streak, v1.Expires, v1.Streak)
 	}
+	// /healthz (the canary's Health) says so: the agent runs but checks
+	// nothing for that pair.
+	if err := c.Health(); err == nil || !strings.Contains(err.Error(), "1 of 1 pairs cannot run since ") ||
+		!strings.Contains(err.Error(), "the agent's own trouble (not counted against the targets): agent: agent: cannot open a connection to the target: too many open files") {
+		t.Errorf("Health while the pair's runs cannot be made: %v", err)
+	}
 	body := metricsOf(t, c)
 	for _, s := range []string{
 		`vigil_checks_total{check="home",region="test-region",result="fail",target="o1"} 0`,
@@ -75,6 +81,9 @@ func TestAgentFaultKeepsVerdict(t *testing.T) {
 	v3, err := c.Trigger("home", "o1")
 	if err != nil || !v3.OK || v3.State != reporting.StateHealthy || v3.Streak != 2 || !v3.Expires.After(v1.Expires) {
 		t.Fatalf("run after the descriptors were freed: %+v %v; want a pass, streak 2, a later expiry", v3, err)
+	}
+	if err := c.Health(); err != nil {
+		t.Errorf("Health after a counted run: %v, want nil", err)
 	}
 }
 

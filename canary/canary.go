@@ -1110,7 +1110,61 @@ func (c *Canary) Health() error {
 		errs = append(errs, fmt.Errorf("verdicts dropped by sinks in the last %s (%d in total)", c.o.HealthWindow, total))
 	}
 	c.dropMu.Unlock()
+	errs = append(errs, c.agentFaults()...)
 	return errors.Join(errs...)
+}
+
+// agentFaults is one error per cause for the pairs whose latest runs the
+// agent could not make (Outcome Agent: no file descriptor, no browser):
+// how many of all pairs, since when, and the latest such run's error. The
+// canary runs, but checks nothing for them: that is news for whoever runs
+// it, as /healthz is.
+func (c *Canary) agentFaults() []error {
+	type fault struct {
+		n     int
+		since time.Time
+		err   string
+		at    time.Time
+	}
+	c.mu.Lock()
+	es := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		es = append(es, e)
+	}
+	c.mu.Unlock()
+	by := map[checks.Cause]*fault{}
+	for _, e := range es {
+		e.mu.Lock()
+		since, res, at := e.agentSince, e.lastRes, e.lastAt
+		e.mu.Unlock()
+		if since.IsZero() {
+			continue
+		}
+		f := by[res.Cause]
+		if f == nil {
+			f = &fault{}
+			by[res.Cause] = f
+		}
+		f.n++
+		if f.since.IsZero() || since.Before(f.since) {
+			f.since = since
+		}
+		if at.After(f.at) {
+			f.at, f.err = at, res.Err
+		}
+	}
+	causes := make([]checks.Cause, 0, len(by))
+	for k := range by {
+		causes = append(causes, k)
+	}
+	slices.Sort(causes)
+	var out []error
+	for _, k := range causes {
+		f := by[k]
+		out = append(out, fmt.Errorf("%d of %d pairs cannot run since %s, the agent's own trouble (not counted against the targets): %s: %s",
+			f.n, len(es), f.since.UTC().Format(time.RFC3339), k, units.SingleLine(f.err)))
+	}
+	return out
 }
 
 func (c *Canary) pairCount() int {
