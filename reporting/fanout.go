@@ -281,7 +281,7 @@ func (f *Fanout) run(s *fanoutSink) {
 	// flush tries the kept batches in order and stops at the first refusal.
 	flush := func() bool {
 		for len(s.pending) > 0 {
-			if ok, retry := f.deliver(s, s.pending[0]); !ok && retry {
+			if ok, retry := f.deliver(s, s.pending[0], len(s.pending) == 1); !ok && retry {
 				return false
 			}
 			pop()
@@ -309,7 +309,7 @@ func (f *Fanout) run(s *fanoutSink) {
 				hold(it)
 				continue
 			}
-			if ok, retry := f.deliver(s, it); !ok && retry {
+			if ok, retry := f.deliver(s, it, true); !ok && retry {
 				hold(it)
 				backoff = f.o.RetryMin
 				arm()
@@ -331,7 +331,11 @@ func (it fanoutItem) size() int { return len(it.verdicts) + len(it.signals) }
 // deliver hands one batch to a sink and reports whether the sink took it
 // and, if not, whether to try it again: a panic is recovered (so one bad
 // batch does not end the sink's goroutine) and its batch is not retried.
-func (f *Fanout) deliver(s *fanoutSink, it fanoutItem) (ok, retry bool) {
+// A failing sink has recovered once it took the last batch it kept (last):
+// one kept batch taken while others still wait is no recovery (a disk
+// hovering near full takes one and refuses the next), so "failing since"
+// and the log keep the outage whole.
+func (f *Fanout) deliver(s *fanoutSink, it fanoutItem, last bool) (ok, retry bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.errC.Inc()
@@ -346,7 +350,10 @@ func (f *Fanout) deliver(s *fanoutSink, it fanoutItem) (ok, retry bool) {
 		err = s.sink.Publish(f.ctx, it.verdicts)
 	}
 	if err == nil {
-		if since, last := s.failing.State(); last != nil {
+		if !last {
+			return true, false
+		}
+		if since, failing := s.failing.State(); failing != nil {
 			f.log.Info("sink publish recovered", "sink", s.name, "failing_for", time.Since(since).Round(time.Second).String(),
 				"suppressed", s.logSupp)
 			s.logLast, s.logSupp = time.Time{}, 0

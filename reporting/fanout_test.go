@@ -3,6 +3,7 @@ package reporting_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -321,5 +322,77 @@ func TestFanoutRetryQueueBound(t *testing.T) {
 	got := s.got()
 	if len(got) != 6 || got[0].Check != "ch" || got[5].Check != "cj" {
 		t.Errorf("at Close the sink got %d verdicts (%v…), want the 3 newest batches", len(got), got)
+	}
+}
+
+// hoveringSink refuses writes but takes one when allowed: a disk hovering
+// near full.
+type hoveringSink struct {
+	refusingSink
+	allowOne atomic.Bool
+}
+
+func (h *hoveringSink) Publish(ctx context.Context, v []reporting.Verdict) error {
+	if h.allowOne.CompareAndSwap(true, false) {
+		h.tries.Add(1)
+		return h.recordSink.Publish(ctx, v)
+	}
+	return h.refusingSink.Publish(ctx, v)
+}
+
+// TestFanoutOneKeptBatchTakenIsNoRecovery: a failing sink that takes one of
+// its kept batches and refuses the next is still failing since the outage
+// began: no "recovered" line, and Health keeps the first date; it recovers
+// once every kept batch is in.
+func TestFanoutOneKeptBatchTakenIsNoRecovery(t *testing.T) {
+	var logs checktest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	s := &hoveringSink{}
+	s.refuse.Store(true)
+	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: log, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
+		reporting.NamedSink{Name: "embedded", Sink: s})
+	defer f.Close(context.Background())
+	for i := range 3 {
+		if err := f.Publish(context.Background(), []reporting.Verdict{{Check: "c", Target: "t", Streak: i + 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.tries.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	first := f.Health()
+	if first == nil {
+		t.Fatal("Health() = nil while the sink refuses writes")
+	}
+	time.Sleep(1100 * time.Millisecond) // a later "since" would read differently
+	s.allowOne.Store(true)
+	for len(s.got()) < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	n := s.tries.Load()
+	for s.tries.Load() < n+2 && time.Now().Before(deadline) { // refused again since
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(s.got()) != 1 {
+		t.Fatalf("sink took %d batches, want 1", len(s.got()))
+	}
+	if strings.Contains(logs.String(), "sink publish recovered") {
+		t.Errorf("one kept batch taken of 3 was logged as a recovery:\n%s", logs.String())
+	}
+	since := func(err error) string {
+		_, after, _ := strings.Cut(fmt.Sprint(err), "writes failing since ")
+		d, _, _ := strings.Cut(after, " ")
+		return d
+	}
+	if got := f.Health(); got == nil || since(got) != since(first) {
+		t.Errorf("Health() = %v; want still failing since %s", got, since(first))
+	}
+	s.refuse.Store(false)
+	for len(s.got()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := f.Health(); err != nil || !strings.Contains(logs.String(), "sink publish recovered") {
+		t.Errorf("after every kept batch is in: Health() = %v, recovery line logged: %v", err, strings.Contains(logs.String(), "sink publish recovered"))
 	}
 }
