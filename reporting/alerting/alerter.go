@@ -158,7 +158,9 @@ type groupState struct {
 }
 
 // alertRoute is what receivers' filters look at for one alert.
-func alertRoute(x Alert) route { return route{check: x.Check, severity: x.Severity, tier: x.Tier} }
+func alertRoute(x Alert) route {
+	return route{rule: x.Rule, check: x.Check, severity: x.Severity, tier: x.Tier}
+}
 
 // routeOf is alertRoute with its group's tier when the group has one, so
 // stream receivers (filtered per alert) follow the same route as the
@@ -196,9 +198,9 @@ func (g *groupState) route(k string) route {
 		}
 	}
 	// rule/check/severity: neither rule names nor check names hold "/".
-	_, rest, _ := strings.Cut(k, "/")
+	rule, rest, _ := strings.Cut(k, "/")
 	check, _, _ := strings.Cut(rest, "/")
-	return route{check: check, severity: severityOf(k), tier: g.tier}
+	return route{rule: rule, check: check, severity: severityOf(k), tier: g.tier}
 }
 
 func newGroupState(firstSeen time.Time) *groupState {

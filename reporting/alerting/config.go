@@ -393,9 +393,13 @@ type Receiver struct {
 	// Tiers limits the receiver to alerts of checks of these tiers
 	// (shallow, deep, synthetic), the tier the check's newest verdict
 	// carries; empty: every tier. An alert whose check's tier is not known
-	// goes only to receivers without tiers. Severities, Checks and Tiers
-	// must all match.
+	// goes only to receivers without tiers.
 	Tiers []string `mapstructure:"tiers"`
+	// Rules limits the receiver to alerts of these rules (down, ttfb,
+	// burn_rate, cert_expiry, dead_man); empty: every rule. E.g. dead_man
+	// alone for the team that runs the canaries. Severities, Checks, Tiers
+	// and Rules must all match.
+	Rules []string `mapstructure:"rules"`
 
 	Webhook      *WebhookConfig      `mapstructure:"webhook"`
 	Slack        *SlackConfig        `mapstructure:"slack"`
@@ -430,6 +434,11 @@ func (r *Receiver) ValidateAndSetDefaults() error {
 	for i, t := range r.Tiers {
 		if !slices.Contains(checkTiers, t) {
 			errs = append(errs, fmt.Errorf("tiers[%d]: %q: %w", i, t, ErrUnknownTier))
+		}
+	}
+	for i, rule := range r.Rules {
+		if !slices.Contains(AllRules, rule) {
+			errs = append(errs, fmt.Errorf("rules[%d]: %q: unknown rule (want one of %s)", i, rule, strings.Join(AllRules, ", ")))
 		}
 	}
 	n := 0

@@ -103,6 +103,7 @@ type worker struct {
 	sev    map[string]bool // empty: all
 	checks []string        // names or globs; empty: all
 	tiers  map[string]bool // empty: all
+	rules  map[string]bool // empty: all
 	stream bool            // Alertmanager: gets every active alert each evaluation
 	q      chan delivery
 
@@ -126,7 +127,10 @@ func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for _, r := range cfg.Receivers {
 		w := &worker{name: r.Name, sev: map[string]bool{}, checks: r.Checks, tiers: map[string]bool{},
-			q: make(chan delivery, queueSize)}
+			rules: map[string]bool{}, q: make(chan delivery, queueSize)}
+		for _, rule := range r.Rules {
+			w.rules[rule] = true
+		}
 		for _, s := range r.Severities {
 			w.sev[s] = true
 		}
@@ -177,9 +181,10 @@ func receiverClient(client *http.Client, tc *tlsclient.Config) *http.Client {
 	return &c
 }
 
-// route is what a receiver's filters (severities, checks, tiers) look at:
-// an alert's, or a notification group's, check, severity and tier.
-type route struct{ check, severity, tier string }
+// route is what a receiver's filters (severities, checks, tiers, rules)
+// look at: an alert's, or a notification group's, rule, check, severity
+// and tier.
+type route struct{ rule, check, severity, tier string }
 
 // takes reports whether the worker receives alerts routed as rt: each of
 // its filters is empty or matches.
@@ -188,6 +193,9 @@ func (w *worker) takes(rt route) bool {
 		return false
 	}
 	if len(w.tiers) > 0 && !w.tiers[rt.tier] {
+		return false
+	}
+	if len(w.rules) > 0 && !w.rules[rt.rule] {
 		return false
 	}
 	return len(w.checks) == 0 || slices.ContainsFunc(w.checks, func(p string) bool { return matchCheck(p, rt.check) })
