@@ -414,7 +414,7 @@ func (p *Proxy) regionCheck(pl *pool, vs []reporting.Verdict, ahead []time.Durat
 	cur := map[string]time.Time{}
 	for i := range vs {
 		v := &vs[i]
-		if !targets[v.Target] || !pl.counts(v) || ahead != nil && ahead[i] > maxAge ||
+		if !targets[v.Target] || !pl.counts(v) || v.AgentFault() || ahead != nil && ahead[i] > maxAge ||
 			!fresh(v.At, now, maxAge) || !v.Expires.IsZero() && !now.Before(v.Expires) {
 			continue
 		}
@@ -474,7 +474,7 @@ func (p *Proxy) regionCheck(pl *pool, vs []reporting.Verdict, ahead []time.Durat
 	q := pl.cfg.Verdicts.Quorum
 	sort.Strings(gone)
 	for _, r := range gone {
-		p.log.Warn("proxy: a region stopped reporting for the pool: no fresh verdict of a counted check from it within max_age (its canaries stopped, or cannot reach the store)",
+		p.log.Warn("proxy: a region stopped reporting for the pool: no fresh verdict of a counted check from it within max_age (its canaries stopped, cannot reach the store, or cannot run the checks)",
 			"pool", pl.name, "region", regionName(r), "reporting", len(cur), "quorum", q,
 			"verdicts_can_eject", len(cur) >= q, "newest", st.regions[r].newest.UTC().Format(time.RFC3339),
 			"max_age", maxAge.String())

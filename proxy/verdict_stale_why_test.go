@@ -89,4 +89,11 @@ func TestAgentFaultVerdictsAreNotFresh(t *testing.T) {
 	if !strings.Contains(line, "the canaries stopped reporting its checks or cannot run them") {
 		t.Errorf("stale line %q", line)
 	}
+	// The region reports nothing either, although its verdicts have not
+	// expired.
+	eventually(t, "the region stopped reporting", func() bool { return len(logs.lines("a region stopped reporting for the pool")) > 0 })
+	if line := logs.lines("a region stopped reporting for the pool")[0]; !strings.Contains(line, "region=eu") ||
+		!strings.Contains(line, "cannot run the checks") {
+		t.Errorf("region line %q", line)
+	}
 }

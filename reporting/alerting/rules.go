@@ -323,9 +323,11 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 		} else {
 			a.Summary = fmt.Sprintf("no verdict for check %s from region %s for %s (limit %d × %s)",
 				v.Check, v.Region, silent.Truncate(time.Second), e.cfg.DeadMan.Intervals, v.Interval)
-		}
-		if e.writeErr != "" {
-			a.Summary += "; verdict writes of the alerting process are failing, the likely reason: " + e.writeErr
+			// A silence may come from this process's own failing
+			// writes; a pair that cannot run has its reason above.
+			if e.writeErr != "" {
+				a.Summary += "; verdict writes of the alerting process are failing, the likely reason: " + e.writeErr
+			}
 		}
 		hold := e.cfg.DeadMan.For
 		if hold == 0 {
