@@ -318,6 +318,14 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 		// never reported as merely slow). The first slow step decides a
 		// run that has no hard failure.
 		isSlow := o.err != nil && sr.Cause.SLO()
+		if o.err != nil && s.Browser != nil && sr.Cause != checks.CauseBrowserUnavailable && r.browserGone(sr.Cause) {
+			// Whatever the step saw (an aborted navigation, a closed
+			// tab), the browser process died under it: the agent's own
+			// trouble, not counted against the target.
+			sr.Cause = checks.CauseBrowserUnavailable
+			sr.Err = "the browser process died during the run (the agent's own trouble, not the page's): " + sr.Err
+			isSlow = false
+		}
 		if o.err != nil && !failed && (!isSlow || !slow) {
 			path, why := r.captureFailure(i, s, &sr)
 			if path != "" {
@@ -349,6 +357,32 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	res.Artifacts = r.artifacts
 	res.Phases.Total = time.Since(start)
 	return res
+}
+
+// browserGoneWait bounds how long a failed browser step waits to learn
+// whether the browser process died: the step may see its error (an
+// aborted navigation) a moment before the browser's context ends.
+const browserGoneWait = 200 * time.Millisecond
+
+// browserGone reports whether the browser process behind the run's tab
+// died. After a failure that could come from it (one that could not run,
+// not an assertion of the page's), it waits up to browserGoneWait for the
+// browser's context to end.
+func (r *run) browserGone(cause checks.Cause) bool {
+	if r.tab == nil || r.tab.root == nil {
+		return false
+	}
+	if r.tab.browserDead() || !(checks.Result{Cause: cause}).CouldNotRun() {
+		return r.tab.browserDead()
+	}
+	t := time.NewTimer(browserGoneWait)
+	defer t.Stop()
+	select {
+	case <-r.tab.root.Done():
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // withoutDeadline returns a context with ctx's values that ends when ctx is
@@ -485,8 +519,9 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		})
 		ocancel()
 		if err != nil {
-			if r.tabCause == checks.CauseBrowser {
-				// The step never reached its page: say which it was.
+			if !errors.Is(err, ErrBrowserUnavailable) {
+				// The browser runs but gave the step no tab: the step
+				// never reached its page; say which it was.
 				err = fmt.Errorf("%s: %w", r.browserWhat(s), err)
 			}
 			return outcome{cause: r.tabCause, err: err}
@@ -610,8 +645,9 @@ func (r *run) openTab(ctx context.Context, limit func() string) error {
 		case errors.As(err, &cut) || ctx.Err() != nil:
 			// Opening the tab (or starting the browser again for it)
 			// is the agent's work, not the page's: its time ran out
-			// before the page was even asked for.
-			r.tabCause = checks.CauseBrowser
+			// before the page was even asked for. Not counted against
+			// the target (checks.Cause.AgentFault).
+			r.tabCause = checks.CauseBrowserUnavailable
 			what := fmt.Sprintf("the browser did not open the run's tab within %s", roundForText(time.Since(opening)))
 			switch {
 			case r.startErr != nil:
@@ -626,7 +662,9 @@ func (r *run) openTab(ctx context.Context, limit func() string) error {
 			}
 			err = fmt.Errorf("%s, and %s (vigil's own work, before the page was asked for; the machine or the browser is overloaded)", what, limit())
 		default:
-			r.tabCause = checks.CauseBrowser
+			// The browser died while opening the tab: the agent's own
+			// trouble too.
+			r.tabCause = checks.CauseBrowserUnavailable
 		}
 		r.tabErr = err
 		return err

@@ -84,7 +84,7 @@ func TestBrowserTimeoutMessagesNameTheLimit(t *testing.T) {
 			`step 1 "wait" (browser.eval): run timed out: eval: did not finish within `},
 		{"tab opening", `
 - browser: {navigate: /empty}
-`, 20 * time.Millisecond, checks.CauseBrowser,
+`, 20 * time.Millisecond, checks.CauseBrowserUnavailable,
 			`step 0 (browser.navigate): navigate ` + o.URL + `/empty: the browser did not open the run's tab within `},
 	}
 	for _, tc := range cases {

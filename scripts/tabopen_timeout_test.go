@@ -85,8 +85,8 @@ func TestBrowserRestartWithinCheckTimeout(t *testing.T) {
 		t.Errorf("the run took %s, over the check's %s timeout", took, timeout)
 	}
 	want := `step 1 (browser.navigate): navigate ` + srv.URL + `/page: the browser was not running (it had died) and did not start again within `
-	if res.Cause != checks.CauseBrowser || !strings.HasPrefix(res.Err, want) || !strings.Contains(res.Err, ", and the check's 3s timeout ran out (vigil's own work") {
-		t.Errorf("got %s: %q\nwant browser: %q…, and the check's 3s timeout ran out (vigil's own work…", res.Cause, res.Err, want)
+	if res.Cause != checks.CauseBrowserUnavailable || !strings.HasPrefix(res.Err, want) || !strings.Contains(res.Err, ", and the check's 3s timeout ran out (vigil's own work") {
+		t.Errorf("got %s: %q\nwant browser_unavailable: %q…, and the check's 3s timeout ran out (vigil's own work…", res.Cause, res.Err, want)
 	}
 	os.Remove(slowFlag)
 	t1 := time.Now()
@@ -181,8 +181,8 @@ func TestBrowserTabOpeningEndsWithinCheckTimeout(t *testing.T) {
 		t.Errorf("the run took %s, over the check's %s timeout", took, timeout)
 	}
 	want := `step 0 (browser.navigate): navigate ` + o.URL + `/tiny: the browser did not open the run's tab within `
-	if res.Cause != checks.CauseBrowser || !strings.HasPrefix(res.Err, want) || !strings.Contains(res.Err, ", and the check's 2s timeout ran out (vigil's own work") {
-		t.Errorf("got %s: %q\nwant browser: %q…, and the check's 2s timeout ran out (vigil's own work…", res.Cause, res.Err, want)
+	if res.Cause != checks.CauseBrowserUnavailable || !strings.HasPrefix(res.Err, want) || !strings.Contains(res.Err, ", and the check's 2s timeout ran out (vigil's own work") {
+		t.Errorf("got %s: %q\nwant browser_unavailable: %q…, and the check's 2s timeout ran out (vigil's own work…", res.Cause, res.Err, want)
 	}
 	res = browserRunner(t, b, "", `[{browser: {navigate: /tiny}}, {browser: {assert_text: {selector: "#x", equals: ok}}}]`, 20*time.Second).
 		Run(context.Background(), checks.Target{Name: "x", URL: o.URL})
