@@ -24,7 +24,7 @@ func TestReceiverRulesRoute(t *testing.T) {
 		return Receiver{Name: name, Rules: rules, Webhook: &WebhookConfig{URL: Secret(r.srv.URL + "/hook")}}
 	}
 	cfg := Config{EvaluationInterval: 5 * time.Second, Retry: RetryConfig{Backoff: 5 * time.Millisecond},
-		Down: DownRule{For: time.Second},
+		Down:      DownRule{For: time.Second},
 		Receivers: []Receiver{hook("canary-ops", canaryOps, RuleDeadMan), hook("owners", owners, RuleDown), hook("all", all)}}
 	a, err := New(cfg, nil, store, Options{Now: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
