@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,12 @@ const (
 	// DefaultFanoutRetryBatches is how many failed batches a sink keeps for
 	// retry; past it the oldest are dropped and counted.
 	DefaultFanoutRetryBatches = 1024
+	// DefaultFanoutRetryMerge is how many verdicts (or signals) a kept
+	// batch grows to: batches that arrive while others wait are merged
+	// into the newest kept one up to it, so that the RetryBatches bound
+	// lasts hours of a busy canary (one batch every 250 ms) rather than
+	// minutes, at about 256 × 1024 verdicts of memory at most.
+	DefaultFanoutRetryMerge = 256
 	// DefaultFanoutRetryMin and DefaultFanoutRetryMax bound the wait before
 	// a failed batch is tried again: it starts at the first and doubles up
 	// to the second while the sink keeps failing.
@@ -40,6 +47,10 @@ type FanoutOptions struct {
 	// retry; 0: DefaultFanoutRetryBatches. When it overflows the oldest
 	// batch is dropped and its verdicts counted in Dropped.
 	RetryBatches int
+	// RetryMerge is how many verdicts or signals a kept batch may hold
+	// once batches that arrive while it waits are merged into it;
+	// 0: DefaultFanoutRetryMerge, 1: no merging.
+	RetryMerge int
 	// RetryMin and RetryMax bound the retry backoff; 0: DefaultFanoutRetryMin,
 	// DefaultFanoutRetryMax.
 	RetryMin, RetryMax time.Duration
@@ -138,6 +149,9 @@ func NewFanoutWith(o FanoutOptions, sinks ...NamedSink) *Fanout {
 	}
 	if o.RetryBatches <= 0 {
 		o.RetryBatches = DefaultFanoutRetryBatches
+	}
+	if o.RetryMerge <= 0 {
+		o.RetryMerge = DefaultFanoutRetryMerge
 	}
 	if o.RetryMin <= 0 {
 		o.RetryMin = DefaultFanoutRetryMin
@@ -267,6 +281,24 @@ func (f *Fanout) run(s *fanoutSink) {
 		return n
 	}
 	hold := func(it fanoutItem) {
+		// A batch that arrives while others wait joins the newest
+		// kept one when it is of the same kind and both fit in
+		// RetryMerge: order is kept, and the bound lasts longer.
+		if n := len(s.pending); n > 0 {
+			last := &s.pending[n-1]
+			if (it.signals != nil) == (last.signals != nil) && last.size()+it.size() <= f.o.RetryMerge {
+				s.pmu.Lock()
+				// Clipped: never append into a slice a publisher
+				// handed over.
+				last.verdicts = append(slices.Clip(last.verdicts), it.verdicts...)
+				if it.signals != nil {
+					last.signals = append(slices.Clip(last.signals), it.signals...)
+				}
+				s.pmu.Unlock()
+				s.waitN.Add(int64(it.size()))
+				return
+			}
+		}
 		if len(s.pending) >= f.o.RetryBatches {
 			n := pop()
 			s.dropped.Add(uint64(n))

@@ -247,7 +247,7 @@ func TestFanoutRetriesRefusedBatches(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	s := &refusingSink{}
 	s.refuse.Store(true)
-	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: log, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
+	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: log, RetryMerge: 1, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
 		reporting.NamedSink{Name: "embedded", Sink: s})
 	defer f.Close(context.Background())
 	for i := range 5 {
@@ -297,7 +297,7 @@ func TestFanoutRetriesRefusedBatches(t *testing.T) {
 func TestFanoutRetryQueueBound(t *testing.T) {
 	s := &refusingSink{}
 	s.refuse.Store(true)
-	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: slog.New(slog.DiscardHandler), RetryBatches: 3, RetryMin: time.Hour},
+	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: slog.New(slog.DiscardHandler), RetryBatches: 3, RetryMerge: 1, RetryMin: time.Hour},
 		reporting.NamedSink{Name: "embedded", Sink: s})
 	for i := range 10 {
 		f.Publish(context.Background(), verdicts(2, "c"+string(rune('a'+i))))
@@ -349,7 +349,7 @@ func TestFanoutOneKeptBatchTakenIsNoRecovery(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	s := &hoveringSink{}
 	s.refuse.Store(true)
-	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: log, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
+	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: log, RetryMerge: 1, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
 		reporting.NamedSink{Name: "embedded", Sink: s})
 	defer f.Close(context.Background())
 	for i := range 3 {
@@ -394,5 +394,47 @@ func TestFanoutOneKeptBatchTakenIsNoRecovery(t *testing.T) {
 	}
 	if err := f.Health(); err != nil || !strings.Contains(logs.String(), "sink publish recovered") {
 		t.Errorf("after every kept batch is in: Health() = %v, recovery line logged: %v", err, strings.Contains(logs.String(), "sink publish recovered"))
+	}
+}
+
+// TestFanoutMergesKeptBatches: batches that arrive while a refused one
+// waits join the newest kept batch up to RetryMerge verdicts, so a bound
+// of 3 kept batches holds 600 one-verdict batches (a busy canary hands its
+// store one every 250 ms) instead of dropping all but 3; once the store
+// takes writes every verdict arrives, in order.
+func TestFanoutMergesKeptBatches(t *testing.T) {
+	s := &refusingSink{}
+	s.refuse.Store(true)
+	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: slog.New(slog.DiscardHandler), RetryBatches: 3, RetryMin: time.Hour},
+		reporting.NamedSink{Name: "embedded", Sink: s})
+	ctx := context.Background()
+	for i := range 600 {
+		if err := f.Publish(ctx, []reporting.Verdict{{Check: "c", Target: "t", Streak: i + 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	kept := func() bool { err := f.Health(); return err != nil && strings.Contains(err.Error(), "(3 batches, 600 verdicts or signals waiting") }
+	for !kept() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !kept() {
+		t.Fatalf("Health() = %v, want 600 verdicts kept in 3 batches (256 + 256 + 88)", f.Health())
+	}
+	if got := f.Dropped("embedded"); got != 0 {
+		t.Errorf("Dropped = %d, want 0", got)
+	}
+	s.refuse.Store(false)
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := s.got()
+	if len(got) != 600 {
+		t.Fatalf("the store got %d verdicts once it took writes, want 600", len(got))
+	}
+	for i, v := range got {
+		if v.Streak != i+1 {
+			t.Fatalf("verdict %d has streak %d: order lost", i, v.Streak)
+		}
 	}
 }

@@ -46,7 +46,7 @@ func TestWithWaitingReadsKeptBatches(t *testing.T) {
 	}
 	defer st.Close()
 	sink := &refusingStore{Store: st}
-	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: slog.New(slog.DiscardHandler), RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
+	f := reporting.NewFanoutWith(reporting.FanoutOptions{Log: slog.New(slog.DiscardHandler), RetryMerge: 1, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
 		reporting.NamedSink{Name: "embedded", Sink: sink})
 	defer f.Close(context.Background())
 	src := reporting.WithWaiting(st, f, "embedded", "store.embedded")
