@@ -414,7 +414,10 @@ func TestFanoutMergesKeptBatches(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	kept := func() bool { err := f.Health(); return err != nil && strings.Contains(err.Error(), "(3 batches, 600 verdicts or signals waiting") }
+	kept := func() bool {
+		err := f.Health()
+		return err != nil && strings.Contains(err.Error(), "(3 batches, 600 verdicts or signals waiting")
+	}
 	for !kept() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
