@@ -615,12 +615,10 @@ func (p *Proxy) staleVerdicts() []string {
 func (p *Proxy) staleWhy() string {
 	var names []string
 	var since time.Time
-	for _, f := range p.feeds {
-		if s, err := f.fail.State(); err != nil {
-			names = append(names, f.name)
-			if since.IsZero() || s.Before(since) {
-				since = s
-			}
+	for _, f := range p.failingFeeds() {
+		names = append(names, f.name)
+		if since.IsZero() || f.since.Before(since) {
+			since = f.since
 		}
 	}
 	if len(names) > 0 {
@@ -972,17 +970,7 @@ func (p *Proxy) VerdictHealth() error {
 // pool for which fewer regions than its quorum report (regionsBelowQuorum).
 func (p *Proxy) VerdictReport() (warnings []string, unreadable error) {
 	warnings = p.staleVerdicts()
-	type failure struct {
-		name  string
-		since time.Time
-		err   error
-	}
-	var fs []failure
-	for _, f := range p.feeds {
-		if since, err := f.fail.State(); err != nil {
-			fs = append(fs, failure{f.name, since, err})
-		}
-	}
+	fs := p.failingFeeds()
 	if len(fs) == 0 {
 		return warnings, nil
 	}
@@ -999,6 +987,26 @@ func (p *Proxy) VerdictReport() (warnings []string, unreadable error) {
 			f.name, f.since.UTC().Format(time.RFC3339), f.err, len(p.feeds)-len(fs), len(p.feeds)))
 	}
 	return warnings, nil
+}
+
+// feedFailure is a verdict source whose reads fail: its name, since when,
+// and the last error.
+type feedFailure struct {
+	name  string
+	since time.Time
+	err   error
+}
+
+// failingFeeds lists the verdict sources whose reads fail, in the order of
+// p.feeds.
+func (p *Proxy) failingFeeds() []feedFailure {
+	var fs []feedFailure
+	for _, f := range p.feeds {
+		if since, err := f.fail.State(); err != nil {
+			fs = append(fs, feedFailure{f.name, since, err})
+		}
+	}
+	return fs
 }
 
 // sourceName describes a verdict source for logs and /healthz: its String
