@@ -87,18 +87,19 @@ func quorumRule(regions map[string][]reporting.Verdict, now time.Time, held bool
 func judgedOnly(regions map[string][]reporting.Verdict) map[string][]reporting.Verdict {
 	var out map[string][]reporting.Verdict
 	for r, vs := range regions {
-		for i, v := range vs {
-			if !v.AgentFault() {
-				continue
-			}
-			if out == nil {
-				out = maps.Clone(regions)
-			}
-			if &out[r][0] == &regions[r][0] {
-				out[r] = slices.Clone(vs)
-			}
-			out[r][i].State = ""
+		if !slices.ContainsFunc(vs, reporting.Verdict.AgentFault) {
+			continue
 		}
+		if out == nil {
+			out = maps.Clone(regions)
+		}
+		c := slices.Clone(vs)
+		for i := range c {
+			if c[i].AgentFault() {
+				c[i].State = ""
+			}
+		}
+		out[r] = c
 	}
 	if out == nil {
 		return regions
@@ -270,16 +271,16 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 			// First sight: even a run the agent could not make starts
 			// the clock.
 			s.last = v
+			if v.AgentFault() {
+				s.fault = v
+			}
 		case !v.AgentFault() && v.At.After(s.last.At):
 			s.last = v
-		case v.AgentFault() && v.At.After(s.fault.At):
+			if !s.fault.At.After(v.At) {
+				s.fault = reporting.Verdict{}
+			}
+		case v.AgentFault() && v.At.After(s.fault.At) && v.At.After(s.last.At):
 			s.fault = v
-		}
-		if !s.last.AgentFault() && !s.fault.At.After(s.last.At) {
-			s.fault = reporting.Verdict{}
-		}
-		if s.last.AgentFault() && s.fault.At.IsZero() {
-			s.fault = s.last
 		}
 		e.seen[k] = s
 	}
