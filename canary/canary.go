@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"runtime/debug"
 	"slices"
@@ -566,6 +567,10 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 	done := e.done
 	e.done = nil
 	e.mu.Unlock()
+	if o != Agent && !agentSince.IsZero() {
+		c.log.Info("check runs again after the agent's own trouble", "check", v.Check, "target", v.Target,
+			"since", agentSince.UTC().Format(time.RFC3339), "for", at.Sub(agentSince).Round(time.Second).String())
+	}
 	switch {
 	case o == Agent:
 		// Not a judgement of the target: vigil_checks_total leaves it
@@ -574,12 +579,6 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 			c.log.Warn("check cannot run: the agent's own trouble, not the target's; the run is not counted and the verdict keeps its state until it expires",
 				"check", v.Check, "target", v.Target, "cause", v.Cause, "err", v.Err, "state", string(step.State), "expires", step.Expires.UTC().Format(time.RFC3339))
 		}
-	case !agentSince.IsZero():
-		c.log.Info("check runs again after the agent's own trouble", "check", v.Check, "target", v.Target,
-			"since", agentSince.UTC().Format(time.RFC3339), "for", at.Sub(agentSince).Round(time.Second).String())
-	}
-	switch {
-	case o == Agent:
 	case res.OK:
 		e.passes.Add(1)
 	case v.Unavailable():
@@ -1153,13 +1152,8 @@ func (c *Canary) agentFaults() []error {
 			f.at, f.err = at, res.Err
 		}
 	}
-	causes := make([]checks.Cause, 0, len(by))
-	for k := range by {
-		causes = append(causes, k)
-	}
-	slices.Sort(causes)
 	var out []error
-	for _, k := range causes {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		f := by[k]
 		out = append(out, fmt.Errorf("%d of %d pairs cannot run since %s, the agent's own trouble (not counted against the targets): %s: %s",
 			f.n, len(es), f.since.UTC().Format(time.RFC3339), k, units.SingleLine(f.err)))
