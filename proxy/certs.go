@@ -81,13 +81,23 @@ func newCertStore(def CertPair, more []CertPair, log *slog.Logger) (*certStore, 
 func (p *certPair) fileStamp() (string, error) {
 	var stamp string
 	for _, f := range []string{p.certFile, p.keyFile} {
-		fi, err := os.Stat(f)
+		st, err := statStamp(f)
 		if err != nil {
 			return "", fmt.Errorf("proxy: tls: %w", err)
 		}
-		stamp += fmt.Sprintf("%d/%d;", fi.Size(), fi.ModTime().UnixNano())
+		stamp += st
 	}
 	return stamp, nil
+}
+
+// statStamp is a file's size and modification time ("size/mtime;"), to
+// notice a rewrite in place.
+func statStamp(f string) (string, error) {
+	fi, err := os.Stat(f)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d/%d;", fi.Size(), fi.ModTime().UnixNano()), nil
 }
 
 // GetCertificate is the listener's tls.Config.GetCertificate. Among the

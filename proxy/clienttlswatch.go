@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -57,12 +56,12 @@ func clientTLSStamp(files ...string) string {
 		if f == "" {
 			continue
 		}
-		fi, err := os.Stat(f)
+		st, err := statStamp(f)
 		if err != nil {
 			fmt.Fprintf(&b, "%s;", err)
 			continue
 		}
-		fmt.Fprintf(&b, "%d/%d;", fi.Size(), fi.ModTime().UnixNano())
+		b.WriteString(st)
 	}
 	return b.String()
 }
