@@ -372,8 +372,11 @@ func (r *run) browserGone(cause checks.Cause) bool {
 	if r.tab == nil || r.tab.root == nil {
 		return false
 	}
-	if r.tab.browserDead() || !(checks.Result{Cause: cause}).CouldNotRun() {
-		return r.tab.browserDead()
+	if r.tab.browserDead() {
+		return true
+	}
+	if !(checks.Result{Cause: cause}).CouldNotRun() {
+		return false
 	}
 	t := time.NewTimer(browserGoneWait)
 	defer t.Stop()
