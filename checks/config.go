@@ -461,7 +461,7 @@ func (s *HTTPSpec) ValidateAndSetDefaults() error {
 	sort.Strings(names)
 	for _, k := range names {
 		v := s.Headers[k]
-		if !validHeaderName(k) {
+		if !validToken(k) {
 			errs = append(errs, errorf(ErrBadValue, "headers.%s: not a header name", k))
 			continue
 		}
@@ -585,6 +585,8 @@ func (s *HTTPSpec) HTTP2Fits(rawURL string) error {
 	return nil
 }
 
+// validToken reports whether s is an RFC 9110 token: a method or a
+// header field name.
 func validToken(s string) bool {
 	if s == "" {
 		return false

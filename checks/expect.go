@@ -390,7 +390,7 @@ func compileHeaderExpects(key string, in map[string]string, out []headerExpect, 
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if !validHeaderName(k) {
+		if !validToken(k) {
 			errs = append(errs, errorf(ErrBadValue, "%s.%s: not a header name", key, k))
 			continue
 		}
@@ -421,19 +421,6 @@ func compileHeaderExpects(key string, in map[string]string, out []headerExpect, 
 var emptyHeaderHint = map[string]string{
 	"headers":     `write present for any value, or "~^$" for an empty one`,
 	"not_headers": `write present to fail when the header is sent, or "~^$" to fail when it is sent empty`,
-}
-
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // ValidateFor reports the keys set that a check of kind ("http", "tcp",
