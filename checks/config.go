@@ -134,6 +134,19 @@ func tlsWarnings(insecure bool, minVersion string) []string {
 // "key: value: why", keys relative to `tls`.
 func (o *TLSOptions) Warnings() []string { return tlsWarnings(o.InsecureSkipVerify, o.MinVersion) }
 
+// warningsAt is Warnings with each key prefixed by at (e.g. "tls."), for
+// the TLS options of a probe's key; none when o is nil.
+func (o *TLSOptions) warningsAt(at string) []string {
+	if o == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range o.Warnings() {
+		out = append(out, at+w)
+	}
+	return out
+}
+
 // ValidateAndSetDefaults parses min_version and loads ca_file, cert_file
 // and key_file.
 func (o *TLSOptions) ValidateAndSetDefaults() error {
@@ -344,15 +357,8 @@ type HTTPSpec struct {
 // them (insecure_skip_verify, a min_version below 1.2), each as "key:
 // value: why", keys relative to `http`.
 func (s *HTTPSpec) Warnings() []string {
-	var out []string
-	for _, w := range s.TLS.Warnings() {
-		out = append(out, "tls."+w)
-	}
-	if s.ProxyTLS != nil {
-		for _, w := range s.ProxyTLS.Warnings() {
-			out = append(out, "proxy_tls."+w)
-		}
-	}
+	out := s.TLS.warningsAt("tls.")
+	out = append(out, s.ProxyTLS.warningsAt("proxy_tls.")...)
 	return out
 }
 
@@ -658,14 +664,7 @@ type TCPSpec struct {
 // (insecure_skip_verify, a min_version below 1.2), each as
 // "key: value: why", keys relative to `tcp`.
 func (s *TCPSpec) Warnings() []string {
-	if s.TLS == nil {
-		return nil
-	}
-	var out []string
-	for _, w := range s.TLS.Warnings() {
-		out = append(out, "tls."+w)
-	}
-	return out
+	return s.TLS.warningsAt("tls.")
 }
 
 // TCPQueryStep is one element of tcp.query: expect, send, or both.

@@ -105,14 +105,7 @@ type DNSSpec struct {
 // (insecure_skip_verify, a min_version below 1.2), each as
 // "key: value: why", keys relative to `dns`.
 func (s *DNSSpec) Warnings() []string {
-	if s.TLS == nil {
-		return nil
-	}
-	var out []string
-	for _, w := range s.TLS.Warnings() {
-		out = append(out, "tls."+w)
-	}
-	return out
+	return s.TLS.warningsAt("tls.")
 }
 
 // ValidateAndSetDefaults parses query_type, query_class, server and

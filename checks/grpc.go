@@ -80,11 +80,7 @@ func (s *GRPCSpec) Warnings() []string {
 	if s.TLS == nil || s.TLS.off {
 		return nil
 	}
-	var out []string
-	for _, w := range s.TLS.TLSOptions.Warnings() {
-		out = append(out, "tls."+w)
-	}
-	return out
+	return s.TLS.TLSOptions.warningsAt("tls.")
 }
 
 // ValidateAndSetDefaults loads the TLS settings and encodes the request.
