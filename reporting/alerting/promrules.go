@@ -479,8 +479,9 @@ const (
 	runbookAlerterNotEvaluating = "While no evaluation works, vigil's alerter sends nothing: no alert fires or resolves, " +
 		"so a new outage pages no one. Usually InfluxDB (store.influxdb) is down or unreachable from the alerter: " +
 		"see the alerter's log (`alerting: evaluation failed`), its /healthz and vigil_alert_evaluation_errors_total, " +
-		"and InfluxDB's health. If the alerter process is down (not scraped), restart it. Until it evaluates again, " +
-		"watch the status page or Grafana by hand."
+		"and InfluxDB's health. If the alerter is down (its target's `up` is 0), restart it. An alerter removed from " +
+		"the scrape targets (a rollout, a retired instance) is not watched; this fires without an instance when no " +
+		"alerter reports at all. Until one evaluates again, watch the status page or Grafana by hand."
 	runbookVerdictSourceDown = "The proxy cannot read this verdict source: it keeps the last verdicts until they are older " +
 		"than verdicts.max_age, then routes on passive detection alone. See the proxy's /healthz and log " +
 		"(`verdict source … failing since`), and whether the canary or store behind the source is up and " +
@@ -496,9 +497,14 @@ const (
 //   - VigilAlerterNotEvaluating (page): an alerter's last successful
 //     evaluation (vigil_alert_last_evaluation_success_timestamp_seconds)
 //     is older than AlerterStalePromFor: the store is unreadable, or the
-//     alerter is no longer scraped (its last value, kept for
-//     dead_man.forget_after); absent_over_time fires when no alerter has
-//     reported over that span at all. Left out with alerting.disabled;
+//     alerter is still discovered but down (`up` 0: its last value, kept
+//     for dead_man.forget_after). An alerter that left service discovery
+//     (no `up` series: a rollout gave its pod another address, or it was
+//     retired) is not watched, or every rollout would page for
+//     forget_after while its successor evaluates fine; absent_over_time
+//     fires when no alerter has reported over AlerterStalePromFor at all,
+//     so removing the last one still pages. Left out with
+//     alerting.disabled;
 //   - VigilProxyVerdictSourceDown (ticket): vigil_proxy_verdict_source_up
 //     is 0 for VerdictSourcePromFor, its source label renamed
 //     verdict_source;
@@ -514,13 +520,13 @@ func selfRules(w *ruleWriter, cfg Config) {
 			"time() - (\n"+
 				"    max by (instance, job) ("+g+")\n"+
 				"  or\n"+
-				"    max by (instance, job) (last_over_time("+g+"["+promDur(cfg.DeadMan.ForgetAfter)+"]) unless on (instance, job) (up == 1))\n"+
+				"    max by (instance, job) (last_over_time("+g+"["+promDur(cfg.DeadMan.ForgetAfter)+"]) and on (instance, job) (up == 0))\n"+
 				") > "+sec+"\n"+
 				"or\n"+
 				"absent_over_time("+g+"["+stale+"])",
 			0, SeverityPage,
 			"vigil alerter {{ with $labels.instance }}{{ . }} {{ end }}has not evaluated its rules for over "+stale+
-				" (store unreadable, or no alerter scraped): no vigil alert fires or resolves, so a new outage pages no one",
+				" (store unreadable, alerter down, or no alerter scraped): no vigil alert fires or resolves, so a new outage pages no one",
 			runbookAlerterNotEvaluating, cfg)
 	}
 	// The series' source (the verdicts URL) becomes verdict_source: every

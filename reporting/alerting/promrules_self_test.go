@@ -42,7 +42,7 @@ func TestPrometheusAlerterNotEvaluatingPromtool(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := func(inst string) string {
-		return "vigil alerter " + inst + " has not evaluated its rules for over 2m (store unreadable, or no alerter scraped): " +
+		return "vigil alerter " + inst + " has not evaluated its rules for over 2m (store unreadable, alerter down, or no alerter scraped): " +
 			"no vigil alert fires or resolves, so a new outage pages no one"
 	}
 	exp := func(inst string) string {
@@ -89,7 +89,7 @@ func TestPrometheusAlerterAbsentPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	summary := "vigil alerter has not evaluated its rules for over 2m (store unreadable, or no alerter scraped): " +
+	summary := "vigil alerter has not evaluated its rules for over 2m (store unreadable, alerter down, or no alerter scraped): " +
 		"no vigil alert fires or resolves, so a new outage pages no one"
 	promtoolTest(t, writeRules(t, b), `  - interval: 1m
     input_series:
@@ -229,4 +229,81 @@ func TestAlerterLastEvaluationSuccessMetric(t *testing.T) {
 	if got := scrape(); got != secs(t2) {
 		t.Fatalf("after the store came back: %s, want %s", got, secs(t2))
 	}
+}
+
+// TestPrometheusAlerterRetiredPromtool runs the generated
+// VigilAlerterNotEvaluating with `promtool test rules` over alerters that
+// leave in the ways a deployment sees: "old" is removed from the scrape
+// targets at minute 20 (a Kubernetes rollout gives the new pod another
+// instance: its series and its `up` go stale) while "new" evaluates
+// fine: nothing fires, not 2m later nor hours later. "crashing" is
+// still discovered but down (`up` 0) from minute 20 and fires 2m later;
+// "stuck" is scraped but its evaluations stop at minute 30 and fires
+// 2m later. When the only alerter is removed and none replaces it, the
+// alert fires without an instance.
+func TestPrometheusAlerterRetiredPromtool(t *testing.T) {
+	b, err := PrometheusRules(ExampleConfig, ExampleSLOs, ExampleChecks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := func(inst string) string {
+		summary := "vigil alerter " + inst + " has not evaluated its rules for over 2m (store unreadable, alerter down, or no alerter scraped): " +
+			"no vigil alert fires or resolves, so a new outage pages no one"
+		if inst == "" {
+			summary = "vigil alerter has not evaluated its rules for over 2m (store unreadable, alerter down, or no alerter scraped): " +
+				"no vigil alert fires or resolves, so a new outage pages no one"
+		} else {
+			inst = "instance: " + inst + ", job: vigil"
+		}
+		return selfAlertExp("VigilAlerterNotEvaluating", RuleAlerterNotEvaluating, "page", inst, summary, runbookAlerterNotEvaluating)
+	}
+	const g = "vigil_alert_last_evaluation_success_timestamp_seconds"
+	promtoolTest(t, writeRules(t, b), `  - interval: 1m
+    input_series:
+      - series: '`+g+`{instance="old",job="vigil"}'
+        values: '0+60x20 stale'
+      - series: 'up{instance="old",job="vigil"}'
+        values: '1x20 stale'
+      - series: '`+g+`{instance="new",job="vigil"}'
+        values: '_x15 900+60x200'
+      - series: 'up{instance="new",job="vigil"}'
+        values: '_x15 1x200'
+    alert_rule_test:
+      - {eval_time: 19m, alertname: VigilAlerterNotEvaluating, exp_alerts: []}
+      - {eval_time: 23m, alertname: VigilAlerterNotEvaluating, exp_alerts: []}
+      - {eval_time: 40m, alertname: VigilAlerterNotEvaluating, exp_alerts: []}
+      - {eval_time: 3h, alertname: VigilAlerterNotEvaluating, exp_alerts: []}
+  - interval: 1m
+    input_series:
+      - series: '`+g+`{instance="crashing",job="vigil"}'
+        values: '0+60x20 stale'
+      - series: 'up{instance="crashing",job="vigil"}'
+        values: '1x20 0x40'
+      - series: '`+g+`{instance="stuck",job="vigil"}'
+        values: '0+60x30 1800x30'
+      - series: 'up{instance="stuck",job="vigil"}'
+        values: '1x60'
+    alert_rule_test:
+      - {eval_time: 21m, alertname: VigilAlerterNotEvaluating, exp_alerts: []}
+      - eval_time: 23m
+        alertname: VigilAlerterNotEvaluating
+        exp_alerts:`+exp("crashing")+`
+      - eval_time: 33m
+        alertname: VigilAlerterNotEvaluating
+        exp_alerts:`+exp("crashing")+exp("stuck")+`
+  - interval: 1m
+    input_series:
+      - series: '`+g+`{instance="only",job="vigil"}'
+        values: '0+60x20 stale'
+      - series: 'up{instance="only",job="vigil"}'
+        values: '1x20 stale'
+    alert_rule_test:
+      - {eval_time: 21m, alertname: VigilAlerterNotEvaluating, exp_alerts: []}
+      - eval_time: 23m
+        alertname: VigilAlerterNotEvaluating
+        exp_alerts:`+exp("")+`
+      - eval_time: 3h
+        alertname: VigilAlerterNotEvaluating
+        exp_alerts:`+exp("")+`
+`)
 }
