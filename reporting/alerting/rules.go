@@ -425,7 +425,8 @@ func regionTTFB(ctx context.Context, src reporting.HistorySource, rc rollupCache
 	return out, nil
 }
 
-// evalTTFB runs the TTFB rule for one SLO with ttfb_p95.
+// evalTTFB runs the TTFB rule for one SLO with ttfb_p95, over the
+// configured pairs only.
 func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 	stats, err := regionTTFB(ctx, e.src, e.rc, s, e.now)
 	if err != nil {
@@ -433,6 +434,11 @@ func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 	}
 	var out []candidate
 	for k, regions := range stats {
+		if !e.configured(k.check, k.target) {
+			// A pair that left the config is not expected to run: its
+			// alert resolves at once, whatever slow runs the window holds.
+			continue
+		}
 		var agree []string
 		var worst time.Duration
 		for region, st := range regions {

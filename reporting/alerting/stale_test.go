@@ -192,3 +192,60 @@ func TestRemovedPairResolvesBurnRate(t *testing.T) {
 		t.Fatalf("after a restart: active %+v, want none", act)
 	}
 }
+
+// TestRemovedPairResolvesTTFB: a target removed from the config (SetPairs
+// after a reload) resolves its firing TTFB alert at the next evaluation,
+// though its slow runs are still in the SLO window (here 1h, which would
+// otherwise hold it firing up to an hour), as the down and burn-rate
+// alerts resolve.
+func TestRemovedPairResolvesTTFB(t *testing.T) {
+	slo := SLO{Name: "asset-ttfb", Check: "asset", TTFBP95: 600 * time.Millisecond, Window: time.Hour}
+	cfg := Config{DeadMan: DeadManRule{Disabled: true}}
+	hook := newRecorder(t)
+	cfg.Receivers = []Receiver{{Name: "ops", Webhook: &WebhookConfig{URL: Secret(hook.srv.URL + "/hook")}}}
+	cfg.Retry.Backoff = 5 * time.Millisecond
+	clock := &fakeClock{t: t0}
+	st := &memStore{clock: clock.Now}
+	a, err := New(cfg, []SLO{slo}, st, Options{Now: clock.Now, StatePath: filepath.Join(t.TempDir(), "alerts.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	a.SetChecks([]string{"asset"})
+	a.SetPairs(map[string][]string{"asset": {"origin-a", "origin-c"}})
+	eval := func() {
+		t.Helper()
+		if err := a.Evaluate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Flush(ctx)
+	}
+	for range 6 {
+		now := clock.Add(15 * time.Second)
+		st.add(verdict("asset", "origin-a", "eu", now.Add(-time.Second), H, 15*time.Second))
+		slow := verdict("asset", "origin-c", "eu", now.Add(-time.Second), H, 15*time.Second)
+		slow.TTFB = 900 * time.Millisecond
+		st.add(slow)
+		eval()
+	}
+	if act := a.Active(); len(act) != 1 || act[0].Rule != RuleTTFB || act[0].Target != "origin-c" {
+		t.Fatalf("before the removal: active %+v, want the ttfb alert of origin-c", act)
+	}
+
+	a.SetPairs(map[string][]string{"asset": {"origin-a"}}) // reload without origin-c
+	clock.Add(15 * time.Second)
+	st.add(verdict("asset", "origin-a", "eu", clock.Now().Add(-time.Second), H, 15*time.Second))
+	eval()
+	if act := a.Active(); len(act) != 0 {
+		t.Fatalf("after removing origin-c: active %+v, want none", act)
+	}
+	var got []string
+	for _, p := range hook.webhooks(t) {
+		got = append(got, p.Status+":"+p.Rule)
+	}
+	if strings.Join(got, " ") != "firing:ttfb resolved:ttfb" {
+		t.Fatalf("webhooks %v, want the ttfb alert firing, then resolved", got)
+	}
+}
