@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net"
 	"os"
 	"reflect"
 	"regexp"
@@ -59,18 +60,71 @@ type File struct {
 	// sections holds the top-level keys the file sets (lower case).
 	sections map[string]bool
 	// statusPageDefault: alerting.status_page_url was not set and is
-	// "http://" + agent.listen; --listen moves it (overrideListen).
+	// derived from agent.listen (statusPageBase); --listen moves it
+	// (overrideListen).
 	statusPageDefault bool
 }
 
 // overrideListen applies --listen (listen, "" for none) to what the file
 // derives from agent.listen: a defaulted alerting.status_page_url links
 // to the address the status page is served on, not to agent.listen's.
-// Call it on every config the app runs, at start and on reload.
+// Call it on every config the app runs, at start and on reload. A
+// --listen binding every address is warned about as agent.listen is (see
+// statusPageWarning), unless agent.listen is the same and was already.
 func (f *File) overrideListen(listen string) {
-	if listen != "" && f.statusPageDefault {
-		f.Alerting.StatusPageURL = "http://" + listen
+	if listen == "" || !f.statusPageDefault {
+		return
 	}
+	base, wildcard := statusPageBase(listen)
+	f.Alerting.StatusPageURL = base
+	if wildcard && listen != f.Agent.Listen && !f.Alerting.Disabled {
+		slog.Warn(statusPageWarning("--listen", listen, base))
+	}
+}
+
+// hostName is os.Hostname; tests replace it.
+var hostName = os.Hostname
+
+// statusPageBase is the default alerting.status_page_url for a status page
+// served on listen (host:port): "http://" + listen, except that a host
+// binding every address (empty, 0.0.0.0, ::), which no browser can open,
+// is replaced by the machine's host name (localhost when it has none);
+// wildcard reports that replacement.
+func statusPageBase(listen string) (base string, wildcard bool) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen, false
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return "http://" + listen, false
+	}
+	name, err := hostName()
+	if name = strings.ToLower(strings.TrimSuffix(name, ".")); err != nil || name == "" {
+		name = "localhost"
+	}
+	return "http://" + net.JoinHostPort(name, port), true
+}
+
+// statusPageWarning says that the default alerting.status_page_url guessed
+// base for a status page served on addr, a wildcard address set by key
+// (agent.listen or --listen).
+func statusPageWarning(key, addr, base string) string {
+	return fmt.Sprintf("alerting.status_page_url: not set and %s %q binds every address; alert links use %s: set status_page_url to the address your on-call reaches",
+		key, addr, base)
+}
+
+// statusPageWarnings warns when alerting.status_page_url defaulted to a
+// guess (agent.listen binds every address): every alert link (status_url,
+// Slack and PagerDuty links, generatorURL, the Prometheus rules'
+// annotations) is built on it. Not when alerting is disabled.
+func (f *File) statusPageWarnings() []string {
+	if !f.statusPageDefault || f.Alerting.Disabled {
+		return nil
+	}
+	if base, wildcard := statusPageBase(f.Agent.Listen); wildcard {
+		return []string{statusPageWarning("agent.listen", f.Agent.Listen, base)}
+	}
+	return nil
 }
 
 // minCheckInterval is the shortest interval a check may run at (checks[].interval,
@@ -183,7 +237,7 @@ func (f *File) ValidateAndSetDefaults() error {
 		}
 	}
 	if f.Alerting.StatusPageURL == "" && f.Agent.Listen != "" {
-		f.Alerting.StatusPageURL = "http://" + f.Agent.Listen
+		f.Alerting.StatusPageURL, _ = statusPageBase(f.Agent.Listen)
 		f.statusPageDefault = true
 	}
 	errs = append(errs, units.Prefix("alerting", f.Alerting.ValidateAndSetDefaults()))
@@ -741,6 +795,7 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 	msgs = append(msgs, tlsWarnings(f)...)
 	msgs = append(msgs, f.verdictAges()...)
 	msgs = append(msgs, f.poolChecks()...)
+	msgs = append(msgs, f.statusPageWarnings()...)
 	var checkNames []string
 	for _, c := range f.Checks {
 		checkNames = append(checkNames, c.Name)
