@@ -315,10 +315,15 @@ type base struct {
 	Path    string
 	Error   string
 	Notice  string // Options.Notice, "" for none
+	// NavProxy and NavAlerts: the overview has a proxy section
+	// (Options.Origins) and an alert section (Options.Alerts), which the
+	// navigation then links to; without them it has no such anchor.
+	NavProxy, NavAlerts bool
 }
 
 func (p *Page) base(r *http.Request, now time.Time, page string) base {
-	return base{Title: p.o.Title, Page: page, Now: now, Refresh: p.o.Refresh, Path: r.URL.RequestURI()}
+	return base{Title: p.o.Title, Page: page, Now: now, Refresh: p.o.Refresh, Path: r.URL.RequestURI(),
+		NavProxy: p.o.Origins != nil, NavAlerts: p.o.Alerts != nil}
 }
 
 // notice is Options.Notice's line followed by the notes of the request's
