@@ -373,36 +373,40 @@ func proxy(o Options) *board {
 	bd.bucketVariable()
 	bd.regionVariable(qVarRegionSignal)
 
-	series := func(title, unit string, span uint32, targets ...*FluxQueryBuilder) {
-		p := timeseries.NewPanelBuilder().
+	series := func(title, unit string, span uint32, target *FluxQueryBuilder) *timeseries.PanelBuilder {
+		return timeseries.NewPanelBuilder().
 			Title(title).
 			Datasource(bd.ds()).
+			WithTarget(target).
 			Unit(unit).
 			DisplayName("${__field.labels.origin}").
 			Legend(tableLegend("sum", "max", "lastNotNull")).
 			Span(span).Height(8)
-		for _, t := range targets {
-			p.WithTarget(t)
-		}
-		bd.b.WithPanel(p)
 	}
+	// noSpan: an interval without requests is null in qErrorRate and
+	// qSignalP95, drawn as a gap, not bridged.
+	noSpan := common.BoolOrFloat64{Bool: ptr(false)}
 	const requests = "Requests per origin (per interval)"
-	series(requests, "short", 12, bd.flux(requests, "A", fmt.Sprintf(qSignalSum, "requests")))
+	bd.b.WithPanel(series(requests, "short", 12, bd.flux(requests, "A", fmt.Sprintf(qSignalSum, "requests"))))
 	const errRate = "Error rate per origin (5xx + conn errors + timeouts)"
-	series(errRate, "percent", 12, bd.flux(errRate, "A", qErrorRate))
+	bd.b.WithPanel(series(errRate, "percent", 12, bd.flux(errRate, "A", qErrorRate)).
+		Description("Share of an origin's requests that failed, per interval. No value (a gap) where no request went through the origin: out of rotation or idle.").
+		SpanNulls(noSpan))
 	const s5xx = "5xx per origin (per interval)"
-	series(s5xx, "short", 8, bd.flux(s5xx, "A", fmt.Sprintf(qSignalSum, "status_5xx")))
+	bd.b.WithPanel(series(s5xx, "short", 8, bd.flux(s5xx, "A", fmt.Sprintf(qSignalSum, "status_5xx"))))
 	const conn = "Connection errors per origin (per interval)"
-	series(conn, "short", 8, bd.flux(conn, "A", fmt.Sprintf(qSignalSum, "conn_errors")))
+	bd.b.WithPanel(series(conn, "short", 8, bd.flux(conn, "A", fmt.Sprintf(qSignalSum, "conn_errors"))))
 	const timeouts = "Timeouts per origin (per interval)"
-	series(timeouts, "short", 8, bd.flux(timeouts, "A", fmt.Sprintf(qSignalSum, "timeouts")))
+	bd.b.WithPanel(series(timeouts, "short", 8, bd.flux(timeouts, "A", fmt.Sprintf(qSignalSum, "timeouts"))))
 
 	const p95 = "Latency p95 per origin (worst proxy)"
 	bd.b.WithPanel(timeseries.NewPanelBuilder().
 		Title(p95).
+		Description("The worst p95 a proxy saw for the origin, per interval. No value (a gap) where no request went through the origin: out of rotation or idle.").
 		Datasource(bd.ds()).
 		WithTarget(bd.flux(p95, "A", qSignalP95)).
 		Unit("ms").
+		SpanNulls(noSpan).
 		DisplayName("${__field.labels.origin}").
 		Legend(tableLegend("mean", "max")).
 		Span(24).Height(8))

@@ -177,8 +177,24 @@ func TestQueriesCoverEveryPanel(t *testing.T) {
 		t.Fatal(err)
 	}
 	targets := 0
-	for _, raw := range boards {
-		targets += strings.Count(string(raw), `"query": "from(bucket: \"${bucket}\")\n  |> range(start: v.timeRangeStart`)
+	for name, raw := range boards {
+		var d struct {
+			Panels []struct {
+				Targets []struct {
+					Query string `json:"query"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, p := range d.Panels {
+			for _, q := range p.Targets {
+				if strings.Contains(q.Query, `from(bucket: "${bucket}")`) {
+					targets++
+				}
+			}
+		}
 	}
 	panelQueries := 0
 	for _, q := range Queries() {

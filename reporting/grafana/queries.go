@@ -199,21 +199,55 @@ const (
   |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)`
 
 	// qErrorRate: (5xx + connection errors + timeouts) / requests per
-	// origin and window, in %.
-	qErrorRate = fromSignals + byRegion + `
+	// origin and window, in %; null (a gap) in a window whose signals
+	// counted no request for the origin (out of rotation, or idle), not
+	// 0 %: nothing went through it, so nothing says it is healthy.
+	qErrorRate = `windows = ` + fromSignals + byRegion + `
   |> filter(fn: (r) => r._field == "requests" or r._field == "status_5xx" or r._field == "conn_errors" or r._field == "timeouts")
   |> group(columns: ["origin", "_field"])
   |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
-  |> map(fn: (r) => ({_time: r._time, origin: r.origin,
-      _value: if r.requests > 0 then 100.0 * float(v: r.status_5xx + r.conn_errors + r.timeouts) / float(v: r.requests) else 0.0}))`
+served = windows
+  |> filter(fn: (r) => r.requests > 0)
+  |> map(fn: (r) => ({_time: r._time, origin: r.origin, kind: "_value",
+      _value: 100.0 * float(v: r.status_5xx + r.conn_errors + r.timeouts) / float(v: r.requests)}))
+idle = windows
+  |> map(fn: (r) => ({_time: r._time, origin: r.origin, kind: "requests", _value: float(v: r.requests)}))` + nullWhenIdle
 
-	// qSignalP95: the worst proxy-observed p95 per origin and window.
-	qSignalP95 = fromSignals + byRegion + `
-  |> filter(fn: (r) => r._field == "p95_ms")
-  |> keep(columns: ["_start", "_stop", "_time", "_value", "origin"])
+	// qSignalP95: the worst proxy-observed p95 per origin and window among
+	// the signals that counted requests; null (a gap) in a window whose
+	// signals counted none for the origin: a signal's p95_ms is 0 when no
+	// request went through, which is no latency, not 0 ms.
+	qSignalP95 = `points = ` + fromSignals + byRegion + `
+  |> filter(fn: (r) => r._field == "requests" or r._field == "p95_ms")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+served = points
+  |> filter(fn: (r) => r.requests > 0)
+  |> map(fn: (r) => ({_start: r._start, _stop: r._stop, _time: r._time, origin: r.origin, _value: r.p95_ms}))
   |> group(columns: ["origin"])
-  |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)`
+  |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)
+  |> map(fn: (r) => ({_time: r._time, origin: r.origin, kind: "_value", _value: r._value}))
+idle = points
+  |> map(fn: (r) => ({_start: r._start, _stop: r._stop, _time: r._time, origin: r.origin, _value: float(v: r.requests)}))
+  |> group(columns: ["origin"])
+  |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)
+  |> map(fn: (r) => ({_time: r._time, origin: r.origin, kind: "requests", _value: r._value}))` + nullWhenIdle
+
+	// nullWhenIdle ends qErrorRate and qSignalP95: served holds the value
+	// of each window with requests (kind "_value"), idle the requests of
+	// every window with signals (kind "requests"). Pivoted together in one
+	// table, a window without a served row gets a null _value, and every
+	// origin's table has the _value column even when nothing went through
+	// it over the whole range. (Flux 0.65 has no null literal; union and
+	// pivot, not join, as join of two branches of one stream returns
+	// nothing on InfluxDB 1.8.)
+	nullWhenIdle = `
+union(tables: [idle, served])
+  |> group()
+  |> pivot(rowKey: ["_time", "origin"], columnKey: ["kind"], valueColumn: "_value")
+  |> group(columns: ["origin"])
+  |> keep(columns: ["_time", "origin", "_value"])
+  |> sort(columns: ["_time"])`
 
 	// qEjected: 1 while a proxy instance had the origin out of rotation
 	// for any reason (passive ejection, verdicts, drain: the out field),
