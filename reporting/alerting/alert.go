@@ -68,9 +68,12 @@ type Alert struct {
 	Region string
 	// Regions are the regions that agree on the condition, sorted.
 	Regions []string
-	// Cause is the most common failure cause among Regions' latest verdicts.
+	// Cause is the most common failure cause among Regions' latest
+	// verdicts; for burn_rate, among their failed runs of the fastest
+	// holding pair's short window (at most the last hour).
 	Cause string
-	// Err is one of those verdicts' failure reason.
+	// Err is one of those verdicts' failure reason (for burn_rate, the
+	// newest failed run's with Cause).
 	Err string
 	// TTFB is the highest TTFB among Regions: the latest run's for down and
 	// cert, the window p95 for ttfb.

@@ -561,6 +561,7 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 		windows []string
 		regions map[string]bool
 		value   float64
+		short   time.Duration // the fastest holding pair's short window
 	}
 	hits := map[seriesKey]map[string]*hit{}
 	for i, w := range BurnWindows {
@@ -600,6 +601,7 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 				// first): the burn now, not an earlier, worse outage
 				// still inside a longer window.
 				h.value = burns[e.cfg.Quorum-1]
+				h.short = w.Short
 			}
 			h.windows = append(h.windows, w.Name())
 			for _, r := range regions[sk] {
@@ -617,13 +619,55 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 			sort.Strings(regs)
 			a := Alert{Rule: RuleBurnRate, Severity: sev, SLO: s.Name, Check: sk.check, Target: sk.target,
 				Regions: regs, Value: h.value, Windows: h.windows}
-			a.Summary = fmt.Sprintf("%s error budget of %s (objective %s) burning %.1f× over %s in %s (%s)",
+			a.Cause, a.Err = e.recentFailure(ctx, sk, regs, h.short)
+			a.Summary = fmt.Sprintf("%s error budget of %s (objective %s) burning %.1f× over %s in %s (%s)%s",
 				series(sk.check, sk.target), s.Name, s.Objective, h.value, strings.Join(h.windows, ", "),
-				regionsN(len(regs)), strings.Join(regs, ", "))
+				regionsN(len(regs)), strings.Join(regs, ", "), causeSuffix(a.Cause, a.Err))
 			out = append(out, candidate{Alert: a})
 		}
 	}
 	return out, nil
+}
+
+// recentFailure is why check × target burns its budget in regions: the
+// most common cause of the runs that counted as failed (Unavailable) in
+// the last window (the short window of the fastest holding pair, at most
+// RawTTFBWindow, the most raw history a rule reads), ties to the first
+// by name, and the error of the newest of them with that cause. "" when
+// the history has none or cannot be read: the alert fires without them.
+func (e *evaluator) recentFailure(ctx context.Context, sk seriesKey, regions []string, window time.Duration) (cause, err string) {
+	if e.src == nil || window <= 0 {
+		return "", ""
+	}
+	hist, herr := e.src.History(ctx, reporting.HistoryQuery{Check: sk.check, Target: sk.target,
+		From: e.now.Add(-min(window, RawTTFBWindow))})
+	if herr != nil {
+		return "", ""
+	}
+	counts := map[string]int{}
+	var fails []reporting.Verdict
+	for _, v := range hist {
+		if v.Target != sk.target || !v.Unavailable() || !slices.Contains(regions, v.Region) {
+			continue
+		}
+		fails = append(fails, v)
+		if v.Cause != "" {
+			counts[v.Cause]++
+		}
+	}
+	best := 0
+	for c, n := range counts {
+		if n > best || (n == best && c < cause) {
+			cause, best = c, n
+		}
+	}
+	var newest time.Time
+	for _, v := range fails {
+		if v.Err != "" && v.Cause == cause && v.At.After(newest) {
+			err, newest = v.Err, v.At
+		}
+	}
+	return cause, err
 }
 
 func series(check, target string) string {
