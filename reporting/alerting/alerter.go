@@ -536,11 +536,10 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 			st.firing = true
 			st.alert.StartsAt = now
 			if st.alert.Silenced != "" {
-				a.log.Info("alert firing, silenced", "silenced_by", st.alert.Silenced, "rule", c.Rule, "check", c.Check,
-					"target", c.Target, "region", c.Region, "severity", c.Severity, "summary", c.Summary)
+				a.log.Info("alert firing, silenced", append(append([]any{"silenced_by", st.alert.Silenced}, logAttrs(c.Alert)...),
+					"summary", c.Summary)...)
 			} else {
-				a.log.Info("alert firing", "rule", c.Rule, "check", c.Check, "target", c.Target,
-					"region", c.Region, "severity", c.Severity, "summary", c.Summary)
+				a.log.Info("alert firing", append(logAttrs(c.Alert), "summary", c.Summary)...)
 			}
 		}
 	}
@@ -567,8 +566,7 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		r := st.alert
 		r.EndsAt = now
 		r.Silenced = ""
-		attrs := []any{"rule", r.Rule, "check", r.Check, "target", r.Target,
-			"region", r.Region, "severity", r.Severity, "firing_for", now.Sub(r.StartsAt)}
+		attrs := append(logAttrs(r), "firing_for", now.Sub(r.StartsAt))
 		if !st.clearedSince.IsZero() && now.After(st.clearedSince) {
 			attrs = append(attrs, "condition_cleared_for", now.Sub(st.clearedSince))
 		}
@@ -589,6 +587,17 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		}
 	}
 	a.setActive()
+}
+
+// logAttrs are the attributes of the alert's `alert firing` and `alert
+// resolved` log lines: rule, check, target, region (dead-man alerts only:
+// left out when empty) and severity.
+func logAttrs(al Alert) []any {
+	attrs := []any{"rule", al.Rule, "check", al.Check, "target", al.Target}
+	if al.Region != "" {
+		attrs = append(attrs, "region", al.Region)
+	}
+	return append(attrs, "severity", al.Severity)
 }
 
 // setActive sets vigil_alerts_active from the states. a.mu held.

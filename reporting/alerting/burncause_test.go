@@ -3,6 +3,8 @@ package alerting
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -16,16 +18,59 @@ import (
 // only its TTFB assertion (cause ttfb) is not a failure here, nor is one
 // the agent could not make.
 func TestBurnRateCarriesCause(t *testing.T) {
+	hook, am := burnScenario(t)
+	var burn *WebhookAlert
+	for _, p := range hook.webhooks(t) {
+		for i, x := range p.Alerts {
+			if x.Rule == RuleBurnRate && x.Status == StatusFiring {
+				burn = &p.Alerts[i]
+			}
+		}
+	}
+	if burn == nil {
+		t.Fatalf("no burn-rate alert in the webhooks: %+v", hook.webhooks(t))
+	}
+	if burn.Cause != "status" || burn.Error != "status 502 not in 200" {
+		t.Errorf("webhook cause %q, error %q; want status, the newest error status 502 not in 200", burn.Cause, burn.Error)
+	}
+	if !strings.HasSuffix(burn.Summary, "in 2 regions (eu, us): status (status 502 not in 200)") {
+		t.Errorf("summary %q does not end with the cause and error", burn.Summary)
+	}
+	var ann map[string]string
+	for _, rec := range am.all() {
+		var alerts []amAlert
+		if err := json.Unmarshal(rec.Body, &alerts); err != nil {
+			t.Fatalf("alertmanager body: %v: %s", err, rec.Body)
+		}
+		for _, x := range alerts {
+			if x.Labels["rule"] == RuleBurnRate {
+				ann = x.Annotations
+			}
+		}
+	}
+	if ann["cause"] != "status" || ann["error"] != "status 502 not in 200" {
+		t.Errorf("alertmanager annotations %v, want cause status and error status 502 not in 200", ann)
+	}
+}
+
+// burnScenario fires a page burn-rate alert of asset × origin-a in eu and
+// us (burn 11.1111…× over 6h/30m) and returns the webhook and
+// Alertmanager receivers' recorders once its notifications are delivered.
+// us first has 3 runs the agent could not make and 4 that failed only
+// their TTFB assertion, then a refused connection; eu 2 answers with
+// status 503, then 502.
+func burnScenario(t *testing.T) (hook, am *recorder) {
+	t.Helper()
 	slo := SLO{Name: "asset-availability", Check: "asset", Objective: 99}
 	cfg := Config{Quorum: 2, Down: DownRule{Disabled: true}, BurnRate: BurnRateRule{NoTicket: true, MinRuns: 1},
 		DeadMan: DeadManRule{Disabled: true}}
-	hook, am := newRecorder(t), newRecorder(t)
+	hook, am = newRecorder(t), newRecorder(t)
 	cfg.Receivers = []Receiver{{Name: "ops", Webhook: &WebhookConfig{URL: Secret(hook.srv.URL + "/hook")}},
 		{Name: "am", Alertmanager: &AlertmanagerConfig{URL: am.srv.URL}}}
 	cfg.Retry.Backoff = 5 * time.Millisecond
 	clock := &fakeClock{t: t0}
 	st := &memStore{clock: clock.Now}
-	a, err := New(cfg, []SLO{slo}, st, Options{Now: clock.Now})
+	a, err := New(cfg, []SLO{slo}, st, Options{Now: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,22 +107,23 @@ func TestBurnRateCarriesCause(t *testing.T) {
 	if err := a.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var burn *WebhookAlert
-	for _, p := range hook.webhooks(t) {
-		for i, x := range p.Alerts {
-			if x.Rule == RuleBurnRate && x.Status == StatusFiring {
-				burn = &p.Alerts[i]
-			}
+	return hook, am
+}
+
+// TestAlertValueRounded: the webhook's value is a JSON number and the
+// Alertmanager value annotation its text, both rounded to 4 significant
+// digits (11.11 for a burn of 11.1111…), not Go's shortest float
+// ("11.11111111111111").
+func TestAlertValueRounded(t *testing.T) {
+	hook, am := burnScenario(t)
+	var raw string
+	for _, rec := range hook.all() {
+		if strings.Contains(string(rec.Body), `"rule":"burn_rate"`) {
+			raw = string(rec.Body)
 		}
 	}
-	if burn == nil {
-		t.Fatalf("no burn-rate alert in the webhooks: %+v", hook.webhooks(t))
-	}
-	if burn.Cause != "status" || burn.Error != "status 502 not in 200" {
-		t.Errorf("webhook cause %q, error %q; want status, the newest error status 502 not in 200", burn.Cause, burn.Error)
-	}
-	if !strings.HasSuffix(burn.Summary, "in 2 regions (eu, us): status (status 502 not in 200)") {
-		t.Errorf("summary %q does not end with the cause and error", burn.Summary)
+	if !strings.Contains(raw, `"value":11.11,`) {
+		t.Errorf("webhook body has no \"value\":11.11: %s", raw)
 	}
 	var ann map[string]string
 	for _, rec := range am.all() {
@@ -91,7 +137,13 @@ func TestBurnRateCarriesCause(t *testing.T) {
 			}
 		}
 	}
-	if ann["cause"] != "status" || ann["error"] != "status 502 not in 200" {
-		t.Errorf("alertmanager annotations %v, want cause status and error status 502 not in 200", ann)
+	if ann["value"] != "11.11" {
+		t.Errorf("alertmanager value annotation %q, want 11.11", ann["value"])
+	}
+	for v, want := range map[float64]float64{16.15384615384614: 16.15, 3.9999999999999964: 4, 0.9: 0.9,
+		0.123456: 0.1235, 172865.4: 172865, 999.96: 1000, -2.345678: -2.346} {
+		if got := roundValue(v); got != want {
+			t.Errorf("roundValue(%v) = %v, want %v", v, got, want)
+		}
 	}
 }

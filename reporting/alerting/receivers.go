@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -155,10 +156,25 @@ type WebhookPayload struct {
 	Alerts        []WebhookAlert `json:"alerts"` // firing first, then resolved
 }
 
+// roundValue rounds an alert's value for receivers: to 4 significant
+// digits (a burn of 16.15, 0.9235 s, 4 days left for 3.9999999999999964),
+// from 1000 up to a whole number (a dead-man silence of 172865 s). The
+// summaries say the same, rounded their own way.
+func roundValue(v float64) float64 {
+	if math.Abs(v) >= 1000 {
+		return math.Round(v)
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
+}
+
 func webhookAlert(a Alert) WebhookAlert {
 	w := WebhookAlert{Status: StatusFiring, Rule: a.Rule, AlertName: a.Name, Severity: a.Severity, SLO: a.SLO,
 		Check: a.Check, Target: a.Target, Tier: a.Tier, Region: a.Region, Regions: a.Regions, Cause: a.Cause, Error: a.Err,
-		TTFBMs: float64(a.TTFB) / float64(time.Millisecond), Value: a.Value, Windows: a.Windows,
+		TTFBMs: float64(a.TTFB) / float64(time.Millisecond), Value: roundValue(a.Value), Windows: a.Windows,
 		Summary: a.Summary, StatusURL: a.StatusURL, ArtifactURL: a.ArtifactURL, RunbookURL: a.RunbookURL,
 		Silenced: a.Silenced, StartsAt: a.StartsAt.UTC(), Since: a.Since.UTC(), Labels: a.Labels, Fingerprint: a.Fingerprint}
 	if a.Since.IsZero() {
@@ -438,7 +454,7 @@ func amOf(a Alert, endsAt time.Time) amAlert {
 		ann["silenced_by"] = a.Silenced
 	}
 	if a.Value != 0 {
-		ann["value"] = fmt.Sprintf("%g", a.Value)
+		ann["value"] = strconv.FormatFloat(roundValue(a.Value), 'f', -1, 64)
 	}
 	return amAlert{Labels: a.Labels, Annotations: ann, StartsAt: a.StartsAt.UTC(), EndsAt: endsAt.UTC(),
 		GeneratorURL: a.StatusURL}
