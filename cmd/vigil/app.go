@@ -363,6 +363,9 @@ func (a *app) routes() http.Handler {
 	if a.opts.roles.page {
 		if page := a.statusPage(); page != nil {
 			mux.Handle("/", a.fallback.Mark(page))
+			// The check pages' figures as JSON, beside the canary's
+			// /api/v1/ endpoints.
+			mux.Handle("GET /api/v1/slos", a.fallback.Mark(page))
 		}
 	}
 	return a.hostCheck(mux)

@@ -200,7 +200,7 @@ func (a *app) pageSLOs() []statuspage.SLOStatus {
 		if s.Target != "" {
 			name += " · " + s.Target
 		}
-		st := statuspage.SLOStatus{Name: name, Check: s.Check, Window: s.Window}
+		st := statuspage.SLOStatus{Name: name, Check: s.Check, SLO: s.SLO, Target: s.Target, Window: s.Window}
 		switch {
 		case s.Objective > 0:
 			st.Objective = s.Objective.String()

@@ -267,13 +267,10 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Matrix = buildMatrix(mine, now)
 
-	if rows, ok := p.uptimeC.get(name, now); ok {
-		d.Uptime = rows
-	} else if rows, err := p.uptime(ctx, name, now); err != nil {
+	if rows, err := p.uptime(ctx, name, now); err != nil {
 		fail("cannot read rollups", err)
 	} else {
 		d.Uptime = rows
-		p.uptimeC.put(name, now, rows)
 	}
 	if d.Target != "" {
 		d.Uptime = slices.DeleteFunc(slices.Clone(d.Uptime), func(u uptimeRow) bool { return u.Target != d.Target })
@@ -352,13 +349,21 @@ func hasRuns(rows []uptimeRow) bool {
 	return false
 }
 
+// uptime is check's uptime per target (and over all targets) for each
+// uptime window ending at now, kept a minute (uptimeC). The caller must not
+// modify the rows.
 func (p *Page) uptime(ctx context.Context, check string, now time.Time) ([]uptimeRow, error) {
+	if rows, ok := p.uptimeC.get(check, now); ok {
+		return rows, nil
+	}
 	longest := uptimeWindows[len(uptimeWindows)-1].D
 	rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: check, From: now.Add(-longest), To: now})
 	if err != nil {
 		return nil, err
 	}
-	return computeUptime(rs, now), nil
+	rows := computeUptime(rs, now)
+	p.uptimeC.put(check, now, rows)
+	return rows, nil
 }
 
 // percentile returns the nearest-rank q-quantile (0 < q <= 1) of sorted ds.

@@ -39,25 +39,15 @@ var funcs = template.FuncMap{
 		}
 		return math.Round(1000*min(max(b, 0), 1)) / 10
 	},
-	"budgetState": func(b float64) string {
-		switch {
-		case math.IsNaN(b):
-			return "unknown"
-		case b <= 0:
-			return "unhealthy"
-		case b < 0.25:
-			return "degraded"
-		}
-		return "healthy"
-	},
-	"join":   strings.Join,
-	"redact": units.RedactURL,
-	"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"rfc":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"add":    func(a, b float64) float64 { return a + b },
-	"sub":    func(a, b float64) float64 { return a - b },
-	"secs":   func(d time.Duration) int { return int(d / time.Second) },
-	"lower":  strings.ToLower,
+	"budgetState": budgetState,
+	"join":        strings.Join,
+	"redact":      units.RedactURL,
+	"utc":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"rfc":         func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"add":         func(a, b float64) float64 { return a + b },
+	"sub":         func(a, b float64) float64 { return a - b },
+	"secs":        func(d time.Duration) int { return int(d / time.Second) },
+	"lower":       strings.ToLower,
 	"title": func(s string) string {
 		if s == "" {
 			return s
@@ -157,6 +147,21 @@ func fmtBudget(b float64) string {
 		return "exhausted (" + strconv.FormatFloat(math.Round(spent), 'f', 0, 64) + "× spent)"
 	}
 	return strconv.FormatFloat(b*100, 'f', 1, 64) + "% left"
+}
+
+// budgetState is the state an error budget left b (1 = untouched, 0 =
+// spent) is shown in: unhealthy when spent, degraded below a quarter left,
+// healthy otherwise.
+func budgetState(b float64) string {
+	switch {
+	case math.IsNaN(b):
+		return "unknown"
+	case b <= 0:
+		return "unhealthy"
+	case b < 0.25:
+		return "degraded"
+	}
+	return "healthy"
 }
 
 // sloCurrent formats an SLI in its objective's unit (see SLOStatus.Current):

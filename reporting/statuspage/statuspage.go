@@ -166,9 +166,12 @@ type Alert struct {
 	Silenced string
 }
 
-// SLOStatus is the current state of one SLO.
+// SLOStatus is the current state of one SLO (over one target).
 type SLOStatus struct {
+	// Name is the name shown; SLO the SLO's name in the config ("": Name),
+	// Target the target its figures are for ("": all the check's targets).
 	Name, Check string
+	SLO, Target string
 	// Objective is the target as configured, e.g. "99.9%" or "600ms".
 	Objective string
 	// Current is the SLI over Window: a ratio 0..1 when Objective is a
@@ -297,13 +300,16 @@ func New(o Options) (*Page, error) {
 	return p, nil
 }
 
-// Handler returns the status page's handler; mount it at "/". It serves
-// GET /, GET /check/{name}, GET /artifacts/{path}, GET /static/{file} and
-// POST /fault.
+// Handler returns the status page's handler; mount it at "/" (and at
+// "GET /api/v1/slos" where another handler takes /api/v1/). It serves
+// GET /, GET /check/{name}, GET /api/v1/slos (the check pages' uptime
+// and SLO figures as JSON, see serveSLOs), GET /artifacts/{path},
+// GET /static/{file} and POST /fault.
 func (p *Page) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", p.serveIndex)
 	mux.HandleFunc("GET /check/{name}", p.serveCheck)
+	mux.HandleFunc("GET /api/v1/slos", p.serveSLOs)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticHandler(p.static)))
 	mux.HandleFunc("GET /artifacts/{path...}", p.serveArtifact)
 	mux.Handle("POST /fault", p.csrf.Handler(http.HandlerFunc(p.serveFault)))
