@@ -502,9 +502,18 @@ func certRule(p ruleParams) alertRule {
 // ttfb, burn_rate), severity and source "grafana", as the alerter's
 // alerts (source vigil) and the generated Prometheus rules' (source
 // prometheus) carry them, so one routing tree serves all three; slo names
-// the objective (availability, latency, or the SLO's name).
+// the objective (latency, availability or the SLO's name) of the TTFB and
+// burn-rate rules, and is left out ("") for the origin-down rule, as
+// neither the alerter's down alerts nor VigilCheckDown carry one. The
+// alertname label cannot agree: Grafana sets it to the rule's title, a
+// reserved label a rule's own labels cannot override (the rule label is
+// the alertname's counterpart: one value per alert name).
 func ruleLabels(rule, severity, slo string) map[string]string {
-	return map[string]string{"rule": rule, "severity": severity, "source": "grafana", "slo": slo}
+	labels := map[string]string{"rule": rule, "severity": severity, "source": "grafana"}
+	if slo != "" {
+		labels["slo"] = slo
+	}
+	return labels
 }
 
 // downDescription explains the origin-down rule: several regions agreeing
@@ -529,14 +538,22 @@ func alertRules(o Options) []alertRule {
 			keep:      p.downKeep,
 			condition: "C",
 			noData:    alerting.RuleNoDataStateOK, // no unhealthy region at all: no series
-			labels:    ruleLabels(vigilalerting.RuleDown, p.downSev, "availability"),
+			labels:    ruleLabels(vigilalerting.RuleDown, p.downSev, ""),
+			// regions, cause and error as vigil's alerter annotates its
+			// down alerts, from D (qAlertDownDetail) through E, whose
+			// labels are not the alert's.
 			annotations: map[string]string{
-				"summary":     "{{ $labels.check }} × {{ $labels.target }} is unhealthy in " + regionsB,
+				"summary": "{{ $labels.check }} × {{ $labels.target }} is unhealthy in " + regionsB +
+					` ({{ reReplaceAll "," ", " $values.E.Labels.regions }}){{ with $values.E.Labels.cause }}: {{ . }}{{ end }}`,
 				"description": downDescription(p.quorum),
+				"regions":     "{{ $values.E.Labels.regions }}",
+				"cause":       "{{ $values.E.Labels.cause }}",
+				"error":       "{{ $values.E.Labels.error }}",
 			},
-			flux:     []alertFlux{{"A", 300, qAlertRegionsDown}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
-			exprRefs: []string{"B", "C"},
+			flux: []alertFlux{{"A", 300, qAlertRegionsDown}, {"D", 300, qAlertDownDetail}},
+			exprs: []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5),
+				reduceLast("E", "D")},
+			exprRefs: []string{"B", "C", "E"},
 		})
 	}
 	if !p.certOff {

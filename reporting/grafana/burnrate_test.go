@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -59,9 +60,26 @@ func ruleOf(t *testing.T, raw []byte, uid string) map[string]any {
 // → the summary annotation with $labels and $values filled in.
 func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[string]string {
 	t.Helper()
-	type series map[string]float64 // series name → value
+	out := map[string]string{}
+	for k, ann := range firingAnnotations(t, db, rule, now) {
+		out[k] = ann["summary"]
+	}
+	return out
+}
+
+// firingAnnotations is firing with every annotation of each firing
+// series rendered. As Grafana does, $values holds, for each query and
+// expression, its series with the alert's labels, or else one whose
+// labels include the alert's or are included in them: a query may carry
+// more labels than the alert, for its annotations only.
+func firingAnnotations(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[string]map[string]string {
+	t.Helper()
+	type point struct {
+		labels map[string]string
+		value  float64
+	}
+	type series map[string]point // series name → labels and value
 	values := map[string]series{}
-	labelsOf := map[string]map[string]string{} // series name → labels
 	data, _ := rule["data"].([]any)
 	for _, d := range data {
 		q, _ := d.(map[string]any)
@@ -99,9 +117,8 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 					parts = append(parts, row[slices.Index(res.header, c)])
 					labels[c] = row[slices.Index(res.header, c)]
 				}
-				name := strings.Join(parts, "/")
-				values[ref][name] = v // rows are per series: the last one stays
-				labelsOf[name] = labels
+				// Rows are per series: the last one stays.
+				values[ref][strings.Join(parts, "/")] = point{labels, v}
 			}
 		case model["type"] == "reduce" && model["reducer"] == "last":
 			values[ref] = values[model["expression"].(string)]
@@ -121,11 +138,11 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 				limit = float64(l)
 			}
 			out := series{}
-			for k, v := range values[model["expression"].(string)] {
-				if v > limit {
-					out[k] = 1
+			for k, p := range values[model["expression"].(string)] {
+				if p.value > limit {
+					out[k] = point{p.labels, 1}
 				} else {
-					out[k] = 0
+					out[k] = point{p.labels, 0}
 				}
 			}
 			values[ref] = out
@@ -133,25 +150,45 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 			t.Fatalf("expression %s of type %v is not evaluated here", ref, model["type"])
 		}
 	}
+	// includes reports whether a has every label of b.
+	includes := func(a, b map[string]string) bool {
+		for k, v := range b {
+			if w, ok := a[k]; !ok || w != v {
+				return false
+			}
+		}
+		return true
+	}
 	ann, _ := rule["annotations"].(map[string]any)
-	summary, _ := ann["summary"].(string)
-	out := map[string]string{}
-	for k, v := range values[rule["condition"].(string)] {
-		if v == 0 {
+	out := map[string]map[string]string{}
+	for k, p := range values[rule["condition"].(string)] {
+		if p.value == 0 {
 			continue
 		}
 		vals := map[string]templateValue{}
 		for ref, vs := range values {
-			vals[ref] = templateValue{Labels: labelsOf[k], Value: vs[k]}
+			if m, ok := vs[k]; ok {
+				vals[ref] = templateValue{Labels: m.labels, Value: m.value}
+				continue
+			}
+			for _, m := range vs {
+				if includes(m.labels, p.labels) || includes(p.labels, m.labels) {
+					vals[ref] = templateValue{Labels: m.labels, Value: m.value}
+				}
+			}
 		}
-		out[k] = renderSummary(t, summary, labelsOf[k], vals)
+		out[k] = map[string]string{}
+		for name, text := range ann {
+			out[k][name] = renderSummary(t, text.(string), p.labels, vals)
+		}
 	}
 	return out
 }
 
 // templateValue is an expression's value in an annotation template, as
 // Grafana passes it in $values: {{ $values.B }} prints the number
-// (strconv 'f', shortest), {{ $values.B.Value }} is the float64.
+// (strconv 'f', shortest), {{ $values.B.Value }} is the float64,
+// {{ $values.B.Labels.name }} a label of its series.
 type templateValue struct {
 	Labels map[string]string
 	Value  float64
@@ -160,10 +197,13 @@ type templateValue struct {
 func (v templateValue) String() string { return strconv.FormatFloat(v.Value, 'f', -1, 64) }
 
 // renderSummary executes an annotation as Grafana does: Go text/template
-// with $labels and $values defined first.
+// with $labels and $values defined first, and Grafana's reReplaceAll.
 func renderSummary(t *testing.T, text string, labels map[string]string, values map[string]templateValue) string {
 	t.Helper()
-	tmpl, err := template.New("summary").Option("missingkey=error").
+	funcs := template.FuncMap{"reReplaceAll": func(pattern, repl, text string) string {
+		return regexp.MustCompile(pattern).ReplaceAllString(text, repl)
+	}}
+	tmpl, err := template.New("summary").Option("missingkey=error").Funcs(funcs).
 		Parse("{{- $labels := .Labels -}}{{- $values := .Values -}}" + text)
 	if err != nil {
 		t.Fatalf("summary %q: %v", text, err)

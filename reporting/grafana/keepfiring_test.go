@@ -47,10 +47,11 @@ func TestAlertRulesKeepFiringFor(t *testing.T) {
 // TestAlertRulesLabels: the provisioned rules carry the labels the
 // alerter's and the Prometheus rules' alerts carry, so one notification
 // policy routes all three: rule (down, ttfb, burn_rate), severity, and
-// source (grafana, where the others say vigil and prometheus).
+// source (grafana, where the others say vigil and prometheus); slo on the
+// TTFB and burn-rate rules only, as theirs.
 func TestAlertRulesLabels(t *testing.T) {
 	want := map[string]map[string]any{
-		"vigil-origin-down":          {"rule": vigilalerting.RuleDown, "severity": "page", "source": "grafana", "slo": "availability"},
+		"vigil-origin-down":          {"rule": vigilalerting.RuleDown, "severity": "page", "source": "grafana"},
 		"vigil-ttfb-p95":             {"rule": vigilalerting.RuleTTFB, "severity": "ticket", "source": "grafana", "slo": "latency"},
 		"vigil-availability-burn":    {"rule": vigilalerting.RuleBurnRate, "severity": "page", "source": "grafana", "slo": "availability"},
 		"vigil-availability-burn-6h": {"rule": vigilalerting.RuleBurnRate, "severity": "page", "source": "grafana", "slo": "availability"},

@@ -278,6 +278,73 @@ const (
   |> count(column: "state")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, tier: r.tier, _value: float(v: r.state)}))`
 
+	// qAlertDownDetail says which regions qAlertRegionsDown counts and
+	// why, for the origin-down rule's annotations, as vigil's alerter
+	// describes its down alerts: per check × target (and tier), one row
+	// whose labels are regions (the unhealthy regions, sorted,
+	// comma-separated), cause (the most common cause among them, one
+	// vantage per region, the first by name; ties to the alphabetically
+	// first) and error (the first region's failure text with that cause),
+	// and whose value is the number of regions. Its labels are not the
+	// alert's: a reduce of it is matched to the alert's series by Grafana
+	// (a superset of its labels) and read as $values.E.Labels. Each
+	// part is a row of kind regions, cause or error, folded by reduce
+	// (union and reduce, not join, as on InfluxDB 1.8); a pair without a
+	// cause gets cause and error "". The cause and err fields are read
+	// apart from state and expires and folded in per vantage, not
+	// pivoted: a pivot without them (no verdict in the range failed with
+	// a cause) has no such column, which Flux refuses to read.
+	qAlertDownDetail = `latest = ` + fromVerdicts + `
+  |> filter(fn: (r) => r._field == "state" or r._field == "expires" or r._field == "cause" or r._field == "err")
+  |> last()
+live = latest
+  |> filter(fn: (r) => r._field == "state" or r._field == "expires")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> filter(fn: (r) => r.state == "unhealthy" and (not exists r.expires or r.expires == 0 or time(v: r.expires) >= v.timeRangeStop))
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region, vantage: r.vantage, f: "live", s: ""}))
+texts = latest
+  |> filter(fn: (r) => r._field == "cause" or r._field == "err")
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region, vantage: r.vantage, f: r._field, s: r._value}))
+unhealthy = union(tables: [live, texts])
+  |> group(columns: ["check", "target", "tier", "region", "vantage"])
+  |> reduce(identity: {live: 0.0, cause: "", err: ""}, fn: (r, accumulator) => ({
+      live: if r.f == "live" then 1.0 else accumulator.live,
+      cause: if r.f == "cause" then r.s else accumulator.cause,
+      err: if r.f == "err" then r.s else accumulator.err}))
+  |> filter(fn: (r) => r.live > 0.0)
+  |> group(columns: ["check", "target", "tier", "region"])
+  |> sort(columns: ["vantage"])
+  |> first(column: "region")
+  |> group(columns: ["check", "target", "tier"])
+regions = unhealthy
+  |> sort(columns: ["region"])
+  |> reduce(identity: {n: 0.0, s: ""}, fn: (r, accumulator) => ({n: accumulator.n + 1.0,
+      s: if accumulator.s == "" then r.region else accumulator.s + "," + r.region}))
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, kind: "regions", n: r.n, s: r.s}))
+causes = unhealthy
+  |> filter(fn: (r) => r.cause != "")
+  |> group(columns: ["check", "target", "tier", "cause"])
+  |> sort(columns: ["region"])
+  |> reduce(identity: {n: 0.0, err: ""}, fn: (r, accumulator) => ({n: accumulator.n + 1.0,
+      err: if accumulator.err == "" then r.err else accumulator.err}))
+  |> group(columns: ["check", "target", "tier"])
+  |> sort(columns: ["cause"])
+  |> max(column: "n")
+cause = causes
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, kind: "cause", n: 0.0, s: r.cause}))
+errs = causes
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, kind: "error", n: 0.0, s: r.err}))
+union(tables: [regions, cause, errs])
+  |> group(columns: ["check", "target", "tier"])
+  |> reduce(identity: {n: 0.0, regions: "", cause: "", error: ""}, fn: (r, accumulator) => ({
+      n: if r.kind == "regions" then r.n else accumulator.n,
+      regions: if r.kind == "regions" then r.s else accumulator.regions,
+      cause: if r.kind == "cause" then r.s else accumulator.cause,
+      error: if r.kind == "error" then r.s else accumulator.error}))
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, tier: r.tier,
+      regions: r.regions, cause: r.cause, error: r.error, _value: r.n}))
+  |> group(columns: ["check", "target", "tier", "regions", "cause", "error"])`
+
 	// qAlertCert is completed by certQuery ({horizon_ns}:
 	// cert_expiry_days in nanoseconds): per check × target (and its tier,
 	// as the Prometheus rules' VigilCertificate), the number of regions

@@ -214,7 +214,7 @@ func TestQueryResults(t *testing.T) {
 	t.Run("alert origin down", func(t *testing.T) {
 		var q NamedQuery
 		for _, x := range Queries() {
-			if x.Dashboard == "alerting" && strings.HasPrefix(x.Panel, "Origin down") {
+			if x.Dashboard == "alerting" && strings.HasPrefix(x.Panel, "Origin down") && x.RefID == "A" {
 				q = x
 			}
 		}
