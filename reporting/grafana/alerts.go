@@ -579,7 +579,28 @@ func alertRules(o Options) []alertRule {
 	if !p.deadOff {
 		rules = append(rules, deadManRules(p)...)
 	}
+	if o.Alerting != nil {
+		for _, r := range rules {
+			linkAnnotations(r.annotations, r.labels["rule"], *o.Alerting)
+		}
+	}
 	return rules
+}
+
+// linkAnnotations adds the links alerting.PrometheusRules gives every
+// alert of the config c: status_url, the check's page on the status page
+// (status_page_url), narrowed to the target but for dead man, and
+// runbook_url (runbook_url, {rule} and {check} replaced), each when set.
+func linkAnnotations(ann map[string]string, rule string, c vigilalerting.Config) {
+	if c.StatusPageURL != "" {
+		ann["status_url"] = strings.TrimSuffix(c.StatusPageURL, "/") + "/check/{{ $labels.check }}"
+		if rule != vigilalerting.RuleDeadMan {
+			ann["status_url"] += "?target={{ $labels.target | urlquery }}"
+		}
+	}
+	if c.RunbookURL != "" {
+		ann["runbook_url"] = strings.NewReplacer("{rule}", rule, "{check}", "{{ $labels.check }}").Replace(c.RunbookURL)
+	}
 }
 
 // forgetDur writes how long a silent region is remembered: 24h as

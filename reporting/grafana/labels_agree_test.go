@@ -16,10 +16,12 @@ import (
 // --prometheus-rules`) of one config and checks each Grafana rule carries
 // the labels of its Prometheus counterpart, the alert with the same rule,
 // severity, slo and interval labels: the same names and values but source
-// (grafana, prometheus). The alertname cannot agree (Grafana sets it to the
-// rule's title), so the rule label is what pairs them.
+// (grafana, prometheus), and the same status_url and runbook_url
+// annotations. The alertname cannot agree (Grafana sets it to the rule's
+// title), so the rule label is what pairs them.
 func TestRuleLabelsAgreeWithPrometheusRules(t *testing.T) {
 	cfg := vigilalerting.ExampleConfig
+	cfg.RunbookURL = "https://runbooks.example/vigil/{rule}#{check}"
 	if err := cfg.ValidateAndSetDefaults(); err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +32,9 @@ func TestRuleLabelsAgreeWithPrometheusRules(t *testing.T) {
 	var pdoc struct {
 		Groups []struct {
 			Rules []struct {
-				Alert  string            `yaml:"alert"`
-				Labels map[string]string `yaml:"labels"`
+				Alert       string            `yaml:"alert"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
 			} `yaml:"rules"`
 		} `yaml:"groups"`
 	}
@@ -48,6 +51,7 @@ func TestRuleLabelsAgreeWithPrometheusRules(t *testing.T) {
 		return l
 	}
 	promLabels := map[string]map[string]string{}
+	promLinks := map[string][2]string{} // status_url, runbook_url
 	for _, g := range pdoc.Groups {
 		for _, r := range g.Rules {
 			if r.Alert == "" || !slices.Contains(vigilalerting.AllRules, r.Labels["rule"]) {
@@ -57,6 +61,7 @@ func TestRuleLabelsAgreeWithPrometheusRules(t *testing.T) {
 				t.Errorf("%s: source %q", r.Alert, r.Labels["source"])
 			}
 			promLabels[key(r.Labels)] = without(r.Labels, "source")
+			promLinks[key(r.Labels)] = [2]string{r.Annotations["status_url"], r.Annotations["runbook_url"]}
 		}
 	}
 
@@ -81,6 +86,11 @@ func TestRuleLabelsAgreeWithPrometheusRules(t *testing.T) {
 		seen[key(labels)] = true
 		if got := without(labels, "source"); !maps.Equal(got, want) {
 			t.Errorf("%s: labels %v, Prometheus %v", r["uid"], got, want)
+		}
+		ann, _ := r["annotations"].(map[string]any)
+		links := [2]string{fmt.Sprint(ann["status_url"]), fmt.Sprint(ann["runbook_url"])}
+		if w := promLinks[key(labels)]; links != w || w[0] == "" || w[1] == "" {
+			t.Errorf("%s: status_url, runbook_url %q, Prometheus %q", r["uid"], links, w)
 		}
 	}
 	for k := range promLabels {
