@@ -46,6 +46,10 @@ type pool struct {
 	tunnels *tunnelSet // the proxy's WebSocket tunnels (nil in some tests)
 
 	resort *lastResort // last-resort incidents and vigil_proxy_last_resort_total; shared by a pool's generations
+	// budgetDeny is vigil_proxy_retry_budget_exhausted_total: a handle, so
+	// that a request still in flight in a pool a reload removed does not
+	// create its series again.
+	budgetDeny interfaceCounter
 
 	mu     sync.Mutex // serialises ejections against max_ejected
 	tryLog logLimiter // "try failed" lines, per origin and cause
@@ -142,7 +146,7 @@ func (pl *pool) flushTryLog(now time.Time) {
 // the path of every 5xx answer passed through (passedThrough is called only
 // for a line written).
 func (pl *pool) tryFailed(origin, cause string, r *http.Request, try int, err error, status int, passedThrough func() string) {
-	pl.m.tries.WithLabelValues(pl.name, origin, cause).Inc()
+	pl.tryCounter(origin, cause).Inc()
 	ok, n := pl.tryLog.allow(origin, cause, time.Now().UnixNano())
 	if !ok {
 		return
@@ -235,7 +239,7 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 	for _, c := range append(retryCauses[:len(retryCauses):len(retryCauses)], CauseConnect, CauseLocal) {
 		pl.retries[c] = m.retries.WithLabelValues(pc.Name, c)
 	}
-	m.budgetDeny.WithLabelValues(pc.Name)
+	pl.budgetDeny = m.budgetDeny.WithLabelValues(pc.Name)
 	pl.resort = &lastResort{total: m.forLastResort(pc.Name)}
 	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
 		pl.none.code(code)
@@ -1171,7 +1175,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				continue
 			}
 			if replaySafe {
-				pl.m.budgetDeny.WithLabelValues(pl.name).Inc()
+				pl.budgetDeny.Inc()
 			}
 			break
 		}
@@ -1215,7 +1219,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				lastCause = CauseStatus5xx
 				continue
 			}
-			pl.m.budgetDeny.WithLabelValues(pl.name).Inc()
+			pl.budgetDeny.Inc()
 		}
 		if failed {
 			// The origin's 5xx goes to the client (no retry allowed or left).
@@ -1264,7 +1268,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			return pl.respond(w, r, resp, method, h2Send, ae)
 		}()
 		if grpc {
-			pl.m.countGRPC(pl.name, o.name, grpcStatusOf(w.Header()))
+			o.m.countGRPC(grpcStatusOf(w.Header()))
 		}
 		if grpcCall && berr == nil && !settled && r.Context().Err() == nil && !watch.isGone() {
 			if v := grpcStatusOf(w.Header()); pl.cfg.Passive.grpcFailed(v) {
@@ -1350,7 +1354,7 @@ func (pl *pool) clientClosed(r *http.Request, tries int, start time.Time) {
 // signals are not told: the try's outcome is that of the new connection.
 func (pl *pool) staleConn(o *origin, r *http.Request, try int, err error) {
 	cause := CauseReset
-	pl.m.tries.WithLabelValues(pl.name, o.name, cause).Inc()
+	o.m.try(cause).Inc()
 	if ok, n := pl.tryLog.allow(o.name, causeStaleConn, time.Now().UnixNano()); ok {
 		pl.log.Info("proxy: reused origin connection closed before any answer; request sent again on a new connection",
 			"pool", pl.name, "origin", o.name, "cause", cause, "method", r.Method, "path", r.URL.Path, "try", try,
@@ -1496,7 +1500,7 @@ func (pl *pool) bodyEnded(o *origin, w http.ResponseWriter, r *http.Request, wat
 		} else {
 			o.stats.connErrors.Add(1)
 		}
-		pl.m.tries.WithLabelValues(pl.name, o.name, cause).Inc()
+		o.m.try(cause).Inc()
 	}
 	if ok, n := pl.tryLog.allow(o.name, cause, now); ok {
 		pl.log.Warn("proxy: origin body broke after the answer began", "pool", pl.name, "origin", o.name,
@@ -1756,7 +1760,7 @@ func (pl *pool) answerGRPC(w http.ResponseWriter, code int, msg string, start ti
 	case http.StatusBadRequest, http.StatusRequestTimeout:
 		status = 13 // INTERNAL
 	}
-	pl.m.countGRPC(pl.name, noOrigin, strconv.Itoa(status))
+	pl.none.countGRPC(strconv.Itoa(status))
 	h := w.Header()
 	h["Content-Type"] = []string{"application/grpc"}
 	h["Grpc-Status"] = []string{strconv.Itoa(status)}

@@ -72,10 +72,18 @@ type metrics struct {
 	// regionsReporting is, per pool, how many regions have a fresh
 	// verdict of a counted check for its origins (regionCheck).
 	regionsReporting *prometheus.GaugeVec // pool
+
+	// live holds the originMetrics of every origin (and of every pool's
+	// own answers, under noOrigin) in the running config, by pool and
+	// origin: forget and forgetPool mark them gone, so that a try still in
+	// flight to a removed origin cannot create its series again.
+	liveMu sync.Mutex
+	live   map[[2]string]*originMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
+		live: map[[2]string]*originMetrics{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_requests_total",
 			Help: "Requests answered, by pool, origin that answered (\"none\" for the proxy's own answers) and status code.",
@@ -196,10 +204,17 @@ func (m *metrics) forLastResort(pool string) prometheus.Counter {
 }
 
 // originMetrics holds one origin's pre-resolved series so the hot path does
-// no label lookups except for a status code seen for the first time.
+// no label lookups except for a status code, try result or grpc-status
+// seen for the first time. Once its origin has left the config (forget,
+// forgetPool), a series it has not resolved yet is never created: an
+// outcome of a try still in flight then counts nowhere, instead of bringing
+// back, frozen, a series the reload deleted. The series it resolved before
+// were deleted from the registry and stay out of it.
 type originMetrics struct {
 	pool, origin string
-	vec          *prometheus.CounterVec
+	vec          *prometheus.CounterVec // vigil_proxy_requests_total
+	triesVec     *prometheus.CounterVec // vigil_proxy_tries_total
+	grpcVec      *prometheus.CounterVec // vigil_proxy_grpc_responses_total
 	latency      prometheus.Observer
 	available    prometheus.Gauge                 // nil for noOrigin
 	tryOK        prometheus.Counter               // tries answered below 500, body whole; nil for noOrigin
@@ -208,14 +223,41 @@ type originMetrics struct {
 	probePass    prometheus.Counter               // return probes passed; nil for noOrigin
 	probeFail    prometheus.Counter               // return probes failed; nil for noOrigin
 	codes        [1000]atomic.Pointer[counterBox] // by status code; status lines carry 3 digits
-	codesMu      sync.Mutex
+	tries        [len(tryCauses)]atomic.Pointer[counterBox]
+	grpcStatus   [101]atomic.Pointer[counterBox] // by grpc-status 0-99, then "invalid"
+	codesMu      sync.Mutex                      // guards gone and the creation of series
+	gone         bool                            // the origin left the config
 }
 
 type counterBox struct{ prometheus.Counter }
 
+// tryCauses are the results of vigil_proxy_tries_total but ok that an
+// originMetrics keeps a slot for: retryCauses, connect and local.
+var tryCauses = [...]string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset,
+	CauseStatus5xx, CauseProtocol, CauseGRPCStatus, CauseConnect, CauseLocal}
+
+// tryCause returns the index of cause in tryCauses, -1 when not there.
+func tryCause(cause string) int {
+	for i, c := range tryCauses {
+		if c == cause {
+			return i
+		}
+	}
+	return -1
+}
+
+// discard counts what a removed origin's tries still in flight record: it
+// is registered nowhere.
+var discard = prometheus.NewCounter(prometheus.CounterOpts{Name: "vigil_proxy_discarded"})
+
 func (m *metrics) forOrigin(pool, origin string) *originMetrics {
+	m.liveMu.Lock()
+	defer m.liveMu.Unlock()
+	if om := m.live[[2]string{pool, origin}]; om != nil {
+		return om // the same series: one originMetrics per pool and origin name
+	}
 	om := &originMetrics{
-		pool: pool, origin: origin, vec: m.requests,
+		pool: pool, origin: origin, vec: m.requests, triesVec: m.tries, grpcVec: m.grpc,
 		latency:   m.latency.WithLabelValues(pool, origin),
 		available: m.available.WithLabelValues(pool, origin),
 		tryOK:     m.tries.WithLabelValues(pool, origin, "ok"),
@@ -233,19 +275,47 @@ func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 	// Every failure cause starts at 0, so an origin's failure rate is 0,
 	// not absent, until its first failure.
 	for _, c := range retryCauses {
-		m.tries.WithLabelValues(pool, origin, c)
+		om.tries[tryCause(c)].Store(&counterBox{m.tries.WithLabelValues(pool, origin, c)})
 	}
+	m.live[[2]string{pool, origin}] = om
 	return om
 }
 
 // forProxyAnswers returns the series of the proxy's own answers in a pool:
 // requests and latency under origin noOrigin, nothing per-origin.
 func (m *metrics) forProxyAnswers(pool string) *originMetrics {
-	return &originMetrics{
-		pool: pool, origin: noOrigin, vec: m.requests,
+	m.liveMu.Lock()
+	defer m.liveMu.Unlock()
+	if om := m.live[[2]string{pool, noOrigin}]; om != nil {
+		return om
+	}
+	om := &originMetrics{
+		pool: pool, origin: noOrigin, vec: m.requests, triesVec: m.tries, grpcVec: m.grpc,
 		latency:   m.latency.WithLabelValues(pool, noOrigin),
 		ejections: map[string]prometheus.Counter{},
 	}
+	m.live[[2]string{pool, noOrigin}] = om
+	return om
+}
+
+// resolve returns the series of vec with the origin's pool and origin and
+// then lv, created and kept in slot (when not nil) on first use; discard
+// once the origin has left the config.
+func (om *originMetrics) resolve(slot *atomic.Pointer[counterBox], vec *prometheus.CounterVec, lv string) prometheus.Counter {
+	om.codesMu.Lock()
+	defer om.codesMu.Unlock()
+	if om.gone {
+		return discard
+	}
+	if slot == nil {
+		return vec.WithLabelValues(om.pool, om.origin, lv)
+	}
+	b := slot.Load()
+	if b == nil {
+		b = &counterBox{vec.WithLabelValues(om.pool, om.origin, lv)}
+		slot.Store(b)
+	}
+	return b.Counter
 }
 
 // code returns the requests_total counter for a status code.
@@ -256,18 +326,85 @@ func (om *originMetrics) code(c int) prometheus.Counter {
 	if b := om.codes[c].Load(); b != nil {
 		return b.Counter
 	}
-	om.codesMu.Lock()
-	defer om.codesMu.Unlock()
-	b := om.codes[c].Load()
-	if b == nil {
-		b = &counterBox{om.vec.WithLabelValues(om.pool, om.origin, strconv.Itoa(c))}
-		om.codes[c].Store(b)
+	return om.resolve(&om.codes[c], om.vec, strconv.Itoa(c))
+}
+
+// try returns the tries_total counter of a failed try's cause.
+func (om *originMetrics) try(cause string) prometheus.Counter {
+	i := tryCause(cause)
+	if i < 0 {
+		return om.resolve(nil, om.triesVec, cause)
 	}
-	return b.Counter
+	if b := om.tries[i].Load(); b != nil {
+		return b.Counter
+	}
+	return om.resolve(&om.tries[i], om.triesVec, cause)
+}
+
+// countGRPC counts a gRPC call's answer in vigil_proxy_grpc_responses_total
+// under its grpc-status v ("" counts nothing: the call got no status). A
+// value that is not a status code of at most two digits counts as
+// "invalid", so an origin cannot make series without bound.
+func (om *originMetrics) countGRPC(v string) {
+	if v == "" {
+		return
+	}
+	if len(v) > 2 || strings.Trim(v, "0123456789") != "" {
+		v = "invalid"
+	}
+	slot := len(om.grpcStatus) - 1 // invalid
+	switch {
+	case v == "invalid":
+	case len(v) == 1:
+		slot = int(v[0] - '0')
+	case v[0] != '0':
+		slot = int(v[0]-'0')*10 + int(v[1]-'0')
+	default:
+		om.resolve(nil, om.grpcVec, v).Inc() // "07": not a slot's label
+		return
+	}
+	if b := om.grpcStatus[slot].Load(); b != nil {
+		b.Inc()
+		return
+	}
+	om.resolve(&om.grpcStatus[slot], om.grpcVec, v).Inc()
+}
+
+// tryCounter returns the tries_total counter of the origin named origin in
+// the pool for a failed try's cause (discard for a name not in the pool).
+func (pl *pool) tryCounter(origin, cause string) prometheus.Counter {
+	for _, o := range pl.origins {
+		if o.name == origin && o.m != nil {
+			return o.m.try(cause)
+		}
+	}
+	return discard
+}
+
+// markGone marks the originMetrics of pool (every origin's when origin is
+// "") as gone and drops them from live.
+func (m *metrics) markGone(pool, origin string) {
+	m.liveMu.Lock()
+	var gone []*originMetrics
+	for k, om := range m.live {
+		if k[0] == pool && (origin == "" || k[1] == origin) {
+			gone = append(gone, om)
+			delete(m.live, k)
+		}
+	}
+	m.liveMu.Unlock()
+	for _, om := range gone {
+		om.codesMu.Lock()
+		om.gone = true
+		om.codesMu.Unlock()
+	}
 }
 
 // forget deletes an origin's series (on reload when the origin is gone).
+// The origin's originMetrics is marked gone first: a try in flight cannot
+// create a series again once they are deleted.
 func (m *metrics) forget(pool, origin string) {
+	m.markGone(pool, origin)
 	m.latency.DeleteLabelValues(pool, origin)
 	m.available.DeleteLabelValues(pool, origin)
 	m.requests.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
@@ -278,25 +415,12 @@ func (m *metrics) forget(pool, origin string) {
 	m.returnProbes.DeletePartialMatch(prometheus.Labels{"pool": pool, "origin": origin})
 }
 
-// countGRPC counts a gRPC call's answer in vigil_proxy_grpc_responses_total
-// under its grpc-status v ("" counts nothing: the call got no status). A
-// value that is not a status code of at most two digits counts as
-// "invalid", so an origin cannot make series without bound.
-func (m *metrics) countGRPC(pool, origin, v string) {
-	if v == "" {
-		return
-	}
-	if len(v) > 2 || strings.Trim(v, "0123456789") != "" {
-		v = "invalid"
-	}
-	m.grpc.WithLabelValues(pool, origin, v).Inc()
-}
-
 // forgetPool deletes every series labelled with pool (on reload when the
 // pool is gone): its origins', those of the proxy's own answers (origin
 // "none"), retries, the last resort, the retry budget, the verdict date.
 // A per-pool collector added to metrics belongs in this list.
 func (m *metrics) forgetPool(pool string) {
+	m.markGone(pool, "")
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.requests, m.lastResort, m.latency, m.available, m.ejections, m.ejectRefused, m.returnProbes,
