@@ -20,7 +20,8 @@ import (
 // pair's series disappear on reload and an expired verdict shows as unknown.
 //
 // probe_http_duration_seconds and probe_http_status_code exist for http
-// checks (scripts: the status code only), not for tcp and tls checks.
+// checks (scripts: the status code only), not for tcp and tls checks;
+// probe_icmp_duration_seconds (resolve, setup, rtt) for icmp checks.
 // probe_http_duration_seconds uses blackbox_exporter's phase names:
 // resolve (DNS), connect, tls, processing (TTFB minus resolve, connect and
 // tls: the server's wait) and transfer (first byte → body read). With
@@ -56,6 +57,9 @@ var (
 		"Duration of the last run, seconds.", pairLabels, nil)
 	descPhase = prometheus.NewDesc("probe_http_duration_seconds",
 		"Duration of the last run's HTTP phases (resolve, connect, tls, processing, transfer), seconds.",
+		append(append([]string{}, pairLabels...), "phase"), nil)
+	descICMPPhase = prometheus.NewDesc("probe_icmp_duration_seconds",
+		"Duration of the last ping's phases (resolve, setup, rtt), seconds.",
 		append(append([]string{}, pairLabels...), "phase"), nil)
 	descTTFB = prometheus.NewDesc("vigil_ttfb_seconds",
 		"Time to first byte of the last run (http, script, tcp checks; absent when the run got no first byte), seconds.", pairLabels, nil)
@@ -138,7 +142,7 @@ type pairCollector metrics
 
 // Describe implements prometheus.Collector.
 func (pc *pairCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descTTFB, descStatus,
+	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descPhase, descICMPPhase, descTTFB, descStatus,
 		descCertExpiry, descChainExpiry, descHTTPVersion, descState, descStreak, descHeld, descChecks, descFailures, descDurHist, descTTFBHist, descSkipped, descPairs, descPubDropped} {
 		ch <- d
 	}
@@ -212,6 +216,18 @@ func (pc *pairCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		switch p.Check.Kind() {
 		case "http":
+		case "icmp":
+			// As /probe and blackbox_exporter: resolve (DNS), setup (the
+			// socket, until the echo request went out) and rtt (until the
+			// reply, 0 without one).
+			rtt := max(v.TTFB-v.DNS-v.Connect, 0)
+			if v.TTFB == 0 {
+				rtt = 0
+			}
+			gauge(descICMPPhase, v.DNS.Seconds(), check, target, tier, region, "resolve")
+			gauge(descICMPPhase, v.Connect.Seconds(), check, target, tier, region, "setup")
+			gauge(descICMPPhase, rtt.Seconds(), check, target, tier, region, "rtt")
+			continue
 		case "script":
 			gauge(descStatus, float64(v.StatusCode), check, target, tier, region)
 			continue
