@@ -101,8 +101,16 @@ type Alerter struct {
 	// streamOwed are the resolved alerts each stream receiver has not
 	// accepted, by receiver name.
 	streamOwed map[string]*owed
-	nextID     uint64 // id of the last notification queued
-	closed     bool
+	// missed are, by receiver, the alerts (by fingerprint) that resolved
+	// before it accepted any notification of them as firing, since it
+	// last accepted a notification: told in the line logged when its
+	// failure stops being reported (clearUnowed).
+	missed map[string]map[string]Alert
+	// queuedTo are the receivers queued a notification by the running
+	// notify.
+	queuedTo map[string]bool
+	nextID   uint64 // id of the last notification queued
+	closed   bool
 }
 
 // alertState tracks one alert from the first evaluation its condition held.
@@ -248,7 +256,8 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		src: src, now: o.Now, log: o.Log, client: o.HTTPClient, metrics: m, redact: o.Redact, writeHealth: o.WriteHealth,
 		cfg: cfg, slos: slos, links: newLinker(cfg),
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]seenPair{},
-		streamOwed: map[string]*owed{}, rcache: rollupCaches{}, arrived: arrivals{}, statePath: o.StatePath,
+		streamOwed: map[string]*owed{}, missed: map[string]map[string]Alert{}, queuedTo: map[string]bool{},
+		rcache: rollupCaches{}, arrived: arrivals{}, statePath: o.StatePath,
 	}
 	m.lastEvalSuccess.Set(unixSeconds(a.now()))
 	if a.statePath != "" {
@@ -626,6 +635,7 @@ func (a *Alerter) silencedBy(now time.Time, check string) string {
 // notify decides, per group, what is due and queues it; and, per
 // receiver, what it did not accept and is due again. a.mu held.
 func (a *Alerter) notify(now time.Time) {
+	clear(a.queuedTo)
 	firing := map[string][]Alert{}
 	var stream []*alertState
 	for _, st := range a.states {
@@ -718,6 +728,7 @@ func (a *Alerter) notify(now time.Time) {
 				resolved := g.resolved
 				if o != nil {
 					resolved = o.withoutUnaccepted(mergeResolved(g.resolved, o.retry()))
+					a.noteMissed(w.name, o)
 				}
 				if !told {
 					resolved = nil
@@ -760,6 +771,7 @@ func (a *Alerter) notify(now time.Time) {
 					continue
 				}
 				retry := o.withoutUnaccepted(o.retry())
+				a.noteMissed(name, o)
 				if len(fs) == 0 && len(retry) == 0 {
 					// Firing alerts it missed are no longer firing unsilenced
 					// (their resolve, if any, goes out with the group's).
@@ -793,6 +805,112 @@ func (a *Alerter) notify(now time.Time) {
 	}
 	sort.Slice(stream, func(i, j int) bool { return alertLess(stream[i].alert, stream[j].alert) })
 	a.notifyStream(stream, now)
+	a.clearUnowed()
+}
+
+// noteMissed moves the alerts o dropped as never accepted by receiver to
+// a.missed. a.mu held.
+func (a *Alerter) noteMissed(receiver string, o *owed) {
+	if o == nil || len(o.missed) == 0 {
+		return
+	}
+	m := a.missed[receiver]
+	if m == nil {
+		m = map[string]Alert{}
+		a.missed[receiver] = m
+	}
+	for _, x := range o.missed {
+		m[x.Fingerprint] = x
+	}
+	o.missed = nil
+}
+
+// owes reports whether anything is owed to receiver: a notification of a
+// group it has not accepted (or not yet been told the outcome of), or a
+// resolve for a stream receiver. a.mu held.
+func (a *Alerter) owes(receiver string) bool {
+	if a.streamOwed[receiver] != nil {
+		return true
+	}
+	for _, g := range a.groups {
+		if g.owed[receiver] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// clearUnowed stops reporting the delivery failure of each receiver that
+// is owed nothing, was queued nothing by this evaluation and has no
+// delivery queued or in flight: every notification it did not accept was
+// about alerts that resolved before it accepted them, which it is not
+// sent (see outbox.go). No delivery is left whose success would clear
+// the failure, so it would be reported (/healthz 503, the status page's
+// failing deliveries) until the next alert, long after the receiver is
+// back. A receiver whose last delivery was rejected (a 4xx other than
+// 429, a redirect: see dispatcher.clearFailure) stays reported: it will
+// reject the next page too. One line logs the run of failures it ends and
+// the alerts the receiver missed; the next failure is logged as a new
+// run. a.mu held, after notify queued this evaluation's notifications.
+func (a *Alerter) clearUnowed() {
+	for name := range a.missed {
+		if a.disp.worker(name) == nil {
+			delete(a.missed, name) // left the config
+		}
+	}
+	for _, w := range a.disp.workers {
+		if a.queuedTo[w.name] || a.owes(w.name) {
+			continue
+		}
+		msg, ok := a.disp.clearFailure(w)
+		if !ok {
+			continue
+		}
+		missed := a.missed[w.name]
+		delete(a.missed, w.name)
+		attrs := []any{"receiver", w.name}
+		if run, ok := a.flog.end(w.name); ok {
+			attrs = append(attrs, "failures", run.failures,
+				"failing_since", run.since.UTC().Format(time.RFC3339),
+				"last_failure", run.latest.UTC().Format(time.RFC3339))
+		}
+		attrs = append(attrs, "missed_alerts", len(missed))
+		if len(missed) > 0 {
+			attrs = append(attrs, "missed", missedList(missed))
+		}
+		a.log.Warn("alerting: receiver no longer reported failing: nothing is left to send it (the alerts it did not "+
+			"accept have resolved); the next notification tells whether it works", append(attrs, "last_err", msg)...)
+	}
+}
+
+// missedListMax bounds the alerts named by missedList.
+const missedListMax = 10
+
+// missedList names the alerts of m, sorted, as "rule check/target" (with
+// " region" for a dead-man alert), at most missedListMax of them, then
+// how many more.
+func missedList(m map[string]Alert) string {
+	as := make([]Alert, 0, len(m))
+	for _, x := range m {
+		as = append(as, x)
+	}
+	sortAlerts(as)
+	var names []string
+	for i, x := range as {
+		if i == missedListMax {
+			names = append(names, fmt.Sprintf("… %d more", len(as)-i))
+			break
+		}
+		s := x.Rule + " " + x.Check
+		if x.Target != "" {
+			s += "/" + x.Target
+		}
+		if x.Region != "" {
+			s += " " + x.Region
+		}
+		names = append(names, s)
+	}
+	return strings.Join(names, ", ")
 }
 
 // dropIdleGroup forgets group k once nothing of it fires, waits to be
@@ -889,7 +1007,11 @@ func (a *Alerter) Active() []Alert {
 }
 
 // DeliveryFailures maps each receiver whose last delivery failed (after all
-// its retries) to that error; a later success clears it. The errors, as
+// its retries) to that error; a later success clears it, and so does an
+// evaluation that finds nothing owed to the receiver (the alerts of every
+// notification it did not accept resolved first, and it is not sent their
+// resolves) and no delivery to it queued or in flight: nothing is left
+// whose success would clear it. The errors, as
 // logged, have the receiver's secrets hidden (see newEndpoint): URL
 // userinfo, query values and secret paths, header values, routing keys,
 // also where the receiver's answer echoes them, and Options.Redact has

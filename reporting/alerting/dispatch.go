@@ -94,7 +94,11 @@ type dispatcher struct {
 	cond    *sync.Cond
 	closed  bool // close started; enqueue drops. Guarded by mu.
 	pending int
-	fails   map[string]string
+	// fails are the errors of the receivers whose last delivery failed
+	// for good; rejected holds those whose last failure was a
+	// *PermanentError (the receiver refused what it was sent).
+	fails    map[string]string
+	rejected map[string]bool
 }
 
 type worker struct {
@@ -106,6 +110,9 @@ type worker struct {
 	rules  map[string]bool // empty: all
 	stream bool            // Alertmanager: gets every active alert each evaluation
 	q      chan delivery
+	// pending counts its deliveries queued or in flight. Guarded by the
+	// dispatcher's mu.
+	pending int
 
 	// Notifications not delivered after close started, logged once when
 	// the worker stops. Touched only by the worker's goroutine.
@@ -121,7 +128,7 @@ func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics
 		flog = newDeliveryLog(nil)
 	}
 	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{},
-		result: result, prepare: prepare, redact: redact, flog: flog}
+		rejected: map[string]bool{}, result: result, prepare: prepare, redact: redact, flog: flog}
 	d.cond = sync.NewCond(&d.mu)
 	d.closing = make(chan struct{})
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -226,12 +233,14 @@ func (d *dispatcher) enqueue(w *worker, x delivery) bool {
 		return false
 	}
 	d.pending++
+	w.pending++
 	select {
 	case w.q <- x:
 		d.mu.Unlock()
 		return true
 	default:
 		d.pending--
+		w.pending--
 		if d.pending == 0 {
 			d.cond.Broadcast()
 		}
@@ -274,9 +283,12 @@ func (d *dispatcher) report(w *worker, x delivery, ok bool) {
 	d.result(w.name, x.n, x.id, ok)
 }
 
-func (d *dispatcher) done() {
+// done counts one delivery to w as finished, after its result was
+// reported.
+func (d *dispatcher) done(w *worker) {
 	d.mu.Lock()
 	d.pending--
+	w.pending--
 	if d.pending == 0 {
 		d.cond.Broadcast()
 	}
@@ -303,7 +315,7 @@ func (d *dispatcher) loop(w *worker) {
 			if x, send := d.prepared(w, x); send {
 				d.report(w, x, d.deliver(w, x.n))
 			}
-			d.done()
+			d.done(w)
 		}
 	}
 }
@@ -317,7 +329,7 @@ func (d *dispatcher) finish(w *worker) {
 		case x := <-w.q:
 			x, send := d.prepared(w, x)
 			if !send {
-				d.done()
+				d.done(w)
 				continue
 			}
 			ok := false
@@ -328,7 +340,7 @@ func (d *dispatcher) finish(w *worker) {
 				ok = d.deliver(w, x.n)
 			}
 			d.report(w, x, ok)
-			d.done()
+			d.done(w)
 		default:
 			if w.lost > 0 {
 				d.log.Warn("alerting: notifications not delivered at shutdown", "receiver", w.name,
@@ -368,6 +380,7 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 			d.metrics.notifications.WithLabelValues(w.name, ResultSuccess).Inc()
 			d.mu.Lock()
 			delete(d.fails, w.name)
+			delete(d.rejected, w.name)
 			d.mu.Unlock()
 			d.flog.record(d.log, w.name, "")
 			return true
@@ -380,10 +393,12 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 		if d.redact != nil {
 			msg = d.redact(msg)
 		}
-		if closing || attempt >= d.retry.Attempts || errors.As(err, &perm) {
+		rejected := errors.As(err, &perm)
+		if closing || attempt >= d.retry.Attempts || rejected {
 			d.metrics.notifications.WithLabelValues(w.name, ResultFailure).Inc()
 			d.mu.Lock()
 			d.fails[w.name] = msg
+			d.rejected[w.name] = rejected
 			d.mu.Unlock()
 			if closing {
 				w.undelivered(n, msg)
@@ -403,6 +418,26 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 		}
 		backoff = min(2*backoff, d.retry.MaxBackoff)
 	}
+}
+
+// clearFailure forgets receiver w's delivery failure when nothing is
+// queued for it or in flight (a delivery's failure is recorded and its
+// result reported before it stops counting as in flight), and returns
+// the error it had; false when it had none, a delivery to it is not
+// finished, or its last failure was a rejection (a *PermanentError: a
+// 4xx other than 429, a redirect), which waiting does not fix and which
+// the next notification would meet too. For a receiver that is owed
+// nothing (see Alerter.clearUnowed).
+func (d *dispatcher) clearFailure(w *worker) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	msg, ok := d.fails[w.name]
+	if !ok || w.pending > 0 || d.rejected[w.name] {
+		return "", false
+	}
+	delete(d.fails, w.name)
+	delete(d.rejected, w.name)
+	return msg, true
 }
 
 func (d *dispatcher) failures() map[string]string {

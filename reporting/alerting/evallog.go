@@ -86,3 +86,17 @@ func (l *deliveryLog) record(log *slog.Logger, receiver, errMsg string, attrs ..
 			"err", errMsg, "failures", run.failures, "suppressed", run.suppressed, "failing_for", run.failedFor(now))...)
 	}
 }
+
+// end forgets receiver's run of failed deliveries, so that its next
+// failure is logged at once as a new run, and returns it; false when it
+// has none.
+func (l *deliveryLog) end(receiver string) (failureRun, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.runs[receiver]
+	if r == nil {
+		return failureRun{}, false
+	}
+	delete(l.runs, receiver)
+	return *r, true
+}

@@ -11,6 +11,7 @@ type failureRun struct {
 	failures   int       // in a row
 	suppressed int       // failures not logged since the last line
 	since      time.Time // of the first failure in a row
+	latest     time.Time // of the latest failure
 	last       time.Time // of the last line
 }
 
@@ -36,10 +37,11 @@ func (r *failureRun) note(now time.Time, failed bool, every time.Duration) (line
 	case !failed:
 		return lineNone, *r
 	case r.failures == 0:
-		r.failures, r.since, r.last = 1, now, now
+		r.failures, r.since, r.latest, r.last = 1, now, now, now
 		return lineFirst, *r
 	}
 	r.failures++
+	r.latest = now
 	if now.Sub(r.last) < every {
 		r.suppressed++
 		return lineNone, *r

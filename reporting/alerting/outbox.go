@@ -65,6 +65,11 @@ type owed struct {
 	// fingerprints of resolved alerts it carries that are no longer to be
 	// sent: the delivery listing them as firing failed for good.
 	withdrawn map[uint64]map[string]bool
+	// missed are the resolved alerts the receiver never accepted as firing
+	// whose resolve was dropped (withoutUnaccepted) or withdrawn (done)
+	// since the Alerter last collected them (Alerter.noteMissed): it was
+	// sent nothing it accepted about them. Not kept in the state file.
+	missed []Alert
 }
 
 // owedAlert is one resolved alert and the notification carrying it.
@@ -115,6 +120,7 @@ func (o *owed) withoutUnaccepted(rs []Alert) []Alert {
 		if id, ok := o.unaccepted[r.Fingerprint]; ok {
 			delete(o.unaccepted, r.Fingerprint)
 			if id == 0 {
+				o.missed = append(o.missed, r)
 				continue
 			}
 			if o.held == nil {
@@ -128,13 +134,19 @@ func (o *owed) withoutUnaccepted(rs []Alert) []Alert {
 }
 
 // withdraw forgets the resolve of the alert fp: it is no longer owed, and
-// a notification still queued with it leaves it out (beforeSend).
+// a notification still queued with it leaves it out (beforeSend). The
+// alert is added to missed.
 func (o *owed) withdraw(fp string) {
 	keep := o.resolved[:0]
+	found := false
 	for _, r := range o.resolved {
 		if r.alert.Fingerprint != fp {
 			keep = append(keep, r)
 			continue
+		}
+		if !found {
+			o.missed = append(o.missed, r.alert)
+			found = true
 		}
 		if r.id != 0 {
 			if o.withdrawn == nil {
@@ -282,6 +294,7 @@ func mergeResolved(a, b []Alert) []Alert {
 // receiver name) as owed until w accepts it. A stream notification
 // (firing false) owes only its resolved alerts. a.mu held.
 func (a *Alerter) queue(m map[string]*owed, w *worker, n Notification, firing bool) {
+	a.queuedTo[w.name] = true
 	a.nextID++
 	id := a.nextID
 	o := m[w.name]
@@ -317,6 +330,11 @@ func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool)
 	} else if g := a.groups[n.GroupKey]; g != nil {
 		if o := g.owed[receiver]; o != nil {
 			o.done(id, ok, now, n.Firing)
+			if ok {
+				delete(a.missed, receiver)
+			} else {
+				a.noteMissed(receiver, o)
+			}
 			if o.empty() {
 				delete(g.owed, receiver)
 			}
