@@ -796,6 +796,7 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 	msgs = append(msgs, f.verdictAges()...)
 	msgs = append(msgs, f.poolChecks()...)
 	msgs = append(msgs, f.statusPageWarnings()...)
+	msgs = append(msgs, f.retentionWarnings()...)
 	var checkNames []string
 	for _, c := range f.Checks {
 		checkNames = append(checkNames, c.Name)
@@ -809,6 +810,135 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 	}
 	sortWarnings(own)
 	return f, append(warns, own...), nil
+}
+
+// retentionWarnings warns when the embedded store keeps less history than
+// the file asks of it: SLO windows, the burn-rate pairs' long windows and
+// the status page's uptime columns are summed from per-minute rollups
+// (kept store.embedded.rollup_retention), the check page's recent failures
+// from raw verdicts (kept store.embedded.retention). Past the retention
+// those figures cover the history kept, under the longer window's name (a
+// 30d budget of 1h of runs). One warning per reader, naming every window
+// it lacks. None with store.influxdb: readers read InfluxDB, whose
+// retention is its bucket's. A warning, not an error: a short retention
+// is fine for a demo or a trial.
+func (f *File) retentionWarnings() []string {
+	e := f.Store.Embedded
+	if !e.On() || f.Store.InfluxDB != nil || e.RollupRetention <= 0 {
+		return nil
+	}
+	roll, raw := e.RollupRetention, e.Retention
+	rollKey := "store.embedded.rollup_retention: " + retentionDur(roll)
+	if !f.writes("store.embedded.rollup_retention") {
+		rollKey += " (the default)"
+		if roll != store.DefaultRollupRetention {
+			rollKey = "store.embedded.rollup_retention: " + retentionDur(roll) + " (the default: retention)"
+		}
+	}
+	var out []string
+	if !f.Alerting.Disabled {
+		var short []string
+		var one alerting.SLO
+		var longest time.Duration
+		for i, s := range f.SLOs {
+			if s.Window > roll {
+				short = append(short, fmt.Sprintf("slos[%d].window %s (%q)", i, retentionDur(s.Window), s.Name))
+				one = s
+				longest = max(longest, s.Window)
+			}
+		}
+		switch {
+		case len(short) == 1:
+			figures := "availability and error budget are"
+			switch {
+			case one.Objective > 0 && one.TTFBP95 > 0:
+				figures = "availability, error budget and TTFB p95 are"
+			case one.Objective == 0:
+				figures = "TTFB p95 is"
+			}
+			out = append(out, fmt.Sprintf("%s is shorter than %s: its %s computed from at most %s of history; set rollup_retention to at least %s",
+				rollKey, short[0], figures, retentionDur(roll), retentionDur(longest)))
+		case len(short) > 1:
+			const most = 5
+			list := strings.Join(short[:min(len(short), most)], ", ")
+			if len(short) > most {
+				list += fmt.Sprintf(" and %d more", len(short)-most)
+			}
+			out = append(out, fmt.Sprintf("%s is shorter than the windows of %d SLOs (%s): their figures (availability, error budget, TTFB p95) are computed from at most %s of history; set rollup_retention to at least %s",
+				rollKey, len(short), list, retentionDur(roll), retentionDur(longest)))
+		}
+		burn := !f.Alerting.BurnRate.Disabled && slices.ContainsFunc(f.SLOs, func(s alerting.SLO) bool { return s.Objective > 0 })
+		var pairs []string
+		for _, w := range alerting.BurnWindows {
+			if burn && w.Long > roll && (w.Severity != alerting.SeverityTicket || !f.Alerting.BurnRate.NoTicket) {
+				pairs = append(pairs, w.Name())
+			}
+		}
+		if len(pairs) > 0 {
+			advice := "set rollup_retention to at least 3d"
+			if f.Alerting.BurnRate.NoTicket {
+				advice = "set rollup_retention to at least 6h"
+			} else if roll >= 6*time.Hour {
+				advice += ", or alerting.burn_rate.no_ticket: true"
+			}
+			out = append(out, fmt.Sprintf("%s is shorter than the long windows of the burn-rate pairs %s (alerting.burn_rate): they are judged on at most %s of runs, so a short outage counts as a larger share of them; %s",
+				rollKey, strings.Join(pairs, ", "), retentionDur(roll), advice))
+		}
+	}
+	if len(f.Checks) > 0 || len(f.SLOs) > 0 {
+		// The check pages' uptime columns (statuspage's uptimeWindows).
+		var cols []string
+		for _, w := range []struct {
+			label string
+			d     time.Duration
+		}{{"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}} {
+			if w.d > roll {
+				cols = append(cols, w.label)
+			}
+		}
+		if len(cols) > 0 {
+			noun, they := "column", "it shows"
+			if len(cols) > 1 {
+				noun, they = "columns", "they show"
+			}
+			out = append(out, fmt.Sprintf("%s is shorter than the status page's uptime %s %s: %s the uptime of at most the last %s; set rollup_retention to at least 30d",
+				rollKey, noun, strings.Join(cols, ", "), they, retentionDur(roll)))
+		}
+		if failures := 24 * time.Hour; raw < failures {
+			out = append(out, fmt.Sprintf("store.embedded.retention: %s is shorter than the 24h of the check pages' recent failures and slow runs: they list those of at most the last %s",
+				retentionDur(raw), retentionDur(raw)))
+		}
+	}
+	return out
+}
+
+// writes reports whether the file (or a VIGIL_* override) sets key, a
+// key path as errors spell it ("store.embedded.rollup_retention").
+func (f *File) writes(key string) bool {
+	if _, ok := f.fromEnv[key]; ok {
+		return true
+	}
+	if f.keys == nil {
+		return false
+	}
+	if _, ok := f.keys.exact[key]; ok {
+		return true
+	}
+	_, ok := f.keys.fold[strings.ToLower(key)]
+	return ok
+}
+
+// retentionDur prints a span as the config writes it: 30d, 6h, 90m.
+func retentionDur(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }
 
 // minTokenLen is the shortest admin token vigil does not warn about: 16
