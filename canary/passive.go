@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -173,28 +175,93 @@ type pairRef struct{ check, target string }
 // signalWatch keeps the recent signals per origin and decides which pairs
 // to trigger.
 type signalWatch struct {
+	c        *Canary
+	cfg      TriggerConfig
+	tiers    map[string]bool
+	window   map[string][]reporting.Signal // origin → signals within cfg.For
+	last     map[pairRef]time.Time         // last trigger per pair
+	episodes map[string]*triggerEpisode    // origin → its degradation now triggering checks
+	counter  *triggerCounter
+}
+
+// triggerEpisode is one stretch of an origin's live traffic calling for
+// checks: logged once when it starts (naming the checks it ran) and once
+// when it ends, not at every triggered run (every min_gap for as long as an
+// origin stays ejected).
+type triggerEpisode struct {
+	reason string
+	since  time.Time
+	clear  time.Time // when the condition stopped holding; zero while it holds
+	runs   int       // triggered runs
+}
+
+// triggerCounter is vigil_passive_triggers_total. Its series are labelled
+// by target: at each scrape it first deletes those of targets a reload
+// removed from the config, as the per-pair series, made at scrape time
+// from the configured pairs, disappear with their pair.
+type triggerCounter struct {
+	vec     *prometheus.CounterVec
+	mu      sync.Mutex
 	c       *Canary
-	cfg     TriggerConfig
-	tiers   map[string]bool
-	window  map[string][]reporting.Signal // origin → signals within cfg.For
-	last    map[pairRef]time.Time         // last trigger per pair
-	counter *prometheus.CounterVec
+	targets map[string]bool // with a series
+}
+
+func (t *triggerCounter) inc(target, reason string) {
+	t.mu.Lock()
+	t.targets[target] = true
+	t.vec.WithLabelValues(target, reason).Inc()
+	t.mu.Unlock()
+}
+
+// Describe implements prometheus.Collector.
+func (t *triggerCounter) Describe(ch chan<- *prometheus.Desc) { t.vec.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (t *triggerCounter) Collect(ch chan<- prometheus.Metric) {
+	t.mu.Lock()
+	if len(t.targets) > 0 {
+		conf := t.c.configuredTargets()
+		for target := range t.targets {
+			if !conf[target] {
+				t.vec.DeletePartialMatch(prometheus.Labels{"target": target})
+				delete(t.targets, target)
+			}
+		}
+	}
+	t.mu.Unlock()
+	t.vec.Collect(ch)
+}
+
+// configuredTargets returns the targets of the configured pairs.
+func (c *Canary) configuredTargets() map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]bool{}
+	for k := range c.byName {
+		out[k[1]] = true
+	}
+	return out
 }
 
 func newSignalWatch(c *Canary, cfg TriggerConfig) *signalWatch {
 	w := &signalWatch{c: c, cfg: cfg, tiers: map[string]bool{}, window: map[string][]reporting.Signal{},
-		last: map[pairRef]time.Time{}}
+		last: map[pairRef]time.Time{}, episodes: map[string]*triggerEpisode{}}
 	for _, t := range cfg.Tiers {
 		w.tiers[t] = true
 	}
-	w.counter = prometheus.NewCounterVec(prometheus.CounterOpts{
+	w.counter = &triggerCounter{c: c, targets: map[string]bool{}, vec: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vigil_passive_triggers_total",
-		Help: "Out-of-cycle check runs started because live traffic showed the origin degrading, by reason.",
-	}, []string{"target", "reason"})
+		Help: "Out-of-cycle check runs started because live traffic showed the origin degrading, by reason. A target's series are removed when a reload removes the target.",
+	}, []string{"target", "reason"})}
 	if err := c.reg.Register(w.counter); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
-			w.counter = are.ExistingCollector.(*prometheus.CounterVec)
+			if tc, ok := are.ExistingCollector.(*triggerCounter); ok {
+				tc.mu.Lock()
+				tc.c = c
+				tc.mu.Unlock()
+				w.counter = tc
+			}
 		}
 	}
 	return w
@@ -207,6 +274,7 @@ func (w *signalWatch) observe(now time.Time, sigs []reporting.Signal) []pairRef 
 			w.window[s.Origin] = append(w.window[s.Origin], s)
 		}
 	}
+	w.forgetRemoved(now)
 	var out []pairRef
 	for origin, list := range w.window {
 		// Keep the signals whose window ends within cfg.For.
@@ -221,22 +289,93 @@ func (w *signalWatch) observe(now time.Time, sigs []reporting.Signal) []pairRef 
 			delete(w.window, origin)
 			continue
 		}
+		ep := w.episodes[origin]
 		reason := w.degraded(keep)
 		if reason == "" {
+			if ep != nil && ep.clear.IsZero() {
+				ep.clear = now
+			}
 			continue
 		}
-		for _, p := range w.pairsOf(origin) {
+		pairs := w.pairsOf(origin)
+		if len(pairs) == 0 {
+			if ep != nil {
+				w.endEpisode(origin, ep, now, "no check of the watched tiers is configured for it")
+			}
+			continue
+		}
+		var started []string
+		for _, p := range pairs {
 			if last, ok := w.last[p]; ok && now.Sub(last) < w.cfg.MinGap {
 				continue
 			}
 			w.last[p] = now
-			w.counter.WithLabelValues(origin, reason).Inc()
-			w.c.log.Info("live traffic degraded: running check out of cycle",
-				slog.String("check", p.check), slog.String("target", origin), slog.String("reason", reason))
+			w.counter.inc(origin, reason)
+			started = append(started, p.check)
 			out = append(out, p)
+		}
+		if ep == nil {
+			ep = &triggerEpisode{reason: reason, since: now}
+			w.episodes[origin] = ep
+			sort.Strings(started)
+			// check lists the checks run, comma-separated; they run again
+			// every min_gap while the episode lasts, without a line.
+			w.c.log.Info("live traffic degraded: running check out of cycle",
+				slog.String("check", strings.Join(started, ",")), slog.String("target", origin),
+				slog.String("reason", reason), slog.String("min_gap", w.cfg.MinGap.String()))
+		}
+		ep.clear = time.Time{}
+		ep.runs += len(started)
+	}
+	// An episode ends once its origin's traffic has been fine (or absent)
+	// for min_gap: traffic hovering at the threshold makes one episode,
+	// not two lines per poll.
+	for origin, ep := range w.episodes {
+		if _, ok := w.window[origin]; !ok && ep.clear.IsZero() {
+			ep.clear = now
+		}
+		if !ep.clear.IsZero() && now.Sub(ep.clear) >= w.cfg.MinGap {
+			w.endEpisode(origin, ep, now, "")
 		}
 	}
 	return out
+}
+
+// endEpisode logs the end of an origin's trigger episode and forgets it.
+func (w *signalWatch) endEpisode(origin string, ep *triggerEpisode, now time.Time, why string) {
+	attrs := []any{slog.String("target", origin), slog.String("reason", ep.reason), slog.Int("runs", ep.runs),
+		slog.String("lasted", now.Sub(ep.since).Round(time.Second).String())}
+	if why != "" {
+		attrs = append(attrs, slog.String("why", why))
+	}
+	w.c.log.Info("live traffic recovered: no more checks out of cycle", attrs...)
+	delete(w.episodes, origin)
+}
+
+// forgetRemoved forgets the last trigger of pairs a reload removed, and
+// ends the episodes of targets it removed: a pair added back starts afresh.
+func (w *signalWatch) forgetRemoved(now time.Time) {
+	if len(w.last) == 0 && len(w.episodes) == 0 {
+		return
+	}
+	targets := map[string]bool{}
+	w.c.mu.Lock()
+	for p := range w.last {
+		if w.c.byName[[2]string{p.check, p.target}] == nil {
+			delete(w.last, p)
+		}
+	}
+	if len(w.episodes) > 0 {
+		for k := range w.c.byName {
+			targets[k[1]] = true
+		}
+	}
+	w.c.mu.Unlock()
+	for origin, ep := range w.episodes {
+		if !targets[origin] {
+			w.endEpisode(origin, ep, now, "the target left the config")
+		}
+	}
 }
 
 // degraded names why the origin's recent traffic calls for a check, or "".
