@@ -265,14 +265,19 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		_, a.savedKey = a.snapshot(a.now())
 	}
 	a.flog = newDeliveryLog(o.Now)
-	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.beforeSend, a.redact, a.flog)
+	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.beforeSend, a.redact, a.flog, nil)
 	return a, nil
 }
 
 // Reload swaps in a new configuration: rules, SLOs, receivers. Alert and
 // group state is kept, so firing alerts neither re-notify nor resolve
 // because of a reload. Deliveries queued for the old receivers are drained
-// in the background (bounded by their retries).
+// in the background (bounded by their retries). A receiver whose delivery
+// settings are the same (sameDelivery: its filters may change) keeps its
+// delivery failure (DeliveryFailures, the rejection, its run of failures
+// in the log) and what it is owed; one whose settings changed starts with
+// no failure, and one removed is forgotten: for each of those that was
+// failing one line says so.
 func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	if err := cfg.ValidateAndSetDefaults(); err != nil {
 		return err
@@ -288,7 +293,25 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	}
 	old := a.disp
 	a.cfg, a.slos, a.links = cfg, slos, newLinker(cfg)
-	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.beforeSend, a.redact, a.flog)
+	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.beforeSend, a.redact, a.flog, old)
+	for _, w := range old.workers {
+		nw := a.disp.worker(w.name)
+		if nw != nil && nw.fail == w.fail {
+			continue // the same delivery settings: its failure stays
+		}
+		msg, failing := w.failure()
+		attrs := a.endFailure(w.name)
+		if !failing {
+			continue
+		}
+		attrs = append(attrs, "last_err", msg)
+		if nw == nil {
+			a.log.Warn("alerting: receiver removed by the reload while its deliveries were failing; no longer reported", attrs...)
+		} else {
+			a.log.Warn("alerting: receiver's delivery settings changed by the reload (kind, url, headers, key or tls): "+
+				"its delivery failure is no longer reported; the next notification tells whether it works", attrs...)
+		}
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -866,21 +889,30 @@ func (a *Alerter) clearUnowed() {
 		if !ok {
 			continue
 		}
-		missed := a.missed[w.name]
-		delete(a.missed, w.name)
-		attrs := []any{"receiver", w.name}
-		if run, ok := a.flog.end(w.name); ok {
-			attrs = append(attrs, "failures", run.failures,
-				"failing_since", run.since.UTC().Format(time.RFC3339),
-				"last_failure", run.latest.UTC().Format(time.RFC3339))
-		}
-		attrs = append(attrs, "missed_alerts", len(missed))
-		if len(missed) > 0 {
-			attrs = append(attrs, "missed", missedList(missed))
-		}
 		a.log.Warn("alerting: receiver no longer reported failing: nothing is left to send it (the alerts it did not "+
-			"accept have resolved); the next notification tells whether it works", append(attrs, "last_err", msg)...)
+			"accept have resolved); the next notification tells whether it works", append(a.endFailure(w.name), "last_err", msg)...)
 	}
+}
+
+// endFailure ends receiver's run of failures in the log, so that its next
+// failure is logged as a new run, and forgets the alerts it missed; it
+// returns the attributes of the line that says so: the receiver, its run
+// (failures, failing_since, last_failure) if it had one, and the alerts
+// it missed. a.mu held.
+func (a *Alerter) endFailure(receiver string) []any {
+	missed := a.missed[receiver]
+	delete(a.missed, receiver)
+	attrs := []any{"receiver", receiver}
+	if run, ok := a.flog.end(receiver); ok {
+		attrs = append(attrs, "failures", run.failures,
+			"failing_since", run.since.UTC().Format(time.RFC3339),
+			"last_failure", run.latest.UTC().Format(time.RFC3339))
+	}
+	attrs = append(attrs, "missed_alerts", len(missed))
+	if len(missed) > 0 {
+		attrs = append(attrs, "missed", missedList(missed))
+	}
+	return attrs
 }
 
 // missedListMax bounds the alerts named by missedList.
@@ -1011,7 +1043,8 @@ func (a *Alerter) Active() []Alert {
 // evaluation that finds nothing owed to the receiver (the alerts of every
 // notification it did not accept resolved first, and it is not sent their
 // resolves) and no delivery to it queued or in flight: nothing is left
-// whose success would clear it. The errors, as
+// whose success would clear it. A reload keeps it unless it changes the
+// receiver's delivery settings or removes it (see Reload). The errors, as
 // logged, have the receiver's secrets hidden (see newEndpoint): URL
 // userinfo, query values and secret paths, header values, routing keys,
 // also where the receiver's answer echoes them, and Options.Redact has

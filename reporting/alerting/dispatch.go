@@ -1,10 +1,13 @@
 package alerting
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -94,11 +97,26 @@ type dispatcher struct {
 	cond    *sync.Cond
 	closed  bool // close started; enqueue drops. Guarded by mu.
 	pending int
-	// fails are the errors of the receivers whose last delivery failed
-	// for good; rejected holds those whose last failure was a
-	// *PermanentError (the receiver refused what it was sent).
-	fails    map[string]string
-	rejected map[string]bool
+}
+
+// failState is a receiver's delivery failure, as DeliveryFailures reports
+// it, and its deliveries queued or in flight. A reload that leaves the
+// receiver's delivery settings as they were (sameDelivery) hands it to
+// the new dispatcher's worker: the new worker and the old one, still
+// draining, share it, so the reload neither clears a failure nor loses
+// the result of a delivery it cut across. A receiver whose settings
+// changed gets a new one. Its fields are guarded by mu, taken after any
+// dispatcher's mu.
+type failState struct {
+	mu      sync.Mutex
+	failing bool
+	err     string // the last failure's error, redacted
+	// rejected: the last failure was a *PermanentError (the receiver
+	// refused what it was sent).
+	rejected bool
+	// pending counts the receiver's deliveries queued or in flight, on
+	// every worker sharing it.
+	pending int
 }
 
 type worker struct {
@@ -110,9 +128,12 @@ type worker struct {
 	rules  map[string]bool // empty: all
 	stream bool            // Alertmanager: gets every active alert each evaluation
 	q      chan delivery
-	// pending counts its deliveries queued or in flight. Guarded by the
-	// dispatcher's mu.
-	pending int
+	// conf is the receiver's config, to tell at a reload whether its
+	// delivery settings changed (sameDelivery).
+	conf Receiver
+	// fail is its delivery failure, shared with the worker it took over
+	// from at a reload when the settings are the same.
+	fail *failState
 
 	// Notifications not delivered after close started, logged once when
 	// the worker stops. Touched only by the worker's goroutine.
@@ -121,20 +142,27 @@ type worker struct {
 }
 
 // newDispatcher starts one worker per receiver of cfg. flog logs their
-// failed deliveries; nil: a log of its own on the real clock.
+// failed deliveries; nil: a log of its own on the real clock. prev is the
+// dispatcher a reload replaces (nil: none): a receiver of the same name
+// and the same delivery settings (sameDelivery) keeps its failure state.
 func newDispatcher(cfg Config, client *http.Client, log *slog.Logger, m *metrics, result resultFunc,
-	prepare prepareFunc, redact func(string) string, flog *deliveryLog) *dispatcher {
+	prepare prepareFunc, redact func(string) string, flog *deliveryLog, prev *dispatcher) *dispatcher {
 	if flog == nil {
 		flog = newDeliveryLog(nil)
 	}
-	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout, fails: map[string]string{},
-		rejected: map[string]bool{}, result: result, prepare: prepare, redact: redact, flog: flog}
+	d := &dispatcher{log: log, metrics: m, retry: cfg.Retry, resolve: cfg.ResolveTimeout,
+		result: result, prepare: prepare, redact: redact, flog: flog}
 	d.cond = sync.NewCond(&d.mu)
 	d.closing = make(chan struct{})
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for _, r := range cfg.Receivers {
 		w := &worker{name: r.Name, sev: map[string]bool{}, checks: r.Checks, tiers: map[string]bool{},
-			rules: map[string]bool{}, q: make(chan delivery, queueSize)}
+			rules: map[string]bool{}, q: make(chan delivery, queueSize), conf: r, fail: &failState{}}
+		if prev != nil {
+			if pw := prev.worker(r.Name); pw != nil && sameDelivery(pw.conf, r) {
+				w.fail = pw.fail
+			}
+		}
 		for _, rule := range r.Rules {
 			w.rules[rule] = true
 		}
@@ -233,14 +261,14 @@ func (d *dispatcher) enqueue(w *worker, x delivery) bool {
 		return false
 	}
 	d.pending++
-	w.pending++
+	w.addPending(1)
 	select {
 	case w.q <- x:
 		d.mu.Unlock()
 		return true
 	default:
 		d.pending--
-		w.pending--
+		w.addPending(-1)
 		if d.pending == 0 {
 			d.cond.Broadcast()
 		}
@@ -288,7 +316,7 @@ func (d *dispatcher) report(w *worker, x delivery, ok bool) {
 func (d *dispatcher) done(w *worker) {
 	d.mu.Lock()
 	d.pending--
-	w.pending--
+	w.addPending(-1)
 	if d.pending == 0 {
 		d.cond.Broadcast()
 	}
@@ -378,10 +406,9 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 		cancel()
 		if err == nil {
 			d.metrics.notifications.WithLabelValues(w.name, ResultSuccess).Inc()
-			d.mu.Lock()
-			delete(d.fails, w.name)
-			delete(d.rejected, w.name)
-			d.mu.Unlock()
+			w.fail.mu.Lock()
+			w.fail.failing, w.fail.err, w.fail.rejected = false, "", false
+			w.fail.mu.Unlock()
 			d.flog.record(d.log, w.name, "")
 			return true
 		}
@@ -396,10 +423,9 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 		rejected := errors.As(err, &perm)
 		if closing || attempt >= d.retry.Attempts || rejected {
 			d.metrics.notifications.WithLabelValues(w.name, ResultFailure).Inc()
-			d.mu.Lock()
-			d.fails[w.name] = msg
-			d.rejected[w.name] = rejected
-			d.mu.Unlock()
+			w.fail.mu.Lock()
+			w.fail.failing, w.fail.err, w.fail.rejected = true, msg, rejected
+			w.fail.mu.Unlock()
 			if closing {
 				w.undelivered(n, msg)
 				return false
@@ -420,34 +446,107 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 	}
 }
 
+// addPending counts n more (or fewer) deliveries to w queued or in
+// flight.
+func (w *worker) addPending(n int) {
+	w.fail.mu.Lock()
+	w.fail.pending += n
+	w.fail.mu.Unlock()
+}
+
+// failure returns w's delivery failure; false when it has none.
+func (w *worker) failure() (string, bool) {
+	w.fail.mu.Lock()
+	defer w.fail.mu.Unlock()
+	return w.fail.err, w.fail.failing
+}
+
 // clearFailure forgets receiver w's delivery failure when nothing is
 // queued for it or in flight (a delivery's failure is recorded and its
-// result reported before it stops counting as in flight), and returns
-// the error it had; false when it had none, a delivery to it is not
-// finished, or its last failure was a rejection (a *PermanentError: a
-// 4xx other than 429, a redirect), which waiting does not fix and which
-// the next notification would meet too. For a receiver that is owed
-// nothing (see Alerter.clearUnowed).
+// result reported before it stops counting as in flight; deliveries still
+// draining on the worker a reload replaced count too), and returns the
+// error it had; false when it had none, a delivery to it is not finished,
+// or its last failure was a rejection (a *PermanentError: a 4xx other
+// than 429, a redirect), which waiting does not fix and which the next
+// notification would meet too. For a receiver that is owed nothing (see
+// Alerter.clearUnowed).
 func (d *dispatcher) clearFailure(w *worker) (string, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	msg, ok := d.fails[w.name]
-	if !ok || w.pending > 0 || d.rejected[w.name] {
+	f := w.fail
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.failing || f.pending > 0 || f.rejected {
 		return "", false
 	}
-	delete(d.fails, w.name)
-	delete(d.rejected, w.name)
+	msg := f.err
+	f.failing, f.err = false, ""
 	return msg, true
 }
 
 func (d *dispatcher) failures() map[string]string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make(map[string]string, len(d.fails))
-	for k, v := range d.fails {
-		out[k] = v
+	out := map[string]string{}
+	for _, w := range d.workers {
+		if msg, ok := w.failure(); ok {
+			out[w.name] = msg
+		}
 	}
 	return out
+}
+
+// sameDelivery reports whether receivers r and s (of the same name) are
+// delivered to the same way: the same kind with the same settings (URL,
+// headers, routing key, channel) and the same tls settings, the contents
+// of its CA and client-certificate files included. Filters (severities,
+// checks, tiers, rules) do not count: they change what it is sent, not
+// whether it can be reached.
+func sameDelivery(r, s Receiver) bool {
+	if r.Name != s.Name || !sameTLS(&r.TLS, &s.TLS) {
+		return false
+	}
+	switch {
+	case r.Webhook != nil || s.Webhook != nil:
+		return r.Webhook != nil && s.Webhook != nil && r.Webhook.URL == s.Webhook.URL &&
+			maps.Equal(r.Webhook.Headers, s.Webhook.Headers)
+	case r.Slack != nil || s.Slack != nil:
+		return r.Slack != nil && s.Slack != nil && *r.Slack == *s.Slack
+	case r.PagerDuty != nil || s.PagerDuty != nil:
+		return r.PagerDuty != nil && s.PagerDuty != nil && *r.PagerDuty == *s.PagerDuty
+	case r.Alertmanager != nil || s.Alertmanager != nil:
+		return r.Alertmanager != nil && s.Alertmanager != nil && *r.Alertmanager == *s.Alertmanager
+	}
+	return true
+}
+
+// sameTLS reports whether a and b configure the same https client: the
+// same keys, CA pool and client certificate (as read at load or reload,
+// so a certificate file rewritten in place is a change).
+func sameTLS(a, b *tlsclient.Config) bool {
+	if a.CAFile != b.CAFile || a.ServerName != b.ServerName || a.CertFile != b.CertFile ||
+		a.KeyFile != b.KeyFile || a.InsecureSkipVerify != b.InsecureSkipVerify {
+		return false
+	}
+	ca, cb := a.TLSConfig(), b.TLSConfig()
+	if ca == nil || cb == nil {
+		return ca == nil && cb == nil
+	}
+	if ca.VerifyConnection != nil || cb.VerifyConnection != nil {
+		return false // a config that failed to load: not known to be the same
+	}
+	if (ca.RootCAs == nil) != (cb.RootCAs == nil) || (ca.RootCAs != nil && !ca.RootCAs.Equal(cb.RootCAs)) {
+		return false
+	}
+	return slices.EqualFunc(clientCert(ca), clientCert(cb), bytes.Equal)
+}
+
+// clientCert is the DER chain of c's client certificate; nil for none.
+func clientCert(c *tls.Config) [][]byte {
+	if c.GetClientCertificate == nil {
+		return nil
+	}
+	cert, err := c.GetClientCertificate(&tls.CertificateRequestInfo{})
+	if err != nil || cert == nil {
+		return nil
+	}
+	return cert.Certificate
 }
 
 // flush waits for pending deliveries to reach zero or ctx to end.

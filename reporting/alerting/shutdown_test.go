@@ -188,7 +188,7 @@ func TestDrainRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDispatcher(cfg, &http.Client{}, slog.New(slog.NewTextHandler(io.Discard, nil)), m, nil, nil, nil, nil)
+	d := newDispatcher(cfg, &http.Client{}, slog.New(slog.NewTextHandler(io.Discard, nil)), m, nil, nil, nil, nil, nil)
 	d.sendTo(d.worker("ops"), Notification{GroupKey: "down/asset/page", Status: StatusFiring, Severity: SeverityPage, At: t0}, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
