@@ -32,6 +32,11 @@ type uptimeWindow struct {
 	Runs          int      `json:"runs"`
 	Failed        int      `json:"failed"`
 	Uptime        *float64 `json:"uptime"` // 0..1; null without runs
+	// CoveredSeconds is how much of the window the history spans (its
+	// oldest minute with runs to now, at most the window): less than
+	// WindowSeconds when the history starts inside the window. 0 without
+	// runs.
+	CoveredSeconds int64 `json:"covered_seconds"`
 }
 
 // sloFigures is one SLO row of a check page.
@@ -101,6 +106,7 @@ func uptimeJSON(cells []uptimeCell) []uptimeWindow {
 			u.Runs, u.Failed = c.Total, c.Failed
 			if c.Total > 0 {
 				u.Uptime = finite(c.Ratio)
+				u.CoveredSeconds = int64(c.Covered / time.Second)
 			}
 		}
 		out = append(out, u)

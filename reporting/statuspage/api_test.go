@@ -36,11 +36,12 @@ type apiReport struct {
 	Check  string `json:"check"`
 	Target string `json:"target"`
 	Uptime []struct {
-		Window        string   `json:"window"`
-		WindowSeconds int64    `json:"window_seconds"`
-		Runs          int      `json:"runs"`
-		Failed        int      `json:"failed"`
-		Uptime        *float64 `json:"uptime"`
+		Window         string   `json:"window"`
+		WindowSeconds  int64    `json:"window_seconds"`
+		Runs           int      `json:"runs"`
+		Failed         int      `json:"failed"`
+		Uptime         *float64 `json:"uptime"`
+		CoveredSeconds int64    `json:"covered_seconds"`
 	} `json:"uptime"`
 	SLOs []struct {
 		Name           string   `json:"name"`

@@ -51,13 +51,24 @@ type uptimeCell struct {
 	Total, Failed int
 	// Ratio is 1 − Failed/Total; meaningless when Total is 0.
 	Ratio float64
+	// Covered is how much of the window the history spans: from the
+	// oldest minute with runs (in any window) to now, at most the
+	// window. Shorter than the window (Partial) when the history starts
+	// inside it: a check added lately, or a store that keeps less
+	// (store.embedded.rollup_retention, an InfluxDB retention policy). 0
+	// without runs in the window.
+	Covered time.Duration
+	Partial bool
 }
 
 // computeUptime folds per-minute rollups into uptime per target and over all
 // targets for each uptime window ending at now. A minute counts in a window
 // when it overlaps it.
 func computeUptime(rs []reporting.Rollup, now time.Time) []uptimeRow {
-	type acc struct{ total, failed [3]int }
+	type acc struct {
+		total, failed [3]int
+		first         time.Time // the oldest minute with runs: where history starts
+	}
 	per := map[string]*acc{}
 	all := &acc{}
 	for _, r := range rs {
@@ -67,6 +78,13 @@ func computeUptime(rs []reporting.Rollup, now time.Time) []uptimeRow {
 			per[r.Target] = a
 		}
 		end := r.Minute.Add(time.Minute)
+		if r.Total > 0 && !r.Minute.After(now) {
+			for _, x := range []*acc{a, all} {
+				if x.first.IsZero() || r.Minute.Before(x.first) {
+					x.first = r.Minute
+				}
+			}
+		}
 		for i, w := range uptimeWindows {
 			if end.After(now.Add(-w.D)) && !r.Minute.After(now) {
 				a.total[i] += r.Total
@@ -82,6 +100,10 @@ func computeUptime(rs []reporting.Rollup, now time.Time) []uptimeRow {
 			c := uptimeCell{Window: w.Label, Total: a.total[i], Failed: a.failed[i]}
 			if c.Total > 0 {
 				c.Ratio = 1 - float64(c.Failed)/float64(c.Total)
+				// A minute overlapping the window's start counts whole:
+				// history reaching within a minute of it covers it.
+				c.Covered = min(now.Sub(a.first), w.D)
+				c.Partial = c.Covered < w.D-time.Minute
 			}
 			row.Cells = append(row.Cells, c)
 		}

@@ -28,6 +28,7 @@ var funcs = template.FuncMap{
 	"region":     regionLabel,
 	"checkURL":   func(name string) string { return "/check/" + url.PathEscape(name) },
 	"dur":        fmtDur,
+	"seconds":    func(d time.Duration) int64 { return int64(d / time.Second) },
 	"f1":         func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"sloCurrent": sloCurrent,
 	"sloNoRuns":  sloNoRuns,

@@ -57,10 +57,10 @@ func TestUptimeIgnoresSlowOnlyRuns(t *testing.T) {
 		f, _ := attr(c, "data-failed")
 		got[tg] = [2]string{f, text(c)}
 	}
-	if g := got["slow"]; g != [2]string{"0", "100.000% 0 of 360 runs failed"} {
+	if g := got["slow"]; g != [2]string{"0", "100.000% 0 of 360 runs failed, over the last 1h 0m only"} {
 		t.Errorf("slow-only target: data-failed %q, text %q; want 0 failed, 100%%", g[0], g[1])
 	}
-	if g := got["broken"]; g != [2]string{"90", "75.000% 90 of 360 runs failed"} {
+	if g := got["broken"]; g != [2]string{"90", "75.000% 90 of 360 runs failed, over the last 1h 0m only"} {
 		t.Errorf("target failing its status assertion: data-failed %q, text %q; want 90 failed", g[0], g[1])
 	}
 }

@@ -314,10 +314,10 @@ func TestCheckPage(t *testing.T) {
 		}{
 			{"a", "24h", "0.999286", "99.928% 1 of 1400 runs failed"},
 			{"a", "7d", "0.996765", "99.676% 11 of 3400 runs failed"},
-			{"a", "30d", "0.993594", "99.359% 41 of 6400 runs failed"},
-			{"b", "24h", "1.000000", "100.000% 0 of 500 runs failed"},
+			{"a", "30d", "0.993594", "99.359% 41 of 6400 runs failed, over the last 20d 0h only"},
+			{"b", "24h", "1.000000", "100.000% 0 of 500 runs failed, over the last 10m 0s only"},
 			{"", "24h", "0.999474", "99.947% 1 of 1900 runs failed"},
-			{"", "30d", "0.994058", "99.405% 41 of 6900 runs failed"},
+			{"", "30d", "0.994058", "99.405% 41 of 6900 runs failed, over the last 20d 0h only"},
 		} {
 			g := got[k{c.target, c.window}]
 			if g[0] != c.ratio || g[1] != c.text {
