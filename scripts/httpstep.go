@@ -34,7 +34,7 @@ func (r *run) runHTTP(ctx context.Context, i int, s *Step) (o outcome) {
 	for _, rf := range s.refs {
 		if _, ok := r.vars.lookup(rf); !ok {
 			if rf.env {
-				return failf("environment variable %s is not set", rf.name)
+				return outcome{cause: checks.CauseAgent, err: &EnvUnsetError{Name: rf.name}}
 			}
 			return failf("variable %s is not set (the step that extracts it did not run or failed)", rf.name)
 		}

@@ -492,6 +492,21 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 	if late {
 		base = context.WithoutCancel(runCtx)
 	}
+	// A ${env:NAME} the agent's environment does not set is the agent's
+	// own configuration: the step fails with cause agent before it sends
+	// a request or opens a tab (not counted against the target).
+	for _, rf := range s.refs {
+		if _, ok := r.vars.lookup(rf); rf.env && !ok {
+			return outcome{cause: checks.CauseAgent, err: &EnvUnsetError{Name: rf.name}}
+		}
+	}
+	defer func() {
+		// One read again mid-step (the environment changed since).
+		var ee *EnvUnsetError
+		if o.err != nil && errors.As(o.err, &ee) {
+			o.cause = checks.CauseAgent
+		}
+	}()
 	switch {
 	case s.HTTP != nil:
 		ctx, cancel := context.WithTimeout(base, timeout)

@@ -32,6 +32,18 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // ErrUnterminatedVar is returned for a "${" without its closing "}".
 var ErrUnterminatedVar = errors.New(`unterminated "${"`)
 
+// EnvUnsetError is a ${env:NAME} whose variable is not set in the agent's
+// environment when a step runs. That is the agent's own configuration, not
+// the target's doing: the step fails with cause agent
+// (checks.Cause.AgentFault), before it sends anything, so a canary host
+// missing a variable does not mark its targets unhealthy.
+type EnvUnsetError struct{ Name string }
+
+func (e *EnvUnsetError) Error() string {
+	return fmt.Sprintf("environment variable %s is not set in the agent's environment "+
+		"(the agent's own configuration, not the target's: nothing was sent; set %s where vigil runs)", e.Name, e.Name)
+}
+
 // ref is one variable reference found in a string.
 type ref struct {
 	name    string // lower-cased script variable, or the environment name
@@ -94,7 +106,7 @@ func expand(s string, lookup func(ref) (string, bool)) (string, error) {
 		v, ok := lookup(r)
 		if !ok {
 			if r.env {
-				return "", fmt.Errorf("environment variable %s is not set", r.name)
+				return "", &EnvUnsetError{Name: r.name}
 			}
 			return "", fmt.Errorf("variable %s is not set", r.written)
 		}
