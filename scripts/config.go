@@ -111,7 +111,8 @@ type Extract struct {
 	// screenshot. Values taken from a cookie, from a header or JSON key
 	// whose name is sensitive (Authorization, Set-Cookie, token, password,
 	// session, …; see checks.SensitiveName), or into a variable whose name
-	// is, are secrets without it.
+	// is, or that a step sends as a credential (a sensitive request header,
+	// basic_auth.password: see credentialVars), are secrets without it.
 	Secret bool `mapstructure:"secret"`
 
 	re       *regexp.Regexp

@@ -96,6 +96,8 @@ type Runner struct {
 	steps Script
 	o     Options
 	https []*checks.HTTP // by step index; nil for other kinds
+	// credential names the variables sent as credentials (credentialVars).
+	credential map[string]bool
 }
 
 var _ checks.Check = (*Runner)(nil)
@@ -107,7 +109,7 @@ func New(steps Script, o Options) (*Runner, error) {
 	if err := steps.ValidateAndSetDefaults(o.Timeout); err != nil {
 		return nil, units.Prefix("script", err)
 	}
-	r := &Runner{steps: steps, o: o, https: make([]*checks.HTTP, len(steps))}
+	r := &Runner{steps: steps, o: o, https: make([]*checks.HTTP, len(steps)), credential: steps.credentialVars()}
 	var errs []error
 	for i := range steps {
 		s := &steps[i]
@@ -255,6 +257,7 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 	}
 	jar, _ := cookiejar.New(nil)
 	vars := newRunVars()
+	vars.credential = rn.credential
 	r := &run{runner: rn, target: t, vars: vars, jar: secretJar{jar, vars}, start: start, end: end,
 		release: release, slotWait: slotWait, startErr: startErr}
 	defer r.close()

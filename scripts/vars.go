@@ -255,6 +255,10 @@ type runVars struct {
 	// as in a Basic Authorization header, hex, base32, JSON-escaped,
 	// percent-encoded once or twice, Go-quoted, Latin-1).
 	red checks.Redactor
+	// credential names the script variables the script sends as a
+	// credential (see credentialVars): their values are secrets whatever
+	// the variable's name or extractor.
+	credential map[string]bool
 }
 
 func newRunVars() *runVars {
@@ -288,9 +292,36 @@ func (rv *runVars) addSecret(v string) {
 // at least minExtractedSecret bytes long).
 func (rv *runVars) set(name, v string, secret bool) {
 	rv.vars[name] = v
-	if secret && len(v) >= minExtractedSecret {
+	if (secret || rv.credential[name]) && len(v) >= minExtractedSecret {
 		rv.addSecret(v)
 	}
+}
+
+// credentialKey reports whether a value at key (relative to the step, as
+// ref.key) is sent as a credential: the value of a request header whose
+// name is sensitive (Authorization, Proxy-Authorization, Cookie,
+// X-Api-Key, …: checks.SensitiveName), or basic_auth.password.
+func credentialKey(key string) bool {
+	if h, ok := strings.CutPrefix(key, "http.headers."); ok {
+		return checks.SensitiveName(h)
+	}
+	return key == "http.basic_auth.password"
+}
+
+// credentialVars returns the script variables that some step substitutes
+// into a credential (credentialKey): `Authorization: "Bearer ${bearer}"`
+// makes bearer's value a secret of the run from its extraction on, as a
+// token extracted under a sensitive name is.
+func (sc Script) credentialVars() map[string]bool {
+	out := map[string]bool{}
+	for i := range sc {
+		for _, r := range sc[i].refs {
+			if !r.env && credentialKey(r.key) {
+				out[r.name] = true
+			}
+		}
+	}
+	return out
 }
 
 // unset forgets the variables of a step whose extraction failed, so that
