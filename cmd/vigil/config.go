@@ -1062,7 +1062,8 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	// they could only follow from it.
 	var errs []error
 	var unsetKeys []string
-	interpolated := interpolate(settings, "", env, red, &errs, &unsetKeys)
+	refs := map[string]bool{} // the references left as written, as "${NAME}"
+	interpolated := interpolate(settings, "", env, red, &errs, &unsetKeys, refs)
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	settings = interpolated.(map[string]any)
 
@@ -1139,8 +1140,12 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	// A password written in a URL, a basic_auth or a proxy_url, a
 	// sensitive header's value: secrets too, as an origin may echo the
 	// header the check sends.
+	// A reference to an unset variable, left as written, is not one: its
+	// value is (an error quoting "${API_TOKEN}" must show it).
 	for _, sec := range f.Config.Secrets() {
-		red.add("url", sec)
+		for _, part := range withoutRefs(sec, refs) {
+			red.add("url", part)
+		}
 	}
 	if f.Proxy != nil && f.Proxy.AdminToken != "" && !strings.Contains(f.Proxy.AdminToken, "${") {
 		red.add("proxy.admin_token", f.Proxy.AdminToken)
@@ -2382,7 +2387,8 @@ var interpRE = regexp.MustCompile(`\$\$\{|\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)(:-
 // as written ("${NAME}") and the key added to unset. Inside check scripts
 // only ${env:NAME} is left for the script (resolved at run time) and
 // ${name} is a script variable.
-func interpolate(v any, path string, env func(string) (string, bool), red *redactor, errs *[]error, unset *[]string) any {
+// Each reference left as written is added to refs.
+func interpolate(v any, path string, env func(string) (string, bool), red *redactor, errs *[]error, unset *[]string, refs map[string]bool) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
@@ -2395,13 +2401,13 @@ func interpolate(v any, path string, env func(string) (string, bool), red *redac
 				out[k] = val
 				continue
 			}
-			out[k] = interpolate(val, p, env, red, errs, unset)
+			out[k] = interpolate(val, p, env, red, errs, unset, refs)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, val := range x {
-			out[i] = interpolate(val, fmt.Sprintf("%s[%d]", path, i), env, red, errs, unset)
+			out[i] = interpolate(val, fmt.Sprintf("%s[%d]", path, i), env, red, errs, unset, refs)
 		}
 		return out
 	case string:
@@ -2430,10 +2436,26 @@ func interpolate(v any, path string, env func(string) (string, bool), red *redac
 			if len(*unset) == 0 || (*unset)[len(*unset)-1] != path {
 				*unset = append(*unset, path)
 			}
+			refs[m] = true
 			return m
 		})
 	}
 	return v
+}
+
+// withoutRefs returns the parts of sec, a credential the config writes,
+// between the references in refs (unset variables left as written): a
+// reference names a secret, it is none. sec itself when it holds none.
+func withoutRefs(sec string, refs map[string]bool) []string {
+	parts := []string{sec}
+	for ref := range refs {
+		var next []string
+		for _, p := range parts {
+			next = append(next, strings.Split(p, ref)...)
+		}
+		parts = next
+	}
+	return parts
 }
 
 // nonKeyEnv are VIGIL_* variables that are not config overrides: the
