@@ -311,8 +311,9 @@ func (rn *Runner) Run(ctx context.Context, t checks.Target) checks.Result {
 			res.Phases.TLS, res.Phases.Transfer = o.phases.TLS, o.phases.Transfer
 		}
 		// A slow run's status is its deciding slow step's (set below),
-		// not a later passing step's.
-		if o.status != 0 && !failed && !slow {
+		// not a later passing step's; an `always` step's (cleanup) is
+		// not the transaction's either, unless it decides the run.
+		if o.status != 0 && !failed && !slow && !s.Always {
 			res.StatusCode = o.status
 		}
 		// A step that only missed a speed target (ttfb, duration) makes the
