@@ -155,8 +155,8 @@ func TestExprStepFails(t *testing.T) {
 
 // TestExprFailureShowsValues: a false expression's message gives the
 // values its comparisons compared (each non-literal operand, evaluated on
-// its own), not only the last status code. A value read through a
-// sensitive name (vars.token) is masked as expect.json masks it.
+// its own), not only the last status code. An operand that reads a
+// variable holding a secret (vars.token) shows as ***, also its length.
 func TestExprFailureShowsValues(t *testing.T) {
 	o := newAPIOrigin(t)
 	t.Setenv("DEMO_PASSWORD", demoPassword)
@@ -168,7 +168,7 @@ func TestExprFailureShowsValues(t *testing.T) {
 `)
 	res := r.Run(context.Background(), checks.Target{Name: "demo", URL: o.URL})
 	want := `step 2 (expr): expr len(vars.token) > 20 || last.json.user == "bob" || last.json.user == vars.token: ` +
-		`false (len(vars.token) = 8, last.json.user = "demo", vars.token = ***; last.status_code=200)`
+		`false (len(vars.token) = ***, last.json.user = "demo", vars.token = ***; last.status_code=200)`
 	if res.OK || res.Cause != checks.CauseScript || res.Err != want {
 		t.Fatalf("err %q\nwant %q", res.Err, want)
 	}

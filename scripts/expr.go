@@ -141,8 +141,12 @@ const (
 // src's comparisons that are not literals ("len(last.json.orders) = 2"),
 // for the message of an expression that was false: at most maxExplained
 // of them, each value shortened. Operands that cannot be evaluated on
-// their own are left out.
-func explainExpr(src string, env exprEnv) string {
+// their own are left out. An operand that reads a variable secretVar
+// reports (its value is a secret of the run) is shown as "***", whatever
+// it makes of the value (`vars.t[0:6]`, `split(vars.t, "-")[1]`): what is
+// derived from a secret is not hidden by the redaction of the secret's
+// own value. secretVar may be nil.
+func explainExpr(src string, env exprEnv, secretVar func(name string) bool) string {
 	tree, err := parser.Parse(src)
 	if err != nil {
 		return ""
@@ -163,6 +167,10 @@ func explainExpr(src string, env exprEnv) string {
 		}
 		out, err := expr.Run(p, env)
 		if err != nil {
+			continue
+		}
+		if secretVar != nil && readsSecretVar(n, env.Vars, secretVar) {
+			parts = append(parts, sub+" = ***")
 			continue
 		}
 		parts = append(parts, sub+" = "+explainValue(n, out))
@@ -319,6 +327,60 @@ func (v *sensitiveVisitor) Visit(n *ast.Node) {
 	case *ast.IdentifierNode:
 		if checks.SensitiveName(x.Value) {
 			v.found = true
+		}
+	}
+}
+
+// readsSecretVar reports whether the operand n reads a script variable
+// that secretVar reports: `vars.name` or `vars["name"]` of such a name, a
+// `vars[…]` whose name is computed, or `vars` itself, when one of vars is.
+func readsSecretVar(n ast.Node, vars map[string]string, secretVar func(string) bool) bool {
+	v := &varReadVisitor{named: map[*ast.IdentifierNode]bool{}}
+	ast.Walk(&n, v)
+	anySecret := func() bool {
+		for name := range vars {
+			if secretVar(name) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range v.names {
+		if secretVar(name) {
+			return true
+		}
+	}
+	for _, id := range v.all {
+		if !v.named[id] {
+			return anySecret() // vars[computed], or the whole map
+		}
+	}
+	return false
+}
+
+// varReadVisitor collects the variables an operand reads by a literal
+// name (lower-cased), and every `vars` identifier, those read through a
+// literal name marked in named.
+type varReadVisitor struct {
+	names []string
+	all   []*ast.IdentifierNode
+	named map[*ast.IdentifierNode]bool
+}
+
+func (v *varReadVisitor) Visit(n *ast.Node) {
+	switch x := (*n).(type) {
+	case *ast.IdentifierNode:
+		if x.Value == "vars" {
+			v.all = append(v.all, x)
+		}
+	case *ast.MemberNode:
+		id, ok := x.Node.(*ast.IdentifierNode)
+		if !ok || id.Value != "vars" {
+			return
+		}
+		if s, ok := x.Property.(*ast.StringNode); ok {
+			v.names = append(v.names, strings.ToLower(s.Value))
+			v.named[id] = true
 		}
 	}
 }

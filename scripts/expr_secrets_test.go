@@ -136,7 +136,7 @@ func TestExtractSecretIsHidden(t *testing.T) {
 		secret bool
 		want   string
 	}{
-		{true, `vars.code = "[redacted]"`},
+		{true, `vars.code = ***`},
 		{false, `vars.code = "visible-value"`},
 	} {
 		mark := ""

@@ -630,7 +630,7 @@ func (r *run) runExpr(s *Step) outcome {
 		// What the comparisons compared (secrets among them are hidden
 		// with the rest of the message).
 		why := fmt.Sprintf("last.status_code=%d", r.last.StatusCode)
-		if values := explainExpr(s.Expr, env); values != "" {
+		if values := explainExpr(s.Expr, env, r.vars.secretVar); values != "" {
 			why = values + "; " + why
 		}
 		return outcome{cause: checks.CauseScript, err: fmt.Errorf("expr %s: false (%s)", s.Expr, why), assertions: []checks.AssertionResult{a}}

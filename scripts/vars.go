@@ -259,10 +259,13 @@ type runVars struct {
 	// credential (see credentialVars): their values are secrets whatever
 	// the variable's name or extractor.
 	credential map[string]bool
+	// secretNames are the variables set as secrets (set's secret, or
+	// credential), whatever the length of their value.
+	secretNames map[string]bool
 }
 
 func newRunVars() *runVars {
-	return &runVars{vars: map[string]string{}, secrets: map[string]struct{}{}}
+	return &runVars{vars: map[string]string{}, secrets: map[string]struct{}{}, secretNames: map[string]bool{}}
 }
 
 // minExtractedSecret is the shortest extracted value treated as a secret:
@@ -292,9 +295,26 @@ func (rv *runVars) addSecret(v string) {
 // at least minExtractedSecret bytes long).
 func (rv *runVars) set(name, v string, secret bool) {
 	rv.vars[name] = v
-	if (secret || rv.credential[name]) && len(v) >= minExtractedSecret {
+	secret = secret || rv.credential[name]
+	rv.secretNames[name] = secret
+	if secret && len(v) >= minExtractedSecret {
 		rv.addSecret(v)
 	}
+}
+
+// secretVar reports whether the variable name holds a secret: it was set
+// as one, or its value is one of the run's secrets (an ${env:…} value,
+// a cookie the jar received).
+func (rv *runVars) secretVar(name string) bool {
+	v, ok := rv.vars[name]
+	if !ok {
+		return false
+	}
+	if rv.secretNames[name] || checks.SensitiveName(name) {
+		return true
+	}
+	_, s := rv.secrets[v]
+	return s
 }
 
 // credentialKey reports whether a value at key (relative to the step, as
