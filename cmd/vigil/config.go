@@ -582,6 +582,17 @@ func yamlTypeErrors(doc *yaml.Node, te *yaml.TypeError) []error {
 	return errs
 }
 
+// onlyDupKeys reports whether the YAML decoder's problems are all keys
+// given twice in a mapping.
+func onlyDupKeys(te *yaml.TypeError) bool {
+	for _, m := range te.Errors {
+		if !dupKeyRE.MatchString(strings.TrimSpace(m)) {
+			return false
+		}
+	}
+	return len(te.Errors) > 0
+}
+
 // typeErrRE matches one of the YAML decoder's problems: "line N: message".
 var typeErrRE = regexp.MustCompile(`^line (\d+): (.*)$`)
 
@@ -1003,25 +1014,33 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	}
 	keys := newKeyIndex(doc)
 	var tree any
+	// A key given twice is an error, but the file is validated on with
+	// its first value (as nodeValue reads it, and keyIndex places it), so
+	// that one run lists the other errors too, in file order.
+	var dupErrs []error
 	if err := doc.Decode(&tree); err != nil {
 		var te *yaml.TypeError
-		if errors.As(err, &te) {
+		if !errors.As(err, &te) {
+			return nil, fail(locateYAMLError(raw, err.Error()))
+		}
+		if !onlyDupKeys(te) {
 			return nil, fail(yamlTypeErrors(doc, te)...)
 		}
-		return nil, fail(locateYAMLError(raw, err.Error()))
+		dupErrs = yamlTypeErrors(doc, te)
 	}
 	// The tree decoded again from the node tree keeps the text of every
 	// number as written (yamlNumber), for keys that take a string.
 	settings, _ := nodeValue(doc).(map[string]any)
 	if settings == nil {
-		if tree != nil {
-			return nil, fail(errors.New("the top level must be a mapping of sections (agent, targets, checks, …)"))
+		if tree != nil || dupErrs != nil {
+			return nil, fail(append(dupErrs, errors.New("the top level must be a mapping of sections (agent, targets, checks, …)"))...)
 		}
 		settings = map[string]any{}
 	}
 	v := viper.New()
 	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
+	// viper refuses a key given twice, which dupErrs report.
+	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil && dupErrs == nil {
 		return nil, fail(locateYAMLError(raw, unwrapViper(err)))
 	}
 
@@ -1065,6 +1084,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	refs := map[string]bool{} // the references left as written, as "${NAME}"
 	interpolated := interpolate(settings, "", env, red, &errs, &unsetKeys, refs)
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	errs = append(errs, dupErrs...)
 	settings = interpolated.(map[string]any)
 
 	var f File
@@ -2178,7 +2198,11 @@ func nodeValue(n *yaml.Node) any {
 				merges = append(merges, v)
 				continue
 			}
-			out[nodeKey(k)] = nodeValue(v)
+			// A key given twice (an error) has its first value, where
+			// keyIndex places it.
+			if _, twice := out[nodeKey(k)]; !twice {
+				out[nodeKey(k)] = nodeValue(v)
+			}
 		}
 		merge := func(m *yaml.Node) {
 			for m.Kind == yaml.AliasNode && m.Alias != nil {
