@@ -28,6 +28,9 @@ var (
 	ErrEmptySelector = errors.New("selector is empty")
 	// ErrUndefinedVar: a step uses a variable no earlier step extracts.
 	ErrUndefinedVar = errors.New("undefined variable")
+	// ErrLastBeforeHTTP: an expr step reads `last` and no earlier step is
+	// an http step, so there is no response for it to read.
+	ErrLastBeforeHTTP = errors.New("last is read before any http step")
 	// ErrTimeoutSum: the steps' timeouts add up to more than the check's.
 	ErrTimeoutSum = errors.New("step timeouts exceed the check timeout")
 	// ErrEmptyScript: the script has no steps.
@@ -192,6 +195,7 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		}
 	}
 	defined := map[string]bool{}
+	httpBefore := false // an earlier step is an http step: `last` is set
 	var sum time.Duration
 	sumReported := false
 	for i := range sc {
@@ -199,6 +203,7 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		idx := fmt.Sprintf("[%d]", i)
 		if err := s.validate(i); err != nil {
 			errs = append(errs, units.Prefix(idx, err))
+			httpBefore = httpBefore || s.HTTP != nil
 			continue
 		}
 		if s.HTTP != nil {
@@ -217,6 +222,13 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 					errs = append(errs, units.Prefix(idx, fmt.Errorf("expr: %w vars.%s: no earlier step extracts it", ErrUndefinedVar, name)))
 				}
 			}
+			if !httpBefore && exprReadsLast(s.Expr) {
+				errs = append(errs, units.Prefix(idx, fmt.Errorf("expr: %w: last is the response of the latest http step "+
+					"before the expr (browser steps do not set it), and there is none", ErrLastBeforeHTTP)))
+			}
+		}
+		if s.HTTP != nil {
+			httpBefore = true
 		}
 		for name := range s.extract {
 			defined[name] = true

@@ -114,6 +114,26 @@ func exprVars(src string) []string {
 	return v.names
 }
 
+// exprReadsLast reports whether src reads `last` (the last http step's
+// response).
+func exprReadsLast(src string) bool {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return false
+	}
+	v := &lastVisitor{}
+	ast.Walk(&tree.Node, v)
+	return v.found
+}
+
+type lastVisitor struct{ found bool }
+
+func (v *lastVisitor) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok && id.Value == "last" {
+		v.found = true
+	}
+}
+
 type varVisitor struct{ names []string }
 
 func (v *varVisitor) Visit(n *ast.Node) {
