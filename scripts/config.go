@@ -197,6 +197,7 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 	defined := map[string]bool{}
 	httpBefore := false // an earlier step is an http step: `last` is set
 	var sum time.Duration
+	var parts []string // what sum adds up, for its error
 	sumReported := false
 	for i := range sc {
 		s := &sc[i]
@@ -238,14 +239,20 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 				defined[name] = true
 			}
 		}
-		d := s.Timeout
+		d, key := s.Timeout, "timeout"
 		if s.Browser != nil && s.Browser.Sleep != nil && *s.Browser.Sleep > d {
-			d = *s.Browser.Sleep
+			d, key = *s.Browser.Sleep, "browser.sleep"
 		}
 		sum += d
+		if d > 0 {
+			parts = append(parts, fmt.Sprintf("[%d].%s %s", i, key, d))
+		}
 		if checkTimeout > 0 && sum > checkTimeout && !sumReported {
 			sumReported = true
-			errs = append(errs, units.Prefix(idx, fmt.Errorf("timeout: %w: steps 0..%d add up to %s, the check timeout is %s", ErrTimeoutSum, i, sum, checkTimeout)))
+			// The key is what this step adds: its timeout, or the sleep
+			// of a browser step without one.
+			errs = append(errs, units.Prefix(idx, fmt.Errorf("%s: %w: steps 0..%d add up to %s (%s), the check timeout is %s",
+				key, ErrTimeoutSum, i, sum, sumParts(parts), checkTimeout)))
 		}
 		if s.timeout == 0 {
 			s.timeout = DefaultStepTimeout
@@ -255,6 +262,18 @@ func (sc Script) ValidateAndSetDefaults(checkTimeout time.Duration) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxSumParts bounds the terms sumParts names.
+const maxSumParts = 6
+
+// sumParts joins the terms of a sum of step timeouts and sleeps for its
+// error ("[0].timeout 4s + [2].browser.sleep 3s"), the first maxSumParts.
+func sumParts(parts []string) string {
+	if len(parts) > maxSumParts {
+		return strings.Join(parts[:maxSumParts], " + ") + fmt.Sprintf(" + %d more", len(parts)-maxSumParts)
+	}
+	return strings.Join(parts, " + ")
 }
 
 // validate checks one step on its own (without the variables of other

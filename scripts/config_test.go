@@ -159,7 +159,15 @@ func TestValidateErrors(t *testing.T) {
 - {browser: {navigate: /}, timeout: 4s}
 - {browser: {click: "#a"}, timeout: 4s}
 - {browser: {sleep: 3s}}`, 10 * time.Second,
-			[]string{"script[2].timeout: step timeouts exceed the check timeout: steps 0..2 add up to 11s, the check timeout is 10s"}, ErrTimeoutSum},
+			[]string{"script[2].browser.sleep: step timeouts exceed the check timeout: steps 0..2 add up to 11s ([0].timeout 4s + [1].timeout 4s + [2].browser.sleep 3s), the check timeout is 10s"}, ErrTimeoutSum},
+		{"sleeps over check timeout", `
+- {browser: {sleep: 2.5s}}
+- {browser: {sleep: 2.5s}}`, 4 * time.Second,
+			[]string{"script[1].browser.sleep: step timeouts exceed the check timeout: steps 0..1 add up to 5s ([0].browser.sleep 2.5s + [1].browser.sleep 2.5s), the check timeout is 4s"}, ErrTimeoutSum},
+		{"timeout after a sleep over check timeout", `
+- {browser: {sleep: 2s}}
+- {browser: {click: "#a"}, timeout: 3s}`, 4 * time.Second,
+			[]string{"script[1].timeout: step timeouts exceed the check timeout: steps 0..1 add up to 5s ([0].browser.sleep 2s + [1].timeout 3s), the check timeout is 4s"}, ErrTimeoutSum},
 		{"extract on browser step", `[{browser: {navigate: /}, extract: {x: {json: a}}}]`, 0,
 			[]string{"script[0].extract: only for http steps"}, nil},
 		{"extract two sources", `[{http: {path: /}, extract: {x: {json: a, header: b}}}]`, 0,
