@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -516,7 +517,15 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		ctx, cancel := context.WithTimeout(base, timeout)
 		r.pullCookies(ctx)
 		o = r.runHTTP(ctx, i, s)
+		cut := ctx.Err() != nil
 		cancel()
+		if capped && cut && o.err != nil {
+			// What the check's timeout left the step, not the step's own
+			// timeout, ran out: say so after the time the message gives
+			// ("timeout: no response within 486ms (what was left of the
+			// check's 3s timeout)").
+			o.err = r.checkTimeoutLeft(o.err)
+		}
 	case s.program != nil:
 		o = r.runExpr(s)
 	case s.Browser != nil:
@@ -601,6 +610,26 @@ func (r *run) step(runCtx context.Context, i int, s *Step) (o outcome) {
 		}
 	}
 	return o
+}
+
+// withinTime finds the time limit an http step's deadline message quotes
+// ("no response within 486ms", "no connection within 1.2s").
+var withinTime = regexp.MustCompile(`\bwithin [0-9][0-9.]*[a-zµ]+`)
+
+// checkTimeoutLeft returns err, the error of an http step that what was
+// left of the check's timeout ended, with the time it quotes said to be
+// that; err as it is when it quotes none.
+func (r *run) checkTimeoutLeft(err error) error {
+	msg := err.Error()
+	loc := withinTime.FindStringIndex(msg)
+	if loc == nil {
+		return err
+	}
+	what := "(what was left of the check's timeout)"
+	if t := r.runner.o.Timeout; t > 0 {
+		what = fmt.Sprintf("(what was left of the check's %s timeout)", roundForText(t))
+	}
+	return errors.New(msg[:loc[1]] + " " + what + msg[loc[1]:])
 }
 
 // runExpr evaluates an expression step.
