@@ -57,6 +57,9 @@ type File struct {
 	keys     *keyIndex         // the line of each key the file writes
 	fromEnv  map[string]string // key → the VIGIL_* variable that set it
 	redactor *redactor
+	// foreign: variables written as other tools write them in request
+	// fields, warned about (see foreignVars).
+	foreign []foreignVar
 	// sections holds the top-level keys the file sets (lower case).
 	sections map[string]bool
 	// statusPageDefault: alerting.status_page_url was not set and is
@@ -798,6 +801,7 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 		}
 	}
 	msgs = append(msgs, tokenWarnings(f)...)
+	msgs = append(msgs, f.foreignVarWarnings(f.foreign)...)
 	if f.Proxy != nil {
 		for _, msg := range f.Proxy.Warnings() {
 			msgs = append(msgs, "proxy."+msg)
@@ -1081,6 +1085,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	// they could only follow from it.
 	var errs []error
 	var unsetKeys []string
+	foreign := foreignVars(settings)
 	refs := map[string]bool{} // the references left as written, as "${NAME}"
 	interpolated := interpolate(settings, "", env, red, &errs, &unsetKeys, refs)
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
@@ -1218,6 +1223,7 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 	f.redactor = red
 	f.keys = keys
 	f.fromEnv = fromEnv
+	f.foreign = foreign
 	return &f, nil
 }
 
