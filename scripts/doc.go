@@ -18,6 +18,9 @@
 // not run (dns, connect_refused, timeout, tls, …) or failed an SLO assertion
 // (ttfb, duration) passes its cause through to the Result, so the canary
 // classifies an unreachable origin as "could not run" and a slow one as
-// degraded. A browser that cannot start gives checks.CauseBrowserUnavailable;
-// a browser that dies during a run gives checks.CauseBrowser.
+// degraded. A browser that cannot start, or dies during a run, gives
+// checks.CauseBrowserUnavailable, and a step that reads a ${env:NAME} the
+// agent's environment does not set gives checks.CauseAgent: both are the
+// agent's own trouble (checks.Cause.AgentFault), not counted against the
+// target.
 package scripts
