@@ -38,16 +38,26 @@ func newCheckCmd() *cobra.Command {
 		parallel    int
 	)
 	cmd := &cobra.Command{
-		Use:   "check -c FILE [--check NAME]... [--json] [--junit FILE]",
+		Use:   "check -c FILE [--check NAME]... [NAME]... [--json] [--junit FILE]",
 		Short: "Run every check once against each of its targets; exit 1 if any failed",
 		Long: `Runs each check × target once, concurrently, and prints a table (or JSON Lines with
 --json, one object per check × target). --check may be repeated (or list names
-separated by commas) to run only those checks. Exit status: 0 all passed, 1 any
+separated by commas) to run only those checks; names given as arguments
+(vigil check -c FILE api web) are --check names too. Exit status: 0 all passed, 1 any
 failed, 2 bad config or usage, 130 interrupted (SIGINT/SIGTERM: runs in flight are
 cancelled and reported as interrupted, not as failures).
 Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		// Check names, as --check takes them: "vigil check -c F api".
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				// The file as validate takes it (vigil validate FILE) is
+				// -c FILE here.
+				if ext := filepath.Ext(a); !cmd.Flags().Changed("config") && (ext == ".yaml" || ext == ".yml") {
+					return &exitError{code: 2, err: fmt.Errorf("%q: arguments are check names (as --check NAME); to read the config file %s, write -c %s", a, a, a)}
+				}
+				only = append(only, strings.Split(a, ",")...)
+			}
 			if parallel < 1 {
 				return &exitError{code: 2, err: fmt.Errorf("--parallel: must be at least 1, got %d", parallel)}
 			}
