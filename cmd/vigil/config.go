@@ -1523,9 +1523,16 @@ func structFields(t reflect.Type, fields map[string]reflect.Type) {
 // keyHint is what follows "unknown key" for key (a decoder path,
 // "checks[0].intervall"): " (did you mean interval?)" when a key of the
 // same mapping is a typo away, and for an expect.json element the keys it
-// takes; else "".
+// takes; for a key of another tool (foreignKeys) in a check or defaults
+// (Gatus's endpoints: at the top level), what vigil writes instead; else "".
 func keyHint(key string) string {
 	segs := strings.Split(key, ".")
+	if hint, ok := foreignKeys[strings.ToLower(segs[len(segs)-1])]; ok {
+		root, _, _ := strings.Cut(segs[0], "[")
+		if top := len(segs) == 1; top == (strings.ToLower(root) == "endpoints") && (top || root == "checks" || root == "defaults") {
+			return " (" + hint + ")"
+		}
+	}
 	t := reflect.TypeOf(File{})
 	var up reflect.Type // the struct holding t, one key up
 	for _, seg := range segs[:len(segs)-1] {
