@@ -35,6 +35,19 @@ type tryWatch struct {
 	conn   atomic.Pointer[h1Conn]
 	cancel atomic.Pointer[func(error)]
 	gone   atomic.Bool // the watcher found the client gone
+
+	// A replay-safe try at an origin that was available when picked
+	// publishes that origin (ejectFrom) and, while it waits for the answer's
+	// head, what cuts it (head on the fast path, headCancel through
+	// http.Transport): when the origin is taken out meanwhile, the try is
+	// cut and the request moves on (see ejectcut.go). Nothing is published
+	// for the answer's body.
+	ejectFrom  atomic.Pointer[origin]
+	head       atomic.Pointer[h1Conn]
+	headCancel atomic.Pointer[func(error)]
+	// cutReg is the registry this try is in outside the fast engine (nil
+	// on the fast engine, whose watcher finds the try among its conns).
+	cutReg *cutRegistry
 }
 
 // beginConn publishes the fast path's origin connection; false when the
@@ -111,7 +124,7 @@ func (w *tryWatch) abort() {
 func (e *engine) watchClients() {
 	t := time.NewTicker(clientWatchInterval)
 	defer t.Stop()
-	var waiting []*econn
+	var waiting, cuts []*econn
 	for now := range t.C {
 		before := now.Add(-clientWatchInterval).UnixNano()
 		waiting = waiting[:0]
@@ -124,8 +137,16 @@ func (e *engine) watchClients() {
 			if c.watch.waitedSince(before) {
 				waiting = append(waiting, c)
 			}
+			if c.watch.cuttable() {
+				cuts = append(cuts, c) // its origin was taken out (ejectcut.go)
+			}
 		}
 		e.mu.Unlock()
+		for i, c := range cuts {
+			c.watch.cut()
+			cuts[i] = nil
+		}
+		cuts = cuts[:0]
 		for i, c := range waiting {
 			if c.watch.waitedSince(before) && peerClosed(c.c) {
 				c.watch.abort()

@@ -538,6 +538,12 @@ type RetryConfig struct {
 	// MaxBufferedBody is the largest request body buffered so a replay-safe
 	// request can be retried after a 5xx. Default 64KiB.
 	MaxBufferedBody units.ByteSize `mapstructure:"max_buffered_body"`
+	// OnEjection is what happens to the replay-safe tries still waiting for
+	// an answer's head from an origin that is taken out of rotation
+	// (verdict-down, passively ejected): "resend" (default) cuts them and
+	// sends the request to another origin (cause ejected), "wait" leaves
+	// them waiting until try_timeout.
+	OnEjection string `mapstructure:"on_ejection"`
 
 	tryDefault bool // TryTimeout was omitted (for error messages)
 }
@@ -1178,8 +1184,21 @@ func (r *RetryConfig) ValidateAndSetDefaults() error {
 	if r.MaxBufferedBody < 0 {
 		errs = append(errs, errors.New("max_buffered_body: must not be negative"))
 	}
+	switch r.OnEjection {
+	case "":
+		r.OnEjection = OnEjectionResend
+	case OnEjectionResend, OnEjectionWait:
+	default:
+		errs = append(errs, fmt.Errorf("on_ejection: %q: want %s or %s", r.OnEjection, OnEjectionResend, OnEjectionWait))
+	}
 	return errors.Join(errs...)
 }
+
+// Values of RetryConfig.OnEjection.
+const (
+	OnEjectionResend = "resend"
+	OnEjectionWait   = "wait"
+)
 
 // ErrUncleanPrefix is returned for a path_prefix that no routed request
 // path can start with, as written.

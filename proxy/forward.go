@@ -236,7 +236,7 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 	pl := &pool{name: pc.Name, cfg: pc, log: log, m: m, none: m.forProxyAnswers(pc.Name),
 		retries: map[string]interfaceCounter{}}
 	pl.budget = &retryBudget{ratio: pc.Retry.RetryBudget.Fraction()}
-	for _, c := range append(retryCauses[:len(retryCauses):len(retryCauses)], CauseConnect, CauseLocal) {
+	for _, c := range append(retryCauses[:len(retryCauses):len(retryCauses)], CauseConnect, CauseLocal, CauseEjected) {
 		pl.retries[c] = m.retries.WithLabelValues(pc.Name, c)
 	}
 	pl.budgetDeny = m.budgetDeny.WithLabelValues(pc.Name)
@@ -797,6 +797,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	}
 	method := r.Method
 	replaySafe := (!hasBody || buffered) && (replayMethod(method) || r.Header.Get("Idempotency-Key") != "")
+	cutSafe := replaySafe && cfg.OnEjection != OnEjectionWait
 
 	// A body-less GET or HEAD gets a pooled header map: the fast path does
 	// not keep it after its round trip, and a try through http.Transport
@@ -956,12 +957,18 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		ctx, cancel, timer := r.Context(), noCancel, (*time.Timer)(nil)
 		var tt *tryTimer // a streamed body's try timer
 		o.inflight.Add(1)
+		// A replay-safe try at an origin picked as available is cut if the
+		// origin is taken out while it waits for the head (ejectcut.go).
+		tw := watch
+		if cutSafe && fromAvail {
+			tw = beginEject(watch, o)
+		}
 		var resp *http.Response
 		var err error
 		if fast && o.h1 != nil {
 			// The fast path bounds the try with connection deadlines.
 			var stale error
-			resp, err = o.h1.roundTrip(ctx, r, w, hdr, now.Add(tryTimeout), watch, &stale)
+			resp, err = o.h1.roundTrip(ctx, r, w, hdr, now.Add(tryTimeout), tw, &stale)
 			if stale != nil {
 				pl.staleConn(o, r, try+1, stale)
 			}
@@ -1033,6 +1040,11 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				cf := cancel // its own variable: only this path allocates it
 				watch.beginCancel(&cf, now)
 			}
+			var headed bool
+			if cutSafe && fromAvail {
+				hf := cancel
+				headed = tw.beginHeadCancel(&hf)
+			}
 			// Go's transport sends a replayable request (no body, an
 			// idempotent method) once more on a new connection when a
 			// reused one failed before any byte of an answer, as the fast
@@ -1053,6 +1065,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			resp, err = pl.transport.RoundTrip(out)
 			im.close()
 			watch.endCancel()
+			if headed && tw.endHeadCancel() && err == nil {
+				// Cut as the head arrived: the context is cancelled, the
+				// body would break; the request moves on.
+				resp.Body.Close()
+				resp, err = nil, errEjected
+			}
 			// Over HTTP/2, Go's transport resends only a request the
 			// origin left unprocessed (REFUSED_STREAM, GOAWAY): no stale
 			// connection, nothing to charge.
@@ -1060,6 +1078,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				pl.staleConn(o, r, try+1, errTransportResend)
 			}
 		}
+		tw.endEject()
 		tryEnd := time.Now()
 		lat := tryEnd.Sub(now)
 		tt.stop()
@@ -1106,6 +1125,20 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				}
 				ae.addTry(o.name, 0, causeClientClosed)
 				pl.clientClosed(r, try+1, start) // not the origin's fault
+			}
+			if errors.Is(err, errEjected) || context.Cause(ctx) == errEjected {
+				// The origin was taken out while the try waited: not
+				// charged to it (the detector does not see this try), the
+				// request moves on as after any failed replay-safe try.
+				cancel(nil)
+				pl.tryFailed(o.name, CauseEjected, r, try+1, errEjected, 0, nil)
+				ae.addTry(o.name, 0, CauseEjected)
+				lastCause = CauseEjected
+				if pl.budget.allow(tryEnd.UnixNano()) {
+					continue
+				}
+				pl.budgetDeny.Inc()
+				break
 			}
 			if errors.As(err, &mbe) {
 				cancel(nil)

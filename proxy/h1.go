@@ -264,6 +264,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 			c.c.Close()
 			return nil, errClientGone
 		}
+		headed := watch.beginHead(c) // a cut (origin taken out) poisons c's deadline
 		stop := neverStopped
 		if ctx.Done() != nil {
 			stop = context.AfterFunc(ctx, func() {
@@ -299,11 +300,24 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 				resp, err = readResponse(c.br, r.Method, &c.rb)
 			}
 		}
+		cut := headed && watch.endHead()
 		if !watch.endConn() {
 			// The client left; the watcher poisoned c's deadline.
 			stop()
 			c.c.Close()
 			return nil, errClientGone
+		}
+		if cut {
+			if err != nil {
+				// Cut before the head arrived whole: the origin was taken
+				// out of rotation (ejectcut.go).
+				stop()
+				c.c.Close()
+				return nil, errEjected
+			}
+			if !c.aborted.Load() {
+				c.c.SetDeadline(c.dl) // the head arrived first: the answer goes on
+			}
 		}
 		if err == nil && !bodyBuffered(resp, c.br) {
 			c.c.SetDeadline(time.Time{}) // the body may stream for long

@@ -26,6 +26,11 @@ const (
 	// ambiguous framing, endless interim (1xx) answers, an unrequested
 	// protocol switch (101).
 	CauseProtocol = "protocol"
+	// CauseEjected is a replay-safe try cut while it waited for the
+	// answer's head because its origin was taken out of rotation
+	// (retry.on_ejection): not a failure of the origin (the passive
+	// detector does not count it), the request moves on.
+	CauseEjected = "ejected"
 )
 
 var retryCauses = []string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset, CauseStatus5xx, CauseProtocol, CauseGRPCStatus}
@@ -123,7 +128,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"pool", "cause"}),
 		tries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_tries_total",
-			Help: "Tries sent to each origin, by result: ok (an answer below 500 whose body arrived whole) or the failed try's cause (status_5xx, connect_refused, connect, timeout, …; local: this process could not open a connection, never charged to the origin), whether the request was then retried elsewhere or the failure reached the client.",
+			Help: "Tries sent to each origin, by result: ok (an answer below 500 whose body arrived whole) or the failed try's cause (status_5xx, connect_refused, connect, timeout, …; local: this process could not open a connection, never charged to the origin; ejected: cut while waiting for the answer because the origin was taken out of rotation, never charged to it), whether the request was then retried elsewhere or the failure reached the client.",
 		}, []string{"pool", "origin", "result"}),
 		budgetDeny: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_retry_budget_exhausted_total",
@@ -234,7 +239,7 @@ type counterBox struct{ prometheus.Counter }
 // tryCauses are the results of vigil_proxy_tries_total but ok that an
 // originMetrics keeps a slot for: retryCauses, connect and local.
 var tryCauses = [...]string{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseTLS, CauseTimeout, CauseReset,
-	CauseStatus5xx, CauseProtocol, CauseGRPCStatus, CauseConnect, CauseLocal}
+	CauseStatus5xx, CauseProtocol, CauseGRPCStatus, CauseConnect, CauseLocal, CauseEjected}
 
 // tryCause returns the index of cause in tryCauses, -1 when not there.
 func tryCause(cause string) int {
@@ -274,7 +279,7 @@ func (m *metrics) forOrigin(pool, origin string) *originMetrics {
 	om.probeFail = m.returnProbes.WithLabelValues(pool, origin, "fail")
 	// Every failure cause starts at 0, so an origin's failure rate is 0,
 	// not absent, until its first failure.
-	for _, c := range retryCauses {
+	for _, c := range append(retryCauses[:len(retryCauses):len(retryCauses)], CauseEjected) {
 		om.tries[tryCause(c)].Store(&counterBox{m.tries.WithLabelValues(pool, origin, c)})
 	}
 	m.live[[2]string{pool, origin}] = om

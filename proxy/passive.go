@@ -332,6 +332,7 @@ func (p *pool) eject(o *origin, reason string, now time.Time, detailf func() str
 	if !changed {
 		return
 	}
+	takenOutNow(o) // cut the tries waiting at it (ejectcut.go)
 	o.passive.reset()
 	o.passive.refusedLogged.Store(false)
 	o.mu.Lock()

@@ -1438,6 +1438,9 @@ func (pl *pool) applyVerdictsFrom(vs []reporting.Verdict, ahead []time.Duration,
 			ok := pl.mayEject(o)
 			changed := ok && o.set(flagVerdict, why, now)
 			pl.mu.Unlock()
+			if changed {
+				takenOutNow(o) // cut the tries waiting at it (ejectcut.go)
+			}
 			if !ok {
 				o.m.ejectRefused[ReasonVerdict].Inc()
 				o.mu.Lock()
