@@ -97,6 +97,9 @@ type Proxy struct {
 	// proxy's clock) it was first seen: verdicts are aged from there, so a
 	// canary's clock skew does not make them stale or expired (applyFeeds).
 	vseen map[string]*keySeen
+	// quorumJudged: applyFeeds ran once with every source read (under
+	// applyMu).
+	quorumJudged bool
 
 	stateDir string     // WithStateDir; "" keeps drains in memory only
 	drainMu  sync.Mutex // serialises saving the drains file

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,6 +82,10 @@ type verdictFeed struct {
 	// late is, per region, whether its verdicts arrive dated more than
 	// max_age in the past (applyFeeds only, under applyMu).
 	late map[string]*lateRegion
+	// read is set once the source was read, successfully or not: until
+	// every source was, the regions reporting are not all known yet and
+	// the quorum is not judged (quorumCheck).
+	read atomic.Bool
 }
 
 // lateRegion is whether one region's verdicts from one source arrive late
@@ -246,6 +251,7 @@ func (p *Proxy) pollFeed(ctx context.Context, f *verdictFeed) {
 			f.fail.Record(err)
 			f.up.Set(0)
 		}
+		f.read.Store(true)
 		p.applyFeeds()
 		select {
 		case <-ctx.Done():
@@ -287,14 +293,22 @@ func (p *Proxy) applyFeeds() {
 			changed = true
 		}
 	}
+	// The quorum is judged once every source was read (or failed): the
+	// first source to answer at start is not all the regions there are.
+	allRead := true
+	for _, f := range p.feeds {
+		allRead = allRead && f.read.Load()
+	}
+	first := allRead && !p.quorumJudged
+	p.quorumJudged = p.quorumJudged || allRead
 	for _, pl := range pools {
 		// The quorum's reach changes with the regions read and with the
 		// pool's config: a reload may raise verdicts.quorum, or change the
 		// checks, tiers or targets that count, without a verdict key
 		// changing.
-		if pv, basis := p.poolView(pl.name), pl.quorumBasis(); changed || pv.quorumBasis != basis {
+		if pv, basis := p.poolView(pl.name), pl.quorumBasis(); allRead && (changed || first || pv.quorumBasis != basis) {
 			pv.quorumBasis = basis
-			pl.quorumCheck(all)
+			pl.quorumCheck(all, pv)
 		}
 		failing := failingRegions(pl, snaps)
 		pl.applyVerdictsFrom(all, ahead, now, failing)
@@ -371,6 +385,7 @@ type poolVerdictAge struct {
 	newest      time.Time
 	stale       bool
 	quorumBasis string
+	quorumShort bool // quorumCheck warned that the quorum is out of reach
 
 	// For regionCheck: per region, what it saw of it; the pool's
 	// quorumBasis when it last ran; the regions reporting then.
@@ -685,11 +700,15 @@ var dupWatch *reporting.DuplicateWatch
 
 // quorumCheck warns when fewer regions report verdicts that count for the
 // pool's origins than its verdicts.quorum, and at least one does: no
-// origin can then be taken out by verdicts, whatever they say. applyFeeds
-// calls it when the set of verdict keys read changes (the first read, a
-// new check, region or canary, one gone) and when a reload changes the
-// pool's quorumBasis, so it is logged once per change, not per poll.
-func (pl *pool) quorumCheck(vs []reporting.Verdict) {
+// origin can then be taken out by verdicts, whatever they say; and, after
+// such a warning, logs when enough regions report again. applyFeeds calls
+// it once every source was read, then when the set of verdict keys read
+// changes (a new check, region or canary, one gone) and when a reload
+// changes the pool's quorumBasis. pv.quorumShort keeps the state: one
+// warning when the quorum becomes out of reach, one line when it is met
+// again, none per poll or per change in between. When no region reports
+// at all there is nothing to say, and the state is forgotten.
+func (pl *pool) quorumCheck(vs []reporting.Verdict, pv *poolVerdictAge) {
 	targets := map[string]bool{}
 	for _, o := range pl.origins {
 		if o.target != "" {
@@ -702,9 +721,15 @@ func (pl *pool) quorumCheck(vs []reporting.Verdict) {
 			regions[v.Region] = true
 		}
 	}
-	if len(regions) == 0 || len(regions) >= pl.cfg.Verdicts.Quorum {
+	short := len(regions) < pl.cfg.Verdicts.Quorum
+	switch {
+	case len(regions) == 0:
+		pv.quorumShort = false
+		return
+	case short == pv.quorumShort:
 		return
 	}
+	pv.quorumShort = short
 	names := make([]string, 0, len(regions))
 	for r := range regions {
 		if r == "" {
@@ -713,7 +738,12 @@ func (pl *pool) quorumCheck(vs []reporting.Verdict) {
 		names = append(names, r)
 	}
 	sort.Strings(names)
-	pl.log.Warn("proxy: verdicts.quorum exceeds the regions that report for the pool: verdicts can take no origin out",
+	if short {
+		pl.log.Warn("proxy: verdicts.quorum exceeds the regions that report for the pool: verdicts can take no origin out",
+			"pool", pl.name, "quorum", pl.cfg.Verdicts.Quorum, "regions", strings.Join(names, ","))
+		return
+	}
+	pl.log.Info("proxy: verdicts.quorum met again: enough regions report for the pool, verdicts can take origins out",
 		"pool", pl.name, "quorum", pl.cfg.Verdicts.Quorum, "regions", strings.Join(names, ","))
 }
 
