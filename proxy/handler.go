@@ -124,6 +124,7 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 			p.refuse(w, r, http.StatusBadRequest, "the asterisk-form request target is for OPTIONS only")
 			return
 		}
+		p.countRefused(http.StatusOK) // answered before any pool was chosen
 		serverOptions(w, r)
 		return
 	}

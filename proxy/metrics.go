@@ -156,7 +156,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"pool"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_proxy_refused_total",
-			Help: "Requests answered before any pool was chosen, by status code: malformed (400), too large (413, 414, 431), unsupported (405, 417, 501, 505), or for a host and path no pool serves (421).",
+			Help: "Requests answered before any pool was chosen, by status code: malformed (400), too large (413, 414, 431), unsupported (405, 417, 501, 505), or for a host and path no pool serves (421); 200: OPTIONS *, which asks about the proxy itself.",
 		}, []string{"code"}),
 		clients: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vigil_proxy_client_connections",
