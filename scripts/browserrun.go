@@ -1513,6 +1513,13 @@ func (r *run) maskFrames(ctx context.Context, secrets []string) (func(), error) 
 			continue
 		}
 		undo = append(undo, func() { _, _ = evalIn[bool](ctx, sc, unmaskJS) })
+		// The frame's own process paints the masked text in its own
+		// time: the page's screenshot does not wait for it, and under
+		// load took the frame as it was before, secret and all. A frame
+		// that has not painted a new frame since is hidden instead.
+		if err := paintedIn(ctx, sc); err != nil {
+			unmasked = append(unmasked, id)
+		}
 	}
 	// The iframes whose documents could not be masked are hidden: their
 	// element is in the page, or in the document of another iframe.
@@ -1531,8 +1538,23 @@ func (r *run) maskFrames(ctx context.Context, secrets []string) (func(), error) 
 }
 
 // maxFrameMask bounds masking one frame's document: a frame busy in a
-// script that never yields is hidden instead (see maskFrames).
+// script that never yields is hidden instead (see maskFrames). It bounds
+// the wait for the frame to paint the masked text too (paintedIn).
 const maxFrameMask = time.Second
+
+// paintedJS resolves once the document has rendered two frames: the
+// first after a change may have started before it, the second has it.
+const paintedJS = `new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(() => ok(true))))`
+
+// paintedIn waits, within maxFrameMask, until the frame sc (an iframe
+// Chromium runs in a process of its own) has painted what was changed in
+// it. A frame that does not paint (busy, or throttled out of view) fails.
+func paintedIn(ctx context.Context, sc scope) error {
+	pctx, cancel := context.WithTimeout(ctx, maxFrameMask)
+	defer cancel()
+	_, err := evalIn[bool](pctx, sc, paintedJS, chromedp.EvalAwaitPromise)
+	return err
+}
 
 // maskIn runs the masking script js in the frame sc, within maxFrameMask.
 func maskIn(ctx context.Context, sc scope, js string) error {
