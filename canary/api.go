@@ -92,18 +92,7 @@ func splitErrors(err error) []error {
 
 // apiError is the JSON error body: {"error": "..."}.
 func apiError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	// The answers are JSON, never HTML: "<agent.admin_token>" reads as
-	// written, not as \u003cagent.admin_token\u003e.
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	reporting.WriteJSON(w, code, map[string]string{"error": msg})
 }
 
 // setReadNotes sets reporting.ReadNotesHeader to what the reads noted (a
@@ -202,7 +191,7 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 	if vs == nil {
 		vs = []reporting.Verdict{}
 	}
-	writeJSON(w, http.StatusOK, vs)
+	reporting.WriteJSON(w, http.StatusOK, vs)
 }
 
 func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src reporting.HistorySource) {
@@ -270,7 +259,7 @@ func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src report
 	if vs == nil {
 		vs = []reporting.Verdict{}
 	}
-	writeJSON(w, http.StatusOK, vs)
+	reporting.WriteJSON(w, http.StatusOK, vs)
 }
 
 // authorized answers a write request that does not carry the admin token
@@ -362,7 +351,7 @@ func (c *Canary) serveTrigger(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	reporting.WriteJSON(w, http.StatusOK, v)
 }
 
 // knowsCheck reports whether the running config defines a check named name.

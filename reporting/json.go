@@ -2,8 +2,22 @@ package reporting
 
 import (
 	"encoding/json"
+	"net/http"
 	"time"
 )
+
+// WriteJSON answers v as JSON with status code, never cached, as the
+// agent's /api/v1/ endpoints answer. < > & are written as they are, not as
+// \u003c and the like: the answers are application/json, never HTML, and
+// "<agent.admin_token>" reads as written.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
 
 // verdictJSON is the wire form of a Verdict: snake_case keys, durations in
 // milliseconds (float), times in RFC 3339.

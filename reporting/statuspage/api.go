@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -210,7 +209,7 @@ func (p *Page) serveSLOs(w http.ResponseWriter, r *http.Request) {
 	if n := notes.String(); n != "" {
 		w.Header().Set(reporting.ReadNotesHeader, n)
 	}
-	writeJSON(w, http.StatusOK, out)
+	reporting.WriteJSON(w, http.StatusOK, out)
 }
 
 // allLast sorts target "" (all targets) after the others.
@@ -221,18 +220,7 @@ func allLast(target string) int {
 	return 0
 }
 
-// writeJSON answers v as JSON, as the agent's other /api/v1/ endpoints
-// do (not cached, no HTML escaping).
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
 // jsonError is the /api/v1/ error body: {"error": "..."}.
 func jsonError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	reporting.WriteJSON(w, code, map[string]string{"error": msg})
 }
