@@ -25,7 +25,7 @@ func formOrigin(t testing.TB) *httptest.Server {
 	mux.HandleFunc("/form", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, `<!doctype html><title>form</title>
-<style>body { font: 32px monospace; margin: 20px } input { font: inherit; width: 90%; caret-color: transparent }</style>
+<style>body { font: 32px monospace; margin: 20px } input { font: inherit; width: 90%; caret-color: transparent } input:focus { outline: none }</style>
 <input id="u" type="text" autocomplete="off"><p id="echo">-</p>
 <script>const u = document.getElementById('u');
 u.oninput = () => { document.getElementById('echo').textContent = 'hello ' + u.value; };</script>`)
