@@ -221,10 +221,12 @@ func (a *app) pageSLOs() []statuspage.SLOStatus {
 	return out
 }
 
-// withPending adds to the verdicts the status page shows a placeholder
-// (unknown, "not run yet") for each pair this agent's canary runs that has
-// no verdict yet, so a check whose first run is ahead (hourly, cron) has its
-// row from the start.
+// withPending completes the verdicts the status page shows with this
+// agent's canary's own: a pair whose first verdict is judged but not yet in
+// the store (the write is in flight) shows its in-memory verdict, and a
+// pair that has not run yet shows a placeholder (unknown, "not run yet"),
+// so a check whose first run is ahead (hourly, cron) has its row from the
+// start and no row blinks out between its first run and its first write.
 type withPending struct {
 	reporting.HistorySource
 	can *canary.Canary
@@ -240,8 +242,10 @@ func (w withPending) Verdicts(ctx context.Context, maxAge time.Duration) ([]repo
 	for _, v := range vs {
 		have[key{v.Check, v.Target, v.Region, v.Vantage}] = true
 	}
-	for _, p := range w.can.Pending() {
-		if !have[key{p.Check, p.Target, p.Region, p.Vantage}] {
+	mem, _ := w.can.Verdicts(ctx, maxAge)
+	for _, p := range append(mem, w.can.Pending()...) {
+		if k := (key{p.Check, p.Target, p.Region, p.Vantage}); !have[k] {
+			have[k] = true
 			vs = append(vs, p)
 		}
 	}

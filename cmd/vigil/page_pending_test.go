@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigil-synthetics/vigil/checks/checktest"
+	"github.com/vigil-synthetics/vigil/reporting"
 )
 
 // TestStatusPageShowsPairsNotRunYet: a configured check whose first run is
@@ -105,5 +107,51 @@ checks:
 	a.reload()
 	if b := banner(); strings.Contains(b, "reload failed") {
 		t.Errorf("banner after a good reload: %s", b)
+	}
+}
+
+// unwritten is a store whose writes have not landed yet: it reads no
+// verdicts.
+type unwritten struct{ reporting.HistorySource }
+
+func (unwritten) Verdicts(context.Context, time.Duration) ([]reporting.Verdict, error) {
+	return nil, nil
+}
+
+// TestStatusPageShowsRunPairsBeforeTheirWrite: between a pair's first
+// verdict and its write to the store, the page shows the canary's verdict
+// from memory. The row used to vanish in that window: no longer "not run
+// yet", not yet in the store (a CI run caught the page with no cells at all
+// right after a reload).
+func TestStatusPageShowsRunPairsBeforeTheirWrite(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vigil.yaml")
+	cfg := fmt.Sprintf(`agent: {region: r1, data_dir: %q}
+targets: [{name: o, url: %q}]
+checks:
+  - {name: often, targets: [o], interval: 1s, timeout: 500ms, http: {path: /healthz}}
+  - {name: yearly-report, targets: [o], cron: "@yearly", http: {path: /healthz}}
+`, filepath.Join(dir, "data"), o.URL())
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, stop := startApp(t, path, roles{canary: true, page: true})
+	defer stop()
+	waitFor(t, 20*time.Second, "the canary's first verdict", func() bool { return len(a.can.Latest()) > 0 })
+	vs, err := withPending{unwritten{a.hist}, a.can}.Verdicts(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]bool{}
+	for _, v := range vs {
+		if v.Region != "r1" || v.Target != "o" {
+			t.Errorf("verdict with region %q target %q", v.Region, v.Target)
+		}
+		ran[v.Check] = !v.At.IsZero() && v.StatusCode == 200
+	}
+	if r, ok := ran["often"]; !ok || !r || ran["yearly-report"] || len(vs) != 2 {
+		t.Errorf("verdicts before the store has any: %+v; want often's run (from memory) and yearly-report not run yet", vs)
 	}
 }
