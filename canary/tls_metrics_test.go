@@ -33,11 +33,11 @@ func metricValue(t *testing.T, body, series string) float64 {
 
 // TestMetricsRedirectPhases: with follow_redirects, the connect and tls
 // phases of probe_http_duration_seconds are the hops' own (summed), and a
-// first hop's 400 ms server wait shows in processing, as in
+// first hop's 1 s server wait shows in processing, as in
 // blackbox_exporter; the verdict (status page, API) carries the same
 // phases.
 func TestMetricsRedirectPhases(t *testing.T) {
-	const wait = 400 * time.Millisecond
+	const wait = time.Second // a loaded CI machine took 136 ms for the two handshakes
 	final := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "landed")
 	}))
@@ -56,7 +56,7 @@ func TestMetricsRedirectPhases(t *testing.T) {
 	if err != nil || !v.OK {
 		t.Fatalf("trigger: %+v %v", v, err)
 	}
-	if v.Connect > wait/4 || v.TLS > wait/4 || v.TTFB-v.DNS-v.Connect-v.TLS < wait {
+	if v.Connect > wait/2 || v.TLS > wait/2 || v.TTFB-v.DNS-v.Connect-v.TLS < wait {
 		t.Errorf("verdict phases dns %s connect %s tls %s ttfb %s: want connect and tls well under %s and the wait in ttfb − dns − connect − tls",
 			v.DNS, v.Connect, v.TLS, v.TTFB, wait)
 	}
@@ -71,10 +71,10 @@ func TestMetricsRedirectPhases(t *testing.T) {
 	phase := func(p string) float64 {
 		return metricValue(t, string(b), `probe_http_duration_seconds{check="hops",phase="`+p+`",region="test-region",target="o1",tier="deep"}`)
 	}
-	if got := phase("connect"); got <= 0 || got > (wait/4).Seconds() {
+	if got := phase("connect"); got <= 0 || got > (wait/2).Seconds() {
 		t.Errorf("phase connect = %gs, want the two hops' connects (> 0, well under %s)", got, wait)
 	}
-	if got := phase("tls"); got <= 0 || got > (wait/4).Seconds() {
+	if got := phase("tls"); got <= 0 || got > (wait/2).Seconds() {
 		t.Errorf("phase tls = %gs, want the two hops' handshakes (> 0, well under %s)", got, wait)
 	}
 	if got := phase("processing"); got < wait.Seconds() {
