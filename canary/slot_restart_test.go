@@ -208,7 +208,7 @@ func TestRestartResumesMissedSlot(t *testing.T) {
 
 // TestCanaryRestartLoop: real canaries over a real store and a real origin,
 // restarted every 200 ms with 1 s checks for 5 s. Each pair runs about once
-// a second (4 to 6 times), never twice within 0.5 s. Before, a pair whose
+// a second (4 to 6 times; at least twice under load), never twice within 0.5 s. Before, a pair whose
 // spread was over 200 ms never ran and one under it ran at every restart.
 func TestCanaryRestartLoop(t *testing.T) {
 	if testing.Short() {
@@ -262,8 +262,11 @@ func TestCanaryRestartLoop(t *testing.T) {
 	defer mu.Unlock()
 	for _, n := range names {
 		got := hits["/"+n]
-		if len(got) < 4 || len(got) > 6 {
-			t.Errorf("target %s: %d runs in %s of restarts every %s with a %s interval, want 4 to 6: %v",
+		// 4 to 6 on a quiet machine; under load each restart's store open
+		// and close leave longer gaps (a CI run saw 3, none in the first
+		// 2.8 s). The faults this test is for give 0 or about 25.
+		if len(got) < 2 || len(got) > 6 {
+			t.Errorf("target %s: %d runs in %s of restarts every %s with a %s interval, want 2 to 6 (about 5): %v",
 				n, len(got), elapsed.Round(time.Millisecond), life, interval, offsets(begin, got))
 			continue
 		}
