@@ -19,8 +19,9 @@ import (
 // client, origins get it in X-Real-IP, and the access log adds it as
 // client_ip; X-Forwarded-For still gets the peer appended, so the chain
 // stays whole. A request from any other peer, or whose header holds no
-// usable address, keeps the peer as its client: nobody else can choose
-// the address the proxy believes.
+// usable address, or names it in Connection (hop-by-hop: not passed on, so
+// not believed either), keeps the peer as its client: nobody else can
+// choose the address the proxy believes.
 
 type clientIPKey struct{}
 
@@ -61,6 +62,13 @@ func withClientIP(cfg *Config, r *http.Request) (*http.Request, string) {
 	}
 	peer, err := netip.ParseAddr(peerIP(r))
 	if err != nil || !trustedAddr(cfg.trusted, peer) {
+		return r, ""
+	}
+	if namedIn(r.Header["Connection"], cfg.clientIPKey) {
+		// Named in Connection, the header is hop-by-hop: it is not passed
+		// on (copyHeaders), so X-Forwarded-For gets the peer alone, and
+		// X-Real-IP must say the same rather than name an address the
+		// chain the origin sees does not hold.
 		return r, ""
 	}
 	ip, ok := realClientIP(cfg, r.Header[cfg.clientIPKey])

@@ -814,6 +814,16 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		hdr = make(http.Header, len(r.Header)+3)
 	}
 	copyHeaders(hdr, r.Header, true)
+	// The fields the proxy sets are set after the copy: one the client
+	// named in Connection was dropped with it as hop-by-hop, and a client
+	// could so remove the request's ID (here) or the forwarding fields
+	// (below) from what the origin gets (Apache's CVE-2022-31813, Traefik's
+	// CVE-2024-45410).
+	if pl.rid != "" {
+		if v, ok := r.Header[pl.rid]; ok {
+			hdr[pl.rid] = v
+		}
+	}
 	// The proxy answered the client's Expect: 100-continue itself; passed
 	// on, an origin that never sends 100 would cost every such request the
 	// transport's one-second wait.
@@ -876,12 +886,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		hdr["X-Forwarded-Client-Cert"] = []string{clientCertElement(r.TLS.VerifiedChains[0][0])}
 	}
 	hdr["X-Real-Ip"] = fwd[2:3:3]
-	if _, ok := hdr["Forwarded"]; ok {
+	if _, ok := r.Header["Forwarded"]; ok {
 		// A client's Forwarded is replaced by this hop's element, as its
 		// X-Forwarded-Host and -Proto are: frameworks read host= and
 		// proto= from the first element (Spring), which an appended chain
 		// would leave to the client. None is added when the client sent
-		// none (X-Forwarded-* carry the same).
+		// none (X-Forwarded-* carry the same); one the client named in
+		// Connection is replaced too, not dropped.
 		hdr["Forwarded"] = []string{forwardedElement(cip, r.Host, proto[0])}
 	}
 

@@ -76,7 +76,9 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 		// The request's ID, to the origin and back to the client on every
 		// answer, the proxy's own refusals included.
 		var id []string
-		if cv := r.Header[k]; st.cfg.RequestIDFromClient && len(cv) == 1 && validRequestID(cv[0]) {
+		// A client's ID named in Connection is hop-by-hop, not one to
+		// pass on: it is replaced as a malformed one is.
+		if cv := r.Header[k]; st.cfg.RequestIDFromClient && len(cv) == 1 && validRequestID(cv[0]) && !namedIn(r.Header["Connection"], k) {
 			id = cv
 		} else {
 			id = p.rids.next()
