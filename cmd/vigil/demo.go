@@ -260,7 +260,9 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 		return &exitError{code: 2, err: fmt.Errorf("--log-level: %q: want debug, info, warn or error", f.logLevel)}
 	}
 	log := slog.New(newRedactHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	// The demo is interactive: closing its terminal (SIGHUP) stops it, as
+	// Ctrl-C does, where `vigil run` reloads its config.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	d, err := startDemo(ctx, f, log, cmd.OutOrStdout())
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -464,5 +465,24 @@ func TestSelfName(t *testing.T) {
 	}
 	if got := selfNameOf("vigil"); got != "vigil" {
 		t.Errorf("run from PATH: %q", got)
+	}
+}
+
+// TestDemoStopsOnHangup: closing the terminal that runs `vigil demo`
+// (SIGHUP) stops it as Ctrl-C does; it used to take the hangup for a config
+// reload and go on running in the background, holding its ports and data
+// dir.
+func TestDemoStopsOnHangup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped in -short mode")
+	}
+	dir := t.TempDir()
+	buildVigil(t, dir)
+	p := startVigil(t, dir, "bin/vigil", "demo", "--listen", "127.0.0.1:0", "--proxy-listen", "127.0.0.1:0",
+		"--origin-port", fmt.Sprint(freePorts(t, 3)), "--data-dir", "vigil-data/demo", "--traffic", "0", "--browser=false")
+	p.waitLine(t, "Break an origin from the page, or:", 30*time.Second)
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	if code := p.exit(t, 20*time.Second); code != 0 {
+		t.Errorf("demo after SIGHUP: exit %d, stderr %q", code, p.stderr.String())
 	}
 }
