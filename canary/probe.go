@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -97,6 +98,7 @@ type probeRequest struct {
 	token   string
 	check   *CheckConfig // a copy; nil: unknown module
 	modules []string     // every check a module may name
+	own     []string     // the check's own target URLs: its url and its targets'
 }
 
 func (p *prober) snapshot(module string) probeRequest {
@@ -117,6 +119,16 @@ func (p *prober) snapshot(module string) probeRequest {
 		if ch.Name == module {
 			cp := *ch
 			pr.check = &cp
+			if ch.URL != "" {
+				pr.own = append(pr.own, ch.URL)
+			}
+			for _, name := range ch.Targets {
+				for _, t := range c.cfg.Targets {
+					if t.Name == name {
+						pr.own = append(pr.own, t.URL)
+					}
+				}
+			}
 		}
 	}
 	sort.Strings(pr.modules)
@@ -187,6 +199,10 @@ func (p *prober) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.probeError(w, http.StatusBadRequest, module, probeBadRequest, fmt.Sprintf("target %q: %v", units.RedactURL(raw), err))
 		return
 	}
+	if msg := credentialScope(ch, raw, pr.own, p.c.redact); msg != "" {
+		p.probeError(w, http.StatusBadRequest, module, probeBadRequest, fmt.Sprintf("module %q: %s", module, msg))
+		return
+	}
 	if n := p.inflight.Add(1); n > int64(pr.cfg.MaxConcurrent) {
 		p.inflight.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -226,6 +242,158 @@ func (p *prober) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	_, _ = w.Write(metrics)
+}
+
+// credentialScope returns why the module ch may not probe raw, "" when it
+// may: a module that sends credentials (moduleCredentials) sends them
+// only to its own targets (own), those of the same scheme, host and port
+// as raw. Any other target is refused rather than probed without them: a
+// run without its credentials would fail for a reason the caller cannot
+// see. A dns check whose target is a name to ask about (not a dns://
+// server) sends nothing to it.
+func credentialScope(ch *CheckConfig, raw string, own []string, redact func(string) string) string {
+	creds := moduleCredentials(ch, redact)
+	if len(creds) == 0 {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "" // validateURL parsed it already
+	}
+	if ch.Kind() == "dns" && u.Scheme != "dns" {
+		return ""
+	}
+	want := originOf(u)
+	var shown []string
+	for _, o := range own {
+		ou, err := url.Parse(o)
+		if err != nil {
+			continue
+		}
+		if originOf(ou) == want {
+			return ""
+		}
+		if s := originOf(ou).String(); !slices.Contains(shown, s) {
+			shown = append(shown, s)
+		}
+	}
+	return fmt.Sprintf("it sends credentials (%s), which go only to its own targets (%s): target %q is not one of them (scheme, host and port must match one); "+
+		"add the target to the check's targets, or probe it with a module that sends no credentials",
+		strings.Join(creds, ", "), strings.Join(shown, ", "), want.String())
+}
+
+// origin is a URL's scheme, host and port, as credentialScope compares
+// them: lower case, an address written canonically, the scheme's port
+// when the URL names none.
+type origin struct{ scheme, host, port string }
+
+func originOf(u *url.URL) origin {
+	o := origin{scheme: strings.ToLower(u.Scheme), host: strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), port: u.Port()}
+	if a, err := netip.ParseAddr(o.host); err == nil {
+		o.host = a.Unmap().String()
+	}
+	if o.port == "" {
+		o.port = map[string]string{"http": "80", "https": "443", "tls": "443", "dns": "53"}[o.scheme]
+	}
+	return o
+}
+
+func (o origin) String() string {
+	host := o.host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if o.port == "" {
+		return o.scheme + "://" + host
+	}
+	return o.scheme + "://" + host + ":" + o.port
+}
+
+// moduleCredentials lists, by config key, what the check sends its target
+// that is a credential: the value of a header, a query parameter, a form
+// field or a json field (at any depth) whose name is sensitive
+// (checks.SensitiveName); basic_auth; a client certificate (cert_file);
+// and any value sent (path, headers, query, form, json, body, user_agent,
+// a tcp send) that holds a secret of the config, as redact, the config's
+// redactor, finds: a ${NAME} value, a literal credential of
+// Config.Secrets. http.proxy_url and http.proxy_tls are left out: they go
+// to the configured proxy whatever the target.
+func moduleCredentials(ch *CheckConfig, redact func(string) string) []string {
+	var out []string
+	add := func(key string) {
+		if !slices.Contains(out, key) {
+			out = append(out, key)
+		}
+	}
+	secret := func(v string) bool { return redact != nil && v != "" && redact(v) != v }
+	val := func(key, v string, sensitive bool) {
+		if sensitive || secret(v) {
+			add(key)
+		}
+	}
+	named := func(prefix string, m map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			val(prefix+"."+k, m[k], checks.SensitiveName(k))
+		}
+	}
+	cert := func(key string, o *checks.TLSOptions) {
+		if o != nil && o.CertFile != "" {
+			add(key + ".cert_file")
+		}
+	}
+	switch {
+	case ch.HTTP != nil:
+		h := ch.HTTP
+		val("http.path", h.Path, false)
+		named("http.headers", h.Headers)
+		named("http.query", h.Query)
+		named("http.form", h.Form)
+		jsonCredentials("http.json", h.JSON, false, val)
+		val("http.body", h.Body, false)
+		if h.BasicAuth != nil {
+			add("http.basic_auth")
+		}
+		val("http.user_agent", h.UserAgent, false)
+		cert("http.tls", &h.TLS)
+	case ch.TCP != nil:
+		val("tcp.send", ch.TCP.Send, false)
+		for i, q := range ch.TCP.Query {
+			val(fmt.Sprintf("tcp.query[%d].send", i), q.Send, false)
+		}
+		cert("tcp.tls", ch.TCP.TLS)
+	case ch.TLS != nil:
+		if ch.TLS.CertFile != "" {
+			add("tls.cert_file")
+		}
+	case ch.DNS != nil:
+		cert("dns.tls", ch.DNS.TLS)
+	case ch.GRPC != nil:
+		if ch.GRPC.TLS != nil {
+			cert("grpc.tls", &ch.GRPC.TLS.TLSOptions)
+		}
+		val("grpc.user_agent", ch.GRPC.UserAgent, false)
+	}
+	return out
+}
+
+// jsonCredentials calls val with every scalar of the json value v, under
+// key, sensitive when its key or one enclosing it is a sensitive name.
+func jsonCredentials(key string, v any, sensitive bool, val func(key, v string, sensitive bool)) {
+	switch x := v.(type) {
+	case nil:
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			jsonCredentials(key+"."+k, x[k], sensitive || checks.SensitiveName(k), val)
+		}
+	case []any:
+		for i, e := range x {
+			jsonCredentials(fmt.Sprintf("%s[%d]", key, i), e, sensitive, val)
+		}
+	case string:
+		val(key, x, sensitive)
+	default:
+		val(key, fmt.Sprint(x), sensitive)
+	}
 }
 
 // probeTimeout is the run's timeout: the check's, capped as

@@ -3,10 +3,13 @@ package canary
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"path"
 	"strings"
 	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // Probe endpoint defaults.
@@ -91,6 +94,46 @@ func (p *ProbeConfig) validate(haveToken bool) error {
 		errs = append(errs, errors.New("require_token: /probe asks for agent.admin_token, which is not set (set it, or require_token: false to serve /probe without a token)"))
 	}
 	return errors.Join(errs...)
+}
+
+// Warnings returns what is valid in p but unsafe, for vigil validate and
+// the start log, each message prefixed with its key under agent.probe
+// ("require_token: …"); listen is agent.listen. None when /probe is off.
+//
+//   - require_token: false on a listener reachable beyond loopback (any
+//     address but 127.0.0.0/8, ::1 and localhost; an empty host is every
+//     interface): anyone on the network can make vigil send requests;
+//   - an allow entry of 0.0.0.0/0 or ::/0 (any /0): a probe may reach
+//     every address, vigil's own loopback and a cloud's metadata address
+//     included.
+func (p *ProbeConfig) Warnings(listen string) []string {
+	if !p.Enabled {
+		return nil
+	}
+	var out []string
+	if !p.tokenRequired() {
+		host, _, err := net.SplitHostPort(listen)
+		if err != nil || !units.LoopbackHost(host) {
+			shown := listen
+			if err == nil && host == "" {
+				shown += " (every interface)"
+			}
+			out = append(out, fmt.Sprintf("require_token: false serves /probe without a token on agent.listen %s, which is reachable beyond this machine: "+
+				"anyone who reaches it can make vigil send requests to what agent.probe.allow lets through; keep require_token: true (the default, with agent.admin_token) or listen on 127.0.0.1", shown))
+		}
+	}
+	for i, raw := range p.Allow {
+		r, err := parseAllowRule(raw)
+		if err != nil || !r.prefix.IsValid() || r.prefix.Bits() != 0 {
+			continue
+		}
+		every := "every IPv4 address, vigil's own loopback and a cloud's metadata address (169.254.169.254) included"
+		if r.prefix.Addr().Is6() {
+			every = "every IPv6 address, vigil's own loopback (::1) and a cloud's metadata address (fd00:ec2::254) included"
+		}
+		out = append(out, fmt.Sprintf("allow[%d]: %s lets a probe reach %s: list the networks the probes need", i, r.raw, every))
+	}
+	return out
 }
 
 func parseAllowRule(raw string) (allowRule, error) {

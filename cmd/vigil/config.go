@@ -801,6 +801,9 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 		}
 	}
 	msgs = append(msgs, tokenWarnings(f)...)
+	for _, msg := range f.Agent.Probe.Warnings(f.Agent.Listen) {
+		msgs = append(msgs, "agent.probe."+msg)
+	}
 	msgs = append(msgs, f.foreignVarWarnings(f.foreign)...)
 	if f.Proxy != nil {
 		for _, msg := range f.Proxy.Warnings() {
