@@ -35,6 +35,7 @@ func newCheckCmd() *cobra.Command {
 		file, junit string
 		only        []string
 		asJSON      bool
+		failOnSlow  bool
 		parallel    int
 	)
 	cmd := &cobra.Command{
@@ -45,7 +46,9 @@ func newCheckCmd() *cobra.Command {
 separated by commas) to run only those checks; names given as arguments
 (vigil check -c FILE api web) are --check names too. Exit status: 0 all passed, 1 any
 failed, 2 bad config or usage, 130 interrupted (SIGINT/SIGTERM: runs in flight are
-cancelled and reported as interrupted, not as failures).
+cancelled and reported as interrupted, not as failures). A run that failed only its
+latency objectives (expect.ttfb, expect.duration) is SLOW (degraded), not a failure,
+as the canary judges it: exit 0 unless --fail-on-slow.
 Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`,
 		// Check names, as --check takes them: "vigil check -c F api".
 		Args: cobra.ArbitraryArgs,
@@ -122,13 +125,13 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			if asJSON {
 				err = writeJSONLines(out, results, f.redactor)
 			} else {
-				err = writeTable(out, results, f.redactor)
+				err = writeTable(out, results, f.redactor, failOnSlow)
 			}
 			if err != nil {
 				return err
 			}
 			if junit != "" {
-				if err := writeJUnit(junit, results, f.redactor); err != nil {
+				if err := writeJUnit(junit, results, f.redactor, failOnSlow); err != nil {
 					return &exitError{code: 2, err: fmt.Errorf("--junit: %w", err)}
 				}
 			}
@@ -136,7 +139,7 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 				return &exitError{code: 130, err: fmt.Errorf("interrupted: %d of %d runs did not finish", n, len(results))}
 			}
 			for _, r := range results {
-				if !r.Result.OK {
+				if o := r.outcome(); o == outcomeFail || (o == outcomeSlow && failOnSlow) {
 					return &exitError{code: 1}
 				}
 			}
@@ -148,6 +151,7 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: one object per check × target")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to this file")
 	cmd.Flags().IntVar(&parallel, "parallel", 16, "checks run at once (at least 1)")
+	cmd.Flags().BoolVar(&failOnSlow, "fail-on-slow", false, "exit 1 when a run failed only its latency objectives (expect.ttfb, expect.duration), as when one failed")
 	return cmd
 }
 
@@ -305,6 +309,34 @@ func httpURL(p canary.Pair) string {
 	return canary.ProbedURL(&p)
 }
 
+// A run's outcome as vigil check reports it: the values of the canary's
+// vigil_checks_total{result} (pass, slow, fail), and interrupted.
+const (
+	outcomePass        = "pass"
+	outcomeSlow        = "slow"
+	outcomeFail        = "fail"
+	outcomeInterrupted = "interrupted"
+)
+
+// outcome classifies the run as the canary does (canary.Classify): one
+// that failed only its latency objectives (cause ttfb or duration, no
+// other assertion failed) is slow, the pair's verdict degraded, not
+// unhealthy ("Slow is not down"). A run the agent could not make (cause
+// agent, browser_unavailable) is a failure here: a deploy gate that could
+// not check must not pass.
+func (r pairResult) outcome() string {
+	if r.Interrupted {
+		return outcomeInterrupted
+	}
+	switch canary.Classify(r.Result) {
+	case canary.Pass:
+		return outcomePass
+	case canary.Slow:
+		return outcomeSlow
+	}
+	return outcomeFail
+}
+
 func countInterrupted(results []pairResult) int {
 	n := 0
 	for _, r := range results {
@@ -339,6 +371,10 @@ type checkJSON struct {
 	Target string `json:"target"`
 	Tier   string `json:"tier"`
 	OK     bool   `json:"ok"`
+	// Result is the run's outcome: pass, slow (failed only its latency
+	// objectives: the verdict's state degraded, the canary's
+	// vigil_checks_total{result="slow"}), fail or interrupted.
+	Result string `json:"result"`
 	// Interrupted: a signal cancelled the run; ok is false but it is
 	// not a failure, and cause and error are empty.
 	Interrupted bool   `json:"interrupted,omitempty"`
@@ -383,7 +419,7 @@ type stepJSON struct {
 func toJSON(r pairResult, red *redactor) checkJSON {
 	res := r.Result
 	j := checkJSON{
-		Check: r.Check, Target: r.Target, Tier: r.Tier, OK: res.OK, URL: red.redact(r.URL), Cause: string(res.Cause),
+		Check: r.Check, Target: r.Target, Tier: r.Tier, OK: res.OK, Result: r.outcome(), URL: red.redact(r.URL), Cause: string(res.Cause),
 		Error: red.redact(res.Err), StatusCode: res.StatusCode, Proto: res.Proto,
 		TTFBMs: ms(res.Phases.TTFB), DurationMs: ms(res.Phases.Total),
 		Phases: phasesJSON{ms(res.Phases.DNS), ms(res.Phases.Connect), ms(res.Phases.TLS),
@@ -432,18 +468,21 @@ func writeJSONLines(w io.Writer, results []pairResult, red *redactor) error {
 	return nil
 }
 
-func writeTable(w io.Writer, results []pairResult, red *redactor) error {
+func writeTable(w io.Writer, results []pairResult, red *redactor, failOnSlow bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tTARGET\tRESULT\tCAUSE\tSTATUS\tTTFB\tTOTAL\tDETAIL")
-	failed, interrupted := 0, 0
+	failed, slow, interrupted := 0, 0, 0
 	for _, r := range results {
 		res := r.Result
 		verdict := "pass"
-		switch {
-		case r.Interrupted:
+		switch r.outcome() {
+		case outcomeInterrupted:
 			verdict = "INTERRUPTED"
 			interrupted++
-		case !res.OK:
+		case outcomeSlow:
+			verdict = "SLOW (degraded)"
+			slow++
+		case outcomeFail:
 			verdict = "FAIL"
 			failed++
 		}
@@ -477,7 +516,15 @@ func writeTable(w io.Writer, results []pairResult, red *redactor) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	summary := fmt.Sprintf("\n%s, %d passed, %d failed", runsSummary(results), len(results)-failed-interrupted, failed)
+	summary := fmt.Sprintf("\n%s, %d passed, %d failed", runsSummary(results), len(results)-failed-slow-interrupted, failed)
+	if slow > 0 {
+		summary = fmt.Sprintf("\n%s, %d passed, %d slow, %d failed", runsSummary(results), len(results)-failed-slow-interrupted, slow, failed)
+		if failOnSlow {
+			summary += " (slow counts as failed: --fail-on-slow)"
+		} else {
+			summary += " (slow is not down: exit 1 for it with --fail-on-slow)"
+		}
+	}
 	if interrupted > 0 {
 		summary += fmt.Sprintf(", %d interrupted", interrupted)
 	}
@@ -591,7 +638,11 @@ func checkWritable(path string) error {
 }
 
 // writeJUnit writes one testsuite per check and one testcase per target.
-func writeJUnit(path string, results []pairResult, red *redactor) error {
+// A slow run (failed only its latency objectives) passes, as it does not
+// change the exit status, with its system-out starting "SLOW (degraded): …";
+// with failOnSlow it is a <failure type="slow">, as it makes vigil check
+// exit 1.
+func writeJUnit(path string, results []pairResult, red *redactor, failOnSlow bool) error {
 	var doc junitSuites
 	idx := map[string]int{}
 	for _, r := range results {
@@ -612,15 +663,23 @@ func writeJUnit(path string, results []pairResult, red *redactor) error {
 			}
 			lines = append(lines, fmt.Sprintf("%s %s: got %s, want %s", mark, a.Name, a.Got, a.Want))
 		}
-		c.SystemOut = red.redact(strings.Join(lines, "\n"))
-		if r.Interrupted {
+		switch o := r.outcome(); {
+		case o == outcomeInterrupted:
 			c.Skipped = &junitSkipped{Message: interruptedMsg(r)}
-		} else if !r.Result.OK {
+		case o == outcomeSlow && failOnSlow:
+			c.Failure = &junitFailure{Message: "slow (degraded): " + oneLine(red.redact(r.Result.Err)), Type: outcomeSlow,
+				Body: red.redact(r.Result.Err)}
+			s.Failures++
+			doc.Failures++
+		case o == outcomeSlow:
+			lines = append([]string{"SLOW (degraded): " + r.Result.Err + " (passes: slow is not down; --fail-on-slow makes it a failure)"}, lines...)
+		case o == outcomeFail:
 			c.Failure = &junitFailure{Message: oneLine(red.redact(r.Result.Err)), Type: string(r.Result.Cause),
 				Body: red.redact(r.Result.Err)}
 			s.Failures++
 			doc.Failures++
 		}
+		c.SystemOut = red.redact(strings.Join(lines, "\n"))
 		s.total += r.Result.Phases.Total
 		s.Time = fmt.Sprintf("%.3f", s.total.Seconds())
 		s.Tests++

@@ -78,8 +78,8 @@ checks:
 					!strings.Contains(out, "2 runs (2 checks × 1 target), 1 passed, 0 failed, 1 interrupted") {
 					t.Errorf("table:\n%s", out)
 				}
-			} else if !strings.Contains(out, `"check":"slow","target":"a","tier":"deep","ok":false,"interrupted":true,"cause":"","error":"interrupted: the run was cancelled by a signal before it ended"`) ||
-				!strings.Contains(out, `"check":"fast","target":"a","tier":"deep","ok":true,"cause":""`) {
+			} else if !strings.Contains(out, `"check":"slow","target":"a","tier":"deep","ok":false,"result":"interrupted","interrupted":true,"cause":"","error":"interrupted: the run was cancelled by a signal before it ended"`) ||
+				!strings.Contains(out, `"check":"fast","target":"a","tier":"deep","ok":true,"result":"pass","cause":""`) {
 				t.Errorf("json:\n%s", out)
 			}
 			if !strings.Contains(stderr.String(), "interrupted: 1 of 2 runs did not finish") {
