@@ -11,6 +11,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -976,6 +977,64 @@ func tokenWarnings(f *File) []string {
 		if t := f.Proxy.AdminToken; t != "" && t != f.Agent.AdminToken && len(t) < minTokenLen {
 			out = append(out, fmt.Sprintf("proxy.admin_token: shorter than %d characters%s", minTokenLen, advice))
 		}
+	}
+	return out
+}
+
+// verdictsFromEnv is the environment variable `vigil proxy` reads more
+// --verdicts-from URLs from (separated by spaces or newlines): a URL with
+// a password or a token in its query, which on the command line every
+// user of the host reads in ps and /proc/PID/cmdline, while a process's
+// environment is readable only by its own user and root.
+const verdictsFromEnv = "VIGIL_VERDICTS_FROM"
+
+// verdictsFromWarnings warns, never showing a password or a query value,
+// about --verdicts-from URLs that give a credential away: one written on
+// the command line (fromFlags) with a password or a query string in it,
+// and any (fromEnv too) that sends its user info or query string over
+// plain http to a host that is not loopback, as receivers' and
+// store.influxdb's warnings do.
+func verdictsFromWarnings(fromFlags, fromEnv []string) []string {
+	var out []string
+	check := func(raw string, argv bool) {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return
+		}
+		var creds []string
+		if u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				creds = append(creds, "password")
+			} else {
+				creds = append(creds, "user name")
+			}
+		}
+		if u.RawQuery != "" {
+			creds = append(creds, "query string")
+		}
+		if len(creds) == 0 {
+			return
+		}
+		what := strings.Join(creds, " and ")
+		shown := units.RedactURL(raw)
+		be, verb := "is", "travels"
+		if len(creds) > 1 {
+			be, verb = "are", "travel"
+		}
+		if argv && (u.RawQuery != "" || slices.Contains(creds, "password")) {
+			out = append(out, fmt.Sprintf("--verdicts-from: %q: its %s %s on the command line, which every user of this host can read (ps, /proc/PID/cmdline); pass the URL in the environment variable %s instead (readable only by vigil's own user and root)",
+				shown, what, be, verdictsFromEnv))
+		}
+		if strings.EqualFold(u.Scheme, "http") && !units.LoopbackHost(u.Hostname()) {
+			out = append(out, fmt.Sprintf("--verdicts-from: %q: http, not https: its %s %s unencrypted to %s; use https (--verdicts-from-ca FILE for a private CA), or a loopback address for a canary on this host",
+				shown, what, verb, u.Hostname()))
+		}
+	}
+	for _, u := range fromFlags {
+		check(u, true)
+	}
+	for _, u := range fromEnv {
+		check(u, false)
 	}
 	return out
 }
@@ -2503,7 +2562,7 @@ func withoutRefs(sec string, refs map[string]bool) []string {
 // variables, and the test and benchmark switches (names ending in "_" are
 // prefixes).
 var nonKeyEnv = []string{
-	"VIGIL_ADMIN_TOKEN", "VIGIL_INFLUXDB_ORG", "VIGIL_INFLUXDB_TOKEN",
+	"VIGIL_ADMIN_TOKEN", "VIGIL_INFLUXDB_ORG", "VIGIL_INFLUXDB_TOKEN", verdictsFromEnv,
 	"VIGIL_INFLUXD", "VIGIL_CHROMIUM", "VIGIL_SCREENSHOT_DIR", "VIGIL_FLAGS",
 	"VIGIL_OUTAGE", "VIGIL_SCENARIOS", "VIGIL_STORE_CRASH_CHILD", "VIGIL_INFLUX_CRASH_CHILD",
 	"VIGIL_TEST_", "VIGIL_BENCH_", "VIGIL_BENCH", "VIGIL_SOAK_", "VIGIL_SOAK", "VIGIL_CANARY_CHILD_",

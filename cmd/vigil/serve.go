@@ -216,14 +216,29 @@ answers 503 only when every source fails. A failing source's last verdicts
 count until they are older than the pool's verdicts.max_age.
 --verdicts-from-ca FILE trusts the CAs of a PEM file, instead of the
 system pool, for https canaries (read at start and at every config
-reload: SIGHUP or a change of the config file).`,
+reload: SIGHUP or a change of the config file).
+VIGIL_VERDICTS_FROM adds canary URLs, separated by spaces: a URL with a
+password or a token stays out of the command line, which every user of
+the host can read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fromEnv := strings.Fields(os.Getenv(verdictsFromEnv))
+			for _, u := range fromEnv {
+				if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+					return &exitError{code: 2, err: fmt.Errorf("%s: %q: want http(s) URLs of canaries, separated by spaces", verdictsFromEnv, units.RedactURL(u))}
+				}
+			}
 			for _, u := range f.verdictsFrom {
 				if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 					return &exitError{code: 2, err: fmt.Errorf("--verdicts-from: %q: want an http(s) URL of a canary", units.RedactURL(u))}
 				}
 			}
+			if log, err := f.logger(); err == nil { // else serve reports it
+				for _, w := range verdictsFromWarnings(f.verdictsFrom, fromEnv) {
+					log.Warn(w)
+				}
+			}
+			f.verdictsFrom = append(f.verdictsFrom, fromEnv...)
 			if f.verdictsFromCA != "" {
 				if len(f.verdictsFrom) == 0 {
 					return &exitError{code: 2, err: errors.New("--verdicts-from-ca: only with --verdicts-from")}

@@ -611,32 +611,97 @@ func (c *Config) Warnings() []string { return c.warnings }
 
 // receiverWarnings: a written alerting section with no receiver notifies
 // nobody (its alerts show on the status page and GET /api/v1/alerts
-// only), and a webhook with headers (Authorization, a token) posted over
-// plain http to a host that is not loopback sends them unencrypted, as
-// store.influxdb warns about its token. Warnings, not errors: a config
-// being built up, or a receiver on a trusted private network, is a choice
-// that must not go unnoticed.
+// only), and a receiver whose url is plain http to a host that is not
+// loopback sends its credentials unencrypted, as store.influxdb warns
+// about its token: a webhook's headers (Authorization, a token), the
+// basic-auth user info or query parameters of any receiver's url, a
+// PagerDuty routing_key (in every event's body), and a Slack webhook URL,
+// whose path is the secret. Warnings, not errors: a config being built
+// up, or a receiver on a trusted private network, is a choice that must
+// not go unnoticed.
 func (c *Config) receiverWarnings() []string {
 	var warns []string
 	if len(c.Receivers) == 0 && !c.Disabled && len(c.set) > 0 {
 		warns = append(warns, "receivers: none: alerts fire on the status page and GET /api/v1/alerts only and notify nobody; add a webhook, slack, pagerduty or alertmanager receiver")
 	}
-	for i, r := range c.Receivers {
+	for i := range c.Receivers {
+		r := &c.Receivers[i]
 		for _, w := range r.TLS.Warnings() {
 			warns = append(warns, fmt.Sprintf("receivers[%d].tls.%s", i, w))
 		}
-		if r.Webhook == nil || len(r.Webhook.Headers) == 0 {
-			continue
+		if w := r.plainHTTPWarning(); w != "" {
+			warns = append(warns, fmt.Sprintf("receivers[%d].%s", i, w))
 		}
-		u, err := url.Parse(string(r.Webhook.URL))
-		if err != nil || u.Scheme != "http" || units.LoopbackHost(u.Hostname()) {
-			continue
-		}
-		names := slices.Sorted(maps.Keys(r.Webhook.Headers))
-		warns = append(warns, fmt.Sprintf("receivers[%d].webhook.url: http, not https: its headers (%s) travel unencrypted to %s; use https, or a loopback address for a receiver on this host",
-			i, strings.Join(names, ", "), u.Hostname()))
 	}
 	return warns
+}
+
+// plainHTTPWarning is the warning, relative to the receiver, about the
+// credentials it would send over plain http to a host that is not
+// loopback ("" when none): "webhook.url: http, not https: its headers
+// (Authorization) travel unencrypted to hooks.example.com; …". It names
+// the keys and header and parameter names, never a value.
+func (r *Receiver) plainHTTPWarning() string {
+	var kind string
+	switch {
+	case r.Webhook != nil:
+		kind = "webhook"
+	case r.Slack != nil:
+		kind = "slack"
+	case r.PagerDuty != nil:
+		kind = "pagerduty"
+	case r.Alertmanager != nil:
+		kind = "alertmanager"
+	default:
+		return ""
+	}
+	u, err := url.Parse(r.url())
+	if err != nil || !strings.EqualFold(u.Scheme, "http") || u.Host == "" || units.LoopbackHost(u.Hostname()) {
+		return ""
+	}
+	creds := urlCredentials(u)
+	switch {
+	case r.Webhook != nil && len(r.Webhook.Headers) > 0:
+		creds = append(creds, "headers ("+strings.Join(slices.Sorted(maps.Keys(r.Webhook.Headers)), ", ")+")")
+	case r.PagerDuty != nil && r.PagerDuty.RoutingKey != "":
+		creds = append(creds, "routing_key")
+	case r.Slack != nil:
+		// The incoming-webhook URL is the credential: whoever reads its
+		// path can post to the channel.
+		creds = append([]string{"URL path (a Slack webhook's path is its secret)"}, creds...)
+	}
+	if len(creds) == 0 {
+		return ""
+	}
+	verb := "travels"
+	if len(creds) > 1 || strings.HasPrefix(creds[0], "headers") || strings.HasPrefix(creds[0], "user and password") {
+		verb = "travel"
+	}
+	list := creds[0]
+	if n := len(creds); n > 1 {
+		list = strings.Join(creds[:n-1], ", ") + " and " + creds[n-1]
+	}
+	return fmt.Sprintf("%s.url: http, not https: its %s %s unencrypted to %s; use https, or a loopback address for a receiver on this host",
+		kind, list, verb, u.Hostname())
+}
+
+// urlCredentials names the credentials a URL carries, never their
+// values: its user info (sent as basic auth) and its query string (a
+// token=…).
+func urlCredentials(u *url.URL) []string {
+	var creds []string
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			creds = append(creds, "user and password (the URL's user info, sent as basic auth)")
+		} else {
+			creds = append(creds, "user name (the URL's user info, sent as basic auth)")
+		}
+	}
+	if u.RawQuery != "" {
+		// Not even the names: "?abc123" is a token without "=".
+		creds = append(creds, "query string (a token in it)")
+	}
+	return creds
 }
 
 // RouteWarnings lists, relative to the section, each receivers[].checks
