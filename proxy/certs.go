@@ -188,6 +188,9 @@ func (p *certPair) maybeReload(log *slog.Logger) {
 	}
 	p.cert.Store(cert)
 	log.Info("proxy: tls: certificate reloaded", "cert_file", p.certFile)
+	if note, _ := expiryNote(cert, time.Now()); note != "" {
+		log.Warn("proxy: tls: "+note, "cert_file", p.certFile)
+	}
 }
 
 // listenerSuites are the TLS 1.2 cipher suites the TLS listener offers:

@@ -102,7 +102,10 @@ type Config struct {
 	// verified chain must still end in one of them.
 	clientRoots map[string]bool
 	clientCRL   *clientCRL // ClientCRLFile, loaded by ValidateAndSetDefaults
-	hsts        []string   // the Strict-Transport-Security value, nil when off
+	// servedCerts are CertFile and Certs as ValidateAndSetDefaults loaded
+	// them, for the expiry warnings (certexpiry.go).
+	servedCerts []servedCert
+	hsts        []string // the Strict-Transport-Security value, nil when off
 	// RequestID is the header that carries each request's ID to the origin
 	// and back to the client (and into the access log and the failed-try
 	// log). Default X-Request-Id; "off" sends none.
@@ -551,9 +554,16 @@ type RetryConfig struct {
 // Warnings lists what the section allows but weakens, each led by its key;
 // call after ValidateAndSetDefaults succeeded: a client_crl_file CRL past
 // its next update (it still applies, see loadClientCRL), a pool's
-// tls.insecure_skip_verify (the proxy carries user traffic to its origins).
+// tls.insecure_skip_verify (the proxy carries user traffic to its origins),
+// a certificate of the TLS listener that has expired or expires within 14
+// days (certexpiry.go).
 func (c *Config) Warnings() []string {
 	var out []string
+	for _, sc := range c.servedCerts {
+		if note, _ := expiryNote(sc.cert, time.Now()); note != "" {
+			out = append(out, fmt.Sprintf("%s: %s: %s", sc.key, sc.file, note))
+		}
+	}
 	if c.clientCRL != nil {
 		for _, s := range c.clientCRL.staleLists(time.Now()) {
 			out = append(out, fmt.Sprintf("client_crl_file: %s: %s: the certificates it lists stay refused, the others are served; publish a new CRL and reload", c.ClientCRLFile, s))
@@ -592,9 +602,12 @@ func (c *Config) ValidateAndSetDefaults() error {
 		}
 		// Loaded here, so that validate and a reload refuse a pair the
 		// listener could not start with (nginx -t loads them too).
+		c.servedCerts = nil
 		if c.CertFile != "" && c.KeyFile != "" {
-			if _, err := loadPair(c.CertFile, c.KeyFile); err != nil {
+			if pair, err := loadPair(c.CertFile, c.KeyFile); err != nil {
 				errs = append(errs, fmt.Errorf("cert_file: %w", err))
+			} else {
+				c.servedCerts = append(c.servedCerts, servedCert{"cert_file", c.CertFile, pair})
 			}
 		}
 		for i, cp := range c.Certs {
@@ -602,9 +615,13 @@ func (c *Config) ValidateAndSetDefaults() error {
 			case cp.CertFile == "" || cp.KeyFile == "":
 				errs = append(errs, fmt.Errorf("certs[%d]: cert_file and key_file are both required", i))
 			default:
-				if c, err := loadPair(cp.CertFile, cp.KeyFile); err != nil {
+				pair, err := loadPair(cp.CertFile, cp.KeyFile)
+				if err != nil {
 					errs = append(errs, fmt.Errorf("certs[%d].cert_file: %w", i, err))
-				} else if len(c.Leaf.DNSNames) == 0 && len(c.Leaf.IPAddresses) == 0 {
+					break
+				}
+				c.servedCerts = append(c.servedCerts, servedCert{fmt.Sprintf("certs[%d].cert_file", i), cp.CertFile, pair})
+				if len(pair.Leaf.DNSNames) == 0 && len(pair.Leaf.IPAddresses) == 0 {
 					// Chosen by SNI name, which is matched against the
 					// certificate's DNS names only (as clients check it).
 					errs = append(errs, fmt.Errorf("certs[%d].cert_file: %s names no DNS name (subject alternative name; a common name alone is not matched), so no client would get it", i, cp.CertFile))

@@ -143,6 +143,9 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	}
 	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir, rids: newRequestIDs()}
 	p.ctw.every = clientTLSPollEvery
+	if err := o.reg.Register(certExpiryCollector{p}); err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
 	st, err := p.build(cfg, nil)
 	if err != nil {
 		return nil, err

@@ -470,6 +470,17 @@ func (a *app) health() (reasons, warnings []string) {
 				reasons = append(reasons, "proxy: "+a.current().redactor.redact(e))
 			}
 		}
+		// A served certificate that has expired (every client refuses it)
+		// is a reason, one that expires within 14 days a warning.
+		certWarns, expired := a.prx.CertReport()
+		if expired != nil {
+			for _, e := range strings.Split(expired.Error(), "\n") {
+				reasons = append(reasons, "proxy: "+e)
+			}
+		}
+		for _, w := range certWarns {
+			warnings = append(warnings, "warning: proxy: "+w)
+		}
 	}
 	if a.alr != nil {
 		for rcv, e := range a.alr.DeliveryFailures() {
