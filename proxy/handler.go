@@ -13,8 +13,9 @@ import (
 
 // Handler returns the data plane. It serves only configured hosts: a request
 // whose Host matches no pool gets 421, an absolute-form request target
-// ("GET http://other.example/ HTTP/1.1") for a host no pool names explicitly
-// gets 400, and CONNECT gets 405, so vigil is never an open proxy. It always
+// ("GET http://other.example/ HTTP/1.1") for a host no pool names (exactly
+// or by a wildcard; "*" does not count), or whose scheme is not http or
+// https, gets 400, and CONNECT gets 405, so vigil is never an open proxy. It always
 // forwards to configured origins, whatever the request names. "OPTIONS *"
 // (RFC 9110 §9.3.7, a question about the server, not a resource) is answered
 // by the proxy itself: 200 with Content-Length: 0; any other method with the
@@ -132,7 +133,16 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 	}
 	host := hostOf(r.Host)
 	if r.URL.Host != "" || (len(r.RequestURI) > 0 && r.RequestURI[0] != '/') {
-		// Absolute-form target: only for a host some pool names explicitly.
+		// Absolute-form target: an http or https URL (RFC 9112 §3.2.2 asks
+		// for an "http" or "https" URI; another scheme, "ftp://…", asks a
+		// forward proxy for another protocol), only for a host some pool
+		// names, exactly or by a wildcard: a "*" pool alone does not make
+		// the proxy serve any host named in a URL. nginx picks the server
+		// by the URL's host too, wildcard server_names included.
+		if sc := r.URL.Scheme; !strings.EqualFold(sc, "http") && !strings.EqualFold(sc, "https") {
+			p.refuse(w, r, http.StatusBadRequest, "absolute request target with a scheme other than http or https")
+			return
+		}
 		if !st.explicitHost(hostOf(r.URL.Host)) {
 			p.refuse(w, r, http.StatusBadRequest, "absolute request target for a host this proxy does not serve")
 			return
