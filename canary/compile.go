@@ -208,7 +208,16 @@ func (c *Config) PairNames() map[string][]string {
 //     (checks.SensitiveName: Authorization, Proxy-Authorization, Cookie,
 //     X-Api-Key, …), as headerSecrets splits it: an Authorization value's
 //     credentials without the scheme, a Cookie's values;
+//   - the value of every query parameter and form field whose name is
+//     sensitive (checks.SensitiveName: access_token, api_key, password,
+//     …): http.query and http.form, and the query string of the URLs
+//     above and of http.path (decoded);
+//   - the value of every http.json field whose name is sensitive, at any
+//     depth, and every value inside it (an object or an array under
+//     "credentials");
 //   - agent.admin_token, which the agent sends to its peers.
+//
+// The config's redactor leaves out values under 3 bytes.
 //
 // A script step's value that holds "${" is left out: it is expanded at
 // run time, and a ${env:NAME} value is a secret of the run already. The
@@ -230,16 +239,48 @@ func (c *Config) Secrets() []string {
 			out = append(out, user)
 		}
 	}
+	// The values of a query string's parameters whose name is sensitive
+	// (?access_token=…, ?api_key=…), decoded.
+	fromQuery := func(raw string, literal func(string) bool) {
+		_, q, ok := strings.Cut(raw, "?")
+		if !ok {
+			return
+		}
+		q, _, _ = strings.Cut(q, "#")
+		vals, _ := url.ParseQuery(q) // the pairs before a malformed one
+		for name, vs := range vals {
+			if checks.SensitiveName(name) {
+				for _, v := range vs {
+					if literal(v) {
+						out = append(out, v)
+					}
+				}
+			}
+		}
+	}
+	fromURLQuery := func(raw string, literal func(string) bool) {
+		if literal(raw) {
+			fromURL(raw)
+		}
+		fromQuery(raw, literal)
+	}
 	fromHTTP := func(h *checks.HTTPSpec, step bool) {
 		if h == nil {
 			return
 		}
 		literal := func(v string) bool { return !step || !strings.Contains(v, "${") }
 		for _, raw := range []string{h.URL, h.ProxyURL} {
-			if literal(raw) {
-				fromURL(raw)
+			fromURLQuery(raw, literal)
+		}
+		fromQuery(h.Path, literal)
+		for _, m := range []map[string]string{h.Query, h.Form} {
+			for name, v := range m {
+				if checks.SensitiveName(name) && literal(v) {
+					out = append(out, v)
+				}
 			}
 		}
+		out = append(out, jsonSecrets(h.JSON, false, literal)...)
 		if ba := h.BasicAuth; ba != nil && literal(ba.Username) && literal(ba.Password) {
 			out = append(out, ba.Password, ba.Username+":"+ba.Password)
 		}
@@ -249,18 +290,17 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
+	always := func(string) bool { return true }
 	for _, t := range c.Targets {
-		fromURL(t.URL)
+		fromURLQuery(t.URL, always)
 	}
 	for _, ch := range c.Checks {
-		fromURL(ch.URL)
+		fromURLQuery(ch.URL, always)
 		fromHTTP(ch.HTTP, false)
 		for _, st := range ch.Script {
 			fromHTTP(st.HTTP, true)
 			if st.Browser != nil {
-				if nav := navigateURL(st.Browser.Navigate); !strings.Contains(nav, "${") {
-					fromURL(nav)
-				}
+				fromURLQuery(navigateURL(st.Browser.Navigate), func(v string) bool { return !strings.Contains(v, "${") })
 			}
 		}
 	}
@@ -268,6 +308,34 @@ func (c *Config) Secrets() []string {
 	// expand (the load fails, naming it): not a secret to hide.
 	if c.Agent.AdminToken != "" && !strings.Contains(c.Agent.AdminToken, "${") {
 		out = append(out, c.Agent.AdminToken)
+	}
+	return out
+}
+
+// jsonSecrets returns the scalars of the json value v (an http.json body)
+// whose key, or a key enclosing them, is a sensitive name, at any depth
+// ({"user": {"password": …}}, {"tokens": […]}), as text; under is whether
+// an enclosing key is sensitive. A string literal rejects is left out.
+func jsonSecrets(v any, under bool, literal func(string) bool) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			out = append(out, jsonSecrets(e, under || checks.SensitiveName(k), literal)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, jsonSecrets(e, under, literal)...)
+		}
+	case string:
+		if under && literal(x) {
+			out = append(out, x)
+		}
+	case nil, bool:
+	default:
+		if under {
+			out = append(out, fmt.Sprint(x))
+		}
 	}
 	return out
 }

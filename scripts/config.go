@@ -115,6 +115,7 @@ type Extract struct {
 	// whose name is sensitive (Authorization, Set-Cookie, token, password,
 	// session, …; see checks.SensitiveName), or into a variable whose name
 	// is, or that a step sends as a credential (a sensitive request header,
+	// a sensitive query parameter, form or json field,
 	// basic_auth.password: see credentialVars), are secrets without it.
 	Secret bool `mapstructure:"secret"`
 

@@ -318,26 +318,75 @@ func (rv *runVars) secretVar(name string) bool {
 }
 
 // credentialKey reports whether a value at key (relative to the step, as
-// ref.key) is sent as a credential: the value of a request header whose
-// name is sensitive (Authorization, Proxy-Authorization, Cookie,
-// X-Api-Key, …: checks.SensitiveName), or basic_auth.password.
+// ref.key) is sent as a credential: the value of a request header, a
+// query parameter or a form field whose name is sensitive (Authorization,
+// Proxy-Authorization, Cookie, X-Api-Key, access_token, password, …:
+// checks.SensitiveName), a json field under a sensitive name at any depth
+// (http.json.user.password, http.json.tokens[0]), or
+// basic_auth.password.
 func credentialKey(key string) bool {
-	if h, ok := strings.CutPrefix(key, "http.headers."); ok {
-		return checks.SensitiveName(h)
+	for _, p := range []string{"http.headers.", "http.query.", "http.form."} {
+		if n, ok := strings.CutPrefix(key, p); ok {
+			return checks.SensitiveName(n)
+		}
+	}
+	if j, ok := strings.CutPrefix(key, "http.json"); ok && (j == "" || j[0] == '.' || j[0] == '[') {
+		for _, seg := range strings.FieldsFunc(j, func(r rune) bool { return r == '.' || r == '[' || r == ']' }) {
+			if checks.SensitiveName(seg) {
+				return true
+			}
+		}
+		return false
 	}
 	return key == "http.basic_auth.password"
 }
 
+// queryCredentialVars returns the variables that the query string of
+// raw, an http step's url or path, substitutes into the value of a
+// parameter whose name is sensitive (?access_token=${t}).
+func queryCredentialVars(raw string) []string {
+	_, q, ok := strings.Cut(raw, "?")
+	if !ok {
+		return nil
+	}
+	q, _, _ = strings.Cut(q, "#")
+	var out []string
+	for _, kv := range strings.Split(q, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if !checks.SensitiveName(k) {
+			continue
+		}
+		rs, _ := parseRefs(v)
+		for _, r := range rs {
+			if !r.env {
+				out = append(out, r.name)
+			}
+		}
+	}
+	return out
+}
+
 // credentialVars returns the script variables that some step substitutes
-// into a credential (credentialKey): `Authorization: "Bearer ${bearer}"`
-// makes bearer's value a secret of the run from its extraction on, as a
-// token extracted under a sensitive name is.
+// into a credential (credentialKey, queryCredentialVars):
+// `Authorization: "Bearer ${bearer}"` or `query: {access_token:
+// "${bearer}"}` makes bearer's value a secret of the run from its
+// extraction on, as a token extracted under a sensitive name is.
 func (sc Script) credentialVars() map[string]bool {
 	out := map[string]bool{}
 	for i := range sc {
 		for _, r := range sc[i].refs {
 			if !r.env && credentialKey(r.key) {
 				out[r.name] = true
+			}
+		}
+		if h := sc[i].HTTP; h != nil {
+			for _, raw := range []string{h.URL, h.Path} {
+				for _, name := range queryCredentialVars(raw) {
+					out[name] = true
+				}
 			}
 		}
 	}
