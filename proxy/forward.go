@@ -1932,8 +1932,15 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	if method == http.MethodHead {
 		return nil
 	}
+	// An empty body (Content-Length 0, or an HTTP/2 origin's HEADERS that
+	// ended the stream: a gRPC trailers-only answer) is never flushed: the
+	// head goes out as the handler returns, over HTTP/2 in one HEADERS
+	// frame with END_STREAM. Flushed, it went as HEADERS and an empty DATA
+	// frame, and gRPC clients took the grpc-status in it for a header of an
+	// answer that never sent its trailers (INTERNAL).
+	empty := resp.ContentLength == 0
 	// Stream immediately for SSE and bodies of unknown length.
-	flush := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	flush := resp.ContentLength < 0 || !empty && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	var fl http.Flusher
 	if flush {
 		fl, _ = w.(http.Flusher)
@@ -1964,7 +1971,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 			fl, _ = w.(http.Flusher)
 		}
 		hb, _ = resp.Body.(*h1Body)
-		pending = true // the head
+		pending = !empty // the head
 	}
 	bp := bufPool.Get().(*[]byte)
 	buf := *bp
@@ -2005,7 +2012,7 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		}
 	}
 	bufPool.Put(bp)
-	if st != nil && fl != nil {
+	if st != nil && fl != nil && !empty {
 		st.flush(fl)
 	}
 	for k, vv := range resp.Trailer {
