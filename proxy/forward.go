@@ -364,6 +364,20 @@ var errTryTimeout = errors.New("try timed out")
 // choice, not charged to the origin.
 var errCallDeadline = errors.New("the call's deadline passed")
 
+// errEmptyCall is the cancel cause of a gRPC call without a message that
+// outlived try_timeout: any client can send such calls, so a wait for
+// their answers is not charged to the origin.
+var errEmptyCall = errors.New("no answer to a gRPC call without a message")
+
+// emptyBody is the body of a gRPC call without a message: not nil, of
+// unknown length, so that Go's HTTP/2 transport sends HEADERS and then an
+// empty DATA frame with END_STREAM, as nginx does; on HEADERS that end the
+// stream, grpc-go servers never answer.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }
+
 // classify maps a failed round trip to its cause; connLevel is true when
 // nothing reached the origin.
 func classify(err error, ctx context.Context) (cause string, connLevel bool) {
@@ -963,6 +977,8 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			rb = &replayBody{r: stream, ended: make(chan struct{})}
 			lastRB = rb
 			outBody = rb
+		case grpc:
+			outBody = emptyBody{}
 		}
 		tryTimeout := min(cfg.TryTimeout, deadline.Sub(now))
 		ctx, cancel, timer := r.Context(), noCancel, (*time.Timer)(nil)
@@ -1031,6 +1047,8 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 					})
 				})
 				rb.progress = tt.reset
+			} else if grpc && !hasBody {
+				timer = time.AfterFunc(tryTimeout, func() { cancel(errEmptyCall) })
 			} else {
 				timer = time.AfterFunc(tryTimeout, func() { cancel(errTryTimeout) })
 			}
@@ -1166,6 +1184,17 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				pl.log.Debug("proxy: call's deadline passed before an answer; origin not charged", "pool", pl.name,
 					"origin", o.name, "path", r.URL.Path, "grpc_timeout", callTimeout.String())
 				pl.answerFor(w, r, http.StatusGatewayTimeout, "the call's deadline passed before an answer", start)
+				return
+			}
+			if context.Cause(ctx) == errEmptyCall {
+				cancel(nil)
+				if ae != nil {
+					ae.tries = try + 1
+				}
+				ae.addTry(o.name, 0, causeEmptyCall)
+				pl.log.Debug("proxy: no answer to a gRPC call without a message; origin not charged", "pool", pl.name,
+					"origin", o.name, "path", r.URL.Path, "waited", tryTimeout.String())
+				pl.answerFor(w, r, http.StatusGatewayTimeout, "no answer to a call without a message", start)
 				return
 			}
 			if unsendable(err) {
@@ -1718,11 +1747,13 @@ const causeClientClosed = "client_closed"
 // max_body" lines (not a try cause: the origin is not charged).
 const causeClientBody = "client_body"
 
-// causeCallDeadline and causeUnsendable are access log causes of tries that
-// ended through no fault of the origin: a gRPC call's own deadline passed,
-// Go's transport refused to send the request.
+// causeCallDeadline, causeEmptyCall and causeUnsendable are access log
+// causes of tries that ended through no fault of the origin: a gRPC call's
+// own deadline passed, a gRPC call without a message got no answer, Go's
+// transport refused to send the request.
 const (
 	causeCallDeadline = "call_deadline"
+	causeEmptyCall    = "empty_call"
 	causeUnsendable   = "unsendable"
 )
 
