@@ -15,6 +15,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -816,6 +817,7 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 	msgs = append(msgs, f.poolChecks()...)
 	msgs = append(msgs, f.statusPageWarnings()...)
 	msgs = append(msgs, f.retentionWarnings()...)
+	msgs = append(msgs, f.permWarnings(raw)...)
 	var checkNames []string
 	for _, c := range f.Checks {
 		checkNames = append(checkNames, c.Name)
@@ -978,6 +980,212 @@ func tokenWarnings(f *File) []string {
 			out = append(out, fmt.Sprintf("proxy.admin_token: shorter than %d characters%s", minTokenLen, advice))
 		}
 	}
+	return out
+}
+
+// permWarnings warns about secrets other users of the host can read: the
+// config file itself when group or others may read it and it writes a
+// secret literally (a password in a URL or a basic_auth, a token, a
+// receiver's key or URL: not a ${NAME} reference, whose value the file
+// does not hold), and every key_file (the proxy's TLS listener and its
+// certs, client certificates of checks, receivers, store and pools)
+// others may read. raw is the file as read. Never the secret itself:
+// the lines that hold one. None on Windows, where mode bits say nothing
+// about who may read a file.
+func (f *File) permWarnings(raw []byte) []string {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	var out []string
+	if fi, err := os.Stat(f.path); err == nil && fi.Mode().Perm()&0o044 != 0 {
+		if lines := literalSecretLines(raw, f.literalSecretCandidates()); len(lines) > 0 {
+			who := "group and others"
+			switch fi.Mode().Perm() & 0o044 {
+			case 0o040:
+				who = "its group"
+			case 0o004:
+				who = "every user of this host"
+			}
+			noun := "line"
+			if len(lines) > 1 {
+				noun = "lines"
+			}
+			out = append(out, fmt.Sprintf("mode %04o: readable by %s, and it holds secrets written in it (%s %s); chmod 600 %s, or write them as ${NAME} references to the environment",
+				fi.Mode().Perm(), who, noun, joinInts(lines), f.path))
+		}
+	}
+	for _, k := range keyFiles(reflect.ValueOf(f).Elem(), "") {
+		if fi, err := os.Stat(k.path); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o004 != 0 {
+			out = append(out, fmt.Sprintf("%s: %q: mode %04o: the private key is readable by every user of this host; chmod 600 %s (or 640 with a group only vigil's user is in)",
+				k.key, k.path, fi.Mode().Perm(), k.path))
+		}
+	}
+	return out
+}
+
+// literalSecretCandidates lists the config's secrets as loaded: what the
+// canary's Secrets() collects, the admin tokens, the InfluxDB token and
+// the alert receivers' credentials (a Slack webhook URL, a webhook's
+// headers, a routing_key, the password and sensitive query values of any
+// receiver's URL). Those that came from
+// the environment are among them; literalSecretLines keeps the ones the
+// file writes.
+func (f *File) literalSecretCandidates() []string {
+	out := f.Config.Secrets()
+	if f.Proxy != nil {
+		out = append(out, f.Proxy.AdminToken)
+	}
+	if f.Store.InfluxDB != nil {
+		out = append(out, f.Store.InfluxDB.Token)
+	}
+	fromURL := func(raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw)
+		}
+		for name, vs := range u.Query() {
+			if checks.SensitiveName(name) {
+				out = append(out, vs...)
+			}
+		}
+	}
+	for _, r := range f.Alerting.Receivers {
+		switch {
+		case r.Webhook != nil:
+			fromURL(string(r.Webhook.URL))
+			for _, v := range r.Webhook.Headers {
+				out = append(out, string(v))
+			}
+		case r.Slack != nil:
+			out = append(out, string(r.Slack.URL))
+		case r.PagerDuty != nil:
+			out = append(out, string(r.PagerDuty.RoutingKey))
+			fromURL(r.PagerDuty.URL)
+		case r.Alertmanager != nil:
+			fromURL(r.Alertmanager.URL)
+		}
+	}
+	return out
+}
+
+// minLiteralSecret is the length under which permWarnings does not look
+// for a secret in the file: a shorter one ("demo", a test origin's
+// password) would match words of the file by chance.
+const minLiteralSecret = 6
+
+// literalSecretLines returns the lines (1-based, ascending) of the YAML
+// scalars of raw that hold one of secrets as written, outside their
+// ${NAME} references: a secret a reference brought in is not in the
+// file. Secrets shorter than minLiteralSecret, and a "user:" with an
+// empty password, are left out. Comments are not read.
+func literalSecretLines(raw []byte, secrets []string) []int {
+	var keep []string
+	for _, s := range secrets {
+		if len(s) >= minLiteralSecret && !strings.HasSuffix(s, ":") {
+			keep = append(keep, s)
+		}
+	}
+	var doc yaml.Node
+	if len(keep) == 0 || yaml.Unmarshal(raw, &doc) != nil {
+		return nil
+	}
+	seen := map[int]bool{}
+	var lines []int
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if n == nil || depth > 64 {
+			return
+		}
+		if n.Kind == yaml.ScalarNode && !seen[n.Line] {
+			v := interpRE.ReplaceAllString(n.Value, "\x00")
+			if slices.ContainsFunc(keep, func(s string) bool { return strings.Contains(v, s) }) {
+				seen[n.Line] = true
+				lines = append(lines, n.Line)
+			}
+		}
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(&doc, 0)
+	slices.Sort(lines)
+	return lines
+}
+
+// joinInts is "5, 9, 12".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// keyFile is a key_file the config names, with its key path.
+type keyFile struct{ key, path string }
+
+// keyFiles walks a config value (a struct decoded from the file) for
+// every non-empty key_file, with its key path as errors spell it
+// ("proxy.certs[1].key_file", "alerting.receivers[0].tls.key_file").
+func keyFiles(v reflect.Value, prefix string) []keyFile {
+	var out []keyFile
+	var walk func(v reflect.Value, p string, depth int)
+	walk = func(v reflect.Value, p string, depth int) {
+		if depth > 16 {
+			return
+		}
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem(), p, depth+1)
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i), fmt.Sprintf("%s[%d]", p, i), depth+1)
+			}
+		case reflect.Map:
+			if v.Type().Key().Kind() != reflect.String {
+				return
+			}
+			for _, k := range slices.Sorted(func(yield func(string) bool) {
+				for _, k := range v.MapKeys() {
+					if !yield(k.String()) {
+						return
+					}
+				}
+			}) {
+				walk(v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key())), p+"."+k, depth+1)
+			}
+		case reflect.Struct:
+			t := v.Type()
+			for i := range t.NumField() {
+				sf := t.Field(i)
+				tag, ok := sf.Tag.Lookup("mapstructure")
+				if !sf.IsExported() || !ok {
+					continue
+				}
+				name, opts, _ := strings.Cut(tag, ",")
+				child := p
+				if opts != "squash" {
+					if name == "" || name == "-" {
+						continue
+					}
+					child = strings.TrimPrefix(p+"."+name, ".")
+				}
+				if name == "key_file" && sf.Type.Kind() == reflect.String {
+					if s := v.Field(i).String(); s != "" {
+						out = append(out, keyFile{child, s})
+					}
+					continue
+				}
+				walk(v.Field(i), child, depth+1)
+			}
+		}
+	}
+	walk(v, prefix, 0)
 	return out
 }
 
