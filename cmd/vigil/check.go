@@ -70,7 +70,9 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 					return &exitError{code: 2, err: fmt.Errorf("--junit: %w", err)}
 				}
 			}
-			f, err := loadConfig(file, os.LookupEnv)
+			// Warnings as validate prints them, and only those about what
+			// a check run uses.
+			f, err := loadConfigWarn(file, os.LookupEnv, os.Environ(), forCheck(file, warnTo(cmd.ErrOrStderr())))
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}

@@ -100,7 +100,7 @@ func grafanaFiles(cmd *cobra.Command, f *grafanaFlags) (map[string][]byte, error
 		objective = v
 	}
 	// Receivers' secrets may be unset: the rules hold none.
-	cfg, err := loadRulesConfig(f.file, os.LookupEnv)
+	cfg, err := loadRulesConfigWarn(f.file, os.LookupEnv, warnTo(cmd.ErrOrStderr()))
 	if err != nil {
 		return nil, err
 	}

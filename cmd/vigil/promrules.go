@@ -22,8 +22,16 @@ const rulesPlaceholder = "http://unset.invalid/"
 // tokens. Everything else is validated as usual: a variable unset
 // elsewhere (also one a receiver shares with another key) or any other
 // error fails with the loader's errors.
+// Its warnings go to stderr as "warning: FILE:LINE: …" (see
+// loadRulesConfigWarn).
 func loadRulesConfig(path string, env func(string) (string, bool)) (*File, error) {
-	f, err := loadConfig(path, env)
+	return loadRulesConfigWarn(path, env, warnTo(os.Stderr))
+}
+
+// loadRulesConfigWarn is loadRulesConfig reporting the file's warnings to
+// warn, once each.
+func loadRulesConfigWarn(path string, env func(string) (string, bool), warn func(string)) (*File, error) {
+	f, err := loadConfigWarn(path, env, os.Environ(), warn)
 	var le *LoadError
 	if err == nil || !errors.As(err, &le) || len(le.Errors) == 0 {
 		return f, err
