@@ -1926,6 +1926,19 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	h := w.Header()
 	copyHeaders(h, resp.Header, false)
+	if cl := h["Content-Length"]; len(cl) > 1 {
+		// One Content-Length, not a list (RFC 9110 §8.6): a value repeated
+		// is sent once, as the fast engine does; differing values (an
+		// HTTP/2 origin's: Go's transport does not check them) are dropped,
+		// and the server frames the body.
+		h["Content-Length"] = cl[:1:1]
+		for _, v := range cl[1:] {
+			if strings.TrimSpace(v) != strings.TrimSpace(cl[0]) {
+				delete(h, "Content-Length")
+				break
+			}
+		}
+	}
 	if pl.rid != "" {
 		// The request's ID, not one the origin sent under that name: the
 		// one in the proxy's logs.
