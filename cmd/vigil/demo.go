@@ -738,7 +738,11 @@ It prints the command that breaks an origin. A port in use is an error (exit 1).
 			d := &demo{origins: origins}
 			mux := http.NewServeMux()
 			mux.Handle("POST /demo/fault", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.faultAPI)))
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			// Guarded against DNS rebinding as the agent listener is (see
+			// hostCheck): on loopback, only a loopback Host is served.
+			local := listenerLoopbackOnly(listen, ln)
+			handler := loopbackHostCheck("'vigil demo origins'", func() bool { return local }, mux)
+			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 			go func() { _ = srv.Serve(ln) }()
 			defer srv.Close()
 			out := cmd.OutOrStdout()

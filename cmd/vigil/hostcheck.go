@@ -16,17 +16,35 @@ import (
 // Host is answered 421 Misdirected Request. A listener on any other address
 // has been exposed on purpose and serves every Host.
 func (a *app) hostCheck(next http.Handler) http.Handler {
+	return loopbackHostCheck("this agent", a.loopbackOnly, next)
+}
+
+// loopbackHostCheck is hostCheck for any listener: while loopbackOnly
+// reports true, a request whose Host is not a loopback name is answered
+// 421 naming who (what listens: "this agent").
+func loopbackHostCheck(who string, loopbackOnly func() bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.loopbackOnly() && !loopbackHost(r.Host) {
+		if loopbackOnly() && !loopbackHost(r.Host) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 			w.Header().Set("Connection", "close")
 			w.WriteHeader(http.StatusMisdirectedRequest)
-			_, _ = w.Write([]byte("421 misdirected request: this agent listens on a loopback address and answers only requests for Host localhost, 127.x.x.x or [::1]\n"))
+			_, _ = w.Write([]byte("421 misdirected request: " + who + " listens on a loopback address and answers only requests for Host localhost, 127.x.x.x or [::1]\n"))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// listenerLoopbackOnly reports whether a listener opened for the address
+// listen serves only this machine: it is on a loopback address, or
+// listen names the host "localhost" (as loopbackOnly judges the agent's).
+func listenerLoopbackOnly(listen string, ln net.Listener) bool {
+	if h, _, err := net.SplitHostPort(listen); err == nil && strings.EqualFold(strings.TrimSuffix(h, "."), "localhost") {
+		return true
+	}
+	t, ok := ln.Addr().(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }
 
 // loopbackOnly reports whether the agent listens on a loopback address (or
