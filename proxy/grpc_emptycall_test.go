@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"net/http"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,6 +79,7 @@ func TestGRPCEmptyBodyCallTimeoutNotCharged(t *testing.T) {
 			cfg.Pools[0].Retry.TryTimeout = 500 * time.Millisecond
 			cfg.Pools[0].ConnectTimeout = 200 * time.Millisecond
 			cfg.Pools[0].Passive.Consecutive5xx = 2
+			cfg.AccessLog = filepath.Join(t.TempDir(), "access.log")
 			h, plain, _, _ := grpcRelayProxy(t, cfg, engineName)
 			for i := 0; i < 3; i++ {
 				frames, took := h2cCall(t, plain, grpcFields(plain, "/svc/M"), nil, 10*time.Second)
@@ -93,6 +96,11 @@ func TestGRPCEmptyBodyCallTimeoutNotCharged(t *testing.T) {
 			}
 			if o := h.p.Origins()[0]; o.PassiveEjected {
 				t.Errorf("origin ejected by calls without a message: %s", o.EjectionDetail)
+			}
+			h.p.closeAccessLog()
+			lines := readLines(t, cfg.AccessLog)
+			if len(lines) != 3 || !strings.Contains(lines[0], `"upstreams":[{"origin":"o0","cause":"empty_call"}]`) {
+				t.Errorf("access log: %q; want 3 lines with upstreams [{origin o0, cause empty_call}]", lines)
 			}
 		})
 	}
