@@ -1,5 +1,14 @@
 package main
 
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+)
+
 // foreignKeys are keys of other monitoring tools' configs (Prometheus
 // blackbox_exporter, Gatus, Checkly) that users bring over, each with what
 // vigil writes instead: an unknown key that is one of them says so rather
@@ -44,4 +53,114 @@ var foreignKeys = map[string]string{
 	"maxresponsetime":      "Checkly's maxResponseTime is the check's timeout in vigil, with a unit: timeout: 10s",
 	"activated":            "Checkly's activated: false is disabled: true in vigil",
 	"locations":            "Checkly's locations are agents in vigil: run one per location with agent.region set (see Several regions in the README)",
+}
+
+// alertmanagerKeys are keys of an Alertmanager config (its routing tree and
+// receivers) that users write under vigil's alerting: or a receiver, each
+// with what vigil writes instead. Keyed by the key in lower case.
+var alertmanagerKeys = map[string]string{
+	"route":             "Alertmanager's route: vigil routes by each receiver's own checks, tiers and severities: alerting: {receivers: [{name: ops, severities: [page], webhook: {url: \"https://…\"}}]}",
+	"routes":            "Alertmanager's routes: vigil routes by each receiver's own checks, tiers and severities: receivers: [{name: ops, checks: [\"api*\"], webhook: {url: \"https://…\"}}]",
+	"receiver":          "Alertmanager's receiver (a route's): vigil sends an alert to every receiver whose checks, tiers and severities match it",
+	"group_by":          "Alertmanager's group_by: vigil groups an alert by its rule, check and target; alerting.group_wait delays a new group's first notification",
+	"group_interval":    "Alertmanager's group_interval: vigil notifies a group when it changes, and alerting.repeat_interval re-sends one still firing",
+	"inhibit_rules":     "vigil has no inhibit rules (Alertmanager's inhibit_rules): alerting.maintenance silences checks for a time, and an alertmanager receiver hands alerts to an Alertmanager that has them",
+	"webhook_configs":   "Alertmanager's webhook_configs is a receiver's webhook in vigil, one per receiver: receivers: [{name: ops, webhook: {url: \"https://…\"}}]",
+	"slack_configs":     "Alertmanager's slack_configs is a receiver's slack in vigil, one per receiver: receivers: [{name: chat, slack: {url: \"${SLACK_WEBHOOK_URL}\"}}]",
+	"pagerduty_configs": "Alertmanager's pagerduty_configs is a receiver's pagerduty in vigil, one per receiver: receivers: [{name: pd, pagerduty: {routing_key: \"${PD_KEY}\"}}]",
+}
+
+// scratchKeyHint is the hint for a top-level key that starts "x-", the
+// docker-compose habit of a scratch key that holds anchors: vigil has none.
+const scratchKeyHint = "vigil has no scratch key to keep anchors in, as docker-compose's x-…: put the anchor on the first entry that uses it (- &web {name: home, …}, then - {<<: *web, name: api}), or put shared check settings under defaults:"
+
+// foreignKeyHint is what follows "unknown key" for an unknown key that is
+// another tool's (key is the decoder path, split at "."): a key of
+// blackbox_exporter, Gatus or Checkly (foreignKeys) in a check or defaults
+// (Gatus's endpoints at the top level), an Alertmanager key
+// (alertmanagerKeys) under alerting, or a docker-compose scratch key
+// (x-…) at the top level. "" for any other key.
+func foreignKeyHint(segs []string) string {
+	last := strings.ToLower(segs[len(segs)-1])
+	root, _, _ := strings.Cut(strings.ToLower(segs[0]), "[")
+	top := len(segs) == 1
+	switch {
+	case top && strings.HasPrefix(last, "x-"):
+		return " (" + scratchKeyHint + ")"
+	case !top && root == "alerting" && alertmanagerKeys[last] != "":
+		return " (" + alertmanagerKeys[last] + ")"
+	}
+	if hint, ok := foreignKeys[last]; ok && top == (root == "endpoints") && (top || root == "checks" || root == "defaults") {
+		return " (" + hint + ")"
+	}
+	return ""
+}
+
+// durationWords reads a duration written in words ("5 minutes", "30 sec",
+// "1 hour"), as other tools' configs and people write it.
+var durationWords = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*(ms|milliseconds?|msecs?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)$`)
+
+// durationHint is what follows `"5 minutes": not a duration` for a duration
+// written in words: ` (write 5m)`; "" for anything else.
+func durationHint(s string) string {
+	m := durationWords.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
+	if m == nil || !strings.ContainsAny(s, " \t") && len(m[2]) <= 2 {
+		return "" // "5m" parses; a bare "5" gets its own hint
+	}
+	unit := m[2]
+	switch {
+	case strings.HasPrefix(unit, "ms") || strings.HasPrefix(unit, "milli"):
+		unit = "ms"
+	default:
+		unit = unit[:1]
+	}
+	return " (write " + m[1] + unit + ")"
+}
+
+// higherKeyHint is what follows "unknown key" for a key written one level
+// too high (an http.path dedented to the check, "checks[0].path"; expect:
+// at the top level): the mappings just below that take it, " (path is a key
+// of checks[0].http: indent it under http:)". t is the type of the mapping
+// the key is in (File at the top level); "" when no mapping below takes it.
+func higherKeyHint(segs []string, t reflect.Type) string {
+	last := strings.ToLower(segs[len(segs)-1])
+	fields, ok := fieldsOf(t)
+	if !ok {
+		return ""
+	}
+	parent := strings.Join(segs[:len(segs)-1], ".")
+	var under []string
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		ft, elem := fields[name], ""
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if k := ft.Kind(); k == reflect.Slice || k == reflect.Array {
+			ft, elem = ft.Elem(), "[…]"
+		}
+		sub, ok := fieldsOf(ft)
+		if !ok {
+			continue
+		}
+		if _, ok := sub[last]; ok {
+			path := name + elem
+			if parent != "" {
+				path = parent + "." + path
+			}
+			under = append(under, path)
+		}
+	}
+	if len(under) == 0 {
+		return ""
+	}
+	where := strings.Join(under, " or ")
+	if parent == "" {
+		parent = "the top level"
+	}
+	_, name, _ := strings.Cut("."+under[0], ".")
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.TrimSuffix(name, "[…]")
+	return fmt.Sprintf(" (%s is a key of %s, not of %s: indent it under %s:)", last, where, parent, name)
 }
