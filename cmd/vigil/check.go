@@ -78,8 +78,9 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			// Logs would mix with the table: only warnings go to stderr.
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			// Logs would mix with the table: only warnings go to stderr,
+			// as the config's are printed.
+			log := slog.New(newWarnHandler(cmd.ErrOrStderr()))
 			var browser *scripts.Browser
 			if hasBrowserSteps(&f.Config) {
 				browser = scripts.NewBrowser(f.Agent.Browser.Scripts(log))

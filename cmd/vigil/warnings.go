@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 )
 
 // warnTo returns the function that prints a config warning as every
@@ -43,4 +48,76 @@ func forCheck(file string, warn func(string)) func(string) {
 		}
 		warn(msg)
 	}
+}
+
+// warnHandler is the slog handler of a one-shot command's run-time log
+// (vigil check's browser): records at Warn and above, each printed as a
+// config warning is, "warning: MESSAGE key=value …" (errors "error: …"),
+// without the time and level of a log line.
+type warnHandler struct {
+	w     io.Writer
+	mu    *sync.Mutex
+	attrs []slog.Attr
+	group string
+}
+
+var _ slog.Handler = warnHandler{}
+
+func newWarnHandler(w io.Writer) warnHandler { return warnHandler{w: w, mu: new(sync.Mutex)} }
+
+func (h warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("warning: ")
+	if r.Level >= slog.LevelError {
+		b.Reset()
+		b.WriteString("error: ")
+	}
+	b.WriteString(r.Message)
+	add := func(a slog.Attr) {
+		if a.Equal(slog.Attr{}) {
+			return
+		}
+		key := a.Key
+		v := a.Value.String()
+		if v == "" || strings.ContainsAny(v, " \t\n\"=") {
+			v = strconv.Quote(v)
+		}
+		fmt.Fprintf(&b, " %s=%s", key, v)
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(func(a slog.Attr) bool { add(h.qualify(a)); return true })
+	b.WriteByte('\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+// qualify puts the handler's group before a's key.
+func (h warnHandler) qualify(a slog.Attr) slog.Attr {
+	if h.group != "" {
+		a.Key = h.group + "." + a.Key
+	}
+	return a
+}
+
+func (h warnHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	attrs := slices.Clone(h.attrs)
+	for _, a := range as {
+		attrs = append(attrs, h.qualify(a))
+	}
+	h.attrs = attrs
+	return h
+}
+
+func (h warnHandler) WithGroup(name string) slog.Handler {
+	if h.group != "" {
+		name = h.group + "." + name
+	}
+	h.group = name
+	return h
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -69,5 +70,21 @@ func TestOneShotWarningFormat(t *testing.T) {
 	}
 	if e := stderr.String(); len(receiverWarning.FindAllString(e, -1)) != 1 || logWarning.MatchString(e) || !strings.Contains(stdout.String(), "groups:") {
 		t.Errorf("vigil alerter --prometheus-rules: stderr:\n%s\nwant the receivers warning once as validate prints it (and the rules on stdout)", e)
+	}
+}
+
+// TestCheckRunWarningsFormat: what vigil check logs while it runs (its
+// browser) is printed as its config warnings are, "warning: …", not as a
+// log line with a time and a level, and nothing below Warn.
+func TestCheckRunWarningsFormat(t *testing.T) {
+	var b bytes.Buffer
+	log := slog.New(newWarnHandler(&b)).With("exec_path", "/usr/bin/chromium")
+	log.Info("browser started", "pid", 42)
+	log.Warn("browser exited", "pid", 42, "err", "signal: killed")
+	log.WithGroup("pool").Error("no browser", "slots", 2)
+	want := "warning: browser exited exec_path=/usr/bin/chromium pid=42 err=\"signal: killed\"\n" +
+		"error: no browser exec_path=/usr/bin/chromium pool.slots=2\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
