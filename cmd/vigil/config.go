@@ -1460,15 +1460,21 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 		// Validate what did decode too, so one run lists every error: an
 		// unknown key is ignored and a value that did not decode is left at
 		// its zero value (as if omitted), which validation must accept
-		// anyway. Errors about the list element or section holding such a
-		// value are dropped: they could only follow from the missing value
-		// (url: [1] → "name at least one target, or set url"). A whole
-		// section that did not decode (checks: "x") is left out the same
-		// way, and so are the references into it (an SLO naming a check
-		// when checks did not decode, a check naming a target when targets
-		// did not).
+		// anyway. The errors that could follow from the missing value are
+		// dropped (followsFrom): those about the value's own key, what is
+		// under it, and the keys holding it (url: [1] → "checks[0]: name at
+		// least one target, or set url"), and those of its list element
+		// or section that name it (interval: "1m30" → "timeout … interval");
+		// the element's other errors stay (a bad regex, a path without
+		// "/"). A whole section that did not decode (checks: "x") is left
+		// out the same way, and so are the references into it (an SLO
+		// naming a check when checks did not decode, a check naming a
+		// target when targets did not).
 		if err := f.ValidateAndSetDefaults(); err != nil {
-			for _, e := range dropUnder(units.Errors(err), append(badKeys, unsetKeys...)) {
+			for _, e := range dropUnder(units.Errors(err), unsetKeys) {
+				if followsFrom(e, undecoded) {
+					continue
+				}
 				// A section that did not decode is still a section:
 				// "nothing configured" would be wrong.
 				if errors.Is(e, errNothingConfigured) && slices.ContainsFunc(badKeys, func(k string) bool {
@@ -2018,6 +2024,40 @@ func decodeScope(key string) string {
 		return key[:i]
 	}
 	return key
+}
+
+// followsFrom reports whether err, a validation error of a file whose
+// values at the keys undecoded did not decode (and were left at zero),
+// could follow from one of them: err is about such a key, a key under it
+// or a key holding it ("checks[0]: …" for "checks[0].url"), or about
+// another key of its list element or section (decodeScope) whose message
+// names it ("checks[0].timeout: … interval" for "checks[0].interval").
+func followsFrom(err error, undecoded []string) bool {
+	key, msg, ok := strings.Cut(err.Error(), ": ")
+	if !ok {
+		return false
+	}
+	within := func(k, anc string) bool { // k is anc or under it
+		rest, ok := strings.CutPrefix(k, anc)
+		return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
+	}
+	for _, u := range undecoded {
+		if within(key, u) || within(u, key) {
+			return true
+		}
+		if scope := decodeScope(u); scope != u && within(key, scope) {
+			leaf := u[strings.LastIndexAny(u, ".]")+1:]
+			if leaf != "" && leafWordRE(leaf).MatchString(msg) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leafWordRE matches leaf ("interval") as a word of a message.
+func leafWordRE(leaf string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^a-z_])` + regexp.QuoteMeta(leaf) + `($|[^a-z_])`)
 }
 
 // lastElemRE matches a key up to its last list index ("checks[3]").
