@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,10 @@ proxy:
 	})
 	if code, ready := do(t, "GET", base+"/readyz", "", nil); code != 200 || !strings.Contains(ready, "warning: "+want) {
 		t.Errorf("/readyz: %d %q, want 200 listing %q", code, ready, want)
+	}
+	series := fmt.Sprintf(`vigil_proxy_certificate_expiry_timestamp_seconds{file=%q,names="www.example.test"} %s`,
+		certFile, strconv.FormatFloat(float64(notAfter.Unix()), 'e', -1, 64))
+	if _, metrics := do(t, "GET", base+"/metrics", "", nil); !strings.Contains(metrics, series) {
+		t.Errorf("/metrics lacks %s", series)
 	}
 }
