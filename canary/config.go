@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -610,7 +612,11 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 		case !ok && invalid[t]:
 			// The target's own error says what is wrong.
 		case !ok:
-			errs = append(errs, fmt.Errorf("targets[%d]: %q: %w (define it under targets:)", i, t, ErrUnknownTarget))
+			hint := "define it under targets:"
+			if near := units.NearestName(t, slices.Sorted(maps.Keys(targets))); near != "" {
+				hint = fmt.Sprintf("did you mean %q? or define it under targets:", near)
+			}
+			errs = append(errs, fmt.Errorf("targets[%d]: %q: %w (%s)", i, t, ErrUnknownTarget, hint))
 		default:
 			if err := c.urlFits(u); err != nil {
 				errs = append(errs, fmt.Errorf("targets[%d]: %q (url %q): %w", i, t, units.RedactURL(u), err))

@@ -185,11 +185,11 @@ func (f *File) ValidateAndSetDefaults() error {
 		p := fmt.Sprintf("slos[%d]", i)
 		errs = append(errs, units.Prefix(p, f.SLOs[i].ValidateAndSetDefaults()))
 		if c := f.SLOs[i].Check; c != "" && !checkNames[c] {
-			errs = append(errs, &checkRefError{fmt.Sprintf("%s.check: %q: no check with that name", p, c)})
+			errs = append(errs, &checkRefError{fmt.Sprintf("%s.check: %q: no check with that name%s", p, c, didYouMean(c, checkNames))})
 		}
 		if t := f.SLOs[i].Target; t != "" {
 			if _, ok := targets[t]; !ok {
-				errs = append(errs, fmt.Errorf("%s.target: %q: %w", p, t, canary.ErrUnknownTarget))
+				errs = append(errs, fmt.Errorf("%s.target: %q: %w%s", p, t, canary.ErrUnknownTarget, didYouMean(t, targets)))
 			} else if ts, ok := checkTargets[f.SLOs[i].Check]; ok && !slices.Contains(ts, t) {
 				// No verdict of that pair ever comes: the SLO could never fire.
 				errs = append(errs, fmt.Errorf("%s.target: %q: check %q does not run on target %s (its targets: %s)",
@@ -205,7 +205,7 @@ func (f *File) ValidateAndSetDefaults() error {
 		if len(f.Checks) == 0 || checkNames[name] {
 			return nil
 		}
-		return &checkRefError{fmt.Sprintf("%s: unknown check %q", key, name)}
+		return &checkRefError{fmt.Sprintf("%s: unknown check %q%s", key, name, didYouMean(name, checkNames))}
 	}
 	for i, m := range f.Alerting.Maintenance {
 		for j, c := range m.Checks {
@@ -266,7 +266,7 @@ func (f *File) ValidateAndSetDefaults() error {
 				}
 				u, ok := targets[o.Target]
 				if !ok {
-					errs = append(errs, fmt.Errorf("proxy.pools[%d].origins[%d].target: %q: %w", i, j, o.Target, canary.ErrUnknownTarget))
+					errs = append(errs, fmt.Errorf("proxy.pools[%d].origins[%d].target: %q: %w%s", i, j, o.Target, canary.ErrUnknownTarget, didYouMean(o.Target, targets)))
 					unknownTarget = append(unknownTarget, fmt.Sprintf("proxy.pools[%d].origins[%d].url", i, j))
 					continue
 				}
@@ -1803,11 +1803,8 @@ func structFields(t reflect.Type, fields map[string]reflect.Type) {
 // (Gatus's endpoints: at the top level), what vigil writes instead; else "".
 func keyHint(key string) string {
 	segs := strings.Split(key, ".")
-	if hint, ok := foreignKeys[strings.ToLower(segs[len(segs)-1])]; ok {
-		root, _, _ := strings.Cut(segs[0], "[")
-		if top := len(segs) == 1; top == (strings.ToLower(root) == "endpoints") && (top || root == "checks" || root == "defaults") {
-			return " (" + hint + ")"
-		}
+	if h := foreignKeyHint(segs); h != "" {
+		return h
 	}
 	t := reflect.TypeOf(File{})
 	var up reflect.Type // the struct holding t, one key up
@@ -1863,6 +1860,9 @@ func keyHint(key string) string {
 				return fmt.Sprintf(" (%s is a key of %s, not of %s: move it there)", last, parent, strings.Join(segs[:len(segs)-1], "."))
 			}
 		}
+	}
+	if h := higherKeyHint(segs, t); h != "" {
+		return h
 	}
 	names := slices.Sorted(maps.Keys(fields))
 	var hints []string
@@ -2433,6 +2433,9 @@ func parseDuration(s string) (time.Duration, error) {
 		if _, nerr := strconv.ParseFloat(t, 64); nerr == nil && t != "0" {
 			return 0, fmt.Errorf("%q: a duration needs a unit, e.g. \"%ss\"", s, t)
 		}
+		if h := durationHint(s); h != "" {
+			return 0, fmt.Errorf("%q: not a duration%s", s, h)
+		}
 		return 0, fmt.Errorf("%q: not a duration (use ms, s, m, h or d)", s)
 	}
 	return days + d, nil
@@ -2867,44 +2870,15 @@ func exemptEnv(name string) bool {
 	return false
 }
 
-// nearestName returns the name in names closest to name by edit distance,
-// if it is at most 2 edits away (a typo), else "". A name of 3 characters
-// or fewer may be 1 edit away only: 2 edits make "lb" into "tls".
-func nearestName(name string, names []string) string {
-	best, bestD := "", 3
-	if len(name) <= 3 {
-		bestD = 2
+// didYouMean is ` (did you mean "api"?)` for a name a typo away from a key
+// of names, else "".
+func didYouMean[V any](name string, names map[string]V) string {
+	if near := nearestName(name, slices.Sorted(maps.Keys(names))); near != "" {
+		return fmt.Sprintf(" (did you mean %q?)", near)
 	}
-	for _, n := range names {
-		if d := editDistance(name, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
+	return ""
 }
 
-// editDistance is the Damerau–Levenshtein distance (optimal string
-// alignment: a swap of two neighbours counts as one edit).
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
-}
+// nearestName returns the name in names a typo away from name, else ""
+// (units.NearestName).
+func nearestName(name string, names []string) string { return units.NearestName(name, names) }

@@ -38,7 +38,7 @@ func TestInvalidConfigs(t *testing.T) {
 	want := map[string]string{
 		"invalid-unknown-key.yaml":      "14: checks[2].expect.statuss: unknown key (did you mean status?)",
 		"invalid-timeout-interval.yaml": "7: checks[0].timeout: 5s ≥ interval 5s: timeout must be shorter than the interval",
-		"invalid-unknown-target.yaml":   `5:25: checks[0].targets[1]: "origin-z": unknown target (define it under targets:)`,
+		"invalid-unknown-target.yaml":   `5:25: checks[0].targets[1]: "origin-z": unknown target (did you mean "origin-a"? or define it under targets:)`,
 		"invalid-duration-unit.yaml":    `6: checks[0].interval: 5: a duration needs a unit, e.g. "5s" or "5ms"`,
 		"invalid-missing-env.yaml":      "2: agent.admin_token: ${VIGIL_TEST_UNSET_TOKEN} is not set in the environment (use ${VIGIL_TEST_UNSET_TOKEN:-default} for an optional value)",
 		"invalid-status-range.yaml":     "7:14: " + wantStatusRange,

@@ -97,7 +97,7 @@ store:
   embedded: {retention: 7}
 `,
 		`3: agent.concurrency: "many": want an integer`,
-		`9: defaults.interval: "5 minutes": not a duration (use ms, s, m, h or d)`,
+		`9: defaults.interval: "5 minutes": not a duration (write 5m)`,
 		`14: checks[0].rise: "two": want an integer`,
 		`16:21: checks[1].targets[1]: "web3": unknown target (define it under targets:)`,
 		`20: checks[2].tier: "deepest": want shallow, deep or synthetic`,
