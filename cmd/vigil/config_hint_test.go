@@ -20,7 +20,7 @@ proxy:
       retry: {attempts: 3}
 status_page: {groups: []}
 `,
-		"1: x-common: unknown key (" + scratchKeyHint + ")",
+		"1: x-common: unknown key ("+scratchKeyHint+")",
 		`4:29: checks[0].bogus: unknown key`,
 		`6:53: slos[0].burn: unknown key (slos elements take check, name, objective, target, ttfb_p95, window)`,
 		`11:15: proxy.pools[0].retry.attempts: unknown key (retry takes budget, max_buffered_body, on_ejection, retry_budget, tries, try_timeout)`,
@@ -71,5 +71,5 @@ alerting:
 		`6: checks[0].path: unknown key (path is a key of checks[0].http, not of checks[0]: indent it under http:)`,
 		`7: checks[0].interval: "5 minutes": not a duration (write 5m)`,
 		`10:15: slos[0].check: "homee": no check with that name (did you mean "home"?)`,
-		"12: alerting.route: unknown key (" + alertmanagerKeys["route"] + ")")
+		"12: alerting.route: unknown key ("+alertmanagerKeys["route"]+")")
 }
