@@ -1175,26 +1175,21 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
 				return
 			}
-			if context.Cause(ctx) == errCallDeadline {
+			if c := context.Cause(ctx); c == errCallDeadline || c == errEmptyCall {
+				// Not the origin's fault: the call's own deadline, or a
+				// call without a message some servers never answer.
+				cause, answer, waitedKey, waited := causeCallDeadline, "the call's deadline passed before an answer", "grpc_timeout", callTimeout
+				if c == errEmptyCall {
+					cause, answer, waitedKey, waited = causeEmptyCall, "no answer to a call without a message", "waited", tryTimeout
+				}
 				cancel(nil)
 				if ae != nil {
 					ae.tries = try + 1
 				}
-				ae.addTry(o.name, 0, causeCallDeadline)
-				pl.log.Debug("proxy: call's deadline passed before an answer; origin not charged", "pool", pl.name,
-					"origin", o.name, "path", r.URL.Path, "grpc_timeout", callTimeout.String())
-				pl.answerFor(w, r, http.StatusGatewayTimeout, "the call's deadline passed before an answer", start)
-				return
-			}
-			if context.Cause(ctx) == errEmptyCall {
-				cancel(nil)
-				if ae != nil {
-					ae.tries = try + 1
-				}
-				ae.addTry(o.name, 0, causeEmptyCall)
-				pl.log.Debug("proxy: no answer to a gRPC call without a message; origin not charged", "pool", pl.name,
-					"origin", o.name, "path", r.URL.Path, "waited", tryTimeout.String())
-				pl.answerFor(w, r, http.StatusGatewayTimeout, "no answer to a call without a message", start)
+				ae.addTry(o.name, 0, cause)
+				pl.log.Debug("proxy: "+answer+"; origin not charged", "pool", pl.name,
+					"origin", o.name, "path", r.URL.Path, waitedKey, waited.String())
+				pl.answerFor(w, r, http.StatusGatewayTimeout, answer, start)
 				return
 			}
 			if unsendable(err) {
