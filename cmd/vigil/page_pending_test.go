@@ -155,3 +155,39 @@ checks:
 		t.Errorf("verdicts before the store has any: %+v; want often's run (from memory) and yearly-report not run yet", vs)
 	}
 }
+
+// TestBadgeOnAgentListener: the status page's SVG badges are served on
+// agent.listen, as a README would embed them: the check's state, and 404
+// for a check the agent does not know.
+func TestBadgeOnAgentListener(t *testing.T) {
+	o := checktest.NewOrigin()
+	defer o.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vigil.yaml")
+	cfg := fmt.Sprintf(`agent: {region: r1, data_dir: %q}
+targets: [{name: o, url: %q}]
+checks:
+  - {name: often, targets: [o], interval: 1s, timeout: 500ms, rise: 1, http: {path: /healthz}}
+`, filepath.Join(dir, "data"), o.URL())
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, stop := startApp(t, path, roles{canary: true, page: true})
+	defer stop()
+	get := func(p string) (int, string) {
+		resp, err := http.Get("http://" + a.Addr() + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type") + "\n" + string(b)
+	}
+	waitFor(t, 20*time.Second, "a healthy badge for the check", func() bool {
+		code, body := get("/badge/often.svg")
+		return code == 200 && strings.HasPrefix(body, "image/svg+xml") && strings.Contains(body, "<title>often: healthy</title>")
+	})
+	if code, body := get("/badge/nope.svg"); code != 404 || !strings.Contains(body, "no such check") {
+		t.Errorf("badge of an unknown check: %d\n%s", code, body)
+	}
+}

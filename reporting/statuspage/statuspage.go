@@ -303,13 +303,15 @@ func New(o Options) (*Page, error) {
 // Handler returns the status page's handler; mount it at "/" (and at
 // "GET /api/v1/slos" where another handler takes /api/v1/). It serves
 // GET /, GET /check/{name}, GET /api/v1/slos (the check pages' uptime
-// and SLO figures as JSON, see serveSLOs), GET /artifacts/{path},
+// and SLO figures as JSON, see serveSLOs), GET /badge/{check} (an SVG
+// badge of its state or uptime, see serveBadge), GET /artifacts/{path},
 // GET /static/{file} and POST /fault.
 func (p *Page) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", p.serveIndex)
 	mux.HandleFunc("GET /check/{name}", p.serveCheck)
 	mux.HandleFunc("GET /api/v1/slos", p.serveSLOs)
+	mux.HandleFunc("GET /badge/{check}", p.serveBadge)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticHandler(p.static)))
 	mux.HandleFunc("GET /artifacts/{path...}", p.serveArtifact)
 	mux.Handle("POST /fault", p.csrf.Handler(http.HandlerFunc(p.serveFault)))
