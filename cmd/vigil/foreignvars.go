@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -102,12 +104,7 @@ func httpForeign(path string, h any) []foreignVar {
 		return nil
 	}
 	var out []foreignVar
-	keys := make([]string, 0, len(hm))
-	for k := range hm {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(hm)) {
 		p := path + "." + k
 		switch strings.ToLower(k) {
 		case "url", "path":

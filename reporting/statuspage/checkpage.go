@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -110,15 +111,10 @@ func computeUptime(rs []reporting.Rollup, now time.Time) []uptimeRow {
 		return row
 	}
 	var out []uptimeRow
-	targets := make([]string, 0, len(per))
-	for t := range per {
-		targets = append(targets, t)
-	}
-	slices.Sort(targets)
-	for _, t := range targets {
+	for _, t := range slices.Sorted(maps.Keys(per)) {
 		out = append(out, mk(t, per[t]))
 	}
-	if len(targets) > 1 {
+	if len(per) > 1 {
 		out = append(out, mk("", all))
 	}
 	return out
