@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -20,7 +21,9 @@ import (
 // (certPair.maybeReload), a /healthz reason (expired) or warning
 // (CertReport), and every served certificate's expiry is exported as
 // vigil_proxy_certificate_expiry_timestamp_seconds, as Envoy exports
-// days_until_first_cert_expiring.
+// days_until_first_cert_expiring. A served certificate that enters the
+// 14-day window or expires while vigil runs, with no reload, gets the same
+// WARN line once, when it happens (watchCertExpiry).
 
 // certExpiryWarn is how long before its expiry a certificate is warned about.
 const certExpiryWarn = 14 * 24 * time.Hour
@@ -69,6 +72,88 @@ func expiryNote(c *tls.Certificate, now time.Time) (note string, expired bool) {
 		return fmt.Sprintf("%s expired %s: clients refuse it; put a renewed one in the file", what, when), true
 	}
 	return fmt.Sprintf("%s expires %s, in %s: renew it before then", what, when, daysLeft(left)), false
+}
+
+// expiryState is where a certificate stands against its expiry.
+type expiryState int
+
+const (
+	certFine     expiryState = iota // expires later than certExpiryWarn
+	certExpiring                    // expires within certExpiryWarn
+	certExpired
+)
+
+// expiryLevel is where a pair's chain stands at now, as expiryNote sees it.
+func expiryLevel(c *tls.Certificate, now time.Time) expiryState {
+	at, _ := chainExpiry(c)
+	switch left := at.Sub(now); {
+	case left <= 0:
+		return certExpired
+	case left <= certExpiryWarn:
+		return certExpiring
+	}
+	return certFine
+}
+
+// certWatchEvery is how often watchCertExpiry looks at the served
+// certificates besides its timers for the next instant one crosses.
+const certWatchEvery = time.Hour
+
+// watchCertExpiry logs, once each, the WARN line of a served certificate
+// that enters the 14-day window and of one that expires while the listener
+// runs (the lines start and reload log, which said nothing of it then). It
+// wakes at the earliest such instant, at least hourly, and when a reload
+// serves other files; until ctx is done.
+func (p *Proxy) watchCertExpiry(ctx context.Context) {
+	every := p.certWatchEvery
+	if every <= 0 {
+		every = certWatchEvery
+	}
+	for {
+		wait := every
+		if s := p.tlsCerts.Load(); s != nil {
+			if next := s.announceExpiry(time.Now()); !next.IsZero() {
+				// At least 10ms: a clock stepped back does not spin.
+				wait = max(min(wait, time.Until(next)), 10*time.Millisecond)
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-p.certWake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// announceExpiry logs the expiry note of each pair whose certificate
+// crossed a line (the 14-day window, its expiry) the log has not told of,
+// after taking renewed files; it returns the next instant one crosses
+// (zero when none will).
+func (s *certStore) announceExpiry(now time.Time) (next time.Time) {
+	s.maybeReload()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, p := range s.pairs {
+		cert := p.cert.Load()
+		if lvl := expiryLevel(cert, now); lvl > p.said {
+			p.said = lvl
+			note, _ := expiryNote(cert, now)
+			s.log.Warn("proxy: tls: "+note, "cert_file", p.certFile, "key", pairKey(i))
+		}
+		at, _ := chainExpiry(cert)
+		when := at.Add(-certExpiryWarn)
+		if !when.After(now) {
+			when = at
+		}
+		if when.After(now) && (next.IsZero() || when.Before(next)) {
+			next = when
+		}
+	}
+	return next
 }
 
 // daysLeft writes a duration of up to certExpiryWarn for people: "3 days",

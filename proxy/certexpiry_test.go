@@ -149,3 +149,56 @@ func TestServedCertExpiry(t *testing.T) {
 		t.Errorf("after the reload: no series for %s", goodCert)
 	}
 }
+
+// TestCertExpiryWatch: a served certificate that enters the 14-day window
+// while the listener runs, and one that expires, each get their WARN line
+// once, at the instant it happens, with no reload and no new file (there
+// used to be only the metric and /healthz); looking again says nothing new.
+func TestCertExpiryWatch(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	// cert_file enters the window, certs[0] expires, 3 s from now.
+	enters := now.Add(certExpiryWarn + 3*time.Second)
+	expires := now.Add(3 * time.Second)
+	entersCert, entersKey := certValid(t, enters, "www.example.test")
+	expiresCert, expiresKey := certValid(t, expires, "api.example.test")
+	cfg := pool1(PolicyFirst, newBackend(t, "a").srv.URL)
+	cfg.TLSListen, cfg.CertFile, cfg.KeyFile = "127.0.0.1:0", entersCert, entersKey
+	cfg.Certs = []CertPair{{expiresCert, expiresKey}}
+	logs := &tryLogs{}
+	p, err := New(cfg, nil, slog.New(slog.NewTextHandler(logs, nil)), WithRegistry(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runProxyOn(t, p, 2)
+
+	entering := func() []string {
+		return logs.lines("level=WARN", `certificate \"CN=www.example.test\" (www.example.test) expires `+enters.UTC().Format(time.RFC3339)+", in 13 days", "cert_file="+entersCert)
+	}
+	expired := func() []string {
+		return logs.lines("level=WARN", `certificate \"CN=api.example.test\" (api.example.test) expired `+expires.UTC().Format(time.RFC3339)+": clients refuse it", "cert_file="+expiresCert)
+	}
+	if n := len(entering()) + len(expired()); n != 0 {
+		t.Fatalf("expiry lines before either line was crossed:\n%s", logs.String())
+	}
+	// The watch's own period is an hour: only its timer for the instant
+	// can log these within the test.
+	deadline := time.Now().Add(10 * time.Second)
+	for (len(entering()) == 0 || len(expired()) == 0) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(entering()) != 1 || len(expired()) != 1 {
+		t.Fatalf("want one WARN line for the certificate entering the 14-day window and one for the expired one; log:\n%s", logs.String())
+	}
+	if late := time.Since(expires); late > 2*time.Second {
+		t.Errorf("the lines came %s after the instant", late)
+	}
+	// Woken again (as by a reload or the hourly look), it says nothing new.
+	for range 5 {
+		p.certWake <- struct{}{}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if len(entering()) != 1 || len(expired()) != 1 {
+		t.Errorf("the lines were repeated; log:\n%s", logs.String())
+	}
+}

@@ -42,6 +42,10 @@ type certPair struct {
 	certFile, keyFile string
 	cert              atomic.Pointer[tls.Certificate]
 	stamp             string // sizes and mtimes of the files last loaded or tried
+	// said is what the log has said of cert's expiry (expiryLevel when
+	// it was loaded, raised by announceExpiry; under certStore.mu once
+	// the store serves).
+	said expiryState
 }
 
 // loadPair loads a certificate and key, with its parsed leaf.
@@ -72,6 +76,8 @@ func newCertStore(def CertPair, more []CertPair, log *slog.Logger) (*certStore, 
 		}
 		p.cert.Store(cert)
 		p.stamp = stamp
+		// Said already: vigil logs Config.Warnings at start and reload.
+		p.said = expiryLevel(cert, s.now())
 		s.pairs = append(s.pairs, p)
 	}
 	s.checked = s.now()
@@ -187,8 +193,10 @@ func (p *certPair) maybeReload(log *slog.Logger) {
 		return
 	}
 	p.cert.Store(cert)
+	now := time.Now()
+	p.said = expiryLevel(cert, now)
 	log.Info("proxy: tls: certificate reloaded", "cert_file", p.certFile)
-	if note, _ := expiryNote(cert, time.Now()); note != "" {
+	if note, _ := expiryNote(cert, now); note != "" {
 		log.Warn("proxy: tls: "+note, "cert_file", p.certFile)
 	}
 }

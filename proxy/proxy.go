@@ -85,7 +85,11 @@ type Proxy struct {
 	// tlsCerts are the TLS listener's certificates once listening
 	// (redirect_https redirects a "*" pool's hosts only when one covers it).
 	tlsCerts atomic.Pointer[certStore]
-	alog     atomic.Pointer[accessLog] // access_log, nil when off
+	// certWake wakes watchCertExpiry when a reload serves other files;
+	// certWatchEvery is its period (0: certWatchEvery, hourly).
+	certWake       chan struct{}
+	certWatchEvery time.Duration
+	alog           atomic.Pointer[accessLog] // access_log, nil when off
 	// feeds are the verdict sources (one per member of a Sources), each
 	// with its last verdicts and read health, kept by the poller.
 	feeds   []*verdictFeed
@@ -141,7 +145,8 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir, rids: newRequestIDs()}
+	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir, rids: newRequestIDs(),
+		certWake: make(chan struct{}, 1)}
 	p.ctw.every = clientTLSPollEvery
 	if err := o.reg.Register(certExpiryCollector{p}); err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
@@ -223,6 +228,10 @@ func (p *Proxy) Reload(cfg Config) error {
 	if certs != nil {
 		p.tlsCerts.Store(certs)
 		p.log.Info("proxy: tls: certificates from the reloaded config serve new connections", "cert_file", st.cfg.CertFile, "certs", len(st.cfg.Certs))
+		select {
+		case p.certWake <- struct{}{}:
+		default:
+		}
 	}
 	kept := map[*originMetrics]bool{}
 	keptConns := map[*h1Pool]bool{}
@@ -903,7 +912,7 @@ func (p *Proxy) server(cfg Config) *http.Server {
 
 // background runs the verdict poller, the passive evaluator, the signal
 // publisher and, with tls_listen, the client_ca_file/client_crl_file watch
-// until ctx is done.
+// and the certificate expiry watch until ctx is done.
 func (p *Proxy) background(ctx context.Context) {
 	var wg sync.WaitGroup
 	run := func(name string, f func(context.Context)) {
@@ -927,6 +936,9 @@ func (p *Proxy) background(ctx context.Context) {
 	run("passive evaluator", p.evaluateLoop)
 	if r := p.running.Load(); r != nil && r.TLSListen != "" && p.ctw.every > 0 {
 		run("client_ca_file/client_crl_file watch", p.watchClientTLS)
+	}
+	if r := p.running.Load(); r != nil && r.TLSListen != "" {
+		run("certificate expiry watch", p.watchCertExpiry)
 	}
 	if p.signals != nil {
 		run("signal publisher", p.publishSignals)
