@@ -280,9 +280,9 @@ func (p *Proxy) applyFeeds() {
 		f.mu.Lock()
 		last := f.last
 		f.mu.Unlock()
-		_, err := f.fail.State()
+		since, err := f.fail.State()
 		_, canary := f.src.(*httpSource)
-		snaps = append(snaps, feedSnap{name: f.name, failing: err != nil && !canary, last: last})
+		snaps = append(snaps, feedSnap{name: f.name, failing: err != nil && !canary, down: err != nil, since: since, last: last})
 		all, ahead = p.rebase(f, last, now, pools, all, ahead, present)
 	}
 	p.duplicateCheck(now, pools)
@@ -311,7 +311,7 @@ func (p *Proxy) applyFeeds() {
 			pl.quorumCheck(all, pv)
 		}
 		failing := failingRegions(pl, snaps)
-		pl.applyVerdictsFrom(all, ahead, now, failing)
+		pl.applyVerdictsFrom(all, ahead, now, failing, silentRegions(pl, snaps))
 		p.freshCheck(pl, all, ahead, now)
 		p.regionCheck(pl, all, ahead, now, failing)
 	}
@@ -326,6 +326,10 @@ type feedSnap struct {
 	name    string
 	failing bool
 	last    []reporting.Verdict
+	// down: the last read failed (a dead canary, a store down), since
+	// then.
+	down  bool
+	since time.Time
 }
 
 // failingRegions is, per region, the failing sources that hold the last
@@ -364,6 +368,39 @@ func failingRegions(pl *pool, snaps []feedSnap) map[string][]string {
 		delete(bad, r)
 	}
 	return bad
+}
+
+// silentRegions is, per region, since when no source that gives verdicts
+// of a check pl counts for one of its origins from that region answers
+// (the last of them to stop), for the regions only sources that stopped
+// answering (dead canaries, failing stores) hold such verdicts of: their
+// last verdicts still count until they age out, but nothing is heard of
+// the region any more. Nil when every source answers.
+func silentRegions(pl *pool, snaps []feedSnap) map[string]time.Time {
+	if !slices.ContainsFunc(snaps, func(s feedSnap) bool { return s.down }) {
+		return nil
+	}
+	targets := pl.verdictTargets()
+	good := map[string]bool{}
+	silent := map[string]time.Time{}
+	for _, s := range snaps {
+		for i := range s.last {
+			v := &s.last[i]
+			if !targets[v.Target] || !pl.counts(v) {
+				continue
+			}
+			switch {
+			case !s.down:
+				good[v.Region] = true
+			case s.since.After(silent[v.Region]):
+				silent[v.Region] = s.since
+			}
+		}
+	}
+	for r := range good {
+		delete(silent, r)
+	}
+	return silent
 }
 
 // verdictTargets is the set of the targets of pl's origins.
@@ -1192,7 +1229,11 @@ const (
 // last verdicts (failing, see failingRegions) is not said to have stopped
 // reporting: the cause is then clearedSource naming the source(s), with
 // source_failing, expired (those regions) and expired_by (their limits).
-func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ahead []time.Duration, now time.Time, failing map[string][]string) (string, []any) {
+// A region still unhealthy by last verdicts that no answering source holds
+// (silent, see silentRegions: its canary died too, a moment after the
+// first) is not still_unhealthy: it is stopped (expired when only failing
+// stores hold it), its limit "source not answering since T".
+func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ahead []time.Duration, now time.Time, failing map[string][]string, silent map[string]time.Time) (string, []any) {
 	rank := func(st reporting.State) int { // unhealthy > healthy/degraded > unknown
 		switch st {
 		case reporting.StateUnhealthy:
@@ -1233,6 +1274,25 @@ func (pl *pool) clearedBecause(o *origin, was string, vs []reporting.Verdict, ah
 			name = "(no region)"
 		}
 		st, ok := best(h.region, nil)
+		if since, quiet := silent[h.region]; ok && st == reporting.StateUnhealthy && quiet {
+			// Its last verdicts still count, but none of its sources
+			// answers (both canaries died, a moment apart): it went
+			// silent too, it is not still unhealthy.
+			limit := "source not answering since " + since.UTC().Format(heldFormat)
+			if len(failing[h.region]) > 0 {
+				expired = append(expired, name)
+				expiredBy = append(expiredBy, name+": "+limit)
+				for _, s := range failing[h.region] {
+					if !slices.Contains(sources, s) {
+						sources = append(sources, s)
+					}
+				}
+			} else {
+				stopped = append(stopped, name)
+				limits = append(limits, name+": "+limit)
+			}
+			continue
+		}
 		if ok && st == reporting.StateUnhealthy {
 			still = append(still, name)
 			continue
@@ -1452,14 +1512,15 @@ func (pl *pool) applyVerdicts(vs []reporting.Verdict, now time.Time) {
 // date is ahead of now (rebase): one further ahead than this pool's max_age
 // does not count, whatever other pools allow.
 func (pl *pool) applyVerdictsAhead(vs []reporting.Verdict, ahead []time.Duration, now time.Time) {
-	pl.applyVerdictsFrom(vs, ahead, now, nil)
+	pl.applyVerdictsFrom(vs, ahead, now, nil, nil)
 }
 
 // applyVerdictsFrom is applyVerdictsAhead with, per region, the failing
 // sources that alone hold its last verdicts (failingRegions): an origin
 // those verdicts held out returns with a line blaming the source, not the
-// region.
-func (pl *pool) applyVerdictsFrom(vs []reporting.Verdict, ahead []time.Duration, now time.Time, failing map[string][]string) {
+// region; and since when no source of a region answers (silentRegions):
+// the line does not call such a region still unhealthy.
+func (pl *pool) applyVerdictsFrom(vs []reporting.Verdict, ahead []time.Duration, now time.Time, failing map[string][]string, silent map[string]time.Time) {
 	for _, o := range pl.origins {
 		down, why := pl.verdictDown(o, vs, ahead, now)
 		switch {
@@ -1505,7 +1566,7 @@ func (pl *pool) applyVerdictsFrom(vs []reporting.Verdict, ahead []time.Duration,
 				o.why[bit(flagVerdict)] = why // the note below the quorum, if any
 				o.mu.Unlock()
 				o.m.available.Set(b2f(o.Available()))
-				cause, attrs := pl.clearedBecause(o, was, vs, ahead, now, failing)
+				cause, attrs := pl.clearedBecause(o, was, vs, ahead, now, failing, silent)
 				msg := "proxy: verdicts cleared origin"
 				if !o.Available() {
 					msg += "; origin still out"

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -107,3 +108,88 @@ func TestVerdictClearLogSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestVerdictClearBothCanariesDie: two canaries (eu, us), read over HTTP,
+// hold an origin out with quorum 2, and both die, us a moment after eu.
+// eu's last verdicts age out first and the origin returns; the line names
+// both regions as stopped reporting, us by its canary not answering. Was:
+// stopped_reporting=eu still_unhealthy=us, as if us's canary were up and
+// still finding the origin down.
+func TestVerdictClearBothCanariesDie(t *testing.T) {
+	const maxAge = 600 * time.Millisecond
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.MaxAge = maxAge
+	cfg.Pools[0].Verdicts.Quorum = 2
+	var srcs Sources
+	canaries := map[string]*verdictCanary{}
+	for _, r := range []string{"eu", "us"} {
+		c := newVerdictCanary(t, func() []reporting.Verdict {
+			now := time.Now()
+			return []reporting.Verdict{{Check: "home", Target: "o0", Region: r, State: reporting.StateUnhealthy,
+				Cause: "timeout", At: now, Expires: now.Add(time.Hour)}}
+		})
+		canaries[r] = c
+		srcs = append(srcs, c.source())
+	}
+	logs := &tryLogs{}
+	h := startLog(t, cfg, srcs, true, EngineFast, slog.New(slog.NewTextHandler(logs, nil)))
+	eventually(t, "o0 out by verdicts", func() bool { return adminOrigins(t, h.p)[0].VerdictDown })
+
+	canaries["eu"].srv.CloseClientConnections()
+	canaries["eu"].srv.Close()
+	time.Sleep(150 * time.Millisecond)
+	canaries["us"].srv.CloseClientConnections()
+	canaries["us"].srv.Close()
+	eventually(t, "o0 back", func() bool { return len(logs.lines("verdicts cleared origin")) > 0 })
+	line := logs.lines("verdicts cleared origin")[0]
+	for _, want := range []string{`msg="proxy: verdicts cleared origin: verdicts expired, region(s) stopped reporting"`,
+		"stopped_reporting=eu,us", `stopped_by="eu: max_age 600ms, us: source not answering since `, "quorum=2"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line lacks %q:\n%s", want, line)
+		}
+	}
+	if strings.Contains(line, "still_unhealthy") {
+		t.Errorf("a region whose canary is dead is called still unhealthy:\n%s", line)
+	}
+}
+
+// TestVerdictClearBothStoresFail: as TestVerdictClearBothCanariesDie with
+// two stores (one per region) whose reads fail a moment apart: the line
+// blames both sources and names both regions under expired.
+func TestVerdictClearBothStoresFail(t *testing.T) {
+	const maxAge = 600 * time.Millisecond
+	a, b := newBackend(t, "a"), newBackend(t, "b")
+	cfg := pool1(PolicyFirst, urls(a, b)...)
+	cfg.VerdictPoll = 20 * time.Millisecond
+	cfg.Pools[0].Verdicts.MaxAge = maxAge
+	cfg.Pools[0].Verdicts.Quorum = 2
+	eu, us := newLiveSource(reporting.StateUnhealthy, "eu"), newLiveSource(reporting.StateUnhealthy, "us")
+	logs := &tryLogs{}
+	h := startLog(t, cfg, Sources{eu, namedSource{"store-us", us}}, true, EngineFast, slog.New(slog.NewTextHandler(logs, nil)))
+	eventually(t, "o0 out by verdicts", func() bool { return adminOrigins(t, h.p)[0].VerdictDown })
+
+	eu.setFailing(true)
+	time.Sleep(150 * time.Millisecond)
+	us.setFailing(true)
+	eventually(t, "o0 back", func() bool { return len(logs.lines("verdicts cleared origin")) > 0 })
+	line := logs.lines("verdicts cleared origin")[0]
+	for _, want := range []string{"the verdict source is failing (store-under-test, store-us)", "expired=eu,us",
+		`expired_by="eu: max_age 600ms, us: source not answering since `} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line lacks %q:\n%s", want, line)
+		}
+	}
+	if strings.Contains(line, "still_unhealthy") {
+		t.Errorf("a region whose store fails is called still unhealthy:\n%s", line)
+	}
+}
+
+// namedSource is a source under another name.
+type namedSource struct {
+	name string
+	reporting.Source
+}
+
+func (n namedSource) String() string { return n.name }
