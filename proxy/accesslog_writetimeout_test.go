@@ -3,12 +3,16 @@ package proxy
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,4 +176,82 @@ func TestAccessLogWriteTimeoutAbortedHTTP2(t *testing.T) {
 	if line["aborted"] != "write_timeout" || line["status"] != 200.0 || line["proto"] != "HTTP/2.0" {
 		t.Fatalf("aborted %v status %v proto %v, want write_timeout 200 HTTP/2.0\n%v", line["aborted"], line["status"], line["proto"], line)
 	}
+}
+
+// TestAccessLogWriteTimeoutTransportPath: on the fast engine, an answer
+// that comes through the pool's http.Transport rather than the inline fast
+// path (a request with a body; a GET to an https origin) and is cut off by
+// write_timeout while its client kept reading is marked
+// "aborted":"write_timeout" and logged with cause=write_timeout, as on the
+// fast path, on the plain and the TLS listener.
+func TestAccessLogWriteTimeoutTransportPath(t *testing.T) {
+	const size = 256 << 20
+	plain := bigOrigin(t, size)
+	secure := httptest.NewTLSServer(plain.Config.Handler)
+	t.Cleanup(secure.Close)
+	for _, c := range []struct {
+		name, origin, req string
+		useTLS            bool
+	}{
+		{"body", plain.URL, "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", false},
+		{"body/tls", plain.URL, "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", true},
+		{"https origin", secure.URL, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "access.log")
+			cfg := pool1(PolicyFirst, c.origin)
+			cfg.Pools[0].Retry.Tries = 1
+			if strings.HasPrefix(c.origin, "https:") {
+				cfg.Pools[0].TLS.CAFile = writeCertPEM(t, secure.Certificate())
+			}
+			cfg.WriteTimeout, cfg.SendTimeout = time.Second, 5*time.Second
+			cfg.AccessLog = path
+			dial, logs := runTimeoutFront(t, cfg, EngineFast, c.useTLS)
+			conn := dial()
+			conn.SetDeadline(time.Now().Add(15 * time.Second))
+			if _, err := io.WriteString(conn, c.req); err != nil {
+				t.Fatal(err)
+			}
+			head, err := http.ReadResponse(bufio.NewReaderSize(conn, 8<<10), nil)
+			if err != nil || head.StatusCode != http.StatusOK {
+				t.Fatalf("%v, %v; want a 200 answer under way", head, err)
+			}
+			// Reads 8KiB every 5ms: never stalled for send_timeout, too
+			// slow to take 256MiB within write_timeout.
+			buf := make([]byte, 8<<10)
+			started := time.Now()
+			for i := 0; i < 3000 && time.Since(started) < cfg.WriteTimeout+300*time.Millisecond; i++ {
+				if _, err := head.Body.Read(buf); err != nil {
+					t.Fatalf("cut off after %s, before write_timeout ran out: %v", time.Since(started), err)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			var line map[string]any
+			eventually(t, "the access log line of the cut-off answer", func() bool {
+				if b, _ := os.ReadFile(path); len(b) == 0 {
+					return false
+				}
+				line = accessLines(t, path)[0]
+				return true
+			})
+			conn.Close()
+			if line["aborted"] != "write_timeout" || line["status"] != 200.0 {
+				t.Errorf("aborted %v status %v, want write_timeout 200\n%v", line["aborted"], line["status"], line)
+			}
+			if lines := logs.lines("answer not sent within write_timeout", "cause=write_timeout"); len(lines) != 1 {
+				t.Errorf("want one log line with cause=write_timeout, got %q", logs.String())
+			}
+		})
+	}
+}
+
+// writeCertPEM writes cert to a PEM file (an origin's CA for tls.ca_file)
+// and returns its path.
+func writeCertPEM(t *testing.T, cert *x509.Certificate) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
