@@ -119,6 +119,12 @@ type app struct {
 	srv     *http.Server
 	handler http.Handler
 
+	// page is the status page (nil without one); publicLn the listener of
+	// its public page (status_page.public.listen), nil without one.
+	page       *statuspage.Page
+	publicLn   net.Listener
+	publicAddr atomic.Pointer[string] // publicLn's address, for PublicAddr
+
 	// stopping is set when shutdown begins (/readyz answers 503).
 	stopping atomic.Bool
 }
@@ -613,6 +619,30 @@ func (a *app) Run(parent context.Context) error {
 		}()
 		return a.srv.Serve(ln)
 	})
+	if pl := cfg.StatusPage.Public.Listen; pl != "" && a.page != nil {
+		pln, err := net.Listen("tcp", pl)
+		if err != nil {
+			cancel()
+			errc <- publicListenError(pl, err)
+			return a.stop(&wg, errc)
+		}
+		a.publicLn = pln
+		addr := pln.Addr().String()
+		a.publicAddr.Store(&addr)
+		// A read-only page for anyone: small requests, short timeouts.
+		psrv := &http.Server{Handler: a.page.PublicHandler(func() statuspage.PublicConfig { return a.current().StatusPage.Public }),
+			ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+			IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
+		start("status_page.public", func(ctx context.Context) error {
+			go func() {
+				<-ctx.Done()
+				sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+				defer c()
+				_ = psrv.Shutdown(sctx)
+			}()
+			return psrv.Serve(pln)
+		})
+	}
 	// The proxy listens first: a port already in use fails the start before
 	// the canary runs or "vigil started" is logged.
 	if a.prx != nil {
@@ -643,9 +673,13 @@ func (a *app) Run(parent context.Context) error {
 	}
 	start("reload", a.watchReload)
 	a.startedAt = time.Now()
-	a.log.Info("vigil started", "version", version, "listen", ln.Addr().String(),
+	var public []any
+	if a.publicLn != nil {
+		public = []any{"public_page", a.publicLn.Addr().String()}
+	}
+	a.log.Info("vigil started", append([]any{"version", version, "listen", ln.Addr().String(),
 		"canary", a.can != nil, "proxy", a.prx != nil, "alerter", a.alr != nil,
-		"region", cfg.Agent.Region, "vantage", cfg.Agent.Vantage)
+		"region", cfg.Agent.Region, "vantage", cfg.Agent.Vantage}, public...)...)
 
 	<-ctx.Done()
 	return a.stop(&wg, errc)
@@ -671,6 +705,22 @@ func (a *app) current() *File {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.cfg
+}
+
+// publicListenError is the start error for status_page.public.listen.
+func publicListenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("status_page.public.listen: %s already in use", addr)
+	}
+	return fmt.Errorf("status_page.public.listen: %w", err)
+}
+
+// PublicAddr is the public status page's address once Run listens, "" without one.
+func (a *app) PublicAddr() string {
+	if p := a.publicAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Addr is the agent listener's address once Run listens.
@@ -857,6 +907,9 @@ func (a *app) apply(cfg *File) (err error) {
 	}
 	if cfg.Agent.Listen != a.cfg.Agent.Listen || cfg.Agent.DataDir != a.cfg.Agent.DataDir {
 		a.log.Warn("agent.listen and agent.data_dir take effect on restart")
+	}
+	if cfg.StatusPage.Public.Listen != a.cfg.StatusPage.Public.Listen {
+		a.log.Warn("status_page.public.listen takes effect on restart; the public page's title and checks are reloaded")
 	}
 	var pairs []canary.Pair
 	if a.can != nil {

@@ -212,6 +212,22 @@ func (f *File) ValidateAndSetDefaults() error {
 			errs = append(errs, knownCheck(fmt.Sprintf("alerting.maintenance[%d].checks[%d]", i, j), c))
 		}
 	}
+	for i, pc := range f.StatusPage.Public.Checks {
+		if pc.Check != "" {
+			errs = append(errs, knownCheck(fmt.Sprintf("status_page.public.checks[%d]", i), pc.Check))
+		}
+	}
+	if pl := f.StatusPage.Public.Listen; pl != "" && !strings.HasSuffix(pl, ":0") {
+		others := []struct{ key, addr string }{{"agent.listen", f.Agent.Listen}}
+		if f.Proxy != nil {
+			others = append(others, struct{ key, addr string }{"proxy.listen", f.Proxy.Listen}, struct{ key, addr string }{"proxy.tls_listen", f.Proxy.TLSListen})
+		}
+		for _, o := range others {
+			if o.addr == pl {
+				errs = append(errs, fmt.Errorf("status_page.public.listen: %s is also %s: each listener needs its own address", pl, o.key))
+			}
+		}
+	}
 	if f.Proxy != nil {
 		// Two listeners on one address: the second fails to bind at start.
 		// Port 0 (any free port) never clashes.
@@ -1522,8 +1538,9 @@ func newFileDecoder(f any, md *mapstructure.Metadata) (*mapstructure.Decoder, er
 		Metadata:         md,
 		WeaklyTypedInput: true,
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			numberTextHook,    // a number's text for a string key
-			checks.DecodeHook, // equals: null, status: true, headers as a list
+			numberTextHook,              // a number's text for a string key
+			checks.DecodeHook,           // equals: null, status: true, headers as a list
+			statuspage.PublicDecodeHook, // status_page.public.checks: [name, …]
 			shapeHook,
 			durationHook,
 			unitHook,

@@ -83,6 +83,7 @@ func (a *app) statusPage() http.Handler {
 		a.log.Error("status page disabled", "error", err)
 		return nil
 	}
+	a.page = p
 	return p.Handler()
 }
 

@@ -28,6 +28,11 @@ var badgeColors = map[reporting.State]string{
 // so; a bad window is 400. Cached for 60 s.
 func (p *Page) serveBadge(w http.ResponseWriter, r *http.Request) {
 	check, _ := strings.CutSuffix(r.PathValue("check"), ".svg")
+	p.badge(w, r, check, check)
+}
+
+// badge writes check's badge (see serveBadge) with label as its name.
+func (p *Page) badge(w http.ResponseWriter, r *http.Request, check, label string) {
 	q := r.URL.Query()
 	target, hasTarget := q.Get("target"), q.Has("target")
 	ctx, _, cancel := p.ctx(r)
@@ -49,10 +54,10 @@ func (p *Page) serveBadge(w http.ResponseWriter, r *http.Request) {
 		rows, err := p.uptime(ctx, check, now)
 		if err != nil {
 			p.log.Warn("statuspage: read rollups", "check", check, "err", err)
-			writeBadge(w, http.StatusServiceUnavailable, check, "cannot read the store", badgeColors[reporting.StateUnknown])
+			writeBadge(w, http.StatusServiceUnavailable, label, "cannot read the store", badgeColors[reporting.StateUnknown])
 			return
 		}
-		label := check + " " + window
+		wl := label + " " + window
 		for _, row := range rows {
 			// Without ?target, the row over all targets; a check of one
 			// target has only that target's row.
@@ -64,20 +69,20 @@ func (p *Page) serveBadge(w http.ResponseWriter, r *http.Request) {
 					continue
 				}
 				if c.Total == 0 {
-					writeBadge(w, http.StatusOK, label, "no runs", badgeColors[reporting.StateUnknown])
+					writeBadge(w, http.StatusOK, wl, "no runs", badgeColors[reporting.StateUnknown])
 					return
 				}
-				writeBadge(w, http.StatusOK, label, formatUptime(c.Ratio), uptimeColor(c.Ratio))
+				writeBadge(w, http.StatusOK, wl, formatUptime(c.Ratio), uptimeColor(c.Ratio))
 				return
 			}
 		}
-		writeBadge(w, http.StatusNotFound, label, "no such check", badgeColors[reporting.StateUnknown])
+		writeBadge(w, http.StatusNotFound, wl, "no such check", badgeColors[reporting.StateUnknown])
 		return
 	}
 	vs, err := p.o.Verdicts.Verdicts(ctx, max(p.o.Forget, 0))
 	if err != nil {
 		p.log.Warn("statuspage: read verdicts", "err", err)
-		writeBadge(w, http.StatusServiceUnavailable, check, "cannot read the store", badgeColors[reporting.StateUnknown])
+		writeBadge(w, http.StatusServiceUnavailable, label, "cannot read the store", badgeColors[reporting.StateUnknown])
 		return
 	}
 	worst, found := reporting.State(stateNone), false
@@ -91,10 +96,10 @@ func (p *Page) serveBadge(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !found {
-		writeBadge(w, http.StatusNotFound, check, "no such check", badgeColors[reporting.StateUnknown])
+		writeBadge(w, http.StatusNotFound, label, "no such check", badgeColors[reporting.StateUnknown])
 		return
 	}
-	writeBadge(w, http.StatusOK, check, string(worst), badgeColors[worst])
+	writeBadge(w, http.StatusOK, label, string(worst), badgeColors[worst])
 }
 
 // formatUptime is an uptime ratio as a badge shows it: "100%", "99.95%",

@@ -371,17 +371,28 @@ func hasRuns(rows []uptimeRow) bool {
 // uptime window ending at now, kept a minute (uptimeC). The caller must not
 // modify the rows.
 func (p *Page) uptime(ctx context.Context, check string, now time.Time) ([]uptimeRow, error) {
-	if rows, ok := p.uptimeC.get(check, now); ok {
-		return rows, nil
+	rows, _, err := p.uptimeDays(ctx, check, now)
+	return rows, err
+}
+
+// uptimeDays is uptime, and the check's daily uptime over the last
+// publicDays UTC days (the public page's bar), from the same rollups.
+func (p *Page) uptimeDays(ctx context.Context, check string, now time.Time) ([]uptimeRow, []dayCell, error) {
+	if e, ok := p.uptimeC.get(check, now); ok {
+		return e.rows, e.days, nil
 	}
 	longest := uptimeWindows[len(uptimeWindows)-1].D
-	rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: check, From: now.Add(-longest), To: now})
-	if err != nil {
-		return nil, err
+	from := now.Add(-longest)
+	if d := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, -(publicDays - 1)); d.Before(from) {
+		from = d
 	}
-	rows := computeUptime(rs, now)
-	p.uptimeC.put(check, now, rows)
-	return rows, nil
+	rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: check, From: from, To: now})
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, days := computeUptime(rs, now), computeDays(rs, now)
+	p.uptimeC.put(check, now, uptimeEntry{rows: rows, days: days})
+	return rows, days, nil
 }
 
 // percentile returns the nearest-rank q-quantile (0 < q <= 1) of sorted ds.

@@ -31,6 +31,9 @@ type Config struct {
 	// agent.data_dir under /artifacts/ (images, text and JSON only).
 	// Default true.
 	Artifacts *bool `mapstructure:"artifacts"`
+	// Public is a second, read-only page for customers on its own
+	// listener (see PublicConfig). Off unless Public.Listen is set.
+	Public PublicConfig `mapstructure:"public"`
 
 	// set holds the keys the file set (SetKeys).
 	set units.KeySet
@@ -64,7 +67,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.Refresh < MinRefresh || c.Refresh > MaxRefresh {
 		return fmt.Errorf("refresh: %s: %w", c.Refresh, ErrRefresh)
 	}
-	return nil
+	return c.Public.validate(c.Title)
 }
 
 // IsEnabled reports Enabled, true when unset.

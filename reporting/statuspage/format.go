@@ -48,7 +48,25 @@ var funcs = template.FuncMap{
 	"add":         func(a, b float64) float64 { return a + b },
 	"sub":         func(a, b float64) float64 { return a - b },
 	"secs":        func(d time.Duration) int { return int(d / time.Second) },
-	"lower":       strings.ToLower,
+	// The public page (public.go).
+	"publicDays":    func() int { return publicDays },
+	"publicRefresh": func(d time.Duration) int { return max(int(d/time.Second), 30) },
+	"dayBarWidth":   func() int { return publicDays*8 - 2 },
+	"dayX":          func(i int) int { return i * 8 },
+	"day":           func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"dayColor": func(d dayCell) string {
+		if d.Total == 0 {
+			return "#c9ced6"
+		}
+		return uptimeColor(d.Ratio)
+	},
+	"dayText": func(d dayCell) string {
+		if d.Total == 0 {
+			return "no data"
+		}
+		return fmtPct(d.Ratio) + " uptime"
+	},
+	"lower": strings.ToLower,
 	"title": func(s string) string {
 		if s == "" {
 			return s

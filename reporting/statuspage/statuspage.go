@@ -386,27 +386,29 @@ type uptimeCache struct {
 type uptimeEntry struct {
 	at   time.Time
 	rows []uptimeRow
+	days []dayCell
 }
 
 const uptimeTTL = time.Minute
 
-func (c *uptimeCache) get(check string, now time.Time) ([]uptimeRow, bool) {
+func (c *uptimeCache) get(check string, now time.Time) (uptimeEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[check]
 	if !ok || now.Sub(e.at) >= uptimeTTL || now.Before(e.at) {
-		return nil, false
+		return uptimeEntry{}, false
 	}
-	return e.rows, true
+	return e, true
 }
 
-func (c *uptimeCache) put(check string, now time.Time, rows []uptimeRow) {
+func (c *uptimeCache) put(check string, now time.Time, e uptimeEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) > 1000 {
 		clear(c.entries)
 	}
-	c.entries[check] = uptimeEntry{at: now, rows: rows}
+	e.at = now
+	c.entries[check] = e
 }
 
 // present leaves out the series Options.Removed names.
