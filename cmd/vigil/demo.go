@@ -164,7 +164,13 @@ agent:
   data_dir: %s
   admin_token: ${VIGIL_ADMIN_TOKEN:-}
 defaults: {interval: 5s, timeout: 2s, rise: 2, fall: 2, flap: {hold_down: 20s}}
-status_page: {title: vigil demo, refresh: 2s}
+status_page:
+  title: vigil demo
+  refresh: 2s
+  public:
+    listen: 127.0.0.1:0
+    title: Demo shop status
+    checks: [{check: asset, name: Downloads}, {check: api, name: API}, {check: login-flow, name: Sign-in}]
 targets:
 `, demoRegions[0], f.listen, f.dataDir)
 	for _, n := range demoOrigins {
@@ -273,11 +279,12 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 vigil demo is running (Ctrl-C stops everything)
 
   status page   http://%s/
+  public page   http://%s/          what customers see (status_page.public)
   proxy         http://%s/          try: curl -s http://%s/api/hello
   verdicts      http://%s/api/v1/verdicts
   origins       http://%s/api/v1/origins
   metrics       http://%s/metrics
-`, d.app.Addr(), d.proxyAddr(), d.proxyAddr(), d.app.Addr(), d.app.Addr(), d.app.Addr())
+`, d.app.Addr(), d.app.PublicAddr(), d.proxyAddr(), d.proxyAddr(), d.app.Addr(), d.app.Addr(), d.app.Addr())
 	for _, n := range demoOrigins {
 		fmt.Fprintf(out, "  %-13s %s\n", n, d.origins[n].URL())
 	}
@@ -446,7 +453,7 @@ func startDemo(parent context.Context, f demoFlags, log *slog.Logger, out io.Wri
 	}()
 	// Wait for the listeners.
 	deadline := time.Now().Add(10 * time.Second)
-	for a.Addr() == "" || d.proxyAddr() == "" {
+	for a.Addr() == "" || d.proxyAddr() == "" || a.PublicAddr() == "" {
 		if time.Now().After(deadline) {
 			return fail(errors.New("demo: listeners did not start within 10s"))
 		}

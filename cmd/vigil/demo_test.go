@@ -204,6 +204,16 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", shot)
 
+	// The public page: the asset check ("Downloads") is degraded service
+	// with one origin of three down, not an outage, and names no origin.
+	public := "http://" + d.app.PublicAddr() + "/"
+	waitFor(t, 10*time.Second, "the public page showing Downloads degraded", func() bool {
+		return strings.Contains(getBody(t, public), `data-public-check="Downloads" data-state="degraded"`)
+	})
+	if body := getBody(t, public); strings.Contains(body, "origin-b") || strings.Contains(body, "checksum") || !strings.Contains(body, ">Degraded performance<") {
+		t.Errorf("the public page during the fault:\n%.3000s", body)
+	}
+
 	// The proxy routes around origin-b: no client sees the corrupt body.
 	proxyURL := "http://" + d.proxyAddr()
 	for i := 0; i < 30; i++ {

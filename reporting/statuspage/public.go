@@ -108,7 +108,8 @@ func (pc PublicCheck) label() string {
 
 // PublicHandler serves the public page (see PublicConfig) from the same
 // store as p: GET / and GET /badge/{check} (an SVG badge of a listed
-// check's state or uptime, labelled with its public name; no ?target), and
+// check's public state or its uptime, labelled with its public name; no
+// ?target), and
 // the stylesheet. conf is read on every request, so a reload changes what
 // it shows. Everything else is 404.
 func (p *Page) PublicHandler(conf func() PublicConfig) http.Handler {
@@ -122,11 +123,28 @@ func (p *Page) PublicHandler(conf func() PublicConfig) http.Handler {
 			writeBadge(w, http.StatusNotFound, check, "no such check", badgeColors[reporting.StateUnknown])
 			return
 		}
+		label := c.Checks[i].label()
 		if r.URL.Query().Has("target") {
-			writeBadge(w, http.StatusBadRequest, c.Checks[i].label(), "no ?target here", badgeColors[reporting.StateUnknown])
+			writeBadge(w, http.StatusBadRequest, label, "no ?target here", badgeColors[reporting.StateUnknown])
 			return
 		}
-		p.badge(w, r, check, c.Checks[i].label())
+		if r.URL.Query().Has("uptime") {
+			p.badge(w, r, check, label)
+			return
+		}
+		ctx, _, cancel := p.ctx(r)
+		defer cancel()
+		vs, err := p.o.Verdicts.Verdicts(ctx, max(p.o.Forget, 0))
+		if err != nil {
+			p.log.Warn("statuspage: public badge: read verdicts", "err", err)
+			writeBadge(w, http.StatusServiceUnavailable, label, "unavailable", badgeColors[reporting.StateUnknown])
+			return
+		}
+		st, ok := publicStatesOf(p.present(vs), p.o.Now())[check]
+		if !ok {
+			st = reporting.StateUnknown
+		}
+		writeBadge(w, http.StatusOK, label, strings.ToLower(publicStates[st]), badgeColors[st])
 	})
 	mux.Handle("GET /static/style.css", http.StripPrefix("/static/", staticHandler(p.static)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -193,16 +211,10 @@ func (p *Page) publicRows(ctx context.Context, c PublicConfig, now time.Time) ([
 	if err != nil {
 		return nil, err
 	}
-	worst := map[string]reporting.State{}
-	for _, v := range p.present(vs) {
-		st := v.Current(now)
-		if cur, ok := worst[v.Check]; !ok || severity(st) > severity(cur) {
-			worst[v.Check] = st
-		}
-	}
+	states := publicStatesOf(p.present(vs), now)
 	rows := make([]publicRow, 0, len(c.Checks))
 	for _, pc := range c.Checks {
-		st, ok := worst[pc.Check]
+		st, ok := states[pc.Check]
 		if !ok {
 			st = reporting.StateUnknown
 		}
@@ -226,6 +238,56 @@ func (p *Page) publicRows(ctx context.Context, c PublicConfig, now time.Time) ([
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// publicStatesOf is each check's state as the public page shows it. A
+// target's state is its worst fresh verdict over the regions (as the
+// operator matrix shows it); the check is unhealthy when every target with
+// a verdict is, healthy when every one is, unknown when none has one, and
+// degraded otherwise: one origin of several failing, while the others
+// serve, is degraded service to a customer, not an outage.
+func publicStatesOf(vs []reporting.Verdict, now time.Time) map[string]reporting.State {
+	type key struct{ check, target string }
+	worst := map[key]reporting.State{}
+	for _, v := range vs {
+		k, st := key{v.Check, v.Target}, v.Current(now)
+		if cur, ok := worst[k]; !ok || severity(st) > severity(cur) {
+			worst[k] = st
+		}
+	}
+	type count struct{ known, healthy, unhealthy int }
+	per := map[string]*count{}
+	for k, st := range worst {
+		c := per[k.check]
+		if c == nil {
+			c = &count{}
+			per[k.check] = c
+		}
+		switch st {
+		case reporting.StateHealthy:
+			c.known++
+			c.healthy++
+		case reporting.StateUnhealthy:
+			c.known++
+			c.unhealthy++
+		case reporting.StateDegraded:
+			c.known++
+		}
+	}
+	out := make(map[string]reporting.State, len(per))
+	for check, c := range per {
+		switch {
+		case c.known == 0:
+			out[check] = reporting.StateUnknown
+		case c.unhealthy == c.known:
+			out[check] = reporting.StateUnhealthy
+		case c.healthy == c.known:
+			out[check] = reporting.StateHealthy
+		default:
+			out[check] = reporting.StateDegraded
+		}
+	}
+	return out
 }
 
 // overall is the page's headline over rows: every check with data

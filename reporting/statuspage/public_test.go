@@ -120,7 +120,8 @@ func TestPublicPage(t *testing.T) {
 		path, title string
 		code        int
 	}{
-		{"/badge/web.svg", "Web shop: degraded", 200},
+		{"/badge/web.svg", "Web shop: degraded performance", 200},
+		{"/badge/api.svg", "api: outage", 200},
 		{"/badge/web.svg?uptime=24h", "Web shop 24h: 99.95%", 200},
 		{"/badge/web.svg?target=origin-fra-7", "Web shop: no ?target here", 400},
 		{"/badge/internal-db.svg", "internal-db: no such check", 404},
@@ -144,6 +145,36 @@ func TestPublicPage(t *testing.T) {
 	code, _, body = get(t, srv, "/")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "Status temporarily unavailable") || strings.Contains(strings.ToLower(body), "closed") {
 		t.Errorf("store closed: %d\n%s", code, body)
+	}
+}
+
+// TestPublicStates: a check's public state. One origin of several down
+// while the others serve is degraded service, not an outage; every origin
+// down is; a target's state is its worst over the regions; stale verdicts
+// are unknown and do not count.
+func TestPublicStates(t *testing.T) {
+	h, d, u := reporting.StateHealthy, reporting.StateDegraded, reporting.StateUnhealthy
+	v := func(check, target, region string, st reporting.State, age time.Duration) reporting.Verdict {
+		return verdict(check, target, region, st, "", age)
+	}
+	vs := []reporting.Verdict{
+		v("one-down", "a", "eu", u, time.Second), v("one-down", "b", "eu", h, time.Second), v("one-down", "c", "eu", h, time.Second),
+		v("all-down", "a", "eu", u, time.Second), v("all-down", "b", "us", u, time.Second),
+		v("all-up", "a", "eu", h, time.Second), v("all-up", "b", "eu", h, time.Second),
+		// A target down from one region only: that target is down.
+		v("region", "a", "eu", h, time.Second), v("region", "a", "us", u, time.Second),
+		v("slow", "a", "eu", d, time.Second), v("slow", "b", "eu", d, time.Second),
+		// Stale: unknown, not counted; the fresh target decides.
+		v("stale", "a", "eu", u, time.Hour), v("stale", "b", "eu", h, time.Second),
+		v("gone", "a", "eu", h, time.Hour),
+	}
+	got := publicStatesOf(vs, t0)
+	for check, want := range map[string]reporting.State{
+		"one-down": d, "all-down": u, "all-up": h, "region": u, "slow": d, "stale": h, "gone": reporting.StateUnknown,
+	} {
+		if got[check] != want {
+			t.Errorf("%s: %s, want %s", check, got[check], want)
+		}
 	}
 }
 
