@@ -184,6 +184,55 @@ func firingAlert(rule string) string {
 // regionsTmpl is "{{ $value }} regions" in an annotation, "1 region" for one.
 const regionsTmpl = "{{ $value }} region{{ if ne $value 1.0 }}s{{ end }}"
 
+// downDetail returns the template pipelines (`query …`) of VigilCheckDown's
+// regions and cause, for its annotations (win, which sets the window
+// $w cause reads, goes first), as vigil's alerter and the
+// Grafana rule describe a down alert: regions is the unhealthy regions of
+// the alert's check × target (and tier) that the alert counts, sorted by
+// name (those held on their last verdict while their canary is not
+// scraped or their verdict expired included, see the held branch), and
+// cause is the most common failure cause among them, from
+// vigil_check_failures_total over the check's dead-man window (its
+// interval × dead_man.intervals, at least 2m; DeadManPromWindow for a check
+// not in checks), the agent's own troubles (agent, browser_unavailable)
+// left out; an empty result when they did not fail with a cause in it.
+// The alert's labels are only check, target and tier: the series it
+// counts are queried again when its annotations are expanded.
+func downDetail(forget, notScraped string, cfg Config, checks []CheckInterval) (win, regions, cause string) {
+	const sel = `{check=%[1]q,target=%[2]q,tier=%[3]q}`
+	last := "last_over_time(vigil:verdict_unhealthy" + sel + "[" + forget + "])"
+	expr := "(max by (region) (vigil:verdict_unhealthy" + sel + ") or max by (region) ((" + last + notScraped + ") or (" +
+		last + ` and ignoring (state) (vigil_verdict_state{state="unknown"} == 1)))) == 1`
+	regions = "query (printf `" + expr + "` $labels.check $labels.target $labels.tier) | sortByLabel \"region\""
+	// The window by check: a template variable set from the check's name.
+	win = "{{ $w := " + strconv.Quote(promDur(DeadManPromWindow)) + " }}"
+	byWindow := map[time.Duration][]string{}
+	var windows []time.Duration
+	for _, g := range deadManGroups(checks) { // shortest interval first
+		window := DeadManPromWindowFor(cfg, g.interval)
+		if g.interval <= 0 || window == DeadManPromWindow {
+			continue
+		}
+		if byWindow[window] == nil {
+			windows = append(windows, window)
+		}
+		for _, c := range g.checks {
+			byWindow[window] = append(byWindow[window], strconv.Quote(c))
+		}
+	}
+	var branches []string
+	for _, window := range windows {
+		branches = append(branches, "if eq $labels.check "+strings.Join(byWindow[window], " ")+" }}{{ $w = "+
+			strconv.Quote(promDur(window))+" }}")
+	}
+	if len(branches) > 0 {
+		win += "{{ " + strings.Join(branches, "{{ else ") + "{{ end }}"
+	}
+	cause = "query (printf `topk(1, sum by (cause) (increase(vigil_check_failures_total{check=%[1]q,target=%[2]q,cause!~\"agent|browser_unavailable\"}[%[4]s])" +
+		" and on (region) (" + expr + ")) > 0)` $labels.check $labels.target $labels.tier $w)"
+	return win, regions, cause
+}
+
 // CertPromFor is the `for` of the generated certificate alert. The built-in
 // cert_expiry rule fires on the first evaluation where quorum regions agree;
 // over scrapes, the hour keeps one scrape of a stray certificate (an edge
@@ -285,12 +334,20 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			"    ) == 1\n" +
 			"  ) >= " + q + "\n" +
 			"  and on (check, target) " + firingAlert(RuleDown)
-		w.alert(RuleDown, "",
+		win, regions, cause := downDetail(forget, notScraped, cfg, checks)
+		w.alertAnn(RuleDown, "",
 			"count by (check, target, tier) (max by (check, target, tier, region) (vigil:verdict_unhealthy) == 1) >= "+q+"\n"+
 				"or\n"+
 				"(\n  "+held+"\n)",
 			cfg.Down.For, cfg.Down.KeepFiringFor, cfg.Down.Severity, "",
-			"{{ $labels.check }} × {{ $labels.target }} down in "+regionsTmpl+" (quorum "+q+")", true, cfg)
+			win+"{{ $labels.check }} × {{ $labels.target }} down in "+
+				"{{ with "+regions+" }}{{ len . }} region{{ if ne (len .) 1 }}s{{ end }} ({{ range $i, $r := . }}{{ if $i }}, {{ end }}{{ $r.Labels.region }}{{ end }}; quorum "+q+")"+
+				"{{ else }}"+regionsTmpl+" (quorum "+q+"){{ end }}"+
+				"{{ with "+cause+" }}: {{ (index . 0).Labels.cause }}{{ end }}", true, nil,
+			map[string]string{
+				"regions": "{{ range $i, $r := " + regions + " }}{{ if $i }},{{ end }}{{ $r.Labels.region }}{{ end }}",
+				"cause":   win + "{{ with " + cause + " }}{{ (index . 0).Labels.cause }}{{ end }}",
+			}, cfg)
 	}
 	if !cfg.Cert.Disabled {
 		days := strconv.Itoa(cfg.CertExpiryDays)
@@ -695,6 +752,12 @@ func (w *ruleWriter) alert(rule, slo, expr string, hold, keep time.Duration, sev
 // alertLabels is alert with extra labels.
 func (w *ruleWriter) alertLabels(rule, slo, expr string, hold, keep time.Duration, severity, windows, summary string, hasTarget bool,
 	extra map[string]string, cfg Config) {
+	w.alertAnn(rule, slo, expr, hold, keep, severity, windows, summary, hasTarget, extra, nil, cfg)
+}
+
+// alertAnn is alertLabels with extra annotations.
+func (w *ruleWriter) alertAnn(rule, slo, expr string, hold, keep time.Duration, severity, windows, summary string, hasTarget bool,
+	extra, moreAnn map[string]string, cfg Config) {
 	w.line(6, "- alert: "+alertNames[rule])
 	w.expr(8, expr)
 	if hold > 0 {
@@ -716,6 +779,9 @@ func (w *ruleWriter) alertLabels(rule, slo, expr string, hold, keep time.Duratio
 		w.line(10, k+": "+yq(labels[k]))
 	}
 	ann := map[string]string{"summary": summary}
+	for k, v := range moreAnn {
+		ann[k] = v
+	}
 	if windows != "" {
 		ann["windows"] = windows
 	}

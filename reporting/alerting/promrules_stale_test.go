@@ -103,14 +103,48 @@ func TestPrometheusDeadManStaleCanary(t *testing.T) {
 	promtoolTest(t, exampleRules, tests)
 }
 
-// downAlert is the example's VigilCheckDown for asset × origin-a in n
-// regions.
+// downAlert is the example's VigilCheckDown for asset × origin-a in eu
+// and us, without failures counted (no cause).
 func downAlert(n int) string {
 	return fmt.Sprintf(`
           - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, tier: deep, rule: down, severity: page, source: prometheus}
             exp_annotations:
-              summary: 'asset × origin-a down in %d regions (quorum 2)'
+              summary: 'asset × origin-a down in %d regions (eu, us; quorum 2)'
+              regions: 'eu,us'
+              cause: ''
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'`, n)
+}
+
+// TestPrometheusDownSaysRegionsAndCause: VigilCheckDown's summary and
+// annotations name the regions it counts and the most common failure cause
+// among them, as vigil's alerter and the Grafana rule do (was: "asset ×
+// origin-a down in 2 regions (quorum 2)", no regions, no cause). ap fails
+// more often, with another cause, but is healthy: it is neither listed nor
+// its cause taken. When eu's canary dies, eu is still listed (held on its
+// last verdict, as the alert counts it).
+func TestPrometheusDownSaysRegionsAndCause(t *testing.T) {
+	failures := func(c canary, cause, values string) string {
+		return seriesLine(`vigil_check_failures_total{check="asset",target="origin-a",region="`+c.region+`",cause="`+cause+`",instance="`+c.instance+`",job="vigil"}`, values)
+	}
+	eu, us, ap := canary{"c1", "eu", "1x60 0x60"}, canary{"c2", "us", "1x120"}, canary{"c3", "ap-south", "1x120"}
+	series := eu.verdicts("0x29 1x30 stale", "0x60 stale") + failures(eu, "timeout", "0x29 1+4x30 stale") +
+		failures(eu, "status", "0x29 0+1x30 stale") +
+		us.verdicts("0x29 1x90", "0x120") + failures(us, "timeout", "0x29 1+4x90") +
+		ap.verdicts("0x120", "0x120") + failures(ap, "dns", "0+20x120") +
+		failures(canary{"c2", "us", ""}, "agent", "0x29 1+40x90")
+	firing := func(summary, regions, cause string) string {
+		return `
+          - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, tier: deep, rule: down, severity: page, source: prometheus}
+            exp_annotations:
+              summary: '` + summary + `'
+              regions: '` + regions + `'
+              cause: '` + cause + `'
+              status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'`
+	}
+	promtoolTest(t, exampleRules, alertTest("eu and us fail with timeouts, ap is healthy", "VigilCheckDown", series,
+		at(29),
+		at(40, firing("asset × origin-a down in 2 regions (eu, us; quorum 2): timeout", "eu,us", "timeout")),
+		at(70, firing("asset × origin-a down in 2 regions (eu, us; quorum 2): timeout", "eu,us", "timeout"))))
 }
 
 // TestPrometheusDownHeldOverMissingData: VigilCheckDown (quorum 2 of eu and

@@ -205,7 +205,9 @@ func TestPrometheusRulesPromtoolTest(t *testing.T) {
 	down := `
           - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, tier: deep, rule: down, severity: page, source: prometheus}
             exp_annotations:
-              summary: 'asset × origin-a down in 2 regions (quorum 2)'
+              summary: 'asset × origin-a down in 2 regions (eu, us; quorum 2)'
+              regions: 'eu,us'
+              cause: ''
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'`
 	test := fmt.Sprintf(`rule_files:
   - %s
@@ -450,7 +452,9 @@ func TestPrometheusRulesOneRegion(t *testing.T) {
         exp_alerts:
           - exp_labels: {alertname: VigilCheckDown, check: asset, target: origin-a, tier: deep, rule: down, severity: page, source: prometheus}
             exp_annotations:
-              summary: 'asset × origin-a down in 1 region (quorum 1)'
+              summary: 'asset × origin-a down in 1 region (eu; quorum 1)'
+              regions: 'eu'
+              cause: ''
               status_url: 'http://127.0.0.1:9470/check/asset?target=origin-a'
 `)
 }
