@@ -43,6 +43,10 @@ const (
 //	                                      to, limit above MaxHistoryLimit: 400
 //	POST /api/v1/trigger                  {"check":…,"target":…} or ?check=&target=; bearer agent.admin_token
 //	                                      (401 missing/wrong token, 403 no admin_token configured)
+//	POST /api/v1/push/{check}[/fail]      a push check's ping (also GET, HEAD); ?status=ok|fail&msg=;
+//	                                      bearer push.token or agent.admin_token (401); 404 for a
+//	                                      check that is no push check of this agent; 400 for a bad
+//	                                      or unknown parameter; cross-origin browser POSTs get 403
 //	GET  /healthz                         200 "ok" or 503 with the reasons
 //	GET  /metrics                         Prometheus exposition of the canary's registry
 //
@@ -62,6 +66,15 @@ func (c *Canary) Handler(src reporting.HistorySource) http.Handler {
 		c.serveHistory(w, r, src)
 	})
 	mux.HandleFunc("POST /api/v1/trigger", c.serveTrigger)
+	// Cron lines ping with a plain `curl URL` (GET), as healthchecks.io
+	// takes; a cross-origin browser POST is refused (403), and a browser
+	// cannot add the Authorization header across origins without a CORS
+	// preflight, which is never granted.
+	push := http.NewCrossOriginProtection().Handler(http.HandlerFunc(c.servePush))
+	for _, pat := range []string{"GET /api/v1/push/{check}", "POST /api/v1/push/{check}",
+		"GET /api/v1/push/{check}/fail", "POST /api/v1/push/{check}/fail"} {
+		mux.Handle(pat, push)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")

@@ -126,6 +126,12 @@ type Canary struct {
 
 	// authFail logs refused admin requests (rate-limited).
 	authFail units.AuthFailures
+
+	// push holds the push checks' pings; pushM counts them; pushNames
+	// are the push checks whose counters exist (guarded by mu).
+	push      pushBook
+	pushM     *pushMetrics
+	pushNames []string
 }
 
 type errBox struct{ err error }
@@ -214,7 +220,9 @@ func New(cfg *Config, pairs []Pair, o Options) (*Canary, error) {
 	c.stopCtx, c.stopWaits = context.WithCancel(context.Background())
 	c.SetRedact(o.Redact)
 	c.m = newMetrics(c)
-	for _, col := range c.m.collectors() {
+	c.push.log = o.Log
+	c.pushM = newPushMetrics(c)
+	for _, col := range append(c.m.collectors(), c.pushM) {
 		if err := reg.Register(col); err != nil {
 			return nil, fmt.Errorf("canary: register metrics: %w", err)
 		}
@@ -491,6 +499,9 @@ func (c *Canary) probe(p *Pair) (res checks.Result) {
 				Start: start, Phases: checks.Phases{Total: c.now().Sub(start)}}
 		}
 	}()
+	if p.Check.Push != nil {
+		return c.judgePush(p)
+	}
 	if p.Probe == nil {
 		return checks.Result{Cause: checks.CauseInternal, Err: "check not compiled", Start: start}
 	}
@@ -818,6 +829,8 @@ func (c *Canary) Reload(cfg *Config, pairs []Pair) {
 			heap.Remove(&c.queue, e.idx)
 		}
 	}
+	c.push.sync(cfg, pairs, c.now())
+	c.pushNames = c.pushM.sync(pairs, c.pushNames)
 	c.signal()
 }
 

@@ -104,6 +104,10 @@ func (c *Config) Compile(o CompileOptions) ([]Pair, error) {
 		if ch.Disabled && !o.IncludeDisabled {
 			continue
 		}
+		if ch.Push != nil && !ch.Push.RunsIn(c.Agent.Region) {
+			// Judged by the agents of push.region, which get its pings.
+			continue
+		}
 		probe, err := ch.compile(o)
 		if err != nil {
 			// One error per line, each naming its check.
@@ -113,6 +117,10 @@ func (c *Config) Compile(o CompileOptions) ([]Pair, error) {
 			continue
 		}
 		var ts []checks.Target
+		if ch.Push != nil {
+			// One implicit target, named after the check.
+			ts = append(ts, checks.Target{Name: ch.Name})
+		}
 		if ch.URL != "" {
 			ts = append(ts, checks.Target{Name: targetNameForURL(ch.URL), URL: ch.URL})
 		}
@@ -155,6 +163,8 @@ func targetNameForURL(u string) string {
 func (ch *CheckConfig) compile(o CompileOptions) (checks.Check, error) {
 	opts := checks.Options{Check: ch.Name, Version: o.Version, Timeout: ch.Timeout}
 	switch ch.Kind() {
+	case "push":
+		return pushProbe{check: ch.Name}, nil
 	case "script":
 		return scripts.New(ch.Script, scripts.Options{Check: ch.Name, Version: o.Version,
 			Timeout: ch.Timeout, DataDir: o.DataDir, ArtifactMaxAge: o.ArtifactMaxAge, Browser: o.Browser})
@@ -183,6 +193,9 @@ func (c *Config) PairNames() map[string][]string {
 			continue
 		}
 		var ts []string
+		if ch.Push != nil {
+			ts = append(ts, ch.Name)
+		}
 		if ch.URL != "" {
 			ts = append(ts, targetNameForURL(ch.URL))
 		}
@@ -215,7 +228,8 @@ func (c *Config) PairNames() map[string][]string {
 //   - the value of every http.json field whose name is sensitive, at any
 //     depth, and every value inside it (an object or an array under
 //     "credentials");
-//   - agent.admin_token, which the agent sends to its peers.
+//   - agent.admin_token, which the agent sends to its peers;
+//   - every push check's push.token.
 //
 // The config's redactor leaves out values under 3 bytes.
 //
@@ -308,6 +322,11 @@ func (c *Config) Secrets() []string {
 	// expand (the load fails, naming it): not a secret to hide.
 	if c.Agent.AdminToken != "" && !strings.Contains(c.Agent.AdminToken, "${") {
 		out = append(out, c.Agent.AdminToken)
+	}
+	for _, ch := range c.Checks {
+		if ch.Push != nil && ch.Push.Token != "" && !strings.Contains(ch.Push.Token, "${") {
+			out = append(out, ch.Push.Token)
+		}
 	}
 	return out
 }

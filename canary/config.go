@@ -198,6 +198,9 @@ type CheckConfig struct {
 	ICMP   *checks.ICMPSpec `mapstructure:"icmp"`
 	Expect *checks.Expect   `mapstructure:"expect"`
 	Script scripts.Script   `mapstructure:"script"`
+	// Push makes the check a push (heartbeat) check: its job pings the
+	// agent, which judges the pings instead of probing a target.
+	Push *PushSpec `mapstructure:"push"`
 
 	schedule cron.Schedule
 	// timeoutExplicit is true when the check set its own timeout.
@@ -207,9 +210,12 @@ type CheckConfig struct {
 // Schedule returns the compiled cron schedule, or nil for interval checks.
 func (c *CheckConfig) Schedule() cron.Schedule { return c.schedule }
 
-// Kind names what the check does: http, tcp, tls, dns, grpc, icmp or script.
+// Kind names what the check does: http, tcp, tls, dns, grpc, icmp,
+// script or push.
 func (c *CheckConfig) Kind() string {
 	switch {
+	case c.Push != nil:
+		return "push"
 	case c.Script != nil:
 		return "script"
 	case c.TCP != nil:
@@ -247,6 +253,9 @@ func (c *Config) ValidateAndSetDefaults() error {
 			f.noDamping = c.isSet(p+"max_changes") && f.MaxChanges == 0
 			f.noExtraPasses = c.isSet(p+"extra_passes") && f.ExtraPasses == 0
 		}
+		if s := c.Checks[i].Push; s != nil {
+			s.graceSet = c.isSet(fmt.Sprintf("checks[%d].push.grace", i))
+		}
 	}
 	errs = append(errs, c.expectZeros()...)
 	errs = append(errs, units.Prefix("agent", c.Agent.ValidateAndSetDefaults()))
@@ -278,6 +287,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 		}
 		names[ch.Name] = true
 	}
+	errs = append(errs, c.validatePushTokens()...)
 	return errors.Join(errs...)
 }
 
@@ -550,6 +560,9 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 		errs = append(errs, errors.New("name: required"))
 	} else if !nameRE.MatchString(c.Name) {
 		errs = append(errs, fmt.Errorf("name: %q: use letters, digits and _ . : -", c.Name))
+	}
+	if c.Push != nil {
+		return errors.Join(append(errs, c.validatePush(d))...)
 	}
 	n := 0
 	for _, set := range []bool{c.HTTP != nil, c.TCP != nil, c.TLS != nil, c.DNS != nil, c.GRPC != nil, c.ICMP != nil, c.Script != nil} {

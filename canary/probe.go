@@ -64,7 +64,7 @@ type prober struct {
 // 404 when agent.probe.enabled is false; 401 without the bearer
 // agent.admin_token (unless agent.probe.require_token: false); 400 for a
 // missing or unknown module (the answer lists the known ones), a script
-// check, a missing target or one the check cannot take; 403 for a target
+// or push check, a missing target or one the check cannot take; 403 for a target
 // outside agent.probe.allow, before anything is sent to it; 503 when
 // agent.probe.max_concurrent probes are running. Requests are counted in
 // vigil_probe_requests_total{module,outcome} on the canary's registry.
@@ -108,7 +108,7 @@ func (p *prober) snapshot(module string) probeRequest {
 	pr := probeRequest{cfg: c.cfg.Agent.Probe, token: c.cfg.Agent.AdminToken}
 	for i := range c.cfg.Checks {
 		ch := &c.cfg.Checks[i]
-		if ch.Kind() == "script" {
+		if k := ch.Kind(); k == "script" || k == "push" {
 			if ch.Name == module {
 				cp := *ch
 				pr.check = &cp
@@ -173,6 +173,9 @@ func (p *prober) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case pr.check == nil:
 		p.probeError(w, http.StatusBadRequest, "", probeBadRequest, fmt.Sprintf("module %q: no check of that name; %s", module, known))
+		return
+	case pr.check.Kind() == "push":
+		p.probeError(w, http.StatusBadRequest, "", probeBadRequest, fmt.Sprintf("module %q: %v (its verdicts are in GET /api/v1/verdicts); %s", module, ErrPushNotRunnable, known))
 		return
 	case pr.check.Kind() == "script":
 		p.probeError(w, http.StatusBadRequest, "", probeBadRequest, fmt.Sprintf("module %q: a script check cannot probe a target (its steps name their own URLs); %s", module, known))

@@ -65,13 +65,18 @@ const (
 	CauseBrowserUnavailable Cause = "browser_unavailable"
 	CauseAgent              Cause = "agent"
 	CauseInternal           Cause = "internal"
+	// CausePushMissing: a push check's job sent no successful ping within
+	// push.period + push.grace. CausePushFailed: its latest ping reported
+	// that the job failed (status=fail). Both judge the job ("failed").
+	CausePushMissing Cause = "push_missing"
+	CausePushFailed  Cause = "push_failed"
 )
 
 // AllCauses lists every Cause in documentation order.
 var AllCauses = []Cause{CauseDNS, CauseConnectRefused, CauseConnectTimeout, CauseConnect,
 	CauseTLS, CauseCert, CauseTimeout, CauseReset, CauseProtocol, CauseStatus, CauseHeader, CauseBody,
 	CauseJSON, CauseChecksum, CauseSize, CauseTTFB, CauseDuration, CauseScript, CauseBrowser,
-	CauseBrowserUnavailable, CauseAgent, CauseInternal}
+	CauseBrowserUnavailable, CauseAgent, CauseInternal, CausePushMissing, CausePushFailed}
 
 // SLO reports whether the cause is a service-level assertion (ttfb, duration):
 // the request succeeded but was too slow. The canary turns such failures into
@@ -166,7 +171,7 @@ type Result struct {
 func (r Result) CouldNotRun() bool {
 	switch r.Cause {
 	case CauseNone, CauseProtocol, CauseStatus, CauseHeader, CauseBody, CauseJSON, CauseChecksum,
-		CauseSize, CauseTTFB, CauseDuration, CauseCert, CauseScript:
+		CauseSize, CauseTTFB, CauseDuration, CauseCert, CauseScript, CausePushMissing, CausePushFailed:
 		return false
 	}
 	return true

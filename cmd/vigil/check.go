@@ -90,9 +90,27 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("%s: no checks to run: %w", file, err)}
 			}
+			// A push check is judged by a running agent from its job's
+			// pings: there is nothing to run once.
+			for _, name := range names {
+				if i := slices.IndexFunc(f.Checks, func(c canary.CheckConfig) bool { return c.Name == name }); i >= 0 && f.Checks[i].Push != nil {
+					return &exitError{code: 2, err: fmt.Errorf("%s: check %q: %w (POST /api/v1/push/%s on the agent; its verdicts are in GET /api/v1/verdicts)",
+						file, name, canary.ErrPushNotRunnable, name)}
+				}
+			}
 			var pairs []canary.Pair
+			var pushed []string
 			if len(names) == 0 {
 				pairs, err = f.Compile(canary.CompileOptions{Version: version, Browser: browser})
+				pairs = slices.DeleteFunc(pairs, func(p canary.Pair) bool {
+					if p.Check.Push != nil {
+						pushed = append(pushed, p.Check.Name)
+					}
+					return p.Check.Push != nil
+				})
+				if len(pushed) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not run: push checks %s (a running agent judges them from their jobs' pings)\n", file, strings.Join(pushed, ", "))
+				}
 			}
 			for _, name := range names {
 				var ps []canary.Pair
@@ -108,7 +126,9 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			if len(pairs) == 0 {
 				// Exit 0 here would pass a deploy gate that checked nothing.
 				why := "the file defines no checks"
-				if len(f.Checks) > 0 {
+				if len(pushed) > 0 {
+					why = "it has only push checks, which a running agent judges from their jobs' pings"
+				} else if len(f.Checks) > 0 {
 					why = fmt.Sprintf("all %d checks are disabled (run one with --check NAME)", len(f.Checks))
 					if len(f.Checks) == 1 {
 						why = "its only check is disabled (run it with --check NAME)"

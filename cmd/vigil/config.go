@@ -361,6 +361,9 @@ func (f *File) verdictAges() []string {
 // its url, then its targets.
 func checkTargetNames(c canary.CheckConfig) []string {
 	var ts []string
+	if c.Push != nil {
+		ts = append(ts, c.Name) // a push check's one target
+	}
 	if c.URL != "" {
 		ts = append(ts, canary.TargetNameForURL(c.URL))
 	}
@@ -994,6 +997,11 @@ func tokenWarnings(f *File) []string {
 	if f.Proxy != nil {
 		if t := f.Proxy.AdminToken; t != "" && t != f.Agent.AdminToken && len(t) < minTokenLen {
 			out = append(out, fmt.Sprintf("proxy.admin_token: shorter than %d characters%s", minTokenLen, advice))
+		}
+	}
+	for i, c := range f.Checks {
+		if c.Push != nil && c.Push.Token != "" && len(c.Push.Token) < minTokenLen {
+			out = append(out, fmt.Sprintf("checks[%d].push.token: shorter than %d characters%s", i, minTokenLen, advice))
 		}
 	}
 	return out
