@@ -341,6 +341,18 @@ func requestKey(r *http.Request, k hashKey) (string, bool) {
 		return c.Value, true
 	case 3:
 		return r.URL.Path, true
+	case 5:
+		// The target as the client sent it, query included (nginx's
+		// $request_uri, HAProxy's balance uri whole); an absolute-form
+		// target's path and query.
+		if u := r.RequestURI; u != "" && u[0] == '/' {
+			return u, true
+		}
+		return r.URL.RequestURI(), true
+	case 6:
+		// The request's host: Go moves Host out of the header map.
+		h := hostOf(r.Host)
+		return h, h != ""
 	}
 	return clientIP(r), true
 }

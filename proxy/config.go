@@ -27,7 +27,7 @@ var (
 	ErrNoOrigins      = errors.New("at least one origin is required")
 	ErrTooManyOrigins = errors.New("at most 64 origins per pool")
 	ErrUnknownPolicy  = errors.New("unknown policy")
-	ErrBadHashKey     = errors.New("want header:NAME, cookie:NAME, path or client_ip")
+	ErrBadHashKey     = errors.New("want header:NAME, cookie:NAME, path, uri or client_ip")
 	ErrDuplicate      = errors.New("duplicate")
 	ErrNoURL          = errors.New("url is required (or a target the loader resolves to a url)")
 	ErrReservedName   = errors.New(`is reserved: the metrics label the proxy's own answers origin="none"`)
@@ -392,7 +392,11 @@ func (o OriginConfig) Name() string {
 
 // HashConfig configures the hash policy.
 type HashConfig struct {
-	// Key is header:NAME, cookie:NAME, path or client_ip. Default client_ip.
+	// Key is header:NAME, cookie:NAME, path (the path as the client
+	// wrote it, percent-decoded, without the query), uri (path and query,
+	// as nginx's $request_uri) or client_ip. header:Host hashes the
+	// request's host without its port, lower-cased (nginx's $host).
+	// Default client_ip.
 	Key string `mapstructure:"key"`
 	// BoundedLoad caps an origin's in-flight requests at this factor of the
 	// pool average before the key moves to the next origin on the ring
@@ -1059,7 +1063,12 @@ func (h *HashConfig) validate() error {
 		h.Key = "client_ip"
 	}
 	if parseHashKey(h.Key).kind == 0 {
-		errs = append(errs, fmt.Errorf("key: %q: %w", h.Key, ErrBadHashKey))
+		kind, name, _ := strings.Cut(h.Key, ":")
+		if (kind == "header" || kind == "cookie") && name != "" {
+			errs = append(errs, fmt.Errorf("key: %q: %q is not a valid %s name (a token: no spaces, colons or quotes): %w", h.Key, name, kind, ErrBadHashKey))
+		} else {
+			errs = append(errs, fmt.Errorf("key: %q: %w", h.Key, ErrBadHashKey))
+		}
 	}
 	if h.BoundedLoad == 0 {
 		h.BoundedLoad = 1.25
@@ -1381,19 +1390,30 @@ func (hp hostPattern) rank() int {
 
 // hashKey is a compiled HashConfig.Key.
 type hashKey struct {
-	kind int // 0 invalid, 1 header, 2 cookie, 3 path, 4 client_ip
+	// 0 invalid, 1 header, 2 cookie, 3 path, 4 client_ip, 5 uri, 6 host
+	// (header:Host: Go keeps the request's host in r.Host, not r.Header)
+	kind int
 	name string
 }
 
+// parseHashKey compiles a hash.key; kind 0 when it is not one. A header
+// or cookie name must be a token (RFC 9110 §5.1, RFC 6265 §4.1.1): a
+// name with a space or a colon matches no field, and every request would
+// be spread at random.
 func parseHashKey(k string) hashKey {
 	switch {
 	case k == "path":
 		return hashKey{kind: 3}
+	case k == "uri":
+		return hashKey{kind: 5}
 	case k == "client_ip":
 		return hashKey{kind: 4}
-	case strings.HasPrefix(k, "header:") && len(k) > 7:
+	case strings.HasPrefix(k, "header:") && isToken(k[7:]):
+		if strings.EqualFold(k[7:], "Host") {
+			return hashKey{kind: 6}
+		}
 		return hashKey{kind: 1, name: k[7:]}
-	case strings.HasPrefix(k, "cookie:") && len(k) > 7:
+	case strings.HasPrefix(k, "cookie:") && isToken(k[7:]):
 		return hashKey{kind: 2, name: k[7:]}
 	}
 	return hashKey{}
