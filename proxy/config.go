@@ -6,12 +6,15 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/textproto"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -346,6 +349,20 @@ type PoolConfig struct {
 	// https:// origins, prior knowledge (h2c) with http:// ones), for gRPC
 	// services and origins that speak only HTTP/2. Default "http1".
 	OriginProtocol string `mapstructure:"origin_protocol"`
+	// OriginHost is the Host (HTTP/2 :authority) sent to every origin of
+	// the pool in place of the client's, as nginx's proxy_set_header Host,
+	// Envoy's host_rewrite_literal and Caddy's header_up Host: for
+	// virtual-hosted object stores and CDNs that serve a name of their own
+	// (bucket.s3.example). For https origins it is also the TLS server name
+	// (SNI) sent and verified, unless tls.server_name is set. Origins still
+	// get the client's host in X-Forwarded-Host. Default "": the client's
+	// Host.
+	OriginHost string `mapstructure:"origin_host"`
+	// RequestHeaders changes the fields of every request sent to the
+	// pool's origins, after the proxy set its own (X-Forwarded-*, the
+	// request ID): nginx's proxy_set_header, Envoy's
+	// request_headers_to_add/remove, Caddy's header_up.
+	RequestHeaders RequestHeadersConfig `mapstructure:"request_headers"`
 
 	hosts    []hostPattern
 	hashKey  hashKey
@@ -388,6 +405,63 @@ func (o OriginConfig) Name() string {
 		return o.u.Host
 	}
 	return o.URL
+}
+
+// RequestHeadersConfig sets and removes request fields on the way to a
+// pool's origins. Names are case-insensitive; hop-by-hop fields, Host (see
+// origin_host) and the framing fields Content-Length and Transfer-Encoding
+// cannot be named.
+type RequestHeadersConfig struct {
+	// Set replaces a field (every value the client sent) with this value;
+	// an empty value sends the field empty.
+	Set map[string]string `mapstructure:"set"`
+	// Remove deletes fields; applied before Set.
+	Remove []string `mapstructure:"remove"`
+
+	set    map[string][]string // canonical name → the one value
+	remove []string            // canonical names
+}
+
+// validate checks the names and values and compiles them.
+func (c *RequestHeadersConfig) validate() error {
+	var errs []error
+	bad := func(k string) string {
+		switch {
+		case !isToken(k):
+			return "not a field name (a token: no spaces, colons or quotes)"
+		case isHop(http.CanonicalHeaderKey(k)):
+			return "a hop-by-hop field: it is for one connection, not for the origin"
+		case strings.EqualFold(k, "Host"):
+			return "use origin_host to set the Host sent to origins"
+		case strings.EqualFold(k, "Content-Length"):
+			return "the proxy frames the request body itself"
+		}
+		return ""
+	}
+	c.set, c.remove = nil, nil
+	for _, k := range slices.Sorted(maps.Keys(c.Set)) {
+		if why := bad(k); why != "" {
+			errs = append(errs, fmt.Errorf("set: %q: %s", k, why))
+			continue
+		}
+		v := c.Set[k]
+		if !httpguts.ValidHeaderFieldValue(v) {
+			errs = append(errs, fmt.Errorf("set: %q: the value holds a control character (CR, LF or NUL)", k))
+			continue
+		}
+		if c.set == nil {
+			c.set = map[string][]string{}
+		}
+		c.set[http.CanonicalHeaderKey(k)] = []string{v}
+	}
+	for i, k := range c.Remove {
+		if why := bad(k); why != "" {
+			errs = append(errs, fmt.Errorf("remove[%d]: %q: %s", i, k, why))
+			continue
+		}
+		c.remove = append(c.remove, http.CanonicalHeaderKey(k))
+	}
+	return errors.Join(errs...)
 }
 
 // HashConfig configures the hash policy.
@@ -463,7 +537,7 @@ type PassiveConfig struct {
 	// one goes out. Default 1s.
 	ReturnProbeInterval time.Duration `mapstructure:"return_probe_interval"`
 	// ReturnProbeHost is the Host of return probes. Default: the pool's
-	// first exact host, or the origin's host:port when the pool names only
+	// origin_host, else its first exact host, or the origin's host:port when the pool names only
 	// wildcards (an origin serving several names may answer its own
 	// address with a 404 or a default site).
 	ReturnProbeHost string `mapstructure:"return_probe_host"`
@@ -995,6 +1069,17 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	if p.ConnectTimeout < 0 {
 		errs = append(errs, errors.New("connect_timeout: must not be negative"))
 	}
+	if err := p.RequestHeaders.validate(); err != nil {
+		errs = append(errs, units.Prefix("request_headers", err))
+	}
+	p.TLS.hostName = ""
+	if h := p.OriginHost; h != "" {
+		if !validOriginHost(h) {
+			errs = append(errs, fmt.Errorf("origin_host: %q: want a host name or address, with a port if it needs one (bucket.s3.example, example.com:8443, [2001:db8::1]:80)", h))
+		} else {
+			p.TLS.hostName = hostOf(h)
+		}
+	}
 	if err := p.TLS.validateAndLoad(); err != nil {
 		errs = append(errs, units.Prefix("tls", err))
 	}
@@ -1150,7 +1235,7 @@ func (p *PassiveConfig) ValidateAndSetDefaults() error {
 	if p.ReturnProbeInterval < 0 {
 		errs = append(errs, fmt.Errorf("return_probe_interval: must be positive, got %s", p.ReturnProbeInterval))
 	}
-	if h := p.ReturnProbeHost; h != "" && (!httpguts.ValidHostHeader(h) || strings.ContainsAny(h, "/*@?#") || strings.TrimSpace(h) != h) {
+	if h := p.ReturnProbeHost; h != "" && !validOriginHost(h) {
 		errs = append(errs, fmt.Errorf("return_probe_host: %q: want a host name or address, with a port if it needs one (example.com, example.com:8443, [2001:db8::1]:80)", h))
 	}
 	if p.ReturnProbe != ReturnProbeOff && p.ReturnProbe != ReturnProbeGRPC {
@@ -1388,6 +1473,12 @@ func (hp hostPattern) rank() int {
 	return 1 << 20
 }
 
+// validOriginHost reports whether h can be sent as an origin's Host: a
+// host name or address with an optional port, no wildcard, path or user.
+func validOriginHost(h string) bool {
+	return httpguts.ValidHostHeader(h) && !strings.ContainsAny(h, "/*@?#") && strings.TrimSpace(h) == h && validHost(h)
+}
+
 // hashKey is a compiled HashConfig.Key.
 type hashKey struct {
 	// 0 invalid, 1 header, 2 cookie, 3 path, 4 client_ip, 5 uri, 6 host
@@ -1439,7 +1530,10 @@ type OriginTLSConfig struct {
 
 	roots  *x509.CertPool
 	minVer uint16
-	certs  []tls.Certificate
+	// hostName is the server name when ServerName is empty: the pool's
+	// origin_host without port, else "" (the origin URL's host).
+	hostName string
+	certs    []tls.Certificate
 }
 
 // validateAndLoad reads the CA file and checks the version.
@@ -1481,6 +1575,9 @@ func (c *OriginTLSConfig) validateAndLoad() error {
 // URL's host without port).
 func (c *OriginTLSConfig) clientConfig(host string, h2 bool) *tls.Config {
 	name := c.ServerName
+	if name == "" {
+		name = c.hostName
+	}
 	if name == "" {
 		name = host
 	}

@@ -302,6 +302,21 @@ func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig
 		}
 		return c, nil
 	}
+	// An HTTP/1 pool's connections are headConns, which keep the
+	// Connection field Go's transport deletes from an answer with "close".
+	// Not an HTTP/2 pool's: its transport needs the *tls.Conn, also to
+	// speak HTTP/1.1 to an https origin that does not take h2 (which
+	// keeps the gap), and HTTP/2 answers have no Connection field.
+	plainDial := dial
+	if !h2 {
+		plainDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &headConn{Conn: c}, nil
+		}
+	}
 	t := &http.Transport{
 		Proxy: nil,
 		// An origin's response head is bounded as on the fast path; larger → 502.
@@ -319,6 +334,9 @@ func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig
 			if err := conn.HandshakeContext(hctx); err != nil {
 				c.Close()
 				return nil, &dialError{err: err, tls: true}
+			}
+			if !h2 {
+				return &headConn{Conn: conn}, nil
 			}
 			return conn, nil
 		},
@@ -910,7 +928,23 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		hdr["Forwarded"] = []string{forwardedElement(cip, r.Host, proto[0])}
 	}
 
+	// The pool's request_headers, last: they may replace what the client
+	// or the proxy set.
+	for _, k := range pl.cfg.RequestHeaders.remove {
+		delete(hdr, k)
+	}
+	for k, v := range pl.cfg.RequestHeaders.set {
+		hdr[k] = v
+	}
+
 	fast := pooled && up == ""
+	// The Host (HTTP/2 :authority) the origins get: the client's, or the
+	// pool's origin_host (a virtual-hosted bucket). X-Forwarded-Host and
+	// Forwarded keep the client's.
+	outHost := r.Host
+	if pl.cfg.OriginHost != "" {
+		outHost = pl.cfg.OriginHost
+	}
 	// The fast engine's client watcher aborts a try whose client left.
 	var watch *tryWatch
 	if rw, ok := w.(*respWriter); ok {
@@ -995,7 +1029,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if fast && o.h1 != nil {
 			// The fast path bounds the try with connection deadlines.
 			var stale error
-			resp, err = o.h1.roundTrip(ctx, r, w, hdr, now.Add(tryTimeout), tw, &stale)
+			resp, err = o.h1.roundTrip(ctx, r, outHost, w, hdr, now.Add(tryTimeout), tw, &stale)
 			if stale != nil {
 				pl.staleConn(o, r, try+1, stale)
 			}
@@ -1057,7 +1091,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				URL: &url.URL{Scheme: o.url.Scheme, Host: o.url.Host, Path: r.URL.Path,
 					RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery},
 				Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-				Header: th, Body: outBody, ContentLength: r.ContentLength, Host: r.Host,
+				Header: th, Body: outBody, ContentLength: r.ContentLength, Host: outHost,
 			}).WithContext(ctx)
 			if buffered {
 				out.ContentLength = int64(len(body))
@@ -1080,6 +1114,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			// path does; each connection after the first is such a resend,
 			// counted and logged like the fast path's.
 			var conns atomic.Int32
+			var hc atomic.Pointer[headConn] // the HTTP/1 connection that answered
 			// Interim answers arrive on the transport's own goroutine,
 			// which may still be in the hook after RoundTrip returned (a
 			// try cut by its timeout): im keeps the hook's writes to w
@@ -1088,7 +1123,14 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			// the try (setting the hook lifts net/http's own bound).
 			im := &interimGate{}
 			out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
-				GotConn:        func(httptrace.GotConnInfo) { conns.Add(1) },
+				GotConn: func(ci httptrace.GotConnInfo) {
+					conns.Add(1)
+					c, _ := ci.Conn.(*headConn)
+					if c != nil {
+						c.arm()
+					}
+					hc.Store(c)
+				},
 				Got1xxResponse: func(code int, h textproto.MIMEHeader) error { return im.send(w, r, code, http.Header(h)) },
 			}))
 			resp, err = pl.transport.RoundTrip(out)

@@ -222,7 +222,7 @@ func (p *h1Pool) dialConn(ctx context.Context, deadline time.Time) (*h1Conn, err
 //
 // Interim answers other than 100 and 101 (103 Early Hints, 102) go to w as
 // they arrive (sendInterim).
-func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.ResponseWriter, hdr http.Header, deadline time.Time, watch *tryWatch, stale *error) (*http.Response, error) {
+func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, host string, w http.ResponseWriter, hdr http.Header, deadline time.Time, watch *tryWatch, stale *error) (*http.Response, error) {
 	fresh := false
 	dropped := 0
 	for attempt := 0; ; attempt++ {
@@ -278,7 +278,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, r *http.Request, w http.Response
 		if rw != nil {
 			order = rw.c.head.order // the client's field order, on the fast engine
 		}
-		err := writeHead(c, r, hdr, order)
+		err := writeHead(c, r, host, hdr, order)
 		var resp *http.Response
 		interim := false // an interim (1xx) answer arrived
 		if err == nil {
@@ -367,7 +367,7 @@ func isReset(err error) bool {
 }
 
 // writeHead writes the request line and headers and flushes.
-func writeHead(c *h1Conn, r *http.Request, hdr http.Header, order []string) error {
+func writeHead(c *h1Conn, r *http.Request, host string, hdr http.Header, order []string) error {
 	bw := c.bw
 	uri := r.RequestURI
 	if uri == "" || uri[0] != '/' {
@@ -377,7 +377,7 @@ func writeHead(c *h1Conn, r *http.Request, hdr http.Header, order []string) erro
 	bw.WriteByte(' ')
 	bw.WriteString(uri)
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.WriteString(r.Host)
+	bw.WriteString(host)
 	bw.WriteString("\r\n")
 	c.fields = orderedFields(hdr, order, c.fields)
 	for _, f := range c.fields {

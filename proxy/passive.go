@@ -551,6 +551,9 @@ func (p *pool) probe(ctx context.Context, o *origin) (string, bool) {
 			break
 		}
 	}
+	if h := p.cfg.OriginHost; h != "" {
+		req.Host = h
+	}
 	if h := p.cfg.Passive.ReturnProbeHost; h != "" {
 		req.Host = h
 	}

@@ -547,7 +547,7 @@ func (b *retryBudget) copyCounts(from *retryBudget) {
 // same client connections: the same keys and the same loaded CA pool and
 // client certificates (a file rewritten in place counts as a change).
 func sameOriginTLS(a, b *OriginTLSConfig) bool {
-	if a.CAFile != b.CAFile || a.ServerName != b.ServerName || a.InsecureSkipVerify != b.InsecureSkipVerify ||
+	if a.CAFile != b.CAFile || a.ServerName != b.ServerName || a.hostName != b.hostName || a.InsecureSkipVerify != b.InsecureSkipVerify ||
 		a.minVer != b.minVer || a.CertFile != b.CertFile || a.KeyFile != b.KeyFile || len(a.certs) != len(b.certs) {
 		return false
 	}
