@@ -321,7 +321,7 @@ func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig
 		Proxy: nil,
 		// An origin's response head is bounded as on the fast path; larger → 502.
 		MaxResponseHeaderBytes: maxResponseHead,
-		DialContext:            dial,
+		DialContext:            plainDial,
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dial(ctx, network, addr)
 			if err != nil {
@@ -1135,6 +1135,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}))
 			resp, err = pl.transport.RoundTrip(out)
 			im.close()
+			if err == nil {
+				restoreConnection(resp, hc.Load())
+			}
 			watch.endCancel()
 			if headed && tw.endHeadCancel() && err == nil {
 				// Cut as the head arrived: the context is cancelled, the
