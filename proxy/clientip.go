@@ -139,3 +139,134 @@ func trustedAddr(list []netip.Prefix, a netip.Addr) bool {
 	}
 	return false
 }
+
+// What a trusted proxy said of the client's request: the scheme, host and
+// port the client used at that proxy (a CDN or load balancer that ends
+// TLS). Origins get them in X-Forwarded-Proto, -Host, -Port and Forwarded
+// in place of the proxy's own view (plain HTTP from the CDN's edge), as
+// Caddy keeps them from its trusted_proxies. From any other peer they are
+// the client's claims and are replaced.
+
+type trustedFwdKey struct{}
+
+// trustedFwd holds the values a trusted peer sent that passed validation;
+// an empty field is not one.
+type trustedFwd struct {
+	proto []string // protoHTTP or protoHTTPS
+	host  string
+	port  string
+}
+
+// withTrustedForwarding returns r carrying what its peer, when a trusted
+// proxy, said of the client's scheme, host and port: X-Forwarded-Proto
+// (http or https), X-Forwarded-Host (a valid host[:port]) and
+// X-Forwarded-Port (1–65535), each one value; a field missing or not
+// valid is taken from the last element of its Forwarded (the one the peer
+// added), else left to the proxy's own view. Fields the request names in
+// Connection are hop-by-hop and not believed. r itself when there is
+// nothing to keep.
+func withTrustedForwarding(cfg *Config, r *http.Request) *http.Request {
+	if len(cfg.trusted) == 0 {
+		return r
+	}
+	peer, err := netip.ParseAddr(peerIP(r))
+	if err != nil || !trustedAddr(cfg.trusted, peer) {
+		return r
+	}
+	conn := r.Header["Connection"]
+	one := func(k string) string {
+		if v := r.Header[k]; len(v) == 1 && !namedIn(conn, k) {
+			return strings.TrimSpace(v[0])
+		}
+		return ""
+	}
+	var tf trustedFwd
+	tf.proto = protoOf(one("X-Forwarded-Proto"))
+	if h := one("X-Forwarded-Host"); h != "" && validHost(h) {
+		tf.host = h
+	}
+	if p := one("X-Forwarded-Port"); validPort(p) {
+		tf.port = p
+	}
+	if tf.proto == nil || tf.host == "" {
+		if fw := r.Header["Forwarded"]; len(fw) > 0 && !namedIn(conn, "Forwarded") {
+			proto, host := lastForwarded(fw[len(fw)-1])
+			if tf.proto == nil {
+				tf.proto = protoOf(proto)
+			}
+			if tf.host == "" && host != "" && validHost(host) {
+				tf.host = host
+			}
+		}
+	}
+	if tf.proto == nil && tf.host == "" && tf.port == "" {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), trustedFwdKey{}, &tf))
+}
+
+// trustedForwarding is what withTrustedForwarding kept for r, nil if
+// nothing.
+func trustedForwarding(r *http.Request) *trustedFwd {
+	tf, _ := r.Context().Value(trustedFwdKey{}).(*trustedFwd)
+	return tf
+}
+
+// viaHTTPS reports whether a trusted proxy said the client used https
+// (a CDN that ends TLS and sends plain HTTP on): redirect_https leaves
+// such a request alone, which it would otherwise send back to https://
+// forever.
+func viaHTTPS(r *http.Request) bool {
+	tf := trustedForwarding(r)
+	return tf != nil && len(tf.proto) == 1 && tf.proto[0] == "https"
+}
+
+func protoOf(v string) []string {
+	switch {
+	case strings.EqualFold(v, "https"):
+		return protoHTTPS
+	case strings.EqualFold(v, "http"):
+		return protoHTTP
+	}
+	return nil
+}
+
+// validPort reports whether p is a port number 1–65535 in decimal.
+func validPort(p string) bool {
+	if p == "" || len(p) > 5 || p[0] == '0' {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return false
+		}
+		n = n*10 + int(p[i]-'0')
+	}
+	return n <= 65535
+}
+
+// lastForwarded returns the proto and host parameters of the last element
+// of a Forwarded field line (RFC 7239 §4), unquoted; "" where absent.
+func lastForwarded(line string) (proto, host string) {
+	el := line
+	if i := strings.LastIndexByte(line, ','); i >= 0 {
+		el = line[i+1:]
+	}
+	for _, pair := range strings.Split(el, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok {
+			continue
+		}
+		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+			v = v[1 : len(v)-1]
+		}
+		switch strings.ToLower(k) {
+		case "proto":
+			proto = v
+		case "host":
+			host = v
+		}
+	}
+	return proto, host
+}

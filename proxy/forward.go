@@ -887,19 +887,35 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	}
 	// X-Real-IP is set to the client address (a client-sent value is
 	// replaced); X-Forwarded-For, -Host and X-Real-IP share one allocation.
-	fwd := make([]string, 3)
-	fwd[0], fwd[1], fwd[2] = xff, r.Host, cip
-	hdr["X-Forwarded-For"] = fwd[0:1:1]
+	// From a trusted proxy (a CDN or load balancer that ends TLS), the
+	// scheme, host and port it saw the client use are kept
+	// (withTrustedForwarding); from any other peer the proxy's own.
+	xfh := r.Host
 	proto := protoHTTP
 	if r.TLS != nil {
 		proto = protoHTTPS
 	}
+	tf := trustedForwarding(r)
+	if tf != nil {
+		if tf.proto != nil {
+			proto = tf.proto
+		}
+		if tf.host != "" {
+			xfh = tf.host
+		}
+	}
+	fwd := make([]string, 3)
+	fwd[0], fwd[1], fwd[2] = xff, xfh, cip
+	hdr["X-Forwarded-For"] = fwd[0:1:1]
 	hdr["X-Forwarded-Proto"] = proto
 	hdr["X-Forwarded-Host"] = fwd[1:2:2]
 	// Set by the client, these would let it choose the port, path prefix
 	// and scheme an origin builds its links and redirects from (Spring,
 	// Rack, IIS read them).
 	delete(hdr, "X-Forwarded-Port")
+	if tf != nil && tf.port != "" {
+		hdr["X-Forwarded-Port"] = []string{tf.port}
+	}
 	delete(hdr, "X-Forwarded-Prefix")
 	delete(hdr, "X-Forwarded-Ssl")
 	delete(hdr, "X-Forwarded-Scheme")
@@ -925,7 +941,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// would leave to the client. None is added when the client sent
 		// none (X-Forwarded-* carry the same); one the client named in
 		// Connection is replaced too, not dropped.
-		hdr["Forwarded"] = []string{forwardedElement(cip, r.Host, proto[0])}
+		hdr["Forwarded"] = []string{forwardedElement(cip, xfh, proto[0])}
 	}
 
 	// The pool's request_headers, last: they may replace what the client

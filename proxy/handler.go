@@ -90,6 +90,7 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 			ae.requestID = id[0]
 		}
 	}
+	r = withTrustedForwarding(&st.cfg, r)
 	if r2, ip := withClientIP(&st.cfg, r); ip != "" {
 		r = r2
 		if ae != nil {
@@ -237,7 +238,7 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 		return
 	}
 	run := p.running.Load()
-	if r.TLS == nil && st.cfg.RedirectHTTPS {
+	if r.TLS == nil && st.cfg.RedirectHTTPS && !viaHTTPS(r) {
 		if ae != nil {
 			ae.pool = pl.name
 		}
