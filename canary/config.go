@@ -67,8 +67,9 @@ type AgentConfig struct {
 	// DataDir holds the embedded store, the InfluxDB outbox and artifacts
 	// (default ./vigil-data).
 	DataDir string `mapstructure:"data_dir"`
-	// AdminToken guards the write endpoints (trigger, drain). Empty: they are
-	// refused with 401. Use ${VIGIL_ADMIN_TOKEN}.
+	// AdminToken guards the write endpoints (trigger, drain), and the pings
+	// of push checks without a push.token. Empty: writes are refused
+	// with 403. Use ${VIGIL_ADMIN_TOKEN}.
 	AdminToken string `mapstructure:"admin_token"`
 	// Concurrency caps checks running at once in this process (default 256).
 	Concurrency int `mapstructure:"concurrency"`

@@ -85,7 +85,8 @@ func (s *PushSpec) RunsIn(region string) bool { return s.Region == "" || s.Regio
 
 // validatePush validates a push check (c.Push set) and fills its
 // defaults: the keys of a probe are errors naming them, the interval
-// defaults to period ÷ 10 (at least 1s, at most 1m).
+// defaults to period ÷ 10 (at least 1s, at most 1m) and expire_after to 3 ×
+// the interval (defaults.interval and defaults.expire_after do not apply).
 func (c *CheckConfig) validatePush(d Defaults) error {
 	var errs []error
 	no := func(key, why string) {
@@ -172,13 +173,12 @@ func (c *CheckConfig) validatePush(d Defaults) error {
 	} else {
 		errs = append(errs, units.Prefix("flap", c.Flap.ValidateAndSetDefaults()))
 	}
-	if c.ExpireAfter == 0 {
-		c.ExpireAfter = d.ExpireAfter
-	}
+	// As the interval, expire_after does not come from defaults (sized for
+	// the probes' interval): 3 × the push check's own interval.
 	if c.ExpireAfter == 0 {
 		c.ExpireAfter = 3 * c.Interval
 	} else if c.ExpireAfter > 0 && c.Interval > 0 {
-		errs = append(errs, c.expireFits(d.ExpireAfter > 0 && c.ExpireAfter == d.ExpireAfter))
+		errs = append(errs, c.expireFits(false))
 	}
 	a := false
 	c.Adaptive = &a
@@ -266,8 +266,8 @@ func (b *pushBook) sync(cfg *Config, pairs []Pair, now time.Time) {
 	if b.states == nil {
 		b.states = map[string]*pushState{}
 	}
-	if len(want) == 0 && b.loaded == "" {
-		return // no push check: no file
+	if len(want) == 0 && len(b.states) == 0 && b.loaded == "" {
+		return // no push check, nor ever one: no file
 	}
 	changed := false
 	if path != "" && b.loaded != path {

@@ -375,8 +375,9 @@ func TestPushConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	// Defaults: grace 10% of the period, at least 1m; interval period ÷ 10, 1s to 1m.
-	cfg := &Config{Agent: AgentConfig{AdminToken: "t"}, Checks: []CheckConfig{
+	// Defaults: grace 10% of the period, at least 1m; interval period ÷ 10,
+	// 1s to 1m, and expire_after 3 × that, whatever defaults say.
+	cfg := &Config{Agent: AgentConfig{AdminToken: "t"}, Defaults: Defaults{Interval: 5 * time.Second, ExpireAfter: 15 * time.Second}, Checks: []CheckConfig{
 		{Name: "daily", Push: &PushSpec{Period: 24 * time.Hour}},
 		{Name: "often", Push: &PushSpec{Period: 5 * time.Second}},
 	}}
@@ -384,8 +385,8 @@ func TestPushConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, o := cfg.Checks[0], cfg.Checks[1]
-	if d.Push.Grace != 144*time.Minute || d.Interval != time.Minute || d.Tier != reporting.TierSynthetic || d.Kind() != "push" {
-		t.Fatalf("daily: grace %s interval %s tier %s", d.Push.Grace, d.Interval, d.Tier)
+	if d.Push.Grace != 144*time.Minute || d.Interval != time.Minute || d.ExpireAfter != 3*time.Minute || d.Tier != reporting.TierSynthetic || d.Kind() != "push" {
+		t.Fatalf("daily: grace %s interval %s expire_after %s tier %s", d.Push.Grace, d.Interval, d.ExpireAfter, d.Tier)
 	}
 	if o.Push.Grace != time.Minute || o.Interval != time.Second {
 		t.Fatalf("often: grace %s interval %s", o.Push.Grace, o.Interval)
