@@ -604,8 +604,10 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 	}
 	if o != Agent {
 		e.dur.observe(v.Duration)
-		if v.TTFB > 0 {
-			e.ttfb.observe(v.TTFB)
+		// A run that timed out before its first byte is observed at its
+		// duration, at or above its timeout (latencyHist).
+		if d, _, ok := v.TTFBSample(); ok {
+			e.ttfb.observe(d)
 		}
 	}
 	if step.Changed {

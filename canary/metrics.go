@@ -42,7 +42,12 @@ import (
 // With agent.latency_histograms, vigil_check_duration_seconds and
 // vigil_check_ttfb_seconds count every run in the buckets of
 // alerting.LatencyBuckets; the generated TTFB rule prefers the TTFB one,
-// which sees every run, not the last one at each scrape.
+// which sees every run, not the last one at each scrape. The TTFB one
+// counts the runs that are TTFB samples (reporting.Verdict.TTFBSample): a
+// run that timed out before its first byte is observed at its duration,
+// at or above its timeout, so histogram_quantile and the TTFB rule see an
+// origin slower than the timeout as slow; runs that failed otherwise
+// (refused, DNS, TLS…) are not observed.
 //
 // probe_ssl_earliest_cert_expiry is the earliest NotAfter of the
 // certificates the server presented; probe_ssl_last_chain_expiry_timestamp_seconds
@@ -88,7 +93,7 @@ var (
 		"Duration of each run of the check against the target, seconds (agent.latency_histograms).",
 		[]string{"check", "target", "region"}, nil)
 	descTTFBHist = prometheus.NewDesc("vigil_check_ttfb_seconds",
-		"Time to first byte of each run that got one, seconds (agent.latency_histograms).",
+		"Time to first byte of each run that got one, seconds; a run that timed out before its first byte is observed at its duration (at least its timeout) (agent.latency_histograms).",
 		[]string{"check", "target", "region"}, nil)
 	descSkipped = prometheus.NewDesc("vigil_skipped_runs_total",
 		"Scheduled runs skipped because the previous run of the pair was still in flight.",

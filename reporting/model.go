@@ -200,7 +200,10 @@ type HistoryQuery struct {
 }
 
 // Rollup is one minute of one check × target × region. The vantages of a
-// region are merged; TTFB figures include failed runs (TTFB 0).
+// region are merged. TTFB figures count the runs that are TTFB samples
+// (Verdict.TTFBSample): runs with a TTFB, and runs that timed out before
+// their first byte, ranked above every TTFB; other failed runs are not in
+// them.
 type Rollup struct {
 	Check, Target, Region string
 	Minute                time.Time // start of the minute, UTC
@@ -210,9 +213,15 @@ type Rollup struct {
 	// embedded store wrote before this rule keep counting them.
 	Failed    int
 	Unhealthy int // runs whose verdict state was unhealthy
-	TTFBSum   time.Duration
-	TTFBMax   time.Duration
-	TTFBP95   time.Duration // p95 of this minute's runs
+	// TTFBRuns counts the runs with a TTFB; TTFBTimeouts the runs that
+	// timed out before their first byte.
+	TTFBRuns, TTFBTimeouts int
+	TTFBSum                time.Duration // over TTFBRuns (mean: TTFBSum / TTFBRuns)
+	TTFBMax                time.Duration // over TTFBRuns
+	// TTFBP95 is the p95 over TTFBRuns and TTFBTimeouts; when it falls on
+	// a timed-out run (TTFBP95TimedOut) it is a lower bound: how long that
+	// run waited.
+	TTFBP95 time.Duration
 }
 
 // HistorySource reads verdict history and per-minute rollups (for SLOs,

@@ -210,7 +210,7 @@ func (a *app) pageSLOs() []statuspage.SLOStatus {
 		case s.TTFBObjective > 0:
 			st.Name += " (TTFB p95)"
 			st.Objective = s.TTFBObjective.String()
-			st.Current = s.TTFBP95.Seconds()
+			st.Current, st.CurrentAtLeast = s.TTFBP95.Seconds(), s.TTFBP95TimedOut
 			st.BudgetLeft = 1
 			if !s.Met {
 				st.BudgetLeft = 0

@@ -167,7 +167,7 @@ func rollupsOf(vs []reporting.Verdict, q reporting.HistoryQuery, now time.Time) 
 	type key struct{ check, target, region string }
 	cur := map[key]int{} // the series' latest rollup in out
 	var out []reporting.Rollup
-	var ttfbs [][]time.Duration
+	var ttfbs, waits [][]time.Duration
 	for _, v := range vs {
 		if !match(q, v, now) {
 			continue
@@ -177,7 +177,7 @@ func rollupsOf(vs []reporting.Verdict, q reporting.HistoryQuery, now time.Time) 
 		i, ok := cur[k]
 		if !ok || !out[i].Minute.Equal(minute) {
 			out = append(out, reporting.Rollup{Check: v.Check, Target: v.Target, Region: v.Region, Minute: minute})
-			ttfbs = append(ttfbs, nil)
+			ttfbs, waits = append(ttfbs, nil), append(waits, nil)
 			i = len(out) - 1
 			cur[k] = i
 		}
@@ -189,12 +189,19 @@ func rollupsOf(vs []reporting.Verdict, q reporting.HistoryQuery, now time.Time) 
 		if v.State == reporting.StateUnhealthy {
 			r.Unhealthy++
 		}
-		r.TTFBSum += v.TTFB
-		r.TTFBMax = max(r.TTFBMax, v.TTFB)
-		ttfbs[i] = append(ttfbs[i], v.TTFB)
+		switch d, timedOut, ok := v.TTFBSample(); {
+		case ok && timedOut:
+			r.TTFBTimeouts++
+			waits[i] = append(waits[i], d)
+		case ok:
+			r.TTFBRuns++
+			r.TTFBSum += d
+			r.TTFBMax = max(r.TTFBMax, d)
+			ttfbs[i] = append(ttfbs[i], d)
+		}
 	}
 	for i := range out {
-		out[i].TTFBP95 = P95(ttfbs[i])
+		out[i].TTFBP95 = reporting.TTFBPercentileOf(ttfbs[i], waits[i], 0.95).D
 	}
 	return out
 }

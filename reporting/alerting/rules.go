@@ -349,13 +349,28 @@ type seenPair struct {
 
 // RawTTFBWindow is the longest TTFB SLO window computed from raw verdicts
 // (exact p95). Longer windows use the per-minute rollups: the p95 of the
-// minutes' p95s, each weighted by its runs — an approximation.
+// minutes' p95s, each weighted by its TTFB samples — an approximation.
+//
+// Both count the runs that are TTFB samples (reporting.Verdict.TTFBSample):
+// runs with a TTFB, and runs that timed out before their first byte, which
+// rank above every TTFB and above any objective. A p95 that falls on one
+// breaches the objective whatever it is (ttfbStat.timedOut).
 const RawTTFBWindow = time.Hour
 
 // ttfbStat is one region's TTFB figures over an SLO window.
 type ttfbStat struct {
-	p95  time.Duration
-	runs int // runs with a TTFB (raw) or runs in minutes with a p95 (rollups)
+	// p95 is the p95; a lower bound when timedOut (how long a timed-out
+	// run waited).
+	p95 time.Duration
+	// timedOut: the p95 falls on a run that timed out before its first
+	// byte, so it is above any objective.
+	timedOut bool
+	runs     int // TTFB samples (raw) or TTFB samples in minutes with a p95 (rollups)
+}
+
+// over reports whether the p95 is above objective.
+func (st ttfbStat) over(objective time.Duration) bool {
+	return st.timedOut || st.p95 > objective
 }
 
 // regionTTFB computes every series' per-region TTFB p95 over the SLO window.
@@ -373,24 +388,30 @@ func regionTTFB(ctx context.Context, src reporting.HistorySource, rc rollupCache
 		}
 		minutes := map[rk][]reporting.Rollup{}
 		for _, r := range rolls {
-			if r.TTFBP95 <= 0 || r.Total == 0 || !r.Minute.After(from) || r.Minute.After(now) {
+			if r.TTFBSamples() == 0 || !r.Minute.After(from) || r.Minute.After(now) {
 				continue
 			}
 			k := rk{seriesKey{r.Check, r.Target}, r.Region}
 			minutes[k] = append(minutes[k], r)
 		}
 		for k, rs := range minutes {
-			sort.Slice(rs, func(i, j int) bool { return rs[i].TTFBP95 < rs[j].TTFBP95 })
+			// Minutes whose p95 timed out rank above every other.
+			sort.Slice(rs, func(i, j int) bool {
+				if a, b := rs[i].TTFBP95TimedOut(), rs[j].TTFBP95TimedOut(); a != b {
+					return b
+				}
+				return rs[i].TTFBP95 < rs[j].TTFBP95
+			})
 			total := 0
 			for _, r := range rs {
-				total += r.Total
+				total += r.TTFBSamples()
 			}
 			need, acc := int(math.Ceil(0.95*float64(total))), 0
 			st := ttfbStat{runs: total}
 			for _, r := range rs {
-				acc += r.Total
+				acc += r.TTFBSamples()
 				if acc >= need {
-					st.p95 = r.TTFBP95
+					st.p95, st.timedOut = r.TTFBP95, r.TTFBP95TimedOut()
 					break
 				}
 			}
@@ -405,21 +426,33 @@ func regionTTFB(ctx context.Context, src reporting.HistorySource, rc rollupCache
 	if err != nil {
 		return nil, fmt.Errorf("slo %s: history: %w", s.Name, err)
 	}
-	samples := map[seriesKey]map[string][]time.Duration{}
+	type samples struct{ measured, waits []time.Duration }
+	per := map[seriesKey]map[string]*samples{}
 	for _, v := range hist {
-		if v.TTFB <= 0 || v.At.After(now) || !v.At.After(from) {
+		d, timedOut, ok := v.TTFBSample()
+		if !ok || v.At.After(now) || !v.At.After(from) {
 			continue
 		}
 		k := seriesKey{v.Check, v.Target}
-		if samples[k] == nil {
-			samples[k] = map[string][]time.Duration{}
+		if per[k] == nil {
+			per[k] = map[string]*samples{}
 		}
-		samples[k][v.Region] = append(samples[k][v.Region], v.TTFB)
+		sm := per[k][v.Region]
+		if sm == nil {
+			sm = &samples{}
+			per[k][v.Region] = sm
+		}
+		if timedOut {
+			sm.waits = append(sm.waits, d)
+		} else {
+			sm.measured = append(sm.measured, d)
+		}
 	}
-	for k, regions := range samples {
+	for k, regions := range per {
 		out[k] = map[string]ttfbStat{}
-		for region, ds := range regions {
-			out[k][region] = ttfbStat{p95: P95(ds), runs: len(ds)}
+		for region, sm := range regions {
+			p := reporting.TTFBPercentileOf(sm.measured, sm.waits, 0.95)
+			out[k][region] = ttfbStat{p95: p.D, timedOut: p.TimedOut, runs: p.Runs}
 		}
 	}
 	return out, nil
@@ -441,13 +474,15 @@ func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 		}
 		var agree []string
 		var worst time.Duration
+		timedOut := false
 		for region, st := range regions {
 			if st.runs < e.cfg.TTFB.MinSamples {
 				continue
 			}
-			if st.p95 > s.TTFBP95 {
+			if st.over(s.TTFBP95) {
 				agree = append(agree, region)
 				worst = max(worst, st.p95)
+				timedOut = timedOut || st.timedOut
 			}
 		}
 		if len(agree) < e.cfg.Quorum {
@@ -458,6 +493,12 @@ func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 			Regions: agree, TTFB: worst, Value: worst.Seconds()}
 		a.Summary = fmt.Sprintf("%s TTFB p95 over %s up to %s, objective %s, in %s (%s)",
 			series(k.check, k.target), shortDur(s.Window), fmtTTFB(worst), s.TTFBP95, regionsN(len(agree)), strings.Join(agree, ", "))
+		if timedOut {
+			// The p95 falls on runs that got no first byte within their
+			// timeout: the figure is a lower bound.
+			a.Summary = fmt.Sprintf("%s TTFB p95 over %s above %s (runs timed out before their first byte), objective %s, in %s (%s)",
+				series(k.check, k.target), shortDur(s.Window), fmtTTFB(worst), s.TTFBP95, regionsN(len(agree)), strings.Join(agree, ", "))
+		}
 		out = append(out, candidate{Alert: a, hold: e.cfg.TTFB.For})
 	}
 	return out, nil

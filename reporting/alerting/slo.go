@@ -20,8 +20,14 @@ type RegionSLO struct {
 	// BudgetRemaining is 1 − error ratio / (1 − objective): 1 untouched,
 	// 0 spent, negative overspent; 0 for a TTFB-only SLO.
 	BudgetRemaining float64
-	// TTFBP95 is the p95 TTFB of the window's runs (TTFB SLOs only).
+	// TTFBP95 is the p95 TTFB of the window's runs (TTFB SLOs only): runs
+	// with a TTFB and runs that timed out before their first byte
+	// (reporting.Verdict.TTFBSample).
 	TTFBP95 time.Duration
+	// TTFBP95TimedOut is set when the p95 falls on a run that timed out
+	// before its first byte: TTFBP95 is then a lower bound, and the p95 is
+	// above any objective.
+	TTFBP95TimedOut bool
 }
 
 // SLOStatus is one SLO × target's standing over its window, for the status
@@ -37,8 +43,10 @@ type SLOStatus struct {
 	Runs, Failed    int
 	Availability    float64
 	BudgetRemaining float64
-	// TTFBP95 is the highest region p95 (TTFB SLOs only).
-	TTFBP95 time.Duration
+	// TTFBP95 is the highest region p95 (TTFB SLOs only), a timed-out one
+	// (TTFBP95TimedOut: a lower bound, above any objective) first.
+	TTFBP95         time.Duration
+	TTFBP95TimedOut bool
 	// Met reports whether the objectives hold: availability at or above the
 	// objective, and fewer than quorum regions with a TTFB p95 above its
 	// objective. True without runs.
@@ -105,9 +113,12 @@ func (a *Alerter) SLOStatus(ctx context.Context) ([]SLOStatus, error) {
 				st := get(s, sk.target)
 				breaching := 0
 				for r, ts := range regions {
-					region(st, r).TTFBP95 = ts.p95
-					st.TTFBP95 = max(st.TTFBP95, ts.p95)
-					if ts.runs >= minSamples && ts.p95 > s.TTFBP95 {
+					rs := region(st, r)
+					rs.TTFBP95, rs.TTFBP95TimedOut = ts.p95, ts.timedOut
+					if ts.timedOut && !st.TTFBP95TimedOut || ts.timedOut == st.TTFBP95TimedOut && ts.p95 > st.TTFBP95 {
+						st.TTFBP95, st.TTFBP95TimedOut = ts.p95, ts.timedOut
+					}
+					if ts.runs >= minSamples && ts.over(s.TTFBP95) {
 						breaching++
 					}
 				}

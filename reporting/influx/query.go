@@ -125,7 +125,9 @@ func bounds(q reporting.HistoryQuery) (start, stop time.Time) {
 
 // Rollups returns per-minute rollups by check × target × region (vantages
 // merged), ordered by minute, check, target, region; with a Limit the newest
-// Limit rows. TTFBP95 is the exact nearest-rank p95 of the minute's runs.
+// Limit rows. TTFBP95 is the exact nearest-rank p95 of the minute's TTFB
+// samples (reporting.Verdict.TTFBSample: runs with a TTFB, and runs that
+// timed out before their first byte, ranked above them at their wait).
 //
 // Failed counts the runs that were reporting.Verdict.Unavailable: ok false
 // and a cause other than ttfb or duration. Runs the agent could not make
@@ -133,12 +135,12 @@ func bounds(q reporting.HistoryQuery) (start, stop time.Time) {
 // raw points at every query, so this holds for points written by earlier
 // versions too.
 //
-// Flux selects the four fields a rollup needs and the minutes are summed
+// Flux selects the five fields a rollup needs and the minutes are summed
 // here, in one pass over the records:
 //
 //	from(bucket) |> range(start: From (minute), stop: To + 1ns)
 //	  |> filter(fn: (r) => r._measurement == "vigil_verdict" and
-//	       (r._field == "ttfb_ms" or r._field == "ok" or r._field == "cause" or r._field == "state") and r.check == …)
+//	       (r._field == "ttfb_ms" or r._field == "duration_ms" or r._field == "ok" or r._field == "cause" or r._field == "state") and r.check == …)
 //
 // aggregateWindow(every: 1m) would do the sums in InfluxDB, but on 1.8 it
 // costs a table per window: 3.1 s for one count over 24 h of one check in
@@ -148,15 +150,15 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 	start = start.Truncate(time.Minute)
 	fq := s.from(start, stop) +
 		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and` +
-		` (r._field == "ttfb_ms" or r._field == "ok" or r._field == "cause" or r._field == "state")` + tagFilter(q) + `)`
+		` (r._field == "ttfb_ms" or r._field == "duration_ms" or r._field == "ok" or r._field == "cause" or r._field == "state")` + tagFilter(q) + `)`
 
 	type key struct {
 		check, target, region string
 		minute                int64
 	}
 	type acc struct {
-		r       reporting.Rollup
-		samples []time.Duration
+		r              reporting.Rollup
+		samples, waits []time.Duration
 	}
 	accs := map[key]*acc{}
 	// A run's fields arrive as separate records; runs pairs them by series
@@ -166,7 +168,7 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		k         key
 		notOK     bool
 		cause     string
-		ttfb      time.Duration
+		ttfb, dur time.Duration
 		hasTTFB   bool
 		unhealthy bool
 	}
@@ -187,6 +189,8 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		switch rec.Field() {
 		case "ttfb_ms":
 			ru.ttfb, ru.hasTTFB = fromMs(num(rec.Value())), true
+		case "duration_ms":
+			ru.dur = fromMs(num(rec.Value()))
 		case "ok":
 			ok, isBool := rec.Value().(bool)
 			ru.notOK = isBool && !ok
@@ -202,7 +206,7 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		return nil, s.readError("rollups", err)
 	}
 	for _, ru := range runs {
-		v := reporting.Verdict{OK: !ru.notOK, Cause: ru.cause}
+		v := reporting.Verdict{OK: !ru.notOK, Cause: ru.cause, TTFB: ru.ttfb, Duration: ru.dur}
 		if v.AgentFault() {
 			continue
 		}
@@ -214,9 +218,19 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		}
 		if ru.hasTTFB {
 			a.r.Total++
-			a.r.TTFBSum += ru.ttfb
-			a.r.TTFBMax = max(a.r.TTFBMax, ru.ttfb)
-			a.samples = append(a.samples, ru.ttfb)
+			// Only TTFB samples enter the TTFB figures: runs with a
+			// TTFB, and runs that timed out before their first byte
+			// (ranked above them); other failed runs (TTFB 0) not at all.
+			switch d, timedOut, ok := v.TTFBSample(); {
+			case ok && timedOut:
+				a.r.TTFBTimeouts++
+				a.waits = append(a.waits, d)
+			case ok:
+				a.r.TTFBRuns++
+				a.r.TTFBSum += d
+				a.r.TTFBMax = max(a.r.TTFBMax, d)
+				a.samples = append(a.samples, d)
+			}
 		}
 		if ru.unhealthy {
 			a.r.Unhealthy++
@@ -230,9 +244,7 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		if a.r.Total == 0 {
 			continue
 		}
-		sort.Slice(a.samples, func(i, j int) bool { return a.samples[i] < a.samples[j] })
-		rank := int(math.Ceil(0.95 * float64(len(a.samples))))
-		a.r.TTFBP95 = a.samples[max(rank, 1)-1]
+		a.r.TTFBP95 = reporting.TTFBPercentileOf(a.samples, a.waits, 0.95).D
 		out = append(out, a.r)
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -48,6 +48,10 @@ type sloFigures struct {
 	Unit           string   `json:"unit"`
 	WindowSeconds  int64    `json:"window_seconds"`
 	Current        *float64 `json:"current"` // in Unit; null without runs in the window
+	// CurrentAtLeast is true when Current is a lower bound: a TTFB p95
+	// that falls on runs that timed out before their first byte (their
+	// wait), above any objective.
+	CurrentAtLeast bool `json:"current_at_least"`
 	// BudgetLeft is the error budget left: 1 untouched, 0 spent, below 0
 	// overspent (−4: spent five times).
 	BudgetLeft *float64 `json:"budget_left"`
@@ -88,7 +92,7 @@ func figures(s SLOStatus) sloFigures {
 	if sloNoRuns(s) {
 		f.State = "no_runs"
 	} else {
-		f.Current = finite(s.Current)
+		f.Current, f.CurrentAtLeast = finite(s.Current), s.CurrentAtLeast
 		f.State = budgetState(s.BudgetLeft)
 	}
 	return f

@@ -55,7 +55,12 @@ type legend struct {
 	Color          string
 	LoName, HiName string // "p50"/"p95" from history, "mean"/"p95≈" from rollups
 	Lo, Hi         time.Duration
-	Runs           int
+	// LoAtLeast, HiAtLeast: the figure falls on runs that timed out before
+	// their first byte; it is their wait, a lower bound (shown "≥").
+	LoAtLeast, HiAtLeast bool
+	// Runs counts the TTFB samples, TimedOut those that timed out before
+	// their first byte (reporting.Verdict.TTFBSample).
+	Runs, TimedOut int
 }
 
 // chart is one server-rendered TTFB line chart (one target, a line pair per region).
@@ -83,50 +88,64 @@ type chartKey struct{ target, region string }
 
 // ttfbCharts buckets raw history into chartBuckets intervals over [from, to]
 // and draws, per target, the p95 (solid) and p50 (dashed) TTFB of each
-// region. Runs without a first byte (connection failures) are left out.
+// region. The runs counted are the TTFB samples (reporting.Verdict.TTFBSample):
+// runs with a TTFB, and runs that timed out before their first byte, which
+// rank above them and are drawn at their wait (about the timeout), so an
+// origin slower than the timeout shows as slow, not as missing points. Runs
+// that failed otherwise (refused, DNS, TLS…) are left out.
 func ttfbCharts(vs []reporting.Verdict, from, to time.Time) []chart {
 	span := to.Sub(from)
 	if span <= 0 {
 		return nil
 	}
 	step := span / chartBuckets
-	buckets := map[chartKey]*[chartBuckets][]time.Duration{}
-	all := map[chartKey][]time.Duration{}
+	type samples struct{ measured, waits []time.Duration }
+	buckets := map[chartKey]*[chartBuckets]samples{}
+	all := map[chartKey]*samples{}
 	for _, v := range vs {
-		if v.TTFB <= 0 || v.At.Before(from) || v.At.After(to) {
+		d, timedOut, ok := v.TTFBSample()
+		if !ok || v.At.Before(from) || v.At.After(to) {
 			continue
 		}
 		k := chartKey{v.Target, v.Region}
 		b := buckets[k]
 		if b == nil {
-			b = &[chartBuckets][]time.Duration{}
+			b = &[chartBuckets]samples{}
 			buckets[k] = b
+			all[k] = &samples{}
 		}
 		i := min(int(v.At.Sub(from)/step), chartBuckets-1)
-		b[i] = append(b[i], v.TTFB)
-		all[k] = append(all[k], v.TTFB)
+		if timedOut {
+			b[i].waits = append(b[i].waits, d)
+			all[k].waits = append(all[k].waits, d)
+		} else {
+			b[i].measured = append(b[i].measured, d)
+			all[k].measured = append(all[k].measured, d)
+		}
 	}
 	stats := map[chartKey]*chartStats{}
 	for k, b := range buckets {
 		s := &chartStats{}
-		for i, ds := range b {
-			if len(ds) == 0 {
+		for i, sm := range b {
+			if len(sm.measured)+len(sm.waits) == 0 {
 				continue
 			}
-			slices.Sort(ds)
-			s.Lo[i], s.Hi[i] = percentile(ds, 0.5), percentile(ds, 0.95)
+			s.Lo[i] = reporting.TTFBPercentileOf(sm.measured, sm.waits, 0.5).D
+			s.Hi[i] = reporting.TTFBPercentileOf(sm.measured, sm.waits, 0.95).D
 		}
-		sorted := all[k]
-		slices.Sort(sorted)
-		s.Legend = legend{Region: k.region, LoName: "p50", HiName: "p95", Lo: percentile(sorted, 0.5), Hi: percentile(sorted, 0.95), Runs: len(sorted)}
+		a := all[k]
+		lo, hi := reporting.TTFBPercentileOf(a.measured, a.waits, 0.5), reporting.TTFBPercentileOf(a.measured, a.waits, 0.95)
+		s.Legend = legend{Region: k.region, LoName: "p50", HiName: "p95", Lo: lo.D, Hi: hi.D,
+			LoAtLeast: lo.TimedOut, HiAtLeast: hi.TimedOut, Runs: hi.Runs, TimedOut: len(a.waits)}
 		stats[k] = s
 	}
 	return drawCharts(stats, from, to)
 }
 
 // ttfbRollupCharts draws long windows from per-minute rollups: the p95 line
-// is the run-weighted mean of the minutes' p95s, the dashed line the mean
-// TTFB (rollups keep no median).
+// is the mean of the minutes' p95s weighted by their TTFB samples (a minute
+// whose p95 timed out at its wait), the dashed line the mean TTFB of the
+// runs with one (rollups keep no median).
 func ttfbRollupCharts(rs []reporting.Rollup, from, to time.Time) []chart {
 	span := to.Sub(from)
 	if span <= 0 {
@@ -134,14 +153,17 @@ func ttfbRollupCharts(rs []reporting.Rollup, from, to time.Time) []chart {
 	}
 	step := span / chartBuckets
 	type acc struct {
-		runs          [chartBuckets]int
-		sum, p95w     [chartBuckets]time.Duration
-		total         int
-		totSum, totHi time.Duration
+		runs, samples  [chartBuckets]int
+		sum, p95w      [chartBuckets]time.Duration
+		totRuns, total int
+		timedOut       int
+		totSum, totHi  time.Duration
+		hiAtLeast      bool
 	}
 	accs := map[chartKey]*acc{}
 	for _, r := range rs {
-		if r.Total <= 0 || r.Minute.Before(from.Add(-time.Minute)) || r.Minute.After(to) {
+		n := r.TTFBSamples()
+		if n <= 0 || r.Minute.Before(from.Add(-time.Minute)) || r.Minute.After(to) {
 			continue
 		}
 		k := chartKey{r.Target, r.Region}
@@ -151,23 +173,30 @@ func ttfbRollupCharts(rs []reporting.Rollup, from, to time.Time) []chart {
 			accs[k] = a
 		}
 		i := min(max(int(r.Minute.Sub(from)/step), 0), chartBuckets-1)
-		a.runs[i] += r.Total
+		a.runs[i] += r.TTFBRuns
+		a.samples[i] += n
 		a.sum[i] += r.TTFBSum
-		a.p95w[i] += r.TTFBP95 * time.Duration(r.Total)
-		a.total += r.Total
+		a.p95w[i] += r.TTFBP95 * time.Duration(n)
+		a.totRuns += r.TTFBRuns
+		a.total += n
+		a.timedOut += r.TTFBTimeouts
 		a.totSum += r.TTFBSum
-		a.totHi += r.TTFBP95 * time.Duration(r.Total)
+		a.totHi += r.TTFBP95 * time.Duration(n)
+		a.hiAtLeast = a.hiAtLeast || r.TTFBP95TimedOut()
 	}
 	stats := map[chartKey]*chartStats{}
 	for k, a := range accs {
 		s := &chartStats{}
 		for i := range chartBuckets {
 			if n := time.Duration(a.runs[i]); n > 0 {
-				s.Lo[i], s.Hi[i] = a.sum[i]/n, a.p95w[i]/n
+				s.Lo[i] = a.sum[i] / n
+			}
+			if n := time.Duration(a.samples[i]); n > 0 {
+				s.Hi[i] = a.p95w[i] / n
 			}
 		}
-		n := time.Duration(max(a.total, 1))
-		s.Legend = legend{Region: k.region, LoName: "mean", HiName: "p95≈", Lo: a.totSum / n, Hi: a.totHi / n, Runs: a.total}
+		s.Legend = legend{Region: k.region, LoName: "mean", HiName: "p95≈", Lo: a.totSum / time.Duration(max(a.totRuns, 1)),
+			Hi: a.totHi / time.Duration(max(a.total, 1)), HiAtLeast: a.hiAtLeast, Runs: a.total, TimedOut: a.timedOut}
 		stats[k] = s
 	}
 	return drawCharts(stats, from, to)
@@ -222,7 +251,8 @@ func drawCharts(stats map[chartKey]*chartStats, from, to time.Time) []chart {
 				series{Region: r, Stat: "p95", Color: col, Segments: segments(s.Hi[:], xs, ys)},
 				series{Region: r, Stat: l.LoName, Color: col, Dashed: true, Segments: segments(s.Lo[:], xs, ys)})
 			c.Legend = append(c.Legend, l)
-			desc = append(desc, fmt.Sprintf("%s: %s %s, %s %s over %s", regionLabel(r), l.LoName, fmtMs(l.Lo), l.HiName, fmtMs(l.Hi), fmtRuns(l.Runs)))
+			desc = append(desc, fmt.Sprintf("%s: %s %s, %s %s over %s", regionLabel(r), l.LoName, atLeast(l.LoAtLeast, l.Lo),
+				l.HiName, atLeast(l.HiAtLeast, l.Hi), fmtRuns(l.Runs)+timedOutNote(l.TimedOut)))
 		}
 		c.Desc = "TTFB of " + t + " by region: " + strings.Join(desc, "; ")
 		out = append(out, c)
@@ -292,4 +322,22 @@ func timeLabel(t time.Time, span time.Duration) string {
 		return t.Format("Jan 2 15:04")
 	}
 	return t.Format("15:04")
+}
+
+// atLeast formats d, "≥ d" when it is a lower bound (a figure that falls on
+// runs that timed out before their first byte).
+func atLeast(lower bool, d time.Duration) string {
+	if lower {
+		return "≥ " + fmtMs(d)
+	}
+	return fmtMs(d)
+}
+
+// timedOutNote is ", N timed out" for N > 0 runs that timed out before
+// their first byte, "" otherwise.
+func timedOutNote(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return ", " + strconv.Itoa(n) + " timed out"
 }

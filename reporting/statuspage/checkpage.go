@@ -124,6 +124,10 @@ func computeUptime(rs []reporting.Rollup, now time.Time) []uptimeRow {
 type phaseRow struct {
 	Target, Region                    string
 	Runs                              int
+	// TimedOut counts the runs that timed out before their first byte in
+	// the span: not in the averages (their phases never ended), listed
+	// beside them so slow-past-the-timeout runs do not vanish.
+	TimedOut                          int
 	DNS, Connect, TLS, Wait, Transfer time.Duration
 	Total                             time.Duration
 	Bars                              []phaseBar
@@ -140,14 +144,23 @@ var phaseNames = []struct{ Name, Class string }{
 	{"dns", "ph-dns"}, {"connect", "ph-connect"}, {"tls", "ph-tls"}, {"ttfb (server wait)", "ph-wait"}, {"transfer", "ph-transfer"},
 }
 
-// computePhases averages the phases of runs with a first byte since from.
+// computePhases averages the phases of runs with a first byte since from,
+// and counts the runs that timed out before it (reporting.Verdict.TTFBSample).
 // Wait is TTFB minus DNS, connect and TLS (TTFB counts from the run's start).
 func computePhases(vs []reporting.Verdict, from time.Time) []phaseRow {
 	type k struct{ t, r string }
 	sums := map[k]*[6]time.Duration{}
 	n := map[k]int{}
+	timedOut := map[k]int{}
 	for _, v := range vs {
-		if v.At.Before(from) || v.TTFB <= 0 {
+		if v.At.Before(from) {
+			continue
+		}
+		if _, to, ok := v.TTFBSample(); ok && to {
+			timedOut[k{v.Target, v.Region}]++
+			continue
+		}
+		if v.TTFB <= 0 {
 			continue
 		}
 		key := k{v.Target, v.Region}
@@ -168,7 +181,7 @@ func computePhases(vs []reporting.Verdict, from time.Time) []phaseRow {
 	var longest time.Duration
 	for key, s := range sums {
 		c := time.Duration(n[key])
-		r := phaseRow{Target: key.t, Region: key.r, Runs: n[key],
+		r := phaseRow{Target: key.t, Region: key.r, Runs: n[key], TimedOut: timedOut[key],
 			DNS: s[0] / c, Connect: s[1] / c, TLS: s[2] / c, Wait: s[3] / c, Transfer: s[4] / c}
 		r.Total = r.DNS + r.Connect + r.TLS + r.Wait + r.Transfer
 		longest = max(longest, r.Total)

@@ -48,6 +48,9 @@ var funcs = template.FuncMap{
 	"add":         func(a, b float64) float64 { return a + b },
 	"sub":         func(a, b float64) float64 { return a - b },
 	"secs":        func(d time.Duration) int { return int(d / time.Second) },
+	// TTFB figures that fall on timed-out runs (chart.go).
+	"atLeast":      atLeast,
+	"timedOutNote": timedOutNote,
 	// The public page (public.go).
 	"publicDays":    func() int { return publicDays },
 	"publicRefresh": func(d time.Duration) int { return max(int(d/time.Second), 30) },
@@ -194,6 +197,9 @@ func sloCurrent(s SLOStatus) string {
 		return fmtPct(s.Current)
 	}
 	if _, err := time.ParseDuration(obj); err == nil {
+		if s.CurrentAtLeast {
+			return "≥ " + fmtMs(time.Duration(s.Current*float64(time.Second))) + " (timeouts)"
+		}
 		return fmtMs(time.Duration(s.Current * float64(time.Second)))
 	}
 	return strconv.FormatFloat(s.Current, 'g', 6, 64)

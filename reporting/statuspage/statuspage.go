@@ -179,6 +179,9 @@ type SLOStatus struct {
 	// duration, otherwise shown as is. Below 0 (or 0 for a duration
 	// objective): no runs in the window yet, shown as such.
 	Current float64
+	// CurrentAtLeast marks Current as a lower bound: a TTFB p95 that falls
+	// on runs that timed out before their first byte (shown "≥ 400 ms").
+	CurrentAtLeast bool
 	// BudgetLeft is the error budget left, 1 = untouched, 0 = spent
 	// (negative: overspent).
 	BudgetLeft float64

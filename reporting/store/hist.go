@@ -36,7 +36,32 @@ func histValue(b uint32) time.Duration {
 	return time.Duration((lo+hi)/2) * time.Microsecond
 }
 
+// histTimedOut is the first bucket of the timed-out range: a run that timed
+// out before its first byte is counted in bucket histTimedOut +
+// histBucket(wait), so every such bucket sorts above every measured TTFB
+// (histBucket stays below 2048 for any duration). Bucket 0 holds the failed
+// runs (TTFB 0) that rows written before timed-out runs were told apart
+// counted; it is no sample.
+const histTimedOut = 1 << 20
+
 func (h ttfbHist) add(d time.Duration) { h[histBucket(d)]++ }
+
+// addTimeout counts a run that timed out before its first byte after
+// waiting d.
+func (h ttfbHist) addTimeout(d time.Duration) { h[histTimedOut+histBucket(d)]++ }
+
+// runs counts the measured TTFBs and the timed-out runs.
+func (h ttfbHist) runs() (measured, timedOut int) {
+	for b, n := range h {
+		switch {
+		case b >= histTimedOut:
+			timedOut += int(n)
+		case b > 0:
+			measured += int(n)
+		}
+	}
+	return measured, timedOut
+}
 
 func (h ttfbHist) merge(o ttfbHist) {
 	for b, n := range o {
@@ -44,28 +69,38 @@ func (h ttfbHist) merge(o ttfbHist) {
 	}
 }
 
-// quantile returns the nearest-rank q-quantile (0 < q <= 1) of the samples,
-// or 0 when empty.
-func (h ttfbHist) quantile(q float64) time.Duration {
+// quantile returns the nearest-rank q-quantile (0 < q <= 1) of the samples
+// (bucket 0 left out), timed-out runs ranked above every measured TTFB, or
+// 0 when empty. timedOut is set when it falls on a timed-out run: the value
+// is then that run's wait, a lower bound.
+func (h ttfbHist) quantile(q float64) (d time.Duration, timedOut bool) {
 	var total uint64
 	keys := make([]uint32, 0, len(h))
 	for b, n := range h {
+		if b == 0 {
+			continue
+		}
 		total += uint64(n)
 		keys = append(keys, b)
 	}
 	if total == 0 {
-		return 0
+		return 0, false
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	rank := uint64(q*float64(total) + 0.999999999)
 	var seen uint64
-	for _, b := range keys {
-		seen += uint64(h[b])
+	b := keys[len(keys)-1]
+	for _, k := range keys {
+		seen += uint64(h[k])
 		if seen >= rank {
-			return histValue(b)
+			b = k
+			break
 		}
 	}
-	return histValue(keys[len(keys)-1])
+	if b >= histTimedOut {
+		return histValue(b - histTimedOut), true
+	}
+	return histValue(b), false
 }
 
 // encode writes (bucket, count) uvarint pairs in bucket order.

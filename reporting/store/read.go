@@ -185,7 +185,10 @@ func rollupsSQL(q reporting.HistoryQuery, from, to int64) (string, []any) {
 // [From, To] (To zero: now), ordered by minute, then check, target, region.
 // With a Limit it returns the newest Limit rows. TTFBP95 is read from a
 // log-linear histogram: within 1.6 % of the exact nearest-rank p95, and never
-// above TTFBMax.
+// above TTFBMax unless it falls on a run that timed out before its first
+// byte (reporting.Rollup.TTFBP95TimedOut). Rows written before runs
+// without a TTFB were left out of the histogram count those runs in Total
+// only: their TTFB figures read the runs with a TTFB.
 func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]reporting.Rollup, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -215,7 +218,12 @@ func (s *Store) Rollups(ctx context.Context, q reporting.HistoryQuery) ([]report
 		}
 		r.Minute = time.Unix(0, minute).UTC()
 		r.TTFBSum, r.TTFBMax = time.Duration(sum), time.Duration(mx)
-		r.TTFBP95 = min(h.quantile(0.95), r.TTFBMax)
+		r.TTFBRuns, r.TTFBTimeouts = h.runs()
+		p95, timedOut := h.quantile(0.95)
+		if !timedOut {
+			p95 = min(p95, r.TTFBMax)
+		}
+		r.TTFBP95 = p95
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -143,9 +143,16 @@ func (s *Store) Publish(ctx context.Context, vs []reporting.Verdict) error {
 			if v.State == reporting.StateUnhealthy {
 				a.unhealthy++
 			}
-			a.sum += int64(v.TTFB)
-			a.max = max(a.max, int64(v.TTFB))
-			a.hist.add(v.TTFB)
+			// Only TTFB samples enter the TTFB figures: a run that
+			// timed out before its first byte in the histogram's
+			// timed-out range, other failed runs not at all.
+			if d, timedOut, ok := v.TTFBSample(); ok && timedOut {
+				a.hist.addTimeout(d)
+			} else if ok {
+				a.sum += int64(d)
+				a.max = max(a.max, int64(d))
+				a.hist.add(d)
+			}
 		}
 		for _, k := range order {
 			if err := mergeRollup(ctx, tx, k, acc[k]); err != nil {

@@ -45,6 +45,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		{"MultiRegion", testMultiRegion},
 		{"HistoryOrderAndFilters", testHistory},
 		{"Rollups", testRollups},
+		{"RollupTTFBTimeouts", testRollupTTFBTimeouts},
 		{"SignalsRoundTrip", testSignals},
 		{"VerdictJSONRoundTrip", testJSONRoundTrip},
 		{"EmptyStore", testEmpty},
@@ -445,5 +446,51 @@ func testEmpty(t *testing.T, s Store) {
 	}
 	if err := s.Publish(ctx, nil); err != nil {
 		t.Fatalf("Publish(nil) = %v", err)
+	}
+}
+
+// testRollupTTFBTimeouts: the TTFB figures of a minute count the runs with a
+// TTFB and the runs that timed out before their first byte (ranked above
+// every TTFB, at their wait), and leave out the other failed runs (TTFB 0).
+// 17 runs at 10..170 ms, 3 timed out after 400 ms, 4 refused: the p95 (rank
+// 19 of 20) falls on a timed-out run; counting the refused runs' zeros
+// would put it at 160 ms, leaving the timed-out runs out at 170 ms.
+func testRollupTTFBTimeouts(t *testing.T, s Store) {
+	m0 := time.Now().UTC().Truncate(time.Minute).Add(-5 * time.Minute)
+	var vs []reporting.Verdict
+	var sum time.Duration
+	for i := range 24 {
+		v := sample("slow", "origin-a", "eu-west", "canary-1", m0.Add(time.Duration(i)*2*time.Second+time.Second), i)
+		v.OK, v.State, v.Cause, v.Err = true, reporting.StateHealthy, "", ""
+		switch {
+		case i < 17:
+			v.TTFB = time.Duration(i+1) * 10 * ms
+			sum += v.TTFB
+		case i < 20:
+			v.OK, v.Cause, v.State = false, reporting.CauseTimeout, reporting.StateUnhealthy
+			v.TTFB, v.Duration, v.Transfer = 0, 400*ms+time.Duration(i)*ms, 0
+		default:
+			v.OK, v.Cause, v.State = false, "connect_refused", reporting.StateUnhealthy
+			v.TTFB, v.Duration, v.Transfer = 0, ms, 0
+		}
+		vs = append(vs, v)
+	}
+	publish(t, s, vs...)
+	got, err := s.Rollups(context.Background(), reporting.HistoryQuery{Check: "slow", From: m0, To: m0.Add(time.Minute - time.Nanosecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("Rollups: got %d rows, want 1: %+v", len(got), got)
+	}
+	g := got[0]
+	if g.Total != 24 || g.Failed != 7 || g.TTFBRuns != 17 || g.TTFBTimeouts != 3 {
+		t.Fatalf("rollup: total %d failed %d ttfb runs %d timeouts %d, want 24, 7, 17, 3", g.Total, g.Failed, g.TTFBRuns, g.TTFBTimeouts)
+	}
+	if !near(g.TTFBSum, sum, 0.0001) || !near(g.TTFBMax, 170*ms, 0.0001) {
+		t.Fatalf("rollup TTFB sum/max: got %s/%s, want %s/170ms", g.TTFBSum, g.TTFBMax, sum)
+	}
+	if !g.TTFBP95TimedOut() || !near(g.TTFBP95, 418*ms, 0.02) {
+		t.Fatalf("rollup TTFB p95: got %s (timed out %v), want a timed-out run's wait, 418ms ±2%%", g.TTFBP95, g.TTFBP95TimedOut())
 	}
 }
