@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 // vigil validate accepts the push example and names the key of every push
@@ -45,6 +47,20 @@ checks:
 	out, code = runCLI(t, "check", "-c", p)
 	if code != 2 || !strings.Contains(out, "it has only push checks") {
 		t.Fatalf("vigil check: exit %d: %s", code, out)
+	}
+	// Beside other checks, those run and the push checks are named as not run.
+	o := checktest.NewOrigin()
+	defer o.Close()
+	p = writeConfig(t, `
+agent: {admin_token: push-token-0123456789}
+checks:
+  - {name: backup, push: {period: 24h}}
+  - {name: web, url: "`+o.URL()+`/healthz"}
+`)
+	out, code = runCLI(t, "check", "-c", p)
+	if code != 0 || !strings.Contains(out, "not run: push checks backup (a running agent judges them from their jobs' pings)") ||
+		!strings.Contains(out, "web") || strings.Contains(out, "internal") {
+		t.Fatalf("vigil check of a push and an http check: exit %d: %s", code, out)
 	}
 }
 
