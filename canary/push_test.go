@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
@@ -401,4 +402,23 @@ func TestProbePushModule(t *testing.T) {
 		!strings.Contains(body, "known modules: web") {
 		t.Fatalf("push module: %d %q", code, body)
 	}
+}
+
+// A ping's message is bounded, valid UTF-8 and on one line whatever the
+// job sends.
+func FuzzPushMessage(f *testing.F) {
+	for _, s := range []string{"", "ok", "dump failed:\n\x1b[31mdisk full\x07", strings.Repeat("é", 400), "\xff\xfe", "a\u2028b\u0085c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m := pushMessage(s)
+		if len(m) > MaxPushMessage || !utf8.ValidString(m) {
+			t.Fatalf("%q → %q: %d bytes", s, m, len(m))
+		}
+		for _, r := range m {
+			if r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029' {
+				t.Fatalf("%q → %q: control character %U", s, m, r)
+			}
+		}
+	})
 }
