@@ -180,10 +180,12 @@ func TestAccessLogWriteTimeoutAbortedHTTP2(t *testing.T) {
 
 // TestAccessLogWriteTimeoutTransportPath: on the fast engine, an answer
 // that comes through the pool's http.Transport rather than the inline fast
-// path (a request with a body; a GET to an https origin) and is cut off by
-// write_timeout while its client kept reading is marked
-// "aborted":"write_timeout" and logged with cause=write_timeout, as on the
-// fast path, on the plain and the TLS listener.
+// path (a request with a body; a GET to an https origin), or to a request
+// the engine hands to net/http's parser (absolute-form, an upgrade the
+// origin does not take), and is cut off by write_timeout while its client
+// kept reading is marked "aborted":"write_timeout" and logged with
+// cause=write_timeout, as on the fast path, on the plain and the TLS
+// listener.
 func TestAccessLogWriteTimeoutTransportPath(t *testing.T) {
 	const size = 256 << 20
 	plain := bigOrigin(t, size)
@@ -196,10 +198,13 @@ func TestAccessLogWriteTimeoutTransportPath(t *testing.T) {
 		{"body", plain.URL, "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", false},
 		{"body/tls", plain.URL, "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", true},
 		{"https origin", secure.URL, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"absolute-form", plain.URL, "GET http://x/big HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"upgrade not taken", plain.URL, "GET /big HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "access.log")
 			cfg := pool1(PolicyFirst, c.origin)
+			cfg.Pools[0].Hosts = []string{"x"} // a "*" pool serves no host named in a URL
 			cfg.Pools[0].Retry.Tries = 1
 			if strings.HasPrefix(c.origin, "https:") {
 				cfg.Pools[0].TLS.CAFile = writeCertPEM(t, secure.Certificate())
