@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,52 @@ type HTTP struct {
 
 	mu     sync.Mutex
 	byName map[string]*http.Transport // own-host transports for Host headers built from variables
+	// spare holds kept-body buffers of earlier runs (at most maxSpareBodies,
+	// guarded by mu), so a run reads a kept body into memory already in
+	// use instead of growing fresh buffers while its transfer is timed.
+	spare [][]byte
+}
+
+// maxSpareBodies is how many kept-body buffers a check holds between runs:
+// two runs of a check (two targets) at a time reuse theirs; more allocate.
+const maxSpareBodies = 2
+
+// takeBody returns the largest spare kept-body buffer (length 0), or nil.
+func (h *HTTP) takeBody() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	best := -1
+	for i, b := range h.spare {
+		if best < 0 || cap(b) > cap(h.spare[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := h.spare[best]
+	h.spare = slices.Delete(h.spare, best, best+1)
+	return b[:0]
+}
+
+// putBody keeps buf for a later run once nothing refers to it any more,
+// dropping the smallest buffer beyond maxSpareBodies.
+func (h *HTTP) putBody(buf []byte) {
+	if cap(buf) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.spare = append(h.spare, buf[:0])
+	if len(h.spare) > maxSpareBodies {
+		small := 0
+		for i, b := range h.spare {
+			if cap(b) < cap(h.spare[small]) {
+				small = i
+			}
+		}
+		h.spare = slices.Delete(h.spare, small, small+1)
+	}
 }
 
 var (
@@ -750,7 +797,11 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 			}
 		}
 	}
-	readErr := readBody(src, obs.limit, length, sum, keep, &obs)
+	var spare []byte
+	if keep && !o.KeepBody {
+		spare = h.takeBody()
+	}
+	readErr := readBody(src, obs.limit, length, sum, keep, &obs, spare)
 	resp.Body.Close()
 	end := time.Now()
 	res.Phases = tr.phases(end)
@@ -777,6 +828,13 @@ func (h *HTTP) RunWith(ctx context.Context, t Target, o RunOptions) (Result, *Re
 	h.expect.evalTransport(resp, &v)
 	h.expect.evalHTTP(&obs, &v)
 	res.Assertions = v.list
+	if keep && !o.KeepBody {
+		// The assertions copied what they show (Got, Err): nothing of
+		// the result refers to the buffer, which the next run reuses. A
+		// body handed to the caller (o.KeepBody) is the caller's.
+		h.putBody(obs.body)
+		obs.body = nil
+	}
 	var decErr *decodeError
 	if errors.As(readErr, &decErr) {
 		res.Cause, res.Err = CauseProtocol, "protocol: "+decErr.Error()
@@ -920,12 +978,18 @@ func hostPortOf(u *url.URL) string {
 //
 // Memory: a kept body lives in one buffer that the reads fill directly
 // (no intermediate chunk, no copy for the matchers, which work on the
-// bytes). With a Content-Length the buffer is allocated once at
-// min(length, limit); without one it starts at 64 KiB and grows 4× at a
-// time up to limit, so all buffers of a run add up to at most 4/3 of the
-// final one. It grows only when a byte beyond it actually arrived (a one-byte
+// bytes). The buffer is spare, a buffer of the check's earlier runs, when
+// it is large enough (HTTP.takeBody): from its second run on a check reads
+// a body no larger than before into memory already in use, so the timed
+// transfer pays for the origin's bytes only, not for growing and faulting
+// in fresh buffers (a 5 MiB chunked body took 10–20× longer kept than
+// streamed on a VM slow to fault memory in). Otherwise, with a
+// Content-Length the buffer is allocated once at min(length, limit);
+// without one it starts at 64 KiB (or spare's size) and grows 4× at a time
+// up to limit, so all buffers of a run add up to at most 4/3 of the final
+// one. It grows only when a byte beyond it actually arrived (a one-byte
 // probe), so a body that fills it exactly is not copied.
-func readBody(r io.Reader, limit, contentLength int64, sum hash.Hash, keep bool, obs *observation) error {
+func readBody(r io.Reader, limit, contentLength int64, sum hash.Hash, keep bool, obs *observation, spare []byte) error {
 	if !keep {
 		return streamBody(r, limit, sum, obs)
 	}
@@ -933,7 +997,14 @@ func readBody(r io.Reader, limit, contentLength int64, sum hash.Hash, keep bool,
 	if contentLength >= 0 {
 		size = min(contentLength, limit)
 	}
-	buf := make([]byte, 0, size)
+	var buf []byte
+	if c := int64(cap(spare)); c >= size || contentLength < 0 && c > 0 {
+		// At most limit: a full buffer of limit bytes marks the body
+		// truncated.
+		buf = spare[:0:min(c, max(limit, 0))]
+	} else {
+		buf = make([]byte, 0, size)
+	}
 	var probe [1]byte
 	for {
 		if len(buf) == cap(buf) {
