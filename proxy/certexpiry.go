@@ -105,12 +105,8 @@ const certWatchEvery = time.Hour
 // wakes at the earliest such instant, at least hourly, and when a reload
 // serves other files; until ctx is done.
 func (p *Proxy) watchCertExpiry(ctx context.Context) {
-	every := p.certWatchEvery
-	if every <= 0 {
-		every = certWatchEvery
-	}
 	for {
-		wait := every
+		wait := certWatchEvery
 		if s := p.tlsCerts.Load(); s != nil {
 			if next := s.announceExpiry(time.Now()); !next.IsZero() {
 				// At least 10ms: a clock stepped back does not spin.

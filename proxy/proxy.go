@@ -85,11 +85,9 @@ type Proxy struct {
 	// tlsCerts are the TLS listener's certificates once listening
 	// (redirect_https redirects a "*" pool's hosts only when one covers it).
 	tlsCerts atomic.Pointer[certStore]
-	// certWake wakes watchCertExpiry when a reload serves other files;
-	// certWatchEvery is its period (0: certWatchEvery, hourly).
-	certWake       chan struct{}
-	certWatchEvery time.Duration
-	alog           atomic.Pointer[accessLog] // access_log, nil when off
+	// certWake wakes watchCertExpiry when a reload serves other files.
+	certWake chan struct{}
+	alog     atomic.Pointer[accessLog] // access_log, nil when off
 	// feeds are the verdict sources (one per member of a Sources), each
 	// with its last verdicts and read health, kept by the poller.
 	feeds   []*verdictFeed
