@@ -86,6 +86,20 @@ func fmtDur(d time.Duration) string {
 	return d.Round(10 * time.Microsecond).String()
 }
 
+// fmtOver formats a figure over its limit for "got over limit": got as
+// fmtDur, with more digits while it would read the same as the limit
+// (202.4ms over 202ms, not 202ms over 202ms).
+func fmtOver(got, limit time.Duration) (string, string) {
+	g, l := fmtDur(got), fmtDur(limit)
+	for _, r := range []time.Duration{100 * time.Microsecond, 10 * time.Microsecond, time.Microsecond, 1} {
+		if g != l || got <= limit {
+			break
+		}
+		g = got.Round(r).String()
+	}
+	return g, l
+}
+
 // evalHTTP runs every http assertion over the observation in the fixed
 // order status, headers, not_headers, content_type, body, json, checksum, size,
 // cert_min_days, ttfb, duration.
@@ -198,16 +212,16 @@ func (e *Expect) evalCommon(o *observation, v *verdict) {
 	}
 	if e.TTFB > 0 {
 		ok := o.ttfb > 0 && o.ttfb <= e.TTFB
-		got := fmtDur(o.ttfb)
+		got, limit := fmtOver(o.ttfb, e.TTFB)
 		if o.ttfb == 0 {
 			got = "(no byte received)"
 		}
-		v.add(CauseTTFB, "ttfb", ok, got, "<= "+fmtDur(e.TTFB), fmt.Sprintf("ttfb %s over %s", got, fmtDur(e.TTFB)))
+		v.add(CauseTTFB, "ttfb", ok, got, "<= "+limit, fmt.Sprintf("ttfb %s over %s", got, limit))
 	}
 	if e.Duration > 0 {
 		ok := o.total <= e.Duration
-		v.add(CauseDuration, "duration", ok, fmtDur(o.total), "<= "+fmtDur(e.Duration),
-			fmt.Sprintf("duration %s over %s", fmtDur(o.total), fmtDur(e.Duration)))
+		got, limit := fmtOver(o.total, e.Duration)
+		v.add(CauseDuration, "duration", ok, got, "<= "+limit, fmt.Sprintf("duration %s over %s", got, limit))
 	}
 }
 
