@@ -75,3 +75,25 @@ checks:
 		t.Fatalf("validate: exit %d: %s", code, out)
 	}
 }
+
+// With alerting.quorum above 1, vigil validate warns that a push check,
+// judged where its pings arrive, cannot reach the quorum (push.region),
+// or that regions its pings never reach would page (no push.region).
+func TestValidatePushQuorumWarnings(t *testing.T) {
+	p := writeConfig(t, `
+agent: {admin_token: push-token-0123456789}
+alerting: {quorum: 2, receivers: [{name: ops, webhook: {url: "http://127.0.0.1:9/hook"}}]}
+checks:
+  - {name: backup, push: {period: 24h, region: eu}}
+  - {name: report, push: {period: 1h}}
+`)
+	out, code := runCLI(t, "validate", "-c", p)
+	for _, want := range []string{
+		`checks[0].push.region: "eu": only that region judges the push check, and alerting.quorum is 2: its down and burn_rate alerts can never fire`,
+		`checks[1].push: no push.region, and alerting.quorum is 2: every region that loads this file judges the push check`,
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("validate: exit %d, want the warning %q:\n%s", code, want, out)
+		}
+	}
+}
