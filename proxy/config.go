@@ -117,6 +117,14 @@ type Config struct {
 	// or CDN in front that sets one) instead of replacing it. Default false.
 	RequestIDFromClient bool   `mapstructure:"request_id_from_client"`
 	ridKey              string // RequestID canonical, "" when off
+	// Via is this proxy's name in the Via field (RFC 9110 §7.6.3) of the
+	// requests it sends to origins ("Via: 1.1 NAME"): a request that
+	// arrives already carrying it went round a loop (vigil → nginx →
+	// vigil) and is answered 508 Loop Detected. A token or host[:port];
+	// every proxy of a chain needs its own. Default: this host's name and
+	// a random suffix drawn when the process starts (web1-3fa29c1b), kept
+	// across reloads. "off" sends none and detects no loops.
+	Via string `mapstructure:"via"`
 
 	// AdminToken guards drain/undrain (Authorization: Bearer …). The loader
 	// copies agent.admin_token here when it is empty. Empty: every admin write
@@ -260,6 +268,9 @@ func (c *Config) explicitZeros() []error {
 
 // RequestIDOff is Config.RequestID's value for no request ID.
 const RequestIDOff = "off"
+
+// ViaOff turns Via and loop detection off (Config.Via).
+const ViaOff = "off"
 
 // Engine names accepted in Config.Engine.
 const (
@@ -435,6 +446,8 @@ func (c *RequestHeadersConfig) validate() error {
 			return "use origin_host to set the Host sent to origins"
 		case strings.EqualFold(k, "Content-Length"):
 			return "the proxy frames the request body itself"
+		case strings.EqualFold(k, "Via"):
+			return "the proxy sets Via itself (see via), to detect request loops"
 		}
 		return ""
 	}
@@ -732,6 +745,9 @@ func (c *Config) ValidateAndSetDefaults() error {
 				errs = append(errs, fmt.Errorf("%s: only with tls_listen", k.key))
 			}
 		}
+	}
+	if v := c.Via; v != "" && v != ViaOff && !isToken(v) && !validOriginHost(v) {
+		errs = append(errs, fmt.Errorf("via: %q: want a name (a token: letters, digits, - . _) or host[:port], or %q", v, ViaOff))
 	}
 	switch c.RequestID {
 	case "":

@@ -99,7 +99,7 @@ func TestFieldOrderKept(t *testing.T) {
 	}
 
 	wantReq := []string{"Zeta", "Accept", "X-Custom", "X-Custom", "User-Agent", "Beta", "Aardvark",
-		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X-Request-Id"}
+		"Via", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X-Request-Id"}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(heads) != n {

@@ -54,7 +54,8 @@ type pool struct {
 	mu     sync.Mutex // serialises ejections against max_ejected
 	tryLog logLimiter // "try failed" lines, per origin and cause
 
-	rid string // the request ID header (Config.RequestID), "" when off
+	rid string    // the request ID header (Config.RequestID), "" when off
+	via *viaNames // this proxy's Via (Config.Via), nil when off
 }
 
 // logLimiter rate-limits a log line per key: the first line is written,
@@ -944,6 +945,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		hdr["Forwarded"] = []string{forwardedElement(cip, xfh, proto[0])}
 	}
 
+	if pl.via != nil {
+		hdr["Via"] = pl.via.field(r)
+	}
 	// The pool's request_headers, last: they may replace what the client
 	// or the proxy set.
 	for _, k := range pl.cfg.RequestHeaders.remove {

@@ -90,6 +90,14 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 			ae.requestID = id[0]
 		}
 	}
+	if st.via != nil && st.via.seen(r.Header["Via"]) {
+		if p.loops.allow(time.Now()) {
+			p.log.Warn("proxy: request loop: the request already went through this proxy (its Via names it); answered 508 Loop Detected without forwarding it. An origin (or a proxy behind one) sends requests back to this proxy",
+				"via", st.via.name, "host", r.Host, "path", r.URL.Path, "chain", strings.Join(r.Header["Via"], ", "))
+		}
+		p.refuse(w, r, http.StatusLoopDetected, "request loop: this request already went through this proxy (Via: "+st.via.name+")")
+		return
+	}
 	r = withTrustedForwarding(&st.cfg, r)
 	if r2, ip := withClientIP(&st.cfg, r); ip != "" {
 		r = r2

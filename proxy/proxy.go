@@ -75,6 +75,8 @@ type Proxy struct {
 
 	authFail units.AuthFailures // refused admin writes, for the log
 	rids     *requestIDs        // request IDs (Config.RequestID)
+	viaName  string             // the Via name when Config.Via is empty (defaultVia)
+	loops    loopLog            // the request-loop warning's rate limit
 
 	addrMu sync.Mutex
 	addrs  []net.Addr
@@ -118,6 +120,7 @@ type runtimeState struct {
 	life   connLife // keepalive_time, keepalive_requests
 	// explicit is true when a pool names hosts (not only "*").
 	explicit bool
+	via      *viaNames // nil with via: off
 }
 
 type route struct {
@@ -143,7 +146,7 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir, rids: newRequestIDs(),
+	p := &Proxy{src: src, log: log, m: m, signals: o.signals, feeds: newVerdictFeeds(src, m), stateDir: o.stateDir, rids: newRequestIDs(), viaName: defaultVia(),
 		certWake: make(chan struct{}, 1)}
 	p.ctw.every = clientTLSPollEvery
 	if err := o.reg.Register(certExpiryCollector{p}); err != nil {
@@ -372,11 +375,17 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 	}
 	kept := map[string]bool{} // names of drained origins still in the config
 	st := &runtimeState{cfg: cfg, life: connLife{maxAge: cfg.KeepaliveTime, maxReqs: int64(cfg.KeepaliveRequests)}}
+	viaName := cfg.Via
+	if viaName == "" {
+		viaName = p.viaName
+	}
+	st.via = newViaNames(viaName)
 	for i := range cfg.Pools {
 		pc := &cfg.Pools[i]
 		pl := newPool(pc, p.log, p.m)
 		pl.tunnels = &p.tunnels
 		pl.rid = cfg.ridKey
+		pl.via = st.via
 		sameDial := false
 		if pp := prevPools[pc.Name]; pp != nil {
 			sameDial = pl.inheritPool(pp)
