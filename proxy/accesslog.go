@@ -274,6 +274,7 @@ type upstreamTry struct {
 	origin string
 	status int
 	cause  string
+	detail string // what went wrong within cause, where it says more (headDetail)
 }
 
 // The values of the access log's aborted.
@@ -284,6 +285,18 @@ const (
 	abortClientBody   = "client_body"   // the client's request body broke while the answer streamed
 	abortOrigin       = "origin"        // the origin's body broke (the last upstream's cause says how)
 )
+
+// tryDetail sets the detail of the try recorded last; e may be nil.
+func (e *accessEntry) tryDetail(d string) {
+	if e == nil || e.nups == 0 {
+		return
+	}
+	if i := e.nups - 1; i < len(e.ups) {
+		e.ups[i].detail = d
+	} else {
+		e.more[i-len(e.ups)].detail = d
+	}
+}
 
 // addTry records a try; e may be nil (no access log).
 func (e *accessEntry) addTry(origin string, status int, cause string) {
@@ -436,6 +449,10 @@ func (a *accessLog) write(start time.Time, r *http.Request, status int, bytes in
 			if t.cause != "" {
 				b = append(b, `,"cause":`...)
 				b = appendJSONString(b, t.cause)
+			}
+			if t.detail != "" {
+				b = append(b, `,"detail":`...)
+				b = appendJSONString(b, t.detail)
 			}
 			b = append(b, '}')
 		}

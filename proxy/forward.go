@@ -474,6 +474,15 @@ func isProtocolError(err error) bool {
 	return false
 }
 
+// headDetail is the access log's detail of a try that failed on an
+// origin's response head over 256 KiB (maxResponseHead), "" otherwise.
+func headDetail(err error) string {
+	if errors.Is(err, errHeadTooLarge) || strings.Contains(err.Error(), "server response headers exceeded") {
+		return "response_head_too_large"
+	}
+	return ""
+}
+
 // Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded in either direction,
 // together with any header named in Connection.
 var hopHeaders = []string{
@@ -1295,8 +1304,17 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 					o.stats.connErrors.Add(1)
 				}
 			}
-			pl.tryFailed(o.name, cause, r, try+1, err, 0, nil)
-			ae.addTry(o.name, 0, cause)
+			if d := headDetail(err); d != "" {
+				// One text on both paths (Go's transport says "server
+				// response headers exceeded 262144 bytes").
+				err = errHeadTooLarge
+				pl.tryFailed(o.name, cause, r, try+1, err, 0, nil)
+				ae.addTry(o.name, 0, cause)
+				ae.tryDetail(d)
+			} else {
+				pl.tryFailed(o.name, cause, r, try+1, err, 0, nil)
+				ae.addTry(o.name, 0, cause)
+			}
 			lastCause = cause
 			if cause == CauseTimeout {
 				timedOut = true

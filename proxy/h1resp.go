@@ -27,6 +27,9 @@ func (e *protocolError) Error() string { return e.msg }
 var (
 	// errBadResponse is a malformed origin response head.
 	errBadResponse error = &protocolError{"malformed response from origin"}
+	// errHeadTooLarge is a response head over maxResponseHead (both
+	// paths: Go's transport's own error is mapped to it, see headDetail).
+	errHeadTooLarge error = &protocolError{"response head larger than 256 KiB from origin"}
 	// errTooMany1xx is an origin that sent more interim answers than
 	// max1xx before its final one (net/http's Transport fails the same way).
 	errTooMany1xx error = &protocolError{"too many interim (1xx) answers from origin"}
@@ -69,7 +72,7 @@ func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response,
 		for err == bufio.ErrBufferFull {
 			raw = append(raw, line...)
 			if len(raw) > maxResponseHead {
-				return nil, errBadResponse
+				return nil, errHeadTooLarge
 			}
 			line, err = br.ReadSlice('\n')
 		}
@@ -85,7 +88,7 @@ func readResponse(br *bufio.Reader, method string, rb *respBuf) (*http.Response,
 		}
 		raw = append(raw, line...)
 		if len(raw) > maxResponseHead {
-			return nil, errBadResponse
+			return nil, errHeadTooLarge
 		}
 		// The whole line, not the last piece of one longer than br's
 		// buffer (which may be "\r\n" alone): see readHead.
