@@ -660,10 +660,45 @@ func (c *Config) Warnings() []string {
 			out = append(out, fmt.Sprintf("client_crl_file: %s: %s: the certificates it lists stay refused, the others are served; publish a new CRL and reload", c.ClientCRLFile, s))
 		}
 	}
+	out = append(out, c.redirectWarnings()...)
 	for i, p := range c.Pools {
 		if p.TLS.InsecureSkipVerify {
 			out = append(out, fmt.Sprintf("pools[%d].tls.insecure_skip_verify: true: certificates are not verified "+
 				"(the user traffic the proxy sends to this pool's https origins can be read and changed on the way)", i))
+		}
+	}
+	return out
+}
+
+// redirectWarnings names, with redirect_https, each host of a pool that no
+// served certificate covers: its plain-HTTP requests get a permanent 308 to
+// https://, which browsers cache, and then a certificate error. A wildcard
+// host is looked at through one name it matches. A "*" pool is left out:
+// its hosts are redirected only when a certificate covers them.
+func (c *Config) redirectWarnings() []string {
+	if !c.RedirectHTTPS || len(c.servedCerts) == 0 {
+		return nil
+	}
+	covered := func(name string) bool {
+		for _, sc := range c.servedCerts {
+			if l := sc.cert.Leaf; l != nil && l.VerifyHostname(name) == nil {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for i, p := range c.Pools {
+		for j, hp := range p.hosts {
+			name := hp.exact
+			if hp.suffix != "" {
+				name = "vigil-check" + hp.suffix
+			}
+			if name == "" || covered(name) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("pools[%d].hosts[%d]: %q (pool %s): redirect_https sends its plain-HTTP requests to https:// with a permanent 308, which browsers cache, but no certificate of cert_file or certs covers it: they would get a certificate error; add a certificate for it, or serve this pool on a listener without redirect_https",
+				i, j, p.Hosts[j], p.Name))
 		}
 	}
 	return out
