@@ -94,3 +94,47 @@ func TestCheckPageTTFBCountsTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// TestTTFBSLOTimedOutAtLeast: a TTFB SLO whose p95 falls on runs that
+// timed out before their first byte reads as a lower bound: "≥ 400 ms
+// (timeouts)" on the check page, current_at_least in GET /api/v1/slos.
+func TestTTFBSLOTimedOutAtLeast(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{Now: func() time.Time { return t0 }, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Publish(context.Background(), runs("web", "o1", "eu", time.Minute, 10, 0)); err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, Options{Verdicts: st, SLOs: func() []SLOStatus {
+		return []SLOStatus{
+			{Name: "web-ttfb · o1 (TTFB p95)", SLO: "web-ttfb", Check: "web", Target: "o1", Objective: "400ms",
+				Current: 0.4003, CurrentAtLeast: true, BudgetLeft: 0, Window: 5 * time.Minute},
+			{Name: "web-fast · o1 (TTFB p95)", SLO: "web-fast", Check: "web", Target: "o1", Objective: "600ms",
+				Current: 0.212, BudgetLeft: 1, Window: 5 * time.Minute},
+		}
+	}})
+	code, _, body := get(t, srv, "/api/v1/slos?check=web&target=o1")
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/v1/slos: %d\n%s", code, body)
+	}
+	for _, want := range []string{`"name":"web-ttfb"`, `"current":0.4003,"current_at_least":true`, `"current":0.212,"current_at_least":false`} {
+		if !strings.Contains(strings.ReplaceAll(body, " ", ""), want) {
+			t.Errorf("GET /api/v1/slos lacks %s:\n%s", want, body)
+		}
+	}
+	_, _, page := get(t, srv, "/check/web")
+	doc := parseHTML(t, page)
+	cur := map[string]string{}
+	for _, tr := range findAll(doc, "data-slo") {
+		name, _ := attr(tr, "data-slo")
+		cur[name] = strings.Join(strings.Fields(text(tr)), " ")
+	}
+	if g := cur["web-ttfb · o1 (TTFB p95)"]; !strings.Contains(g, "≥ 400 ms (timeouts)") {
+		t.Errorf("check page SLO row %q, want ≥ 400 ms (timeouts)", g)
+	}
+	if g := cur["web-fast · o1 (TTFB p95)"]; !strings.Contains(g, "212 ms") || strings.Contains(g, "≥") {
+		t.Errorf("check page SLO row %q, want 212 ms", g)
+	}
+}
