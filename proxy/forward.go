@@ -1117,8 +1117,10 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}
 			out := (&http.Request{
 				Method: method,
+				// ForceQuery keeps an empty query ("/rl?"), as the fast
+				// path sends the target as the client wrote it.
 				URL: &url.URL{Scheme: o.url.Scheme, Host: o.url.Host, Path: r.URL.Path,
-					RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery},
+					RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery, ForceQuery: r.URL.ForceQuery},
 				Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 				Header: th, Body: outBody, ContentLength: r.ContentLength, Host: outHost,
 			}).WithContext(ctx)

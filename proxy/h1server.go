@@ -404,6 +404,7 @@ func (c *econn) serveFast(spent bool) (keep, hijacked bool) {
 	c.url = url.URL{}
 	if i := strings.IndexByte(h.target, '?'); i >= 0 {
 		c.url.Path, c.url.RawQuery = h.target[:i], h.target[i+1:]
+		c.url.ForceQuery = i == len(h.target)-1 // "/rl?": as url.ParseRequestURI
 	} else {
 		c.url.Path = h.target
 	}
