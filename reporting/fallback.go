@@ -201,6 +201,22 @@ func (f *Fallback) Rollups(ctx context.Context, q HistoryQuery) ([]Rollup, error
 		})
 }
 
+// RollupCounts reads Primary's rollup sums, or Own's while Primary fails.
+func (f *Fallback) RollupCounts(ctx context.Context, q HistoryQuery, step time.Duration) ([]RollupCount, error) {
+	return fallbackRead(f, ctx,
+		func(ctx context.Context) ([]RollupCount, error) { return CountRollups(ctx, f.Primary, q, step) },
+		func(ctx context.Context) ([]RollupCount, error) {
+			h, ok := f.Own.(HistorySource)
+			if !ok {
+				return nil, errNoOwnHistory
+			}
+			return CountRollups(ctx, h, q, step)
+		})
+}
+
+// CountsRollups is Primary's.
+func (f *Fallback) CountsRollups() bool { return CountsRollups(f.Primary) }
+
 var errNoOwnHistory = errors.New("this agent keeps no history of its own")
 
 // Notice says why reads come from Own, e.g. "InfluxDB unreachable since

@@ -142,6 +142,19 @@ func (w *waiting) Rollups(ctx context.Context, q HistoryQuery) ([]Rollup, error)
 	return rs, err
 }
 
+// RollupCounts are the store's (the kept runs are missing from them).
+func (w *waiting) RollupCounts(ctx context.Context, q HistoryQuery, step time.Duration) ([]RollupCount, error) {
+	_, since, ferr := w.f.kept(w.sink)
+	cs, err := CountRollups(ctx, w.HistorySource, q, step)
+	if err == nil {
+		w.note(ctx, since, ferr)
+	}
+	return cs, err
+}
+
+// CountsRollups is the store's.
+func (w *waiting) CountsRollups() bool { return CountsRollups(w.HistorySource) }
+
 // Signals adds the kept signals with At after since to the store's.
 func (w *waitingSignals) Signals(ctx context.Context, since time.Time) ([]Signal, error) {
 	items, fsince, ferr := w.f.kept(w.sink)

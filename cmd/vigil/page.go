@@ -233,6 +233,13 @@ type withPending struct {
 	can *canary.Canary
 }
 
+// RollupCounts and CountsRollups are the store's.
+func (w withPending) RollupCounts(ctx context.Context, q reporting.HistoryQuery, step time.Duration) ([]reporting.RollupCount, error) {
+	return reporting.CountRollups(ctx, w.HistorySource, q, step)
+}
+
+func (w withPending) CountsRollups() bool { return reporting.CountsRollups(w.HistorySource) }
+
 func (w withPending) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
 	vs, err := w.HistorySource.Verdicts(ctx, maxAge)
 	if err != nil {

@@ -66,21 +66,17 @@ type uptimeCell struct {
 // targets for each uptime window ending at now. A minute counts in a window
 // when it overlaps it.
 func computeUptime(rs []reporting.Rollup, now time.Time) []uptimeRow {
-	type acc struct {
-		total, failed [3]int
-		first         time.Time // the oldest minute with runs: where history starts
-	}
-	per := map[string]*acc{}
-	all := &acc{}
+	per := map[string]*uptimeAcc{}
+	all := &uptimeAcc{}
 	for _, r := range rs {
 		a := per[r.Target]
 		if a == nil {
-			a = &acc{}
+			a = &uptimeAcc{}
 			per[r.Target] = a
 		}
 		end := r.Minute.Add(time.Minute)
 		if r.Total > 0 && !r.Minute.After(now) {
-			for _, x := range []*acc{a, all} {
+			for _, x := range []*uptimeAcc{a, all} {
 				if x.first.IsZero() || r.Minute.Before(x.first) {
 					x.first = r.Minute
 				}
@@ -95,7 +91,49 @@ func computeUptime(rs []reporting.Rollup, now time.Time) []uptimeRow {
 			}
 		}
 	}
-	mk := func(target string, a *acc) uptimeRow {
+	return uptimeRows(per, all, now)
+}
+
+// computeUptimeCounts is computeUptime from the store's sums: wins[i]
+// holds the runs of uptimeWindows[i] ending at now, one row per target ×
+// region.
+func computeUptimeCounts(wins [][]reporting.RollupCount, now time.Time) []uptimeRow {
+	per := map[string]*uptimeAcc{}
+	all := &uptimeAcc{}
+	for i, cs := range wins {
+		for _, c := range cs {
+			a := per[c.Target]
+			if a == nil {
+				a = &uptimeAcc{}
+				per[c.Target] = a
+			}
+			if !c.First.IsZero() {
+				for _, x := range []*uptimeAcc{a, all} {
+					if x.first.IsZero() || c.First.Before(x.first) {
+						x.first = c.First
+					}
+				}
+			}
+			a.total[i] += c.Total
+			a.failed[i] += c.Failed
+			all.total[i] += c.Total
+			all.failed[i] += c.Failed
+		}
+	}
+	return uptimeRows(per, all, now)
+}
+
+// uptimeAcc is one target's (or all targets') runs per uptime window.
+type uptimeAcc struct {
+	total, failed [3]int
+	first         time.Time // the oldest minute with runs: where history starts
+}
+
+// uptimeRows turns the windows' runs per target and over all targets into
+// the rows the page shows: per target, sorted, then over all targets
+// when there are several.
+func uptimeRows(per map[string]*uptimeAcc, all *uptimeAcc, now time.Time) []uptimeRow {
+	mk := func(target string, a *uptimeAcc) uptimeRow {
 		row := uptimeRow{Target: target}
 		for i, w := range uptimeWindows {
 			c := uptimeCell{Window: w.Label, Total: a.total[i], Failed: a.failed[i]}
@@ -399,11 +437,32 @@ func (p *Page) uptimeDays(ctx context.Context, check string, now time.Time) ([]u
 	if d := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, -(publicDays - 1)); d.Before(from) {
 		from = d
 	}
-	rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: check, From: from, To: now})
-	if err != nil {
-		return nil, nil, err
+	var rows []uptimeRow
+	var days []dayCell
+	if reporting.CountsRollups(p.o.Verdicts) {
+		// The store sums them: a few rows per series per window, where the
+		// minutes of 30 days are 43,200 rows per series.
+		wins := make([][]reporting.RollupCount, len(uptimeWindows))
+		for i, w := range uptimeWindows {
+			cs, err := reporting.CountRollups(ctx, p.o.Verdicts, reporting.HistoryQuery{Check: check, From: now.Add(-w.D), To: now}, 0)
+			if err != nil {
+				return nil, nil, err
+			}
+			wins[i] = cs
+		}
+		first := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, -(publicDays - 1))
+		ds, err := reporting.CountRollups(ctx, p.o.Verdicts, reporting.HistoryQuery{Check: check, From: first, To: now}, 24*time.Hour)
+		if err != nil {
+			return nil, nil, err
+		}
+		rows, days = computeUptimeCounts(wins, now), computeDayCounts(ds, now)
+	} else {
+		rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: check, From: from, To: now})
+		if err != nil {
+			return nil, nil, err
+		}
+		rows, days = computeUptime(rs, now), computeDays(rs, now)
 	}
-	rows, days := computeUptime(rs, now), computeDays(rs, now)
 	p.uptimeC.put(check, now, uptimeEntry{rows: rows, days: days})
 	return rows, days, nil
 }

@@ -328,6 +328,30 @@ type dayCell struct {
 	Ratio         float64 // 1 − Failed/Total; meaningless when Total is 0
 }
 
+// computeDayCounts is computeDays from the store's sums per UTC day.
+func computeDayCounts(cs []reporting.RollupCount, now time.Time) []dayCell {
+	today := now.UTC().Truncate(24 * time.Hour)
+	first := today.AddDate(0, 0, -(publicDays - 1))
+	days := make([]dayCell, publicDays)
+	for i := range days {
+		days[i].Day = first.AddDate(0, 0, i)
+	}
+	for _, c := range cs {
+		i := int(c.Start.Sub(first) / (24 * time.Hour))
+		if c.Start.Before(first) || i >= publicDays {
+			continue
+		}
+		days[i].Total += c.Total
+		days[i].Failed += c.Failed
+	}
+	for i := range days {
+		if days[i].Total > 0 {
+			days[i].Ratio = 1 - float64(days[i].Failed)/float64(days[i].Total)
+		}
+	}
+	return days
+}
+
 // computeDays folds per-minute rollups into the publicDays UTC days ending
 // with now's day (the last one partial), oldest first.
 func computeDays(rs []reporting.Rollup, now time.Time) []dayCell {

@@ -288,6 +288,10 @@ func Open(dir string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: schema %s: %w", path, err)
 	}
+	if err := ensureHourly(w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: schema %s: hourly rollups: %w", path, err)
+	}
 	missing, err := missingIndexes(w)
 	var backlog int64
 	if err == nil && len(missing) > 0 {
@@ -325,10 +329,10 @@ func Open(dir string, o Options) (*Store, error) {
 
 // pruned counts the rows one prune deleted, by table.
 type pruned struct {
-	verdicts, signals, latest, rollups, writers int64
+	verdicts, signals, latest, rollups, hourly, writers int64
 }
 
-func (p pruned) any() bool { return p.verdicts+p.signals+p.latest+p.rollups+p.writers > 0 }
+func (p pruned) any() bool { return p.verdicts+p.signals+p.latest+p.rollups+p.hourly+p.writers > 0 }
 
 // Prune deletes raw verdicts and signals older than Retention, rollups older
 // than RollupRetention and latest entries older than Retention. It runs at
@@ -356,12 +360,14 @@ func (s *Store) prune(ctx context.Context, now time.Time) (pruned, error) {
 	}{
 		{"verdicts", "at", raw, &done.verdicts}, {"signals", "at", raw, &done.signals},
 		{"latest", "at", raw, &done.latest}, {"rollups", "minute", roll, &done.rollups},
+		// An hour goes once all its minutes have.
+		{"rollups_hourly", "hour", roll - hourNanos + 1, &done.hourly},
 		{"writers", "last_at", raw, &done.writers},
 	} {
 		for {
 			var res sql.Result
 			var err error
-			if p.table == "latest" || p.table == "rollups" || p.table == "writers" {
+			if p.table == "latest" || p.table == "rollups" || p.table == "rollups_hourly" || p.table == "writers" {
 				// WITHOUT ROWID tables: one statement (few rows).
 				res, err = s.w.ExecContext(ctx, "DELETE FROM "+p.table+" WHERE "+p.col+" < ?", p.before)
 			} else {
@@ -378,7 +384,7 @@ func (s *Store) prune(ctx context.Context, now time.Time) (pruned, error) {
 			}
 			n, _ := res.RowsAffected()
 			*p.n += n
-			if n < pruneChunk || p.table == "latest" || p.table == "rollups" || p.table == "writers" {
+			if n < pruneChunk || p.table == "latest" || p.table == "rollups" || p.table == "rollups_hourly" || p.table == "writers" {
 				break
 			}
 			if afterPruneChunk != nil {

@@ -168,6 +168,9 @@ func (s *Store) Publish(ctx context.Context, vs []reporting.Verdict) error {
 }
 
 func mergeRollup(ctx context.Context, tx *sql.Tx, k rollupKey, a *rollupAcc) error {
+	if err := addHourly(ctx, tx, k, a.total, a.failed, a.unhealthy); err != nil {
+		return err
+	}
 	var old rollupAcc
 	var blob []byte
 	err := tx.QueryRowContext(ctx, `SELECT total, failed, unhealthy, ttfb_sum, ttfb_max, ttfb_hist FROM rollups
