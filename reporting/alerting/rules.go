@@ -559,27 +559,15 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 		}
 		longest = max(longest, w.Long)
 	}
-	rolls, err := e.rc.fetch(ctx, e.src, s.Check, s.Target, e.now.Add(-longest), e.now)
-	if err != nil {
-		return nil, fmt.Errorf("slo %s: rollups: %w", s.Name, err)
-	}
 	type rk struct {
 		seriesKey
 		region string
 	}
-	// One pass: every region's failed/total over every pair's windows.
+	// Every region's failed/total over every pair's windows.
 	type acc struct{ long, short []counts }
 	accs := map[rk]*acc{}
-	for _, r := range rolls {
-		if r.Minute.After(e.now) {
-			continue
-		}
-		if !e.configured(r.Check, r.Target) {
-			// Only configured pairs burn: the alerts of a pair that left
-			// the config resolve, whatever its rollups say.
-			continue
-		}
-		k := rk{seriesKey{r.Check, r.Target}, r.Region}
+	accOf := func(check, target, region string) *acc {
+		k := rk{seriesKey{check, target}, region}
 		a := accs[k]
 		if a == nil {
 			a = &acc{long: make([]counts, len(BurnWindows)), short: make([]counts, len(BurnWindows))}
