@@ -24,7 +24,7 @@ status_page: {groups: []}
 		`4:29: checks[0].bogus: unknown key`,
 		`6:53: slos[0].burn: unknown key (slos elements take check, name, objective, target, ttfb_p95, window)`,
 		`11:15: proxy.pools[0].retry.attempts: unknown key (retry takes budget, max_buffered_body, on_ejection, retry_budget, tries, try_timeout)`,
-		`12:15: status_page.groups: unknown key (status_page takes artifacts, enabled, refresh, title)`)
+		`12:15: status_page.groups: unknown key (status_page takes artifacts, enabled, public, refresh, title)`)
 }
 
 // TestUnknownKeyOneLevelTooDeep: a key written one level below the mapping
