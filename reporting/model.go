@@ -197,6 +197,40 @@ type HistoryQuery struct {
 	From, To              time.Time // To zero: now
 	// Limit keeps the newest Limit rows (still returned oldest first); 0: no limit.
 	Limit int
+	// Runs keeps only the runs of one outcome (History only; AllRuns:
+	// every run). With a Limit it is the newest Limit runs of that outcome,
+	// however many other runs are newer.
+	Runs RunFilter
+}
+
+// RunFilter selects runs by outcome in a HistoryQuery.
+type RunFilter int
+
+const (
+	// AllRuns keeps every run.
+	AllRuns RunFilter = iota
+	// FailedRuns keeps the runs that did not pass (OK false).
+	FailedRuns
+	// DownRuns keeps the failed runs whose cause is not a latency one
+	// (not CauseTTFB or CauseDuration): Unavailable and AgentFault runs.
+	DownRuns
+	// SlowRuns keeps the failed runs whose cause is CauseTTFB or
+	// CauseDuration: they answered, too slowly.
+	SlowRuns
+)
+
+// Keep reports whether v is a run f keeps.
+func (f RunFilter) Keep(v Verdict) bool {
+	slow := v.Cause == CauseTTFB || v.Cause == CauseDuration
+	switch f {
+	case FailedRuns:
+		return !v.OK
+	case DownRuns:
+		return !v.OK && !slow
+	case SlowRuns:
+		return !v.OK && slow
+	}
+	return true
 }
 
 // Rollup is one minute of one check × target × region. The vantages of a

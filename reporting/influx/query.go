@@ -92,12 +92,27 @@ func (s *Store) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting
 
 // History returns raw verdicts matching q, oldest first; with a Limit the
 // newest Limit of them. Flux: range + filter(verdict_json, tags) + group()
-// + sort(_time) [+ tail(n)].
+// + sort(_time) [+ tail(n)]. A q.Runs filter reads the ok and cause fields
+// too and keeps the runs of that outcome in InfluxDB, before tail(n):
+//
+//	… |> filter(fn: (r) => … and (r._field == "verdict_json" or r._field == "ok" or r._field == "cause") …)
+//	  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+//	  |> filter(fn: (r) => r.ok == false [and cause …]) |> group() |> sort(columns: ["_time"]) [|> tail(n)]
 func (s *Store) History(ctx context.Context, q reporting.HistoryQuery) ([]reporting.Verdict, error) {
 	start, stop := bounds(q)
-	fq := s.from(start, stop) +
-		` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and r._field == "` + FieldVerdictJSON + `"` + tagFilter(q) + `)` +
-		` |> group() |> sort(columns: ["_time"])`
+	var fq string
+	if cond := fluxRunFilter(q.Runs); cond != "" {
+		fq = s.from(start, stop) +
+			` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and (r._field == "` + FieldVerdictJSON +
+			`" or r._field == "ok" or r._field == "cause")` + tagFilter(q) + `)` +
+			` |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")` +
+			` |> filter(fn: (r) => ` + cond + `)` +
+			` |> group() |> sort(columns: ["_time"])`
+	} else {
+		fq = s.from(start, stop) +
+			` |> filter(fn: (r) => r._measurement == "` + MeasurementVerdict + `" and r._field == "` + FieldVerdictJSON + `"` + tagFilter(q) + `)` +
+			` |> group() |> sort(columns: ["_time"])`
+	}
 	if q.Limit > 0 {
 		fq += ` |> tail(n: ` + strconv.Itoa(q.Limit) + `)`
 	}
@@ -107,6 +122,21 @@ func (s *Store) History(ctx context.Context, q reporting.HistoryQuery) ([]report
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].At.Before(vs[j].At) })
 	return vs, nil
+}
+
+// fluxRunFilter is the Flux predicate of a reporting.RunFilter over pivoted
+// rows ("" for AllRuns).
+func fluxRunFilter(f reporting.RunFilter) string {
+	ttfb, dur := fluxString(reporting.CauseTTFB), fluxString(reporting.CauseDuration)
+	switch f {
+	case reporting.FailedRuns:
+		return `r.ok == false`
+	case reporting.DownRuns:
+		return `r.ok == false and r.cause != ` + ttfb + ` and r.cause != ` + dur
+	case reporting.SlowRuns:
+		return `r.ok == false and (r.cause == ` + ttfb + ` or r.cause == ` + dur + `)`
+	}
+	return ""
 }
 
 // bounds turns q's window into a Flux range: start inclusive, stop
@@ -311,7 +341,10 @@ func (s *Store) verdictRows(ctx context.Context, q string) ([]reporting.Verdict,
 			Check: str(rec, "check"), Target: str(rec, "target"), Tier: str(rec, "tier"),
 			Region: str(rec, "region"), Vantage: str(rec, "vantage"), At: rec.Time().UTC(),
 		}
-		blob, _ := rec.Value().(string)
+		blob, ok := rec.Value().(string)
+		if !ok { // a pivoted row (History with a q.Runs filter)
+			blob, _ = rec.ValueByKey(FieldVerdictJSON).(string)
+		}
 		if err := decodeVerdictBlob(blob, &v); err != nil {
 			return fmt.Errorf("%s at %s: %w", FieldVerdictJSON, v.At.Format(time.RFC3339Nano), err)
 		}

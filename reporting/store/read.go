@@ -135,12 +135,32 @@ func (s *Store) bounds(q reporting.HistoryQuery) (from, to int64) {
 // columns are the filter's (check, check × target) followed by at, so the
 // cost follows the window and the limit, not the history kept, and no sort
 // is needed.
+//
+// q.Runs narrows it by outcome in SQL (runFilter), so a Limit counts only
+// runs of that outcome: the newest 30 failures of a day, however many
+// passing runs came after them.
 func historySQL(q reporting.HistoryQuery, from, to int64) (string, []any) {
 	w, args := where(q, "at", from, to)
+	w += runFilter(q.Runs)
 	if q.Limit > 0 {
 		return `SELECT ` + verdictCols + ` FROM verdicts` + w + ` ORDER BY at DESC, id DESC LIMIT ?`, append(args, q.Limit)
 	}
 	return `SELECT ` + verdictCols + ` FROM verdicts` + w + ` ORDER BY at, id`, args
+}
+
+// runFilter is the SQL condition of a reporting.RunFilter ("" for AllRuns).
+// ok = 0 is written literally, so an index partial on it can serve it.
+func runFilter(f reporting.RunFilter) string {
+	const slow = `('` + reporting.CauseTTFB + `', '` + reporting.CauseDuration + `')`
+	switch f {
+	case reporting.FailedRuns:
+		return ` AND ok = 0`
+	case reporting.DownRuns:
+		return ` AND ok = 0 AND cause NOT IN ` + slow
+	case reporting.SlowRuns:
+		return ` AND ok = 0 AND cause IN ` + slow
+	}
+	return ""
 }
 
 // History returns raw verdicts matching q with From <= At <= To (To zero:
