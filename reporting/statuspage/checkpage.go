@@ -33,14 +33,33 @@ const rawChartSpan = time.Hour
 // phaseWindow is how far back the phase breakdown averages runs.
 const phaseWindow = 15 * time.Minute
 
-// failureWindow and maxFailures bound the recent failures list.
-// failureHistoryLimit: failures are looked for among at most this many of
-// the newest runs of the check.
+// failureWindow and maxFailures bound the recent failures and slow runs
+// lists: the newest maxFailures of each within failureWindow, read with a
+// failed-only query (reporting.DownRuns, reporting.SlowRuns), so the
+// lists cover the whole window however many passing runs came after.
 const (
-	failureWindow       = 24 * time.Hour
-	maxFailures         = 30
-	failureHistoryLimit = 20000
+	failureWindow = 24 * time.Hour
+	maxFailures   = 30
 )
+
+// ManyTargets is the number of targets above which a check page of all
+// targets is compact: a table with a row per target (state, TTFB mean and
+// p95 from per-minute rollups, 24h uptime, a link to the target's own page)
+// instead of a TTFB chart per target, the phase breakdown averaged per
+// region over all targets, and a refresh at most every BigPageRefresh.
+const ManyTargets = 20
+
+// historyLimit is DefaultHistoryLimit (a variable for the tests).
+var historyLimit = DefaultHistoryLimit
+
+// compactHistoryLimit caps the raw runs a compact page reads for its
+// phase breakdown: its span is then the runs read (about 3 minutes of 300
+// targets every 10 s), which the page says.
+const compactHistoryLimit = 5000
+
+// BigPageRefresh is the shortest auto-refresh of a compact check page
+// (ManyTargets).
+const BigPageRefresh = 30 * time.Second
 
 type uptimeRow struct {
 	Target string // "" = all targets
@@ -280,6 +299,13 @@ type checkData struct {
 	HasLastRuns bool
 	FailWindow  time.Duration
 	Known       bool
+	// Compact: the page of all targets of a check with more than
+	// ManyTargets: TargetRows stand for the charts.
+	Compact    bool
+	TargetRows []targetRow
+	// ChartNote says why a chart of a window up to rawChartSpan is drawn
+	// from rollups: the window held more runs than a page reads raw.
+	ChartNote string
 	// Target, from ?target=, narrows every section to that target ("": all).
 	Target string
 }
@@ -362,14 +388,44 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 
-	rawSpan := max(min(win, rawChartSpan), phaseWindow)
-	hist, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, Target: d.Target, From: now.Add(-rawSpan), To: now, Limit: DefaultHistoryLimit})
+	// The page of all targets of a check with many of them is compact
+	// (ManyTargets): a row per target for the charts, refreshed less often.
+	if d.Target == "" && max(d.Matrix.Targets, len(d.Uptime)-1) > ManyTargets {
+		d.Compact = true
+		if d.Refresh > 0 {
+			d.Refresh = max(d.Refresh, BigPageRefresh)
+		}
+	}
+
+	// Raw runs feed the phase breakdown (phaseWindow) and the charts of
+	// windows up to rawChartSpan; a compact page draws no chart.
+	rawSpan, limit := max(min(win, rawChartSpan), phaseWindow), historyLimit
+	if d.Compact {
+		rawSpan, limit = phaseWindow, compactHistoryLimit
+	}
+	hist, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, Target: d.Target, From: now.Add(-rawSpan), To: now, Limit: limit})
 	if err != nil {
 		fail("cannot read history", err)
 	}
-	if win <= rawChartSpan {
+	// At the limit the raw runs start later than asked: the page never
+	// claims a span it did not read.
+	var rawFrom time.Time
+	if len(hist) >= limit {
+		rawFrom = hist[0].At
+	}
+	switch {
+	case d.Compact:
+		rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: name, From: now.Add(-win), To: now})
+		if err != nil {
+			fail("cannot read rollups", err)
+		}
+		d.TargetRows = targetRows(rs, d.Matrix, d.Uptime)
+	case win <= rawChartSpan && rawFrom.IsZero():
 		d.Charts = ttfbCharts(hist, now.Add(-win), now)
-	} else {
+	default:
+		if win <= rawChartSpan {
+			d.ChartNote = fmt.Sprintf("the window holds more than the %d runs a page reads raw", historyLimit)
+		}
 		d.FromRollups = true
 		rs, err := p.o.Verdicts.Rollups(ctx, reporting.HistoryQuery{Check: name, Target: d.Target, From: now.Add(-win), To: now})
 		if err != nil {
@@ -377,34 +433,134 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Charts = ttfbRollupCharts(rs, now.Add(-win), now)
 	}
-	d.Phases = computePhases(hist, now.Add(-phaseWindow))
-
-	fh, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, Target: d.Target, From: now.Add(-failureWindow), To: now, Limit: failureHistoryLimit})
-	if err != nil {
-		fail("cannot read history", err)
+	phaseFrom := now.Add(-phaseWindow)
+	if rawFrom.After(phaseFrom) {
+		phaseFrom = rawFrom
+		d.PhaseSpan = now.Sub(rawFrom).Round(time.Second)
 	}
-	// A run that failed only its ttfb or duration objective is slow, not
-	// down (uptime does not count it as failed): it is listed apart.
-	for i := len(fh) - 1; i >= 0 && (len(d.Failures) < maxFailures || len(d.Slow) < maxFailures); i-- {
-		v := fh[i]
-		switch {
-		case v.OK:
-		case v.Unavailable() || v.AgentFault(): // the agent's own trouble is listed with its cause
-			if len(d.Failures) < maxFailures {
-				d.Failures = append(d.Failures, failure{Verdict: v, ArtifactURL: p.artifactURL(v.Artifact)})
-			}
-		case len(d.Slow) < maxFailures:
-			d.Slow = append(d.Slow, failure{Verdict: v, ArtifactURL: p.artifactURL(v.Artifact)})
+	if d.Compact {
+		// One row per region over all targets; a target's own page has its rows.
+		all := make([]reporting.Verdict, len(hist))
+		for i, v := range hist {
+			v.Target = ""
+			all[i] = v
 		}
+		d.Phases = computePhases(all, phaseFrom)
+	} else {
+		d.Phases = computePhases(hist, phaseFrom)
 	}
-	slices.SortStableFunc(d.Failures, func(a, b failure) int { return b.At.Compare(a.At) })
-	slices.SortStableFunc(d.Slow, func(a, b failure) int { return b.At.Compare(a.At) })
-	d.Known = len(mine) > 0 || len(hist) > 0 || len(fh) > 0 || len(d.LastRuns) > 0 || hasRuns(d.Uptime)
+
+	// A run that failed only its ttfb or duration objective is slow, not
+	// down (uptime does not count it as failed): it is listed apart. The
+	// agent's own trouble (AgentFault) is listed with the failures, with
+	// its cause.
+	var failed int
+	for _, l := range []struct {
+		runs reporting.RunFilter
+		to   *[]failure
+	}{{reporting.DownRuns, &d.Failures}, {reporting.SlowRuns, &d.Slow}} {
+		fh, err := p.o.Verdicts.History(ctx, reporting.HistoryQuery{Check: name, Target: d.Target, From: now.Add(-failureWindow), To: now,
+			Limit: maxFailures, Runs: l.runs})
+		if err != nil {
+			fail("cannot read history", err)
+		}
+		failed += len(fh)
+		for i := len(fh) - 1; i >= 0 && len(*l.to) < maxFailures; i-- {
+			if v := fh[i]; l.runs.Keep(v) {
+				*l.to = append(*l.to, failure{Verdict: v, ArtifactURL: p.artifactURL(v.Artifact)})
+			}
+		}
+		slices.SortStableFunc(*l.to, func(a, b failure) int { return b.At.Compare(a.At) })
+	}
+	d.Known = len(mine) > 0 || len(hist) > 0 || failed > 0 || len(d.LastRuns) > 0 || hasRuns(d.Uptime)
 	if !d.Known && code == http.StatusOK {
 		code = http.StatusNotFound
 	}
 	d.Notice = withDuplicates(p.notice(notes), mine)
 	p.render(w, code, "check.html", d)
+}
+
+// targetRow is one target of a compact check page (ManyTargets).
+type targetRow struct {
+	Target string
+	State  reporting.State // the worst shown state over its regions ("none": no verdict)
+	// Runs counts the TTFB samples in the chart window; Mean is over the
+	// runs with a TTFB, P95 the p95 of the minutes' p95 weighted by their
+	// samples (TimedOut: it falls on runs that timed out before their
+	// first byte, and is a lower bound).
+	Runs     int
+	Mean     time.Duration
+	P95      time.Duration
+	TimedOut bool
+	Uptime   *uptimeCell // 24h; nil without runs
+}
+
+// targetRows folds the rollups of the chart window into a row per target
+// of the matrix, the uptime rows or the rollups: the rows with a problem
+// (unhealthy, then degraded, unknown) first, then by name.
+func targetRows(rs []reporting.Rollup, m matrix, up []uptimeRow) []targetRow {
+	byTarget := map[string][]reporting.Rollup{}
+	for _, r := range rs {
+		byTarget[r.Target] = append(byTarget[r.Target], r)
+	}
+	rows := map[string]*targetRow{}
+	get := func(t string) *targetRow {
+		if rows[t] == nil {
+			rows[t] = &targetRow{Target: t, State: stateNone}
+		}
+		return rows[t]
+	}
+	for _, r := range m.Rows {
+		get(r.Target).State = r.State
+	}
+	for i := range up {
+		if up[i].Target == "" {
+			continue
+		}
+		row := get(up[i].Target)
+		for j := range up[i].Cells {
+			if c := &up[i].Cells[j]; c.Window == uptimeWindows[0].Label && c.Total > 0 {
+				row.Uptime = c
+			}
+		}
+	}
+	for t, minutes := range byTarget {
+		row := get(t)
+		var sum time.Duration
+		var withTTFB int
+		for _, r := range minutes {
+			row.Runs += r.TTFBSamples()
+			sum += r.TTFBSum
+			withTTFB += r.TTFBRuns
+		}
+		if withTTFB > 0 {
+			row.Mean = sum / time.Duration(withTTFB)
+		}
+		slices.SortFunc(minutes, func(a, b reporting.Rollup) int {
+			if a.TTFBP95TimedOut() != b.TTFBP95TimedOut() {
+				if a.TTFBP95TimedOut() {
+					return 1
+				}
+				return -1
+			}
+			return cmp.Compare(a.TTFBP95, b.TTFBP95)
+		})
+		need, acc := int(math.Ceil(0.95*float64(row.Runs))), 0
+		for _, r := range minutes {
+			if acc += r.TTFBSamples(); acc >= need && r.TTFBSamples() > 0 {
+				row.P95, row.TimedOut = r.TTFBP95, r.TTFBP95TimedOut()
+				break
+			}
+		}
+	}
+	out := make([]targetRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b targetRow) int {
+		return cmp.Or(-cmp.Compare(severity(a.State), severity(b.State)), cmp.Compare(a.Target, b.Target))
+	})
+	return out
 }
 
 func hasRuns(rows []uptimeRow) bool {

@@ -48,7 +48,8 @@ const (
 	// appear in the matrix when Options.Forget is 0.
 	DefaultForget = 24 * time.Hour
 	// DefaultHistoryLimit caps how many raw verdicts a check page reads for
-	// its charts, phase breakdown and recent failures.
+	// its charts and phase breakdown; a window holding more is charted from
+	// per-minute rollups, and the phases cover the runs read, saying so.
 	DefaultHistoryLimit = 50000
 )
 
