@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -153,19 +154,61 @@ func buildMatrix(vs []reporting.Verdict, now time.Time) matrix {
 		}
 		m.Rows = append(m.Rows, *r)
 	}
+	// Within a check the rows with a problem come first: unhealthy, then
+	// degraded, unknown, healthy, each by target.
 	slices.SortFunc(m.Rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(a.Check, b.Check), cmp.Compare(a.Target, b.Target))
+		return cmp.Or(cmp.Compare(a.Check, b.Check), -cmp.Compare(severity(a.State), severity(b.State)), cmp.Compare(a.Target, b.Target))
 	})
+	m.span()
+	m.Checks, m.Targets = len(checks), len(targets)
+	return m
+}
+
+// span sets the Span of each check's first row.
+func (m *matrix) span() {
 	for i := 0; i < len(m.Rows); {
 		j := i + 1
 		for j < len(m.Rows) && m.Rows[j].Check == m.Rows[i].Check {
 			j++
 		}
 		m.Rows[i].Span = j - i
+		for k := i + 1; k < j; k++ {
+			m.Rows[k].Span = 0
+		}
 		i = j
 	}
-	m.Checks, m.Targets = len(checks), len(targets)
-	return m
+}
+
+// stateFilters are the overview's ?state= values: a row is kept when one
+// of its cells (with a verdict) is in that state; "problems" keeps the
+// rows with a cell that is not healthy.
+var stateFilters = []string{"problems", string(reporting.StateUnhealthy), string(reporting.StateDegraded),
+	string(reporting.StateUnknown), string(reporting.StateHealthy)}
+
+// filter keeps the rows of check ("": every check) with a cell in state
+// (a stateFilters value; "": any). The counts stay those of every row.
+func (m *matrix) filter(state, check string) {
+	if state == "" && check == "" {
+		return
+	}
+	m.Rows = slices.DeleteFunc(m.Rows, func(r row) bool {
+		if check != "" && r.Check != check {
+			return true
+		}
+		if state == "" {
+			return false
+		}
+		for _, c := range r.Cells {
+			if c.Missing {
+				continue
+			}
+			if state == "problems" && c.State != reporting.StateHealthy || string(c.State) == state {
+				return false
+			}
+		}
+		return true
+	})
+	m.span()
 }
 
 // better reports whether a should be shown instead of b in one cell: a fresh
@@ -210,6 +253,12 @@ type indexData struct {
 	HasAlert   bool
 	Failing    []failing
 	Faults     *faultView
+	// State and Check are the matrix filter (?state=, ?check=; "": none);
+	// Shown counts the rows it kept, AllRows the rows before it.
+	State, Check   string
+	Shown, AllRows int
+	Filtered       bool
+	StateFilters   []string
 }
 
 type originView struct {
@@ -246,6 +295,17 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusServiceUnavailable
 	}
 	d.Matrix = buildMatrix(vs, now)
+	// ?state= and ?check= narrow the matrix (the summary still counts
+	// every cell); the summary's counts link to them.
+	q := r.URL.Query()
+	d.State, d.Check, d.StateFilters = q.Get("state"), q.Get("check"), stateFilters
+	if d.State != "" && !slices.Contains(stateFilters, d.State) {
+		http.Error(w, fmt.Sprintf("status page: state: %q: want one of %s", d.State, strings.Join(stateFilters, ", ")), http.StatusBadRequest)
+		return
+	}
+	d.AllRows = len(d.Matrix.Rows)
+	d.Matrix.filter(d.State, d.Check)
+	d.Shown, d.Filtered = len(d.Matrix.Rows), d.State != "" || d.Check != ""
 	if p.o.Origins != nil {
 		d.HasProxy = true
 		for _, o := range p.o.Origins() {
