@@ -714,29 +714,34 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 }
 
 // recentFailure is why check × target burns its budget in regions: the
-// most common cause of the runs that counted as failed (Unavailable) in
-// the last window (the short window of the fastest holding pair, at most
-// RawTTFBWindow, the most raw history a rule reads), ties to the first
-// by name, and the error of the newest of them with that cause. "" when
-// the history has none or cannot be read: the alert fires without them.
+// most common cause of the newest runs that counted as failed (Unavailable)
+// in the last window (the short window of the fastest holding pair, at most
+// RawTTFBWindow, the most raw history a rule reads), ties to the first by
+// name, and the error of the newest of them with that cause. It reads the
+// newest recentFailureRuns failed runs of each region (reporting.DownRuns),
+// not the window's every run: an hour of a wide outage is that many rows
+// per firing series at every evaluation, not 360 per region. "" when the
+// history has none or cannot be read: the alert fires without them.
 func (e *evaluator) recentFailure(ctx context.Context, sk seriesKey, regions []string, window time.Duration) (cause, err string) {
 	if e.src == nil || window <= 0 {
 		return "", ""
 	}
-	hist, herr := e.src.History(ctx, reporting.HistoryQuery{Check: sk.check, Target: sk.target,
-		From: e.now.Add(-min(window, RawTTFBWindow))})
-	if herr != nil {
-		return "", ""
-	}
 	counts := map[string]int{}
 	var fails []reporting.Verdict
-	for _, v := range hist {
-		if v.Target != sk.target || !v.Unavailable() || !slices.Contains(regions, v.Region) {
-			continue
+	for _, region := range regions {
+		hist, herr := e.src.History(ctx, reporting.HistoryQuery{Check: sk.check, Target: sk.target, Region: region,
+			From: e.now.Add(-min(window, RawTTFBWindow)), Runs: reporting.DownRuns, Limit: recentFailureRuns})
+		if herr != nil {
+			return "", ""
 		}
-		fails = append(fails, v)
-		if v.Cause != "" {
-			counts[v.Cause]++
+		for _, v := range hist {
+			if v.Target != sk.target || v.Region != region || !v.Unavailable() {
+				continue
+			}
+			fails = append(fails, v)
+			if v.Cause != "" {
+				counts[v.Cause]++
+			}
 		}
 	}
 	best := 0
@@ -753,6 +758,10 @@ func (e *evaluator) recentFailure(ctx context.Context, sk seriesKey, regions []s
 	}
 	return cause, err
 }
+
+// recentFailureRuns is how many of a region's newest failed runs
+// recentFailure weighs.
+const recentFailureRuns = 20
 
 func series(check, target string) string {
 	if target == "" || target == check {
