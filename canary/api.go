@@ -37,7 +37,10 @@ const (
 // Handler serves the canary's HTTP API:
 //
 //	GET  /api/v1/verdicts                 latest verdict per check × target × region (× vantage)
-//	                                      ?max_age=30s keeps verdicts whose run is that recent (> 0)
+//	                                      ?max_age=30s keeps verdicts whose run is that recent (> 0);
+//	                                      ?check=a,b&tier=deep&target=x,y keeps those of a listed
+//	                                      check or tier and a listed target (reporting.VerdictFilter);
+//	                                      gzipped for Accept-Encoding: gzip
 //	GET  /api/v1/checks/{name}/history    ?target=&region=&from=&to=&limit= (needs src); from
 //	                                      defaults to an hour before to (or now); from after
 //	                                      to, limit above MaxHistoryLimit: 400
@@ -196,7 +199,7 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 		apiError(w, http.StatusInternalServerError, "reading verdicts failed")
 		return
 	}
-	vs = c.dropRemoved(vs)
+	vs = reporting.ParseVerdictFilter(r.URL.Query()).Apply(c.dropRemoved(vs))
 	now := c.now()
 	for i := range vs {
 		vs[i].State = vs[i].Current(now)
@@ -204,7 +207,7 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 	if vs == nil {
 		vs = []reporting.Verdict{}
 	}
-	reporting.WriteJSON(w, http.StatusOK, vs)
+	reporting.WriteJSONGzip(w, r, http.StatusOK, vs)
 }
 
 func (c *Canary) serveHistory(w http.ResponseWriter, r *http.Request, src reporting.HistorySource) {

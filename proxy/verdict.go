@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -226,7 +225,15 @@ func (p *Proxy) pollFeed(ctx context.Context, f *verdictFeed) {
 		// InfluxDB's), and a canary whose clock is slow by up to max_age
 		// must not lose its verdicts early; each pool's own max_age
 		// applies after they are dated on this proxy's clock (rebase).
-		vs, err := f.src.Verdicts(rctx, 2*maxAge)
+		var vs []reporting.Verdict
+		var err error
+		if fs, ok := f.src.(filteredSource); ok {
+			// Only the verdicts the pools can count: a canary of many
+			// checks and targets answers a pool's few.
+			vs, err = fs.VerdictsFor(rctx, 2*maxAge, poolsFilter(st.pools))
+		} else {
+			vs, err = f.src.Verdicts(rctx, 2*maxAge)
+		}
 		cancel()
 		_, wasFailing := f.fail.State()
 		switch {
@@ -1663,47 +1670,5 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 func (s *httpSource) Verdicts(ctx context.Context, maxAge time.Duration) ([]reporting.Verdict, error) {
-	u := s.url
-	if maxAge > 0 {
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
-		}
-		u += sep + "max_age=" + url.QueryEscape(maxAge.String())
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("verdicts: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			ue.URL = s.name // its query may hold a token
-		}
-		return nil, fmt.Errorf("verdicts: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("verdicts: %s: status %d", s.name, resp.StatusCode)
-	}
-	if resp.ContentLength > maxVerdictsBody {
-		return nil, fmt.Errorf("verdicts: %s: %w (Content-Length %d)", s.name, errVerdictsTooLarge, resp.ContentLength)
-	}
-	var vs []reporting.Verdict
-	if err := json.NewDecoder(&capReader{r: resp.Body, n: maxVerdictsBody}).Decode(&vs); err != nil {
-		return nil, fmt.Errorf("verdicts: %s: %w", s.name, err)
-	}
-	if maxAge > 0 {
-		now := time.Now()
-		kept := vs[:0]
-		for _, v := range vs {
-			if !v.At.Before(now.Add(-maxAge)) { // too far ahead: the proxy reports and drops them
-				kept = append(kept, v)
-			}
-		}
-		vs = kept
-	}
-	return vs, nil
+	return s.VerdictsFor(ctx, maxAge, reporting.VerdictFilter{})
 }

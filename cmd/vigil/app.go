@@ -524,7 +524,11 @@ func (a *app) verdictsFromStore(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	writeJSON(w, vs)
+	vs = reporting.ParseVerdictFilter(r.URL.Query()).Apply(vs)
+	if vs == nil {
+		vs = []reporting.Verdict{}
+	}
+	reporting.WriteJSONGzip(w, r, http.StatusOK, vs)
 }
 
 func (a *app) alerts(w http.ResponseWriter, r *http.Request) {
