@@ -1018,7 +1018,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if eligible == 0 {
 			break
 		}
-		i := pl.bal.Pick(r, eligible)
+		i := pickTry(pl.bal, r, eligible, tried)
 		if i < 0 {
 			break
 		}
