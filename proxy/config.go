@@ -163,7 +163,9 @@ type Config struct {
 	// TrustedProxies lists the addresses (CIDRs or single IPs) of the
 	// proxies and CDN edges in front whose ClientIPHeader is believed: a
 	// request from one of them is taken to come from the client that
-	// header names (realClientIP). Default none.
+	// header names (realClientIP), and the scheme, host and port it says
+	// the client used go on to origins in X-Forwarded-Proto/-Host/-Port
+	// and Forwarded (withTrustedForwarding). Default none.
 	TrustedProxies []string `mapstructure:"trusted_proxies"`
 	// ClientIPHeader is the header a trusted proxy names the client in:
 	// X-Forwarded-For (the rightmost address not in TrustedProxies) or a
