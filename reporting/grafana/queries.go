@@ -27,6 +27,23 @@ const (
 	// is not down", as in the store's rollups and the alerter). ok and cause
 	// are paired by a pivot on the run's time.
 	availableRun = `(exists r.ok and r.ok) or (exists r.cause and (r.cause == "ttfb" or r.cause == "duration"))`
+	// ttfbSamples keeps, of the verdict rows before it, one row per TTFB
+	// sample as vigil counts them (reporting.Verdict.TTFBSample, README
+	// "Which runs count in TTFB figures"), its _value: the run's TTFB, or
+	// for a run that timed out before its first byte (cause timeout, no
+	// TTFB) how long it waited, duration_ms, which is at least the check's
+	// timeout and so above every TTFB it could have measured. Runs without
+	// a first byte for another cause (DNS, refused, TLS…) and those the
+	// agent could not make (cause agent, browser_unavailable) are no sample.
+	// Fields are paired by a pivot on the run's time.
+	ttfbSamples = `
+  |> filter(fn: (r) => r._field == "ttfb_ms" or r._field == "duration_ms" or r._field == "cause" or r._field == "ok")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> filter(fn: (r) => not (exists r.ok and not r.ok and exists r.cause and (r.cause == "agent" or r.cause == "browser_unavailable"))
+      and ((exists r.ttfb_ms and r.ttfb_ms > 0.0) or (exists r.cause and r.cause == "timeout" and not (exists r.ok and r.ok))))
+  |> map(fn: (r) => ({r with _value: if exists r.ttfb_ms and r.ttfb_ms > 0.0 then r.ttfb_ms
+      else if exists r.duration_ms and r.duration_ms > 0.0 then r.duration_ms else 0.000001}))
+  |> keep(columns: ["_start", "_stop", "_time", "_value", "check", "target", "tier", "region", "vantage"])`
 	// severityOfState maps the string state field to its severity.
 	severityOfState = `if r._value == "unhealthy" then 3
       else if r._value == "degraded" then 1
@@ -104,18 +121,18 @@ const (
   |> group(columns: ["check", "region"])
   |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)`
 
-	// qTTFBByCheck: TTFB p95 per check across the selected regions.
-	qTTFBByCheck = fromVerdicts + byRegion + `
-  |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
+	// qTTFBByCheck: TTFB p95 per check across the selected regions (runs
+	// timed out before their first byte counted, see ttfbSamples).
+	qTTFBByCheck = fromVerdicts + byRegion + ttfbSamples + `
   |> group(columns: ["check"])
   |> aggregateWindow(every: v.windowPeriod, fn: (column, tables=<-) => tables |> quantile(q: 0.95, column: column, method: "estimate_tdigest"), createEmpty: false)`
 )
 
 // Per-check dashboard.
 const (
-	// qTTFBQuantile is completed with the quantile (0.5, 0.95).
-	qTTFBQuantile = fromVerdicts + byCheck + byRegion + `
-  |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
+	// qTTFBQuantile is completed with the quantile (0.5, 0.95); runs timed
+	// out before their first byte count (see ttfbSamples).
+	qTTFBQuantile = fromVerdicts + byCheck + byRegion + ttfbSamples + `
   |> group(columns: ["region"])
   |> aggregateWindow(every: v.windowPeriod, fn: (column, tables=<-) => tables |> quantile(q: %s, column: column, method: "estimate_tdigest"), createEmpty: false)`
 
@@ -378,13 +395,13 @@ import "strings"
 	// check and target, or nothing for every check): per check × target
 	// (and its tier, a label as in the Prometheus rules' VigilTTFBSLOBreach), how
 	// many regions have a TTFB p95 over the range above {objective_ms}
-	// with at least {min_samples} runs that got a first byte, as the
-	// alerter's ttfb rule (a region's vantages pooled; the p95 is one of
+	// with at least {min_samples} TTFB samples (runs that got a first byte
+	// and runs that timed out before it, at their duration: ttfbSamples),
+	// as the alerter's ttfb rule (a region's vantages pooled; the p95 is one of
 	// the runs' own TTFBs, exact_selector, not a t-digest estimate). A pair
 	// with runs and no slow region says 0. (union and pivot, not join:
 	// join of two branches of one stream returns nothing on InfluxDB 1.8.)
-	qAlertTTFBP95 = `ttfb = ` + fromVerdicts + `{select}
-  |> filter(fn: (r) => r._field == "ttfb_ms" and r._value > 0.0)
+	qAlertTTFBP95 = `ttfb = ` + fromVerdicts + `{select}` + ttfbSamples + `
   |> group(columns: ["check", "target", "tier", "region"])
 runs = ttfb
   |> count()

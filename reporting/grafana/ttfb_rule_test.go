@@ -27,10 +27,11 @@ func TestTTFBRuleNeedsQuorum(t *testing.T) {
 		fmt.Fprintf(&slow, "vigil_verdict,check=api,region=eu-west,target=edge-b,tier=shallow,vantage=eu-west-1 ttfb_ms=910 %d\n", at.UnixNano())
 	}
 	// home → edge-a: only 2 runs in the window in two new regions, both
-	// slow.
+	// slow (with the fields vigil always writes: the rule pairs ttfb_ms
+	// with cause, ok and duration_ms).
 	for _, region := range []string{"sa-east", "af-south"} {
 		for _, ago := range []time.Duration{9 * time.Minute, 8 * time.Minute} {
-			fmt.Fprintf(&slow, "vigil_verdict,check=home,region=%s,target=edge-a,tier=shallow,vantage=%s-1 ttfb_ms=2000 %d\n",
+			fmt.Fprintf(&slow, "vigil_verdict,check=home,region=%s,target=edge-a,tier=shallow,vantage=%s-1 state=\"degraded\",ok=false,cause=\"ttfb\",ttfb_ms=2000,duration_ms=2010 %d\n",
 				region, region, now.Add(-ago).UnixNano())
 		}
 	}
