@@ -503,6 +503,30 @@ func (f *FlapConfig) ValidateAndSetDefaults() error {
 	return errors.Join(errs...)
 }
 
+// hysteresisDefaults fills rise, fall and flap from d and checks them.
+func (c *CheckConfig) hysteresisDefaults(d Defaults) []error {
+	var errs []error
+	if c.Rise == 0 {
+		c.Rise = d.Rise
+	}
+	if c.Fall == 0 {
+		c.Fall = d.Fall
+	}
+	if c.Rise < 0 {
+		errs = append(errs, fmt.Errorf("rise: must be positive, got %d", c.Rise))
+	}
+	if c.Fall < 0 {
+		errs = append(errs, fmt.Errorf("fall: must be positive, got %d", c.Fall))
+	}
+	if c.Flap == nil {
+		f := d.Flap
+		c.Flap = &f
+	} else {
+		errs = append(errs, units.Prefix("flap", c.Flap.ValidateAndSetDefaults()))
+	}
+	return errs
+}
+
 // ValidateAndSetDefaults checks a target's name and URL.
 func (t *TargetConfig) ValidateAndSetDefaults() error {
 	var errs []error
@@ -692,24 +716,7 @@ func (c *CheckConfig) validate(d Defaults, targets map[string]string, invalid ma
 		capped := units.Percent(100 * float64(MaxCronJitter) / float64(c.Interval))
 		c.Jitter = &capped
 	}
-	if c.Rise == 0 {
-		c.Rise = d.Rise
-	}
-	if c.Fall == 0 {
-		c.Fall = d.Fall
-	}
-	if c.Rise < 0 {
-		errs = append(errs, fmt.Errorf("rise: must be positive, got %d", c.Rise))
-	}
-	if c.Fall < 0 {
-		errs = append(errs, fmt.Errorf("fall: must be positive, got %d", c.Fall))
-	}
-	if c.Flap == nil {
-		f := d.Flap
-		c.Flap = &f
-	} else {
-		errs = append(errs, units.Prefix("flap", c.Flap.ValidateAndSetDefaults()))
-	}
+	errs = append(errs, c.hysteresisDefaults(d)...)
 	if c.ExpireAfter == 0 {
 		c.ExpireAfter = d.ExpireAfter
 	}

@@ -155,24 +155,7 @@ func (c *CheckConfig) validatePush(d Defaults) error {
 	if c.Jitter == nil {
 		c.Jitter = d.Jitter
 	}
-	if c.Rise == 0 {
-		c.Rise = d.Rise
-	}
-	if c.Fall == 0 {
-		c.Fall = d.Fall
-	}
-	if c.Rise < 0 {
-		errs = append(errs, fmt.Errorf("rise: must be positive, got %d", c.Rise))
-	}
-	if c.Fall < 0 {
-		errs = append(errs, fmt.Errorf("fall: must be positive, got %d", c.Fall))
-	}
-	if c.Flap == nil {
-		f := d.Flap
-		c.Flap = &f
-	} else {
-		errs = append(errs, units.Prefix("flap", c.Flap.ValidateAndSetDefaults()))
-	}
+	errs = append(errs, c.hysteresisDefaults(d)...)
 	// As the interval, expire_after does not come from defaults (sized for
 	// the probes' interval): 3 × the push check's own interval.
 	if c.ExpireAfter == 0 {

@@ -179,8 +179,8 @@ func uptimeRows(per map[string]*uptimeAcc, all *uptimeAcc, now time.Time) []upti
 
 // phaseRow is the average phase split of recent runs of one target × region.
 type phaseRow struct {
-	Target, Region                    string
-	Runs                              int
+	Target, Region string
+	Runs           int
 	// TimedOut counts the runs that timed out before their first byte in
 	// the span: not in the averages (their phases never ended), listed
 	// beside them so slow-past-the-timeout runs do not vanish.

@@ -330,49 +330,42 @@ type dayCell struct {
 
 // computeDayCounts is computeDays from the store's sums per UTC day.
 func computeDayCounts(cs []reporting.RollupCount, now time.Time) []dayCell {
-	today := now.UTC().Truncate(24 * time.Hour)
-	first := today.AddDate(0, 0, -(publicDays - 1))
-	days := make([]dayCell, publicDays)
-	for i := range days {
-		days[i].Day = first.AddDate(0, 0, i)
-	}
-	for _, c := range cs {
-		i := int(c.Start.Sub(first) / (24 * time.Hour))
-		if c.Start.Before(first) || i >= publicDays {
-			continue
+	return foldDays(now, func(add func(t time.Time, total, failed int)) {
+		for _, c := range cs {
+			add(c.Start, c.Total, c.Failed)
 		}
-		days[i].Total += c.Total
-		days[i].Failed += c.Failed
-	}
-	for i := range days {
-		if days[i].Total > 0 {
-			days[i].Ratio = 1 - float64(days[i].Failed)/float64(days[i].Total)
-		}
-	}
-	return days
+	})
 }
 
 // computeDays folds per-minute rollups into the publicDays UTC days ending
 // with now's day (the last one partial), oldest first.
 func computeDays(rs []reporting.Rollup, now time.Time) []dayCell {
-	today := now.UTC().Truncate(24 * time.Hour)
-	first := today.AddDate(0, 0, -(publicDays - 1))
+	return foldDays(now, func(add func(t time.Time, total, failed int)) {
+		for _, r := range rs {
+			add(r.Minute, r.Total, r.Failed)
+		}
+	})
+}
+
+// foldDays is the publicDays UTC days ending with now's day, oldest
+// first, with the runs each call of add gave it (runs at t outside them, or
+// after now, are left out).
+func foldDays(now time.Time, each func(add func(t time.Time, total, failed int))) []dayCell {
+	first := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, -(publicDays - 1))
 	days := make([]dayCell, publicDays)
 	for i := range days {
 		days[i].Day = first.AddDate(0, 0, i)
 	}
-	for _, r := range rs {
-		m := r.Minute.UTC()
-		if m.Before(first) || m.After(now) {
-			continue
+	each(func(t time.Time, total, failed int) {
+		t = t.UTC()
+		if t.Before(first) || t.After(now) {
+			return
 		}
-		i := int(m.Sub(first) / (24 * time.Hour))
-		if i >= publicDays {
-			continue
+		if i := int(t.Sub(first) / (24 * time.Hour)); i < publicDays {
+			days[i].Total += total
+			days[i].Failed += failed
 		}
-		days[i].Total += r.Total
-		days[i].Failed += r.Failed
-	}
+	})
 	for i := range days {
 		if days[i].Total > 0 {
 			days[i].Ratio = 1 - float64(days[i].Failed)/float64(days[i].Total)

@@ -52,7 +52,7 @@ func TestRollupCounts(t *testing.T) {
 		{reporting.HistoryQuery{Check: "web", From: now.Add(-49 * time.Hour)}, time.Hour},
 		{reporting.HistoryQuery{Check: "web", From: now.Add(-49 * time.Hour)}, 24 * time.Hour},
 		{reporting.HistoryQuery{Check: "web", From: now.Add(-3 * time.Hour), To: now.Add(-90 * time.Minute)}, 0},
-		{reporting.HistoryQuery{Check: "api", From: now.Add(-20 * time.Minute)}, 0},       // inside one hour: minutes only
+		{reporting.HistoryQuery{Check: "api", From: now.Add(-20 * time.Minute)}, 0},             // inside one hour: minutes only
 		{reporting.HistoryQuery{Check: "api", From: now.Add(-5 * time.Hour)}, 15 * time.Minute}, // not whole hours: minutes
 		{reporting.HistoryQuery{From: now.Add(-60 * time.Hour)}, 0},
 	}
