@@ -134,7 +134,11 @@ checks:
 	if !strings.HasPrefix(banner, wantStart) || !strings.HasSuffix(banner, wantEnd) || strings.Contains(banner, "\n") {
 		t.Errorf("banner %q\nwant one line %q ERR %q", banner, wantStart, wantEnd)
 	}
-	if header != banner {
+	// The page and the API are two requests: the store's error names the
+	// batch it refused, which grows between them ("publish 4 verdicts",
+	// then "publish 8 verdicts").
+	count := regexp.MustCompile(`publish \d+ verdicts`)
+	if count.ReplaceAllString(header, "publish N verdicts") != count.ReplaceAllString(banner, "publish N verdicts") {
 		t.Errorf("%s: %q, want the banner's line %q", reporting.ReadNotesHeader, header, banner)
 	}
 	t.Logf("banner: %s", banner)
