@@ -52,7 +52,7 @@ func failingStore(t *testing.T, cfg influx.Config, status int, contentType strin
 func waitHealth(t *testing.T, st *influx.Store, want ...string) string {
 	t.Helper()
 	var got string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		got = ""
 		if err := st.Health(); err != nil {
 			got = err.Error()
@@ -67,6 +67,15 @@ func waitHealth(t *testing.T, st *influx.Store, want ...string) string {
 	}
 	t.Fatalf("Health = %q; want it to contain %q", got, want)
 	return ""
+}
+
+// waitLog returns log's text once it holds want, or after 10 s.
+func waitLog(log *checktest.SyncBuffer, want string) string {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if l := log.String(); strings.Contains(l, want) || time.Now().After(deadline) {
+			return l
+		}
+	}
 }
 
 // TestErrorsNameTheKey: when InfluxDB rejects the token or has no such
@@ -100,7 +109,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 					t.Errorf("Health line %q does not end with %q", line, tc.want)
 				}
 			}
-			if l := log.String(); !strings.Contains(l, `err="`+strings.ReplaceAll(tc.want, `"`, `\"`)+`"`) || strings.Contains(l, "s3cret-token") {
+			if l := waitLog(log, `err="`+strings.ReplaceAll(tc.want, `"`, `\"`)+`"`); !strings.Contains(l, `err="`+strings.ReplaceAll(tc.want, `"`, `\"`)+`"`) || strings.Contains(l, "s3cret-token") {
 				t.Errorf("write failure log does not say %q (or shows the token):\n%s", tc.want, l)
 			}
 		})
@@ -134,7 +143,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 				t.Errorf("Health line %q does not end with %q", line, want)
 			}
 		}
-		if l := log.String(); !strings.Contains(l, strings.ReplaceAll(wantWrite, `"`, `\"`)) {
+		// The log line follows the health state's change: on a loaded
+		// machine, a moment later.
+		if l := waitLog(&log, strings.ReplaceAll(wantWrite, `"`, `\"`)); !strings.Contains(l, strings.ReplaceAll(wantWrite, `"`, `\"`)) {
 			t.Errorf("write failure log does not say %q:\n%s", wantWrite, l)
 		}
 	})
