@@ -117,15 +117,20 @@ func (s *Store) RollupCounts(ctx context.Context, q reporting.HistoryQuery, step
 	// Whole hours in [hFrom, hTo), when the step allows it. The hour of
 	// the oldest minute kept may hold minutes pruned since (an hour goes
 	// once all its minutes have): it is read from its minutes.
+	// A window without a whole hour (a burn-rate pair's 5 or 30 minutes)
+	// reads its minutes and needs not look for the oldest.
 	hFrom, hTo := ceilHour(from), floorHour(to)
-	var oldest sql.NullInt64
-	if err := s.r.QueryRowContext(ctx, `SELECT MIN(minute) FROM rollups`).Scan(&oldest); err != nil {
-		return nil, fmt.Errorf("store: rollup counts: %w", err)
-	}
-	if oldest.Valid {
-		hFrom = max(hFrom, ceilHour(oldest.Int64))
-	}
 	useHours := hFrom < hTo && (step <= 0 || step%time.Hour == 0)
+	if useHours {
+		var oldest sql.NullInt64
+		if err := s.r.QueryRowContext(ctx, `SELECT MIN(minute) FROM rollups`).Scan(&oldest); err != nil {
+			return nil, fmt.Errorf("store: rollup counts: %w", err)
+		}
+		if oldest.Valid {
+			hFrom = max(hFrom, ceilHour(oldest.Int64))
+		}
+		useHours = hFrom < hTo
+	}
 	read := func(query string, args []any) error {
 		rows, err := s.r.QueryContext(ctx, query, args...)
 		if err != nil {
