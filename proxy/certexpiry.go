@@ -152,20 +152,26 @@ func (s *certStore) announceExpiry(now time.Time) (next time.Time) {
 	return next
 }
 
-// daysLeft writes a duration of up to certExpiryWarn for people: "3 days",
-// "1 day", "5 hours".
+// daysLeft writes a duration of up to certExpiryWarn for people, rounded
+// to the nearest day or hour: "3 days", "1 day", "5 hours". A certificate
+// that has just entered the 14-day window reads "in 14 days", not 13.
 func daysLeft(d time.Duration) string {
-	switch days := int(d / (24 * time.Hour)); {
-	case days > 1:
-		return fmt.Sprintf("%d days", days)
-	case days == 1:
+	if d >= 24*time.Hour {
+		if days := int((d + 12*time.Hour) / (24 * time.Hour)); days > 1 {
+			return fmt.Sprintf("%d days", days)
+		}
 		return "1 day"
 	}
-	h := int(d / time.Hour)
-	if h == 1 {
+	switch h := int((d + 30*time.Minute) / time.Hour); h {
+	case 24:
+		return "1 day"
+	case 0:
+		return "under an hour"
+	case 1:
 		return "1 hour"
+	default:
+		return fmt.Sprintf("%d hours", h)
 	}
-	return fmt.Sprintf("%d hours", h)
 }
 
 // servedCert is a certificate of the listener as ValidateAndSetDefaults

@@ -172,7 +172,7 @@ func TestCertExpiryWatch(t *testing.T) {
 	runProxyOn(t, p, 2)
 
 	entering := func() []string {
-		return logs.lines("level=WARN", `certificate \"CN=www.example.test\" (www.example.test) expires `+enters.UTC().Format(time.RFC3339)+", in 13 days", "cert_file="+entersCert)
+		return logs.lines("level=WARN", `certificate \"CN=www.example.test\" (www.example.test) expires `+enters.UTC().Format(time.RFC3339)+", in 14 days", "cert_file="+entersCert)
 	}
 	expired := func() []string {
 		return logs.lines("level=WARN", `certificate \"CN=api.example.test\" (api.example.test) expired `+expires.UTC().Format(time.RFC3339)+": clients refuse it", "cert_file="+expiresCert)
@@ -200,5 +200,28 @@ func TestCertExpiryWatch(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if len(entering()) != 1 || len(expired()) != 1 {
 		t.Errorf("the lines were repeated; log:\n%s", logs.String())
+	}
+}
+
+// The time left is rounded to the nearest day or hour: a certificate that
+// has just entered the 14-day window is "in 14 days".
+func TestDaysLeftRounds(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{certExpiryWarn - time.Second, "14 days"},
+		{13*24*time.Hour + 11*time.Hour, "13 days"},
+		{36 * time.Hour, "2 days"},
+		{35 * time.Hour, "1 day"},
+		{24 * time.Hour, "1 day"},
+		{23*time.Hour + 40*time.Minute, "1 day"},
+		{5*time.Hour + 20*time.Minute, "5 hours"},
+		{70 * time.Minute, "1 hour"},
+		{10 * time.Minute, "under an hour"},
+	} {
+		if got := daysLeft(c.d); got != c.want {
+			t.Errorf("daysLeft(%v) = %q, want %q", c.d, got, c.want)
+		}
 	}
 }
