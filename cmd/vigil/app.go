@@ -295,6 +295,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		}
 		al.SetChecks(cfg.checkNames())
 		al.SetPairs(cfg.pairNames())
+		al.SetOneRegion(cfg.oneRegionChecks())
 		a.alr = al
 	}
 	if a.can == nil {
@@ -941,6 +942,7 @@ func (a *app) apply(cfg *File) (err error) {
 		}
 		a.alr.SetChecks(cfg.checkNames())
 		a.alr.SetPairs(cfg.pairNames())
+		a.alr.SetOneRegion(cfg.oneRegionChecks())
 	}
 	if a.can != nil {
 		a.can.SetRedact(cfg.redactor.redact)

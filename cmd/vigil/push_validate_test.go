@@ -89,7 +89,7 @@ checks:
 `)
 	out, code := runCLI(t, "validate", "-c", p)
 	for _, want := range []string{
-		`checks[0].push.region: "eu": only that region judges the push check, and alerting.quorum is 2: its down and burn_rate alerts can never fire`,
+		`checks[0].push.region: "eu": only that region judges the push check: vigil's alerter alerts on it from that region alone, but the rules vigil generates for Prometheus (vigil alerter --prometheus-rules) and Grafana (vigil grafana) want alerting.quorum (2) regions and never fire for it`,
 		`checks[1].push: no push.region, and alerting.quorum is 2: every region that loads this file judges the push check`,
 	} {
 		if code != 0 || !strings.Contains(out, want) {

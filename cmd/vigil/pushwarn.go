@@ -2,12 +2,26 @@ package main
 
 import "fmt"
 
-// pushWarnings warns about push checks whose alerts the alerter's quorum
-// cannot reach: a job pings one agent, so a push check has verdicts that
-// mean anything from one region only (push.region), and alerting.quorum
-// above 1 needs more regions to agree before down and burn_rate alerts
-// fire. Without push.region it is worse: every region judges the check,
-// and those its pings never reach report push_missing together.
+// oneRegionChecks are the enabled push checks with push.region: only that
+// region judges them, so vigil's alerter needs that region alone for their
+// alerts (alerting.Alerter.SetOneRegion).
+func (f *File) oneRegionChecks() []string {
+	var out []string
+	for _, c := range f.Checks {
+		if c.Push != nil && c.Push.Region != "" && !c.Disabled {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// pushWarnings warns about push checks that alerting.quorum above 1 makes
+// trouble for. A job pings one agent, so a push check has verdicts that
+// mean anything from one region only (push.region): vigil's alerter needs
+// that region alone, but rules generated for Prometheus or Grafana want
+// quorum regions and never fire for it. Without push.region it is worse:
+// every region judges the check, and those its pings never reach report
+// push_missing together.
 func pushWarnings(f *File) []string {
 	q := f.Alerting.Quorum
 	if q <= 1 || f.Alerting.Disabled {
@@ -19,7 +33,7 @@ func pushWarnings(f *File) []string {
 			continue
 		}
 		if c.Push.Region != "" {
-			out = append(out, fmt.Sprintf("checks[%d].push.region: %q: only that region judges the push check, and alerting.quorum is %d: its down and burn_rate alerts can never fire (alert on it from an alerter with quorum: 1, or from Prometheus with vigil_verdict_state)",
+			out = append(out, fmt.Sprintf("checks[%d].push.region: %q: only that region judges the push check: vigil's alerter alerts on it from that region alone, but the rules vigil generates for Prometheus (vigil alerter --prometheus-rules) and Grafana (vigil grafana) want alerting.quorum (%d) regions and never fire for it (alert on it there with vigil_verdict_state)",
 				i, c.Push.Region, q))
 			continue
 		}

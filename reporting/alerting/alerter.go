@@ -98,6 +98,8 @@ type Alerter struct {
 	// pairs are the configured targets of each check (SetPairs); nil: not
 	// known.
 	pairs map[string]map[string]bool
+	// oneRegion are the checks only one region judges (SetOneRegion).
+	oneRegion map[string]bool
 	// streamOwed are the resolved alerts each stream receiver has not
 	// accepted, by receiver name.
 	streamOwed map[string]*owed
@@ -342,6 +344,22 @@ func (a *Alerter) SetChecks(names []string) {
 	a.mu.Unlock()
 }
 
+// SetOneRegion tells the alerter which checks of the running config only
+// one region judges (a push check with push.region: its pings reach the
+// agents of that region alone). Their down, TTFB and burn-rate rules need
+// that one region, whatever alerting.quorum says; other regions have no
+// verdicts of them to agree with. Call it after New and after every Reload,
+// with SetPairs.
+func (a *Alerter) SetOneRegion(checks []string) {
+	m := make(map[string]bool, len(checks))
+	for _, c := range checks {
+		m[c] = true
+	}
+	a.mu.Lock()
+	a.oneRegion = m
+	a.mu.Unlock()
+}
+
 // SetPairs tells the alerter the check × target pairs of the running
 // config, as check name → target names. Only those pairs are judged by the
 // down, certificate and burn-rate rules: the alerts of a pair that left the
@@ -425,7 +443,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	for k, v := range a.seen {
 		seen[k] = v
 	}
-	checks, pairs := a.checks, a.pairs
+	checks, pairs, oneRegion := a.checks, a.pairs, a.oneRegion
 	deadFiring := map[string]bool{}
 	held := map[string]bool{}
 	for _, st := range a.states {
@@ -439,7 +457,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	a.mu.Unlock()
 	now := a.now()
 	e := &evaluator{cfg: cfg, now: now, src: a.src, links: links, seen: seen, rc: a.rcache, arrived: a.arrived,
-		readFailedAt: a.readFailedAt, deadFiring: deadFiring, checks: checks, pairs: pairs, held: held}
+		readFailedAt: a.readFailedAt, deadFiring: deadFiring, checks: checks, pairs: pairs, oneRegion: oneRegion, held: held}
 	if a.writeHealth != nil {
 		if werr := a.writeHealth(); werr != nil {
 			msg, _, _ := strings.Cut(werr.Error(), "\n")
@@ -494,6 +512,8 @@ type evaluator struct {
 	// configured targets by check (nil: not known).
 	checks map[string]bool
 	pairs  map[string]map[string]bool
+	// oneRegion are the checks one region judges (their quorum is 1).
+	oneRegion map[string]bool
 	// held holds heldKey(rule, check, target) of the firing alerts: their
 	// rules read stale verdicts as the last word (see quorumRule).
 	held map[string]bool

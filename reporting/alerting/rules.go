@@ -137,6 +137,15 @@ func (e *evaluator) configured(check, target string) bool {
 	return e.pairs[check][target]
 }
 
+// quorum is how many regions must agree on check: alerting.quorum, or 1
+// for a check only one region judges.
+func (e *evaluator) quorum(check string) int {
+	if e.oneRegion[check] {
+		return 1
+	}
+	return e.cfg.Quorum
+}
+
 // heldKey identifies a firing alert of rule for check × target in
 // evaluator.held.
 func heldKey(rule, check, target string) string { return rule + "\x00" + check + "\x00" + target }
@@ -183,7 +192,7 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 		if !c.Down.Disabled {
 			agree, hits, stale := quorumRule(regions, e.now, e.held[heldKey(RuleDown, k.check, k.target)], c.DeadMan.ForgetAfter,
 				func(v reporting.Verdict) bool { return v.State == reporting.StateUnhealthy })
-			if len(agree) >= c.Quorum {
+			if len(agree) >= e.quorum(k.check) {
 				a := Alert{Rule: RuleDown, Severity: c.Down.Severity, Check: k.check, Target: k.target, Regions: agree}
 				recovering, lastFail := e.withLastFailures(hits)
 				describe(&a, hits, e.links)
@@ -210,7 +219,7 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 					return (!v.OK && v.Cause == "cert") ||
 						(!v.CertExpiry.IsZero() && v.CertExpiry.Before(horizon))
 				})
-			if len(agree) >= c.Quorum {
+			if len(agree) >= e.quorum(k.check) {
 				a := Alert{Rule: RuleCert, Severity: c.Cert.Severity, Check: k.check, Target: k.target, Regions: agree}
 				describe(&a, hits, e.links)
 				var soonest time.Time
@@ -485,7 +494,7 @@ func (e *evaluator) evalTTFB(ctx context.Context, s SLO) ([]candidate, error) {
 				timedOut = timedOut || st.timedOut
 			}
 		}
-		if len(agree) < e.cfg.Quorum {
+		if len(agree) < e.quorum(k.check) {
 			continue
 		}
 		sort.Strings(agree)
@@ -668,7 +677,7 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 			}
 		}
 		for sk, burns := range burning {
-			if len(burns) < e.cfg.Quorum {
+			if len(burns) < e.quorum(sk.check) {
 				continue
 			}
 			sort.Sort(sort.Reverse(sort.Float64Slice(burns)))
@@ -684,7 +693,7 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 				// The fastest pair that holds (BurnWindows is fastest
 				// first): the burn now, not an earlier, worse outage
 				// still inside a longer window.
-				h.value = burns[e.cfg.Quorum-1]
+				h.value = burns[e.quorum(sk.check)-1]
 				h.short = w.Short
 			}
 			h.windows = append(h.windows, w.Name())

@@ -63,7 +63,7 @@ type SLOStatus struct {
 // (the status page refreshes it every few seconds at most).
 func (a *Alerter) SLOStatus(ctx context.Context) ([]SLOStatus, error) {
 	a.mu.Lock()
-	slos, quorum, minSamples := a.slos, a.cfg.Quorum, a.cfg.TTFB.MinSamples
+	slos, quorum, minSamples, oneRegion := a.slos, a.cfg.Quorum, a.cfg.TTFB.MinSamples, a.oneRegion
 	a.mu.Unlock()
 	now := a.now()
 	type key struct{ slo, target string }
@@ -138,7 +138,7 @@ func (a *Alerter) SLOStatus(ctx context.Context) ([]SLOStatus, error) {
 						breaching++
 					}
 				}
-				if breaching >= quorum {
+				if breaching >= quorum || oneRegion[s.Check] && breaching > 0 {
 					st.Met = false
 				}
 			}
