@@ -764,6 +764,19 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// A gRPC call to an HTTP/2 pool: streamed, bounded by its own deadline,
 	// and judged by its grpc-status.
 	grpc := pl.cfg.OriginProtocol == OriginHTTP2 && isGRPC(r.Header)
+	if !grpc && r.ProtoMajor == 2 && isGRPC(r.Header) {
+		// A gRPC call routed to an http1 pool: its origins would get it in
+		// HTTP/1.1, which gRPC servers do not speak, and a streaming call
+		// would wait for its deadline while its body is buffered. Refused
+		// at once, touching no origin (a passive rule would otherwise
+		// charge healthy origins for the routing mistake).
+		if ok, n := pl.tryLog.allow("", "grpc_http1_pool", time.Now().UnixNano()); ok {
+			pl.log.Warn("proxy: gRPC call to a pool that speaks HTTP/1.1 to its origins: refused; set origin_protocol: http2 on the pool, or route gRPC to a pool that has it",
+				"pool", pl.name, "method", r.Method, "path", r.URL.Path, "suppressed", n)
+		}
+		pl.answerGRPC(w, http.StatusNotImplemented, "pool "+pl.name+" speaks HTTP/1.1 to its origins (origin_protocol: http1); gRPC calls need origin_protocol: http2", start)
+		return
+	}
 
 	// Body: none, buffered (replayable after a 5xx), or streamed.
 	var (
@@ -1914,6 +1927,8 @@ func (pl *pool) answerGRPC(w http.ResponseWriter, code int, msg string, start ti
 		status = 8 // RESOURCE_EXHAUSTED
 	case http.StatusBadRequest, http.StatusRequestTimeout:
 		status = 13 // INTERNAL
+	case http.StatusNotImplemented:
+		status = 12 // UNIMPLEMENTED
 	}
 	pl.none.countGRPC(strconv.Itoa(status))
 	h := w.Header()
