@@ -47,6 +47,7 @@ const (
 //	POST /api/v1/trigger                  {"check":…,"target":…} or ?check=&target=; bearer agent.admin_token
 //	                                      (401 missing/wrong token, 403 no admin_token configured)
 //	POST /api/v1/push/{check}[/fail]      a push check's ping (also GET, HEAD); ?status=ok|fail&msg=;
+//	POST /api/v1/push/{check}/start       …/start: the job started (its next ping gives its run time);
 //	                                      bearer push.token or agent.admin_token (401); 404 for a
 //	                                      check that is no push check of this agent; 400 for a bad
 //	                                      or unknown parameter; cross-origin browser POSTs get 403
@@ -75,7 +76,8 @@ func (c *Canary) Handler(src reporting.HistorySource) http.Handler {
 	// preflight, which is never granted.
 	push := http.NewCrossOriginProtection().Handler(http.HandlerFunc(c.servePush))
 	for _, pat := range []string{"GET /api/v1/push/{check}", "POST /api/v1/push/{check}",
-		"GET /api/v1/push/{check}/fail", "POST /api/v1/push/{check}/fail"} {
+		"GET /api/v1/push/{check}/fail", "POST /api/v1/push/{check}/fail",
+		"GET /api/v1/push/{check}/start", "POST /api/v1/push/{check}/start"} {
 		mux.Handle(pat, push)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -158,6 +158,9 @@ type entry struct {
 	// deferred run ends closer to its slot, and the chain stops.
 	deferNext bool
 	owed      time.Time
+	// pingAt: the latest run a push check's ping brought forward
+	// (judgeAfterPing).
+	pingAt time.Time
 
 	mu      sync.Mutex // guards machine, latest, has, done
 	machine *Machine

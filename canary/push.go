@@ -1,13 +1,16 @@
 package canary
 
 // Push (heartbeat) checks: a cron job or batch job pings the agent when it
-// finishes (POST /api/v1/push/{check}); the canary judges the check every
-// interval from the pings it received, as it judges any other check: a
-// pass while the last successful ping is no older than push.period +
-// push.grace, a failure with cause push_missing when it is older, and one
-// with cause push_failed after a ping that reported the job failed, until
-// the next successful one. The last ping of each push check is kept under
-// agent.data_dir (push-state.json), so a restart does not forget it.
+// finishes (POST /api/v1/push/{check}), and may ping when it starts
+// (.../start); the canary judges the check every interval from the pings
+// it received, as it judges any other check: a pass while the last
+// successful ping is no older than push.period + push.grace, a failure
+// with cause push_missing when it is older (or when a started job sent no
+// finish within push.max_runtime), and one with cause push_failed after a
+// ping that reported the job failed, until the next successful one. A ping
+// that changes what the judgement says, or that ends a started run, is
+// judged at once (judgeAfterPing). The last ping of each push check is kept
+// under agent.data_dir (push-state.json), so a restart does not forget it.
 
 import (
 	"context"
@@ -66,6 +69,11 @@ type PushSpec struct {
 	// Token is the bearer token a ping must carry (a secret: write
 	// ${NAME}). Empty: agent.admin_token.
 	Token string `mapstructure:"token"`
+	// MaxRuntime, when set, is how long after a start ping
+	// (.../start) the job may run: a start without a success or fail
+	// ping within it fails the check (push_missing). 0: no limit (the
+	// start only measures the job's run time).
+	MaxRuntime time.Duration `mapstructure:"max_runtime"`
 	// Region, when set, is the only agent.region whose agents judge the
 	// check and take its pings; agents of other regions leave it out (no
 	// verdicts) and answer its pings 404. Empty: every agent that loads
@@ -129,6 +137,9 @@ func (c *CheckConfig) validatePush(d Defaults) error {
 		errs = append(errs, errors.New("push.period: required: the longest expected gap between two pings of the job (e.g. 24h for a daily job)"))
 	case s.Period < MinPushPeriod:
 		errs = append(errs, fmt.Errorf("push.period: %s: must be at least %s", s.Period, MinPushPeriod))
+	}
+	if s.MaxRuntime < 0 || (s.MaxRuntime > 0 && s.MaxRuntime < MinPushPeriod) {
+		errs = append(errs, fmt.Errorf("push.max_runtime: %s: must be at least %s (omit it for no limit)", s.MaxRuntime, MinPushPeriod))
 	}
 	switch {
 	case s.Grace < 0:
@@ -206,7 +217,25 @@ type pushState struct {
 	Failed bool `json:"failed,omitempty"`
 	// Msg is the latest ping's message (bounded, on one line).
 	Msg string `json:"msg,omitempty"`
+	// Started is the latest start ping not yet followed by a success or
+	// fail ping (zero: none). It does not move the deadline.
+	Started time.Time `json:"started,omitzero"`
+	// RunTime is how long the latest finished job ran: from its start
+	// ping to its success or fail ping (0: it sent no start).
+	RunTime time.Duration `json:"run_time_ns,omitempty"`
+	// RunUnjudged: no judgement has reported RunTime yet (the next one
+	// does, as its duration and TTFB).
+	RunUnjudged bool `json:"run_unjudged,omitempty"`
 }
+
+// Ping kinds: what a ping says of the job.
+type pingKind int
+
+const (
+	pingOK pingKind = iota
+	pingFail
+	pingStart
+)
 
 // pushFile is the persisted form of pushBook.
 type pushFile struct {
@@ -321,8 +350,10 @@ func (b *pushBook) get(check string) (pushState, bool) {
 	return *st, true
 }
 
-// record notes a ping of check at now and saves the file.
-func (b *pushBook) record(check string, failed bool, msg string, now time.Time) pushState {
+// record notes a ping of check at now and saves the file. A start ping
+// only notes the start (a newer one replaces it); a success or fail ping
+// after a start measures the job's run time and clears the start.
+func (b *pushBook) record(check string, kind pingKind, msg string, now time.Time) pushState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.states[check]
@@ -330,12 +361,40 @@ func (b *pushBook) record(check string, failed bool, msg string, now time.Time) 
 		st = &pushState{FirstSeen: now}
 		b.states[check] = st
 	}
+	if kind == pingStart {
+		st.Started = now
+		b.saveLocked()
+		return *st
+	}
+	failed := kind == pingFail
 	st.LastPing, st.Failed, st.Msg = now, failed, msg
 	if !failed {
 		st.LastOK = now
 	}
+	st.RunTime, st.RunUnjudged = 0, false
+	if !st.Started.IsZero() && !now.Before(st.Started) {
+		st.RunTime, st.RunUnjudged = now.Sub(st.Started), true
+	}
+	st.Started = time.Time{}
 	b.saveLocked()
 	return *st
+}
+
+// take returns a copy of check's state for a judgement, and notes that
+// the latest run time is reported (by this judgement).
+func (b *pushBook) take(check string) (pushState, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.states[check]
+	if st == nil {
+		return pushState{}, false
+	}
+	cp := *st
+	if st.RunUnjudged {
+		st.RunUnjudged = false
+		b.saveLocked()
+	}
+	return cp, true
 }
 
 // token returns the token check's pings must carry.
@@ -357,11 +416,25 @@ func (st pushState) since() time.Time {
 // judgePush is the run of a push check: it reads the pings.
 func (c *Canary) judgePush(p *Pair) checks.Result {
 	now := c.now()
-	s := p.Check.Push
-	st, ok := c.push.get(p.Check.Name)
+	st, ok := c.push.take(p.Check.Name)
 	if !ok {
 		st = pushState{FirstSeen: now}
 	}
+	return judgePushState(p.Check.Push, st, now)
+}
+
+// overdue reports whether a started job has sent no finish within
+// s.MaxRuntime at now.
+func (st pushState) overdue(s *PushSpec, now time.Time) bool {
+	return s.MaxRuntime > 0 && !st.Started.IsZero() && now.Sub(st.Started) > s.MaxRuntime
+}
+
+// judgePushState judges the pings st at now. The judgement that first
+// sees a finished run's time (st.RunUnjudged) reports it as its duration
+// and TTFB: one sample per job run, so percentiles, charts and TTFB SLOs
+// are over the job's runs, and every other judgement has no TTFB (no
+// sample).
+func judgePushState(s *PushSpec, st pushState, now time.Time) checks.Result {
 	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	limits := fmt.Sprintf("period %s, grace %s", pushDur(s.Period), pushDur(s.Grace))
 	res := checks.Result{Start: now, OK: true}
@@ -371,7 +444,19 @@ func (c *Canary) judgePush(p *Pair) checks.Result {
 	}
 	a := checks.AssertionResult{Name: "push", OK: true, Got: "last successful ping: " + last,
 		Want: fmt.Sprintf("a successful ping at most %s ago (%s)", pushDur(s.Deadline()), limits)}
+	if s.MaxRuntime > 0 {
+		a.Want += fmt.Sprintf(", and a finish at most %s after a start", pushDur(s.MaxRuntime))
+	}
+	if st.RunUnjudged && st.RunTime > 0 {
+		res.Phases.TTFB, res.Phases.Total = st.RunTime, st.RunTime
+	}
 	switch {
+	case st.overdue(s, now):
+		// The latest news: a run that started after the last ping (a
+		// finish clears the start) is still going past its limit.
+		res.OK, res.Cause = false, checks.CausePushMissing
+		res.Err = fmt.Sprintf("started at %s, no finish within max_runtime %s", rfc(st.Started), pushDur(s.MaxRuntime))
+		a.OK, a.Got = false, fmt.Sprintf("started at %s, no success or fail ping since", rfc(st.Started))
 	case st.Failed:
 		res.OK, res.Cause = false, checks.CausePushFailed
 		res.Err = "the job reported failure at " + rfc(st.LastPing)
@@ -396,17 +481,19 @@ func (c *Canary) judgePush(p *Pair) checks.Result {
 const (
 	pushOK           = "ok"
 	pushFail         = "fail"
+	pushStart        = "start"
 	pushUnauthorized = "unauthorized"
 	pushBadRequest   = "bad_request"
 	pushNotFound     = "not_found"
 )
 
-var pushStatuses = []string{pushOK, pushFail, pushUnauthorized, pushBadRequest}
+var pushStatuses = []string{pushOK, pushFail, pushStart, pushUnauthorized, pushBadRequest}
 
 // pushMetrics are the push endpoint's collectors.
 type pushMetrics struct {
 	received *prometheus.CounterVec
 	last     *prometheus.Desc
+	runTime  *prometheus.Desc
 	c        *Canary
 }
 
@@ -414,16 +501,19 @@ func newPushMetrics(c *Canary) *pushMetrics {
 	return &pushMetrics{c: c,
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_push_received_total",
-			Help: "Pings received on POST /api/v1/push/{check}, by check and status: ok, fail (the job reported failure), unauthorized (missing or wrong token), bad_request; not_found with check=\"\" for an unknown check, or one that is not a push check of this agent.",
+			Help: "Pings received on POST /api/v1/push/{check}, by check and status: ok, fail (the job reported failure), start (.../start: the job started), unauthorized (missing or wrong token), bad_request; not_found with check=\"\" for an unknown check, or one that is not a push check of this agent.",
 		}, []string{"check", "status"}),
 		last: prometheus.NewDesc("vigil_push_last_success_timestamp_seconds",
 			"When the push check's latest successful ping came, Unix seconds (absent before the first one).", []string{"check"}, nil),
+		runTime: prometheus.NewDesc("vigil_push_last_run_duration_seconds",
+			"How long the push check's latest finished job ran, from its start ping (.../start) to its success or fail ping, seconds (absent before the first such run, and after a finish without a start).", []string{"check"}, nil),
 	}
 }
 
 func (m *pushMetrics) Describe(ch chan<- *prometheus.Desc) {
 	m.received.Describe(ch)
 	ch <- m.last
+	ch <- m.runTime
 }
 
 func (m *pushMetrics) Collect(ch chan<- prometheus.Metric) {
@@ -432,8 +522,15 @@ func (m *pushMetrics) Collect(ch chan<- prometheus.Metric) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for name := range b.tokens {
-		if st := b.states[name]; st != nil && !st.LastOK.IsZero() {
+		st := b.states[name]
+		if st == nil {
+			continue
+		}
+		if !st.LastOK.IsZero() {
 			ch <- prometheus.MustNewConstMetric(m.last, prometheus.GaugeValue, float64(st.LastOK.UnixNano())/1e9, name)
+		}
+		if st.RunTime > 0 {
+			ch <- prometheus.MustNewConstMetric(m.runTime, prometheus.GaugeValue, st.RunTime.Seconds(), name)
 		}
 	}
 }
@@ -464,13 +561,24 @@ func (m *pushMetrics) sync(pairs []Pair, prev []string) []string {
 }
 
 // pushUsage says what the push endpoint reads, for its 400s.
-const pushUsage = "want GET, HEAD or POST /api/v1/push/<check>[/fail] with optional parameters status=ok|fail and msg=<text> (query or form body), and Authorization: Bearer <token>"
+const pushUsage = "want GET, HEAD or POST /api/v1/push/<check>[/fail|/start] with optional parameters status=ok|fail and msg=<text> (query or form body), and Authorization: Bearer <token>"
+
+// pingJudgeGap is the least time between two judgements of one push check
+// that pings bring forward (judgeAfterPing).
+const pingJudgeGap = time.Second
 
 // servePush answers a ping: GET, HEAD or POST /api/v1/push/{check}, or
-// .../{check}/fail (status=fail). See Handler.
+// .../{check}/fail (status=fail), or .../{check}/start (the job started).
+// See Handler.
 func (c *Canary) servePush(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("check")
-	failPath := strings.HasSuffix(r.URL.Path, "/fail")
+	kind := pingOK
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/fail"):
+		kind = pingFail
+	case strings.HasSuffix(r.URL.Path, "/start"):
+		kind = pingStart
+	}
 	c.mu.Lock()
 	e := c.byName[[2]string{name, name}]
 	cfg := c.cfg
@@ -491,56 +599,137 @@ func (c *Canary) servePush(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <push.token, or agent.admin_token without one>)")
 		return
 	}
-	failed, msg, err := pushParams(w, r, failPath)
+	kind, msg, err := pushParams(w, r, kind)
 	if err != nil {
 		c.pushM.received.WithLabelValues(name, pushBadRequest).Inc()
 		apiError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	now := c.now()
-	st := c.push.record(name, failed, msg, now)
-	status := pushOK
-	if failed {
-		status = pushFail
-	}
+	st := c.push.record(name, kind, msg, now)
+	status := map[pingKind]string{pingOK: pushOK, pingFail: pushFail, pingStart: pushStart}[kind]
 	c.pushM.received.WithLabelValues(name, status).Inc()
-	w.Header().Set("Cache-Control", "no-store")
-	reporting.WriteJSON(w, http.StatusOK, map[string]any{
+	c.judgeAfterPing(e, p, kind, st, now)
+	ans := map[string]any{
 		"check": name, "status": status, "received_at": now.UTC(),
 		"next_deadline": st.since().Add(p.Check.Push.Deadline()).UTC(),
-	})
+	}
+	if kind == pingStart && p.Check.Push.MaxRuntime > 0 {
+		ans["finish_by"] = st.Started.Add(p.Check.Push.MaxRuntime).UTC()
+	}
+	if kind != pingStart && st.RunUnjudged {
+		ans["run_time_ms"] = reporting.Ms(st.RunTime)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	reporting.WriteJSON(w, http.StatusOK, ans)
+}
+
+// judgeAfterPing brings the next judgement of push check e forward to now
+// after a ping, so that a success ping ends push_missing or push_failed,
+// and a fail ping starts push_failed, at once rather than at the next
+// interval. The judgement is the pair's next run, made by the scheduler
+// as any run (state machine, store, metrics, alerts), and the regular slot
+// it came before stays (as a confirm run's does).
+//
+// Not every ping is judged at once, so that pings cannot stand in for the
+// hysteresis: only one that changes what the judgement says (it passes
+// where the latest verdict failed, fails where it passed, or fails for
+// another cause) or that ends a started run (its run time is reported
+// once, by the next judgement), and at most one every pingJudgeGap per
+// check (a later one is judged when the gap ends). So a burst of success
+// pings is one judgement: with rise 2, a failed check is healthy after
+// the ping's judgement and one scheduled judgement, as after two probes.
+// A start ping with push.max_runtime also brings a judgement to just after
+// the limit, so an overdue job is seen then rather than up to an interval
+// later.
+func (c *Canary) judgeAfterPing(e *entry, p *Pair, kind pingKind, st pushState, now time.Time) {
+	wall := time.Now() // the schedule runs on the real clock
+	if d := p.Check.Push.MaxRuntime; kind == pingStart && d > 0 {
+		c.judgeAt(e, wall.Add(d+time.Millisecond), false)
+	}
+	if endsRun := kind != pingStart && st.RunUnjudged; !endsRun {
+		e.mu.Lock()
+		latest, has := e.latest, e.has
+		e.mu.Unlock()
+		res := judgePushState(p.Check.Push, st, now)
+		if has && latest.OK == res.OK && latest.Cause == string(res.Cause) {
+			return // the schedule judges it as it would have
+		}
+	}
+	c.judgeAt(e, wall, true)
+}
+
+// judgeAt brings e's next run forward to at, unless it comes sooner;
+// ping: at most one such run every pingJudgeGap (a run within it is moved
+// to its end).
+func (c *Canary) judgeAt(e *entry, at time.Time, ping bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.removed || e.idx < 0 {
+		return
+	}
+	if ping {
+		if gap := e.pingAt.Add(pingJudgeGap); at.Before(gap) {
+			at = gap
+		}
+		e.mu.Lock()
+		busy := e.done != nil
+		e.mu.Unlock()
+		if busy {
+			// A run in flight may have read the pings just before this
+			// one: the judgement comes after it (a run of a push check
+			// lasts microseconds, once it has a slot of agent.concurrency;
+			// one still waiting for its slot reads this ping).
+			at = at.Add(10 * time.Millisecond)
+		}
+	}
+	if !at.Before(e.next) {
+		return
+	}
+	if ping {
+		e.pingAt = at
+	}
+	if e.plan.regular.IsZero() {
+		e.plan.regular = e.next
+	}
+	e.next = at
+	c.queue.fix(e)
+	c.signal()
 }
 
 // pushParams reads a ping's status and msg from the query and, for POST,
 // a form body. Any other parameter is an error, so a typo (stauts=fail)
 // is not taken for a success; a token in the query string is refused.
-func pushParams(w http.ResponseWriter, r *http.Request, failPath bool) (failed bool, msg string, err error) {
+func pushParams(w http.ResponseWriter, r *http.Request, path pingKind) (kind pingKind, msg string, err error) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxPushBody)
 	if err := r.ParseForm(); err != nil {
-		return false, "", fmt.Errorf("%s: %v (a body is a form of at most %d bytes)", pushUsage, err, maxPushBody)
+		return path, "", fmt.Errorf("%s: %v (a body is a form of at most %d bytes)", pushUsage, err, maxPushBody)
 	}
 	for k := range r.Form {
 		switch k {
 		case "status", "msg":
 		case "token", "access_token":
-			return false, "", fmt.Errorf("%s: a token is not taken from the query string or a form (it would land in logs and shell history): send it as Authorization: Bearer <token>", k)
+			return path, "", fmt.Errorf("%s: a token is not taken from the query string or a form (it would land in logs and shell history): send it as Authorization: Bearer <token>", k)
 		default:
-			return false, "", fmt.Errorf("%s: %q: unknown parameter", pushUsage, k)
+			return path, "", fmt.Errorf("%s: %q: unknown parameter", pushUsage, k)
 		}
 	}
-	switch s := r.Form.Get("status"); s {
-	case "":
-		failed = failPath
-	case "ok", "success":
-		if failPath {
-			return false, "", fmt.Errorf("status: %q contradicts the /fail path", s)
+	switch s := r.Form.Get("status"); {
+	case s == "":
+		kind = path
+	case path == pingStart:
+		return path, "", fmt.Errorf("status: %q: a /start ping has no status (send the job's outcome when it ends: /api/v1/push/<check>, or /fail)", s)
+	case s == "ok" || s == "success":
+		if path == pingFail {
+			return path, "", fmt.Errorf("status: %q contradicts the /fail path", s)
 		}
-	case "fail", "failure":
-		failed = true
+		kind = pingOK
+	case s == "fail" || s == "failure":
+		kind = pingFail
 	default:
-		return false, "", fmt.Errorf("status: %q: want ok or fail", s)
+		return path, "", fmt.Errorf("status: %q: want ok or fail", s)
 	}
-	return failed, pushMessage(r.Form.Get("msg")), nil
+	return kind, pushMessage(r.Form.Get("msg")), nil
 }
 
 // pushMessage bounds a ping's message: on one line (control characters

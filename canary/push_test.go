@@ -362,6 +362,8 @@ func TestPushConfigErrors(t *testing.T) {
 		{"negative grace", CheckConfig{Push: &PushSpec{Period: time.Hour, Grace: -time.Second}}, "t", "checks[0].push.grace: -1s"},
 		{"interval above period", CheckConfig{Interval: 2 * time.Hour, Push: spec()}, "t", "checks[0].interval: 2h > push.period 1h"},
 		{"no token", CheckConfig{Push: spec()}, "", "checks[0].push.token: required"},
+		{"negative max_runtime", CheckConfig{Push: &PushSpec{Period: time.Hour, MaxRuntime: -time.Second}}, "t", "checks[0].push.max_runtime: -1s: must be at least 1s"},
+		{"short max_runtime", CheckConfig{Push: &PushSpec{Period: time.Hour, MaxRuntime: time.Millisecond}}, "t", "checks[0].push.max_runtime: 1ms: must be at least 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.ch.Name = "job"
