@@ -2,10 +2,13 @@ package proxy
 
 import (
 	"bufio"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -136,6 +139,46 @@ func TestOrderedFields(t *testing.T) {
 		want := []string{"A", "B", "C", "Forwarded", "Via", "X-Forwarded-For"}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("order %v, want %v (the message's own fields in order, then the others by name)", got, want)
+		}
+	}
+}
+
+// TestOrderedFieldsMany: the same order when the message has more names
+// than orderedFields scans (a map lookup each), and when it has none of its
+// own and the proxy's are many (sorted in O(n log n)).
+func TestOrderedFieldsMany(t *testing.T) {
+	for _, n := range []int{scanFields - 1, scanFields, scanFields + 1, 500} {
+		hdr := http.Header{}
+		var order, want []string
+		for i := n; i > 0; i-- { // names in reverse name order, so that order is not sorted
+			k := fmt.Sprintf("N-%04d", i)
+			order = append(order, k)
+			if i%7 != 0 { // every 7th name gone (removed by the proxy)
+				hdr[k] = []string{"v"}
+				want = append(want, k)
+			}
+		}
+		var added []string
+		for i := 0; i < n/3; i++ {
+			k := fmt.Sprintf("Added-%04d", n/3-i)
+			hdr[k] = []string{"v"}
+			added = append(added, k)
+		}
+		slices.Sort(added)
+		want = append(want, added...)
+		for _, tc := range []struct {
+			name  string
+			order []string
+			want  []string
+		}{{"own order", order, want}, {"no order", nil, slices.Sorted(maps.Keys(hdr))}} {
+			fs := orderedFields(hdr, tc.order, nil)
+			var got []string
+			for _, f := range fs {
+				got = append(got, f.name)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("%d names, %s: order %v, want %v", n, tc.name, got, tc.want)
+			}
 		}
 	}
 }
