@@ -13,18 +13,29 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting"
 )
 
-// slowPushConfig is a config with the push check "backup" of period 1h
-// (so judged every minute), rise as given, fall 1 and max_runtime as
-// given, whose state lives in dir.
+// slowPushConfig is a config with the push check "backup" of period 1h,
+// judged every hour (so that no scheduled judgement comes during a test:
+// see quiet), rise as given, fall 1 and max_runtime as given, whose state
+// lives in dir.
 func slowPushConfig(t *testing.T, dir string, rise int, maxRuntime time.Duration) *Config {
 	t.Helper()
-	cfg := testConfig(t, nil, CheckConfig{Name: "backup", Rise: rise, Fall: 1,
+	cfg := testConfig(t, nil, CheckConfig{Name: "backup", Rise: rise, Fall: 1, Interval: time.Hour,
 		Push: &PushSpec{Period: time.Hour, Grace: 5 * time.Minute, Token: pushToken, MaxRuntime: maxRuntime}})
 	cfg.Agent.DataDir = dir
-	if cfg.Checks[0].Interval != time.Minute {
-		t.Fatalf("interval %s, want the default 1m", cfg.Checks[0].Interval)
-	}
 	return cfg
+}
+
+// quiet waits, if backup's next scheduled judgement comes within d, until
+// it has come, so that the test's judgements are the pings' own.
+func (a *pushAgent) quiet(t *testing.T, d time.Duration) {
+	t.Helper()
+	a.c.mu.Lock()
+	next := a.c.byName[[2]string{"backup", "backup"}].next
+	a.c.mu.Unlock()
+	if wait := time.Until(next); wait < d {
+		t.Logf("waiting %s for backup's scheduled judgement", wait.Round(time.Millisecond))
+		time.Sleep(wait + 200*time.Millisecond)
+	}
 }
 
 // waitWithin polls cond every 10 ms for at most d.
@@ -70,11 +81,12 @@ func (a *pushAgent) checksTotal(t *testing.T, result string) string {
 }
 
 // A ping is judged at once, through the pair's normal run: a check judged
-// every minute leaves push_failed within about a second of a success ping,
+// every hour leaves push_failed within about a second of a success ping,
 // as the store (the API) and the metrics see it, and a fail ping turns a
 // healthy check unhealthy as fast.
 func TestPushPingJudgedAtOnce(t *testing.T) {
 	a := startPushAgent(t, slowPushConfig(t, t.TempDir(), 1, 0))
+	a.quiet(t, 30*time.Second)
 	failedAt := a.failed(t)
 	// The ping judgements of a check are at least a second apart.
 	time.Sleep(time.Until(failedAt.Add(pingJudgeGap + 50*time.Millisecond)))
@@ -103,6 +115,7 @@ func TestPushPingJudgedAtOnce(t *testing.T) {
 // so the failed check is not healthy until a second judgement.
 func TestPushPingBurstIsOneJudgement(t *testing.T) {
 	a := startPushAgent(t, slowPushConfig(t, t.TempDir(), 2, 0))
+	a.quiet(t, 30*time.Second)
 	failedAt := a.failed(t)
 	// 25 pings over 2.5 s, longer than the least gap between two ping
 	// judgements.
@@ -154,6 +167,7 @@ func (a *pushAgent) pingJSON(t *testing.T, method, path string) pingAnswer {
 // check, at the limit.
 func TestPushStartRunTime(t *testing.T) {
 	a := startPushAgent(t, slowPushConfig(t, t.TempDir(), 1, 2*time.Second))
+	a.quiet(t, 30*time.Second)
 	started := time.Now()
 	ans := a.pingJSON(t, "POST", "/api/v1/push/backup/start")
 	if ans.Status != "start" || ans.RunTimeMs != nil {
@@ -199,7 +213,7 @@ func TestPushStartRunTime(t *testing.T) {
 	})
 
 	// A start and no finish: unhealthy just after max_runtime, although
-	// the check is judged every minute and its deadline is an hour away.
+	// the check is judged every hour and its deadline is an hour away.
 	time.Sleep(pingJudgeGap)
 	started = time.Now()
 	a.pingJSON(t, "HEAD", "/api/v1/push/backup/start")
