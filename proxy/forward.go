@@ -1252,11 +1252,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				pl.tryFailed(o.name, CauseEjected, r, try+1, errEjected, 0, nil)
 				ae.addTry(o.name, 0, CauseEjected)
 				lastCause = CauseEjected
-				if pl.budget.allow(tryEnd.UnixNano()) {
-					continue
-				}
-				pl.budgetDeny.Inc()
-				break
+				// Not refused by the retry budget: the proxy itself cut the
+				// try, once per request in flight at the ejection, and a
+				// 502 for it while other origins sit idle would be the
+				// proxy's failure, not load control. Counted, so later
+				// retries see it.
+				pl.budget.force(tryEnd.UnixNano())
+				continue
 			}
 			if errors.As(err, &mbe) {
 				cancel(nil)
@@ -2400,6 +2402,11 @@ func (b *retryBudget) slot(now int64) int {
 // add counts a finished request.
 func (b *retryBudget) add(now int64) {
 	b.slots[b.slot(now)].req.Add(1)
+}
+
+// force counts a retry the budget does not refuse (a try the proxy cut).
+func (b *retryBudget) force(now int64) {
+	b.slots[b.slot(now)].retries.Add(1)
 }
 
 // allow reports whether one more retry fits the budget, and counts it.
