@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -65,6 +66,9 @@ type engine struct {
 	sendTimeout       time.Duration // bounds each write that makes no progress (send_timeout)
 	idleTimeout       time.Duration
 	onRefuse          func(refusal) // counts and logs requests the engine answers itself (may be nil)
+	// onCut, when set, counts (and logs, rate-limited) a connection ended
+	// with no whole request head to serve, by reason (cutIdle, …).
+	onCut func(reason, remote string, tls bool, timeout time.Duration)
 	// life, when set, gives keepalive_time and keepalive_requests in force.
 	life func() connLife
 	// h2c, when set (proxy.h2c), takes the connections that open with the
@@ -278,6 +282,11 @@ func (c *econn) serve() {
 				c.readDeadline(time.Now().Add(e.idleTimeout), e.idleTimeout/64)
 			}
 			if _, err := c.br.Peek(1); err != nil {
+				if deadlineExceeded(err) && first {
+					c.cut(cutNoRequest)
+				} else if deadlineExceeded(err) {
+					c.cut(cutIdle)
+				}
 				return
 			}
 		}
@@ -300,6 +309,10 @@ func (c *econn) serve() {
 			var pe *parseError
 			if errors.As(err, &pe) {
 				c.fail(pe.code, pe.msg)
+			} else if deadlineExceeded(err) {
+				c.cut(cutHeaderTimeout)
+			} else if !e.shutting.Load() {
+				c.cut(cutClosedInHead)
 			}
 			return
 		}
@@ -336,6 +349,20 @@ func (c *econn) serve() {
 			return
 		}
 	}
+}
+
+// cut reports the connection ended for reason with no request to serve
+// (onCut).
+func (c *econn) cut(reason string) {
+	if c.e.onCut != nil {
+		c.e.onCut(reason, c.remote, c.tls != nil, c.e.readHeaderTimeout)
+	}
+}
+
+// deadlineExceeded reports whether err is a read deadline running out.
+func deadlineExceeded(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // readDeadline sets the read deadline to t unless the one in force is

@@ -74,6 +74,7 @@ type Proxy struct {
 	mu    sync.Mutex // serialises Reload, Drain and Undrain
 
 	authFail units.AuthFailures // refused admin writes, for the log
+	cuts     *clientCuts        // client connections ended with no request head (fast engine)
 	rids     *requestIDs        // request IDs (Config.RequestID)
 	viaName  string             // the Via name when Config.Via is empty (defaultVia)
 	loops    loopLog            // the request-loop warning's rate limit
@@ -150,6 +151,9 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 		certWake: make(chan struct{}, 1)}
 	p.ctw.every = clientTLSPollEvery
 	if err := o.reg.Register(certExpiryCollector{p}); err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
+	if p.cuts, err = newClientCuts(o.reg, log); err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
 	st, err := p.build(cfg, nil)
@@ -785,6 +789,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		newFast := func() *engine {
 			eng := newEngine(p.Handler(), cfg, p.log)
 			eng.onRefuse = p.engineRefused
+			eng.onCut = p.cuts.note
 			eng.life = func() connLife { return p.state.Load().life }
 			return eng
 		}
