@@ -37,10 +37,13 @@ const (
 	RuleBurnRate = "burn_rate"
 	RuleCert     = "cert_expiry"
 	RuleDeadMan  = "dead_man"
+	// RuleLiveErrors is about a proxy pool × origin, not a check: its
+	// alerts' Check is the pool and Target the origin.
+	RuleLiveErrors = "live_errors"
 )
 
 // AllRules lists the rules in documentation order.
-var AllRules = []string{RuleDown, RuleTTFB, RuleBurnRate, RuleCert, RuleDeadMan}
+var AllRules = []string{RuleDown, RuleTTFB, RuleBurnRate, RuleCert, RuleDeadMan, RuleLiveErrors}
 
 // alertNames maps a rule to the `alertname` label.
 var alertNames = map[string]string{
@@ -49,6 +52,8 @@ var alertNames = map[string]string{
 	RuleBurnRate: "VigilErrorBudgetBurn",
 	RuleCert:     "VigilCertificate",
 	RuleDeadMan:  "VigilCanarySilent",
+	// The proxies' live traffic to an origin fails.
+	RuleLiveErrors: "VigilLiveTrafficFailing",
 }
 
 // Alert is one firing (or just resolved) alert.

@@ -544,6 +544,13 @@ func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
 			cands = append(cands, cs...)
 		}
 	}
+	if !e.cfg.LiveErrors.Disabled {
+		cs, err := e.evalLive(ctx, latest)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, cs...)
+	}
 	// Each alert carries its check's tier, from the check's newest verdict
 	// (the dead-man rule's remembered ones for a check gone silent).
 	tiers, newest := map[string]string{}, map[string]time.Time{}
@@ -559,6 +566,14 @@ func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
 		}
 	}
 	for i := range cands {
+		if cands[i].Rule == RuleLiveErrors {
+			// Its Check is a pool: no check page, no tier; the overview
+			// shows the pool's origins.
+			cands[i].finish()
+			cands[i].StatusURL = e.links.overview()
+			cands[i].RunbookURL = e.links.runbook(cands[i].Rule, cands[i].Check)
+			continue
+		}
 		cands[i].Tier = tiers[cands[i].Check]
 		cands[i].finish()
 		cands[i].StatusURL = e.links.status(cands[i].Check, cands[i].Target)
@@ -1110,6 +1125,14 @@ func newLinker(c Config) linker { return linker{c.StatusPageURL, c.RunbookURL} }
 
 // status links to the check's page on the status page:
 // {status_page_url}/check/C (?target=T when the alert names one).
+// overview links to the status page's overview ("" without a base).
+func (l linker) overview() string {
+	if l.statusBase == "" {
+		return ""
+	}
+	return strings.TrimSuffix(l.statusBase, "/") + "/"
+}
+
 func (l linker) status(check, target string) string {
 	if l.statusBase == "" {
 		return ""

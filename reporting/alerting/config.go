@@ -585,6 +585,8 @@ type Config struct {
 	CertExpiryDays int         `mapstructure:"cert_expiry_days"`
 	Cert           CertRule    `mapstructure:"cert"`
 	DeadMan        DeadManRule `mapstructure:"dead_man"`
+	// LiveErrors is the rule on the proxies' live traffic (live_errors).
+	LiveErrors LiveErrorsRule `mapstructure:"live_errors"`
 
 	// StatusPageURL is the status page's base URL for links in
 	// notifications (check page and failure screenshots). Optional.
@@ -869,6 +871,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 		c.DeadMan.ForgetAfter = 24 * time.Hour
 	}
 	add(severity("dead_man.severity", &c.DeadMan.Severity, SeverityTicket))
+	add(c.LiveErrors.validate(c.set))
 	if c.StatusPageURL != "" {
 		add(checkURL("status_page_url", c.StatusPageURL, false))
 		c.StatusPageURL = strings.TrimSuffix(c.StatusPageURL, "/")

@@ -1,0 +1,379 @@
+package alerting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// LiveErrorsRule configures the live_errors rule: the proxies' live
+// traffic to a pool's origin fails although (or while) the canaries'
+// checks say what they say. It reads the Signals the proxies publish
+// (reporting.SignalSource); a store that has none never fires it.
+type LiveErrorsRule struct {
+	// Disabled turns the rule off. Default false.
+	Disabled bool `mapstructure:"disabled"`
+	// Ratio is the share of live requests to an origin that failed (5xx,
+	// connection errors, timeouts) over Window, summed over every proxy
+	// instance and region, at or above which the rule holds. Default 5%;
+	// an explicit 0% is an error (it would hold with no failure).
+	Ratio units.Percent `mapstructure:"ratio"`
+	// MinRequests is the fewest requests to the origin in Window for
+	// Ratio to count. Default 100.
+	MinRequests int `mapstructure:"min_requests"`
+	// EjectedShare: the rule also holds while the proxies' passive
+	// detector held the origin out in at least this share of its signals
+	// over Window (an origin ejected, let back and ejected again: the
+	// failures are retried away and its ratio stays low). Default 50%; an
+	// explicit 0% is an error.
+	EjectedShare units.Percent `mapstructure:"ejected_share"`
+	// Window is the span the ratio and the ejected share are measured
+	// over. Default 5m.
+	Window time.Duration `mapstructure:"window"`
+	// For is how long the condition must hold before the alert fires.
+	// Default 2m when omitted; an explicit 0s fires at once.
+	For time.Duration `mapstructure:"for"`
+	// Severity of the alert. Default page.
+	Severity string `mapstructure:"severity"`
+}
+
+// validate sets the rule's defaults and checks it; set holds the keys the
+// file set (relative to the alerting section).
+func (r *LiveErrorsRule) validate(set units.KeySet) error {
+	var errs []error
+	if set["live_errors.ratio"] && r.Ratio == 0 {
+		errs = append(errs, fmt.Errorf("live_errors.ratio: 0%%: %w (it would hold with no failed request; omit it for 5%%)", ErrNotPositive))
+	}
+	if set["live_errors.ejected_share"] && r.EjectedShare == 0 {
+		errs = append(errs, fmt.Errorf("live_errors.ejected_share: 0%%: %w (omit it for 50%%)", ErrNotPositive))
+	}
+	if set["live_errors.window"] && r.Window == 0 {
+		errs = append(errs, fmt.Errorf("live_errors.window: 0s: %w (omit it for 5m)", ErrNotPositive))
+	}
+	if set["live_errors.min_requests"] && r.MinRequests == 0 {
+		errs = append(errs, fmt.Errorf("live_errors.min_requests: 0: %w (omit it for 100; 1 counts any traffic)", ErrNotPositive))
+	}
+	if r.Ratio < 0 {
+		errs = append(errs, fmt.Errorf("live_errors.ratio: %s: %w", r.Ratio, ErrNotPositive))
+	}
+	if r.EjectedShare < 0 {
+		errs = append(errs, fmt.Errorf("live_errors.ejected_share: %s: %w", r.EjectedShare, ErrNotPositive))
+	}
+	if r.MinRequests < 0 {
+		errs = append(errs, fmt.Errorf("live_errors.min_requests: %d: %w", r.MinRequests, ErrNotPositive))
+	}
+	if r.Window < 0 {
+		errs = append(errs, fmt.Errorf("live_errors.window: %s: %w", r.Window, ErrNotPositive))
+	}
+	if r.For < 0 {
+		errs = append(errs, fmt.Errorf("live_errors.for: %s: %w", r.For, ErrNotPositive))
+	}
+	if r.Ratio == 0 {
+		r.Ratio = 5
+	}
+	if r.EjectedShare == 0 {
+		r.EjectedShare = 50
+	}
+	if r.MinRequests == 0 {
+		r.MinRequests = 100
+	}
+	if r.Window == 0 {
+		r.Window = 5 * time.Minute
+	}
+	if r.For == 0 && !set["live_errors.for"] {
+		r.For = 2 * time.Minute
+	}
+	errs = append(errs, severity("live_errors.severity", &r.Severity, SeverityPage))
+	return errors.Join(errs...)
+}
+
+// LiveTraffic is one pool × origin's live traffic over the live_errors
+// window, summed over every proxy instance and region (LiveFigures).
+type LiveTraffic struct {
+	Pool, Origin string
+	// Regions are the regions of the proxies that reported it, sorted.
+	Regions []string
+	// Requests, Status5xx, ConnErrors and Timeouts are the window's sums.
+	Requests, Status5xx, ConnErrors, Timeouts int
+	// Signals counts the signals of the window; Ejected those whose
+	// proxy had the origin passively ejected, the latest Reason one.
+	Signals, Ejected int
+	Reason           string
+}
+
+// Failed is the window's failed requests.
+func (t LiveTraffic) Failed() int { return t.Status5xx + t.ConnErrors + t.Timeouts }
+
+// Ratio is the window's failed share of requests, 0..1 (0 without
+// requests).
+func (t LiveTraffic) Ratio() float64 {
+	if t.Requests == 0 {
+		return 0
+	}
+	return float64(t.Failed()) / float64(t.Requests)
+}
+
+// EjectedShare is the share of the window's signals whose proxy had the
+// origin passively ejected, 0..1.
+func (t LiveTraffic) EjectedShare() float64 {
+	if t.Signals == 0 {
+		return 0
+	}
+	return float64(t.Ejected) / float64(t.Signals)
+}
+
+// Failing reports whether the traffic meets r's condition: a failed share
+// at or above ratio with at least min_requests, or an ejected share at or
+// above ejected_share. r must be validated.
+func (t LiveTraffic) Failing(r LiveErrorsRule) bool {
+	return (t.Requests >= r.MinRequests && t.Ratio()*100 >= float64(r.Ratio)-1e-9) ||
+		(t.Signals > 0 && t.EjectedShare()*100 >= float64(r.EjectedShare)-1e-9)
+}
+
+// LiveFigures sums signals (those with At in (now-window, now]) per pool ×
+// origin, sorted by pool then origin.
+func LiveFigures(signals []reporting.Signal, now time.Time, window time.Duration) []LiveTraffic {
+	type key struct{ pool, origin string }
+	sums := map[key]*LiveTraffic{}
+	regions := map[key]map[string]bool{}
+	newest := map[key]time.Time{}
+	from := now.Add(-window)
+	for _, s := range signals {
+		if !s.At.After(from) || s.At.After(now) {
+			continue
+		}
+		k := key{s.Pool, s.Origin}
+		t := sums[k]
+		if t == nil {
+			t = &LiveTraffic{Pool: s.Pool, Origin: s.Origin}
+			sums[k], regions[k] = t, map[string]bool{}
+		}
+		t.Requests += s.Requests
+		t.Status5xx += s.Status5xx
+		t.ConnErrors += s.ConnErrors
+		t.Timeouts += s.Timeouts
+		t.Signals++
+		if s.Ejected {
+			t.Ejected++
+			if s.At.After(newest[k]) && s.Reason != "" {
+				t.Reason, newest[k] = s.Reason, s.At
+			}
+		}
+		if s.Region != "" {
+			regions[k][s.Region] = true
+		}
+	}
+	out := make([]LiveTraffic, 0, len(sums))
+	for k, t := range sums {
+		for r := range regions[k] {
+			t.Regions = append(t.Regions, r)
+		}
+		sort.Strings(t.Regions)
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Pool != out[j].Pool {
+			return out[i].Pool < out[j].Pool
+		}
+		return out[i].Origin < out[j].Origin
+	})
+	return out
+}
+
+// LivePercent writes a failed share as the summaries do: "48%", "0.4%",
+// "<0.1%".
+func LivePercent(ratio float64) string {
+	p := ratio * 100
+	switch {
+	case p == 0:
+		return "0%"
+	case p < 0.1:
+		return "<0.1%"
+	case p < 10 && math.Round(p) != p:
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", math.Floor(p+0.5))
+}
+
+// Breakdown is "470 5xx, 3 connection errors, 2 timeouts" (the kinds
+// that occurred; "no failure" when none did).
+func (t LiveTraffic) Breakdown() string {
+	var parts []string
+	if t.Status5xx > 0 {
+		parts = append(parts, fmt.Sprintf("%d 5xx", t.Status5xx))
+	}
+	if t.ConnErrors > 0 {
+		parts = append(parts, pluralN(t.ConnErrors, "connection error"))
+	}
+	if t.Timeouts > 0 {
+		parts = append(parts, pluralN(t.Timeouts, "timeout"))
+	}
+	if len(parts) == 0 {
+		return "no failure"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cause is the most common failure kind: status_5xx, connect or timeout
+// (the proxy's vigil_proxy_tries_total results), or, with no failed
+// request, the passive detector's reason.
+func (t LiveTraffic) cause() string {
+	best, n := "", 0
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"status_5xx", t.Status5xx}, {"connect", t.ConnErrors}, {"timeout", t.Timeouts}} {
+		if c.n > n {
+			best, n = c.name, c.n
+		}
+	}
+	if best == "" {
+		return t.Reason
+	}
+	return best
+}
+
+// ChecksState describes the latest verdicts of the checks of target as a
+// live_errors summary names them, and whether they all pass: "healthz:
+// healthy in eu, us; asset: unhealthy in eu". Expired verdicts read
+// unknown. No verdict of target: "", false.
+func ChecksState(latest []reporting.Verdict, target string, now time.Time) (desc string, pass bool) {
+	states := map[string]map[reporting.State][]string{}
+	for _, v := range latest {
+		if v.Target != target {
+			continue
+		}
+		if states[v.Check] == nil {
+			states[v.Check] = map[reporting.State][]string{}
+		}
+		st := v.Current(now)
+		region := v.Region
+		if region == "" {
+			region = "?"
+		}
+		states[v.Check][st] = append(states[v.Check][st], region)
+	}
+	if len(states) == 0 {
+		return "", false
+	}
+	checks := make([]string, 0, len(states))
+	for c := range states {
+		checks = append(checks, c)
+	}
+	sort.Strings(checks)
+	pass = true
+	healthy := false
+	var parts []string
+	for _, c := range checks {
+		var ss []string
+		for _, st := range []reporting.State{reporting.StateHealthy, reporting.StateDegraded, reporting.StateUnhealthy, reporting.StateUnknown} {
+			rs := states[c][st]
+			if len(rs) == 0 {
+				continue
+			}
+			switch st {
+			case reporting.StateHealthy, reporting.StateDegraded:
+				healthy = true
+			case reporting.StateUnhealthy:
+				pass = false
+			}
+			sort.Strings(rs)
+			ss = append(ss, string(st)+" in "+strings.Join(dedupe(rs), ", "))
+		}
+		parts = append(parts, c+": "+strings.Join(ss, ", "))
+	}
+	return strings.Join(parts, "; "), pass && healthy
+}
+
+// dedupe drops repeats from a sorted list.
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// liveSummary is the live_errors alert's summary: what users got and what
+// the checks say.
+func liveSummary(t LiveTraffic, r LiveErrorsRule, latest []reporting.Verdict, now time.Time, poolWide string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pool %s origin %s: ", t.Pool, t.Origin)
+	failing := t.Requests >= r.MinRequests && t.Ratio()*100 >= float64(r.Ratio)-1e-9
+	traffic := fmt.Sprintf("%s of live requests failed over %s (%d of %d: %s)",
+		LivePercent(t.Ratio()), shortDur(r.Window), t.Failed(), t.Requests, t.Breakdown())
+	if failing {
+		b.WriteString(traffic)
+	}
+	if t.Signals > 0 && t.EjectedShare()*100 >= float64(r.EjectedShare)-1e-9 {
+		if failing {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "ejected by the proxy's passive detector in %d of %d signals over %s", t.Ejected, t.Signals, shortDur(r.Window))
+		if t.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", t.Reason)
+		}
+		if !failing {
+			b.WriteString(", " + traffic)
+		}
+	}
+	desc, pass := ChecksState(latest, t.Origin, now)
+	switch {
+	case desc == "":
+		fmt.Fprintf(&b, "; no check covers %s: add one that fetches what users fetch", t.Origin)
+	case pass:
+		fmt.Fprintf(&b, " while its checks pass (%s)", desc)
+	default:
+		fmt.Fprintf(&b, "; its checks: %s", desc)
+	}
+	b.WriteString(poolWide)
+	return b.String()
+}
+
+// evalLive runs the live_errors rule over the proxies' signals of the
+// last window: one alert per pool × origin whose live traffic fails
+// (LiveTraffic.Failing). Its Check is the pool and its Target the origin.
+// A source without signals (not a reporting.SignalSource) gives none.
+func (e *evaluator) evalLive(ctx context.Context, latest []reporting.Verdict) ([]candidate, error) {
+	r := e.cfg.LiveErrors
+	src, ok := e.src.(reporting.SignalSource)
+	if r.Disabled || !ok {
+		return nil, nil
+	}
+	sigs, err := src.Signals(ctx, e.now.Add(-r.Window))
+	if err != nil {
+		return nil, fmt.Errorf("signals: %w", err)
+	}
+	figs := LiveFigures(sigs, e.now, r.Window)
+	origins, failingIn := map[string]int{}, map[string]int{}
+	for _, t := range figs {
+		origins[t.Pool]++
+		if t.Failing(r) {
+			failingIn[t.Pool]++
+		}
+	}
+	var out []candidate
+	for _, t := range figs {
+		if !t.Failing(r) {
+			continue
+		}
+		poolWide := ""
+		if n := origins[t.Pool]; n > 1 && failingIn[t.Pool] == n {
+			poolWide = fmt.Sprintf("; every origin of pool %s is failing (%d of %d)", t.Pool, n, n)
+		}
+		a := Alert{Rule: RuleLiveErrors, Severity: r.Severity, Check: t.Pool, Target: t.Origin, Regions: t.Regions,
+			Value: t.Ratio(), Cause: t.cause()}
+		a.Summary = liveSummary(t, r, latest, e.now, poolWide)
+		out = append(out, candidate{Alert: a, hold: r.For})
+	}
+	return out, nil
+}
