@@ -237,6 +237,15 @@ const (
 	pingStart
 )
 
+// pushOutcome is what a judgement said, as far as the state machine and
+// the cause go.
+type pushOutcome struct {
+	ok    bool
+	cause checks.Cause
+}
+
+func outcomeOf(res checks.Result) pushOutcome { return pushOutcome{res.OK, res.Cause} }
+
 // pushFile is the persisted form of pushBook.
 type pushFile struct {
 	Checks map[string]pushState `json:"checks"`
@@ -249,7 +258,12 @@ type pushBook struct {
 	loaded string // the path last loaded
 	states map[string]*pushState
 	tokens map[string]string // check → token its pings must carry
-	log    *slog.Logger
+	// judged is what each check's latest judgement in this process said
+	// (judge); pending marks the checks for which a ping asked for a
+	// judgement that no judgement has made yet (record).
+	judged  map[string]pushOutcome
+	pending map[string]bool
+	log     *slog.Logger
 }
 
 // sync follows a reload: it loads the state file the first time (or when
@@ -310,6 +324,8 @@ func (b *pushBook) sync(cfg *Config, pairs []Pair, now time.Time) {
 	for name := range b.states {
 		if _, ok := want[name]; !ok {
 			delete(b.states, name)
+			delete(b.judged, name)
+			delete(b.pending, name)
 			changed = true
 		}
 	}
@@ -350,10 +366,14 @@ func (b *pushBook) get(check string) (pushState, bool) {
 	return *st, true
 }
 
-// record notes a ping of check at now and saves the file. A start ping
-// only notes the start (a newer one replaces it); a success or fail ping
-// after a start measures the job's run time and clears the start.
-func (b *pushBook) record(check string, kind pingKind, msg string, now time.Time) pushState {
+// record notes a ping of check (spec s) at now and saves the file. A
+// start ping only notes the start (a newer one replaces it); a success or
+// fail ping after a start measures the job's run time and clears the
+// start. judge says the ping asks for a judgement at once: it changes
+// what the latest judgement said, or it ends a started run, and no
+// judgement asked for by an earlier ping is still to come (that one reads
+// this ping too). The check is then pending until its next judgement.
+func (b *pushBook) record(check string, kind pingKind, msg string, s *PushSpec, now time.Time) (_ pushState, judge bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.states[check]
@@ -363,38 +383,65 @@ func (b *pushBook) record(check string, kind pingKind, msg string, now time.Time
 	}
 	if kind == pingStart {
 		st.Started = now
-		b.saveLocked()
-		return *st
+	} else {
+		failed := kind == pingFail
+		st.LastPing, st.Failed, st.Msg = now, failed, msg
+		if !failed {
+			st.LastOK = now
+		}
+		st.RunTime, st.RunUnjudged = 0, false
+		if !st.Started.IsZero() && !now.Before(st.Started) {
+			st.RunTime, st.RunUnjudged = now.Sub(st.Started), true
+		}
+		st.Started = time.Time{}
 	}
-	failed := kind == pingFail
-	st.LastPing, st.Failed, st.Msg = now, failed, msg
-	if !failed {
-		st.LastOK = now
+	if !b.pending[check] {
+		if kind != pingStart && st.RunUnjudged {
+			judge = true
+		} else {
+			prev, ok := b.judged[check]
+			judge = !ok || prev != outcomeOf(judgePushState(s, *st, now))
+		}
+		if judge {
+			if b.pending == nil {
+				b.pending = map[string]bool{}
+			}
+			b.pending[check] = true
+		}
 	}
-	st.RunTime, st.RunUnjudged = 0, false
-	if !st.Started.IsZero() && !now.Before(st.Started) {
-		st.RunTime, st.RunUnjudged = now.Sub(st.Started), true
-	}
-	st.Started = time.Time{}
 	b.saveLocked()
-	return *st
+	return *st, judge
 }
 
-// take returns a copy of check's state for a judgement, and notes that
-// the latest run time is reported (by this judgement).
-func (b *pushBook) take(check string) (pushState, bool) {
+// isPending reports whether a ping of check waits for its judgement.
+func (b *pushBook) isPending(check string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pending[check]
+}
+
+// judge judges check (spec s) at now from its pings, notes what it said
+// and that no ping waits for a judgement any more, and that the latest
+// run time is reported (by this judgement).
+func (b *pushBook) judge(check string, s *PushSpec, now time.Time) checks.Result {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.states[check]
 	if st == nil {
-		return pushState{}, false
+		st = &pushState{FirstSeen: now}
+		b.states[check] = st
 	}
-	cp := *st
+	res := judgePushState(s, *st, now)
+	if b.judged == nil {
+		b.judged = map[string]pushOutcome{}
+	}
+	b.judged[check] = outcomeOf(res)
+	delete(b.pending, check)
 	if st.RunUnjudged {
 		st.RunUnjudged = false
 		b.saveLocked()
 	}
-	return cp, true
+	return res
 }
 
 // token returns the token check's pings must carry.
@@ -415,12 +462,7 @@ func (st pushState) since() time.Time {
 
 // judgePush is the run of a push check: it reads the pings.
 func (c *Canary) judgePush(p *Pair) checks.Result {
-	now := c.now()
-	st, ok := c.push.take(p.Check.Name)
-	if !ok {
-		st = pushState{FirstSeen: now}
-	}
-	return judgePushState(p.Check.Push, st, now)
+	return c.push.judge(p.Check.Name, p.Check.Push, c.now())
 }
 
 // overdue reports whether a started job has sent no finish within
@@ -606,10 +648,10 @@ func (c *Canary) servePush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := c.now()
-	st := c.push.record(name, kind, msg, now)
+	st, judge := c.push.record(name, kind, msg, p.Check.Push, now)
 	status := map[pingKind]string{pingOK: pushOK, pingFail: pushFail, pingStart: pushStart}[kind]
 	c.pushM.received.WithLabelValues(name, status).Inc()
-	c.judgeAfterPing(e, p, kind, st, now)
+	c.judgeAfterPing(e, p, kind, judge)
 	ans := map[string]any{
 		"check": name, "status": status, "received_at": now.UTC(),
 		"next_deadline": st.since().Add(p.Check.Push.Deadline()).UTC(),
@@ -632,36 +674,30 @@ func (c *Canary) servePush(w http.ResponseWriter, r *http.Request) {
 // it came before stays (as a confirm run's does).
 //
 // Not every ping is judged at once, so that pings cannot stand in for the
-// hysteresis: only one that changes what the judgement says (it passes
-// where the latest verdict failed, fails where it passed, or fails for
-// another cause) or that ends a started run (its run time is reported
-// once, by the next judgement), and at most one every pingJudgeGap per
-// check (a later one is judged when the gap ends). So a burst of success
-// pings is one judgement: with rise 2, a failed check is healthy after
-// the ping's judgement and one scheduled judgement, as after two probes.
-// A start ping with push.max_runtime also brings a judgement to just after
-// the limit, so an overdue job is seen then rather than up to an interval
-// later.
-func (c *Canary) judgeAfterPing(e *entry, p *Pair, kind pingKind, st pushState, now time.Time) {
+// hysteresis: only one that changes what the latest judgement said (it
+// passes where that failed, fails where it passed, or fails for another
+// cause) or that ends a started run (its run time is reported once, by
+// the next judgement) — pushBook.record decides —, one judgement for all
+// the pings that come before it is made, and at most one every
+// pingJudgeGap per check (a later one is judged when the gap ends). So a
+// burst of success pings is one judgement: with rise 2, a failed check is
+// healthy after the ping's judgement and one scheduled judgement, as after
+// two probes. A start ping with push.max_runtime also brings a judgement
+// to just after the limit, so an overdue job is seen then rather than up
+// to an interval later.
+func (c *Canary) judgeAfterPing(e *entry, p *Pair, kind pingKind, judge bool) {
 	wall := time.Now() // the schedule runs on the real clock
 	if d := p.Check.Push.MaxRuntime; kind == pingStart && d > 0 {
 		c.judgeAt(e, wall.Add(d+time.Millisecond), false)
 	}
-	if endsRun := kind != pingStart && st.RunUnjudged; !endsRun {
-		e.mu.Lock()
-		latest, has := e.latest, e.has
-		e.mu.Unlock()
-		res := judgePushState(p.Check.Push, st, now)
-		if has && latest.OK == res.OK && latest.Cause == string(res.Cause) {
-			return // the schedule judges it as it would have
-		}
+	if judge {
+		c.judgeAt(e, wall, true)
 	}
-	c.judgeAt(e, wall, true)
 }
 
 // judgeAt brings e's next run forward to at, unless it comes sooner;
-// ping: at most one such run every pingJudgeGap (a run within it is moved
-// to its end).
+// ping: the run a ping asked for, at most one every pingJudgeGap (a run
+// within it is moved to its end).
 func (c *Canary) judgeAt(e *entry, at time.Time, ping bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -673,14 +709,15 @@ func (c *Canary) judgeAt(e *entry, at time.Time, ping bool) {
 			at = gap
 		}
 		e.mu.Lock()
-		busy := e.done != nil
+		done := e.done
 		e.mu.Unlock()
-		if busy {
-			// A run in flight may have read the pings just before this
-			// one: the judgement comes after it (a run of a push check
-			// lasts microseconds, once it has a slot of agent.concurrency;
-			// one still waiting for its slot reads this ping).
-			at = at.Add(10 * time.Millisecond)
+		if done != nil {
+			// A run is in flight: the scheduler would skip a run due
+			// now. If it judges after the ping it reads it; if it judged
+			// before, the ping still waits when it ends, and is judged
+			// then.
+			go c.judgeAfterRun(e, done)
+			return
 		}
 	}
 	if !at.Before(e.next) {
@@ -696,6 +733,25 @@ func (c *Canary) judgeAt(e *entry, at time.Time, ping bool) {
 	c.queue.fix(e)
 	c.signal()
 }
+
+// judgeAfterRun waits for e's run in flight (done; at most
+// pushRunWait) and then brings a judgement forward if a ping still waits
+// for one.
+func (c *Canary) judgeAfterRun(e *entry, done chan struct{}) {
+	t := time.NewTimer(pushRunWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	if p := e.pair.Load(); p != nil && c.push.isPending(p.Check.Name) {
+		c.judgeAt(e, time.Now(), true)
+	}
+}
+
+// pushRunWait bounds judgeAfterRun's wait for a run in flight (a push
+// check's run lasts microseconds once it has a slot of agent.concurrency).
+const pushRunWait = 5 * time.Second
 
 // pushParams reads a ping's status and msg from the query and, for POST,
 // a form body. Any other parameter is an error, so a typo (stauts=fail)
