@@ -396,7 +396,7 @@ type Receiver struct {
 	// goes only to receivers without tiers.
 	Tiers []string `mapstructure:"tiers"`
 	// Rules limits the receiver to alerts of these rules (down, ttfb,
-	// burn_rate, cert_expiry, dead_man); empty: every rule. E.g. dead_man
+	// burn_rate, cert_expiry, dead_man, live_errors); empty: every rule. E.g. dead_man
 	// alone for the team that runs the canaries. Severities, Checks, Tiers
 	// and Rules must all match.
 	Rules []string `mapstructure:"rules"`

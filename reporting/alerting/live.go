@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -376,4 +377,80 @@ func (e *evaluator) evalLive(ctx context.Context, latest []reporting.Verdict) ([
 		out = append(out, candidate{Alert: a, hold: r.For})
 	}
 	return out, nil
+}
+
+// liveRules writes the generated Prometheus equivalents of the
+// live_errors rule, over the proxies' metrics summed over every proxy
+// instance (one VigilLiveTrafficFailing alert per pool × origin and
+// condition, labelled pool and origin):
+//
+//   - condition="errors": the share of tries to the origin that failed
+//     (vigil_proxy_tries_total, every result but ok and local: local is
+//     the proxy's own trouble) over the window is at or above ratio, with
+//     at least min_requests tries in it;
+//   - condition="ejected": the origin was out of rotation
+//     (vigil_proxy_origin_available 0, averaged over the proxies) for at
+//     least ejected_share of the window, and the passive detector was at
+//     work in it (an ejection by a rule other than verdict, or a failed
+//     return probe): out by verdicts or drained alone is no live failure.
+//
+// Tries, not signals, are counted: the ratio is the one the built-in rule
+// computes from the same counts, and the out share is of the window's
+// time, where the built-in rule counts signals.
+func liveRules(w *ruleWriter, cfg Config) {
+	r := cfg.LiveErrors
+	if r.Disabled {
+		return
+	}
+	w.group("vigil-live")
+	win := promDur(r.Window)
+	ratio := strconv.FormatFloat(float64(r.Ratio)/100, 'g', 10, 64)
+	share := strconv.FormatFloat(float64(r.EjectedShare)/100, 'g', 10, 64)
+	tries := "sum by (pool, origin) (increase(vigil_proxy_tries_total{result!=\"local\"}[" + win + "]))"
+	w.liveAlert("errors",
+		"(\n"+
+			"    sum by (pool, origin) (increase(vigil_proxy_tries_total{result!~\"ok|local\"}["+win+"]))\n"+
+			"  /\n"+
+			"    "+tries+"\n"+
+			") >= "+ratio+"\n"+
+			"  and on (pool, origin)\n"+
+			"    "+tries+" >= "+strconv.Itoa(r.MinRequests),
+		"pool {{ $labels.pool }} origin {{ $labels.origin }}: {{ $value | humanizePercentage }} of live tries failed over "+win+
+			" (vigil_proxy_tries_total); compare with its checks: they may pass while users fail", cfg)
+	w.liveAlert("ejected",
+		"avg_over_time((avg by (pool, origin) (1 - vigil_proxy_origin_available))["+win+":]) >= "+share+"\n"+
+			"  and on (pool, origin)\n"+
+			"    (\n"+
+			"        sum by (pool, origin) (increase(vigil_proxy_ejections_total{reason!=\"verdict\"}["+win+"])) > 0\n"+
+			"      or\n"+
+			"        sum by (pool, origin) (increase(vigil_proxy_return_probes_total{result=\"fail\"}["+win+"])) > 0\n"+
+			"    )",
+		"pool {{ $labels.pool }} origin {{ $labels.origin }}: out of rotation {{ $value | humanizePercentage }} of the last "+win+
+			" with the proxy's passive detector ejecting it (failed tries retried elsewhere); compare with its checks: they may pass while it fails users", cfg)
+}
+
+// liveAlert writes one generated live_errors alert (liveRules).
+func (w *ruleWriter) liveAlert(condition, expr, summary string, cfg Config) {
+	r := cfg.LiveErrors
+	w.line(6, "- alert: "+alertNames[RuleLiveErrors])
+	w.expr(8, expr)
+	if r.For > 0 {
+		w.line(8, "for: "+promDur(r.For))
+	}
+	labels := map[string]string{"rule": RuleLiveErrors, "severity": r.Severity, "source": "prometheus", "condition": condition}
+	w.line(8, "labels:")
+	for _, k := range sortedKeys(labels) {
+		w.line(10, k+": "+yq(labels[k]))
+	}
+	ann := map[string]string{"summary": summary}
+	if cfg.StatusPageURL != "" {
+		ann["status_url"] = strings.TrimSuffix(cfg.StatusPageURL, "/") + "/"
+	}
+	if cfg.RunbookURL != "" {
+		ann["runbook_url"] = strings.NewReplacer("{rule}", RuleLiveErrors, "{check}", "{{ $labels.pool }}").Replace(cfg.RunbookURL)
+	}
+	w.line(8, "annotations:")
+	for _, k := range sortedKeys(ann) {
+		w.line(10, k+": "+yq(ann[k]))
+	}
 }

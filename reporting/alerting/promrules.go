@@ -497,6 +497,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 					" in "+regionsTmpl, true, cfg)
 		}
 	}
+	liveRules(w, cfg)
 	selfRules(w, cfg)
 	return w.buf.Bytes(), nil
 }

@@ -68,6 +68,9 @@ func TestPrometheusRulesShape(t *testing.T) {
 				switch {
 				case r.Alert == "VigilCanarySilent":
 					wantURL = "https://status.example/check/{{ $labels.check }}"
+				case r.Alert == "VigilLiveTrafficFailing":
+					// About a pool × origin: the overview shows them.
+					wantURL = "https://status.example/"
 				case g.Name == "vigil-self":
 					// About vigil itself, not a check.
 					wantURL = ""
@@ -87,7 +90,8 @@ func TestPrometheusRulesShape(t *testing.T) {
 	}
 	want := map[string]int{"VigilCheckDown/page": 1, "VigilCertificate/ticket": 1, "VigilCanarySilent/ticket": 1,
 		"VigilErrorBudgetBurn/page": 1, "VigilErrorBudgetBurn/ticket": 1, "VigilTTFBSLOBreach/ticket": 1,
-		"VigilAlerterNotEvaluating/page": 1, "VigilProxyVerdictSourceDown/ticket": 1, "VigilInfluxPointsDropped/ticket": 1}
+		"VigilAlerterNotEvaluating/page": 1, "VigilProxyVerdictSourceDown/ticket": 1, "VigilInfluxPointsDropped/ticket": 1,
+		"VigilLiveTrafficFailing/page": 2}
 	if fmt.Sprint(alerts) != fmt.Sprint(want) {
 		t.Fatalf("alerts %v, want %v", alerts, want)
 	}

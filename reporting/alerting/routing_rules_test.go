@@ -73,7 +73,7 @@ func TestReceiverRulesRoute(t *testing.T) {
 	}
 
 	bad := Receiver{Name: "x", Rules: []string{"dead-man"}, Webhook: &WebhookConfig{URL: "http://127.0.0.1:1/hook"}}
-	if err := bad.ValidateAndSetDefaults(); err == nil || !strings.Contains(err.Error(), `rules[0]: "dead-man": unknown rule (want one of down, ttfb, burn_rate, cert_expiry, dead_man)`) {
+	if err := bad.ValidateAndSetDefaults(); err == nil || !strings.Contains(err.Error(), `rules[0]: "dead-man": unknown rule (want one of down, ttfb, burn_rate, cert_expiry, dead_man, live_errors)`) {
 		t.Errorf("unknown rule: %v", err)
 	}
 }
