@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -182,7 +184,15 @@ type signalWatch struct {
 	last     map[pairRef]time.Time         // last trigger per pair
 	episodes map[string]*triggerEpisode    // origin → its degradation now triggering checks
 	counter  *triggerCounter
+	// uncovered is when each pool × origin was last warned about as
+	// degraded with no check of the watched tiers to run (uncoveredKey).
+	uncovered map[string]time.Time
 }
+
+// uncoveredWarnEvery is the least time between two warnings that a pool ×
+// origin's live traffic degrades with no check of the watched tiers
+// covering it.
+const uncoveredWarnEvery = 10 * time.Minute
 
 // triggerEpisode is one stretch of an origin's live traffic calling for
 // checks: logged once when it starts (naming the checks it ran) and once
@@ -245,7 +255,7 @@ func (c *Canary) configuredTargets() map[string]bool {
 
 func newSignalWatch(c *Canary, cfg TriggerConfig) *signalWatch {
 	w := &signalWatch{c: c, cfg: cfg, tiers: map[string]bool{}, window: map[string][]reporting.Signal{},
-		last: map[pairRef]time.Time{}, episodes: map[string]*triggerEpisode{}}
+		last: map[pairRef]time.Time{}, episodes: map[string]*triggerEpisode{}, uncovered: map[string]time.Time{}}
 	for _, t := range cfg.Tiers {
 		w.tiers[t] = true
 	}
@@ -299,6 +309,7 @@ func (w *signalWatch) observe(now time.Time, sigs []reporting.Signal) []pairRef 
 		}
 		pairs := w.pairsOf(origin)
 		if len(pairs) == 0 {
+			w.warnUncovered(now, origin, keep, reason)
 			if ep != nil {
 				w.endEpisode(origin, ep, now, "no check of the watched tiers is configured for it")
 			}
@@ -376,6 +387,79 @@ func (w *signalWatch) forgetRemoved(now time.Time) {
 			w.endEpisode(origin, ep, now, "the target left the config")
 		}
 	}
+}
+
+// warnUncovered logs, at most once per pool × origin per
+// uncoveredWarnEvery, that the origin's live traffic degrades (reason, as
+// degraded gives it, over its signals list) and no check of the watched
+// tiers covers it: nothing runs out of cycle, and only such a check
+// (one that fetches what users fetch) can see what they get.
+func (w *signalWatch) warnUncovered(now time.Time, origin string, list []reporting.Signal, reason string) {
+	pools := map[string]bool{}
+	for _, s := range list {
+		pools[s.Pool] = true
+	}
+	why := w.degradedText(list, reason)
+	tiers := strings.Join(w.cfg.Tiers, " or ")
+	for _, pool := range slices.Sorted(maps.Keys(pools)) {
+		k := pool + "\x00" + origin
+		if last, ok := w.uncovered[k]; ok && now.Sub(last) < uncoveredWarnEvery {
+			continue
+		}
+		w.uncovered[k] = now
+		attrs := []any{slog.String("pool", pool), slog.String("target", origin), slog.String("reason", reason),
+			slog.String("tiers", strings.Join(w.cfg.Tiers, ","))}
+		if others := w.checksOf(origin); others != "" {
+			attrs = append(attrs, slog.String("other_checks", others))
+		}
+		w.c.log.Warn(fmt.Sprintf("live traffic degraded on pool %s origin %s (%s) but no %s check covers %s: "+
+			"only %s checks are triggered; add one (tier: %s) that fetches what users fetch",
+			pool, origin, why, tiers, origin, strings.Join(w.cfg.Tiers, " and "), w.cfg.Tiers[0]), attrs...)
+	}
+	for k, last := range w.uncovered {
+		if now.Sub(last) >= uncoveredWarnEvery {
+			delete(w.uncovered, k)
+		}
+	}
+}
+
+// degradedText says what degraded found: "ejected by the proxy's passive
+// detector: consecutive_5xx", "12% of 250 requests failed over 1m0s".
+func (w *signalWatch) degradedText(list []reporting.Signal, reason string) string {
+	var req, bad int
+	latest := list[0]
+	for _, s := range list {
+		req += s.Requests
+		bad += s.Status5xx + s.ConnErrors + s.Timeouts
+		if s.At.After(latest.At) {
+			latest = s
+		}
+	}
+	if reason == "ejected" {
+		if latest.Reason != "" {
+			return "ejected by the proxy's passive detector: " + latest.Reason
+		}
+		return "ejected by the proxy's passive detector"
+	}
+	return fmt.Sprintf("%d of %d requests failed over %s", bad, req, w.cfg.For)
+}
+
+// checksOf lists the configured checks of target with their tiers,
+// "healthz (shallow), …" ("" when none).
+func (w *signalWatch) checksOf(target string) string {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	var out []string
+	for k, e := range w.c.byName {
+		if k[1] != target {
+			continue
+		}
+		if p := e.pair.Load(); p != nil {
+			out = append(out, k[0]+" ("+p.Check.Tier+")")
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // degraded names why the origin's recent traffic calls for a check, or "".
