@@ -1012,6 +1012,21 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// in this request. From then on the last resort is closed: the client gets
 	// that origin's answer rather than one from an origin taken out.
 	answered := false
+	// held are the 5xx answers of tries that were retried (and the last
+	// one's after them), not charged to the passive detector yet: when
+	// every origin that answered the request answered 5xx, the request is
+	// at fault (a broken URL), not the origins, and none is charged; when
+	// another origin answered it below 500 (answeredOK), each is. Metrics
+	// and signals count them at once.
+	var held []heldFail
+	answeredOK := false
+	defer func() {
+		if answeredOK || len(held) < 2 {
+			for _, f := range held {
+				pl.observeCause(f.o, CauseStatus5xx, f.lat, f.at)
+			}
+		}
+	}()
 	for try := 0; try < cfg.Tries; try++ {
 		// A client that went away gets no retry (and the origins no more
 		// load for it). Checked only before a retry: the hot path makes no
@@ -1353,6 +1368,18 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			answered = true
 		}
 		failed := resp.StatusCode >= 500
+		if !failed {
+			answeredOK = true
+		}
+		retry5xx := false
+		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
+			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
+			if pl.budget.allow(tryEnd.UnixNano()) {
+				retry5xx = true
+			} else {
+				pl.budgetDeny.Inc()
+			}
+		}
 		// settled: the try's outcome is known from the head. A 5xx failed
 		// whatever its body; a 101 turns into a tunnel, whose end says
 		// nothing about the origin. Any other answer is a success only once
@@ -1364,7 +1391,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// headers, as for every try.
 		settled := failed || resp.StatusCode == http.StatusSwitchingProtocols
 		if settled {
-			pl.settle(o, failed, lat, tryEnd.UnixNano())
+			if failed && (retry5xx || len(held) > 0) {
+				held = append(held, heldFail{o, lat, tryEnd.UnixNano()})
+				o.stats.requests.Add(1)
+				o.stats.status5xx.Add(1)
+			} else {
+				pl.settle(o, failed, lat, tryEnd.UnixNano())
+			}
 		}
 		// A gRPC call's status (passive.grpc_failure_statuses) is read
 		// from a trailers-only answer's head here, from the trailer when
@@ -1376,18 +1409,14 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				pl.grpcStatusFailed(o, r, v, lat, try+1, tryEnd.UnixNano())
 			}
 		}
-		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
-			pl.hasEligible(tried, !answered) && tryEnd.Before(deadline) {
-			if pl.budget.allow(tryEnd.UnixNano()) {
-				pl.tryFailed(o.name, CauseStatus5xx, r, try+1, nil, resp.StatusCode, nil)
-				ae.addTry(o.name, resp.StatusCode, "")
-				drain(resp.Body)
-				o.inflight.Add(-1)
-				cancel(nil)
-				lastCause = CauseStatus5xx
-				continue
-			}
-			pl.budgetDeny.Inc()
+		if retry5xx {
+			pl.tryFailed(o.name, CauseStatus5xx, r, try+1, nil, resp.StatusCode, nil)
+			ae.addTry(o.name, resp.StatusCode, "")
+			drain(resp.Body)
+			o.inflight.Add(-1)
+			cancel(nil)
+			lastCause = CauseStatus5xx
+			continue
 		}
 		if failed {
 			// The origin's 5xx goes to the client (no retry allowed or left).
@@ -1587,6 +1616,14 @@ func (pl *pool) settle(o *origin, failed bool, lat time.Duration, now int64) {
 	if failed {
 		o.stats.status5xx.Add(1)
 	}
+}
+
+// heldFail is a try's 5xx answer whose charge to the passive detector
+// waits for the end of its request (pool.serve's held).
+type heldFail struct {
+	o   *origin
+	lat time.Duration
+	at  int64
 }
 
 // grpcStatusFailed records a try whose gRPC call the origin answered with
