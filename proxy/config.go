@@ -134,6 +134,15 @@ type Config struct {
 	MaxHeaderBytes units.ByteSize `mapstructure:"max_header_bytes"`
 	// MaxBody bounds the request body; larger bodies get 413. Default 10MiB.
 	MaxBody units.ByteSize `mapstructure:"max_body"`
+	// RequestBuffering is the pools' default for PoolConfig.RequestBuffering:
+	// "on" (default) or "off".
+	RequestBuffering string `mapstructure:"request_buffering"`
+	// BodyTempDir is the directory request bodies larger than a pool's
+	// retry.max_buffered_body are spooled to (request_buffering, reqbuf.go):
+	// each in a file created with mode 0600 and unlinked at once, so none
+	// outlives its request, nor the process. It must exist. Default
+	// os.TempDir() ($TMPDIR, else /tmp).
+	BodyTempDir string `mapstructure:"body_temp_dir"`
 	// ReadHeaderTimeout bounds reading a request's headers (slow clients). Default 10s.
 	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
 	// IdleTimeout closes idle client keep-alive connections. Default 60s.
@@ -302,6 +311,15 @@ type CertPair struct {
 // DefaultOriginIdleTimeout is pools[].origin_idle_timeout when omitted.
 const DefaultOriginIdleTimeout = 50 * time.Second
 
+// Values of request_buffering (Config.RequestBuffering, PoolConfig.RequestBuffering).
+const (
+	RequestBufferingOn  = "on"
+	RequestBufferingOff = "off"
+)
+
+// ErrRequestBuffering is returned for a request_buffering other than on or off.
+var ErrRequestBuffering = errors.New("want on or off")
+
 // ErrUnknownEngine is returned for a Config.Engine other than fast or stdlib.
 var ErrUnknownEngine = errors.New("unknown engine (want fast or stdlib)")
 
@@ -371,14 +389,26 @@ type PoolConfig struct {
 	// get the client's host in X-Forwarded-Host. Default "": the client's
 	// Host.
 	OriginHost string `mapstructure:"origin_host"`
+	// RequestBuffering "on" receives a request body larger than
+	// retry.max_buffered_body whole, into a file in body_temp_dir, before
+	// an origin is chosen or dialled (nginx's proxy_request_buffering on):
+	// a slow upload holds no origin connection and no max_conns slot.
+	// gRPC calls and upgrades always stream. "off" streams such bodies to
+	// the origin as they arrive (for uploads the origin must see as they
+	// come). Default: the proxy's request_buffering, itself "on".
+	RequestBuffering string `mapstructure:"request_buffering"`
 	// RequestHeaders changes the fields of every request sent to the
 	// pool's origins, after the proxy set its own (X-Forwarded-*, the
 	// request ID): nginx's proxy_set_header, Envoy's
 	// request_headers_to_add/remove, Caddy's header_up.
 	RequestHeaders RequestHeadersConfig `mapstructure:"request_headers"`
 
-	hosts    []hostPattern
-	hashKey  hashKey
+	hosts   []hostPattern
+	hashKey hashKey
+	// spool: request bodies over retry.max_buffered_body are spooled to
+	// spoolDir (RequestBuffering on; "" is os.TempDir()).
+	spool    bool
+	spoolDir string
 	checkSet map[string]bool
 	tierSet  map[string]bool
 	// noEject records an explicit max_ejected: 0% (Config.SetKeys).
@@ -834,6 +864,20 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.ReadHeaderTimeout == 0 {
 		c.ReadHeaderTimeout = 10 * time.Second
 	}
+	switch c.RequestBuffering {
+	case "":
+		c.RequestBuffering = RequestBufferingOn
+	case RequestBufferingOn, RequestBufferingOff:
+	default:
+		errs = append(errs, fmt.Errorf("request_buffering: %q: %w", c.RequestBuffering, ErrRequestBuffering))
+	}
+	if c.BodyTempDir != "" {
+		if fi, err := os.Stat(c.BodyTempDir); err != nil {
+			errs = append(errs, fmt.Errorf("body_temp_dir: %w", err))
+		} else if !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("body_temp_dir: %s: not a directory", c.BodyTempDir))
+		}
+	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 60 * time.Second
 	}
@@ -918,6 +962,10 @@ func (c *Config) ValidateAndSetDefaults() error {
 		if err := p.ValidateAndSetDefaults(); err != nil {
 			errs = append(errs, units.Prefix(key, err))
 		}
+		if p.RequestBuffering == "" {
+			p.RequestBuffering = c.RequestBuffering
+		}
+		p.spool, p.spoolDir = p.RequestBuffering == RequestBufferingOn, c.BodyTempDir
 		if p.Name != "" {
 			if names[p.Name] {
 				errs = append(errs, fmt.Errorf("%s.name: %q: %w pool name", key, p.Name, ErrDuplicate))
@@ -1025,6 +1073,13 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 			continue
 		}
 		p.hosts = append(p.hosts, hp)
+	}
+	switch p.RequestBuffering {
+	case "", RequestBufferingOn, RequestBufferingOff:
+		// "" takes the proxy's request_buffering (Config), else on.
+		p.spool = p.RequestBuffering != RequestBufferingOff
+	default:
+		errs = append(errs, fmt.Errorf("request_buffering: %q: %w", p.RequestBuffering, ErrRequestBuffering))
 	}
 	if p.PathPrefix == "" {
 		p.PathPrefix = "/"

@@ -778,11 +778,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		return
 	}
 
-	// Body: none, buffered (replayable after a 5xx), or streamed.
+	// Body: none, buffered (replayable after a 5xx), spooled to a file
+	// (request_buffering, reqbuf.go) or streamed.
 	var (
 		body     []byte
 		buffered bool
 		stream   io.Reader
+		spool    *spooled
 	)
 	hasBody := r.Body != nil && r.Body != http.NoBody && (r.ContentLength != 0 || len(r.TransferEncoding) > 0)
 	if hasBody {
@@ -798,45 +800,45 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		// A gRPC call's messages go to the origin as they come: a
 		// streaming call's client waits for answers before it sends more,
 		// so buffering would stall it (gRPC calls are POSTs, never replayed
-		// after a 5xx anyway).
-		if !grpc && (r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0) {
+		// after a 5xx anyway). An upgrade streams too.
+		spoolOK := pl.cfg.spool && !grpc && upgradeType(r.Header) == ""
+		// r.ContentLength is -1 for a chunked body: read up to limit+1 to
+		// learn on which side of max_buffered_body it is.
+		if !grpc && (r.ContentLength <= limit || spoolOK) {
 			// A client that stops sending for try_timeout gets 408. When the
 			// listener has a read_timeout, that bounds the whole request
 			// instead and is left alone.
 			var src io.Reader = rb
 			var ir *idleReader
+			limitName := "read_timeout"
 			if readTimeout == 0 {
 				ir = &idleReader{r: rb, ctl: http.NewResponseController(w), d: cfg.TryTimeout}
-				src = ir
+				src, limitName = ir, "retry.try_timeout"
 			}
-			b, err := io.ReadAll(io.LimitReader(src, limit+1))
-			var mbe *http.MaxBytesError
-			switch {
-			case errors.As(err, &mbe):
-				pl.answerClose(w, r, http.StatusRequestEntityTooLarge, "request body too large", start)
-				return
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				limitName := "retry.try_timeout"
-				if ir == nil {
-					limitName = "read_timeout"
-				}
-				pl.log.Info("proxy: client stopped sending its body", "pool", pl.name, "path", r.URL.Path,
-					"limit", limitName)
-				pl.answerClose(w, r, http.StatusRequestTimeout, "request body not received in time", start)
-				return
-			case err != nil:
-				// A malformed body (bad chunk framing) or a client gone
-				// mid-body: nothing to forward.
-				pl.log.Debug("proxy: request body unreadable", "pool", pl.name, "path", r.URL.Path, "err", err.Error())
-				pl.answerClose(w, r, http.StatusBadRequest, "malformed or incomplete request body", start)
+			var b []byte
+			var err error
+			if r.ContentLength <= limit {
+				b, err = io.ReadAll(io.LimitReader(src, limit+1))
+			}
+			if err == nil && spoolOK && (r.ContentLength > limit || int64(len(b)) > limit) {
+				// Received whole before any origin is dialled, so that a
+				// slow upload holds no origin connection.
+				spool, err = spoolBody(pl.cfg.spoolDir, b, src)
+				b = nil
+			}
+			if err != nil {
+				pl.readBodyFailed(w, r, err, limitName, start)
 				return
 			}
 			if ir != nil {
 				ir.done()
 			}
-			if int64(len(b)) <= limit {
+			switch {
+			case spool != nil:
+				defer spool.close()
+			case int64(len(b)) <= limit:
 				body, buffered = b, true
-			} else {
+			default:
 				stream = io.MultiReader(bytes.NewReader(b), rb)
 			}
 		} else {
@@ -1064,6 +1066,8 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		switch {
 		case buffered:
 			outBody = io.NopCloser(bytes.NewReader(body))
+		case spool != nil:
+			outBody = spool.reader()
 		case stream != nil:
 			rb = &replayBody{r: stream, ended: make(chan struct{})}
 			lastRB = rb
@@ -1154,6 +1158,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			}).WithContext(ctx)
 			if buffered {
 				out.ContentLength = int64(len(body))
+			}
+			if spool != nil {
+				out.ContentLength = spool.n
 			}
 			if outBody == nil {
 				out.ContentLength = 0

@@ -150,6 +150,7 @@ func TestAnswerStreamsWhileUploadContinues(t *testing.T) {
 			cfg := pool1(PolicyFirst, origin.URL)
 			cfg.Pools[0].Retry.TryTimeout = 400 * time.Millisecond
 			cfg.Pools[0].Retry.Budget = 800 * time.Millisecond
+			cfg.RequestBuffering = RequestBufferingOff // streamed, not spooled
 			cfg.Pools[0].ConnectTimeout = 200 * time.Millisecond
 			h := startWith(t, cfg, nil, false, engineName)
 			c, err := net.Dial("tcp", strings.TrimPrefix(h.front.URL, "http://"))
@@ -212,6 +213,7 @@ func TestBodyErrorsCloseTheConnection(t *testing.T) {
 			cfg.Pools[0].Retry.TryTimeout = 500 * time.Millisecond
 			cfg.Pools[0].Retry.Budget = time.Second
 			cfg.Pools[0].ConnectTimeout = 200 * time.Millisecond
+			cfg.RequestBuffering = RequestBufferingOff // streamed, not spooled
 			dead := cfg.Pools[0]
 			dead.Name, dead.Hosts = "dead", []string{"dead.example"}
 			dead.Origins = []OriginConfig{{Target: "gone", URL: deadURL(t)}}
