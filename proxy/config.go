@@ -295,6 +295,9 @@ const DefaultTunnelIdleTimeout = 10 * time.Minute
 // DefaultMaxClientConns is max_client_conns when omitted.
 const DefaultMaxClientConns = 10000
 
+// DefaultQueueTimeout is pools[].queue_timeout when omitted.
+const DefaultQueueTimeout = 500 * time.Millisecond
+
 // DefaultConnectTimeout is pools[].connect_timeout when omitted.
 const DefaultConnectTimeout = 2 * time.Second
 
@@ -389,6 +392,11 @@ type PoolConfig struct {
 	// get the client's host in X-Forwarded-Host. Default "": the client's
 	// Host.
 	OriginHost string `mapstructure:"origin_host"`
+	// QueueTimeout is how long a request waits for a free slot when every
+	// origin it could go to is at its max_conns (HAProxy's timeout queue),
+	// before it gets 503. It counts toward retry.budget. Default 500ms; an
+	// explicit 0 answers 503 at once.
+	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
 	// RequestBuffering "on" receives a request body larger than
 	// retry.max_buffered_body whole, into a file in body_temp_dir, before
 	// an origin is chosen or dialled (nginx's proxy_request_buffering on):
@@ -964,6 +972,12 @@ func (c *Config) ValidateAndSetDefaults() error {
 		}
 		if p.RequestBuffering == "" {
 			p.RequestBuffering = c.RequestBuffering
+		}
+		switch {
+		case p.QueueTimeout < 0:
+			errs = append(errs, fmt.Errorf("%s.queue_timeout: %s: must not be negative (unset: %s; 0 answers 503 at once)", key, p.QueueTimeout, DefaultQueueTimeout))
+		case p.QueueTimeout == 0 && !c.set.Has(key+".queue_timeout"):
+			p.QueueTimeout = DefaultQueueTimeout
 		}
 		p.spool, p.spoolDir = p.RequestBuffering == RequestBufferingOn, c.BodyTempDir
 		if p.Name != "" {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -56,6 +57,161 @@ type pool struct {
 
 	rid string    // the request ID header (Config.RequestID), "" when off
 	via *viaNames // this proxy's Via (Config.Via), nil when off
+
+	slots slotQueue // requests waiting for a max_conns slot (queue_timeout)
+}
+
+// slotQueue holds the requests waiting for a free max_conns slot in a pool
+// (queue_timeout), first come first woken: a request that ends at a capped
+// origin wakes the longest waiter, which then picks again (and waits again
+// at the back when another request took the slot first). A wake-up can be
+// lost (a waiter leaving as it is woken, a slot freed by the previous
+// configuration generation, which shares the in-flight counts), so waiters
+// also look again every slotPoll.
+type slotQueue struct {
+	n       atomic.Int32 // waiters: freed does nothing when 0
+	mu      sync.Mutex
+	waiters list.List // of chan struct{} (buffered, 1)
+}
+
+const slotPoll = 20 * time.Millisecond
+
+func (q *slotQueue) join(ch chan struct{}) *list.Element {
+	q.mu.Lock()
+	e := q.waiters.PushBack(ch)
+	q.n.Add(1)
+	q.mu.Unlock()
+	return e
+}
+
+// leave takes e out unless freed already did.
+func (q *slotQueue) leave(e *list.Element) {
+	q.mu.Lock()
+	if e.Value != nil {
+		q.waiters.Remove(e)
+		e.Value = nil
+		q.n.Add(-1)
+	}
+	q.mu.Unlock()
+}
+
+// freed wakes the longest waiter, if any.
+func (q *slotQueue) freed() {
+	if q.n.Load() == 0 {
+		return
+	}
+	q.mu.Lock()
+	if e := q.waiters.Front(); e != nil {
+		q.waiters.Remove(e)
+		ch := e.Value.(chan struct{})
+		e.Value = nil
+		q.n.Add(-1)
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	q.mu.Unlock()
+}
+
+// done ends a request at o: its in-flight count drops, and at a capped
+// origin a request waiting for a slot is woken.
+func (pl *pool) done(o *origin) {
+	o.inflight.Add(-1)
+	if o.maxConns > 0 {
+		pl.slots.freed()
+	}
+}
+
+// onlyFull reports whether an origin that eligible would offer, but for
+// being at its max_conns, is there: a request may then wait for its slot.
+func (pl *pool) onlyFull(tried uint64, resort bool) bool {
+	for i, o := range pl.origins {
+		if tried&(1<<i) != 0 || !o.full() {
+			continue
+		}
+		if f := o.flags.Load(); f == 0 || resort && f&flagDrained == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// waitSlot waits until an origin eligible would offer has a free slot, up
+// to until, and returns what eligible then offers (0 when the wait ended
+// without one: the time ran out, the client left, or no origin it waits
+// for is left, as after a drain).
+func (pl *pool) waitSlot(r *http.Request, tried uint64, resort bool, until time.Time) (uint64, bool) {
+	d := time.Until(until)
+	if d <= 0 {
+		return 0, false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	poll := time.NewTimer(slotPoll)
+	defer poll.Stop()
+	ch := make(chan struct{}, 1)
+	for {
+		e := pl.slots.join(ch)
+		// Looked at after joining, so that a slot freed in between wakes
+		// this request.
+		if m, fa := pl.eligible(tried, resort); m != 0 || !pl.onlyFull(tried, resort) {
+			pl.slots.leave(e)
+			return m, fa
+		}
+		poll.Reset(slotPoll)
+		select {
+		case <-ch:
+		case <-poll.C:
+			pl.slots.leave(e)
+		case <-t.C:
+			pl.slots.leave(e)
+			return pl.eligible(tried, resort)
+		case <-r.Context().Done():
+			pl.slots.leave(e)
+			return 0, false
+		}
+	}
+}
+
+// allFull reports whether a request that no origin took got none because
+// the origins it could go to were at their max_conns. If so, each such
+// origin is named in the access log's upstreams (cause max_conns), and a
+// warning is logged (at most one a second per pool).
+func (pl *pool) allFull(r *http.Request, ae *accessEntry, queued bool) bool {
+	var full []string
+	for _, o := range pl.origins {
+		if o.full() && o.flags.Load()&flagDrained == 0 {
+			full = append(full, o.name)
+			ae.addTry(o.name, 0, CauseMaxConns)
+		}
+	}
+	if len(full) == 0 {
+		return false
+	}
+	if ok, n := pl.tryLog.allow("", CauseMaxConns, time.Now().UnixNano()); ok {
+		waited := time.Duration(0)
+		if queued {
+			waited = pl.cfg.QueueTimeout
+		}
+		pl.log.Warn("proxy: every origin the request could go to is at its max_conns; answered 503",
+			"pool", pl.name, "origins", strings.Join(full, ","), "queue_timeout", waited.String(),
+			"path", r.URL.Path, "suppressed", n)
+	}
+	return true
+}
+
+// CauseMaxConns names, in the access log's upstreams, an origin a request
+// did not get because it was at its max_conns for the whole queue_timeout
+// (the request got 503). It is not a try and never charged to the origin.
+const CauseMaxConns = "max_conns"
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // logLimiter rate-limits a log line per key: the first line is written,
@@ -1007,6 +1163,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		}
 	}
 	var tried uint64
+	queued := false        // the request waited for a max_conns slot
 	var lastRB *replayBody // the last try's streamed body, if any
 	lastCause := ""
 	timedOut := false
@@ -1045,6 +1202,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			break
 		}
 		eligible, fromAvail := pl.eligible(tried, !answered)
+		if eligible == 0 && try == 0 && pl.cfg.QueueTimeout > 0 && pl.onlyFull(tried, !answered) {
+			// Every origin the request could go to is at its max_conns:
+			// it waits its turn for queue_timeout, within the budget.
+			queued = true
+			eligible, fromAvail = pl.waitSlot(r, tried, !answered, minTime(deadline, now.Add(pl.cfg.QueueTimeout)))
+			now = time.Now()
+		}
 		if eligible == 0 {
 			break
 		}
@@ -1230,7 +1394,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			resp, err = nil, errUnasked101
 		}
 		if err != nil {
-			o.inflight.Add(-1)
+			pl.done(o)
 			stopTimer(timer)
 			var mbe *http.MaxBytesError
 			if rb != nil {
@@ -1420,7 +1584,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			pl.tryFailed(o.name, CauseStatus5xx, r, try+1, nil, resp.StatusCode, nil)
 			ae.addTry(o.name, resp.StatusCode, "")
 			drain(resp.Body)
-			o.inflight.Add(-1)
+			pl.done(o)
 			cancel(nil)
 			lastCause = CauseStatus5xx
 			continue
@@ -1465,7 +1629,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		status := resp.StatusCode
 		berr := func() error {
 			defer cancel(nil)
-			defer o.inflight.Add(-1)
+			defer pl.done(o)
 			if method != http.MethodHead && status != http.StatusSwitchingProtocols {
 				resp.Body = pl.watchBody(resp, cancel, watch)
 			}
@@ -1503,11 +1667,8 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		code, msg = http.StatusServiceUnavailable, "the proxy cannot open a connection to an origin"
 	case tried == 0:
 		code, msg = http.StatusServiceUnavailable, "no origin available"
-		for _, o := range pl.origins {
-			if o.Available() && o.full() {
-				msg = "no origin available: every available origin is at its max_conns"
-				break
-			}
+		if pl.allFull(r, ae, queued) {
+			msg = "no origin available: every available origin is at its max_conns"
 		}
 	}
 	if unread {
