@@ -14,6 +14,7 @@ import (
 	"github.com/vigil-synthetics/vigil/canary"
 	"github.com/vigil-synthetics/vigil/checks"
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/alerting"
 	"github.com/vigil-synthetics/vigil/reporting/statuspage"
 	"github.com/vigil-synthetics/vigil/scripts"
 )
@@ -50,6 +51,9 @@ func (a *app) statusPage() http.Handler {
 	}
 	if a.prx != nil {
 		o.Origins = a.pageOrigins
+		if sigs, ok := a.hist.(reporting.SignalSource); ok {
+			o.Live = func(ctx context.Context) ([]statuspage.LiveOrigin, error) { return a.pageLive(ctx, sigs) }
+		}
 	}
 	if a.can != nil {
 		o.LastRuns = a.pageLastRuns
@@ -114,6 +118,24 @@ func (a *app) pageOrigins() []statuspage.Origin {
 		out = append(out, o)
 	}
 	return out
+}
+
+// pageLive gives the overview the proxies' live traffic per pool × origin
+// over alerting.live_errors.window, judged by that rule's thresholds.
+func (a *app) pageLive(ctx context.Context, sigs reporting.SignalSource) ([]statuspage.LiveOrigin, error) {
+	r := a.current().Alerting.LiveErrors.WithDefaults()
+	now := time.Now()
+	ss, err := sigs.Signals(ctx, now.Add(-r.Window))
+	if err != nil {
+		return nil, err
+	}
+	var out []statuspage.LiveOrigin
+	for _, t := range alerting.LiveFigures(ss, now, r.Window) {
+		out = append(out, statuspage.LiveOrigin{Pool: t.Pool, Origin: t.Origin, Requests: t.Requests, Failed: t.Failed(),
+			Breakdown: t.Breakdown(), Ejected: t.Ejected, Signals: t.Signals, Window: r.Window,
+			Failing: !r.Disabled && t.Failing(r)})
+	}
+	return out, nil
 }
 
 // pageLastRuns gives the check page the local canary's latest run of

@@ -95,6 +95,25 @@ func (r *LiveErrorsRule) validate(set units.KeySet) error {
 	return errors.Join(errs...)
 }
 
+// WithDefaults is r with its omitted values set to their defaults (ratio
+// 5%, min_requests 100, ejected_share 50%, window 5m), for readers of a
+// validated config's figures that may see a zero one.
+func (r LiveErrorsRule) WithDefaults() LiveErrorsRule {
+	if r.Ratio <= 0 {
+		r.Ratio = 5
+	}
+	if r.EjectedShare <= 0 {
+		r.EjectedShare = 50
+	}
+	if r.MinRequests <= 0 {
+		r.MinRequests = 100
+	}
+	if r.Window <= 0 {
+		r.Window = 5 * time.Minute
+	}
+	return r
+}
+
 // LiveTraffic is one pool × origin's live traffic over the live_errors
 // window, summed over every proxy instance and region (LiveFigures).
 type LiveTraffic struct {

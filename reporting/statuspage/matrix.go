@@ -249,10 +249,14 @@ type indexData struct {
 	HasProxy bool
 	// OriginsOut counts origins the proxy does not route to.
 	OriginsOut int
-	Alerts     []alertView
-	HasAlert   bool
-	Failing    []failing
-	Faults     *faultView
+	// HasLive: Options.Live is set (and the proxy section shown);
+	// LiveFailing counts the origins whose live traffic fails.
+	HasLive     bool
+	LiveFailing int
+	Alerts      []alertView
+	HasAlert    bool
+	Failing     []failing
+	Faults      *faultView
 	// State and Check are the matrix filter (?state=, ?check=; "": none);
 	// Shown counts the rows it kept, AllRows the rows before it.
 	State, Check   string
@@ -264,6 +268,9 @@ type indexData struct {
 type originView struct {
 	Origin
 	BadFlags int
+	// Live marks an origin whose live traffic fails (liveText), or one
+	// the proxy holds out by passive detection while its checks pass; "".
+	Live string
 }
 
 type alertView struct {
@@ -323,6 +330,10 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 		slices.SortStableFunc(d.Origins, func(a, b originView) int {
 			return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Name, b.Name))
 		})
+		if p.o.Live != nil {
+			d.HasLive = true
+			p.markLive(ctx, &d, vs, now)
+		}
 	}
 	if p.o.Alerts != nil {
 		d.HasAlert = true

@@ -83,6 +83,12 @@ type Options struct {
 	Origins func() []Origin
 	// Alerts lists the active (firing) alerts; nil hides the alert section.
 	Alerts func() []Alert
+	// Live returns the live traffic of the proxies' pool × origins over
+	// the live_errors window (from their signals), read at most once per
+	// 5s; nil: the overview shows no live-traffic figures. An origin of
+	// Origins whose traffic is Failing is marked, with what its checks
+	// say, and counted in the summary.
+	Live func(ctx context.Context) ([]LiveOrigin, error)
 	// Failing maps a receiver name to its last delivery error, for receivers
 	// whose last delivery failed; nil hides the section.
 	Failing func() map[string]string
@@ -244,6 +250,7 @@ type Page struct {
 	csrf    *http.CrossOriginProtection
 	log     *slog.Logger
 	uptimeC uptimeCache
+	liveC   liveCache
 }
 
 // New validates o, sets its defaults and parses the templates.
