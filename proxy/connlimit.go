@@ -3,6 +3,7 @@ package proxy
 import (
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -20,6 +21,18 @@ type connLimit struct {
 	log    *slog.Logger
 	mu     sync.Mutex
 	logged time.Time // the last "at the limit" line (one a minute)
+	// per bounds each client address's connections (clientlimit.go);
+	// nil: no per-client limit.
+	per *clientLimit
+}
+
+// perClient bounds the connections of each client address to max (0: no
+// bound), peers in exempt not counted (clientLimit). Called before the
+// listeners accept.
+func (l *connLimit) perClient(max int, exempt []netip.Prefix) {
+	if max > 0 {
+		l.per = newClientLimit(max, exempt, l.log)
+	}
 }
 
 func newConnLimit(n int, m *metrics, log *slog.Logger) *connLimit {
@@ -31,9 +44,12 @@ func (l *connLimit) listener(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, lim: l, done: make(chan struct{})}
 }
 
-func (l *connLimit) release() {
+func (l *connLimit) release(k netip.Addr) {
 	<-l.sem
 	l.m.clients.Dec()
+	if l.per != nil {
+		l.per.give(k)
+	}
 }
 
 type limitListener struct {
@@ -44,9 +60,27 @@ type limitListener struct {
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	var c net.Conn
+	var k netip.Addr // the client's key in the per-client limit
+	for {
+		var err error
+		c, err = l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.lim.per == nil {
+			break
+		}
+		var ok bool
+		if k, ok = l.lim.per.take(c.RemoteAddr()); ok {
+			break
+		}
+		// Over max_conns_per_client: closed before it takes a slot of
+		// max_client_conns; the listener goes on accepting.
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0) // a reset: nothing was read, nothing lingers
+		}
+		c.Close()
 	}
 	// A slot is taken once a connection is accepted, not while waiting in
 	// accept(2) (a listener waiting there must not hold one another
@@ -68,15 +102,18 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		case l.lim.sem <- struct{}{}:
 		case <-l.done:
 			c.Close()
+			if l.lim.per != nil {
+				l.lim.per.give(k)
+			}
 			return nil, net.ErrClosed
 		}
 	}
 	l.lim.m.clients.Inc()
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return &limitConn{Conn: c, lim: l.lim}, nil
+		return &limitConn{Conn: c, lim: l.lim, key: k}, nil
 	}
-	return &limitTCPConn{TCPConn: tc, lim: l.lim}, nil
+	return &limitTCPConn{TCPConn: tc, lim: l.lim, key: k}, nil
 }
 
 func (l *limitListener) Close() error {
@@ -91,7 +128,8 @@ type limitTCPConn struct {
 	*net.TCPConn
 	lim    *connLimit
 	once   sync.Once
-	remote net.Addr // the client's address from a PROXY protocol header, if any
+	remote net.Addr   // the client's address from a PROXY protocol header, if any
+	key    netip.Addr // the client's key in the per-client limit
 }
 
 func (c *limitTCPConn) setRemote(a net.Addr) { c.remote = a }
@@ -107,7 +145,7 @@ func (c *limitTCPConn) RemoteAddr() net.Addr {
 
 func (c *limitTCPConn) Close() error {
 	err := c.TCPConn.Close()
-	c.once.Do(c.lim.release)
+	c.once.Do(func() { c.lim.release(c.key) })
 	return err
 }
 
@@ -116,10 +154,11 @@ type limitConn struct {
 	net.Conn
 	lim  *connLimit
 	once sync.Once
+	key  netip.Addr
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.lim.release)
+	c.once.Do(func() { c.lim.release(c.key) })
 	return err
 }
