@@ -129,7 +129,7 @@ func (e *engine) Serve(ln net.Listener) error {
 		// send_timeout: the answer ends, the origin connection is not
 		// reused, the connection closes.
 		c = setSendTimeout(wrapConn(c), e.sendTimeout)
-		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String(), tls: state, born: time.Now()}
+		ec := &econn{e: e, c: c, remote: c.RemoteAddr().String(), tls: state, born: time.Now(), idle: newIdleWait(c)}
 		ec.head.header = make(http.Header, 16)
 		ec.w.hdr = make(http.Header, 16)
 		e.mu.Lock()
@@ -222,6 +222,10 @@ type econn struct {
 	w    respWriter
 	// keepBufs is false when br and bw must not go back to their pools.
 	keepBufs bool
+	// idle, when set (a raw TCP connection), waits for the next request
+	// with br and bw back in their pools (nil while so): an idle
+	// keep-alive connection then holds 8 KiB less.
+	idle *idleWait
 	// linger is true when the connection closes with request bytes the
 	// client may still be sending: see lingerClose.
 	linger bool
@@ -252,28 +256,21 @@ func (c *econn) serve() {
 		if hijacked {
 			return // the buffers belong to the hijacker now
 		}
-		if c.linger && !e.shutting.Load() {
+		if c.linger && c.bw != nil && !e.shutting.Load() {
 			c.lingerClose()
 		}
 		c.c.Close()
-		if c.br != nil && c.keepBufs {
-			c.br.Reset(nil)
-			srvReaderPool.Put(c.br)
-			c.bw.Reset(nil)
-			srvWriterPool.Put(c.bw)
+		if c.keepBufs {
+			c.putBufs()
 		}
 	}()
 	c.keepBufs = true
-	c.br = srvReaderPool.Get().(*bufio.Reader)
-	c.br.Reset(c.c)
-	c.bw = srvWriterPool.Get().(*bufio.Writer)
-	c.bw.Reset(c.c)
 	for first := true; ; first = false {
 		// Idle: wait for the first byte of the next request. As in net/http,
 		// a new connection gets read_header_timeout for its first request, so
 		// a client that connects and sends nothing is cut off as soon as one
 		// that stalls mid-header.
-		if c.br.Buffered() == 0 {
+		if c.br == nil || c.br.Buffered() == 0 {
 			if first && e.readHeaderTimeout > 0 {
 				c.readDeadline(time.Now().Add(e.readHeaderTimeout), 0)
 			} else if e.idleTimeout > 0 {
@@ -281,7 +278,17 @@ func (c *econn) serve() {
 				// setting a deadline costs a runtime timer update.
 				c.readDeadline(time.Now().Add(e.idleTimeout), e.idleTimeout/64)
 			}
-			if _, err := c.br.Peek(1); err != nil {
+			var err error
+			if c.idle != nil && c.keepBufs && (c.bw == nil || c.bw.Buffered() == 0) {
+				// Wait holding no buffer; they come back with the bytes.
+				c.putBufs()
+				err = c.idle.wait()
+			}
+			if err == nil {
+				c.getBufs()
+				_, err = c.br.Peek(1)
+			}
+			if err != nil {
 				if deadlineExceeded(err) && first {
 					c.cut(cutNoRequest)
 				} else if deadlineExceeded(err) {
@@ -348,6 +355,27 @@ func (c *econn) serve() {
 		if !c.state.CompareAndSwap(connActive, connIdle) {
 			return
 		}
+	}
+}
+
+// getBufs takes br and bw from their pools unless c holds them.
+func (c *econn) getBufs() {
+	if c.br == nil {
+		c.br = srvReaderPool.Get().(*bufio.Reader)
+		c.br.Reset(c.c)
+		c.bw = srvWriterPool.Get().(*bufio.Writer)
+		c.bw.Reset(c.c)
+	}
+}
+
+// putBufs gives br and bw back to their pools, if c holds them.
+func (c *econn) putBufs() {
+	if c.br != nil {
+		c.br.Reset(nil)
+		srvReaderPool.Put(c.br)
+		c.bw.Reset(nil)
+		srvWriterPool.Put(c.bw)
+		c.br, c.bw = nil, nil
 	}
 }
 
