@@ -33,20 +33,27 @@ func limitedServer(t *testing.T, maxClient, perClient int, exempt []netip.Prefix
 	return ln.Addr().String(), lim
 }
 
-// dialFrom connects to addr from the local address from (127.0.0.x).
+// dialFrom connects to addr from the local address from (127.0.0.x); nil
+// when the connection was refused or reset at once (a connection the
+// per-client limit closed at accept can be reset before connect returns).
 func dialFrom(t *testing.T, from, addr string) net.Conn {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 2 * time.Second}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		t.Logf("dial from %s: %v", from, err)
+		return nil
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
-// get sends one GET on c and reports whether a 200 came back within d.
+// get sends one GET on c and reports whether a 200 came back within d
+// (false for a nil c).
 func get(c net.Conn, d time.Duration) bool {
+	if c == nil {
+		return false
+	}
 	c.SetDeadline(time.Now().Add(d))
 	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		return false
@@ -89,7 +96,9 @@ func TestMaxConnsPerClient(t *testing.T) {
 	}
 	// One of its connections closes: it may open another.
 	for _, c := range idle {
-		c.Close()
+		if c != nil {
+			c.Close()
+		}
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	for ok := false; !ok; { // bounded by deadline
