@@ -37,13 +37,16 @@ const (
 	RuleBurnRate = "burn_rate"
 	RuleCert     = "cert_expiry"
 	RuleDeadMan  = "dead_man"
+	// RuleQuorumLost is about a check: fewer regions report it than
+	// alerting.quorum, so its quorum rules cannot fire.
+	RuleQuorumLost = "quorum_lost"
 	// RuleLiveErrors is about a proxy pool × origin, not a check: its
 	// alerts' Check is the pool and Target the origin.
 	RuleLiveErrors = "live_errors"
 )
 
 // AllRules lists the rules in documentation order.
-var AllRules = []string{RuleDown, RuleTTFB, RuleBurnRate, RuleCert, RuleDeadMan, RuleLiveErrors}
+var AllRules = []string{RuleDown, RuleTTFB, RuleBurnRate, RuleCert, RuleDeadMan, RuleQuorumLost, RuleLiveErrors}
 
 // alertNames maps a rule to the `alertname` label.
 var alertNames = map[string]string{
@@ -52,6 +55,8 @@ var alertNames = map[string]string{
 	RuleBurnRate: "VigilErrorBudgetBurn",
 	RuleCert:     "VigilCertificate",
 	RuleDeadMan:  "VigilCanarySilent",
+	// Too few regions report a check for its quorum rules to fire.
+	RuleQuorumLost: "VigilQuorumLost",
 	// The proxies' live traffic to an origin fails.
 	RuleLiveErrors: "VigilLiveTrafficFailing",
 }

@@ -265,6 +265,16 @@ type DeadManRule struct {
 	Severity string `mapstructure:"severity"`
 }
 
+// QuorumLostRule configures the quorum_lost rule: fewer regions report a
+// check than alerting.quorum (the others dead-man silent), so its down,
+// ttfb, burn_rate and cert_expiry alerts cannot fire.
+type QuorumLostRule struct {
+	// Disabled turns the rule off. Default false.
+	Disabled bool `mapstructure:"disabled"`
+	// Severity of the alert. Default page: the check is unwatched.
+	Severity string `mapstructure:"severity"`
+}
+
 // Maintenance is a recurring window during which notifications for its
 // checks are silenced (alerts are still evaluated and listed as silenced).
 type Maintenance struct {
@@ -585,6 +595,8 @@ type Config struct {
 	CertExpiryDays int         `mapstructure:"cert_expiry_days"`
 	Cert           CertRule    `mapstructure:"cert"`
 	DeadMan        DeadManRule `mapstructure:"dead_man"`
+	// QuorumLost pages when a check's reporting regions drop below Quorum.
+	QuorumLost QuorumLostRule `mapstructure:"quorum_lost"`
 	// LiveErrors is the rule on the proxies' live traffic (live_errors).
 	LiveErrors LiveErrorsRule `mapstructure:"live_errors"`
 
@@ -871,6 +883,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 		c.DeadMan.ForgetAfter = 24 * time.Hour
 	}
 	add(severity("dead_man.severity", &c.DeadMan.Severity, SeverityTicket))
+	add(severity("quorum_lost.severity", &c.QuorumLost.Severity, SeverityPage))
 	add(c.LiveErrors.validate(c.set))
 	if c.StatusPageURL != "" {
 		add(checkURL("status_page_url", c.StatusPageURL, false))

@@ -11,7 +11,7 @@ import (
 // writes fail (a full disk), a dead-man alert says so, naming the first
 // line of the store's error, instead of only that the verdicts stopped.
 func TestDeadManNamesFailingWrites(t *testing.T) {
-	h := newHarness(t, t0, Config{}, nil)
+	h := newHarness(t, t0, Config{QuorumLost: QuorumLostRule{Disabled: true}}, nil)
 	var writeErr error
 	h.a.writeHealth = func() error { return writeErr }
 	for range 4 {

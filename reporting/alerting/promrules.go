@@ -380,6 +380,39 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 		}
 	}
 
+	if !cfg.QuorumLost.Disabled {
+		// quorum_lost: a check with a dead-man silent region and fewer
+		// than quorum regions whose runs are counted: its quorum alerts
+		// (above and the SLO groups below) cannot fire.
+		var blind []string
+		for _, r := range []struct {
+			name string
+			off  bool
+		}{{"down", cfg.Down.Disabled}, {"ttfb", cfg.TTFB.Disabled}, {"burn_rate", cfg.BurnRate.Disabled}, {"cert_expiry", cfg.Cert.Disabled}} {
+			if !r.off {
+				blind = append(blind, r.name)
+			}
+		}
+		rules := strings.Join(blind, ", ")
+		if i := strings.LastIndex(rules, ", "); i >= 0 {
+			rules = rules[:i] + " and " + rules[i+2:]
+		}
+		for _, g := range deadManGroups(checks) {
+			window := DeadManPromWindowFor(cfg, g.interval)
+			var extra map[string]string
+			if g.interval > 0 {
+				extra = map[string]string{"interval": promDur(g.interval)}
+			}
+			sel := checkSelector(g.checks)
+			expr := "count by (check) (\n" + deadManExpr(sel, window, DeadManForgetFor(cfg, g.interval)) + "\n)\n" +
+				"unless on (check)\n" +
+				"  count by (check) (group by (check, region) (increase(" + selector("vigil_checks_total", sel) + "[" + promDur(window) + "]) > 0)) >= " + q
+			w.alertLabels(RuleQuorumLost, "", expr, DeadManPromFor(cfg, g.interval), 0, cfg.QuorumLost.Severity, "",
+				"{{ $labels.check }}: fewer regions report than alerting.quorum ("+q+"), {{ $value }} silent: "+rules+
+					" alerts for {{ $labels.check }} cannot fire until they report again", false, extra, cfg)
+		}
+	}
+
 	tiers := map[string]string{}
 	for _, c := range checks {
 		if c.Tier != "" {

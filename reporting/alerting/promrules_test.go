@@ -66,7 +66,7 @@ func TestPrometheusRulesShape(t *testing.T) {
 				// to the target, as the built-in alerter's status_url.
 				wantURL := "https://status.example/check/{{ $labels.check }}?target={{ $labels.target | urlquery }}"
 				switch {
-				case r.Alert == "VigilCanarySilent":
+				case r.Alert == "VigilCanarySilent" || r.Alert == "VigilQuorumLost":
 					wantURL = "https://status.example/check/{{ $labels.check }}"
 				case r.Alert == "VigilLiveTrafficFailing":
 					// About a pool × origin: the overview shows them.
@@ -88,7 +88,7 @@ func TestPrometheusRulesShape(t *testing.T) {
 			exprs = append(exprs, r.Expr)
 		}
 	}
-	want := map[string]int{"VigilCheckDown/page": 1, "VigilCertificate/ticket": 1, "VigilCanarySilent/ticket": 1,
+	want := map[string]int{"VigilCheckDown/page": 1, "VigilCertificate/ticket": 1, "VigilCanarySilent/ticket": 1, "VigilQuorumLost/page": 1,
 		"VigilErrorBudgetBurn/page": 1, "VigilErrorBudgetBurn/ticket": 1, "VigilTTFBSLOBreach/ticket": 1,
 		"VigilAlerterNotEvaluating/page": 1, "VigilProxyVerdictSourceDown/ticket": 1, "VigilInfluxPointsDropped/ticket": 1,
 		"VigilLiveTrafficFailing/page": 2}

@@ -241,7 +241,7 @@ func (e *evaluator) evalLatest(latest []reporting.Verdict) []candidate {
 			}
 		}
 	}
-	if !c.DeadMan.Disabled {
+	if !c.DeadMan.Disabled || !c.QuorumLost.Disabled {
 		out = append(out, e.evalDeadMan(latest)...)
 	}
 	return out
@@ -294,6 +294,7 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 		e.seen[k] = s
 	}
 	var out []candidate
+	byCheck := map[string]*checkRegions{}
 	for k, s := range e.seen {
 		v := s.last
 		if v.Interval <= 0 {
@@ -309,13 +310,38 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 			delete(e.seen, k)
 			continue
 		}
-		if silent <= limit {
-			continue
-		}
 		if e.checks != nil && !e.checks[v.Check] {
 			continue
 		}
-		if !e.readFailedAt.IsZero() && e.now.Sub(e.readFailedAt) <= limit+WriterMaxBackoff && !e.deadFiring[k] {
+		cr := byCheck[v.Check]
+		if cr == nil {
+			cr = &checkRegions{}
+			byCheck[v.Check] = cr
+		}
+		if silent <= limit {
+			cr.reporting = append(cr.reporting, v.Region)
+			continue
+		}
+		hold := e.cfg.DeadMan.For
+		if hold == 0 {
+			hold = 2 * v.Interval
+		}
+		if !e.readFailedAt.IsZero() && e.now.Sub(e.readFailedAt) <= limit+WriterMaxBackoff {
+			// Silence says nothing yet (see above); alerts that fire
+			// already keep firing.
+			if e.held[heldKey(RuleQuorumLost, v.Check, "")] {
+				cr.silent = append(cr.silent, v.Region)
+			} else {
+				cr.reporting = append(cr.reporting, v.Region)
+			}
+			if !e.deadFiring[k] {
+				continue
+			}
+		} else {
+			cr.silent = append(cr.silent, v.Region)
+		}
+		cr.hold = max(cr.hold, hold)
+		if e.cfg.DeadMan.Disabled {
 			continue
 		}
 		a := Alert{Rule: RuleDeadMan, Severity: e.cfg.DeadMan.Severity, Check: v.Check, Region: v.Region,
@@ -339,13 +365,79 @@ func (e *evaluator) evalDeadMan(latest []reporting.Verdict) []candidate {
 				a.Summary += "; verdict writes of the alerting process are failing, the likely reason: " + e.writeErr
 			}
 		}
-		hold := e.cfg.DeadMan.For
-		if hold == 0 {
-			hold = 2 * v.Interval
-		}
 		out = append(out, candidate{Alert: a, hold: hold})
 	}
+	if !e.cfg.QuorumLost.Disabled {
+		out = append(out, e.quorumLost(byCheck)...)
+	}
 	return out
+}
+
+// quorumLost returns a quorum_lost candidate for every check with a
+// dead-man silent region and fewer reporting regions than its quorum:
+// its down, ttfb, burn_rate and cert_expiry alerts cannot fire, so a real
+// outage would page nobody. It is pending as long as the silent regions'
+// dead-man alerts (dead_man.for, default 2 × the check's interval).
+func (e *evaluator) quorumLost(byCheck map[string]*checkRegions) []candidate {
+	var out []candidate
+	for check, cr := range byCheck {
+		q := e.quorum(check)
+		if len(cr.silent) == 0 || len(cr.reporting) >= q {
+			continue
+		}
+		sort.Strings(cr.reporting)
+		sort.Strings(cr.silent)
+		var reports string
+		switch len(cr.reporting) {
+		case 0:
+			reports = "no region reports"
+		default:
+			reports = fmt.Sprintf("only %s (%s) report", regionsN(len(cr.reporting)), strings.Join(cr.reporting, ", "))
+			if len(cr.reporting) == 1 {
+				reports += "s"
+			}
+		}
+		qkey := "alerting.quorum"
+		if e.oneRegion[check] {
+			qkey = "its quorum (push.region)"
+		}
+		var blind []string
+		c := e.cfg
+		for _, r := range []struct {
+			name string
+			off  bool
+		}{{"down", c.Down.Disabled}, {"ttfb", c.TTFB.Disabled}, {"burn_rate", c.BurnRate.Disabled}, {"cert_expiry", c.Cert.Disabled}} {
+			if !r.off {
+				blind = append(blind, r.name)
+			}
+		}
+		rules := strings.Join(blind, ", ")
+		if i := strings.LastIndex(rules, ", "); i >= 0 {
+			rules = rules[:i] + " and " + rules[i+2:]
+		}
+		need := q - len(cr.reporting)
+		until := strings.Join(cr.silent, ", ")
+		if need < len(cr.silent) {
+			until = fmt.Sprintf("%d of %s", need, until)
+		}
+		verb := "reports"
+		if need > 1 || (need == len(cr.silent) && len(cr.silent) > 1) {
+			verb = "report"
+		}
+		a := Alert{Rule: RuleQuorumLost, Severity: c.QuorumLost.Severity, Check: check,
+			Regions: slices.Clone(cr.silent), Value: float64(len(cr.reporting))}
+		a.Summary = fmt.Sprintf("%s: %s, %s is %d: %s alerts for %s cannot fire until %s %s again",
+			check, reports, qkey, q, rules, check, until, verb)
+		out = append(out, candidate{Alert: a, hold: cr.hold})
+	}
+	return out
+}
+
+// checkRegions is, for quorum_lost, the regions that report a check and
+// those dead-man silent, with the longest pending period among the latter.
+type checkRegions struct {
+	reporting, silent []string
+	hold              time.Duration
 }
 
 // seenPair is what the dead_man rule remembers of a region × check: last,

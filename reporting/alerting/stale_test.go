@@ -25,7 +25,8 @@ func statuses(t *testing.T, r *recorder) []string {
 // resolved as its verdicts expire: no fresh verdict is not a recovery. It
 // resolves on the first fresh healthy verdict. Issue r3 H1.
 func TestExpiredVerdictsKeepDownFiring(t *testing.T) {
-	cfg := Config{Quorum: 2, Down: DownRule{For: 30 * time.Second}, DeadMan: DeadManRule{Disabled: true}}
+	cfg := Config{Quorum: 2, Down: DownRule{For: 30 * time.Second}, DeadMan: DeadManRule{Disabled: true},
+		QuorumLost: QuorumLostRule{Disabled: true}}
 	h := newHarness(t, t0, cfg, nil)
 	h.tick(map[string]reporting.State{"eu": H, "us": H})
 	h.tick(map[string]reporting.State{"eu": U, "us": U})
