@@ -92,8 +92,12 @@ type app struct {
 	hist    reporting.HistorySource // what readers (alerter; status page and API via shown) read
 	browser *scripts.Browser
 	can     *canary.Canary
-	prx     *proxy.Proxy
-	alr     *alerting.Alerter
+	// reader, in a process that reads a store but runs no canary (vigil
+	// alerter, a proxy over the embedded store), serves the canary's
+	// read-only history API over hist: it never runs (see newReader).
+	reader *canary.Canary
+	prx    *proxy.Proxy
+	alr    *alerting.Alerter
 
 	// fallback, with a canary and InfluxDB, is what the status page and API
 	// read (see shown); nil otherwise.
@@ -251,6 +255,14 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		}
 	}
 
+	if !o.roles.canary && a.hist != nil {
+		r, err := newReader(cfg, a.log)
+		if err != nil {
+			return nil, err
+		}
+		a.reader = r
+	}
+
 	if o.roles.proxy {
 		if cfg.Proxy == nil {
 			return nil, errors.New("proxy: the config has no proxy section")
@@ -350,11 +362,19 @@ func (a *app) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}))
 	if a.can != nil {
 		h := a.can.Handler(a.shown())
-		mux.Handle("/api/v1/", a.fallback.Mark(h))
+		mux.Handle("/api/v1/", jsonAPIErrors(a.fallback.Mark(h)))
 		// agent.probe: blackbox_exporter's GET /probe (404 unless enabled).
 		mux.Handle("GET /probe", a.can.ProbeHandler(version))
 	} else if a.hist != nil {
 		mux.HandleFunc("GET /api/v1/verdicts", a.verdictsFromStore)
+		// The history the alerts' status_url and the status page link to,
+		// served as a canary serves it.
+		mux.Handle("GET /api/v1/checks/{name}/history", a.reader.Handler(a.hist))
+	}
+	if a.can == nil {
+		// Without this, an unknown /api/v1/ path would reach the status
+		// page's HTML 404 (or the plain text one).
+		mux.Handle("/api/v1/", http.HandlerFunc(apiNotFound))
 	}
 	if a.prx != nil {
 		admin := a.prx.AdminHandler()
@@ -947,6 +967,9 @@ func (a *app) apply(cfg *File) (err error) {
 	if a.can != nil {
 		a.can.SetRedact(cfg.redactor.redact)
 		a.can.Reload(&cfg.Config, pairs)
+	}
+	if a.reader != nil {
+		a.reader.Reload(readerConfig(cfg), nil)
 	}
 	cfg.path = a.path
 	a.mu.Lock()
