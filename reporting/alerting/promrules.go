@@ -524,7 +524,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 				keep = ttfbKeepDefault(s)
 			}
 			w.alert(RuleTTFB, s.Name,
-				`count by (check, target, tier) (vigil:ttfb_seconds:p95_`+promDur(s.Window)+`{`+sloSel+`} > `+obj+`) >= `+q,
+				`count by (check, target, tier) (vigil:ttfb_seconds:p95_`+promDur(s.Window)+`{`+sloSel+`} > `+obj+ttfbSlowRunsExpr(s, sel)+`) >= `+q,
 				cfg.TTFB.For, keep, cfg.TTFB.Severity, "",
 				"{{ $labels.check }} × {{ $labels.target }} TTFB p95 over "+promDur(s.Window)+" above "+s.TTFBP95.String()+
 					" in "+regionsTmpl, true, cfg)
@@ -692,6 +692,36 @@ func ttfbP95Expr(s SLO, sel, tier string, minSamples int) string {
 		hist = "(\n  " + strings.ReplaceAll(hist, "\n", "\n  ") + "\n)"
 	}
 	return hist + "\nor\n(\n  " + gauge + "\n    unless on (check, target, region) vigil_check_ttfb_seconds_count{" + sel + "}\n)"
+}
+
+// ttfbSlowRunsExpr is the TTFB alert's TTFBMinSlowRuns condition for the
+// regions whose p95 comes from the vigil_check_ttfb_seconds histogram: it
+// leaves out a region with fewer than 2 runs (under 1.5 by increase(),
+// which extrapolates) above the largest bucket bound at or below the
+// objective in the window, so one slow run does not breach. Exact when the
+// objective is a bucket bound; otherwise runs between that bound and the
+// objective count as slow too (the condition can only keep a breach). ""
+// when the objective is below the first bound or at or above the last
+// (the p95 comes from the gauge, whose scrapes cannot count runs).
+func ttfbSlowRunsExpr(s SLO, sel string) string {
+	sec := s.TTFBP95.Seconds()
+	if sec >= LatencyBuckets[len(LatencyBuckets)-1] {
+		return ""
+	}
+	le := ""
+	for _, ub := range LatencyBuckets {
+		if ub <= sec {
+			le = strconv.FormatFloat(ub, 'g', -1, 64)
+		}
+	}
+	if le == "" {
+		return ""
+	}
+	win := promDur(s.Window)
+	return "\n  unless on (check, target, region)\n    (\n" +
+		"        sum by (check, target, region) (increase(vigil_check_ttfb_seconds_count{" + sel + "}[" + win + "]))\n" +
+		"      - sum by (check, target, region) (increase(vigil_check_ttfb_seconds_bucket{" + sel + `,le="` + le + `"}[` + win + "]))\n" +
+		"    ) < 1.5"
 }
 
 // ttfbBucketNote says how exactly the histogram's buckets resolve the

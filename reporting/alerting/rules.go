@@ -467,11 +467,23 @@ type ttfbStat struct {
 	// byte, so it is above any objective.
 	timedOut bool
 	runs     int // TTFB samples (raw) or TTFB samples in minutes with a p95 (rollups)
+	// slow counts the runs over the SLO's objective (raw: runs with a
+	// TTFB above it or timed out before their first byte), or, from the
+	// rollups, the minutes whose p95 is over it (each holds at least one
+	// such run: a lower bound).
+	slow int
 }
 
-// over reports whether the p95 is above objective.
+// TTFBMinSlowRuns is how many runs over the objective a region's window
+// needs, besides a p95 over it, to breach: with fewer than 20 runs the
+// nearest-rank p95 is the slowest run, so one slow run alone would
+// breach (the default 5m window of a 30s check holds 10 runs).
+const TTFBMinSlowRuns = 2
+
+// over reports whether the window breaches objective: the p95 is above it
+// and at least TTFBMinSlowRuns runs are.
 func (st ttfbStat) over(objective time.Duration) bool {
-	return st.timedOut || st.p95 > objective
+	return (st.timedOut || st.p95 > objective) && st.slow >= TTFBMinSlowRuns
 }
 
 // regionTTFB computes every series' per-region TTFB p95 over the SLO window.
@@ -510,6 +522,11 @@ func regionTTFB(ctx context.Context, src reporting.HistorySource, rc rollupCache
 			need, acc := int(math.Ceil(0.95*float64(total))), 0
 			st := ttfbStat{runs: total}
 			for _, r := range rs {
+				if r.TTFBP95TimedOut() || r.TTFBP95 > s.TTFBP95 {
+					st.slow++
+				}
+			}
+			for _, r := range rs {
 				acc += r.TTFBSamples()
 				if acc >= need {
 					st.p95, st.timedOut = r.TTFBP95, r.TTFBP95TimedOut()
@@ -527,7 +544,10 @@ func regionTTFB(ctx context.Context, src reporting.HistorySource, rc rollupCache
 	if err != nil {
 		return nil, fmt.Errorf("slo %s: history: %w", s.Name, err)
 	}
-	type samples struct{ measured, waits []time.Duration }
+	type samples struct {
+		measured, waits []time.Duration
+		slow            int
+	}
 	per := map[seriesKey]map[string]*samples{}
 	for _, v := range hist {
 		d, timedOut, ok := v.TTFBSample()
@@ -543,6 +563,9 @@ func regionTTFB(ctx context.Context, src reporting.HistorySource, rc rollupCache
 			sm = &samples{}
 			per[k][v.Region] = sm
 		}
+		if timedOut || d > s.TTFBP95 {
+			sm.slow++
+		}
 		if timedOut {
 			sm.waits = append(sm.waits, d)
 		} else {
@@ -553,7 +576,7 @@ func regionTTFB(ctx context.Context, src reporting.HistorySource, rc rollupCache
 		out[k] = map[string]ttfbStat{}
 		for region, sm := range regions {
 			p := reporting.TTFBPercentileOf(sm.measured, sm.waits, 0.95)
-			out[k][region] = ttfbStat{p95: p.D, timedOut: p.TimedOut, runs: p.Runs}
+			out[k][region] = ttfbStat{p95: p.D, timedOut: p.TimedOut, runs: p.Runs, slow: sm.slow}
 		}
 	}
 	return out, nil
