@@ -34,17 +34,20 @@ func newCheckCmd() *cobra.Command {
 	var (
 		file, junit string
 		only        []string
+		onTargets   []string
 		asJSON      bool
 		failOnSlow  bool
 		parallel    int
 	)
 	cmd := &cobra.Command{
-		Use:   "check -c FILE [--check NAME]... [NAME]... [--json] [--junit FILE]",
+		Use:   "check -c FILE [--check NAME]... [--target NAME]... [NAME]... [--json] [--junit FILE]",
 		Short: "Run every check once against each of its targets; exit 1 if any failed",
 		Long: `Runs each check × target once, concurrently, and prints a table (or JSON Lines with
 --json, one object per check × target). --check may be repeated (or list names
 separated by commas) to run only those checks; names given as arguments
-(vigil check -c FILE api web) are --check names too. Exit status: 0 all passed, 1 any
+(vigil check -c FILE api web) are --check names too. --target (repeatable, or
+names separated by commas) runs only against those targets: re-check one origin
+with vigil check -c FILE --target origin-b. Exit status: 0 all passed, 1 any
 failed, 2 bad config or usage, 130 interrupted (SIGINT/SIGTERM: runs in flight are
 cancelled and reported as interrupted, not as failures). A run that failed only its
 latency objectives (expect.ttfb, expect.duration) is SLOW (degraded), not a failure,
@@ -129,6 +132,11 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 			if err != nil {
 				return &exitError{code: 2, err: prefixLines(file, err)}
 			}
+			if len(onTargets) > 0 {
+				if pairs, err = onlyTargets(f, pairs, names, onTargets); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("%s: no checks to run: %w", file, err)}
+				}
+			}
 			if len(pairs) == 0 {
 				// Exit 0 here would pass a deploy gate that checked nothing.
 				why := "the file defines no checks"
@@ -177,6 +185,7 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "vigil.yaml", "config file")
 	cmd.Flags().StringSliceVar(&only, "check", nil, "run only the check with this name (repeatable, or comma-separated names)")
+	cmd.Flags().StringSliceVar(&onTargets, "target", nil, "run only against the target with this name (repeatable, or comma-separated names)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: one object per check × target")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to this file")
 	cmd.Flags().IntVar(&parallel, "parallel", 16, "checks run at once (at least 1)")
@@ -188,6 +197,78 @@ Meant for deploy pipelines: gate a rollout on the same checks the canaries run.`
 // once, or an error naming those the file does not define. No names: nil
 // (every enabled check runs).
 func selectChecks(f *File, only []string) ([]string, error) {
+	all := make([]string, 0, len(f.Checks))
+	for _, c := range f.Checks {
+		all = append(all, c.Name)
+	}
+	return selectNames(only, all, "check", "checks")
+}
+
+// selectTargets returns the names given with --target in file order, each
+// once, or an error naming those `targets:` does not define. No names: nil
+// (every target of the selected checks).
+func selectTargets(f *File, only []string) ([]string, error) {
+	all := make([]string, 0, len(f.Targets))
+	for _, t := range f.Targets {
+		all = append(all, t.Name)
+	}
+	return selectNames(only, all, "target", "targets")
+}
+
+// onlyTargets keeps the pairs whose target --target names (targets). A
+// name that is no target of the file (nor a check's url: target) is an
+// error with the nearest name; so is a selection left with no pair, saying
+// which checks run on the targets (disabled ones need --check). checks
+// are the --check names (nil: every enabled check).
+func onlyTargets(f *File, pairs []canary.Pair, checks, targets []string) ([]canary.Pair, error) {
+	all := make([]string, 0, len(f.Targets))
+	for _, t := range f.Targets {
+		all = append(all, t.Name)
+	}
+	for _, p := range pairs {
+		if !slices.Contains(all, p.Target.Name) {
+			all = append(all, p.Target.Name)
+		}
+	}
+	keep, err := selectNames(targets, all, "target", "targets")
+	if err != nil {
+		return nil, err
+	}
+	kept := slices.DeleteFunc(pairs, func(p canary.Pair) bool { return !slices.Contains(keep, p.Target.Name) })
+	if len(kept) > 0 {
+		return kept, nil
+	}
+	quoted := make([]string, len(keep))
+	for i, t := range keep {
+		quoted[i] = strconv.Quote(t)
+	}
+	var on, disabled []string
+	for _, c := range f.Checks {
+		if !slices.ContainsFunc(c.Targets, func(t string) bool { return slices.Contains(keep, t) }) {
+			continue
+		}
+		if c.Disabled && len(checks) == 0 {
+			disabled = append(disabled, c.Name)
+		} else {
+			on = append(on, c.Name)
+		}
+	}
+	what := "no check to run targets " + strings.Join(quoted, ", ")
+	switch {
+	case len(checks) > 0 && len(on) > 0:
+		return nil, fmt.Errorf("%s: --check %s runs elsewhere (checks that run on it: %s)", what, strings.Join(checks, ","), strings.Join(on, ", "))
+	case len(checks) > 0:
+		return nil, fmt.Errorf("%s: --check %s runs elsewhere, and no check of the file runs on it", what, strings.Join(checks, ","))
+	case len(disabled) > 0:
+		return nil, fmt.Errorf("%s: only disabled checks run on it (%s): name one with --check", what, strings.Join(disabled, ", "))
+	}
+	return nil, fmt.Errorf("%s: no check of the file runs on it", what)
+}
+
+// selectNames keeps the names of all that only lists, in all's order, each
+// once; a listed name all lacks is an error naming it, with the nearest
+// name (did you mean …?) or the first ten of all.
+func selectNames(only, all []string, one, many string) ([]string, error) {
 	if len(only) == 0 {
 		return nil, nil
 	}
@@ -196,10 +277,10 @@ func selectChecks(f *File, only []string) ([]string, error) {
 		want[strings.TrimSpace(n)] = true
 	}
 	var names []string
-	for _, c := range f.Checks {
-		if want[c.Name] {
-			names = append(names, c.Name)
-			delete(want, c.Name)
+	for _, n := range all {
+		if want[n] {
+			names = append(names, n)
+			delete(want, n)
 		}
 	}
 	if len(want) > 0 {
@@ -210,13 +291,9 @@ func selectChecks(f *File, only []string) ([]string, error) {
 				delete(want, n)
 			}
 		}
-		what := "no check named "
+		what := "no " + one + " named "
 		if len(missing) > 1 {
-			what = "no checks named "
-		}
-		var all []string
-		for _, c := range f.Checks {
-			all = append(all, c.Name)
+			what = "no " + many + " named "
 		}
 		hint := ""
 		if len(missing) == 1 {
@@ -230,7 +307,7 @@ func selectChecks(f *File, only []string) ([]string, error) {
 			if len(shown) > 10 {
 				shown = append(slices.Clone(shown[:10]), fmt.Sprintf("… %d more", len(all)-10))
 			}
-			hint = " (the file's checks: " + strings.Join(shown, ", ") + ")"
+			hint = " (the file's " + many + ": " + strings.Join(shown, ", ") + ")"
 		}
 		return nil, errors.New(what + strings.Join(missing, ", ") + hint)
 	}
