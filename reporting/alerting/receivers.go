@@ -329,8 +329,20 @@ type pdImage struct {
 // pdSeverity maps vigil severities onto PagerDuty's.
 var pdSeverity = map[string]string{SeverityPage: "critical", SeverityTicket: "error", SeverityWarning: "warning"}
 
-// PagerDutyDedupKey is the dedup_key of a group's incident.
-func PagerDutyDedupKey(groupKey string) string { return "vigil/" + groupKey }
+// PagerDutyDedupKey is the dedup_key of an alert's incident: "vigil/"
+// and its identity (rule, check, then target, slo and region where it has
+// them, then severity), e.g. vigil/down/healthz/origin-b/page: one incident
+// per alert, so a second origin failing while the first one's incident is
+// open (or acknowledged) opens its own and pages.
+func PagerDutyDedupKey(a Alert) string {
+	parts := []string{"vigil", a.Rule, a.Check}
+	for _, p := range []string{a.Target, a.SLO, a.Region} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(append(parts, a.Severity), "/")
+}
 
 type pagerDuty struct {
 	cfg    PagerDutyConfig
@@ -342,52 +354,68 @@ func newPagerDuty(cfg PagerDutyConfig, client *http.Client) *pagerDuty {
 	return &pagerDuty{cfg: cfg, ep: newEndpoint(cfg.URL, false, nil, string(cfg.RoutingKey)), client: client}
 }
 
-// Notify sends a trigger event while the group fires and a resolve event
-// once it resolved, both with the group's dedup_key.
+// Notify sends one event per alert of the notification, each with the
+// alert's own dedup_key (PagerDutyDedupKey) and summary: a trigger for
+// every firing alert (PagerDuty de-duplicates the repeats), a resolve for
+// every alert resolved since the previous notification. The group is
+// vigil's batching only, as Alertmanager's per-alert grouping gives: each
+// check × target × rule × severity is its own incident. A failed event
+// fails the notification, which is sent whole again (triggers and
+// resolves are idempotent per dedup_key).
 func (p *pagerDuty) Notify(ctx context.Context, n Notification) error {
-	ev := pdEvent{RoutingKey: string(p.cfg.RoutingKey), DedupKey: PagerDutyDedupKey(n.GroupKey)}
-	if n.Status == StatusResolved {
-		ev.EventAction = "resolve"
-	} else {
-		ev.EventAction = "trigger"
-		summary := n.Title
-		if len(n.Firing) == 1 {
-			summary = n.Firing[0].Summary
+	var evs []pdEvent
+	for _, a := range n.Firing {
+		evs = append(evs, p.trigger(a, n))
+	}
+	for _, a := range n.Resolved {
+		evs = append(evs, pdEvent{RoutingKey: string(p.cfg.RoutingKey), EventAction: "resolve", DedupKey: PagerDutyDedupKey(a)})
+	}
+	for _, ev := range evs {
+		body, err := json.Marshal(ev)
+		if err != nil {
+			return &PermanentError{err}
 		}
-		if len(summary) > 1024 {
-			summary = summary[:1021] + "..."
-		}
-		var regions []string
-		seen := map[string]bool{}
-		for _, a := range n.Firing {
-			for _, r := range a.Regions {
-				if !seen[r] {
-					seen[r] = true
-					regions = append(regions, r)
-				}
-			}
-		}
-		ev.Payload = &pdPayload{Summary: summary, Source: "vigil", Severity: pdSeverity[n.Severity],
-			Timestamp: n.At.UTC().Format(time.RFC3339), Component: n.Check, Group: n.Rule, Class: n.Rule,
-			CustomDetails: map[string]any{"text": n.Text, "regions": regions, "firing": len(n.Firing)}}
-		ev.Client, ev.ClientURL = "vigil", n.StatusPageURL
-		for _, a := range n.Firing {
-			if a.StatusURL != "" && len(ev.Links) == 0 {
-				ev.Links = append(ev.Links, pdLink{Href: a.StatusURL, Text: "status page"})
-			}
-			if a.RunbookURL != "" && len(ev.Links) < 2 {
-				ev.Links = append(ev.Links, pdLink{Href: a.RunbookURL, Text: "runbook"})
-			}
-			if a.ArtifactURL != "" && len(ev.Images) == 0 {
-				ev.Images = append(ev.Images, pdImage{Src: a.ArtifactURL, Href: a.ArtifactURL, Alt: "failure screenshot"})
-			}
+		if err := post(ctx, p.client, p.ep, body); err != nil {
+			return err
 		}
 	}
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return &PermanentError{err}
+	return nil
+}
+
+// trigger is the trigger event of firing alert a.
+func (p *pagerDuty) trigger(a Alert, n Notification) pdEvent {
+	ev := pdEvent{RoutingKey: string(p.cfg.RoutingKey), EventAction: "trigger", DedupKey: PagerDutyDedupKey(a)}
+	summary := a.Summary
+	if summary == "" {
+		summary = alertNames[a.Rule] + " " + series(a.Check, a.Target)
 	}
-	return post(ctx, p.client, p.ep, body)
+	if len(summary) > 1024 {
+		summary = summary[:1021] + "..."
+	}
+	details := map[string]any{"regions": a.Regions, "rule": a.Rule, "check": a.Check}
+	for k, v := range map[string]string{"target": a.Target, "slo": a.SLO, "region": a.Region, "cause": a.Cause,
+		"error": a.Err, "silenced_by": a.Silenced} {
+		if v != "" {
+			details[k] = v
+		}
+	}
+	if !a.StartsAt.IsZero() {
+		details["firing_since"] = a.StartsAt.UTC().Format(time.RFC3339)
+	}
+	ev.Payload = &pdPayload{Summary: summary, Source: "vigil", Severity: pdSeverity[a.Severity],
+		Timestamp: n.At.UTC().Format(time.RFC3339), Component: a.Check, Group: a.Target, Class: a.Rule,
+		CustomDetails: details}
+	ev.Client, ev.ClientURL = "vigil", n.StatusPageURL
+	if a.StatusURL != "" {
+		ev.Links = append(ev.Links, pdLink{Href: a.StatusURL, Text: "status page"})
+	}
+	if a.RunbookURL != "" {
+		ev.Links = append(ev.Links, pdLink{Href: a.RunbookURL, Text: "runbook"})
+	}
+	if a.ArtifactURL != "" {
+		ev.Images = append(ev.Images, pdImage{Src: a.ArtifactURL, Href: a.ArtifactURL, Alt: "failure screenshot"})
+	}
+	return ev
 }
 
 // amAlert is one element of Alertmanager's POST /api/v2/alerts body.

@@ -188,7 +188,7 @@ func TestReceiverPayloads(t *testing.T) {
 		if err := json.Unmarshal(reqs[2].Body, &res); err != nil {
 			t.Fatal(err)
 		}
-		if trig.RoutingKey != "pd-routing-secret" || trig.EventAction != "trigger" || trig.DedupKey != "vigil/down/asset/page" ||
+		if trig.RoutingKey != "pd-routing-secret" || trig.EventAction != "trigger" || trig.DedupKey != "vigil/down/asset/origin-a/page" ||
 			trig.Payload == nil || trig.Payload.Severity != "critical" || trig.Payload.Source != "vigil" ||
 			trig.Payload.Component != "asset" || !strings.Contains(trig.Payload.Summary, "asset × origin-a down") ||
 			len(trig.Links) != 2 || len(trig.Images) != 1 {

@@ -213,7 +213,7 @@ func TestRestartResolvesAlertClearedWhileDown(t *testing.T) {
 
 	evs := r.pdEvents()
 	if len(evs) != 2 || evs[0].EventAction != "trigger" || evs[1].EventAction != "resolve" ||
-		evs[1].DedupKey != evs[0].DedupKey || evs[1].DedupKey != PagerDutyDedupKey("down/asset/page") {
+		evs[1].DedupKey != evs[0].DedupKey || evs[1].DedupKey != "vigil/down/asset/origin-a/page" {
 		t.Fatalf("pagerduty events: %+v", evs)
 	}
 

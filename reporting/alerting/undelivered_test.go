@@ -115,7 +115,7 @@ func TestRestartDeliversResolveLostAtShutdown(t *testing.T) {
 		t.Fatalf("resolved notification after the restart: %+v, firing one was %+v", res, firing)
 	}
 	evs := r.pdEvents()[seenPD:]
-	if len(evs) != 1 || evs[0].EventAction != "resolve" || evs[0].DedupKey != PagerDutyDedupKey("down/asset/page") {
+	if len(evs) != 1 || evs[0].EventAction != "resolve" || evs[0].DedupKey != "vigil/down/asset/origin-a/page" {
 		t.Fatalf("pagerduty events after the restart: %+v, want one resolve", evs)
 	}
 	if ended := r.amEnded(seenAM, resolvedAt); len(ended) != 1 || ended[0].Labels["target"] != "origin-a" {
@@ -288,7 +288,7 @@ func TestStateFileVersion1Loads(t *testing.T) {
 	if len(hooks) != 1 || hooks[0].Status != StatusResolved || hooks[0].Alerts[0].Fingerprint != "ad3cf5afea0cc7f8" {
 		t.Fatalf("webhook after the resolve: %+v", hooks)
 	}
-	if evs := r.pdEvents(); len(evs) != 1 || evs[0].EventAction != "resolve" || evs[0].DedupKey != PagerDutyDedupKey("down/asset/page") {
+	if evs := r.pdEvents(); len(evs) != 1 || evs[0].EventAction != "resolve" || evs[0].DedupKey != "vigil/down/asset/origin-a/page" {
 		t.Fatalf("pagerduty after the resolve: %+v", evs)
 	}
 	f, err := readState(r.path)
