@@ -687,6 +687,11 @@ func TestSourceErrorAndBasics(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot read verdicts: store is down") {
 		t.Fatalf("GET / with a failing source = %d\n%s", code, body)
 	}
+	// The body agrees with the banner: no "No verdicts yet", no 0 counts.
+	if strings.Contains(body, "No verdicts yet") || !strings.Contains(body, "No verdict could be read") ||
+		!strings.Contains(body, `data-count="unreadable"`) || strings.Contains(body, `data-count="healthy"`) {
+		t.Errorf("GET / with a failing source reads as an empty store:\n%s", body)
+	}
 	if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
 		t.Errorf("CSP = %q", csp)
 	}
