@@ -85,6 +85,12 @@ type verdictFeed struct {
 	// every source was, the regions reporting are not all known yet and
 	// the quorum is not judged (quorumCheck).
 	read atomic.Bool
+	// answered is set once a read of the source succeeded with at least
+	// one verdict: a canary that just started (its first runs pending,
+	// or not listening yet) has read but not answered. started is when
+	// its poller began (zero: it never ran). See quorumGraceOver.
+	answered atomic.Bool
+	started  time.Time
 }
 
 // lateRegion is whether one region's verdicts from one source arrive late
@@ -191,6 +197,10 @@ func newVerdictFeeds(src reporting.Source, m *metrics) []*verdictFeed {
 // ends. A source that hangs delays no other: each reads on its own clock.
 func (p *Proxy) pollVerdicts(ctx context.Context) {
 	var wg sync.WaitGroup
+	start := time.Now()
+	for _, f := range p.feeds {
+		f.started = start // before its goroutine: applyFeeds reads it there
+	}
 	for _, f := range p.feeds {
 		wg.Add(1)
 		go func() {
@@ -248,6 +258,9 @@ func (p *Proxy) pollFeed(ctx context.Context, f *verdictFeed) {
 			f.fail.Record(nil)
 			f.up.Set(1)
 			f.ok.SetToCurrentTime()
+			if len(vs) > 0 {
+				f.answered.Store(true)
+			}
 		case ctx.Err() != nil:
 			return
 		default:
@@ -306,6 +319,7 @@ func (p *Proxy) applyFeeds() {
 	for _, f := range p.feeds {
 		allRead = allRead && f.read.Load()
 	}
+	answered, started := p.feedsAnswered()
 	first := allRead && !p.quorumJudged
 	p.quorumJudged = p.quorumJudged || allRead
 	for _, pl := range pools {
@@ -313,9 +327,9 @@ func (p *Proxy) applyFeeds() {
 		// pool's config: a reload may raise verdicts.quorum, or change the
 		// checks, tiers or targets that count, without a verdict key
 		// changing.
-		if pv, basis := p.poolView(pl.name), pl.quorumBasis(); allRead && (changed || first || pv.quorumBasis != basis) {
+		if pv, basis := p.poolView(pl.name), pl.quorumBasis(); allRead && (changed || first || pv.quorumBasis != basis || pv.quorumPending) {
 			pv.quorumBasis = basis
-			pl.quorumCheck(all, pv)
+			pl.quorumCheck(all, pv, quorumGraceOver(answered, started, now, pl.cfg.Verdicts.MaxAge))
 		}
 		failing := failingRegions(pl, snaps)
 		pl.applyVerdictsFrom(all, ahead, now, failing, silentRegions(pl, snaps))
@@ -430,6 +444,9 @@ type poolVerdictAge struct {
 	stale       bool
 	quorumBasis string
 	quorumShort bool // quorumCheck warned that the quorum is out of reach
+	// quorumPending: quorumCheck found the quorum out of reach before its
+	// start grace was over, and is asked again at each applyFeeds.
+	quorumPending bool
 
 	// For regionCheck: per region, what it saw of it; the pool's
 	// quorumBasis when it last ran; the regions reporting then.
@@ -742,17 +759,47 @@ func (p *Proxy) dups() *reporting.DuplicateWatch {
 // dupWatch, if set (tests), replaces reporting.Duplicates.
 var dupWatch *reporting.DuplicateWatch
 
+// feedsAnswered reports whether every source has answered a read with
+// verdicts (verdictFeed.answered), and the earliest time a poller started
+// (zero when none did: applyFeeds called without pollVerdicts).
+func (p *Proxy) feedsAnswered() (bool, time.Time) {
+	all := true
+	var started time.Time
+	for _, f := range p.feeds {
+		all = all && f.answered.Load()
+		if started.IsZero() || (!f.started.IsZero() && f.started.Before(started)) {
+			started = f.started
+		}
+	}
+	return all, started
+}
+
+// quorumGraceOver reports whether a quorum out of reach may be warned
+// about yet: once every source has answered with verdicts, or max_age
+// (the pool's verdicts.max_age) after the pollers started, whichever comes
+// first. Until then a source that was read but has no verdicts yet is a
+// canary starting beside the proxy (not listening yet, or its first runs
+// still to come at their jittered offsets): judging then logged the
+// warning at every start and "met again" a poll later. A region that has
+// not reported within max_age is as missing as one whose verdicts aged
+// out, and is warned about then.
+func quorumGraceOver(answered bool, started, now time.Time, maxAge time.Duration) bool {
+	return answered || started.IsZero() || now.Sub(started) >= maxAge
+}
+
 // quorumCheck warns when fewer regions report verdicts that count for the
 // pool's origins than its verdicts.quorum, and at least one does: no
 // origin can then be taken out by verdicts, whatever they say; and, after
 // such a warning, logs when enough regions report again. applyFeeds calls
 // it once every source was read, then when the set of verdict keys read
 // changes (a new check, region or canary, one gone) and when a reload
-// changes the pool's quorumBasis. pv.quorumShort keeps the state: one
+// changes the pool's quorumBasis. Before graceOver (quorumGraceOver) a
+// quorum out of reach is not warned about yet: pv.quorumPending makes
+// applyFeeds ask again at its next call. pv.quorumShort keeps the state: one
 // warning when the quorum becomes out of reach, one line when it is met
 // again, none per poll or per change in between. When no region reports
 // at all there is nothing to say, and the state is forgotten.
-func (pl *pool) quorumCheck(vs []reporting.Verdict, pv *poolVerdictAge) {
+func (pl *pool) quorumCheck(vs []reporting.Verdict, pv *poolVerdictAge, graceOver bool) {
 	targets := map[string]bool{}
 	for _, o := range pl.origins {
 		if o.target != "" {
@@ -766,9 +813,13 @@ func (pl *pool) quorumCheck(vs []reporting.Verdict, pv *poolVerdictAge) {
 		}
 	}
 	short := len(regions) < pl.cfg.Verdicts.Quorum
+	pv.quorumPending = false
 	switch {
 	case len(regions) == 0:
 		pv.quorumShort = false
+		return
+	case short && !pv.quorumShort && !graceOver:
+		pv.quorumPending = true
 		return
 	case short == pv.quorumShort:
 		return
