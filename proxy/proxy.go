@@ -877,6 +877,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// Once listening (a listener that cannot open is the error to tell):
+	// an open-file limit too low for max_client_conns (fdlimit.go).
+	if w := fdLimitWarning(cfg.MaxClientConns, openFileLimit()); w != "" {
+		p.log.Warn("proxy." + w)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); p.background(ctx) }()
