@@ -22,6 +22,7 @@ var funcs = template.FuncMap{
 	"icon":       stateIcon,
 	"ms":         fmtMs,
 	"ago":        fmtAgo,
+	"certLeft":   fmtCertLeft,
 	"since":      func(t, now time.Time) string { return fmtAgo(now.Sub(t)) },
 	"pct":        fmtPct,
 	"ratio":      func(f float64) string { return strconv.FormatFloat(f, 'f', 6, 64) },
@@ -229,4 +230,26 @@ func fmtRuns(n int) string {
 		return "1 run"
 	}
 	return strconv.Itoa(n) + " runs"
+}
+
+// fmtCertLeft says when a certificate expires for a matrix cell: "expires
+// in 4 days", "expires in 5 hours", "expired 2 days ago".
+func fmtCertLeft(d time.Duration) string {
+	past := d < 0
+	if past {
+		d = -d
+	}
+	var n string
+	switch {
+	case d >= 36*time.Hour:
+		n = strconv.Itoa(int((d+12*time.Hour)/(24*time.Hour))) + " days"
+	case d >= 90*time.Minute:
+		n = strconv.Itoa(int((d+30*time.Minute)/time.Hour)) + " hours"
+	default:
+		n = strconv.Itoa(max(int((d+30*time.Second)/time.Minute), 1)) + " min"
+	}
+	if past {
+		return "expired " + n + " ago"
+	}
+	return "expires in " + n
 }

@@ -36,7 +36,16 @@ type cell struct {
 	// Pending: a configured pair that has not run yet (a placeholder with
 	// no date).
 	Pending bool
+	// CertExpiry is when the certificate the last run saw expires, when
+	// that is within certShowWithin (or past); zero otherwise.
+	CertExpiry time.Time
+	CertLeft   time.Duration
 }
+
+// certShowWithin is how close a certificate's expiry must be for a cell to
+// show it: past the 14 days of alerting.cert_expiry_days' default, so a
+// cert_expiry alert's link shows the certificate it is about.
+const certShowWithin = 30 * 24 * time.Hour
 
 // row is one check × target.
 type row struct {
@@ -237,6 +246,9 @@ func cellOf(v reporting.Verdict, now time.Time) cell {
 	}
 	if !c.Stale && cur == reporting.StateUnhealthy && v.HeldUntil.After(now) {
 		c.Held = v.HeldUntil
+	}
+	if !v.CertExpiry.IsZero() && v.CertExpiry.Sub(now) <= certShowWithin {
+		c.CertExpiry, c.CertLeft = v.CertExpiry, v.CertExpiry.Sub(now)
 	}
 	return c
 }
