@@ -517,6 +517,10 @@ type evaluator struct {
 	// held holds heldKey(rule, check, target) of the firing alerts: their
 	// rules read stale verdicts as the last word (see quorumRule).
 	held map[string]bool
+	// intervals holds each check × target × region's run interval
+	// (check+"\x00"+target+"\x00"+region), from its newest verdicts, for
+	// the burn-rate rule's expected runs (counts.expected).
+	intervals map[string]time.Duration
 }
 
 func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
@@ -527,6 +531,11 @@ func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
 	// Ages and expiry count from when this alerter first read each
 	// verdict, not from the region's clock: a region whose clock is slow
 	// would otherwise look stale (dead-man alerts, never in a quorum).
+	e.intervals = map[string]time.Duration{}
+	for _, v := range latest {
+		k := v.Check + "\x00" + v.Target + "\x00" + v.Region
+		e.intervals[k] = max(e.intervals[k], v.Interval)
+	}
 	cands := e.evalLatest(e.arrived.rebase(latest, e.now))
 	for _, s := range slos {
 		if s.TTFBP95 > 0 && !e.cfg.TTFB.Disabled {

@@ -94,6 +94,11 @@ type harness struct {
 	a     *Alerter
 	// regions publish on every tick with these states
 	interval time.Duration
+	// unknownInterval publishes verdicts without their interval (0, as
+	// from a store that lacks it), so the burn-rate windows count only
+	// the runs they hold (no expected-runs floor, counts.expected): for
+	// tests built on a few runs' error ratios.
+	unknownInterval bool
 }
 
 // base time: a Monday, 10:00 UTC.
@@ -139,7 +144,11 @@ func (h *harness) tick(states map[string]reporting.State) {
 	h.t.Helper()
 	now := h.clock.Add(h.interval)
 	for region, st := range states {
-		h.store.add(verdict("asset", "origin-a", region, now.Add(-time.Second), st, h.interval))
+		v := verdict("asset", "origin-a", region, now.Add(-time.Second), st, h.interval)
+		if h.unknownInterval {
+			v.Interval = 0
+		}
+		h.store.add(v)
 	}
 	h.eval()
 }

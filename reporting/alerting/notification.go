@@ -18,7 +18,8 @@ const (
 // Notification is one message about one group (rule × check × severity):
 // its firing alerts and the alerts resolved since the previous message.
 type Notification struct {
-	// GroupKey is "rule/check/severity"; PagerDuty's dedup_key derives from it.
+	// GroupKey is "rule/check/severity" (PagerDuty gets one dedup_key per
+	// alert instead: PagerDutyDedupKey).
 	GroupKey string
 	// Status is "firing" while any alert of the group fires, else "resolved".
 	Status                string

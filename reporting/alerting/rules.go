@@ -662,6 +662,20 @@ var BurnWindows = []BurnWindow{
 // counts is failed and total runs.
 type counts struct{ failed, total int }
 
+// expected returns c with total raised to the runs a check run every
+// interval makes in window (window ÷ interval, rounded down), when it saw
+// fewer: a young store's or a new check's few runs count against a full
+// window, as if the runs not made had passed, so 1 failure in a fresh
+// store's first 5 runs is not a 200× burn of a 99.9% objective. The runs
+// a region did make outweigh this once they reach it. interval 0
+// (unknown): c unchanged.
+func (c counts) expected(window, interval time.Duration) counts {
+	if interval > 0 {
+		c.total = max(c.total, int(window/interval))
+	}
+	return c
+}
+
 // ratio is failed/total, or -1 without runs.
 func (c counts) ratio() float64 {
 	if c.total == 0 {
@@ -782,7 +796,8 @@ func (e *evaluator) evalBurn(ctx context.Context, s SLO) ([]candidate, error) {
 			if a.long[i].total < e.cfg.BurnRate.MinRuns {
 				continue
 			}
-			lr, sr := a.long[i].ratio(), a.short[i].ratio()
+			iv := e.intervals[k.check+"\x00"+k.target+"\x00"+k.region]
+			lr, sr := a.long[i].expected(w.Long, iv).ratio(), a.short[i].expected(w.Short, iv).ratio()
 			if lr < 0 || sr < 0 {
 				continue
 			}

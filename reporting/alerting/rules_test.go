@@ -555,12 +555,16 @@ func TestBurnRatePairs(t *testing.T) {
 	}
 }
 
-// TestBurnRateMinRuns: a new check's first failed run is 1 of 5 runs in
-// the last hour (a 200× burn of 99.9%) and must not page; the page pairs
-// fire once the region has burn_rate.min_runs (10) runs in the long window.
+// TestBurnRateMinRuns: with the ratios of the runs made alone (interval
+// unknown), a new check's first failed run is 1 of 5 runs in the last
+// hour (a 200× burn of 99.9%) and must not page; the page pairs fire once
+// the region has burn_rate.min_runs (10) runs in the long window. With the
+// interval known (15s: 240 runs expected over 1h), 1 failed of 10 is 4.2×
+// and pages nobody, while a check failing every run pages at its 10th.
 func TestBurnRateMinRuns(t *testing.T) {
 	slo := SLO{Name: "asset-availability", Check: "asset", Objective: 99.9}
 	h := newHarness(t, t0, Config{Down: DownRule{Disabled: true}, BurnRate: BurnRateRule{NoTicket: true}}, []SLO{slo})
+	h.unknownInterval = true
 	for range 4 {
 		h.tick(map[string]reporting.State{"eu": H})
 	}
@@ -586,6 +590,30 @@ func TestBurnRateMinRuns(t *testing.T) {
 	if got := h.hook.webhooks(t); len(got) != 1 || len(h.a.Active()) != 1 {
 		t.Fatalf("20 runs, 1 failed: %d notifications, active %v", len(got), h.a.Active())
 	}
+
+	t.Run("interval known", func(t *testing.T) {
+		h := newHarness(t, t0, Config{Down: DownRule{Disabled: true}, BurnRate: BurnRateRule{NoTicket: true}}, []SLO{slo})
+		h.tick(map[string]reporting.State{"eu": U})
+		for range 9 {
+			h.tick(map[string]reporting.State{"eu": H})
+		}
+		if got := h.hook.webhooks(t); len(got) != 0 {
+			t.Fatalf("10 runs, the first failed: %+v", got)
+		}
+		h = newHarness(t, t0, Config{Down: DownRule{Disabled: true}, BurnRate: BurnRateRule{NoTicket: true}}, []SLO{slo})
+		for range 9 {
+			h.tick(map[string]reporting.State{"eu": U})
+		}
+		if got := h.hook.webhooks(t); len(got) != 0 {
+			t.Fatalf("9 runs, all failed: %+v", got)
+		}
+		h.tick(map[string]reporting.State{"eu": U}) // 10 of 240: 41.7×
+		got := h.hook.webhooks(t)
+		if len(got) != 1 || got[0].Rule != RuleBurnRate || got[0].Severity != SeverityPage ||
+			!strings.Contains(got[0].Alerts[0].Summary, "burning 41.7× over 1h/5m, 6h/30m in 1 region (eu)") {
+			t.Fatalf("10 runs, all failed: %+v", got)
+		}
+	})
 }
 
 // TestTTFBLongWindowFromRollups: a window above RawTTFBWindow is judged on
@@ -672,6 +700,7 @@ func TestCertExpiryDays(t *testing.T) {
 func TestBurnRateValueIsQuorumth(t *testing.T) {
 	slo := SLO{Name: "asset-availability", Check: "asset", Objective: 99.9}
 	h := newHarness(t, t0, Config{Quorum: 2, Down: DownRule{Disabled: true}, BurnRate: BurnRateRule{NoTicket: true}}, []SLO{slo})
+	h.unknownInterval = true // the ratios of the 24 runs alone (no expected-runs floor)
 	for range 20 {
 		h.tick(map[string]reporting.State{"eu": H, "us": H, "ap": H})
 	}

@@ -150,14 +150,16 @@ func TestRemovedPairResolvesBurnRate(t *testing.T) {
 	}
 	a := start()
 	a.SetPairs(map[string][]string{"asset": {"origin-a", "origin-c"}})
+	// Every 5 minutes: 4 failed runs of the 12 the 1h window expects
+	// burn 33× the 1% budget, and the 5m window's one run failed.
 	for i := range 6 {
-		now := clock.Add(15 * time.Second)
-		st.add(verdict("asset", "origin-a", "eu", now.Add(-time.Second), H, 15*time.Second))
+		now := clock.Add(5 * time.Minute)
+		st.add(verdict("asset", "origin-a", "eu", now.Add(-time.Second), H, 5*time.Minute))
 		s := H
 		if i >= 2 {
 			s = U
 		}
-		st.add(verdict("asset", "origin-c", "eu", now.Add(-time.Second), s, 15*time.Second))
+		st.add(verdict("asset", "origin-c", "eu", now.Add(-time.Second), s, 5*time.Minute))
 		eval(a)
 	}
 	var rules []string
