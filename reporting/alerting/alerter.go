@@ -70,8 +70,9 @@ type Alerter struct {
 	writeHealth func() error        // Options.WriteHealth; nil for none
 	flog        *deliveryLog        // failed deliveries' log lines, across reloads
 
-	evalMu sync.Mutex   // serialises Evaluate
-	rcache rollupCaches // guarded by evalMu
+	evalMu sync.Mutex     // serialises Evaluate
+	hb     heartbeatState // alerting.heartbeat's pings
+	rcache rollupCaches   // guarded by evalMu
 	// arrived is when each latest verdict was first read, to date
 	// verdicts on this clock (see arrivals.rebase). Guarded by evalMu.
 	arrived arrivals
@@ -428,7 +429,8 @@ func (a *Alerter) Run(ctx context.Context) {
 // changes (no alert resolves because the store is unreachable) and the
 // error is returned; for the dead-man window plus WriterMaxBackoff after
 // it, no new dead-man alert fires (see evalDeadMan).
-func (a *Alerter) Evaluate(ctx context.Context) error {
+func (a *Alerter) Evaluate(ctx context.Context) (err error) {
+	defer func() { a.beat(err) }()
 	a.evalMu.Lock()
 	defer a.evalMu.Unlock()
 	a.mu.Lock()

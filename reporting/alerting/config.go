@@ -599,6 +599,9 @@ type Config struct {
 	QuorumLost QuorumLostRule `mapstructure:"quorum_lost"`
 	// LiveErrors is the rule on the proxies' live traffic (live_errors).
 	LiveErrors LiveErrorsRule `mapstructure:"live_errors"`
+	// Heartbeat pings an external dead man's switch after successful
+	// evaluations. Optional.
+	Heartbeat HeartbeatConfig `mapstructure:"heartbeat"`
 
 	// StatusPageURL is the status page's base URL for links in
 	// notifications (check page and failure screenshots). Optional.
@@ -885,6 +888,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	add(severity("dead_man.severity", &c.DeadMan.Severity, SeverityTicket))
 	add(severity("quorum_lost.severity", &c.QuorumLost.Severity, SeverityPage))
 	add(c.LiveErrors.validate(c.set))
+	add(c.Heartbeat.validate())
 	if c.StatusPageURL != "" {
 		add(checkURL("status_page_url", c.StatusPageURL, false))
 		c.StatusPageURL = strings.TrimSuffix(c.StatusPageURL, "/")
