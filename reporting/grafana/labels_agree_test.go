@@ -11,6 +11,13 @@ import (
 	vigilalerting "github.com/vigil-synthetics/vigil/reporting/alerting"
 )
 
+// noGrafanaRule are the alerter's rules the Grafana rules leave out, and
+// why (README "Alert rules (vigil-slo.yaml)").
+var noGrafanaRule = map[string]string{
+	vigilalerting.RuleQuorumLost: "not generated for Grafana yet: its vigil-dead-man rule names the silent region, the built-in alerter and the Prometheus rules page on the lost quorum",
+	vigilalerting.RuleLiveErrors: "it reads the proxies' signals, not verdicts; the built-in alerter and the Prometheus rules have it",
+}
+
 // TestRuleLabelsAgreeWithPrometheusRules generates the Grafana rules and
 // the Prometheus rules (alerting.PrometheusRules, `vigil alerter
 // --prometheus-rules`) of one config and checks each Grafana rule carries
@@ -56,6 +63,10 @@ func TestRuleLabelsAgreeWithPrometheusRules(t *testing.T) {
 		for _, r := range g.Rules {
 			if r.Alert == "" || !slices.Contains(vigilalerting.AllRules, r.Labels["rule"]) {
 				continue // recording rules and vigil's self-monitoring alerts
+			}
+			if why, ok := noGrafanaRule[r.Labels["rule"]]; ok {
+				t.Logf("%s: no Grafana rule: %s", r.Labels["rule"], why)
+				continue
 			}
 			if r.Labels["source"] != "prometheus" {
 				t.Errorf("%s: source %q", r.Alert, r.Labels["source"])
