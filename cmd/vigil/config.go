@@ -823,6 +823,7 @@ func loadConfigWarnings(path string, env func(string) (string, bool), environ []
 	}
 	msgs = append(msgs, tokenWarnings(f)...)
 	msgs = append(msgs, pushWarnings(f)...)
+	msgs = append(msgs, probeLoadWarnings(f)...)
 	for _, msg := range f.Agent.Probe.Warnings(f.Agent.Listen) {
 		msgs = append(msgs, "agent.probe."+msg)
 	}
