@@ -383,6 +383,9 @@ func (a *app) routes() http.Handler {
 	}
 	if a.alr != nil {
 		mux.HandleFunc("GET /api/v1/alerts", a.alerts)
+		sil := a.alr.SilencesHandler(func() string { return a.current().Agent.AdminToken })
+		mux.Handle("/api/v1/silences", sil)
+		mux.Handle("/api/v1/silences/", sil)
 	}
 	for p, h := range a.opts.extraRoutes {
 		mux.Handle(p, h)

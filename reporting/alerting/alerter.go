@@ -78,6 +78,7 @@ type Alerter struct {
 	arrived arrivals
 
 	statePath string         // Options.StatePath; "" for none
+	sil       silences       // ad-hoc silences (SilencesHandler)
 	saveMu    sync.Mutex     // serialises saves; taken before mu
 	savedKey  string         // change key of the last saved state; guarded by saveMu
 	saveFail  saveFailureLog // failed saves being logged; guarded by saveMu
@@ -266,6 +267,10 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 	if a.statePath != "" {
 		a.load()
 		_, a.savedKey = a.snapshot(a.now())
+	}
+	a.sil.path = silencesPath(o.StatePath)
+	if err := a.sil.load(); err != nil {
+		a.log.Error("alerting: cannot read the ad-hoc silences: starting without them", "error", err)
 	}
 	a.flog = newDeliveryLog(o.Now)
 	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.beforeSend, a.redact, a.flog, nil)
@@ -609,7 +614,7 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		st.alert = c.Alert
 		st.alert.StartsAt = start
 		st.alert.Since = st.pendingSince
-		st.alert.Silenced = a.silencedBy(now, c.Check)
+		st.alert.Silenced = a.silencedBy(now, c.Check, c.Target)
 		if !st.firing && now.Sub(st.pendingSince) >= c.hold {
 			st.firing = true
 			st.alert.StartsAt = now
@@ -633,7 +638,7 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 				st.clearedSince = now
 			}
 			if now.Sub(st.clearedSince) < keepFiringFor(a.cfg, a.slos, st.alert) {
-				st.alert.Silenced = a.silencedBy(now, st.alert.Check)
+				st.alert.Silenced = a.silencedBy(now, st.alert.Check, st.alert.Target)
 				continue
 			}
 		}
@@ -691,14 +696,15 @@ func (a *Alerter) setActive() {
 	}
 }
 
-// silencedBy names the first maintenance window covering check at now.
-func (a *Alerter) silencedBy(now time.Time, check string) string {
+// silencedBy names the first maintenance window covering check at now,
+// else the first ad-hoc silence covering check × target.
+func (a *Alerter) silencedBy(now time.Time, check, target string) string {
 	for i := range a.cfg.Maintenance {
 		if a.cfg.Maintenance[i].Active(now, check) {
 			return a.cfg.Maintenance[i].Name
 		}
 	}
-	return ""
+	return a.sil.silenceBy(now, check, target)
 }
 
 // notify decides, per group, what is due and queues it; and, per

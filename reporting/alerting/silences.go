@@ -1,0 +1,241 @@
+package alerting
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vigil-synthetics/vigil/reporting/units"
+)
+
+// MaxSilence is the longest ad-hoc silence: longer quiet belongs in a
+// maintenance window of the config, where it is reviewed.
+const MaxSilence = 7 * 24 * time.Hour
+
+// Silence is an ad-hoc silence (POST /api/v1/silences): notifications of
+// the alerts of Check (and of Target only, when set) are held back until
+// EndsAt, as in a maintenance window; the alerts are still evaluated and
+// listed, with silenced naming it.
+type Silence struct {
+	ID       string    `json:"id"`
+	Check    string    `json:"check"`
+	Target   string    `json:"target,omitempty"`
+	By       string    `json:"by"`
+	Why      string    `json:"why"`
+	StartsAt time.Time `json:"starts_at"`
+	EndsAt   time.Time `json:"ends_at"`
+}
+
+// covers reports whether s silences check × target at now.
+func (s Silence) covers(now time.Time, check, target string) bool {
+	return s.Check == check && (s.Target == "" || s.Target == target) && !now.Before(s.StartsAt) && now.Before(s.EndsAt)
+}
+
+// name is how an alert's silenced names s.
+func (s Silence) name() string {
+	return fmt.Sprintf("silence %s by %s until %s: %s", s.ID, s.By, s.EndsAt.UTC().Format(time.RFC3339), s.Why)
+}
+
+// silences holds the ad-hoc silences, persisted to path ("" for none).
+type silences struct {
+	mu   sync.Mutex
+	path string
+	list []Silence
+}
+
+// silencesPath is the silences file beside the state file.
+func silencesPath(statePath string) string {
+	if statePath == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(statePath), "silences.json")
+}
+
+// load reads the file; a missing file is no silences.
+func (s *silences) load() error {
+	if s.path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var list []Silence
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	s.list = list
+	return nil
+}
+
+// save writes the list atomically (0600). s.mu held.
+func (s *silences) save() error {
+	if s.path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(s.list, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := s.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.path)
+}
+
+// active returns the silences not yet ended at now, dropping the others.
+// s.mu held.
+func (s *silences) active(now time.Time) []Silence {
+	kept := s.list[:0]
+	for _, x := range s.list {
+		if now.Before(x.EndsAt) {
+			kept = append(kept, x)
+		}
+	}
+	s.list = kept
+	return append([]Silence(nil), kept...)
+}
+
+// silenceBy names the first ad-hoc silence covering check × target at now.
+func (s *silences) silenceBy(now time.Time, check, target string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.list {
+		if x.covers(now, check, target) {
+			return x.name()
+		}
+	}
+	return ""
+}
+
+// Silences lists the ad-hoc silences in force, soonest end first.
+func (a *Alerter) Silences() []Silence {
+	now := a.now()
+	a.sil.mu.Lock()
+	defer a.sil.mu.Unlock()
+	out := a.sil.active(now)
+	sort.Slice(out, func(i, j int) bool { return out[i].EndsAt.Before(out[j].EndsAt) })
+	return out
+}
+
+// silenceRequest is POST /api/v1/silences' body.
+type silenceRequest struct {
+	Check  string `json:"check"`
+	Target string `json:"target"`
+	For    string `json:"for"`
+	By     string `json:"by"`
+	Why    string `json:"why"`
+}
+
+// SilencesHandler serves /api/v1/silences: GET lists the silences in
+// force; POST {check, target?, for, by, why} adds one (201, the silence);
+// DELETE /api/v1/silences/{id} ends one (204; 404 when unknown). Writes
+// need the admin token (token() at each request) as a bearer token: 401
+// without the right one, 403 when none is configured. A silence takes
+// effect at the next evaluation and is kept in silences.json beside the
+// alert state.
+func (a *Alerter) SilencesHandler(token func() string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/api/v1/silences"), "/")
+		if r.Method == http.MethodGet && id == "" {
+			writeSilenceJSON(w, http.StatusOK, a.Silences())
+			return
+		}
+		if (r.Method != http.MethodPost || id != "") && (r.Method != http.MethodDelete || id == "") {
+			w.Header().Set("Allow", "GET, POST, DELETE")
+			writeSilenceJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "GET or POST /api/v1/silences, DELETE /api/v1/silences/{id}"})
+			return
+		}
+		tok := token()
+		if tok == "" {
+			writeSilenceJSON(w, http.StatusForbidden, map[string]string{"error": "admin writes are disabled: set agent.admin_token"})
+			return
+		}
+		if !units.BearerMatches(r, tok) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeSilenceJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
+			return
+		}
+		if r.Method == http.MethodDelete {
+			a.sil.mu.Lock()
+			defer a.sil.mu.Unlock()
+			for i, x := range a.sil.list {
+				if x.ID == id {
+					a.sil.list = append(a.sil.list[:i], a.sil.list[i+1:]...)
+					if err := a.sil.save(); err != nil {
+						a.log.Error("alerting: cannot save silences", "error", err)
+					}
+					a.log.Info("alerting: silence ended", "id", id)
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+			}
+			writeSilenceJSON(w, http.StatusNotFound, map[string]string{"error": "no silence " + id})
+			return
+		}
+		var req silenceRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			writeSilenceJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
+			return
+		}
+		var errs []string
+		if req.Check == "" {
+			errs = append(errs, "check: required")
+		}
+		if strings.TrimSpace(req.By) == "" {
+			errs = append(errs, "by: required (who silences)")
+		}
+		if strings.TrimSpace(req.Why) == "" {
+			errs = append(errs, "why: required")
+		}
+		d, err := time.ParseDuration(req.For)
+		switch {
+		case req.For == "":
+			errs = append(errs, "for: required (a duration, e.g. 2h)")
+		case err != nil:
+			errs = append(errs, fmt.Sprintf("for: %q: not a duration (e.g. 30m, 2h)", req.For))
+		case d <= 0 || d > MaxSilence:
+			errs = append(errs, fmt.Sprintf("for: %s: must be above 0 and at most %s (longer: a maintenance window)", d, shortDur(MaxSilence)))
+		}
+		if len(errs) > 0 {
+			writeSilenceJSON(w, http.StatusBadRequest, map[string]string{"error": strings.Join(errs, "; ")})
+			return
+		}
+		var raw [4]byte
+		_, _ = rand.Read(raw[:])
+		now := a.now()
+		s := Silence{ID: hex.EncodeToString(raw[:]), Check: req.Check, Target: req.Target, By: strings.TrimSpace(req.By),
+			Why: strings.TrimSpace(req.Why), StartsAt: now.UTC(), EndsAt: now.Add(d).UTC()}
+		a.sil.mu.Lock()
+		a.sil.active(now)
+		a.sil.list = append(a.sil.list, s)
+		err = a.sil.save()
+		a.sil.mu.Unlock()
+		if err != nil {
+			a.log.Error("alerting: cannot save silences", "error", err)
+		}
+		a.log.Info("alerting: silence added", "id", s.ID, "check", s.Check, "target", s.Target, "by", s.By, "until", s.EndsAt, "why", s.Why)
+		writeSilenceJSON(w, http.StatusCreated, s)
+	})
+}
+
+func writeSilenceJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
