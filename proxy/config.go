@@ -197,6 +197,13 @@ type Config struct {
 	// HAProxy's maxconn): past it new connections wait in the kernel's
 	// accept queue until one closes. Default 10000.
 	MaxClientConns int `mapstructure:"max_client_conns"`
+	// MaxConnsPerClient bounds the connections one client address (the
+	// TCP peer; an IPv6 address's /64) holds open at once, as nginx's
+	// limit_conn: past it its new connections are closed at accept
+	// (clientlimit.go). Peers in TrustedProxies and ProxyProtocolFrom are
+	// not limited. Default max_client_conns / 10, at least 100 (1000 with
+	// the default max_client_conns); an explicit 0 turns it off.
+	MaxConnsPerClient int `mapstructure:"max_conns_per_client"`
 	// VerdictPoll is how often the verdict source is read. Default 2s.
 	VerdictPoll time.Duration `mapstructure:"verdict_poll"`
 	// SignalWindow is the passive observation window published as
@@ -924,6 +931,12 @@ func (c *Config) ValidateAndSetDefaults() error {
 		c.MaxClientConns = DefaultMaxClientConns
 	case c.MaxClientConns < 0:
 		errs = append(errs, fmt.Errorf("max_client_conns: %d: must be positive (unset: %d)", c.MaxClientConns, DefaultMaxClientConns))
+	}
+	switch {
+	case c.MaxConnsPerClient < 0:
+		errs = append(errs, fmt.Errorf("max_conns_per_client: %d: must not be negative (unset: max_client_conns / 10, at least 100; 0 turns it off)", c.MaxConnsPerClient))
+	case c.MaxConnsPerClient == 0 && !c.set.Has("max_conns_per_client"):
+		c.MaxConnsPerClient = max(100, c.MaxClientConns/10)
 	}
 	if c.VerdictPoll == 0 {
 		c.VerdictPoll = 2 * time.Second

@@ -742,6 +742,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	var servers []interface{ Shutdown(context.Context) error }
 	errc := make(chan error, 3) // one per server
 	limit := newConnLimit(cfg.MaxClientConns, p.m, p.log)
+	limit.perClient(cfg.MaxConnsPerClient, slices.Concat(cfg.trusted, cfg.ppFrom))
 	ppLog := &ppFailLog{m: p.m, log: p.log}
 	serve := func(addr string, tlsFiles bool) error {
 		tln, err := net.Listen("tcp", addr)
