@@ -326,6 +326,7 @@ func restartOnly(a, b Config) []string {
 		{"proxy.write_timeout", a.WriteTimeout != b.WriteTimeout},
 		{"proxy.send_timeout", a.SendTimeout != b.SendTimeout},
 		{"proxy.max_client_conns", a.MaxClientConns != b.MaxClientConns},
+		{"proxy.max_conns_per_client", a.MaxConnsPerClient != b.MaxConnsPerClient},
 		{"proxy.proxy_protocol", a.ProxyProtocol != b.ProxyProtocol},
 		{"proxy.proxy_protocol_from", !slices.Equal(a.ProxyProtocolFrom, b.ProxyProtocolFrom)},
 	} {
