@@ -1053,7 +1053,7 @@ func (f *File) permWarnings(raw []byte) []string {
 // canary's Secrets() collects, the admin tokens, the InfluxDB token and
 // the alert receivers' credentials (a Slack webhook URL, a webhook's
 // headers, a routing_key, the password and sensitive query values of any
-// receiver's URL). Those that came from
+// receiver's URL) and the heartbeat's URLs and headers. Those that came from
 // the environment are among them; literalSecretLines keeps the ones the
 // file writes.
 func (f *File) literalSecretCandidates() []string {
@@ -1093,6 +1093,12 @@ func (f *File) literalSecretCandidates() []string {
 		case r.Alertmanager != nil:
 			fromURL(r.Alertmanager.URL)
 		}
+	}
+	// A heartbeat URL is its own credential (a healthchecks.io ping URL).
+	hb := f.Alerting.Heartbeat
+	out = append(out, string(hb.URL), string(hb.FailURL))
+	for _, v := range hb.Headers {
+		out = append(out, string(v))
 	}
 	return out
 }

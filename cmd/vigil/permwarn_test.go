@@ -13,11 +13,11 @@ import (
 )
 
 // permSecrets are the secrets permConfig writes.
-var permSecrets = []string{"BasicPw12345", "UrlPw98765", "PdKey12345"}
+var permSecrets = []string{"BasicPw12345", "UrlPw98765", "PdKey12345", "HbSecret4242"}
 
-// permConfig is a file that writes a basic_auth password, a URL password
-// and a PagerDuty routing_key (lines 5, 7 and 12), or ${NAME} references
-// to them with refs.
+// permConfig is a file that writes a basic_auth password, a URL password,
+// a PagerDuty routing_key and a heartbeat URL (lines 5, 7, 12 and 13), or
+// ${NAME} references to them with refs.
 func permConfig(refs bool) string {
 	s := `targets: [{name: o, url: "http://127.0.0.1:1"}]
 checks:
@@ -31,9 +31,11 @@ alerting:
   receivers:
     - name: pd
       pagerduty: {routing_key: "PdKey12345"}
+  heartbeat: {url: "https://hc.example/ping/HbSecret4242"}
 `
 	if refs {
-		s = strings.NewReplacer("BasicPw12345", "${PERM_BASIC_PW}", "UrlPw98765", "${PERM_URL_PW}", "PdKey12345", "${PERM_PD_KEY}").Replace(s)
+		s = strings.NewReplacer("BasicPw12345", "${PERM_BASIC_PW}", "UrlPw98765", "${PERM_URL_PW}", "PdKey12345", "${PERM_PD_KEY}",
+			"https://hc.example/ping/HbSecret4242", "${PERM_HB_URL}").Replace(s)
 	}
 	return s
 }
@@ -64,9 +66,9 @@ func TestValidateWorldReadableSecrets(t *testing.T) {
 		refs bool
 		want string // "" no warning
 	}{
-		{0o644, false, "warning: " + cfg + ": mode 0644: readable by group and others, and it holds secrets written in it (lines 5, 7, 12); chmod 600 " + cfg + ", or write them as ${NAME} references to the environment"},
-		{0o604, false, "warning: " + cfg + ": mode 0604: readable by every user of this host, and it holds secrets written in it (lines 5, 7, 12); chmod 600 " + cfg},
-		{0o640, false, "warning: " + cfg + ": mode 0640: readable by its group, and it holds secrets written in it (lines 5, 7, 12); chmod 600 " + cfg},
+		{0o644, false, "warning: " + cfg + ": mode 0644: readable by group and others, and it holds secrets written in it (lines 5, 7, 12, 13); chmod 600 " + cfg + ", or write them as ${NAME} references to the environment"},
+		{0o604, false, "warning: " + cfg + ": mode 0604: readable by every user of this host, and it holds secrets written in it (lines 5, 7, 12, 13); chmod 600 " + cfg},
+		{0o640, false, "warning: " + cfg + ": mode 0640: readable by its group, and it holds secrets written in it (lines 5, 7, 12, 13); chmod 600 " + cfg},
 		{0o600, false, ""},
 		{0o400, false, ""},
 		{0o644, true, ""},
@@ -76,6 +78,7 @@ func TestValidateWorldReadableSecrets(t *testing.T) {
 				t.Setenv("PERM_BASIC_PW", "BasicPw12345")
 				t.Setenv("PERM_URL_PW", "UrlPw98765")
 				t.Setenv("PERM_PD_KEY", "PdKey12345")
+				t.Setenv("PERM_HB_URL", "https://hc.example/ping/HbSecret4242")
 			}
 			writeMode(t, cfg, permConfig(tc.refs), os.FileMode(tc.mode))
 			out, code := runCLI(t, "validate", "-c", cfg)
@@ -199,7 +202,7 @@ func TestWorldReadableSecretsRunLog(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "agent.data_dir") {
 		t.Fatalf("vigil run with a file as data dir did not stop at agent.data_dir (%v):\n%s", err, out)
 	}
-	want := `level=WARN msg="` + cfg + `: mode 0644: readable by group and others, and it holds secrets written in it (lines 5, 7, 12); chmod 600 ` + cfg
+	want := `level=WARN msg="` + cfg + `: mode 0644: readable by group and others, and it holds secrets written in it (lines 5, 7, 12, 13); chmod 600 ` + cfg
 	if !strings.Contains(string(out), want) {
 		t.Errorf("vigil run logged no warning %q:\n%s", want, out)
 	}
