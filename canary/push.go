@@ -158,7 +158,7 @@ func (c *CheckConfig) validatePush(d Defaults) error {
 	case c.Interval == 0:
 		c.Interval = min(max(s.Period/10, time.Second), MaxPushInterval)
 	case s.Period > 0 && c.Interval > s.Period:
-		errs = append(errs, fmt.Errorf("interval: %s > push.period %s: the deadline would be judged less often than the job pings (omit interval for period ÷ 10, 1s to 1m)", pushDur(c.Interval), pushDur(s.Period)))
+		errs = append(errs, fmt.Errorf("interval: %s > push.period %s: the deadline would be judged less often than the job pings (omit interval for period ÷ 10, 1s to 1m)", units.ConfigDuration(c.Interval), units.ConfigDuration(s.Period)))
 	}
 	// A judgement reads memory: it needs no real timeout, but the run
 	// context gets one.
@@ -177,17 +177,6 @@ func (c *CheckConfig) validatePush(d Defaults) error {
 	a := false
 	c.Adaptive = &a
 	return errors.Join(errs...)
-}
-
-// pushDur shows a duration as a config writes it: 24h, 30m, 1h30m0s.
-func pushDur(d time.Duration) string {
-	switch {
-	case d > 0 && d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d > 0 && d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return d.String()
 }
 
 // pushProbe is what a push check compiles to. The canary judges a push
@@ -478,16 +467,16 @@ func (st pushState) overdue(s *PushSpec, now time.Time) bool {
 // sample).
 func judgePushState(s *PushSpec, st pushState, now time.Time) checks.Result {
 	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-	limits := fmt.Sprintf("period %s, grace %s", pushDur(s.Period), pushDur(s.Grace))
+	limits := fmt.Sprintf("period %s, grace %s", units.ConfigDuration(s.Period), units.ConfigDuration(s.Grace))
 	res := checks.Result{Start: now, OK: true}
 	last := "none since the check started at " + rfc(st.FirstSeen)
 	if !st.LastOK.IsZero() {
 		last = rfc(st.LastOK)
 	}
 	a := checks.AssertionResult{Name: "push", OK: true, Got: "last successful ping: " + last,
-		Want: fmt.Sprintf("a successful ping at most %s ago (%s)", pushDur(s.Deadline()), limits)}
+		Want: fmt.Sprintf("a successful ping at most %s ago (%s)", units.ConfigDuration(s.Deadline()), limits)}
 	if s.MaxRuntime > 0 {
-		a.Want += fmt.Sprintf(", and a finish at most %s after a start", pushDur(s.MaxRuntime))
+		a.Want += fmt.Sprintf(", and a finish at most %s after a start", units.ConfigDuration(s.MaxRuntime))
 	}
 	if st.RunUnjudged && st.RunTime > 0 {
 		res.Phases.TTFB, res.Phases.Total = st.RunTime, st.RunTime
@@ -497,7 +486,7 @@ func judgePushState(s *PushSpec, st pushState, now time.Time) checks.Result {
 		// The latest news: a run that started after the last ping (a
 		// finish clears the start) is still going past its limit.
 		res.OK, res.Cause = false, checks.CausePushMissing
-		res.Err = fmt.Sprintf("started at %s, no finish within max_runtime %s", rfc(st.Started), pushDur(s.MaxRuntime))
+		res.Err = fmt.Sprintf("started at %s, no finish within max_runtime %s", rfc(st.Started), units.ConfigDuration(s.MaxRuntime))
 		a.OK, a.Got = false, fmt.Sprintf("started at %s, no success or fail ping since", rfc(st.Started))
 	case st.Failed:
 		res.OK, res.Cause = false, checks.CausePushFailed

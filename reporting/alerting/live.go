@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -207,21 +206,6 @@ func LiveFigures(signals []reporting.Signal, now time.Time, window time.Duration
 	return out
 }
 
-// LivePercent writes a failed share as the summaries do: "48%", "0.4%",
-// "<0.1%".
-func LivePercent(ratio float64) string {
-	p := ratio * 100
-	switch {
-	case p == 0:
-		return "0%"
-	case p < 0.1:
-		return "<0.1%"
-	case p < 10 && math.Round(p) != p:
-		return fmt.Sprintf("%.1f%%", p)
-	}
-	return fmt.Sprintf("%.0f%%", math.Floor(p+0.5))
-}
-
 // Breakdown is "470 5xx, 3 connection errors, 2 timeouts" (the kinds
 // that occurred; "no failure" when none did).
 func (t LiveTraffic) Breakdown() string {
@@ -330,7 +314,7 @@ func liveSummary(t LiveTraffic, r LiveErrorsRule, latest []reporting.Verdict, no
 	fmt.Fprintf(&b, "pool %s origin %s: ", t.Pool, t.Origin)
 	failing := t.Requests >= r.MinRequests && t.Ratio()*100 >= float64(r.Ratio)-1e-9
 	traffic := fmt.Sprintf("%s of live requests failed over %s (%d of %d: %s)",
-		LivePercent(t.Ratio()), shortDur(r.Window), t.Failed(), t.Requests, t.Breakdown())
+		units.Share(t.Ratio()), shortDur(r.Window), t.Failed(), t.Requests, t.Breakdown())
 	if failing {
 		b.WriteString(traffic)
 	}

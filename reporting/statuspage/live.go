@@ -3,13 +3,13 @@ package statuspage
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/vigil-synthetics/vigil/reporting"
+	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
 // LiveOrigin is one pool × origin's live traffic through the proxies over
@@ -68,12 +68,12 @@ func liveText(l LiveOrigin, vs []reporting.Verdict, now time.Time) string {
 	var b strings.Builder
 	b.WriteString("live traffic failing: ")
 	if l.Requests > 0 {
-		fmt.Fprintf(&b, "%s of %d requests failed over %s", percentText(float64(l.Failed)/float64(l.Requests)), l.Requests, durText(l.Window))
+		fmt.Fprintf(&b, "%s of %d requests failed over %s", units.Share(float64(l.Failed)/float64(l.Requests)), l.Requests, units.ConfigDuration(l.Window))
 		if l.Failed > 0 {
 			fmt.Fprintf(&b, " (%s)", l.Breakdown)
 		}
 	} else {
-		fmt.Fprintf(&b, "no request over %s", durText(l.Window))
+		fmt.Fprintf(&b, "no request over %s", units.ConfigDuration(l.Window))
 	}
 	if l.Signals > 0 && l.Ejected > 0 {
 		fmt.Fprintf(&b, ", passively ejected in %d of %d signals", l.Ejected, l.Signals)
@@ -123,31 +123,6 @@ func checksText(vs []reporting.Verdict, target string, now time.Time) string {
 		return "checks pass (" + strings.Join(pass, ", ") + "; " + strings.Join(other, ", ") + ")"
 	}
 	return "checks: " + strings.Join(other, ", ")
-}
-
-// percentText is "48%", "2.5%", "<0.1%".
-func percentText(r float64) string {
-	p := r * 100
-	switch {
-	case p == 0:
-		return "0%"
-	case p < 0.1:
-		return "<0.1%"
-	case p < 10 && math.Round(p) != p:
-		return fmt.Sprintf("%.1f%%", p)
-	}
-	return fmt.Sprintf("%.0f%%", math.Floor(p+0.5))
-}
-
-// durText is 5m, 1h, 90s rather than 5m0s.
-func durText(d time.Duration) string {
-	switch {
-	case d > 0 && d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d > 0 && d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return d.String()
 }
 
 // markLive marks the overview's origins whose live traffic fails, and

@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Percent is a percentage written "25%" (or "0.5%") in config, stored as the
@@ -102,4 +103,31 @@ func (b ByteSize) String() string {
 		return strconv.FormatInt(int64(b)>>10, 10) + "KiB"
 	}
 	return strconv.FormatInt(int64(b), 10) + "B"
+}
+
+// ConfigDuration writes a duration as a config writes it: 24h, 30m, and
+// time.Duration's form otherwise (1h30m0s, 90s).
+func ConfigDuration(d time.Duration) string {
+	switch {
+	case d > 0 && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d > 0 && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+// Share writes a ratio 0..1 as a percentage for people: "48%", "2.5%",
+// "<0.1%".
+func Share(ratio float64) string {
+	p := ratio * 100
+	switch {
+	case p == 0:
+		return "0%"
+	case p < 0.1:
+		return "<0.1%"
+	case p < 10 && math.Round(p) != p:
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", math.Floor(p+0.5))
 }
