@@ -78,6 +78,7 @@ type engine struct {
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    map[*econn]struct{}
+	open     atomic.Int64 // len(conns), read without mu
 	shutting atomic.Bool
 	wg       sync.WaitGroup
 	watcher  sync.Once // starts watchClients
@@ -139,6 +140,7 @@ func (e *engine) Serve(ln net.Listener) error {
 			continue
 		}
 		e.conns[ec] = struct{}{}
+		e.open.Add(1)
 		e.wg.Add(1)
 		e.mu.Unlock()
 		go ec.serve()
@@ -251,6 +253,7 @@ func (c *econn) serve() {
 	defer func() {
 		e.mu.Lock()
 		delete(e.conns, c)
+		e.open.Add(-1)
 		e.mu.Unlock()
 		e.wg.Done()
 		if hijacked {
@@ -279,8 +282,12 @@ func (c *econn) serve() {
 				c.readDeadline(time.Now().Add(e.idleTimeout), e.idleTimeout/64)
 			}
 			var err error
-			if c.idle != nil && c.keepBufs && (c.bw == nil || c.bw.Buffered() == 0) {
+			if c.idle != nil && c.keepBufs && (c.bw == nil || c.bw.Buffered() == 0) && e.open.Load() > idleReleaseAbove {
 				// Wait holding no buffer; they come back with the bytes.
+				// Only with many connections open: the wait's peek is a
+				// system call a busy connection would otherwise not make
+				// (a fifth more per request), and a few connections'
+				// buffers are not worth it.
 				c.putBufs()
 				err = c.idle.wait()
 			}
@@ -357,6 +364,10 @@ func (c *econn) serve() {
 		}
 	}
 }
+
+// idleReleaseAbove is how many client connections of a listener must be
+// open before an idle one gives its buffers back while it waits (idleWait).
+const idleReleaseAbove = 256
 
 // getBufs takes br and bw from their pools unless c holds them.
 func (c *econn) getBufs() {
