@@ -426,15 +426,7 @@ func (w *signalWatch) warnUncovered(now time.Time, origin string, list []reporti
 // degradedText says what degraded found: "ejected by the proxy's passive
 // detector: consecutive_5xx", "12% of 250 requests failed over 1m0s".
 func (w *signalWatch) degradedText(list []reporting.Signal, reason string) string {
-	var req, bad int
-	latest := list[0]
-	for _, s := range list {
-		req += s.Requests
-		bad += s.Status5xx + s.ConnErrors + s.Timeouts
-		if s.At.After(latest.At) {
-			latest = s
-		}
-	}
+	req, bad, latest := sumSignals(list)
 	if reason == "ejected" {
 		if latest.Reason != "" {
 			return "ejected by the proxy's passive detector: " + latest.Reason
@@ -462,10 +454,10 @@ func (w *signalWatch) checksOf(target string) string {
 	return strings.Join(out, ", ")
 }
 
-// degraded names why the origin's recent traffic calls for a check, or "".
-func (w *signalWatch) degraded(list []reporting.Signal) string {
-	var req, bad int
-	latest := list[0]
+// sumSignals sums an origin's signals' requests and failures (5xx,
+// connection errors, timeouts) and returns the newest signal.
+func sumSignals(list []reporting.Signal) (req, bad int, latest reporting.Signal) {
+	latest = list[0]
 	for _, s := range list {
 		req += s.Requests
 		bad += s.Status5xx + s.ConnErrors + s.Timeouts
@@ -473,6 +465,12 @@ func (w *signalWatch) degraded(list []reporting.Signal) string {
 			latest = s
 		}
 	}
+	return req, bad, latest
+}
+
+// degraded names why the origin's recent traffic calls for a check, or "".
+func (w *signalWatch) degraded(list []reporting.Signal) string {
+	req, bad, latest := sumSignals(list)
 	if latest.Ejected {
 		return "ejected"
 	}

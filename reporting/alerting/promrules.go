@@ -384,19 +384,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 		// quorum_lost: a check with a dead-man silent region and fewer
 		// than quorum regions whose runs are counted: its quorum alerts
 		// (above and the SLO groups below) cannot fire.
-		var blind []string
-		for _, r := range []struct {
-			name string
-			off  bool
-		}{{"down", cfg.Down.Disabled}, {"ttfb", cfg.TTFB.Disabled}, {"burn_rate", cfg.BurnRate.Disabled}, {"cert_expiry", cfg.Cert.Disabled}} {
-			if !r.off {
-				blind = append(blind, r.name)
-			}
-		}
-		rules := strings.Join(blind, ", ")
-		if i := strings.LastIndex(rules, ", "); i >= 0 {
-			rules = rules[:i] + " and " + rules[i+2:]
-		}
+		rules := cfg.quorumRules()
 		for _, g := range deadManGroups(checks) {
 			window := DeadManPromWindowFor(cfg, g.interval)
 			var extra map[string]string

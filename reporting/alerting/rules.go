@@ -401,20 +401,7 @@ func (e *evaluator) quorumLost(byCheck map[string]*checkRegions) []candidate {
 		if e.oneRegion[check] {
 			qkey = "its quorum (push.region)"
 		}
-		var blind []string
-		c := e.cfg
-		for _, r := range []struct {
-			name string
-			off  bool
-		}{{"down", c.Down.Disabled}, {"ttfb", c.TTFB.Disabled}, {"burn_rate", c.BurnRate.Disabled}, {"cert_expiry", c.Cert.Disabled}} {
-			if !r.off {
-				blind = append(blind, r.name)
-			}
-		}
-		rules := strings.Join(blind, ", ")
-		if i := strings.LastIndex(rules, ", "); i >= 0 {
-			rules = rules[:i] + " and " + rules[i+2:]
-		}
+		rules := e.cfg.quorumRules()
 		need := q - len(cr.reporting)
 		until := strings.Join(cr.silent, ", ")
 		if need < len(cr.silent) {
@@ -424,7 +411,7 @@ func (e *evaluator) quorumLost(byCheck map[string]*checkRegions) []candidate {
 		if need > 1 || (need == len(cr.silent) && len(cr.silent) > 1) {
 			verb = "report"
 		}
-		a := Alert{Rule: RuleQuorumLost, Severity: c.QuorumLost.Severity, Check: check,
+		a := Alert{Rule: RuleQuorumLost, Severity: e.cfg.QuorumLost.Severity, Check: check,
 			Regions: slices.Clone(cr.silent), Value: float64(len(cr.reporting))}
 		a.Summary = fmt.Sprintf("%s: %s, %s is %d: %s alerts for %s cannot fire until %s %s again",
 			check, reports, qkey, q, rules, check, until, verb)
@@ -1113,4 +1100,23 @@ func heldSuffix(hits []reporting.Verdict, now time.Time) (time.Time, string) {
 	}
 	sort.Strings(regions)
 	return until, "; held down by flap damping until " + until.UTC().Format(time.RFC3339) + " (" + strings.Join(regions, ", ") + ")"
+}
+
+// quorumRules names the enabled rules a quorum of regions must agree on,
+// "down, ttfb, burn_rate and cert_expiry": what a lost quorum blinds.
+func (c Config) quorumRules() string {
+	var on []string
+	for _, r := range []struct {
+		name string
+		off  bool
+	}{{"down", c.Down.Disabled}, {"ttfb", c.TTFB.Disabled}, {"burn_rate", c.BurnRate.Disabled}, {"cert_expiry", c.Cert.Disabled}} {
+		if !r.off {
+			on = append(on, r.name)
+		}
+	}
+	rules := strings.Join(on, ", ")
+	if i := strings.LastIndex(rules, ", "); i >= 0 {
+		rules = rules[:i] + " and " + rules[i+2:]
+	}
+	return rules
 }
