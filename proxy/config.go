@@ -1103,8 +1103,8 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	}
 	switch p.RequestBuffering {
 	case "", RequestBufferingOn, RequestBufferingOff:
-		// "" takes the proxy's request_buffering (Config), else on.
-		p.spool = p.RequestBuffering != RequestBufferingOff
+		// "" takes the proxy's request_buffering (Config.ValidateAndSetDefaults
+		// sets it, and spool, for every pool).
 	default:
 		errs = append(errs, fmt.Errorf("request_buffering: %q: %w", p.RequestBuffering, ErrRequestBuffering))
 	}
