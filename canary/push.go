@@ -344,6 +344,17 @@ func (b *pushBook) saveLocked() {
 	}
 }
 
+// stateOf returns check's state, a new one first seen at now if it has
+// none. b.mu held.
+func (b *pushBook) stateOf(check string, now time.Time) *pushState {
+	st := b.states[check]
+	if st == nil {
+		st = &pushState{FirstSeen: now}
+		b.states[check] = st
+	}
+	return st
+}
+
 // get returns a copy of check's state.
 func (b *pushBook) get(check string) (pushState, bool) {
 	b.mu.Lock()
@@ -365,11 +376,7 @@ func (b *pushBook) get(check string) (pushState, bool) {
 func (b *pushBook) record(check string, kind pingKind, msg string, s *PushSpec, now time.Time) (_ pushState, judge bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.states[check]
-	if st == nil {
-		st = &pushState{FirstSeen: now}
-		b.states[check] = st
-	}
+	st := b.stateOf(check, now)
 	if kind == pingStart {
 		st.Started = now
 	} else {
@@ -415,11 +422,7 @@ func (b *pushBook) isPending(check string) bool {
 func (b *pushBook) judge(check string, s *PushSpec, now time.Time) checks.Result {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.states[check]
-	if st == nil {
-		st = &pushState{FirstSeen: now}
-		b.states[check] = st
-	}
+	st := b.stateOf(check, now)
 	res := judgePushState(s, *st, now)
 	if b.judged == nil {
 		b.judged = map[string]pushOutcome{}
