@@ -124,8 +124,16 @@ func (w *tryWatch) abort() {
 func (e *engine) watchClients() {
 	t := time.NewTicker(clientWatchInterval)
 	defer t.Stop()
+	watchers.add(e.kick)
+	defer watchers.remove(e.kick)
 	var waiting, cuts []*econn
-	for now := range t.C {
+	for {
+		var now time.Time
+		select {
+		case now = <-t.C:
+		case <-e.kick: // an origin was taken out: cut its tries now
+			now = time.Now()
+		}
 		before := now.Add(-clientWatchInterval).UnixNano()
 		waiting = waiting[:0]
 		e.mu.Lock()

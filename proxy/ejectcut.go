@@ -19,9 +19,9 @@ import (
 // http.Transport (cancelled with errEjected). A try whose answer's head
 // arrived is never cut: nothing is published for the body.
 //
-// Who cuts: on the fast engine, its client watcher, which looks at every
-// connection each clientWatchInterval (an origin's tries are cut within
-// 0.5 s of its ejection), for the price of about five atomic operations per
+// Who cuts: on the fast engine, its client watcher, which the ejection wakes
+// (takenOutNow) and which also looks at every connection each
+// clientWatchInterval, for the price of about five atomic operations per
 // try on the request path, no lock and no allocation. Elsewhere (net/http's
 // server: HTTP/2 clients, engine stdlib) a try that can be cut allocates its
 // own tryWatch and enters cutTries, a set under a mutex, and the ejection
@@ -81,9 +81,50 @@ func (r *cutRegistry) cutOut(o *origin) {
 }
 
 // takenOutNow is called when o was just taken out for verdicts or passive
-// detection: the registered tries at it are cut (the fast engines' watchers
-// find theirs on their next look).
-func takenOutNow(o *origin) { cutTries.cutOut(o) }
+// detection: the registered tries at it are cut, and every fast engine's
+// watcher is woken to cut its own at once rather than at its next tick.
+func takenOutNow(o *origin) {
+	cutTries.cutOut(o)
+	watchers.kickAll()
+}
+
+// watcherSet holds the wake-up channels of the running fast engines'
+// watchers (one per listener), so that an ejection cuts the tries waiting at
+// the origin within a scheduling delay instead of up to clientWatchInterval.
+type watcherSet struct {
+	mu sync.Mutex
+	m  map[chan struct{}]struct{}
+}
+
+var watchers watcherSet
+
+func (s *watcherSet) add(c chan struct{}) {
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = map[chan struct{}]struct{}{}
+	}
+	s.m[c] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *watcherSet) remove(c chan struct{}) {
+	s.mu.Lock()
+	delete(s.m, c)
+	s.mu.Unlock()
+}
+
+// kickAll wakes every watcher; a watcher already woken and not yet looking
+// keeps one pending wake-up.
+func (s *watcherSet) kickAll() {
+	s.mu.Lock()
+	for c := range s.m {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+	s.mu.Unlock()
+}
 
 // beginEject publishes o as the origin of a try that may be cut; w is the
 // engine connection's tryWatch, or nil off the fast engine: one is then

@@ -82,13 +82,14 @@ type engine struct {
 	shutting atomic.Bool
 	wg       sync.WaitGroup
 	watcher  sync.Once // starts watchClients
+	kick     chan struct{}
 }
 
 func newEngine(h http.Handler, cfg Config, log *slog.Logger) *engine {
 	return &engine{h: h, log: log, maxHeader: int(cfg.MaxHeaderBytes),
 		readHeaderTimeout: cfg.ReadHeaderTimeout, readTimeout: cfg.ReadTimeout,
 		writeTimeout: cfg.WriteTimeout, sendTimeout: cfg.SendTimeout, idleTimeout: cfg.IdleTimeout,
-		conns: map[*econn]struct{}{}}
+		conns: map[*econn]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
 // Serve accepts connections on ln until Shutdown; it then returns
