@@ -9,8 +9,9 @@ package canary
 // finish within push.max_runtime), and one with cause push_failed after a
 // ping that reported the job failed, until the next successful one. A ping
 // that changes what the judgement says, or that ends a started run, is
-// judged at once (judgeAfterPing). The last ping of each push check is kept
-// under agent.data_dir (push-state.json), so a restart does not forget it.
+// judged at once (judgeAfterPing), and so is every fail ping. The last
+// ping of each push check is kept under agent.data_dir (push-state.json),
+// so a restart does not forget it.
 
 import (
 	"context"
@@ -72,7 +73,8 @@ type PushSpec struct {
 	// MaxRuntime, when set, is how long after a start ping
 	// (.../start) the job may run: a start without a success or fail
 	// ping within it fails the check (push_missing). 0: no limit (the
-	// start only measures the job's run time).
+	// start only measures the job's run time, and a start older than
+	// period + grace measures none: see staleStart).
 	MaxRuntime time.Duration `mapstructure:"max_runtime"`
 	// Region, when set, is the only agent.region whose agents judge the
 	// check and take its pings; agents of other regions leave it out (no
@@ -87,6 +89,16 @@ type PushSpec struct {
 // Deadline is how long after the last successful ping the check fails:
 // Period + Grace.
 func (s *PushSpec) Deadline() time.Duration { return s.Period + s.Grace }
+
+// staleStart reports whether a start ping at started is too old at now
+// to be the start of the run a finish ping at now ends: without
+// max_runtime, older than Deadline (period + grace); such a start (a run
+// that crashed without a finish, long ago) measures no run time. With
+// max_runtime a start never goes stale: past the limit it fails the check,
+// and the finish reports how long the run took.
+func (s *PushSpec) staleStart(started, now time.Time) bool {
+	return s.MaxRuntime == 0 && now.Sub(started) > s.Deadline()
+}
 
 // RunsIn reports whether an agent of region judges the check.
 func (s *PushSpec) RunsIn(region string) bool { return s.Region == "" || s.Region == region }
@@ -368,11 +380,12 @@ func (b *pushBook) get(check string) (pushState, bool) {
 
 // record notes a ping of check (spec s) at now and saves the file. A
 // start ping only notes the start (a newer one replaces it); a success or
-// fail ping after a start measures the job's run time and clears the
-// start. judge says the ping asks for a judgement at once: it changes
-// what the latest judgement said, or it ends a started run, and no
-// judgement asked for by an earlier ping is still to come (that one reads
-// this ping too). The check is then pending until its next judgement.
+// fail ping after a start measures the job's run time (unless the start
+// is stale: see staleStart) and clears the start. judge says the ping
+// asks for a judgement at once: it changes what the latest judgement
+// said, it ends a started run, or it is a fail ping, and no judgement
+// asked for by an earlier ping is still to come (that one reads this ping
+// too). The check is then pending until its next judgement.
 func (b *pushBook) record(check string, kind pingKind, msg string, s *PushSpec, now time.Time) (_ pushState, judge bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -386,15 +399,21 @@ func (b *pushBook) record(check string, kind pingKind, msg string, s *PushSpec, 
 			st.LastOK = now
 		}
 		st.RunTime, st.RunUnjudged = 0, false
-		if !st.Started.IsZero() && !now.Before(st.Started) {
+		if !st.Started.IsZero() && !now.Before(st.Started) && !s.staleStart(st.Started, now) {
 			st.RunTime, st.RunUnjudged = now.Sub(st.Started), true
 		}
 		st.Started = time.Time{}
 	}
 	if !b.pending[check] {
-		if kind != pingStart && st.RunUnjudged {
+		switch {
+		case kind != pingStart && st.RunUnjudged:
 			judge = true
-		} else {
+		case kind == pingFail:
+			// Every failure the job reports is judged, also while the
+			// check already fails for it: the verdict then says this
+			// ping's time and msg, and counts as a failed run.
+			judge = true
+		default:
 			prev, ok := b.judged[check]
 			judge = !ok || prev != outcomeOf(judgePushState(s, *st, now))
 		}
@@ -671,10 +690,12 @@ func (c *Canary) servePush(w http.ResponseWriter, r *http.Request) {
 // cause) or that ends a started run (its run time is reported once, by
 // the next judgement) — pushBook.record decides —, one judgement for all
 // the pings that come before it is made, and at most one every
-// pingJudgeGap per check (a later one is judged when the gap ends). So a
-// burst of success pings is one judgement: with rise 2, a failed check is
-// healthy after the ping's judgement and one scheduled judgement, as after
-// two probes. A start ping with push.max_runtime also brings a judgement
+// pingJudgeGap per check (a later one is judged when the gap ends); but
+// every fail ping is judged (each is a run of the job that failed, within
+// the same gap), so its time and msg are in the verdict at once, also
+// while the check already fails. So a burst of success pings is one
+// judgement: with rise 2, a failed check is healthy after the ping's
+// judgement and one scheduled judgement, as after two probes. A start ping with push.max_runtime also brings a judgement
 // to just after the limit, so an overdue job is seen then rather than up
 // to an interval later.
 func (c *Canary) judgeAfterPing(e *entry, p *Pair, kind pingKind, judge bool) {

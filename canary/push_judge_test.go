@@ -304,3 +304,74 @@ func TestPushStartSurvivesRestart(t *testing.T) {
 		return v.OK && v.Duration == reporting.FromMs(*ans.RunTimeMs)
 	})
 }
+
+// A fail ping while the check already fails for a fail ping is judged at
+// once too: the verdict says the new ping's message (and counts a failed
+// run) within a second, not at the next scheduled judgement an hour
+// later; a burst of fail pings is still at most one judgement a second.
+func TestPushFailPingWhileFailing(t *testing.T) {
+	a := startPushAgent(t, slowPushConfig(t, t.TempDir(), 1, 0))
+	a.quiet(t, 30*time.Second)
+	failedAt := a.failed(t)
+	fails := func() int {
+		t.Helper()
+		n, err := strconv.Atoi(a.checksTotal(t, "fail"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := fails()
+	time.Sleep(time.Until(failedAt.Add(pingJudgeGap + 50*time.Millisecond)))
+	if code, body := a.ping(t, "POST", "/api/v1/push/backup/fail?msg=second+failure", bearer); code != 200 {
+		t.Fatalf("second fail ping: %d %s", code, body)
+	}
+	waitWithin(t, time.Second, "the second fail ping's message in /api/v1/verdicts", func() bool {
+		v := a.stored(t)
+		return v.State == reporting.StateUnhealthy && strings.HasSuffix(v.Err, ": second failure")
+	})
+	if got := fails() - before; got != 1 {
+		t.Fatalf("vigil_checks_total{result=fail} rose by %d after the second fail ping, want 1", got)
+	}
+	// Five fail pings in 200 ms: one judgement at once, one at the end of
+	// the gap, which reads the last ping.
+	time.Sleep(pingJudgeGap)
+	for i := 1; i <= 5; i++ {
+		if code, body := a.ping(t, "POST", "/api/v1/push/backup/fail?msg=burst+"+strconv.Itoa(i), bearer); code != 200 {
+			t.Fatalf("fail ping %d: %d %s", i, code, body)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	waitWithin(t, 2*pingJudgeGap, "the burst's last message in /api/v1/verdicts", func() bool {
+		return strings.HasSuffix(a.stored(t).Err, ": burst 5")
+	})
+	time.Sleep(pingJudgeGap)
+	if got := fails() - before; got != 3 {
+		t.Fatalf("vigil_checks_total{result=fail} rose by %d after a burst of 5 fail pings, want 2 more (2 judgements)", got-1)
+	}
+}
+
+// Without max_runtime, a start older than period + grace is not the start
+// of the run a finish ends (a run that crashed without a finish long
+// ago): the finish reports no run time, and its judgement no duration. A
+// recent start still does.
+func TestPushStaleStartMeasuresNothing(t *testing.T) {
+	cfg := testConfig(t, nil, CheckConfig{Name: "backup", Rise: 1, Fall: 1, Interval: time.Second,
+		Push: &PushSpec{Period: time.Second, Grace: time.Second, Token: pushToken}})
+	cfg.Agent.DataDir = t.TempDir()
+	a := startPushAgent(t, cfg)
+	a.pingJSON(t, "POST", "/api/v1/push/backup/start")
+	time.Sleep(2200 * time.Millisecond) // past period + grace (2s)
+	if ans := a.pingJSON(t, "POST", "/api/v1/push/backup"); ans.Status != "ok" || ans.RunTimeMs != nil {
+		t.Fatalf("finish 2.2s after a start, period 1s and grace 1s: %+v, want no run_time_ms", ans)
+	}
+	if st, _ := a.c.push.get("backup"); st.RunTime != 0 || st.RunUnjudged || !st.Started.IsZero() {
+		t.Fatalf("state after a finish with a stale start: %+v", st)
+	}
+	time.Sleep(pingJudgeGap)
+	a.pingJSON(t, "POST", "/api/v1/push/backup/start")
+	time.Sleep(300 * time.Millisecond)
+	if ans := a.pingJSON(t, "POST", "/api/v1/push/backup"); ans.RunTimeMs == nil || *ans.RunTimeMs < 300 || *ans.RunTimeMs > 1000 {
+		t.Fatalf("finish 0.3s after a start: %+v, want run_time_ms about 300", ans)
+	}
+}
