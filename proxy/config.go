@@ -263,6 +263,8 @@ func (c *Config) explicitZeros() []error {
 			key(k+"passive.window", p.Passive.Window == 0, "30s"),
 			key(k+"passive.min_requests", p.Passive.MinRequests == 0, "20"),
 			key(k+"passive.success_rate_stdev", p.Passive.SuccessRateStdev == 0, "1.9; -1 turns the rule off"),
+			key(k+"passive.success_rate_min_hosts", p.Passive.SuccessRateMinHosts == 0, "3"),
+			key(k+"passive.success_rate_min_requests", p.Passive.SuccessRateMinRequests == 0, "100 (min_requests when that is higher)"),
 			key(k+"passive.ejection", p.Passive.Ejection == 0, "30s"),
 			key(k+"passive.max_ejection", p.Passive.MaxEjection == 0, "300s"),
 			key(k+"passive.return_probe_interval", p.Passive.ReturnProbeInterval == 0, "1s"),
@@ -565,13 +567,25 @@ type PassiveConfig struct {
 	FailureRate units.Percent `mapstructure:"failure_rate"`
 	// Window is the sliding window of the rate, outlier and latency rules. Default 30s.
 	Window time.Duration `mapstructure:"window"`
-	// MinRequests is the least number of requests in Window before the rate,
-	// outlier and latency rules judge an origin. Default 20.
+	// MinRequests is the least number of requests in Window before the
+	// failure-rate and latency rules judge an origin. Default 20.
 	MinRequests int `mapstructure:"min_requests"`
 	// SuccessRateStdev ejects an origin whose success rate is more than this
-	// many standard deviations below the pool mean (needs ≥ 3 origins with
-	// MinRequests). Default 1.9; -1 turns the rule off.
+	// many standard deviations (and at least 5 points) below the pool
+	// median. Only origins with SuccessRateMinRequests are judged and
+	// counted, and the rule runs only with SuccessRateMinHosts of them.
+	// Default 1.9; -1 turns the rule off.
 	SuccessRateStdev float64 `mapstructure:"success_rate_stdev"`
+	// SuccessRateMinHosts is the least number of origins with
+	// SuccessRateMinRequests in Window for the success-rate rule to run
+	// (Envoy's success_rate_minimum_hosts). Default 3, the least: the
+	// median and spread of two origins cannot single one out.
+	SuccessRateMinHosts int `mapstructure:"success_rate_min_hosts"`
+	// SuccessRateMinRequests is the least number of requests in Window for
+	// an origin to be judged by, and counted in, the success-rate rule
+	// (Envoy's success_rate_request_volume). Default 100, or MinRequests
+	// when that is higher: at 20 requests, 2 failures made an outlier.
+	SuccessRateMinRequests int `mapstructure:"success_rate_min_requests"`
 	// LatencyP95 ejects when the origin's p95 response-header latency in Window
 	// exceeds it. Default 0 (off).
 	LatencyP95 time.Duration `mapstructure:"latency_p95"`
@@ -604,6 +618,14 @@ type PassiveConfig struct {
 
 	grpcFail uint32 // bit n: grpc-status n is a failure
 }
+
+// Defaults of passive.success_rate_min_hosts and
+// passive.success_rate_min_requests (the latter raised to min_requests when
+// that is higher).
+const (
+	DefaultSuccessRateMinHosts    = 3
+	DefaultSuccessRateMinRequests = 100
+)
 
 // ReturnProbeOff is passive.return_probe's value for no probe;
 // ReturnProbeGRPC asks the gRPC health service (origin_protocol http2).
@@ -708,11 +730,33 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	out = append(out, c.redirectWarnings()...)
+	out = append(out, c.successRateWarnings()...)
 	for i, p := range c.Pools {
 		if p.TLS.InsecureSkipVerify {
 			out = append(out, fmt.Sprintf("pools[%d].tls.insecure_skip_verify: true: certificates are not verified "+
 				"(the user traffic the proxy sends to this pool's https origins can be read and changed on the way)", i))
 		}
+	}
+	return out
+}
+
+// successRateWarnings names each pool whose file sets a success-rate key
+// (success_rate_stdev, success_rate_min_hosts, success_rate_min_requests)
+// but has fewer origins than success_rate_min_hosts: the rule set up there
+// can never run. A pool that sets none is left out: pools of one or two
+// origins are common, and the README says the rule needs three.
+func (c *Config) successRateWarnings() []string {
+	var out []string
+	for i, p := range c.Pools {
+		k := fmt.Sprintf("pools[%d].passive.", i)
+		pc := p.Passive
+		if pc.SuccessRateStdev <= 0 || len(p.Origins) >= pc.SuccessRateMinHosts ||
+			!(c.set[k+"success_rate_stdev"] || c.set[k+"success_rate_min_hosts"] || c.set[k+"success_rate_min_requests"]) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%ssuccess_rate_min_hosts: %d, but pool %s has %d origin(s): the success_rate rule never runs there "+
+			"(consecutive_5xx still ejects, and failure_rate when set); set success_rate_stdev: -1 to turn it off",
+			k, pc.SuccessRateMinHosts, p.Name, len(p.Origins)))
 	}
 	return out
 }
@@ -1342,6 +1386,18 @@ func (p *PassiveConfig) ValidateAndSetDefaults() error {
 	}
 	if p.SuccessRateStdev < 0 && p.SuccessRateStdev != -1 {
 		errs = append(errs, errors.New("success_rate_stdev: want > 0, or -1 for off"))
+	}
+	if p.SuccessRateMinHosts == 0 {
+		p.SuccessRateMinHosts = DefaultSuccessRateMinHosts
+	}
+	if p.SuccessRateMinHosts < 3 {
+		errs = append(errs, fmt.Errorf("success_rate_min_hosts: %d: want ≥ 3 (the median and spread of fewer origins cannot single one out; success_rate_stdev: -1 turns the rule off)", p.SuccessRateMinHosts))
+	}
+	if p.SuccessRateMinRequests == 0 {
+		p.SuccessRateMinRequests = max(DefaultSuccessRateMinRequests, p.MinRequests)
+	}
+	if p.SuccessRateMinRequests < 1 {
+		errs = append(errs, fmt.Errorf("success_rate_min_requests: %d: must be ≥ 1", p.SuccessRateMinRequests))
 	}
 	if p.LatencyP95 < 0 {
 		errs = append(errs, errors.New("latency_p95: must not be negative"))

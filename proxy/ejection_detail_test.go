@@ -87,14 +87,14 @@ func TestEjectionDetail(t *testing.T) {
 			name: "success_rate", reason: ReasonSuccessRate,
 			cfg: PassiveConfig{Consecutive5xx: -1, MinRequests: 20},
 			feed: func(pl *pool, now int64) {
-				for i := 0; i < 40; i++ { // 80% vs 100%, 100%, 97.5%
+				for i := 0; i < 100; i++ { // 80% vs 100%, 100%, 99%, at success_rate_min_requests
 					pl.observe(pl.origins[0], i%5 == 0, time.Millisecond, now)
 					pl.observe(pl.origins[1], false, time.Millisecond, now)
 					pl.observe(pl.origins[2], i == 0, time.Millisecond, now)
 					pl.observe(pl.origins[3], false, time.Millisecond, now)
 				}
 			},
-			want: "success rate 80% (40 requests in 30s) vs pool median 98.8%, below 82.9% (median − max(1.9 × stdev 8.4%, 5%))",
+			want: "success rate 80% (20 of 100 requests failed in 30s) vs pool median 99.5% (4 origins with ≥ 100 requests), below 83.3% (median − max(1.9 × stdev 8.5%, 5%))",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

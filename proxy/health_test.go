@@ -112,7 +112,7 @@ func TestPassiveWindowRules(t *testing.T) {
 			name: "success_rate outlier",
 			cfg:  PassiveConfig{Consecutive5xx: -1, MinRequests: 20},
 			feed: func(pl *pool, now int64) {
-				for i := 0; i < 40; i++ { // 80% vs 100%, 100%, 99%
+				for i := 0; i < 100; i++ { // 80% vs 100%, 100%, 99%, at success_rate_min_requests
 					pl.observe(pl.origins[0], i%5 == 0, time.Millisecond, now)
 					pl.observe(pl.origins[1], false, time.Millisecond, now)
 					pl.observe(pl.origins[2], i == 0, time.Millisecond, now)

@@ -353,10 +353,10 @@ func (p *pool) evaluateCtx(ctx context.Context, now time.Time) {
 	cfg := &p.cfg.Passive
 	ns := now.UnixNano()
 	type rate struct {
-		o      *origin
-		rate   float64
-		req    int
-		recent bool // a failed try in the last recentBuckets buckets
+		o         *origin
+		rate      float64
+		req, fail int
+		recent    bool // a failed try in the last recentBuckets buckets
 	}
 	var rates []rate
 	for _, o := range p.origins {
@@ -386,29 +386,33 @@ func (p *pool) evaluateCtx(ctx context.Context, now time.Time) {
 			o.passiveKept = ""
 			o.mu.Unlock()
 		}
-		if req < cfg.MinRequests {
-			continue
-		}
 		// The rate and latency rules eject only an origin failing now: one
 		// that failed under max_ejected or below min_requests and has
 		// recovered keeps its failures in the window for a while.
-		if cfg.FailureRate > 0 && float64(fail) >= cfg.FailureRate.Fraction()*float64(req) && w.recentFail > 0 {
+		judged := req >= cfg.MinRequests
+		if judged && cfg.FailureRate > 0 && float64(fail) >= cfg.FailureRate.Fraction()*float64(req) && w.recentFail > 0 {
 			p.eject(o, ReasonFailureRate, now, func() string {
 				return fmt.Sprintf("failure rate %s (%d of %d requests in %s) ≥ failure_rate %s",
 					pct(float64(fail)/float64(req)), fail, req, cfg.Window, pct(cfg.FailureRate.Fraction()))
 			})
 			continue
 		}
-		if cfg.LatencyP95 > 0 && p95 > cfg.LatencyP95 && w.recentSlow > 0 {
+		if judged && cfg.LatencyP95 > 0 && p95 > cfg.LatencyP95 && w.recentSlow > 0 {
 			p.eject(o, ReasonLatencyP95, now, func() string {
 				return fmt.Sprintf("p95 %s > latency_p95 %s (%d requests in %s)",
 					p95.Round(time.Millisecond), cfg.LatencyP95, req, cfg.Window)
 			})
 			continue
 		}
-		rates = append(rates, rate{o, 1 - float64(fail)/float64(req), req, w.recentFail > 0})
+		// The success-rate rule has its own volume: an origin with fewer
+		// requests is neither judged nor counted in the pool's median and
+		// spread (at 20 requests, 2 failures of one origin among 3 made an
+		// outlier).
+		if req >= cfg.SuccessRateMinRequests {
+			rates = append(rates, rate{o, 1 - float64(fail)/float64(req), req, fail, w.recentFail > 0})
+		}
 	}
-	if cfg.SuccessRateStdev <= 0 || len(rates) < 3 {
+	if cfg.SuccessRateStdev <= 0 || len(rates) < max(cfg.SuccessRateMinHosts, 3) {
 		return
 	}
 	vals := make([]float64, len(rates))
@@ -432,8 +436,8 @@ func (p *pool) evaluateCtx(ctx context.Context, now time.Time) {
 	for _, r := range rates {
 		if r.rate < limit && r.recent {
 			p.eject(r.o, ReasonSuccessRate, now, func() string {
-				return fmt.Sprintf("success rate %s (%d requests in %s) vs pool median %s, below %s (median − max(%g × stdev %s, %s))",
-					pct(r.rate), r.req, cfg.Window, pct(median), pct(limit), cfg.SuccessRateStdev, pct(stdev), pct(minOutlierGap))
+				return fmt.Sprintf("success rate %s (%d of %d requests failed in %s) vs pool median %s (%d origins with ≥ %d requests), below %s (median − max(%g × stdev %s, %s))",
+					pct(r.rate), r.fail, r.req, cfg.Window, pct(median), len(rates), cfg.SuccessRateMinRequests, pct(limit), cfg.SuccessRateStdev, pct(stdev), pct(minOutlierGap))
 			})
 		}
 	}

@@ -40,6 +40,9 @@ func TestPassiveWindowRulesNeedRecentFailures(t *testing.T) {
 				cfg := pool1(PolicyRoundRobin, urls(a, b, c)...)
 				pc := tc.passive
 				pc.Consecutive5xx, pc.MinRequests, pc.Window, pc.Ejection = -1, 20, window, time.Minute
+				// The success-rate rule's own volume (default 100) set to
+				// min_requests: the same traffic reaches every rule.
+				pc.SuccessRateMinRequests = pc.MinRequests
 				cfg.Pools[0].Passive = pc
 				h := start(t, cfg, nil, true)
 				// drive sends GETs (round robin over the three origins) until
