@@ -555,7 +555,7 @@ func (c *Canary) judge(e *entry, p *Pair, res checks.Result, started time.Time) 
 		StatusCode: res.StatusCode, Proto: res.Proto,
 		TTFB: res.Phases.TTFB, Duration: res.Phases.Total, DNS: res.Phases.DNS,
 		Connect: res.Phases.Connect, TLS: res.Phases.TLS, Transfer: res.Phases.Transfer,
-		Streak: step.Streak, HeldUntil: step.HeldUntil, Interval: max(step.Next, p.Check.Interval),
+		Streak: step.Streak, HeldUntil: step.HeldUntil, Since: step.Since, Interval: max(step.Next, p.Check.Interval),
 		At: at, Expires: step.Expires, URL: c.redactURL(ProbedURL(p)), CertExpiry: res.CertExpiry,
 	}
 	if len(res.Artifacts) > 0 {

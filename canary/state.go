@@ -179,6 +179,9 @@ type Machine struct {
 	holdStart, holdUntil           time.Time // the current or last flap hold-down
 	recovering                     bool
 	expires                        time.Time
+	// since is when the state was entered (Step.Since); zero when unknown
+	// (seeded from a verdict that did not carry it).
+	since time.Time
 }
 
 // NewMachine returns a machine in state unknown.
@@ -218,7 +221,9 @@ func (m *Machine) State(now time.Time) reporting.State {
 }
 
 // Seed restores the machine from a verdict published before a restart: its
-// state, streak and expiry. An expired verdict leaves the machine unknown.
+// state, streak, expiry and since (when the state was entered; a verdict
+// without it leaves it unknown until the state next changes). An expired
+// verdict leaves the machine unknown.
 // The consecutive counters are rebuilt from the streak, so a pair that was
 // healthy with a streak of passes stays healthy through fall-1 failures.
 //
@@ -239,6 +244,7 @@ func (m *Machine) Seed(v reporting.Verdict) {
 		return
 	}
 	m.state, m.expires, m.streak, m.lastOK = v.State, v.Expires, v.Streak, v.OK
+	m.since = v.Since
 	m.pass, m.answered, m.notPass, m.fails = 0, 0, 0, 0
 	switch {
 	case v.OK || (checks.Cause(v.Cause).AgentFault() && v.State == reporting.StateHealthy):
@@ -313,6 +319,13 @@ type Step struct {
 	Streak int
 	// HeldDown reports that flap damping holds the state unhealthy.
 	HeldDown bool
+	// Since is when the pair entered State: the at of the run that changed
+	// it, of the machine's first run, or of the run that found the previous
+	// verdict expired (the state starting again from unknown). Runs that
+	// leave the state as it was keep it. Zero when unknown: a machine
+	// seeded from a verdict without it, until the state changes. Published
+	// as Verdict.Since so a restart (Seed) keeps it.
+	Since time.Time
 	// HeldUntil is the end of the flap hold-down while the pair is held
 	// down or recovering from one (it needs Rise + Flap.ExtraPasses
 	// passes); zero otherwise. Published as Verdict.HeldUntil so a restart
@@ -330,10 +343,18 @@ type Step struct {
 func (m *Machine) Observe(at time.Time, o Outcome) Step {
 	p := m.p
 	if !m.expires.IsZero() && !at.Before(m.expires) {
+		if m.state != reporting.StateUnknown {
+			m.since = at
+		}
 		m.state = reporting.StateUnknown
 		m.pass, m.answered, m.notPass, m.fails, m.streak = 0, 0, 0, 0, 0
 		m.undecided, m.undecidedFail = 0, false
 		m.recent, m.recentN = 0, 0
+	}
+	if m.expires.IsZero() && m.since.IsZero() {
+		// The first verdict (or the first after a restart that found
+		// nothing to seed): the state, unknown, begins with it.
+		m.since = at
 	}
 	prev := m.state
 	if o == Agent {
@@ -347,7 +368,7 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 		}
 		held := at.Before(m.holdUntil)
 		return Step{
-			State: prev, From: prev, Streak: m.streak, HeldDown: held,
+			State: prev, From: prev, Streak: m.streak, HeldDown: held, Since: m.since,
 			HeldUntil: m.heldUntil(), Next: p.Interval, Expires: exp,
 		}
 	}
@@ -432,10 +453,13 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 	if m.recovering && !held && (next == reporting.StateHealthy || next == reporting.StateDegraded) {
 		m.recovering = false
 	}
+	if next != prev {
+		m.since = at
+	}
 	m.state = next
 	m.expires = at.Add(p.ExpireAfter)
 	return Step{
-		State: next, From: prev, Changed: next != prev, Streak: m.streak, HeldDown: held,
+		State: next, From: prev, Changed: next != prev, Streak: m.streak, HeldDown: held, Since: m.since,
 		HeldUntil: m.heldUntil(), Next: m.nextDelay(o), Expires: m.expires,
 	}
 }

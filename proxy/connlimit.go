@@ -77,6 +77,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		// Over max_conns_per_client: closed before it takes a slot of
 		// max_client_conns; the listener goes on accepting.
+		l.lim.m.perClientRefused.Inc()
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetLinger(0) // a reset: nothing was read, nothing lingers
 		}

@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vigil-synthetics/vigil/checks/grpchealth"
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
@@ -59,6 +61,13 @@ type pool struct {
 	via *viaNames // this proxy's Via (Config.Via), nil when off
 
 	slots slotQueue // requests waiting for a max_conns slot (queue_timeout)
+
+	// Handles of the pool's request_buffering and max_conns queue series
+	// (vigil_proxy_request_bodies_spooled_total, …, metrics.go), as
+	// budgetDeny: created at 0 with the pool, shared by its generations.
+	spooled, spooledBytes, spoolErrors prometheus.Counter
+	queueTimeouts                      prometheus.Counter
+	queueWaiting                       prometheus.Gauge
 }
 
 // slotQueue holds the requests waiting for a free max_conns slot in a pool
@@ -146,6 +155,8 @@ func (pl *pool) waitSlot(r *http.Request, tried uint64, resort bool, until time.
 	if d <= 0 {
 		return 0, false
 	}
+	pl.queueWaiting.Inc()
+	defer pl.queueWaiting.Dec()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	poll := time.NewTimer(slotPoll)
@@ -189,6 +200,7 @@ func (pl *pool) allFull(r *http.Request, ae *accessEntry, queued bool) bool {
 	if len(full) == 0 {
 		return false
 	}
+	pl.queueTimeouts.Inc()
 	if ok, n := pl.tryLog.allow("", CauseMaxConns, time.Now().UnixNano()); ok {
 		waited := time.Duration(0)
 		if queued {
@@ -397,6 +409,11 @@ func newPool(pc *PoolConfig, log *slog.Logger, m *metrics) *pool {
 		pl.retries[c] = m.retries.WithLabelValues(pc.Name, c)
 	}
 	pl.budgetDeny = m.budgetDeny.WithLabelValues(pc.Name)
+	pl.spooled = m.spooled.WithLabelValues(pc.Name)
+	pl.spooledBytes = m.spooledBytes.WithLabelValues(pc.Name)
+	pl.spoolErrors = m.spoolErrors.WithLabelValues(pc.Name)
+	pl.queueTimeouts = m.queueTimeouts.WithLabelValues(pc.Name)
+	pl.queueWaiting = m.queueWaiting.WithLabelValues(pc.Name)
 	pl.resort = &lastResort{total: m.forLastResort(pc.Name)}
 	for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
 		pl.none.code(code)
@@ -979,7 +996,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			if err == nil && spoolOK && (r.ContentLength > limit || int64(len(b)) > limit) {
 				// Received whole before any origin is dialled, so that a
 				// slow upload holds no origin connection.
-				spool, err = spoolBody(pl.cfg.spoolDir, b, src)
+				spool, err = pl.spoolBody(b, src)
 				b = nil
 			}
 			if err != nil {

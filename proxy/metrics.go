@@ -78,6 +78,20 @@ type metrics struct {
 	// verdict of a counted check for its origins (regionCheck).
 	regionsReporting *prometheus.GaugeVec // pool
 
+	// Request bodies received whole into a file (request_buffering,
+	// reqbuf.go), their bytes, and the bodies the proxy could not store.
+	spooled      *prometheus.CounterVec // pool
+	spooledBytes *prometheus.CounterVec // pool
+	spoolErrors  *prometheus.CounterVec // pool
+	// queueTimeouts counts the 503s of requests whose every origin stayed
+	// at its max_conns for queue_timeout; queueWaiting is how many requests
+	// wait for a max_conns slot now.
+	queueTimeouts *prometheus.CounterVec // pool
+	queueWaiting  *prometheus.GaugeVec   // pool
+	// perClientRefused counts the connections max_conns_per_client closed
+	// at accept (vigil_proxy_client_connections_refused_total).
+	perClientRefused prometheus.Counter
+
 	// live holds the originMetrics of every origin (and of every pool's
 	// own answers, under noOrigin) in the running config, by pool and
 	// origin: forget and forgetPool mark them gone, so that a try still in
@@ -183,6 +197,31 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Times the proxy stopped accepting because max_client_conns connections were open (new ones waited in the accept queue).",
 		}),
 	}
+	m.spooled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vigil_proxy_request_bodies_spooled_total",
+		Help: "Request bodies over retry.max_buffered_body received whole into a file in body_temp_dir before any origin was tried (request_buffering: on).",
+	}, []string{"pool"})
+	m.spooledBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vigil_proxy_request_bodies_spooled_bytes_total",
+		Help: "Bytes of the request bodies counted in vigil_proxy_request_bodies_spooled_total, written to body_temp_dir.",
+	}, []string{"pool"})
+	m.spoolErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vigil_proxy_request_body_spool_errors_total",
+		Help: "Request bodies the proxy could not store in body_temp_dir (the directory gone or not writable, the disk full), each answered 503.",
+	}, []string{"pool"})
+	m.queueTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vigil_proxy_queue_timeouts_total",
+		Help: "Requests answered 503 because every origin they could go to was at its max_conns for the whole queue_timeout (at once with queue_timeout: 0). Also counted in vigil_proxy_requests_total{origin=\"none\",code=\"503\"}.",
+	}, []string{"pool"})
+	m.queueWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "vigil_proxy_queue_waiting",
+		Help: "Requests waiting now for a free max_conns slot (queue_timeout), as HAProxy's qcur.",
+	}, []string{"pool"})
+	connRefused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vigil_proxy_client_connections_refused_total",
+		Help: "Client connections the proxy reset at accept, before reading a byte, by reason: per_client (the client address had max_conns_per_client connections open).",
+	}, []string{"reason"})
+	m.perClientRefused = connRefused.WithLabelValues("per_client")
 	for _, code := range []string{"400", "421"} {
 		m.refused.WithLabelValues(code)
 	}
@@ -192,7 +231,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range ppFailReasons {
 		m.ppErrors.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.verdictAt, m.regionsReporting, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail, m.crlNextUpdate} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.available, m.ejections, m.ejectRefused, m.retries, m.tries, m.budgetDeny, m.sourceUp, m.sourceOK, m.verdictAt, m.regionsReporting, m.refused, m.clients, m.clientWait, m.h2Errors, m.tlsErrors, m.ppErrors, m.grpc, m.returnProbes, m.adminAuthFail, m.crlNextUpdate,
+		m.spooled, m.spooledBytes, m.spoolErrors, m.queueTimeouts, m.queueWaiting, connRefused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -422,14 +462,16 @@ func (m *metrics) forget(pool, origin string) {
 
 // forgetPool deletes every series labelled with pool (on reload when the
 // pool is gone): its origins', those of the proxy's own answers (origin
-// "none"), retries, the last resort, the retry budget, the verdict date.
+// "none"), retries, the last resort, the retry budget, the verdict date,
+// spooled bodies, the max_conns queue.
 // A per-pool collector added to metrics belongs in this list.
 func (m *metrics) forgetPool(pool string) {
 	m.markGone(pool, "")
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.requests, m.lastResort, m.latency, m.available, m.ejections, m.ejectRefused, m.returnProbes,
-		m.retries, m.tries, m.budgetDeny, m.verdictAt, m.grpc, m.regionsReporting} {
+		m.retries, m.tries, m.budgetDeny, m.verdictAt, m.grpc, m.regionsReporting,
+		m.spooled, m.spooledBytes, m.spoolErrors, m.queueTimeouts, m.queueWaiting} {
 		vec.DeletePartialMatch(prometheus.Labels{"pool": pool})
 	}
 }

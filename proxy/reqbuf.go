@@ -108,6 +108,24 @@ func spoolBody(dir string, prefix []byte, src io.Reader) (*spooled, error) {
 	}
 }
 
+// spoolBody is spoolBody into the pool's body_temp_dir, counted: a body
+// received whole in vigil_proxy_request_bodies_spooled_total and its
+// bytes, one the proxy could not store in
+// vigil_proxy_request_body_spool_errors_total. A body the client broke
+// off, stalled or sent over max_body counts in neither.
+func (pl *pool) spoolBody(prefix []byte, src io.Reader) (*spooled, error) {
+	s, err := spoolBody(pl.cfg.spoolDir, prefix, src)
+	var se *spoolError
+	switch {
+	case err == nil:
+		pl.spooled.Inc()
+		pl.spooledBytes.Add(float64(s.n))
+	case errors.As(err, &se):
+		pl.spoolErrors.Inc()
+	}
+	return s, err
+}
+
 // readBodyFailed answers a request whose body could not be received before
 // the first try (buffered or spooled): 413 over max_body, 408 for a client
 // that stopped sending (limitName: the key that bounded the wait), 503

@@ -41,6 +41,7 @@ type verdictJSON struct {
 	TransferMs float64    `json:"transfer_ms"`
 	Streak     int        `json:"streak"`
 	HeldUntil  *time.Time `json:"held_until,omitempty"`
+	Since      *time.Time `json:"since,omitempty"`
 	IntervalMs float64    `json:"interval_ms"`
 	At         time.Time  `json:"at"`
 	Expires    time.Time  `json:"expires"`
@@ -65,7 +66,7 @@ func (v Verdict) MarshalJSON() ([]byte, error) {
 		TTFBMs: Ms(v.TTFB), DurationMs: Ms(v.Duration), DNSMs: Ms(v.DNS), ConnectMs: Ms(v.Connect),
 		TLSMs: Ms(v.TLS), TransferMs: Ms(v.Transfer), Streak: v.Streak, IntervalMs: Ms(v.Interval),
 		At: v.At, Expires: v.Expires, Artifact: v.Artifact, URL: v.URL, CertExpiry: timePtr(v.CertExpiry),
-		HeldUntil: timePtr(v.HeldUntil), Instance: v.Instance, Duplicates: v.Duplicates,
+		HeldUntil: timePtr(v.HeldUntil), Since: timePtr(v.Since), Instance: v.Instance, Duplicates: v.Duplicates,
 	})
 }
 
@@ -95,6 +96,9 @@ func (v *Verdict) UnmarshalJSON(b []byte) error {
 	}
 	if w.HeldUntil != nil {
 		v.HeldUntil = *w.HeldUntil
+	}
+	if w.Since != nil {
+		v.Since = *w.Since
 	}
 	return nil
 }

@@ -64,6 +64,12 @@ type Verdict struct {
 	// rise + flap.extra_passes passes); zero otherwise. A restarted canary
 	// restores the hold-down from it.
 	HeldUntil time.Time
+	// Since is when the pair entered State: the At of the run that changed
+	// it (for a fresh canary, of its first verdict). Unchanged runs keep it,
+	// and a restarted canary restores it with the state. Zero when unknown:
+	// verdicts written before it existed, and those of a canary restarted
+	// from them until the state next changes.
+	Since time.Time
 	// Interval is the check's scheduled interval (for dead-man rules).
 	Interval time.Duration
 	// At is when the run finished; Expires is when the verdict turns unknown.

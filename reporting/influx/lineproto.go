@@ -161,6 +161,9 @@ type verdictBlob struct {
 	Proto    string   `json:"p,omitempty"`
 	Held     int64    `json:"h,omitempty"` // flap hold-down end, unix ns
 	Instance string   `json:"i,omitempty"` // the canary instance that wrote it
+	// Since is when the pair entered its state, unix ns; absent (0) in
+	// points written before it existed, read as unknown (the zero time).
+	Since int64 `json:"si,omitempty"`
 }
 
 func encodeVerdictBlob(v *reporting.Verdict) string {
@@ -175,6 +178,9 @@ func encodeVerdictBlob(v *reporting.Verdict) string {
 	}
 	if !v.HeldUntil.IsZero() {
 		b.Held = v.HeldUntil.UnixNano()
+	}
+	if !v.Since.IsZero() {
+		b.Since = v.Since.UnixNano()
 	}
 	out, _ := json.Marshal(b) // cannot fail: strings, ints and bools only
 	return string(out)
@@ -191,7 +197,7 @@ func decodeVerdictBlob(s string, v *reporting.Verdict) error {
 	v.Connect, v.TLS, v.Transfer = time.Duration(b.D[3]), time.Duration(b.D[4]), time.Duration(b.D[5])
 	v.Interval, v.Streak, v.Artifact, v.URL = time.Duration(b.D[6]), b.Streak, b.Artifact, b.URL
 	v.Proto, v.Instance = b.Proto, b.Instance
-	v.Expires, v.CertExpiry, v.HeldUntil = time.Time{}, time.Time{}, time.Time{}
+	v.Expires, v.CertExpiry, v.HeldUntil, v.Since = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	if b.Expires != 0 {
 		v.Expires = time.Unix(0, b.Expires).UTC()
 	}
@@ -200,6 +206,9 @@ func decodeVerdictBlob(s string, v *reporting.Verdict) error {
 	}
 	if b.Held != 0 {
 		v.HeldUntil = time.Unix(0, b.Held).UTC()
+	}
+	if b.Since != 0 {
+		v.Since = time.Unix(0, b.Since).UTC()
 	}
 	return nil
 }

@@ -17,9 +17,9 @@ func scanVerdicts(rows *sql.Rows) ([]reporting.Verdict, error) {
 	for rows.Next() {
 		var v reporting.Verdict
 		var state string
-		var ttfb, dur, dns, conn, tls, xfer, interval, at, exp, cert, held int64
+		var ttfb, dur, dns, conn, tls, xfer, interval, at, exp, cert, held, since int64
 		if err := rows.Scan(&v.Check, &v.Target, &v.Tier, &v.Region, &v.Vantage, &state, &v.OK, &v.Cause, &v.Err,
-			&v.StatusCode, &ttfb, &dur, &dns, &conn, &tls, &xfer, &v.Streak, &interval, &at, &exp, &v.Artifact, &v.URL, &cert, &v.Proto, &held, &v.Instance); err != nil {
+			&v.StatusCode, &ttfb, &dur, &dns, &conn, &tls, &xfer, &v.Streak, &interval, &at, &exp, &v.Artifact, &v.URL, &cert, &v.Proto, &held, &v.Instance, &since); err != nil {
 			return nil, err
 		}
 		v.State = reporting.State(state)
@@ -27,6 +27,7 @@ func scanVerdicts(rows *sql.Rows) ([]reporting.Verdict, error) {
 		v.Connect, v.TLS, v.Transfer = time.Duration(conn), time.Duration(tls), time.Duration(xfer)
 		v.Interval = time.Duration(interval)
 		v.At, v.Expires, v.CertExpiry, v.HeldUntil = fromNano(at), fromNano(exp), fromNano(cert), fromNano(held)
+		v.Since = fromNano(since)
 		out = append(out, v)
 	}
 	return out, rows.Err()

@@ -113,7 +113,7 @@ CREATE TABLE IF NOT EXISTS verdicts (
 	ttfb INTEGER NOT NULL, duration INTEGER NOT NULL, dns INTEGER NOT NULL, connect INTEGER NOT NULL, tls INTEGER NOT NULL, transfer INTEGER NOT NULL,
 	streak INTEGER NOT NULL, interval INTEGER NOT NULL, at INTEGER NOT NULL, expires INTEGER NOT NULL,
 	artifact TEXT NOT NULL, url TEXT NOT NULL, cert_expiry INTEGER NOT NULL DEFAULT 0, proto TEXT NOT NULL DEFAULT '',
-	held_until INTEGER NOT NULL DEFAULT 0, instance TEXT NOT NULL DEFAULT ''
+	held_until INTEGER NOT NULL DEFAULT 0, instance TEXT NOT NULL DEFAULT '', since INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts(at);
 CREATE TABLE IF NOT EXISTS latest (
@@ -122,7 +122,7 @@ CREATE TABLE IF NOT EXISTS latest (
 	ttfb INTEGER NOT NULL, duration INTEGER NOT NULL, dns INTEGER NOT NULL, connect INTEGER NOT NULL, tls INTEGER NOT NULL, transfer INTEGER NOT NULL,
 	streak INTEGER NOT NULL, interval INTEGER NOT NULL, at INTEGER NOT NULL, expires INTEGER NOT NULL,
 	artifact TEXT NOT NULL, url TEXT NOT NULL, cert_expiry INTEGER NOT NULL DEFAULT 0, proto TEXT NOT NULL DEFAULT '',
-	held_until INTEGER NOT NULL DEFAULT 0, instance TEXT NOT NULL DEFAULT '',
+	held_until INTEGER NOT NULL DEFAULT 0, instance TEXT NOT NULL DEFAULT '', since INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (check_name, target, region, vantage)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS latest_at ON latest(at);
@@ -280,14 +280,16 @@ func Open(dir string, o Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	// Files written before cert_expiry, proto, held_until and instance
-	// existed gain the columns (their rows read with no instance);
-	// "duplicate column" errors mean they are already there.
+	// Files written before cert_expiry, proto, held_until, instance and
+	// since existed gain the columns (their rows read with no instance and
+	// an unknown since: 0 is the zero time); "duplicate column" errors
+	// mean they are already there.
 	for _, t := range []string{"verdicts", "latest"} {
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN cert_expiry INTEGER NOT NULL DEFAULT 0")
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN proto TEXT NOT NULL DEFAULT ''")
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN held_until INTEGER NOT NULL DEFAULT 0")
 		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN instance TEXT NOT NULL DEFAULT ''")
+		_, _ = w.Exec("ALTER TABLE " + t + " ADD COLUMN since INTEGER NOT NULL DEFAULT 0")
 	}
 	// Likewise signals before out and out_by (a row written then reads as
 	// not out: only the passive ejection was recorded).

@@ -11,9 +11,9 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting/store"
 )
 
-// A vigil.db written before the cert_expiry, proto and instance columns
-// existed opens, keeps its rows (read with no instance) and stores the
-// fields from then on.
+// A vigil.db written before the cert_expiry, proto, instance and since
+// columns existed opens, keeps its rows (read with no instance and an
+// unknown since, not 1970) and stores the fields from then on.
 func TestOpensDatabaseFromBeforeNewColumns(t *testing.T) {
 	dir := t.TempDir()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, store.FileName))
@@ -51,7 +51,7 @@ func TestOpensDatabaseFromBeforeNewColumns(t *testing.T) {
 	cert := at.Add(30 * 24 * time.Hour).Truncate(time.Second)
 	if err := s.Publish(context.Background(), []reporting.Verdict{{Check: "new", Target: "t", Region: "r", Vantage: "v",
 		State: reporting.StateHealthy, OK: true, StatusCode: 200, Proto: "HTTP/2.0", At: at, CertExpiry: cert,
-		Instance: "host-1a2b3c4d"}}); err != nil {
+		Instance: "host-1a2b3c4d", Since: at.Add(-time.Hour)}}); err != nil {
 		t.Fatalf("Publish into the upgraded file: %v", err)
 	}
 	got, err := s.Verdicts(context.Background(), 0)
@@ -61,6 +61,12 @@ func TestOpensDatabaseFromBeforeNewColumns(t *testing.T) {
 	if got[0].Check != "new" || got[0].Proto != "HTTP/2.0" || !got[0].CertExpiry.Equal(cert) || got[0].Instance != "host-1a2b3c4d" {
 		t.Errorf("new verdict = check %q proto %q cert %v instance %q; want new, HTTP/2.0, %v, host-1a2b3c4d",
 			got[0].Check, got[0].Proto, got[0].CertExpiry, got[0].Instance, cert)
+	}
+	if !got[0].Since.Equal(at.Add(-time.Hour)) {
+		t.Errorf("new verdict since %v, want %v", got[0].Since, at.Add(-time.Hour))
+	}
+	if !got[1].Since.IsZero() {
+		t.Errorf("old verdict since %v, want the zero time (unknown)", got[1].Since)
 	}
 	if got[1].Check != "old" || got[1].Proto != "" || got[1].Instance != "" || len(got[1].Duplicates) > 0 || !got[1].CertExpiry.IsZero() || !got[1].At.Equal(old) || got[1].Streak != 3 {
 		t.Errorf("old verdict = %+v; want it kept, with no protocol and no certificate expiry", got[1])

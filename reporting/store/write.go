@@ -11,9 +11,9 @@ import (
 )
 
 const verdictCols = `check_name, target, tier, region, vantage, state, ok, cause, err, status_code,
-	ttfb, duration, dns, connect, tls, transfer, streak, interval, at, expires, artifact, url, cert_expiry, proto, held_until, instance`
+	ttfb, duration, dns, connect, tls, transfer, streak, interval, at, expires, artifact, url, cert_expiry, proto, held_until, instance, since`
 
-const verdictParams = `?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?`
+const verdictParams = `?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?`
 
 const insertVerdict = `INSERT INTO verdicts (` + verdictCols + `) VALUES (` + verdictParams + `)`
 
@@ -26,7 +26,7 @@ ON CONFLICT (check_name, target, region, vantage) DO UPDATE SET
 	connect=excluded.connect, tls=excluded.tls, transfer=excluded.transfer, streak=excluded.streak,
 	interval=excluded.interval, at=excluded.at, expires=excluded.expires, artifact=excluded.artifact, url=excluded.url,
 	cert_expiry=excluded.cert_expiry, proto=excluded.proto, held_until=excluded.held_until,
-	instance=excluded.instance
+	instance=excluded.instance, since=excluded.since
 WHERE excluded.at >= latest.at`
 
 // upsertWriter extends the span of one instance's writes to one series.
@@ -39,7 +39,7 @@ func verdictArgs(v *reporting.Verdict) []any {
 	return []any{v.Check, v.Target, v.Tier, v.Region, v.Vantage, string(v.State), v.OK, v.Cause, v.Err, v.StatusCode,
 		int64(v.TTFB), int64(v.Duration), int64(v.DNS), int64(v.Connect), int64(v.TLS), int64(v.Transfer),
 		v.Streak, int64(v.Interval), unixNano(v.At), unixNano(v.Expires), v.Artifact, v.URL, unixNano(v.CertExpiry), v.Proto,
-		unixNano(v.HeldUntil), v.Instance}
+		unixNano(v.HeldUntil), v.Instance, unixNano(v.Since)}
 }
 
 // unixNano maps the zero time to 0 (and back in fromNano).

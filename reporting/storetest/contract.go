@@ -50,6 +50,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		{"RollupTTFBTimeouts", testRollupTTFBTimeouts},
 		{"SignalsRoundTrip", testSignals},
 		{"VerdictJSONRoundTrip", testJSONRoundTrip},
+		{"SinceRoundTrip", testSince},
 		{"EmptyStore", testEmpty},
 	}
 	for _, c := range cases {
@@ -84,10 +85,11 @@ func sample(check, target, region, vantage string, at time.Time, i int) reportin
 	if i%2 == 1 {
 		v.Proto = "HTTP/1.1"
 	}
-	// One canary instance per vantage; every fifth verdict has none, as
-	// those of versions before it.
+	// One canary instance per vantage, and the time the state began;
+	// every fifth verdict has neither, as those of versions before them.
 	if i%5 != 4 {
 		v.Instance = vantage + "-0a1b2c3d"
+		v.Since = at.Add(-time.Duration(i+1) * time.Minute)
 	}
 	if !ok {
 		v.State = reporting.StateUnhealthy
@@ -128,6 +130,9 @@ func norm(v reporting.Verdict) reporting.Verdict {
 	}
 	if !v.HeldUntil.IsZero() {
 		v.HeldUntil = v.HeldUntil.Round(0).UTC()
+	}
+	if !v.Since.IsZero() {
+		v.Since = v.Since.Round(0).UTC()
 	}
 	if v.At.Equal(time.Unix(0, 0)) {
 		v.At = time.Time{}
@@ -430,6 +435,85 @@ func testJSONRoundTrip(t *testing.T, s Store) {
 		t.Fatal(err)
 	}
 	equalVerdicts(t, "store → JSON → Verdict", []reporting.Verdict{back}, []reporting.Verdict{v})
+}
+
+// testSince: Verdict.Since (when the pair entered its state) comes back
+// from Verdicts and History as written, to the millisecond; a verdict
+// without it (one of a version before it) reads back zero, never 1970,
+// and replaces the since of the latest verdict. In JSON it is "since"
+// in RFC 3339, left out when zero.
+func testSince(t *testing.T, s Store) {
+	ctx := context.Background()
+	now := base()
+	down := now.Add(-10*time.Minute - 417*ms)
+	var vs []reporting.Verdict
+	for i := range 3 {
+		v := sample("home", "origin-a", "eu-west", "canary-1", now.Add(time.Duration(i-3)*time.Second), 3)
+		v.Since = down
+		vs = append(vs, v)
+	}
+	old := sample("api", "origin-a", "eu-west", "canary-1", now.Add(-time.Second), 3)
+	old.Since = time.Time{}
+	publish(t, s, append(vs, old)...)
+
+	got, err := s.Verdicts(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortVerdicts(got)
+	if len(got) != 2 || got[0].Check != "api" || got[1].Check != "home" {
+		t.Fatalf("Verdicts = %+v; want the latest of api and home", got)
+	}
+	if !got[0].Since.IsZero() {
+		t.Errorf("a verdict written without since reads since %v (unix %d), want the zero time", got[0].Since, got[0].Since.Unix())
+	}
+	if !got[1].Since.Equal(down) {
+		t.Errorf("latest verdict since %v, want %v", got[1].Since, down)
+	}
+	hist, err := s.History(ctx, reporting.HistoryQuery{Check: "home"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 3 {
+		t.Fatalf("History = %d verdicts, want 3", len(hist))
+	}
+	for i, v := range hist {
+		if !v.Since.Equal(down) {
+			t.Errorf("history verdict %d since %v, want %v", i, v.Since, down)
+		}
+	}
+	for _, v := range got {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		sv, has := m["since"]
+		switch {
+		case v.Since.IsZero() && has:
+			t.Errorf("JSON of a verdict without since has since %v: %s", sv, b)
+		case !v.Since.IsZero() && sv != down.Format(time.RFC3339Nano):
+			t.Errorf("JSON since = %v, want %q", sv, down.Format(time.RFC3339Nano))
+		}
+	}
+
+	// The next verdict of the series carries no since (a canary of an
+	// older version): the latest says unknown, not the since before it.
+	next := sample("home", "origin-a", "eu-west", "canary-1", now, 3)
+	next.Since = time.Time{}
+	publish(t, s, next)
+	got, err = s.Verdicts(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range got {
+		if v.Check == "home" && !v.Since.IsZero() {
+			t.Errorf("latest verdict without since reads since %v, want zero", v.Since)
+		}
+	}
 }
 
 func testEmpty(t *testing.T, s Store) {
