@@ -484,6 +484,10 @@ func (p *Page) serveCheck(w http.ResponseWriter, r *http.Request) {
 type targetRow struct {
 	Target string
 	State  reporting.State // the worst shown state over its regions ("none": no verdict)
+	// Since says since when the target is unhealthy or degraded, from
+	// its cells in State: the earliest ("down since 10:41 UTC (12m 5s)");
+	// "" when healthy, unknown, or a cell does not say.
+	Since string
 	// Runs counts the TTFB samples in the chart window; Mean is over the
 	// runs with a TTFB, P95 the p95 of the minutes' p95 weighted by their
 	// samples (TimedOut: it falls on runs that timed out before their
@@ -511,7 +515,25 @@ func targetRows(rs []reporting.Rollup, m matrix, up []uptimeRow) []targetRow {
 		return rows[t]
 	}
 	for _, r := range m.Rows {
-		get(r.Target).State = r.State
+		row := get(r.Target)
+		row.State = r.State
+		var first *cell
+		for i := range r.Cells {
+			c := &r.Cells[i]
+			if c.State != r.State {
+				continue
+			}
+			if c.SinceText == "" {
+				first = nil
+				break
+			}
+			if first == nil || c.Since.Before(first.Since) {
+				first = c
+			}
+		}
+		if first != nil {
+			row.Since = first.SinceText
+		}
 	}
 	for i := range up {
 		if up[i].Target == "" {

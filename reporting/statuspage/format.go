@@ -232,6 +232,28 @@ func fmtRuns(n int) string {
 	return strconv.Itoa(n) + " runs"
 }
 
+// fmtStateSince says since when a pair has been in state s, for a matrix
+// cell: "down since 10:41 UTC (12m 5s)", "degraded since 09:03 UTC (2h
+// 5m)"; the date comes first when it is not now's (UTC) day: "down since
+// 2026-11-30 22:10 UTC (1d 12h)".
+func fmtStateSince(s reporting.State, since, now time.Time) string {
+	word := string(s)
+	if s == reporting.StateUnhealthy {
+		word = "down"
+	}
+	return word + " since " + fmtSinceAt(since, now) + " (" + fmtAgo(now.Sub(since)) + ")"
+}
+
+// fmtSinceAt is t's time of day in UTC, "10:41 UTC", with its date first
+// when it is not now's (UTC) day: "2026-11-30 22:10 UTC".
+func fmtSinceAt(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	if t.YearDay() != now.YearDay() || t.Year() != now.Year() {
+		return t.Format("2006-01-02 15:04 UTC")
+	}
+	return t.Format("15:04 UTC")
+}
+
 // fmtCertLeft says when a certificate expires for a matrix cell: "expires
 // in 4 days", "expires in 5 hours", "expired 2 days ago".
 func fmtCertLeft(d time.Duration) string {

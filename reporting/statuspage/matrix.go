@@ -33,6 +33,12 @@ type cell struct {
 	// Held is the end of a flap hold-down keeping a fresh unhealthy verdict
 	// unhealthy whatever the runs say; zero when none.
 	Held time.Time
+	// Since is when a fresh unhealthy or degraded verdict's pair entered
+	// that state (Verdict.Since) and SinceText says it ("down since 10:41
+	// UTC (12m 5s)"); zero and "" when the cell shows another state or
+	// the verdict does not say (one written before Since existed).
+	Since     time.Time
+	SinceText string
 	// Pending: a configured pair that has not run yet (a placeholder with
 	// no date).
 	Pending bool
@@ -246,6 +252,9 @@ func cellOf(v reporting.Verdict, now time.Time) cell {
 	}
 	if !c.Stale && cur == reporting.StateUnhealthy && v.HeldUntil.After(now) {
 		c.Held = v.HeldUntil
+	}
+	if (cur == reporting.StateUnhealthy || cur == reporting.StateDegraded) && !v.Since.IsZero() {
+		c.Since, c.SinceText = v.Since, fmtStateSince(cur, v.Since, now)
 	}
 	if !v.CertExpiry.IsZero() && v.CertExpiry.Sub(now) <= certShowWithin {
 		c.CertExpiry, c.CertLeft = v.CertExpiry, v.CertExpiry.Sub(now)

@@ -168,8 +168,12 @@ type publicRow struct {
 	Name       string
 	State      reporting.State
 	StateLabel string
-	Uptime     []uptimeCell // 24h, 7d, 30d over all targets
-	Days       []dayCell
+	// Since is when an Outage or Degraded performance began (see
+	// publicSinceOf); zero for other states or when a verdict does not say.
+	Since     time.Time
+	SinceText string
+	Uptime    []uptimeCell // 24h, 7d, 30d over all targets
+	Days      []dayCell
 }
 
 type publicData struct {
@@ -211,7 +215,8 @@ func (p *Page) publicRows(ctx context.Context, c PublicConfig, now time.Time) ([
 	if err != nil {
 		return nil, err
 	}
-	states := publicStatesOf(p.present(vs), now)
+	vs = p.present(vs)
+	states := publicStatesOf(vs, now)
 	rows := make([]publicRow, 0, len(c.Checks))
 	for _, pc := range c.Checks {
 		st, ok := states[pc.Check]
@@ -223,6 +228,9 @@ func (p *Page) publicRows(ctx context.Context, c PublicConfig, now time.Time) ([
 			return nil, err
 		}
 		row := publicRow{Name: pc.label(), State: st, StateLabel: publicStates[st], Days: days}
+		if row.Since = publicSinceOf(vs, pc.Check, st, now); !row.Since.IsZero() {
+			row.SinceText = "since " + fmtSinceAt(row.Since, now) + " (" + fmtAgo(now.Sub(row.Since)) + ")"
+		}
 		for _, u := range ur {
 			// The row over all targets; a check of one target has only
 			// that target's row.
@@ -285,6 +293,51 @@ func publicStatesOf(vs []reporting.Verdict, now time.Time) map[string]reporting.
 			out[check] = reporting.StateHealthy
 		default:
 			out[check] = reporting.StateDegraded
+		}
+	}
+	return out
+}
+
+// publicSinceOf is when check entered its public state st, from the
+// Verdict.Since of its fresh verdicts; zero when st is neither an outage
+// nor degraded, or a verdict it rests on does not say (an earlier since
+// may hide behind it). An outage (every target unhealthy) began when the
+// last target went down: the latest over the targets of when each went
+// down (the earliest of its unhealthy regions). Degraded performance began
+// with the earliest problem among its targets: the earliest since of its
+// unhealthy and degraded verdicts.
+func publicSinceOf(vs []reporting.Verdict, check string, st reporting.State, now time.Time) time.Time {
+	if st != reporting.StateUnhealthy && st != reporting.StateDegraded {
+		return time.Time{}
+	}
+	var out time.Time
+	downAt := map[string]time.Time{} // target → when it went down
+	unknown := false
+	for _, v := range vs {
+		cur := v.Current(now)
+		if v.Check != check || cur != reporting.StateUnhealthy && (cur != reporting.StateDegraded || st == reporting.StateUnhealthy) {
+			continue
+		}
+		if v.Since.IsZero() {
+			unknown = true
+			continue
+		}
+		if st == reporting.StateDegraded {
+			if out.IsZero() || v.Since.Before(out) {
+				out = v.Since
+			}
+			continue
+		}
+		if at, ok := downAt[v.Target]; !ok || v.Since.Before(at) {
+			downAt[v.Target] = v.Since
+		}
+	}
+	if unknown {
+		return time.Time{}
+	}
+	for _, at := range downAt {
+		if at.After(out) {
+			out = at
 		}
 	}
 	return out
