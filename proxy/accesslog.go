@@ -534,3 +534,53 @@ func (a *accessLog) writeRefused(r refusal) {
 	b = append(b, "}\n"...)
 	a.hand(b)
 }
+
+// headCut is a client connection the fast engine cut off in the middle of
+// a request head: reason is cutHeaderTimeout (read_header_timeout ran out:
+// a slow client, slowloris) or cutClosedInHead (the client closed or reset
+// it), start when the head began, got the bytes of it received.
+type headCut struct {
+	reason, remote string
+	tls            bool
+	start          time.Time
+	got            int
+}
+
+// engineCutHead writes the access log line of a connection cut off in the
+// middle of a request head, when the access log is on.
+func (p *Proxy) engineCutHead(c headCut) {
+	if al := p.alog.Load(); al != nil {
+		al.writeCut(c)
+	}
+}
+
+// writeCut appends the line of a connection cut off in the middle of a
+// request head: no answer was sent, and the status is the one nginx and
+// HAProxy log for it, 408 for read_header_timeout (HAProxy's cR), 400 for
+// a client that left (CR). Like a refused request's line it has no method,
+// host or path (the head is not whole); cut is the reason of
+// vigil_proxy_client_connections_cut_total and head_bytes how much of the
+// head came.
+func (a *accessLog) writeCut(c headCut) {
+	status := http.StatusRequestTimeout
+	if c.reason != cutHeaderTimeout {
+		status = http.StatusBadRequest
+	}
+	b := make([]byte, 0, 192)
+	b = append(b, `{"ts":"`...)
+	b = c.start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z07:00")
+	b = append(b, `","remote":`...)
+	b = appendJSONString(b, c.remote)
+	b = append(b, `,"tls":`...)
+	b = strconv.AppendBool(b, c.tls)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, `,"bytes":0,"duration":`...)
+	b = strconv.AppendFloat(b, time.Since(c.start).Seconds(), 'f', 6, 64)
+	b = append(b, `,"cut":`...)
+	b = appendJSONString(b, c.reason)
+	b = append(b, `,"head_bytes":`...)
+	b = strconv.AppendInt(b, int64(c.got), 10)
+	b = append(b, "}\n"...)
+	a.hand(b)
+}

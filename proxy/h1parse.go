@@ -48,6 +48,10 @@ type reqHead struct {
 	header         http.Header
 	order          []string // header's names in the order they came, each once
 	raw            []byte   // the head as read (for the net/http hand-over)
+	// got is, after readHead failed reading (the client stalled or left),
+	// how many bytes of the head had come, empty lines before the request
+	// line left out: the access log's head_bytes of a cut connection.
+	got int
 }
 
 // odd reports whether the request is for net/http's parser and handler
@@ -82,6 +86,10 @@ func readHead(br *bufio.Reader, max int, h *reqHead) error {
 		}
 		if err != nil {
 			// The connection ended or timed out (slow client): no answer.
+			h.got = len(raw) + len(line)
+			if lines == 0 && len(raw) == 0 && len(line) == 1 && line[0] == '\r' {
+				h.got = 0 // the start of an empty line
+			}
 			h.raw = raw[:0]
 			return err
 		}

@@ -69,6 +69,10 @@ type engine struct {
 	// onCut, when set, counts (and logs, rate-limited) a connection ended
 	// with no whole request head to serve, by reason (cutIdle, …).
 	onCut func(reason, remote string, tls bool, timeout time.Duration)
+	// onCutHead, when set, writes the access log line of a connection cut
+	// off in the middle of a request head (header_timeout,
+	// closed_in_head) after at least one byte of it.
+	onCutHead func(headCut)
 	// life, when set, gives keepalive_time and keepalive_requests in force.
 	life func() connLife
 	// h2c, when set (proxy.h2c), takes the connections that open with the
@@ -325,9 +329,9 @@ func (c *econn) serve() {
 			if errors.As(err, &pe) {
 				c.fail(pe.code, pe.msg)
 			} else if deadlineExceeded(err) {
-				c.cut(cutHeaderTimeout)
+				c.cutHead(cutHeaderTimeout, start)
 			} else if !e.shutting.Load() {
-				c.cut(cutClosedInHead)
+				c.cutHead(cutClosedInHead, start)
 			}
 			return
 		}
@@ -396,6 +400,16 @@ func (c *econn) putBufs() {
 func (c *econn) cut(reason string) {
 	if c.e.onCut != nil {
 		c.e.onCut(reason, c.remote, c.tls != nil, c.e.readHeaderTimeout)
+	}
+}
+
+// cutHead is cut for a connection whose request head was begun at start
+// and never finished: with some of the head received (not only empty
+// lines), it gets an access log line too (onCutHead).
+func (c *econn) cutHead(reason string, start time.Time) {
+	c.cut(reason)
+	if c.e.onCutHead != nil && c.head.got > 0 {
+		c.e.onCutHead(headCut{reason: reason, remote: c.remote, tls: c.tls != nil, start: start, got: c.head.got})
 	}
 }
 

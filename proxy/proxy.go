@@ -792,6 +792,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 			eng := newEngine(p.Handler(), cfg, p.log)
 			eng.onRefuse = p.engineRefused
 			eng.onCut = p.cuts.note
+			eng.onCutHead = p.engineCutHead
 			eng.life = func() connLife { return p.state.Load().life }
 			return eng
 		}

@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestCutHeadAccessLog: on the fast engine, a connection cut off in the
+// middle of a request head gets one access log line, as nginx and HAProxy
+// log one: 408 with cut header_timeout when read_header_timeout ran out
+// (slowloris), 400 with cut closed_in_head when the client left, each with
+// the client, when the head began, and head_bytes received. A connection
+// that never sent a byte, or only an empty line, and a kept-alive one that
+// stays idle get none. Before, such connections were only counted.
+func TestCutHeadAccessLog(t *testing.T) {
+	origin := rawResponder(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
+	path := filepath.Join(t.TempDir(), "access.log")
+	cfg := pool1(PolicyRoundRobin, origin)
+	cfg.Engine = EngineFast
+	cfg.AccessLog = path
+	cfg.ReadHeaderTimeout = 400 * time.Millisecond
+	cfg.IdleTimeout = 400 * time.Millisecond
+	p, err := New(cfg, nil, testLogger(t), WithRegistry(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := runProxy(t, p)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c
+	}
+	// closed waits until the proxy closes c.
+	closed := func(c net.Conn) {
+		t.Helper()
+		if n, err := io.Copy(io.Discard, c); err != nil || n != 0 {
+			t.Errorf("read %d bytes, %v; want the proxy to close the connection without an answer", n, err)
+		}
+	}
+	const slowHead = "GET /slow HTTP/1.1\r\nHost: x\r\nX-A"
+	const nextHead = "GET /next HTTP/1.1\r\nHo"
+	const halfHead = "GET / HTTP/1.1\r\nHo"
+	slow := dial()
+	io.WriteString(slow, slowHead)
+	silent := dial()
+	blank := dial()
+	io.WriteString(blank, "\r\n")
+	// A kept-alive connection whose next head stalls, one that stays idle.
+	next, idle := dial(), dial()
+	for _, c := range []net.Conn{next, idle} {
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	io.WriteString(next, nextHead)
+	half := dial()
+	io.WriteString(half, halfHead)
+	time.Sleep(100 * time.Millisecond)
+	remoteHalf := half.LocalAddr().String()
+	half.Close()
+	for _, c := range []net.Conn{slow, silent, blank, next, idle} {
+		closed(c)
+	}
+
+	type line struct {
+		Remote    string   `json:"remote"`
+		TLS       *bool    `json:"tls"`
+		Status    int      `json:"status"`
+		Bytes     *int     `json:"bytes"`
+		Duration  *float64 `json:"duration"`
+		Cut       string   `json:"cut"`
+		HeadBytes int      `json:"head_bytes"`
+		Path      string   `json:"path"`
+		TS        string   `json:"ts"`
+	}
+	var lines []line
+	read := func() {
+		b, _ := os.ReadFile(path)
+		lines = lines[:0]
+		for _, s := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if s == "" {
+				continue
+			}
+			var l line
+			if err := json.Unmarshal([]byte(s), &l); err != nil {
+				t.Fatalf("access log line %q: %v", s, err)
+			}
+			lines = append(lines, l)
+		}
+	}
+	eventually(t, "5 access log lines", func() bool { read(); return len(lines) >= 5 })
+	time.Sleep(1500 * time.Millisecond) // a line more would be flushed by now
+	read()
+	want := map[string]line{ // by remote
+		slow.LocalAddr().String(): {Status: 408, Cut: cutHeaderTimeout, HeadBytes: len(slowHead)},
+		next.LocalAddr().String(): {Status: 408, Cut: cutHeaderTimeout, HeadBytes: len(nextHead)},
+		remoteHalf:                {Status: 400, Cut: cutClosedInHead, HeadBytes: len(halfHead)},
+	}
+	served := 0
+	for _, l := range lines {
+		if l.Path == "/" && l.Status == 200 {
+			served++
+			continue
+		}
+		w, ok := want[l.Remote]
+		if !ok {
+			t.Errorf("unexpected line %+v", l)
+			continue
+		}
+		delete(want, l.Remote)
+		if l.Status != w.Status || l.Cut != w.Cut || l.HeadBytes != w.HeadBytes || l.Path != "" ||
+			l.TLS == nil || *l.TLS || l.Bytes == nil || *l.Bytes != 0 || l.Duration == nil {
+			t.Errorf("line %+v, want status %d, cut %s, head_bytes %d, tls false, bytes 0, a duration, no path", l, w.Status, w.Cut, w.HeadBytes)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, l.TS); err != nil {
+			t.Errorf("ts %q: %v", l.TS, err)
+		}
+		if l.Cut == cutHeaderTimeout && l.Duration != nil && (*l.Duration < 0.3 || *l.Duration > 3) {
+			t.Errorf("duration %v of a head cut by read_header_timeout 400ms", *l.Duration)
+		}
+	}
+	if served != 2 || len(want) != 0 {
+		t.Fatalf("%d lines of served requests (want 2), cut connections without a line: %v\nlines: %+v", served, want, lines)
+	}
+}
