@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vigil-synthetics/vigil/proxy"
 )
 
 func init() { commands = append(commands, newValidateCmd) }
@@ -78,6 +80,15 @@ func newValidateCmd() *cobra.Command {
 			if err := checkExecPath(f.Agent.Browser.ExecPath); err != nil {
 				warns = append(warns, f.warn(fmt.Sprintf("agent.browser.exec_path: %v", err)))
 			}
+			// The open-file limit max_client_conns needs, against the one
+			// a vigil started from here would get: a warning, as the
+			// service may run with another (a unit's LimitNOFILE=). The
+			// proxy warns again at start with its own.
+			if f.Proxy != nil {
+				if w := proxy.OpenFileLimitWarning(f.Proxy.MaxClientConns, validateFileLimit()); w != "" {
+					warns = append(warns, f.warn("proxy."+w))
+				}
+			}
 			// A script reads ${env:NAME} at each run: one not set here
 			// (where validate runs, often the agent's own host) fails every
 			// run until the agent's environment has it.
@@ -98,6 +109,13 @@ func newValidateCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&file, "config", "c", "vigil.yaml", "config file")
 	return cmd
 }
+
+// validateFileLimit reads the open-file limit validate holds
+// proxy.max_client_conns against: this process's, which a vigil started
+// from the same shell gets too. The package's tests set it to unknown (0),
+// so that what they expect validate to print does not depend on the
+// machine's limit; withFileLimit restores it.
+var validateFileLimit = proxy.OpenFileLimit
 
 // checkExecPath reports an agent.browser.exec_path that names no executable
 // file on the machine running `vigil validate` (a path that does not exist,
