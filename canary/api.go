@@ -204,7 +204,11 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 	vs = reporting.ParseVerdictFilter(r.URL.Query()).Apply(c.dropRemoved(vs))
 	now := c.now()
 	for i := range vs {
-		vs[i].State = vs[i].Current(now)
+		if cur := vs[i].Current(now); cur != vs[i].State {
+			// Expired: unknown since it expired, not since the state
+			// it reported.
+			vs[i].State, vs[i].Since = cur, vs[i].Expires
+		}
 	}
 	if vs == nil {
 		vs = []reporting.Verdict{}

@@ -268,3 +268,43 @@ func TestVerdictsAPISince(t *testing.T) {
 	up := trigger()
 	check("rise (2) passes", reporting.StateHealthy, up.At)
 }
+
+// TestVerdictsAPIExpiredSince: a verdict that expired reads unknown in GET
+// /api/v1/verdicts, since it expired, not since the state it reported.
+func TestVerdictsAPIExpiredSince(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().UTC()
+	expired := reporting.Verdict{Check: "home", Target: "o1", Region: "other", Vantage: "v9", State: reporting.StateUnhealthy,
+		Streak: 7, At: now.Add(-2 * time.Minute), Expires: now.Add(-time.Minute), Since: now.Add(-time.Hour)}
+	fresh := expired
+	fresh.Target, fresh.At, fresh.Expires = "o2", now.Add(-time.Second), now.Add(time.Minute)
+	if err := st.Publish(context.Background(), []reporting.Verdict{expired, fresh}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, map[string]string{"o1": "http://127.0.0.1:1"},
+		CheckConfig{Name: "home", Targets: []string{"o1"}, Interval: time.Hour, HTTP: &checks.HTTPSpec{}})
+	c, err := New(cfg, compile(t, cfg), Options{Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler(st))
+	defer srv.Close()
+	code, body := do(t, "GET", srv.URL+"/api/v1/verdicts", "", "")
+	var vs []map[string]any
+	if err := json.Unmarshal([]byte(body), &vs); code != 200 || err != nil || len(vs) != 2 {
+		t.Fatalf("GET /api/v1/verdicts: %d %s (%v)", code, body, err)
+	}
+	for _, v := range vs {
+		want, wantState := fresh.Since, "unhealthy"
+		if v["target"] == "o1" {
+			want, wantState = expired.Expires, "unknown"
+		}
+		if v["state"] != wantState || v["since"] != want.Format(time.RFC3339Nano) {
+			t.Errorf("%s: %s since %v, want %s since %s", v["target"], v["state"], v["since"], wantState, want.Format(time.RFC3339Nano))
+		}
+	}
+}
