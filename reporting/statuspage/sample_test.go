@@ -35,6 +35,8 @@ func sampleSource() *memSource {
 			for _, r := range regions {
 				streak := 0
 				prevOK := true
+				var state reporting.State
+				var since time.Time
 				for at := sampleNow.Add(-time.Hour); !at.After(sampleNow.Add(-2 * time.Second)); at = at.Add(c.interval) {
 					if c.name == "checkout-flow" && r == "ap-south" && at.After(sampleNow.Add(-7*time.Minute)) {
 						break // canary silent: the last verdict goes stale
@@ -84,6 +86,10 @@ func sampleSource() *memSource {
 					default:
 						v.State = reporting.StateHealthy
 					}
+					if v.State != state {
+						state, since = v.State, at
+					}
+					v.Since = since
 					m.hist = append(m.hist, v)
 				}
 				// 30 days of rollups, one per 10 minutes.
