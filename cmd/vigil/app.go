@@ -383,6 +383,7 @@ func (a *app) routes() http.Handler {
 	}
 	if a.alr != nil {
 		mux.HandleFunc("GET /api/v1/alerts", a.alerts)
+		mux.Handle("/api/v1/alerts/history", a.alr.HistoryHandler())
 		sil := a.alr.SilencesHandler(func() string { return a.current().Agent.AdminToken })
 		mux.Handle("/api/v1/silences", sil)
 		mux.Handle("/api/v1/silences/", sil)

@@ -85,6 +85,11 @@ type Alerter struct {
 	// readFailedAt is the time of the last evaluation whose store reads
 	// failed; zero if none. Guarded by evalMu. See evalDeadMan.
 	readFailedAt time.Time
+	// hist are the alert transitions (HistoryHandler).
+	hist history
+	// kick asks Run for an evaluation now (a silence was added or
+	// ended); buffered 1, so kicks while one waits are one evaluation.
+	kick chan struct{}
 
 	mu     sync.Mutex // guards the fields below
 	cfg    Config
@@ -261,7 +266,7 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		cfg: cfg, slos: slos, links: newLinker(cfg),
 		states: map[string]*alertState{}, groups: map[string]*groupState{}, seen: map[string]seenPair{},
 		streamOwed: map[string]*owed{}, missed: map[string]map[string]Alert{}, queuedTo: map[string]bool{},
-		rcache: rollupCaches{}, arrived: arrivals{}, statePath: o.StatePath,
+		rcache: rollupCaches{}, arrived: arrivals{}, statePath: o.StatePath, kick: make(chan struct{}, 1),
 	}
 	m.lastEvalSuccess.Set(unixSeconds(a.now()))
 	if a.statePath != "" {
@@ -272,6 +277,8 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 	if err := a.sil.load(); err != nil {
 		a.log.Error("alerting: cannot read the ad-hoc silences: starting without them", "error", err)
 	}
+	a.hist.path = historyPath(o.StatePath)
+	a.loadHistory()
 	a.flog = newDeliveryLog(o.Now)
 	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.beforeSend, a.redact, a.flog, nil)
 	return a, nil
@@ -389,7 +396,8 @@ func (a *Alerter) SetPairs(pairs map[string][]string) {
 	a.mu.Unlock()
 }
 
-// Run evaluates every evaluation_interval until ctx ends, starting at once.
+// Run evaluates every evaluation_interval until ctx ends, starting at once,
+// and at once when a silence is added or ended (SilencesHandler).
 // Evaluation errors are counted and logged: the first one, then at most one
 // line a minute with how many failed in a row, and a line when evaluations
 // work again. Run returns when ctx is done.
@@ -422,6 +430,8 @@ func (a *Alerter) Run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-a.kick:
+			t.Stop()
 		}
 	}
 }
@@ -491,6 +501,7 @@ func (a *Alerter) Evaluate(ctx context.Context) (err error) {
 	a.mu.Unlock()
 	if a.statePath != "" {
 		a.saveState(now)
+		a.saveHistory()
 	}
 	return nil
 }
@@ -609,15 +620,17 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 			st = &alertState{pendingSince: now}
 			a.states[fp] = st
 		}
-		start := st.alert.StartsAt
+		start, prevSil := st.alert.StartsAt, st.alert.Silenced
 		st.clearedSince = time.Time{}
 		st.alert = c.Alert
 		st.alert.StartsAt = start
 		st.alert.Since = st.pendingSince
 		st.alert.Silenced = a.silencedBy(now, c.Check, c.Target)
+		a.noteSilence(now, st, prevSil)
 		if !st.firing && now.Sub(st.pendingSince) >= c.hold {
 			st.firing = true
 			st.alert.StartsAt = now
+			a.hist.add(now, EventFiring, st.alert, st.alert.Silenced, a.cfg.History)
 			if st.alert.Silenced != "" {
 				a.log.Info("alert firing, silenced", append(append([]any{"silenced_by", st.alert.Silenced}, logAttrs(c.Alert)...),
 					"summary", c.Summary)...)
@@ -638,7 +651,9 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 				st.clearedSince = now
 			}
 			if now.Sub(st.clearedSince) < keepFiringFor(a.cfg, a.slos, st.alert) {
+				prevSil := st.alert.Silenced
 				st.alert.Silenced = a.silencedBy(now, st.alert.Check, st.alert.Target)
+				a.noteSilence(now, st, prevSil)
 				continue
 			}
 		}
@@ -649,6 +664,7 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		r := st.alert
 		r.EndsAt = now
 		r.Silenced = ""
+		a.hist.add(now, EventResolved, r, "", a.cfg.History)
 		attrs := append(logAttrs(r), "firing_for", now.Sub(r.StartsAt))
 		if !st.clearedSince.IsZero() && now.After(st.clearedSince) {
 			attrs = append(attrs, "condition_cleared_for", now.Sub(st.clearedSince))
@@ -1131,6 +1147,7 @@ func (a *Alerter) Close(ctx context.Context) error {
 	err := d.close(ctx)
 	if a.statePath != "" {
 		a.saveState(a.now())
+		a.saveHistory()
 	}
 	return err
 }

@@ -602,6 +602,9 @@ type Config struct {
 	// Heartbeat pings an external dead man's switch after successful
 	// evaluations. Optional.
 	Heartbeat HeartbeatConfig `mapstructure:"heartbeat"`
+	// History bounds the alert transitions kept (GET
+	// /api/v1/alerts/history, history.json beside the state file).
+	History HistoryConfig `mapstructure:"history"`
 
 	// StatusPageURL is the status page's base URL for links in
 	// notifications (check page and failure screenshots). Optional.
@@ -785,6 +788,8 @@ func (c *Config) explicitZeros() []error {
 		key("retry.timeout", r.Timeout == 0, "10s"),
 		key("retry.redeliver_backoff", r.RedeliverBackoff == 0, "10s"),
 		key("retry.redeliver_max_backoff", r.RedeliverMaxBackoff == 0, "5m"),
+		key("history.max_entries", c.History.MaxEntries == 0, "1000"),
+		key("history.max_age", c.History.MaxAge == 0, "7d"),
 	}
 	return c.set.ExplicitZeros(keys)
 }
@@ -889,6 +894,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	add(severity("quorum_lost.severity", &c.QuorumLost.Severity, SeverityPage))
 	add(c.LiveErrors.validate(c.set))
 	add(c.Heartbeat.validate())
+	add(c.History.validate())
 	if c.StatusPageURL != "" {
 		add(checkURL("status_page_url", c.StatusPageURL, false))
 		c.StatusPageURL = strings.TrimSuffix(c.StatusPageURL, "/")

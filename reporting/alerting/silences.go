@@ -121,6 +121,34 @@ func (s *silences) silenceBy(now time.Time, check, target string) string {
 	return ""
 }
 
+// resilence applies the silences at once, after one was added or ended:
+// every alert's silenced is read again (so GET /api/v1/alerts shows it,
+// and no evaluation after this one notifies a newly silenced alert), the
+// change is recorded in the history, and Run is asked for an evaluation
+// now, which notifies an alert whose silence ended rather than at the
+// next evaluation_interval.
+func (a *Alerter) resilence() {
+	now := a.now()
+	a.mu.Lock()
+	sts := make([]*alertState, 0, len(a.states))
+	for _, st := range a.states {
+		sts = append(sts, st)
+	}
+	// In order, for the history's entries of this instant.
+	sort.Slice(sts, func(i, j int) bool { return alertLess(sts[i].alert, sts[j].alert) })
+	for _, st := range sts {
+		prev := st.alert.Silenced
+		st.alert.Silenced = a.silencedBy(now, st.alert.Check, st.alert.Target)
+		a.noteSilence(now, st, prev)
+	}
+	a.mu.Unlock()
+	a.saveHistory()
+	select {
+	case a.kick <- struct{}{}:
+	default: // one is already asked for
+	}
+}
+
 // Silences lists the ad-hoc silences in force, soonest end first.
 func (a *Alerter) Silences() []Silence {
 	now := a.now()
@@ -144,9 +172,9 @@ type silenceRequest struct {
 // force; POST {check, target?, for, by, why} adds one (201, the silence);
 // DELETE /api/v1/silences/{id} ends one (204; 404 when unknown). Writes
 // need the admin token (token() at each request) as a bearer token: 401
-// without the right one, 403 when none is configured. A silence takes
-// effect at the next evaluation and is kept in silences.json beside the
-// alert state.
+// without the right one, 403 when none is configured. A silence added or
+// ended takes effect before the answer (see resilence) and is kept in
+// silences.json beside the alert state.
 func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/api/v1/silences"), "/")
@@ -171,19 +199,25 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 		}
 		if r.Method == http.MethodDelete {
 			a.sil.mu.Lock()
-			defer a.sil.mu.Unlock()
+			found := false
 			for i, x := range a.sil.list {
 				if x.ID == id {
+					found = true
 					a.sil.list = append(a.sil.list[:i], a.sil.list[i+1:]...)
 					if err := a.sil.save(); err != nil {
 						a.log.Error("alerting: cannot save silences", "error", err)
 					}
-					a.log.Info("alerting: silence ended", "id", id)
-					w.WriteHeader(http.StatusNoContent)
-					return
+					break
 				}
 			}
-			writeSilenceJSON(w, http.StatusNotFound, map[string]string{"error": "no silence " + id})
+			a.sil.mu.Unlock()
+			if !found {
+				writeSilenceJSON(w, http.StatusNotFound, map[string]string{"error": "no silence " + id})
+				return
+			}
+			a.log.Info("alerting: silence ended", "id", id)
+			a.resilence()
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		var req silenceRequest
@@ -230,6 +264,7 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 			a.log.Error("alerting: cannot save silences", "error", err)
 		}
 		a.log.Info("alerting: silence added", "id", s.ID, "check", s.Check, "target", s.Target, "by", s.By, "until", s.EndsAt, "why", s.Why)
+		a.resilence()
 		writeSilenceJSON(w, http.StatusCreated, s)
 	})
 }
