@@ -126,6 +126,33 @@ func deadManGroups(checks []CheckInterval) []deadManGroup {
 	return out
 }
 
+// burnRunsFloor is the least run rate, per second, of the generated
+// burn-rate ratios' denominator for check: 1 / its interval in checks
+// ("1 / 15" for a check run every 15 s; the longest when listed twice), so
+// a window's error ratio is failed runs ÷ max(runs, window ÷ interval), as
+// the built-in burn_rate rule computes it (counts.expected): a young
+// store's or a new check's few runs count against a full window, as if the
+// runs not made had passed. "" when checks do not give its interval (no
+// floor).
+func burnRunsFloor(checks []CheckInterval, check string) string {
+	var iv time.Duration
+	for _, c := range checks {
+		if c.Check == check {
+			iv = max(iv, c.Interval)
+		}
+	}
+	if iv <= 0 {
+		return ""
+	}
+	return "1 / " + strconv.FormatFloat(iv.Seconds(), 'g', -1, 64)
+}
+
+// QuorumRules names the enabled rules a quorum of regions must agree on,
+// "down, ttfb, burn_rate and cert_expiry": what a lost quorum blinds, as
+// the quorum_lost alerts of the built-in alerter, the Prometheus rules and
+// the Grafana rules say.
+func (c Config) QuorumRules() string { return c.quorumRules() }
+
 // checkSelector is the label matcher for names: check="a" or
 // check=~"a|b"; "" for every check.
 func checkSelector(names []string) string {
@@ -430,12 +457,23 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 				}
 			}
 			sortDurations(order)
-			for _, d := range order {
+			// The denominator is at least the runs the check's interval
+			// makes in the window (burnRunsFloor), as the built-in rule's.
+			floor := burnRunsFloor(checks, s.Check)
+			for i, d := range order {
 				win := promDur(d)
+				runs := `sum by (check, target, region) (rate(vigil_checks_total{` + sel + `}[` + win + `]))`
+				help := ""
+				if floor != "" {
+					runs = "clamp_min(" + runs + ", " + floor + ")"
+					if i == 0 {
+						help = "Failed runs ÷ max(runs, the runs the check's interval makes in the window), per region: runs a young store never saw count as passed."
+					}
+				}
 				w.record("vigil:slo_error_ratio:rate"+win,
 					`sum by (check, target, region) (rate(vigil_checks_total{`+sel+`,result="fail"}[`+win+`]))`+
-						` / sum by (check, target, region) (rate(vigil_checks_total{`+sel+`}[`+win+`]))`,
-					map[string]string{"slo": s.Name}, "")
+						` / `+runs,
+					map[string]string{"slo": s.Name}, help)
 			}
 			// burn_rate.min_runs: a region counts in a pair once it made
 			// that many runs over the pair's long window (increase():

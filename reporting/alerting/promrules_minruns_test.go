@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPrometheusBurnMinRuns: as the built-in burn_rate rule, the generated
@@ -11,9 +12,10 @@ import (
 // (default 10) runs in the pair's long window, so a new check failing its
 // first runs in two regions pages nobody; once it keeps failing past 10
 // runs, it pages (and opens the slow-burn ticket). One run a minute,
-// every run fails from the start.
+// every run fails from the start (the check's interval is 1m: the ratios'
+// floor, the runs it makes in a window, is the runs made).
 func TestPrometheusBurnMinRuns(t *testing.T) {
-	b, err := PrometheusRules(ExampleConfig, ExampleSLOs, ExampleChecks...)
+	b, err := PrometheusRules(ExampleConfig, ExampleSLOs, CheckInterval{Check: "asset", Interval: time.Minute, Tier: "deep"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,12 +153,16 @@ func TestPrometheusRulesPromtoolCheck(t *testing.T) {
 
 // counterValues renders one counter sample per minute for minutes
 // [0, n): it grows by 1 in the minutes where inc is true.
-func counterValues(n int, inc func(m int) bool) string {
+func counterValues(n int, inc func(m int) bool) string { return counterValuesBy(n, 1, inc) }
+
+// counterValuesBy is counterValues growing by step: the runs of a check
+// run step times a minute.
+func counterValuesBy(n, step int, inc func(m int) bool) string {
 	var b strings.Builder
 	v := 0
 	for m := 0; m < n; m++ {
 		if m > 0 && inc(m) {
-			v++
+			v += step
 		}
 		fmt.Fprintf(&b, "%d ", v)
 	}
@@ -169,7 +173,8 @@ func counterValues(n int, inc func(m int) bool) string {
 // series with `promtool test rules`: two regions failing fire the page
 // and ticket burn-rate alerts, one region alone does not, the page resolves
 // once its short windows are clean while the ticket keeps firing; two
-// regions unhealthy fire VigilCheckDown after for: 1m.
+// regions unhealthy fire VigilCheckDown after for: 1m. asset runs every
+// 15 s (ExampleChecks): 4 runs a minute.
 func TestPrometheusRulesPromtoolTest(t *testing.T) {
 	bin := promtool(t)
 	rules, err := filepath.Abs(exampleRules)
@@ -185,9 +190,9 @@ func TestPrometheusRulesPromtoolTest(t *testing.T) {
 		fails := tr == "origin-a/eu" || tr == "origin-a/us" || tr == "origin-b/eu"
 		lbl := `check="asset",target="` + target + `",region="` + r + `"`
 		fmt.Fprintf(&series, "      - series: 'vigil_checks_total{%s,result=\"pass\"}'\n        values: '%s'\n", lbl,
-			counterValues(n, func(m int) bool { return !(fails && failing(m)) }))
+			counterValuesBy(n, 4, func(m int) bool { return !(fails && failing(m)) }))
 		fmt.Fprintf(&series, "      - series: 'vigil_checks_total{%s,result=\"fail\"}'\n        values: '%s'\n", lbl,
-			counterValues(n, func(m int) bool { return fails && failing(m) }))
+			counterValuesBy(n, 4, func(m int) bool { return fails && failing(m) }))
 		unhealthy := "0x200"
 		if fails {
 			unhealthy = "0x100 1x100"
