@@ -74,7 +74,7 @@ func TestGrafanaCommandFromConfig(t *testing.T) {
 	}
 	wantUIDs := []string{"vigil-origin-down", "vigil-certificate", "vigil-burn-1h-asset-availability", "vigil-burn-6h-asset-availability",
 		"vigil-burn-1d-asset-availability", "vigil-burn-3d-asset-availability", "vigil-ttfb-asset-ttfb",
-		"vigil-dead-man-5s", "vigil-dead-man-15s"}
+		"vigil-dead-man-5s", "vigil-dead-man-15s", "vigil-quorum-lost-5s", "vigil-quorum-lost-15s", "vigil-live-errors"}
 	if strings.Join(got, " ") != strings.Join(wantUIDs, " ") {
 		t.Errorf("rules %v, want %v", got, wantUIDs)
 	}

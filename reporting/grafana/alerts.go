@@ -147,14 +147,16 @@ func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // BurnRateFast (BurnRateFast × (1 − o's objective)), the short window and
 // BurnMinRuns, over every check (o: defaults set).
 func burnQuery(o Options) string {
-	return burnPairQuery(sloSpec{objective: o.Objective}, BurnRateFast, BurnRateShort, BurnMinRuns)
+	return burnPairQuery(sloSpec{objective: o.Objective}, BurnRateFast, BurnRateLong, BurnRateShort, BurnMinRuns)
 }
 
-// burnPairQuery is qAlertBurnRate for the pair of factor and short window
-// over s's check (and target), each region counting from minRuns runs.
-func burnPairQuery(s sloSpec, factor float64, short time.Duration, minRuns int) string {
+// burnPairQuery is qAlertBurnRate for the pair of factor and windows long
+// (the query's range) and short over s's check (and target), each region
+// counting from minRuns runs.
+func burnPairQuery(s sloSpec, factor float64, long, short time.Duration, minRuns int) string {
 	limit := strconv.FormatFloat(factor*(1-s.objective/100), 'g', 6, 64)
 	return strings.NewReplacer("{select}", s.selectFlux(), "{limit}", limit, "{short_ns}", strconv.FormatInt(int64(short), 10),
+		"{long_ms}", strconv.FormatInt(long.Milliseconds(), 10), "{short_ms}", strconv.FormatInt(short.Milliseconds(), 10),
 		"{min_runs}", strconv.Itoa(max(minRuns, 1))+".0").Replace(qAlertBurnRate)
 }
 
@@ -169,20 +171,46 @@ func ttfbQuery(o Options) string {
 func ttfbSLOQuery(s sloSpec, minSamples int) string {
 	ms := float64(s.ttfb) / float64(time.Millisecond)
 	return strings.NewReplacer("{select}", s.selectFlux(), "{objective_ms}", strconv.FormatFloat(ms, 'f', 1, 64),
-		"{min_samples}", strconv.Itoa(max(minSamples, 1))).Replace(qAlertTTFBP95)
+		"{min_samples}", strconv.Itoa(max(minSamples, 1)), "{min_slow}", strconv.Itoa(vigilalerting.TTFBMinSlowRuns)).Replace(qAlertTTFBP95)
+}
+
+// checksFlux is the filter of checks ("" for none: every check).
+func checksFlux(checks []string) string {
+	if len(checks) == 0 {
+		return ""
+	}
+	terms := make([]string, len(checks))
+	for i, c := range checks {
+		terms[i] = `r.check == "` + c + `"`
+	}
+	return "\n  |> filter(fn: (r) => " + strings.Join(terms, " or ") + ")"
 }
 
 // deadManQuery is qAlertDeadMan over checks (none: every check).
 func deadManQuery(checks []string) string {
-	sel := ""
-	if len(checks) > 0 {
-		terms := make([]string, len(checks))
-		for i, c := range checks {
-			terms[i] = `r.check == "` + c + `"`
-		}
-		sel = "\n  |> filter(fn: (r) => " + strings.Join(terms, " or ") + ")"
+	return strings.ReplaceAll(qAlertDeadMan, "{select}", checksFlux(checks))
+}
+
+// quorumLostQuery is qAlertQuorumLost over checks (none: every check)
+// with the dead-man window and the quorum.
+func quorumLostQuery(checks []string, window time.Duration, quorum int) string {
+	return strings.NewReplacer("{select}", checksFlux(checks), "{window_ns}", strconv.FormatInt(int64(window), 10),
+		"{quorum}", strconv.Itoa(max(quorum, 1))).Replace(qAlertQuorumLost)
+}
+
+// liveQuery is qAlertLiveErrors with r's thresholds (defaults set).
+func liveQuery(r vigilalerting.LiveErrorsRule) string {
+	return strings.NewReplacer("{ratio}", fluxFloat(float64(r.Ratio)), "{share}", fluxFloat(float64(r.EjectedShare)),
+		"{min_requests}", strconv.Itoa(max(r.MinRequests, 1))).Replace(qAlertLiveErrors)
+}
+
+// fluxFloat writes f as a Flux float literal (5.0, 2.5).
+func fluxFloat(f float64) string {
+	t := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(t, ".") {
+		t += ".0"
 	}
-	return strings.ReplaceAll(qAlertDeadMan, "{select}", sel)
+	return t
 }
 
 // sloSpec is one SLO the rules judge: the default one over every check
@@ -220,10 +248,16 @@ func (s sloSpec) label(kind string) string {
 type ruleParams struct {
 	quorum                                       int
 	downOff, ttfbOff, burnOff, deadOff, noTicket bool
-	certOff                                      bool
+	certOff, quorumLostOff                       bool
 	certDays                                     int
 	downFor, downKeep, ttfbFor, burnFor          time.Duration
 	downSev, ttfbSev, deadSev, certSev           string
+	quorumLostSev                                string
+	// quorumRules names the rules a lost quorum blinds (the alerter's
+	// quorum_lost summary).
+	quorumRules string
+	// live is the live_errors rule (defaults set; Disabled: no rule).
+	live vigilalerting.LiveErrorsRule
 	// ttfbKeep is the TTFB rule's keep firing for, for an SLO window.
 	ttfbKeep func(window time.Duration) time.Duration
 	// burnKeep is a burn-rate rule's keep firing for, for its pair.
@@ -248,6 +282,9 @@ func params(o Options) ruleParams {
 		p.downFor, p.downKeep, p.ttfbFor, p.burnFor = time.Minute, KeepFiringForDown, 5*time.Minute, 2*time.Minute
 		p.downSev, p.ttfbSev, p.deadSev = vigilalerting.SeverityPage, vigilalerting.SeverityTicket, vigilalerting.SeverityTicket
 		p.certSev, p.certDays = vigilalerting.SeverityTicket, CertExpiryDays
+		// quorum_lost and live_errors as the alerter's defaults.
+		p.quorumLostSev, p.quorumRules = vigilalerting.SeverityPage, vigilalerting.Config{}.QuorumRules()
+		p.live = vigilalerting.LiveErrorsRule{For: 2 * time.Minute, Severity: vigilalerting.SeverityPage}.WithDefaults()
 		p.ttfbKeep = func(w time.Duration) time.Duration { return min(w, vigilalerting.TTFBKeepMax) }
 		p.burnKeep = func(w vigilalerting.BurnWindow) time.Duration { return w.Short }
 		p.minRuns, p.minSamples = BurnMinRuns, TTFBMinSamples
@@ -261,6 +298,8 @@ func params(o Options) ruleParams {
 	p.downFor, p.downKeep, p.ttfbFor = c.Down.For, c.Down.KeepFiringFor, c.TTFB.For
 	p.downSev, p.ttfbSev, p.deadSev = c.Down.Severity, c.TTFB.Severity, c.DeadMan.Severity
 	p.certOff, p.certSev, p.certDays = c.Cert.Disabled, c.Cert.Severity, c.CertExpiryDays
+	p.quorumLostOff, p.quorumLostSev, p.quorumRules = c.QuorumLost.Disabled, c.QuorumLost.Severity, c.QuorumRules()
+	p.live = c.LiveErrors.WithDefaults()
 	p.minRuns, p.minSamples = c.BurnRate.MinRuns, c.TTFB.MinSamples
 	p.dead = c
 	ttfbDefault, burnDefault := c.KeepFiringDefaults()
@@ -337,11 +376,11 @@ func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) a
 		labels:    labels,
 		annotations: map[string]string{
 			"summary": summary,
-			"description": fmt.Sprintf("%s: in %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s): the origin fails, not one vantage's network.",
+			"description": fmt.Sprintf("%s: in %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s; a window's ratio is failed runs over the larger of its runs and the runs the check's interval makes in it, so a young store's few runs do not make a burn): the origin fails, not one vantage's network.",
 				strings.ToUpper(burn[:1])+burn[1:], p.quorum, long, short, factor, fmtFloat(s.objective), max(p.minRuns, 1), long),
 			"windows": w.Name(),
 		},
-		flux:     []alertFlux{{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Short, p.minRuns)}},
+		flux:     []alertFlux{{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Long, w.Short, p.minRuns)}},
 		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
 		exprRefs: []string{"B", "C"},
 	}
@@ -368,8 +407,8 @@ func ttfbRule(p ruleParams, s sloSpec) alertRule {
 		labels:    ruleLabels(vigilalerting.RuleTTFB, p.ttfbSev, s.label("latency")),
 		annotations: map[string]string{
 			"summary": summary,
-			"description": fmt.Sprintf("In %d or more regions, the TTFB p95 of the check against the target over the last %s is above the %s ms objective (each region with at least %d runs that got a first byte): the origin is slow, not one vantage's network.",
-				p.quorum, spelled(s.window), ms, max(p.minSamples, 1)),
+			"description": fmt.Sprintf("In %d or more regions, the TTFB p95 of the check against the target over the last %s is above the %s ms objective (each region with at least %d runs that got a first byte, and at least %d of them above the objective: one slow run is no breach): the origin is slow, not one vantage's network.",
+				p.quorum, spelled(s.window), ms, max(p.minSamples, 1), vigilalerting.TTFBMinSlowRuns),
 		},
 		flux:     []alertFlux{{"A", alerting.Duration(s.window / time.Second), ttfbSLOQuery(s, p.minSamples)}},
 		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
@@ -384,25 +423,7 @@ func ttfbRule(p ruleParams, s sloSpec) alertRule {
 // alerting.DeadManPromFor of that interval, rounded up to the evaluation
 // interval; without checks, one over every check.
 func deadManRules(p ruleParams) []alertRule {
-	longest := map[string]time.Duration{}
-	for _, c := range p.checks {
-		if c.Check != "" && c.Interval > 0 {
-			longest[c.Check] = max(longest[c.Check], c.Interval)
-		}
-	}
-	byInterval := map[time.Duration][]string{}
-	for name, iv := range longest {
-		byInterval[iv] = append(byInterval[iv], name)
-	}
-	intervals := make([]time.Duration, 0, len(byInterval))
-	for iv := range byInterval {
-		intervals = append(intervals, iv)
-		sort.Strings(byInterval[iv])
-	}
-	sort.Slice(intervals, func(i, j int) bool { return intervals[i] < intervals[j] })
-	if len(intervals) == 0 {
-		intervals = []time.Duration{0}
-	}
+	intervals, byInterval := checkIntervals(p)
 	var out []alertRule
 	for _, iv := range intervals {
 		// The query's range: a region × check silent longer is forgotten
@@ -436,6 +457,101 @@ func deadManRules(p ruleParams) []alertRule {
 		})
 	}
 	return out
+}
+
+// checkIntervals are the distinct intervals of p.checks, shortest first,
+// and the checks of each (a check listed twice keeps its longest
+// interval); without checks, the one interval 0 over every check.
+func checkIntervals(p ruleParams) ([]time.Duration, map[time.Duration][]string) {
+	longest := map[string]time.Duration{}
+	for _, c := range p.checks {
+		if c.Check != "" && c.Interval > 0 {
+			longest[c.Check] = max(longest[c.Check], c.Interval)
+		}
+	}
+	byInterval := map[time.Duration][]string{}
+	for name, iv := range longest {
+		byInterval[iv] = append(byInterval[iv], name)
+	}
+	intervals := make([]time.Duration, 0, len(byInterval))
+	for iv := range byInterval {
+		intervals = append(intervals, iv)
+		sort.Strings(byInterval[iv])
+	}
+	sort.Slice(intervals, func(i, j int) bool { return intervals[i] < intervals[j] })
+	if len(intervals) == 0 {
+		intervals = []time.Duration{0}
+	}
+	return intervals, byInterval
+}
+
+// quorumLostRules are the quorum_lost rules, as alerting.PrometheusRules
+// writes VigilQuorumLost: one per distinct interval of p.checks (as the
+// dead-man rules), firing for a check with a region silent past the
+// dead-man window and fewer than p.quorum regions not silent, pending as
+// the dead-man rule of that interval; the check's down, ttfb, burn_rate
+// and cert_expiry rules cannot fire then.
+func quorumLostRules(p ruleParams) []alertRule {
+	intervals, byInterval := checkIntervals(p)
+	q := strconv.Itoa(p.quorum)
+	var out []alertRule
+	for _, iv := range intervals {
+		forget := vigilalerting.DeadManForgetFor(p.dead, iv)
+		window := vigilalerting.DeadManPromWindowFor(p.dead, iv)
+		uid, title := "vigil-quorum-lost", "Quorum lost: fewer than "+q+" regions report a check, others silent for "+promDur(window)
+		labels := map[string]string{"rule": vigilalerting.RuleQuorumLost, "severity": p.quorumLostSev, "source": "grafana"}
+		if iv > 0 {
+			uid = ruleUID("vigil-quorum-lost", promDur(iv))
+			title = "Quorum lost: fewer than " + q + " regions report a check run every " + promDur(iv) + ", others silent for " + promDur(window)
+			labels["interval"] = promDur(iv)
+		}
+		out = append(out, alertRule{
+			uid:       uid,
+			title:     title,
+			forDur:    vigilalerting.DeadManPromFor(p.dead, iv),
+			condition: "C",
+			noData:    alerting.RuleNoDataStateOK, // no verdict for forget_after: forgotten
+			labels:    labels,
+			annotations: map[string]string{
+				"summary": "{{ $labels.check }}: fewer regions report than alerting.quorum (" + q + "), {{ $values.B }} silent: " +
+					p.quorumRules + " alerts for {{ $labels.check }} cannot fire until they report again",
+				"description": fmt.Sprintf("A region that reported the check has no verdict of it for more than %s (as the dead-man rule judges it), and fewer than %s regions still report it: the rules that need %s regions to agree cannot fire, so an outage would page nobody. A region silent for %s is forgotten.",
+					shortDur(window), q, q, forgetDur(forget)),
+			},
+			flux:     []alertFlux{{"A", alerting.Duration(forget / time.Second), quorumLostQuery(byInterval[iv], window, p.quorum)}},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", 0.5)},
+			exprRefs: []string{"B", "C"},
+		})
+	}
+	return out
+}
+
+// liveRule is the live_errors rule, as the alerter's: per pool × origin,
+// the proxies' signals (vigil_signal) over live_errors.window, summed over
+// every proxy instance and region, fail by its ratio and min_requests or
+// its ejected_share, for live_errors.for; no keep firing. Its summary
+// says what the signals counted (from D through E, whose labels are not
+// the alert's).
+func liveRule(p ruleParams) alertRule {
+	r := p.live
+	win := shortDur(r.Window)
+	return alertRule{
+		uid:       "vigil-live-errors",
+		title:     "Live traffic to an origin failing",
+		forDur:    r.For,
+		condition: "C",
+		noData:    alerting.RuleNoDataStateOK, // no signal at all: no proxy publishes
+		labels:    ruleLabels(vigilalerting.RuleLiveErrors, r.Severity, ""),
+		annotations: map[string]string{
+			"summary": "pool {{ $labels.pool }} origin {{ $labels.origin }}: {{ printf \"%.1f\" $values.E.Value }}% of live requests failed over " + win +
+				" ({{ $values.E.Labels.failed }} of {{ $values.E.Labels.requests }}); ejected by the proxy's passive detector in {{ $values.E.Labels.ejected }} of {{ $values.E.Labels.signals }} signals",
+			"description": fmt.Sprintf("The proxies' live traffic to the origin fails, summed over every proxy instance and region over %s: at least %s of the requests failed (5xx, connection errors, timeouts) with at least %d requests, or the passive detector had the origin ejected in at least %s of the signals. It judges what users get, whatever the checks say: compare with the origin's checks.",
+				win, r.Ratio, r.MinRequests, r.EjectedShare),
+		},
+		flux:     []alertFlux{{"A", alerting.Duration(r.Window / time.Second), liveQuery(r)}, {"D", alerting.Duration(r.Window / time.Second), qAlertLiveDetail}},
+		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", 0.5), reduceLast("E", "D")},
+		exprRefs: []string{"B", "C", "E"},
+	}
 }
 
 // pendingFor is a rule's pending period in the file: d rounded up to a
@@ -579,6 +695,12 @@ func alertRules(o Options) []alertRule {
 	if !p.deadOff {
 		rules = append(rules, deadManRules(p)...)
 	}
+	if !p.quorumLostOff {
+		rules = append(rules, quorumLostRules(p)...)
+	}
+	if !p.live.Disabled {
+		rules = append(rules, liveRule(p))
+	}
 	if o.Alerting != nil {
 		for _, r := range rules {
 			linkAnnotations(r.annotations, r.labels["rule"], *o.Alerting)
@@ -590,16 +712,29 @@ func alertRules(o Options) []alertRule {
 // linkAnnotations adds the links alerting.PrometheusRules gives every
 // alert of the config c: status_url, the check's page on the status page
 // (status_page_url), narrowed to the target but for dead man, and
-// runbook_url (runbook_url, {rule} and {check} replaced), each when set.
+// runbook_url (runbook_url, {rule} and {check} replaced), each when set;
+// dead man and quorum lost are per check (no target), live errors per
+// pool × origin (the overview, {check} the pool), as
+// alerting.PrometheusRules writes them.
 func linkAnnotations(ann map[string]string, rule string, c vigilalerting.Config) {
+	check := "{{ $labels.check }}"
+	if rule == vigilalerting.RuleLiveErrors {
+		// Per pool × origin: the pool stands for the check, the status
+		// page's overview for its page.
+		check = "{{ $labels.pool }}"
+	}
 	if c.StatusPageURL != "" {
-		ann["status_url"] = strings.TrimSuffix(c.StatusPageURL, "/") + "/check/{{ $labels.check }}"
-		if rule != vigilalerting.RuleDeadMan {
-			ann["status_url"] += "?target={{ $labels.target | urlquery }}"
+		switch rule {
+		case vigilalerting.RuleLiveErrors:
+			ann["status_url"] = strings.TrimSuffix(c.StatusPageURL, "/") + "/"
+		case vigilalerting.RuleDeadMan, vigilalerting.RuleQuorumLost:
+			ann["status_url"] = strings.TrimSuffix(c.StatusPageURL, "/") + "/check/{{ $labels.check }}"
+		default:
+			ann["status_url"] = strings.TrimSuffix(c.StatusPageURL, "/") + "/check/{{ $labels.check }}?target={{ $labels.target | urlquery }}"
 		}
 	}
 	if c.RunbookURL != "" {
-		ann["runbook_url"] = strings.NewReplacer("{rule}", rule, "{check}", "{{ $labels.check }}").Replace(c.RunbookURL)
+		ann["runbook_url"] = strings.NewReplacer("{rule}", rule, "{check}", check).Replace(c.RunbookURL)
 	}
 }
 
@@ -717,17 +852,26 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 //     cert_expiry rule;
 //   - TTFB p95 of a check × target over TTFBWindow above
 //     TTFBP95ThresholdMS in ≥ Quorum regions (each with ≥ TTFBMinSamples
-//     runs), for 5 m;
+//     runs, alerting.TTFBMinSlowRuns of them over it), for 5 m;
 //   - availability burn rate of a check × target above each pair of
 //     vigilalerting.BurnWindows (the alerter's): BurnRateFast ×
 //     (1 − SLOTarget) over both BurnRateLong and BurnRateShort, then 6×
 //     over 6h/30m (page), 3× over 1d/2h and 1× over 3d/6h (ticket), one
 //     rule per pair, in ≥ Quorum regions (each with ≥ BurnMinRuns runs in
-//     the long window), for 2 m;
+//     the long window; a window's ratio is failed runs ÷ max(runs, window
+//     ÷ the interval of the region's newest run), as the alerter's), for
+//     2 m;
 //   - dead man: a region × check whose newest verdict is older than
 //     vigilalerting.DeadManPromWindowFor (10 m without o.Checks; one rule
 //     per interval of o.Checks), pending vigilalerting.DeadManPromFor
-//     rounded up to the minute, as the Prometheus rules' VigilCanarySilent.
+//     rounded up to the minute, as the Prometheus rules' VigilCanarySilent;
+//   - quorum lost: a check with a region silent as the dead-man rule judges
+//     it and fewer than Quorum regions not silent, with the dead-man rule's
+//     window and pending period (one rule per interval of o.Checks), as
+//     the alerter's quorum_lost;
+//   - live errors: per pool × origin, the proxies' signals over 5 m fail
+//     5 % or more of 100 or more requests, or the origin was ejected in
+//     50 % or more of them, for 2 m, as the alerter's live_errors.
 //
 // With o.Alerting the rules follow that config and o.SLOs instead (see
 // Options.Alerting). Each keeps firing as the alerter's rule does

@@ -87,7 +87,8 @@ func TestRulesFollowAlertingConfig(t *testing.T) {
 			if !cfg.BurnRate.NoTicket {
 				want = append(want, "vigil-burn-1d-asset-availability", "vigil-burn-3d-asset-availability")
 			}
-			want = append(want, "vigil-ttfb-asset-ttfb", "vigil-ttfb-home-ttfb", "vigil-dead-man-15s", "vigil-dead-man-30s")
+			want = append(want, "vigil-ttfb-asset-ttfb", "vigil-ttfb-home-ttfb", "vigil-dead-man-15s", "vigil-dead-man-30s",
+				"vigil-quorum-lost-15s", "vigil-quorum-lost-30s", "vigil-live-errors")
 			if fmt.Sprint(slices.Sorted(slices.Values(uids))) != fmt.Sprint(slices.Sorted(slices.Values(want))) {
 				t.Fatalf("rules %v, want %v", uids, want)
 			}

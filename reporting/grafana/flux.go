@@ -52,7 +52,8 @@ type Options struct {
 	// on 2.x. "": DefaultBucket (vigil/autogen).
 	Bucket string
 	// Quorum is how many regions must agree before a rule fires (origin
-	// down, certificate, TTFB, burn rate); keep it equal to the alerter's
+	// down, certificate, TTFB, burn rate), and below how many reporting
+	// regions the quorum-lost rule fires; keep it equal to the alerter's
 	// alerting.quorum. 0: Quorum (2).
 	Quorum int
 	// TTFBP95 is the TTFB p95 objective of the TTFB rule and the
@@ -69,7 +70,8 @@ type Options struct {
 	// alert rules follow it as vigil's alerter and
 	// alerting.PrometheusRules do: each rule's disabled, for,
 	// keep_firing_for and severity, ttfb.min_samples, burn_rate.min_runs
-	// and no_ticket, and dead_man; Quorum, when set, overrides its quorum.
+	// and no_ticket, dead_man, quorum_lost and live_errors (its
+	// thresholds); Quorum, when set, overrides its quorum.
 	// The SLO rules then come from SLOs, one set per SLO. nil: the default
 	// rules listed at AlertRules, over every check.
 	Alerting *vigilalerting.Config

@@ -261,9 +261,10 @@ func TestProvisioningFiles(t *testing.T) {
 			t.Errorf("group = name %v folder %v interval %v orgId %v", g["name"], g["folder"], g["interval"], g["orgId"])
 		}
 		rules, _ := g["rules"].([]any)
-		// down, certificate, ttfb, four burn-rate pairs, dead man.
-		if len(rules) != 8 {
-			t.Fatalf("%d rules, want 8", len(rules))
+		// down, certificate, ttfb, four burn-rate pairs, dead man, quorum
+		// lost, live errors.
+		if len(rules) != 10 {
+			t.Fatalf("%d rules, want 10", len(rules))
 		}
 		for _, r := range rules {
 			rule := r.(map[string]any)

@@ -398,21 +398,28 @@ import "strings"
 	// with at least {min_samples} TTFB samples (runs that got a first byte
 	// and runs that timed out before it, at their duration: ttfbSamples),
 	// as the alerter's ttfb rule (a region's vantages pooled; the p95 is one of
-	// the runs' own TTFBs, exact_selector, not a t-digest estimate). A pair
-	// with runs and no slow region says 0. (union and pivot, not join:
-	// join of two branches of one stream returns nothing on InfluxDB 1.8.)
+	// the runs' own TTFBs, exact_selector, not a t-digest estimate), and
+	// with at least {min_slow} of those samples above the objective, as the
+	// alerter's TTFBMinSlowRuns: with fewer than 20 samples the p95 is the
+	// slowest one, so one slow run alone would breach. A pair with runs and
+	// no slow region says 0. (union and pivot, not join: join of two
+	// branches of one stream returns nothing on InfluxDB 1.8.)
 	qAlertTTFBP95 = `ttfb = ` + fromVerdicts + `{select}` + ttfbSamples + `
   |> group(columns: ["check", "target", "tier", "region"])
 runs = ttfb
   |> count()
   |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region, kind: "runs", _value: float(v: r._value)}))
+over = ttfb
+  |> map(fn: (r) => ({r with _value: if r._value > {objective_ms} then 1.0 else 0.0}))
+  |> sum()
+  |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region, kind: "over", _value: r._value}))
 p95 = ttfb
   |> quantile(q: 0.95, method: "exact_selector")
   |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region, kind: "p95", _value: r._value}))
-union(tables: [runs, p95])
+union(tables: [runs, over, p95])
   |> pivot(rowKey: ["check", "target", "tier", "region"], columnKey: ["kind"], valueColumn: "_value")
   |> map(fn: (r) => ({check: r.check, target: r.target, tier: r.tier, region: r.region,
-      slow: if r.runs >= {min_samples}.0 and r.p95 > {objective_ms} then 1.0 else 0.0}))
+      slow: if r.runs >= {min_samples}.0 and r.p95 > {objective_ms} and r.over >= {min_slow}.0 then 1.0 else 0.0}))
   |> group(columns: ["check", "target", "tier"])
   |> sum(column: "slow")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, tier: r.tier, _value: r.slow}))`
@@ -425,22 +432,108 @@ union(tables: [runs, p95])
 	// over the long one: "failed/runs > {limit}" is "burn rate (failed/runs
 	// over the budget) > factor". Regions count once, whatever their
 	// vantages; a pair with verdicts and no burning region says 0. As the
-	// alerter's burn_rate rule, per region, not over all regions at once.
-	qAlertBurnRate = fromVerdicts + `{select}
+	// alerter's burn_rate rule, per region, not over all regions at once,
+	// and with its denominator: a window's ratio is failed runs ÷ max(runs,
+	// the runs the check's interval makes in the window, rounded down), the
+	// interval (interval_ms) of the region's newest run in the long window,
+	// so a young store's few runs count against a full window, as if the
+	// runs not made had passed. A region without interval_ms (points
+	// written before it existed) or with 0 sets no floor. The interval is
+	// read apart and folded in by reduce, not pivoted: a pivot without it
+	// has no such column, which Flux refuses to read.
+	qAlertBurnRate = `verdicts = ` + fromVerdicts + `{select}
+runs = verdicts
   |> filter(fn: (r) => r._field == "ok" or r._field == "cause")
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
-  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region,
+  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region, run: 1.0,
       failed: if ` + availableRun + ` then 0.0 else 1.0,
-      recent: if int(v: r._time) >= int(v: v.timeRangeStop) - {short_ns} then 1.0 else 0.0}))
+      recent: if int(v: r._time) >= int(v: v.timeRangeStop) - {short_ns} then 1.0 else 0.0,
+      t: 0, iv: 0.0}))
+intervals = verdicts
+  |> filter(fn: (r) => r._field == "interval_ms")
+  |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region, run: 0.0, failed: 0.0, recent: 0.0,
+      t: int(v: r._time), iv: float(v: r._value)}))
+union(tables: [runs, intervals])
   |> group(columns: ["check", "target", "region"])
-  |> reduce(identity: {runs: 0.0, failed: 0.0, sruns: 0.0, sfailed: 0.0},
-      fn: (r, accumulator) => ({runs: accumulator.runs + 1.0, failed: accumulator.failed + r.failed,
-        sruns: accumulator.sruns + r.recent, sfailed: accumulator.sfailed + r.failed * r.recent}))
+  |> reduce(identity: {runs: 0.0, failed: 0.0, sruns: 0.0, sfailed: 0.0, t: 0, iv: 0.0},
+      fn: (r, accumulator) => ({runs: accumulator.runs + r.run, failed: accumulator.failed + r.failed,
+        sruns: accumulator.sruns + r.recent, sfailed: accumulator.sfailed + r.failed * r.recent,
+        t: if r.t > accumulator.t then r.t else accumulator.t,
+        iv: if r.t > accumulator.t then r.iv else accumulator.iv}))
+  |> map(fn: (r) => ({r with
+      lfloor: if r.iv > 0.0 then float(v: int(v: {long_ms}.0 / r.iv)) else 0.0,
+      sfloor: if r.iv > 0.0 then float(v: int(v: {short_ms}.0 / r.iv)) else 0.0}))
   |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region,
-      burning: if r.runs >= {min_runs} and r.sruns > 0.0 and r.failed / r.runs > {limit} and r.sfailed / r.sruns > {limit} then 1.0 else 0.0}))
+      burning: if r.runs >= {min_runs} and r.sruns > 0.0
+        and r.failed / (if r.runs > r.lfloor then r.runs else r.lfloor) > {limit}
+        and r.sfailed / (if r.sruns > r.sfloor then r.sruns else r.sfloor) > {limit} then 1.0 else 0.0}))
   |> group(columns: ["check", "target"])
   |> sum(column: "burning")
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, target: r.target, _value: r.burning}))`
+
+	// qAlertQuorumLost is completed by quorumLostQuery ({select} as in
+	// qAlertDeadMan, {window_ns}: the dead-man window in nanoseconds,
+	// {quorum}): per check with a verdict within the rule's range
+	// (dead_man.forget_after), the number of its regions silent (newest
+	// verdict, any target and vantage, older than the window) when fewer
+	// than {quorum} regions are not, else 0: the alerter's quorum_lost, over
+	// the regions the dead-man rule judges.
+	qAlertQuorumLost = fromVerdicts + `
+  |> filter(fn: (r) => r._field == "ok"){select}
+  |> last()
+  |> group(columns: ["check", "region"])
+  |> sort(columns: ["_time"])
+  |> last()
+  |> map(fn: (r) => ({check: r.check, region: r.region,
+      silent: if int(v: v.timeRangeStop) - int(v: r._time) > {window_ns} then 1.0 else 0.0}))
+  |> group(columns: ["check"])
+  |> reduce(identity: {silent: 0.0, reporting: 0.0},
+      fn: (r, accumulator) => ({silent: accumulator.silent + r.silent, reporting: accumulator.reporting + 1.0 - r.silent}))
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check,
+      _value: if r.reporting < {quorum}.0 then r.silent else 0.0}))`
+
+	// liveSums: per pool × origin, the proxies' signals of the range
+	// summed over every proxy instance and region, as the alerter's
+	// live_errors rule sums them (LiveFigures): requests, failed (5xx,
+	// connection errors, timeouts), signals, and ejected (signals whose
+	// proxy had the origin passively ejected).
+	liveSums = fromSignals + `
+  |> filter(fn: (r) => r._field == "requests" or r._field == "status_5xx" or r._field == "conn_errors" or r._field == "timeouts" or r._field == "ejected")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({pool: r.pool, origin: r.origin,
+      requests: if exists r.requests then float(v: r.requests) else 0.0,
+      failed: (if exists r.status_5xx then float(v: r.status_5xx) else 0.0)
+        + (if exists r.conn_errors then float(v: r.conn_errors) else 0.0)
+        + (if exists r.timeouts then float(v: r.timeouts) else 0.0),
+      ejected: if exists r.ejected and r.ejected then 1.0 else 0.0}))
+  |> group(columns: ["pool", "origin"])
+  |> reduce(identity: {requests: 0.0, failed: 0.0, signals: 0.0, ejected: 0.0},
+      fn: (r, accumulator) => ({requests: accumulator.requests + r.requests, failed: accumulator.failed + r.failed,
+        signals: accumulator.signals + 1.0, ejected: accumulator.ejected + r.ejected}))`
+
+	// qAlertLiveErrors is completed by liveQuery ({ratio} and {share}:
+	// live_errors.ratio and ejected_share in percent, {min_requests}): per
+	// pool × origin over the range (live_errors.window), 1 when its live
+	// traffic fails as the alerter's live_errors rule judges it
+	// (LiveTraffic.Failing): a failed share at or above ratio with at least
+	// min_requests requests, or ejected in at least ejected_share of the
+	// signals; else 0.
+	qAlertLiveErrors = liveSums + `
+  |> map(fn: (r) => ({_time: v.timeRangeStop, pool: r.pool, origin: r.origin,
+      _value: if (r.requests >= {min_requests}.0 and r.failed * 100.0 >= {ratio} * r.requests)
+        or (r.signals > 0.0 and r.ejected * 100.0 >= {share} * r.signals) then 1.0 else 0.0}))`
+
+	// qAlertLiveDetail says what qAlertLiveErrors counted, for the rule's
+	// annotations: per pool × origin, one row whose labels are requests,
+	// failed, signals and ejected (whole numbers) and whose value is the
+	// failed share in percent (0 without requests). Its labels are not the
+	// alert's (see qAlertDownDetail).
+	qAlertLiveDetail = liveSums + `
+  |> map(fn: (r) => ({_time: v.timeRangeStop, pool: r.pool, origin: r.origin,
+      requests: string(v: int(v: r.requests)), failed: string(v: int(v: r.failed)),
+      signals: string(v: int(v: r.signals)), ejected: string(v: int(v: r.ejected)),
+      _value: if r.requests > 0.0 then 100.0 * r.failed / r.requests else 0.0}))
+  |> group(columns: ["pool", "origin", "requests", "failed", "signals", "ejected"])`
 
 	// qAlertDeadMan is completed by deadManQuery ({select}: the rule's
 	// checks, or nothing for every check): per check × region with a
