@@ -435,12 +435,15 @@ union(tables: [runs, over, p95])
 	// alerter's burn_rate rule, per region, not over all regions at once,
 	// and with its denominator: a window's ratio is failed runs ÷ max(runs,
 	// the runs the check's interval makes in the window, rounded down), the
-	// interval (interval_ms) of the region's newest run in the long window,
-	// so a young store's few runs count against a full window, as if the
-	// runs not made had passed. A region without interval_ms (points
-	// written before it existed) or with 0 sets no floor. The interval is
-	// read apart and folded in by reduce, not pivoted: a pivot without it
-	// has no such column, which Flux refuses to read.
+	// interval (interval_ms) of the region's newest run (each vantage's
+	// last, the newest of them), so a young store's few runs count against
+	// a full window, as if the runs not made had passed. The interval is
+	// read over the short window only: a region without a run in it does
+	// not burn, and one with runs there has its newest run there. A region
+	// without interval_ms (points written before it existed) or with 0
+	// sets no floor. The interval is read apart and folded in by reduce,
+	// not pivoted: a pivot without it has no such column, which Flux
+	// refuses to read.
 	qAlertBurnRate = `verdicts = ` + fromVerdicts + `{select}
 runs = verdicts
   |> filter(fn: (r) => r._field == "ok" or r._field == "cause")
@@ -449,8 +452,10 @@ runs = verdicts
       failed: if ` + availableRun + ` then 0.0 else 1.0,
       recent: if int(v: r._time) >= int(v: v.timeRangeStop) - {short_ns} then 1.0 else 0.0,
       t: 0, iv: 0.0}))
-intervals = verdicts
-  |> filter(fn: (r) => r._field == "interval_ms")
+intervals = from(bucket: "${bucket}")
+  |> range(start: time(v: int(v: v.timeRangeStop) - {short_ns}), stop: v.timeRangeStop)
+  |> filter(fn: (r) => r._measurement == "vigil_verdict" and r._field == "interval_ms"){select}
+  |> last()
   |> map(fn: (r) => ({check: r.check, target: r.target, region: r.region, run: 0.0, failed: 0.0, recent: 0.0,
       t: int(v: r._time), iv: float(v: r._value)}))
 union(tables: [runs, intervals])
