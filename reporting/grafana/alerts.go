@@ -191,11 +191,11 @@ func deadManQuery(checks []string) string {
 	return strings.ReplaceAll(qAlertDeadMan, "{select}", checksFlux(checks))
 }
 
-// quorumLostQuery is qAlertQuorumLost over checks (none: every check)
-// with the dead-man window and the quorum.
-func quorumLostQuery(checks []string, window time.Duration, quorum int) string {
+// quorumLostQuery is query (qAlertQuorumLost or qAlertQuorumDetail)
+// over checks (none: every check) with the dead-man window and the quorum.
+func quorumLostQuery(query string, checks []string, window time.Duration, quorum int) string {
 	return strings.NewReplacer("{select}", checksFlux(checks), "{window_ns}", strconv.FormatInt(int64(window), 10),
-		"{quorum}", strconv.Itoa(max(quorum, 1))).Replace(qAlertQuorumLost)
+		"{quorum}", strconv.Itoa(max(quorum, 1))).Replace(query)
 }
 
 // liveQuery is qAlertLiveErrors with r's thresholds (defaults set).
@@ -490,7 +490,8 @@ func checkIntervals(p ruleParams) ([]time.Duration, map[time.Duration][]string) 
 // dead-man rules), firing for a check with a region silent past the
 // dead-man window and fewer than p.quorum regions not silent, pending as
 // the dead-man rule of that interval; the check's down, ttfb, burn_rate
-// and cert_expiry rules cannot fire then.
+// and cert_expiry rules cannot fire then. Its summary and regions
+// annotation say what the alerter's say.
 func quorumLostRules(p ruleParams) []alertRule {
 	intervals, byInterval := checkIntervals(p)
 	q := strconv.Itoa(p.quorum)
@@ -512,15 +513,19 @@ func quorumLostRules(p ruleParams) []alertRule {
 			condition: "C",
 			noData:    alerting.RuleNoDataStateOK, // no verdict for forget_after: forgotten
 			labels:    labels,
+			// The summary in the alerter's words, from D through E,
+			// whose labels are not the alert's.
 			annotations: map[string]string{
-				"summary": "{{ $labels.check }}: fewer regions report than alerting.quorum (" + q + "), {{ $values.B }} silent: " +
-					p.quorumRules + " alerts for {{ $labels.check }} cannot fire until they report again",
+				"summary": "{{ $labels.check }}: {{ $values.E.Labels.reports }}, alerting.quorum is " + q + ": " +
+					p.quorumRules + " alerts for {{ $labels.check }} cannot fire until {{ $values.E.Labels.until }} again",
+				"regions": "{{ $values.E.Labels.regions }}",
 				"description": fmt.Sprintf("A region that reported the check has no verdict of it for more than %s (as the dead-man rule judges it), and fewer than %s regions still report it: the rules that need %s regions to agree cannot fire, so an outage would page nobody. A region silent for %s is forgotten.",
 					shortDur(window), q, q, forgetDur(forget)),
 			},
-			flux:     []alertFlux{{"A", alerting.Duration(forget / time.Second), quorumLostQuery(byInterval[iv], window, p.quorum)}},
-			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", 0.5)},
-			exprRefs: []string{"B", "C"},
+			flux: []alertFlux{{"A", alerting.Duration(forget / time.Second), quorumLostQuery(qAlertQuorumLost, byInterval[iv], window, p.quorum)},
+				{"D", alerting.Duration(forget / time.Second), quorumLostQuery(qAlertQuorumDetail, byInterval[iv], window, p.quorum)}},
+			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", 0.5), reduceLast("E", "D")},
+			exprRefs: []string{"B", "C", "E"},
 		})
 	}
 	return out

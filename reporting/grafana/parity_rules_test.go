@@ -112,7 +112,9 @@ func TestBurnRateRuleRunsFloor(t *testing.T) {
 // 1.8, as the alerter's: a check with a region silent past the dead-man
 // window (10m without the checks' intervals) and fewer than the quorum (2)
 // regions reporting. api reports from eu-west only, us-east and ap-south
-// went silent 15 and 20 minutes ago: it fires, "2 silent". home reports
+// went silent 15 and 20 minutes ago: it fires, its summary and regions
+// annotation in the alerter's words (which regions report, which must
+// report again: 1 of the 2 silent ones). home reports
 // from 2 regions with ap-south silent: the quorum holds. web reports from
 // one region with none silent: nothing was lost (a quorum above the
 // regions that run a check is a config matter). legacy's only region went
@@ -144,9 +146,12 @@ func TestQuorumLostRule(t *testing.T) {
 		t.Errorf("labels %v, for %v: want rule quorum_lost, severity page, for 7m (the dead-man rule's)", labels, rule["for"])
 	}
 	got := firing(t, db, rule, now.Add(time.Second))
-	want := map[string]string{"api": "api: fewer regions report than alerting.quorum (2), 2 silent: down, ttfb, burn_rate and cert_expiry alerts for api cannot fire until they report again"}
+	want := map[string]string{"api": "api: only 1 region (eu-west) reports, alerting.quorum is 2: down, ttfb, burn_rate and cert_expiry alerts for api cannot fire until 1 of ap-south, us-east reports again"}
 	if !maps.Equal(got, want) {
 		t.Errorf("firing %v, want %v", got, want)
+	}
+	if ann := firingAnnotations(t, db, rule, now.Add(time.Second)); ann["api"]["regions"] != "ap-south,us-east" {
+		t.Errorf("regions annotation %q, want ap-south,us-east", ann["api"]["regions"])
 	}
 
 	// From the config: one rule per interval (api every 30 s: window 2m,
@@ -166,8 +171,12 @@ func TestQuorumLostRule(t *testing.T) {
 		t.Errorf("labels %v, for %v: want interval 30s, for 1m", labels, rule["for"])
 	}
 	got = firing(t, db, rule, now.Add(time.Second))
-	if w := "home: fewer regions report than alerting.quorum (3), 1 silent: down, burn_rate and cert_expiry alerts for home cannot fire until they report again"; len(got) != 2 || got["home"] != w || got["api"] == "" {
-		t.Errorf("quorum 3: firing %v, want api and home: %q", got, w)
+	want = map[string]string{
+		"api":  "api: only 1 region (eu-west) reports, alerting.quorum is 3: down, burn_rate and cert_expiry alerts for api cannot fire until ap-south, us-east report again",
+		"home": "home: only 2 regions (eu-west, us-east) report, alerting.quorum is 3: down, burn_rate and cert_expiry alerts for home cannot fire until ap-south reports again",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("quorum 3: firing %v, want %v", got, want)
 	}
 	cfg.QuorumLost.Disabled = true
 	if raw, err = (Options{Alerting: &cfg}).AlertRules(); err != nil {

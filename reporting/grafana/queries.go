@@ -483,19 +483,51 @@ union(tables: [runs, intervals])
 	// verdict, any target and vantage, older than the window) when fewer
 	// than {quorum} regions are not, else 0: the alerter's quorum_lost, over
 	// the regions the dead-man rule judges.
-	qAlertQuorumLost = fromVerdicts + `
+	qAlertQuorumLost = quorumRegions + `
+  |> group(columns: ["check"])
+  |> reduce(identity: {silent: 0.0, reporting: 0.0},
+      fn: (r, accumulator) => ({silent: accumulator.silent + r.silent, reporting: accumulator.reporting + 1.0 - r.silent}))
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check,
+      _value: if r.reporting < {quorum}.0 then r.silent else 0.0}))`
+
+	// quorumRegions: per check × region with a verdict within the range,
+	// whether the region is silent (1.0: its newest verdict, any target
+	// and vantage, is older than {window_ns}), for qAlertQuorumLost and
+	// qAlertQuorumDetail.
+	quorumRegions = fromVerdicts + `
   |> filter(fn: (r) => r._field == "ok"){select}
   |> last()
   |> group(columns: ["check", "region"])
   |> sort(columns: ["_time"])
   |> last()
   |> map(fn: (r) => ({check: r.check, region: r.region,
-      silent: if int(v: v.timeRangeStop) - int(v: r._time) > {window_ns} then 1.0 else 0.0}))
+      silent: if int(v: v.timeRangeStop) - int(v: r._time) > {window_ns} then 1.0 else 0.0}))`
+
+	// qAlertQuorumDetail says what qAlertQuorumLost counted, for the rule's
+	// summary, in the alerter's words (quorum_lost): per check, one row
+	// whose labels are regions (the silent regions, sorted,
+	// comma-separated), reports ("only 1 region (eu-west) reports", "no
+	// region reports") and until ("us-east reports", "1 of ap-south,
+	// us-east reports": which must report again for the quorum), and whose
+	// value is the number of silent regions. Its labels are not the
+	// alert's (see qAlertDownDetail).
+	qAlertQuorumDetail = quorumRegions + `
   |> group(columns: ["check"])
-  |> reduce(identity: {silent: 0.0, reporting: 0.0},
-      fn: (r, accumulator) => ({silent: accumulator.silent + r.silent, reporting: accumulator.reporting + 1.0 - r.silent}))
-  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check,
-      _value: if r.reporting < {quorum}.0 then r.silent else 0.0}))`
+  |> sort(columns: ["region"])
+  |> reduce(identity: {ns: 0.0, nr: 0.0, s: "", sp: "", rep: ""}, fn: (r, accumulator) => ({
+      ns: accumulator.ns + r.silent,
+      nr: accumulator.nr + 1.0 - r.silent,
+      s: if r.silent == 0.0 then accumulator.s else if accumulator.s == "" then r.region else accumulator.s + "," + r.region,
+      sp: if r.silent == 0.0 then accumulator.sp else if accumulator.sp == "" then r.region else accumulator.sp + ", " + r.region,
+      rep: if r.silent > 0.0 then accumulator.rep else if accumulator.rep == "" then r.region else accumulator.rep + ", " + r.region}))
+  |> map(fn: (r) => ({r with need: {quorum}.0 - r.nr}))
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, regions: r.s, _value: r.ns,
+      reports: if r.nr == 0.0 then "no region reports"
+        else if r.nr == 1.0 then "only 1 region (" + r.rep + ") reports"
+        else "only " + string(v: int(v: r.nr)) + " regions (" + r.rep + ") report",
+      until: (if r.need < r.ns then string(v: int(v: r.need)) + " of " else "") + r.sp
+        + (if r.need > 1.0 or (r.need == r.ns and r.ns > 1.0) then " report" else " reports")}))
+  |> group(columns: ["check", "regions", "reports", "until"])`
 
 	// liveSums: per pool × origin, the proxies' signals of the range
 	// summed over every proxy instance and region, as the alerter's
