@@ -9,7 +9,8 @@
 // certificate (quorum regions report cause "cert") and dead-man (a region ×
 // check without a verdict for `intervals` check intervals).
 //
-// Alerts are grouped by rule × check × severity; a group is notified when it
+// Alerts are grouped by alerting.group_by (rule × check × severity by
+// default); a group is notified when it
 // starts firing (after group_wait), when its set of firing alerts changes,
 // every repeat_interval while it fires, and once when it resolves.
 // Maintenance windows (cron + duration) silence notifications. Receivers:
@@ -161,9 +162,6 @@ func (a *Alert) finish() {
 	}
 	a.Fingerprint = strconv.FormatUint(h.Sum64(), 16)
 }
-
-// groupKey is the notification group: rule × check × severity.
-func (a Alert) groupKey() string { return a.Rule + "/" + a.Check + "/" + a.Severity }
 
 func sortAlerts(as []Alert) {
 	sort.Slice(as, func(i, j int) bool { return alertLess(as[i], as[j]) })

@@ -169,9 +169,16 @@ type groupState struct {
 	// the group's severity) leaves told.
 	told map[string]bool
 	// tier is the check tier the group's alerts had when it was first
-	// seen firing (see groupRoute): kept while the group lives, so its
+	// seen firing (see route): kept while the group lives, so its
 	// resolves go to the receivers its firing alerts went to.
 	tier string
+	// labels are the group's values of the alerting.group_by labels
+	// (rule, check, severity by default): what receivers' filters look
+	// at (see route).
+	labels map[string]string
+	// toldAll: while regroup builds the group, one of the groups it is
+	// made of counted every receiver as told (told nil).
+	toldAll bool
 }
 
 // alertRoute is what receivers' filters look at for one alert.
@@ -184,19 +191,20 @@ func alertRoute(x Alert) route {
 // group's notifications. a.mu held.
 func (a *Alerter) routeOf(x Alert) route {
 	rt := alertRoute(x)
-	if g := a.groups[x.groupKey()]; g != nil && g.tier != "" {
+	if g := a.groups[a.cfg.groupKey(x)]; g != nil && g.tier != "" && g.labels["check"] == x.Check {
 		rt.tier = g.tier
 	}
 	return rt
 }
 
-// groupRoute is what receivers' filters look at for group k: the check
-// and severity of its key and the tier of its alerts, taken once (from
+// route is what receivers' filters look at for the group: the rule, check
+// and severity of its labels (alerting.group_by keeps those receivers
+// filter on) and the tier of its alerts, taken once (from
 // its firing alerts, or, for a group restored with only resolves or
 // undelivered ones, from those) and kept until the group is forgotten. A
 // check whose tier changes while its group lives (a reload) keeps its
 // route until the group resolves.
-func (g *groupState) route(k string) route {
+func (g *groupState) route() route {
 	if g.tier == "" {
 		for _, r := range g.resolved {
 			if r.Tier != "" {
@@ -214,14 +222,12 @@ func (g *groupState) route(k string) route {
 			}
 		}
 	}
-	// rule/check/severity: neither rule names nor check names hold "/".
-	rule, rest, _ := strings.Cut(k, "/")
-	check, _, _ := strings.Cut(rest, "/")
-	return route{rule: rule, check: check, severity: severityOf(k), tier: g.tier}
+	return route{rule: g.labels["rule"], check: g.labels["check"], severity: g.labels["severity"], tier: g.tier}
 }
 
-func newGroupState(firstSeen time.Time) *groupState {
-	return &groupState{firstSeen: firstSeen, notified: map[string]bool{}, owed: map[string]*owed{}, told: map[string]bool{}}
+func newGroupState(firstSeen time.Time, labels map[string]string) *groupState {
+	return &groupState{firstSeen: firstSeen, notified: map[string]bool{}, owed: map[string]*owed{}, told: map[string]bool{},
+		labels: labels}
 }
 
 // New validates cfg and slos (ValidateAndSetDefaults is called on both),
@@ -308,6 +314,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	}
 	old := a.disp
 	a.cfg, a.slos, a.links = cfg, slos, newLinker(cfg)
+	a.regroup()
 	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.beforeSend, a.redact, a.flog, old)
 	for _, w := range old.workers {
 		nw := a.disp.worker(w.name)
@@ -670,7 +677,7 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 			attrs = append(attrs, "condition_cleared_for", now.Sub(st.clearedSince))
 		}
 		a.log.Info("alert resolved", attrs...)
-		if g := a.groups[r.groupKey()]; g != nil && g.notified[fp] {
+		if g := a.groups[a.cfg.groupKey(r)]; g != nil && g.notified[fp] {
 			g.resolved = append(g.resolved, r)
 			delete(g.notified, fp)
 		}
@@ -733,9 +740,9 @@ func (a *Alerter) notify(now time.Time) {
 		if !st.firing {
 			continue
 		}
-		k := st.alert.groupKey()
+		k := a.cfg.groupKey(st.alert)
 		if a.groups[k] == nil {
-			a.groups[k] = newGroupState(now)
+			a.groups[k] = newGroupState(now, a.cfg.groupLabels(st.alert))
 		}
 		if g := a.groups[k]; g.tier == "" {
 			g.tier = st.alert.Tier
@@ -756,7 +763,7 @@ func (a *Alerter) notify(now time.Time) {
 		}
 	}
 	for k, g := range a.groups {
-		rt := g.route(k)
+		rt := g.route()
 		// What is owed to a receiver that is gone or no longer takes the
 		// group's severity (after a reload) cannot be delivered.
 		for name := range g.owed {
@@ -790,11 +797,13 @@ func (a *Alerter) notify(now time.Time) {
 			// go out together.
 			due = now.Sub(g.firstSeen) >= a.cfg.GroupWait
 		case len(fs) > 0:
-			due = set != g.lastSet || len(g.resolved) > 0 || now.Sub(g.lastSent) >= a.cfg.RepeatInterval
+			// A change waits group_interval after the last notification.
+			due = (set != g.lastSet || len(g.resolved) > 0) && now.Sub(g.lastSent) >= a.cfg.GroupInterval ||
+				now.Sub(g.lastSent) >= a.cfg.RepeatInterval
 		default:
 			// Nothing unsilenced fires: only resolved notices, even inside a
 			// maintenance window (they close what was opened).
-			due = len(g.resolved) > 0
+			due = len(g.resolved) > 0 && now.Sub(g.lastSent) >= a.cfg.GroupInterval
 		}
 		if due {
 			// Alerts notified as firing for the first time: each receiver
@@ -835,7 +844,7 @@ func (a *Alerter) notify(now time.Time) {
 					}
 					continue
 				}
-				a.queue(g.owed, w, newNotification(k, fs, resolved, now, a.cfg), len(fs) > 0)
+				a.queue(g.owed, w, newNotification(k, g.labels, fs, resolved, now, a.cfg), len(fs) > 0)
 				newToIt := fresh
 				if !told && len(fs) > 0 {
 					// Every firing alert is new to it.
@@ -873,7 +882,7 @@ func (a *Alerter) notify(now time.Time) {
 					}
 					continue
 				}
-				a.queue(g.owed, a.disp.worker(name), newNotification(k, fs, retry, now, a.cfg), len(fs) > 0)
+				a.queue(g.owed, a.disp.worker(name), newNotification(k, g.labels, fs, retry, now, a.cfg), len(fs) > 0)
 			}
 			// A receiver added (or given the group's severity) by a reload
 			// while the group fires is sent its firing alerts now, rather
@@ -884,7 +893,7 @@ func (a *Alerter) notify(now time.Time) {
 					if w.stream || !w.takes(rt) || g.told[w.name] {
 						continue
 					}
-					a.queue(g.owed, w, newNotification(k, fs, nil, now, a.cfg), true)
+					a.queue(g.owed, w, newNotification(k, g.labels, fs, nil, now, a.cfg), true)
 					g.told[w.name] = true
 					if o := g.owed[w.name]; o != nil {
 						o.sentFiring(strings.Split(set, ","), o.firingID)
@@ -1074,7 +1083,7 @@ func (a *Alerter) notifyStream(active []*alertState, now time.Time) {
 
 func (a *Alerter) groupHasFiring(k string) bool {
 	for _, st := range a.states {
-		if st.firing && st.alert.groupKey() == k {
+		if st.firing && a.cfg.groupKey(st.alert) == k {
 			return true
 		}
 	}

@@ -37,6 +37,7 @@ var (
 	ErrBadGlob          = errors.New("bad glob")
 	ErrEmptyCheck       = errors.New("empty")
 	ErrUnknownTier      = errors.New("unknown tier (want shallow, deep or synthetic)")
+	ErrGroupByLabel     = errors.New("not a group_by label (want rule, alertname, check, target, region, slo or severity)")
 )
 
 // Secret is a config string that never prints: String and MarshalText give
@@ -579,6 +580,19 @@ type Config struct {
 	GroupWait time.Duration `mapstructure:"group_wait"`
 	// RepeatInterval re-sends a still-firing group's notification. Default 4h.
 	RepeatInterval time.Duration `mapstructure:"repeat_interval"`
+	// GroupBy are the labels whose values make a notification group:
+	// alerts with the same values go out in one notification to the
+	// webhook and Slack receivers. Labels: rule (alertname is the same),
+	// check, target, region, slo, severity; severity is required.
+	// Default [rule, check, severity]. ValidateAndSetDefaults sets it to
+	// its canonical form: rule, check, target, region, slo, severity, in
+	// that order, each once.
+	GroupBy []string `mapstructure:"group_by"`
+	// GroupInterval is the least time between two notifications of one
+	// group when its set of alerts changes (an alert starts firing or
+	// resolves); the changes in between go out together. Default 0: at
+	// the first evaluation that sees the change.
+	GroupInterval time.Duration `mapstructure:"group_interval"`
 	// ResolveTimeout is the endsAt horizon vigil gives Alertmanager for
 	// active alerts: if the alerter stops re-sending, Alertmanager resolves
 	// them after it. Default 5m, at least 3 × evaluation_interval.
@@ -820,6 +834,10 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if c.RepeatInterval == 0 {
 		c.RepeatInterval = 4 * time.Hour
 	}
+	if c.GroupInterval < 0 {
+		add(fmt.Errorf("group_interval: %s: %w", c.GroupInterval, ErrNotPositive))
+	}
+	add(c.validateGroupBy())
 	if c.ResolveTimeout < 0 {
 		add(fmt.Errorf("resolve_timeout: %s: %w", c.ResolveTimeout, ErrNotPositive))
 	}

@@ -15,14 +15,20 @@ const (
 	StatusResolved = "resolved"
 )
 
-// Notification is one message about one group (rule × check × severity):
-// its firing alerts and the alerts resolved since the previous message.
+// Notification is one message about one group (alerting.group_by; rule ×
+// check × severity by default): its firing alerts and the alerts resolved
+// since the previous message.
 type Notification struct {
-	// GroupKey is "rule/check/severity" (PagerDuty gets one dedup_key per
+	// GroupKey is the group's values of the group_by labels joined by "/":
+	// "rule/check/severity" by default (PagerDuty gets one dedup_key per
 	// alert instead: PagerDutyDedupKey).
 	GroupKey string
+	// GroupLabels are the group's group_by labels and their values.
+	GroupLabels map[string]string
 	// Status is "firing" while any alert of the group fires, else "resolved".
-	Status                string
+	Status string
+	// Rule, Check and Severity are those all its alerts share, "" where
+	// they differ (a group_by without that label).
 	Rule, Check, Severity string
 	Firing, Resolved      []Alert
 	// Title is a one-line summary, e.g. "[FIRING:2] VigilCheckDown asset (page)".
@@ -68,21 +74,47 @@ func fmtTTFB(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
-func newNotification(key string, firing, resolved []Alert, now time.Time, cfg Config) Notification {
-	parts := strings.SplitN(key, "/", 3)
-	for len(parts) < 3 {
-		parts = append(parts, "")
+// newNotification builds the notification of group key (labels: its
+// group_by labels) with its firing and resolved alerts. Rule, Check and
+// Severity are those every alert shares ("" when they differ); the title
+// names the check, or the checks, and a group of several checks or rules
+// starts its text with one line listing its alerts (groupSummary).
+func newNotification(key string, labels map[string]string, firing, resolved []Alert, now time.Time, cfg Config) Notification {
+	all := append(append([]Alert(nil), firing...), resolved...)
+	n := Notification{GroupKey: key, GroupLabels: labels, Status: StatusFiring,
+		Rule:     common(all, func(x Alert) string { return x.Rule }),
+		Check:    common(all, func(x Alert) string { return x.Check }),
+		Severity: common(all, func(x Alert) string { return x.Severity }),
+		Firing:   firing, Resolved: resolved, StatusPageURL: cfg.StatusPageURL, At: now}
+	if len(all) == 0 {
+		l := keyLabels(key)
+		n.Rule, n.Check, n.Severity = l["rule"], l["check"], l["severity"]
 	}
-	n := Notification{GroupKey: key, Status: StatusFiring, Rule: parts[0], Check: parts[1], Severity: parts[2],
-		Firing: firing, Resolved: resolved, StatusPageURL: cfg.StatusPageURL, At: now}
-	name := alertNames[n.Rule]
+	subject := alertNames[n.Rule] + " " + n.Check
+	if n.Rule == "" || n.Check == "" {
+		names := distinct(all, func(x Alert) string { return x.Name })
+		checks := distinct(all, func(x Alert) string { return x.Check })
+		subject = listNames(names, 2)
+		if len(checks) == 1 {
+			subject += " " + checks[0]
+		} else {
+			subject += fmt.Sprintf(" on %d checks: %s", len(checks), listNames(checks, 3))
+		}
+	}
+	sev := n.Severity
+	if sev == "" {
+		sev = strings.Join(distinct(all, func(x Alert) string { return x.Severity }), ", ")
+	}
 	if len(firing) == 0 {
 		n.Status = StatusResolved
-		n.Title = fmt.Sprintf("[RESOLVED] %s %s (%s)", name, n.Check, n.Severity)
+		n.Title = fmt.Sprintf("[RESOLVED] %s (%s)", subject, sev)
 	} else {
-		n.Title = fmt.Sprintf("[FIRING:%d] %s %s (%s)", len(firing), name, n.Check, n.Severity)
+		n.Title = fmt.Sprintf("[FIRING:%d] %s (%s)", len(firing), subject, sev)
 	}
 	var b bytes.Buffer
+	if line := groupSummary(firing, resolved); line != "" {
+		b.WriteString(line + "\n")
+	}
 	if err := textTmpl.Execute(&b, n); err != nil {
 		b.WriteString(n.Title)
 	}

@@ -327,8 +327,12 @@ func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool)
 				delete(a.streamOwed, receiver)
 			}
 		}
-	} else if g := a.groups[n.GroupKey]; g != nil {
-		if o := g.owed[receiver]; o != nil {
+	} else {
+		// The group it was sent for, or, after a reload changed
+		// group_by, those its alerts moved to.
+		for _, k := range a.owingGroups(receiver, n.GroupKey, id) {
+			g := a.groups[k]
+			o := g.owed[receiver]
 			o.done(id, ok, now, n.Firing)
 			if ok {
 				delete(a.missed, receiver)
@@ -338,8 +342,11 @@ func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool)
 			if o.empty() {
 				delete(g.owed, receiver)
 			}
+			a.dropIdleGroup(k, g)
 		}
-		a.dropIdleGroup(n.GroupKey, g)
+		if g := a.groups[n.GroupKey]; g != nil {
+			a.dropIdleGroup(n.GroupKey, g)
+		}
 	}
 	a.mu.Unlock()
 	if a.statePath != "" {
@@ -356,20 +363,20 @@ func (a *Alerter) beforeSend(receiver string, n Notification, id uint64) (Notifi
 		return n, true
 	}
 	a.mu.Lock()
-	g := a.groups[n.GroupKey]
-	var o *owed
-	if g != nil {
-		o = g.owed[receiver]
-	}
+	// The group it was sent for, or, after a reload changed group_by,
+	// those its alerts moved to (each keeps the withdrawn resolves).
+	var owing []string
 	drop := map[string]bool(nil)
-	if o != nil {
-		drop = o.withdrawn[id]
+	for _, k := range a.owingGroups(receiver, n.GroupKey, id) {
+		if w := a.groups[k].owed[receiver].withdrawn[id]; w != nil {
+			owing = append(owing, k)
+			drop = w
+		}
 	}
 	if drop == nil {
 		a.mu.Unlock()
 		return n, true
 	}
-	delete(o.withdrawn, id)
 	var keep []Alert
 	for _, r := range n.Resolved {
 		if !drop[r.Fingerprint] {
@@ -377,15 +384,20 @@ func (a *Alerter) beforeSend(receiver string, n Notification, id uint64) (Notifi
 		}
 	}
 	send := len(n.Firing) > 0 || len(keep) > 0
-	if !send {
-		// Nothing is owed under id any more.
-		if o.firingID == id {
-			o.firing, o.firingID = false, 0
+	for _, k := range owing {
+		g := a.groups[k]
+		o := g.owed[receiver]
+		delete(o.withdrawn, id)
+		if !send {
+			// Nothing is owed under id any more.
+			if o.firingID == id {
+				o.firing, o.firingID = false, 0
+			}
+			if o.empty() {
+				delete(g.owed, receiver)
+			}
+			a.dropIdleGroup(k, g)
 		}
-		if o.empty() {
-			delete(g.owed, receiver)
-		}
-		a.dropIdleGroup(n.GroupKey, g)
 	}
 	now := a.now()
 	a.mu.Unlock()
@@ -396,15 +408,9 @@ func (a *Alerter) beforeSend(receiver string, n Notification, id uint64) (Notifi
 		return n, false
 	}
 	if len(keep) < len(n.Resolved) {
-		n = newNotification(n.GroupKey, n.Firing, keep, n.At, Config{StatusPageURL: n.StatusPageURL})
+		n = newNotification(n.GroupKey, n.GroupLabels, n.Firing, keep, n.At, Config{StatusPageURL: n.StatusPageURL})
 	}
 	return n, true
-}
-
-// severityOf returns the severity part of a group key
-// (rule/check/severity).
-func severityOf(groupKey string) string {
-	return groupKey[strings.LastIndex(groupKey, "/")+1:]
 }
 
 // owedKey is the change key of one owed map: what the state file keeps of

@@ -143,17 +143,19 @@ type WebhookAlert struct {
 
 // WebhookPayload is the JSON body of the generic webhook.
 type WebhookPayload struct {
-	Version       string         `json:"version"` // "1"
-	GroupKey      string         `json:"group_key"`
-	Status        string         `json:"status"` // firing | resolved
-	Rule          string         `json:"rule"`
-	Check         string         `json:"check"`
-	Severity      string         `json:"severity"`
-	Title         string         `json:"title"`
-	Text          string         `json:"text"`
-	StatusPageURL string         `json:"status_page_url,omitempty"`
-	At            time.Time      `json:"at"`
-	Alerts        []WebhookAlert `json:"alerts"` // firing first, then resolved
+	Version  string `json:"version"` // "1"
+	GroupKey string `json:"group_key"`
+	// GroupLabels are the group's alerting.group_by labels and values.
+	GroupLabels   map[string]string `json:"group_labels"`
+	Status        string            `json:"status"` // firing | resolved
+	Rule          string            `json:"rule"`
+	Check         string            `json:"check"`
+	Severity      string            `json:"severity"`
+	Title         string            `json:"title"`
+	Text          string            `json:"text"`
+	StatusPageURL string            `json:"status_page_url,omitempty"`
+	At            time.Time         `json:"at"`
+	Alerts        []WebhookAlert    `json:"alerts"` // firing first, then resolved
 }
 
 // roundValue rounds an alert's value for receivers: to 4 significant
@@ -199,7 +201,7 @@ func webhookAlert(a Alert) WebhookAlert {
 
 // NewWebhookPayload builds the generic webhook body for n.
 func NewWebhookPayload(n Notification) WebhookPayload {
-	p := WebhookPayload{Version: "1", GroupKey: n.GroupKey, Status: n.Status, Rule: n.Rule, Check: n.Check,
+	p := WebhookPayload{Version: "1", GroupKey: n.GroupKey, GroupLabels: n.GroupLabels, Status: n.Status, Rule: n.Rule, Check: n.Check,
 		Severity: n.Severity, Title: n.Title, Text: n.Text, StatusPageURL: n.StatusPageURL, At: n.At.UTC(),
 		Alerts: []WebhookAlert{}}
 	for _, a := range n.Firing {
@@ -268,7 +270,7 @@ func (s *slack) Notify(ctx context.Context, n Notification) error {
 		}
 	}
 	link := n.StatusPageURL
-	if len(n.Firing) > 0 && n.Firing[0].StatusURL != "" {
+	if len(n.Firing) > 0 && n.Firing[0].StatusURL != "" && n.Check != "" {
 		link = n.Firing[0].StatusURL
 	}
 	// Title and Text carry origin-derived strings (error messages, header

@@ -63,12 +63,15 @@ type storedState struct {
 // their resolve goes out with the same labels and group (dedup_key) even if
 // nothing else about them survived.
 type storedGroup struct {
-	Key       string        `json:"key"`
-	FirstSeen time.Time     `json:"first_seen"`
-	LastSent  time.Time     `json:"last_sent"`
-	LastSet   string        `json:"last_set"`
-	Notified  []storedAlert `json:"notified,omitempty"`
-	Resolved  []storedAlert `json:"resolved,omitempty"`
+	Key string `json:"key"`
+	// Labels are the group's alerting.group_by labels. Absent in files
+	// written before group_by, whose keys are rule/check/severity.
+	Labels    map[string]string `json:"labels,omitempty"`
+	FirstSeen time.Time         `json:"first_seen"`
+	LastSent  time.Time         `json:"last_sent"`
+	LastSet   string            `json:"last_set"`
+	Notified  []storedAlert     `json:"notified,omitempty"`
+	Resolved  []storedAlert     `json:"resolved,omitempty"`
 	// Undelivered is, per receiver, what it has not accepted of the
 	// group's notifications; it is sent again on the first evaluation.
 	// Since version 2.
@@ -183,7 +186,7 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		g := a.groups[k]
-		sg := storedGroup{Key: k, FirstSeen: g.firstSeen, LastSent: g.lastSent, LastSet: g.lastSet,
+		sg := storedGroup{Key: k, Labels: g.labels, FirstSeen: g.firstSeen, LastSent: g.lastSent, LastSet: g.lastSet,
 			Undelivered: storeOwed(g.owed)}
 		if g.told != nil {
 			// Written even when empty: [] (no receiver was told) differs
@@ -245,7 +248,10 @@ func (a *Alerter) restore(f stateFile) {
 	}
 	for _, sg := range f.Groups {
 		g := &groupState{firstSeen: sg.FirstSeen, lastSent: sg.LastSent, lastSet: sg.LastSet, notified: map[string]bool{},
-			owed: restoreOwed(sg.Undelivered)}
+			owed: restoreOwed(sg.Undelivered), labels: sg.Labels}
+		if g.labels == nil {
+			g.labels = keyLabels(sg.Key)
+		}
 		if sg.Told != nil {
 			g.told = map[string]bool{}
 			for _, name := range sg.Told {
@@ -272,6 +278,8 @@ func (a *Alerter) restore(f stateFile) {
 	}
 	a.streamOwed = restoreOwed(f.Stream)
 	a.setActive()
+	// A file saved under another alerting.group_by.
+	a.regroup()
 }
 
 // errBadState marks a state file that was read but cannot be used.
