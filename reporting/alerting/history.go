@@ -160,7 +160,14 @@ func (h *history) add(now time.Time, event string, al Alert, silenced string, cf
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// Kept in time order: an evaluation dates its entries at its start,
+	// which can precede a silence's entries written while it ran.
+	i := len(h.list)
 	h.list = append(h.list, e)
+	for ; i > 0 && h.list[i-1].At.After(e.At); i-- {
+		h.list[i] = h.list[i-1]
+	}
+	h.list[i] = e
 	h.trim(now, cfg)
 	h.changes++
 }

@@ -36,8 +36,14 @@ type Silence struct {
 }
 
 // covers reports whether s silences check × target at now.
+//
+// A silence covers from the moment it exists, whatever time it is asked
+// about: an evaluation takes its time before it reads the store, so a
+// silence POSTed while it read would otherwise start after that time, be
+// undone by it and let its alert notify after the POST was answered.
+// Silences cannot be made to start later, and DELETE removes one at once.
 func (s Silence) covers(now time.Time, check, target string) bool {
-	return s.Check == check && (s.Target == "" || s.Target == target) && !now.Before(s.StartsAt) && now.Before(s.EndsAt)
+	return s.Check == check && (s.Target == "" || s.Target == target) && now.Before(s.EndsAt)
 }
 
 // name is how an alert's silenced names s.
