@@ -445,3 +445,78 @@ func TestGroupByChangedKeepsUndelivered(t *testing.T) {
 		t.Fatalf("then: %d requests (want 8), failures %v", n, b.DeliveryFailures())
 	}
 }
+
+// TestGroupByReloadKeepsUndelivered: a reload that changes group_by while
+// a receiver has not accepted a resolve: the resolve goes out with the
+// new group's redelivery, and the alert still firing is not paged again.
+func TestGroupByReloadKeepsUndelivered(t *testing.T) {
+	r := newGBRig(t)
+	r.noPagerD, r.noSlack = true, true
+	a := r.start(nil)
+	st := nChecks(3, U)
+	r.step(a, st)
+	r.step(a, st)
+	r.hook.failNext(5, http.StatusServiceUnavailable)
+	st["c03"] = H
+	r.step(a, st)
+	if n := len(r.hook.all()); n != 8 {
+		t.Fatalf("%d requests, want 3 + 5 failed attempts", n)
+	}
+	if err := a.Reload(r.config([]string{"severity"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	r.step(a, st) // 15s later: past retry.redeliver_backoff (10s)
+	hooks := r.hook.webhooks(t)
+	if len(hooks) != 9 {
+		t.Fatalf("after the reload: %d requests, want 9", len(hooks))
+	}
+	p := hooks[8]
+	var firing, resolved []string
+	for _, x := range p.Alerts {
+		if x.Status == StatusResolved {
+			resolved = append(resolved, x.Check)
+		} else {
+			firing = append(firing, x.Check)
+		}
+	}
+	if p.GroupKey != "page" || strings.Join(resolved, ",") != "c03" || strings.Join(firing, ",") != "c01,c02" {
+		t.Fatalf("redelivery after the reload: key %q firing %v resolved %v", p.GroupKey, firing, resolved)
+	}
+	for range 3 {
+		r.step(a, st)
+	}
+	if n := len(r.hook.all()); n != 9 || len(a.DeliveryFailures()) != 0 {
+		t.Fatalf("then: %d requests (want 9), failures %v", n, a.DeliveryFailures())
+	}
+	st["c01"] = H
+	r.step(a, st)
+	hooks = r.hook.webhooks(t)
+	if p = hooks[len(hooks)-1]; len(hooks) != 10 || len(p.Alerts) != 2 || p.Alerts[1].Check != "c01" ||
+		p.Alerts[1].Status != StatusResolved {
+		t.Fatalf("c01 recovered: %d requests, last %+v", len(hooks), p.Alerts)
+	}
+}
+
+// TestGroupByLargeIncidentText: a group of 45 checks details its first 20
+// alerts in the text (a Slack message stays readable) after the line
+// counting them all; the webhook payload still carries every alert.
+func TestGroupByLargeIncidentText(t *testing.T) {
+	r := newGBRig(t)
+	r.noPagerD = true
+	a := r.start([]string{"severity"})
+	r.step(a, nChecks(45, U))
+	r.step(a, nChecks(45, U))
+	hooks := r.hook.webhooks(t)
+	if len(hooks) != 1 || len(hooks[0].Alerts) != 45 {
+		t.Fatalf("%d notifications", len(hooks))
+	}
+	text := hooks[0].Text
+	if n := strings.Count(text, "🔥"); n != 20 || !strings.HasPrefix(text, "45 firing: down on c01/origin-a") ||
+		!strings.HasSuffix(text, "… 25 more alerts (every one is in the webhook payload's alerts and on the status page)") {
+		t.Fatalf("text with %d alert blocks:\n%s", n, text)
+	}
+	_, texts := r.slackTexts()
+	if len(texts) != 1 || len(texts[0]) > 12000 {
+		t.Fatalf("slack: %d messages, %d bytes", len(texts), len(texts[0]))
+	}
+}

@@ -74,6 +74,10 @@ func fmtTTFB(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
+// textBlocksMax bounds the alerts detailed in the text of a notification
+// whose alerts span several checks or rules.
+const textBlocksMax = 20
+
 // newNotification builds the notification of group key (labels: its
 // group_by labels) with its firing and resolved alerts. Rule, Check and
 // Severity are those every alert shares ("" when they differ); the title
@@ -112,11 +116,24 @@ func newNotification(key string, labels map[string]string, firing, resolved []Al
 		n.Title = fmt.Sprintf("[FIRING:%d] %s (%s)", len(firing), subject, sev)
 	}
 	var b bytes.Buffer
+	body, more := n, 0
 	if line := groupSummary(firing, resolved); line != "" {
 		b.WriteString(line + "\n")
+		// A group of many checks (a large incident) details its first
+		// alerts only, so a Slack message stays readable (and within
+		// Slack's size limit); the first line named them all by count.
+		if len(firing) > textBlocksMax {
+			body.Firing, more = firing[:textBlocksMax], len(firing)-textBlocksMax+len(resolved)
+			body.Resolved = nil
+		} else if len(firing)+len(resolved) > textBlocksMax {
+			body.Resolved, more = resolved[:textBlocksMax-len(firing)], len(firing)+len(resolved)-textBlocksMax
+		}
 	}
-	if err := textTmpl.Execute(&b, n); err != nil {
+	if err := textTmpl.Execute(&b, body); err != nil {
 		b.WriteString(n.Title)
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, "… %d more alerts (every one is in the webhook payload's alerts and on the status page)\n", more)
 	}
 	n.Text = strings.TrimRight(b.String(), "\n")
 	return n
