@@ -29,7 +29,7 @@ func TestMachineSince(t *testing.T) {
 	type run struct {
 		o     Outcome
 		state reporting.State
-		since int // index of the run whose time Since must be; -1: zero
+		since int // index of the run whose time Since must be; -1: zero; -3: the previous run's expiry
 	}
 	U, H, D, Q := reporting.StateUnhealthy, reporting.StateHealthy, reporting.StateDegraded, reporting.StateUnknown
 	for _, tc := range []struct {
@@ -45,7 +45,7 @@ func TestMachineSince(t *testing.T) {
 		}},
 		{name: "agent fault first", runs: []run{{Agent, Q, 0}, {Pass, Q, 0}, {Pass, H, 2}}},
 		{name: "expired", gap: map[int]time.Duration{3: time.Minute}, runs: []run{
-			{Pass, Q, 0}, {Pass, H, 1}, {Pass, H, 1}, {Pass, Q, 3}, {Pass, H, 4},
+			{Pass, Q, 0}, {Pass, H, 1}, {Pass, H, 1}, {Pass, Q, -3}, {Pass, H, 4},
 		}},
 		{name: "expired while unknown keeps its since", gap: map[int]time.Duration{1: time.Minute}, runs: []run{
 			{Fail, Q, 0}, {Pass, Q, 0}, {Pass, H, 2},
@@ -73,6 +73,8 @@ func TestMachineSince(t *testing.T) {
 				case -1:
 				case -2:
 					want = tc.seed.Since
+				case -3:
+					want = ats[i-1].Add(p.ExpireAfter)
 				default:
 					want = ats[r.since]
 				}

@@ -344,7 +344,9 @@ func (m *Machine) Observe(at time.Time, o Outcome) Step {
 	p := m.p
 	if !m.expires.IsZero() && !at.Before(m.expires) {
 		if m.state != reporting.StateUnknown {
-			m.since = at
+			// Unknown since it expired, as the API reports an expired
+			// verdict, not since this run.
+			m.since = m.expires
 		}
 		m.state = reporting.StateUnknown
 		m.pass, m.answered, m.notPass, m.fails, m.streak = 0, 0, 0, 0, 0
