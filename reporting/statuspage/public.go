@@ -256,10 +256,18 @@ func (p *Page) publicRows(ctx context.Context, c PublicConfig, now time.Time) ([
 // serve, is degraded service to a customer, not an outage.
 func publicStatesOf(vs []reporting.Verdict, now time.Time) map[string]reporting.State {
 	type key struct{ check, target string }
+	// A target's state is its worst fresh verdict: a region whose verdict
+	// expired (unknown) does not hide what the others report.
+	rank := func(st reporting.State) int {
+		if st == reporting.StateUnknown {
+			return -1
+		}
+		return severity(st)
+	}
 	worst := map[key]reporting.State{}
 	for _, v := range vs {
 		k, st := key{v.Check, v.Target}, v.Current(now)
-		if cur, ok := worst[k]; !ok || severity(st) > severity(cur) {
+		if cur, ok := worst[k]; !ok || rank(st) > rank(cur) {
 			worst[k] = st
 		}
 	}

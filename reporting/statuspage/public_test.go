@@ -151,7 +151,7 @@ func TestPublicPage(t *testing.T) {
 // TestPublicStates: a check's public state. One origin of several down
 // while the others serve is degraded service, not an outage; every origin
 // down is; a target's state is its worst over the regions; stale verdicts
-// are unknown and do not count.
+// are unknown and do not count, also beside a fresh one of the same target.
 func TestPublicStates(t *testing.T) {
 	h, d, u := reporting.StateHealthy, reporting.StateDegraded, reporting.StateUnhealthy
 	v := func(check, target, region string, st reporting.State, age time.Duration) reporting.Verdict {
@@ -167,10 +167,13 @@ func TestPublicStates(t *testing.T) {
 		// Stale: unknown, not counted; the fresh target decides.
 		v("stale", "a", "eu", u, time.Hour), v("stale", "b", "eu", h, time.Second),
 		v("gone", "a", "eu", h, time.Hour),
+		// One region's canary stopped: the other region's fresh verdicts decide.
+		v("region-gone", "a", "eu", h, time.Second), v("region-gone", "a", "us", u, time.Hour),
+		v("region-gone", "b", "eu", h, time.Second), v("region-gone", "b", "us", h, time.Hour),
 	}
 	got := publicStatesOf(vs, t0)
 	for check, want := range map[string]reporting.State{
-		"one-down": d, "all-down": u, "all-up": h, "region": u, "slow": d, "stale": h, "gone": reporting.StateUnknown,
+		"one-down": d, "all-down": u, "all-up": h, "region": u, "slow": d, "stale": h, "gone": reporting.StateUnknown, "region-gone": h,
 	} {
 		if got[check] != want {
 			t.Errorf("%s: %s, want %s", check, got[check], want)
