@@ -995,31 +995,15 @@ func (a *Alerter) endFailure(receiver string) []any {
 // missedListMax bounds the alerts named by missedList.
 const missedListMax = 10
 
-// missedList names the alerts of m, sorted, as "rule check/target" (with
-// " region" for a dead-man alert), at most missedListMax of them, then
-// how many more.
+// missedList names the alerts of m, sorted, as listAlerts does, at most
+// missedListMax of them, then how many more.
 func missedList(m map[string]Alert) string {
 	as := make([]Alert, 0, len(m))
 	for _, x := range m {
 		as = append(as, x)
 	}
 	sortAlerts(as)
-	var names []string
-	for i, x := range as {
-		if i == missedListMax {
-			names = append(names, fmt.Sprintf("… %d more", len(as)-i))
-			break
-		}
-		s := x.Rule + " " + x.Check
-		if x.Target != "" {
-			s += "/" + x.Target
-		}
-		if x.Region != "" {
-			s += " " + x.Region
-		}
-		names = append(names, s)
-	}
-	return strings.Join(names, ", ")
+	return listAlerts(as, missedListMax)
 }
 
 // dropIdleGroup forgets group k once nothing of it fires, waits to be

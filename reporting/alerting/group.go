@@ -457,22 +457,7 @@ func groupSummary(firing, resolved []Alert) string {
 		if len(l.as) == 0 {
 			continue
 		}
-		names := make([]string, 0, min(len(l.as), groupSummaryMax+1))
-		for i, x := range l.as {
-			if i == groupSummaryMax {
-				names = append(names, fmt.Sprintf("… %d more", len(l.as)-i))
-				break
-			}
-			s := x.Rule + " on " + x.Check
-			if x.Target != "" {
-				s += "/" + x.Target
-			}
-			if x.Region != "" {
-				s += " in " + x.Region
-			}
-			names = append(names, s)
-		}
-		parts = append(parts, fmt.Sprintf("%d %s: %s", len(l.as), l.word, strings.Join(names, ", ")))
+		parts = append(parts, fmt.Sprintf("%d %s: %s", len(l.as), l.word, listAlerts(l.as, groupSummaryMax)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -510,4 +495,26 @@ func listNames(names []string, max int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:max], ", ") + fmt.Sprintf(" +%d more", len(names)-max)
+}
+
+// listAlerts names as, in their order, as "rule on check/target" (with
+// " in region" for a dead-man alert), at most most of them, then how many
+// more: "down on asset/origin-a, down on asset/origin-b, … 2 more".
+func listAlerts(as []Alert, most int) string {
+	names := make([]string, 0, min(len(as), most+1))
+	for i, x := range as {
+		if i == most {
+			names = append(names, fmt.Sprintf("… %d more", len(as)-i))
+			break
+		}
+		s := x.Rule + " on " + x.Check
+		if x.Target != "" {
+			s += "/" + x.Target
+		}
+		if x.Region != "" {
+			s += " in " + x.Region
+		}
+		names = append(names, s)
+	}
+	return strings.Join(names, ", ")
 }

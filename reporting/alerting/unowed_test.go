@@ -118,7 +118,7 @@ func TestFailureClearsWhenNothingIsOwed(t *testing.T) {
 	for _, want := range []string{
 		"failures=2", "failing_since=" + t0.Add(30*time.Second).Format(time.RFC3339),
 		"last_failure=" + t0.Add(45*time.Second).Format(time.RFC3339),
-		"missed_alerts=2", `missed="down asset/origin-a, down asset/origin-b"`, "connection refused",
+		"missed_alerts=2", `missed="down on asset/origin-a, down on asset/origin-b"`, "connection refused",
 	} {
 		if !strings.Contains(line, want) {
 			t.Fatalf("the line lacks %s:\n%s", want, line)
