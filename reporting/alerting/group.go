@@ -282,7 +282,7 @@ func (a *Alerter) regroup() {
 			parts := map[string]*owed{}
 			part := func(t string) *owed {
 				if parts[t] == nil {
-					parts[t] = &owed{firing: o.firing, firingID: o.firingID, failedAt: o.failedAt, failures: o.failures}
+					parts[t] = &owed{failedAt: o.failedAt, failures: o.failures}
 				}
 				return parts[t]
 			}
@@ -309,10 +309,15 @@ func (a *Alerter) regroup() {
 				}
 			}
 			if o.firing {
-				// What it did not accept of the group's firing alerts is
-				// owed by every group they went to.
-				for t := range targets {
-					part(t)
+				// The firing alerts it did not accept are owed by the groups
+				// they went to, and only by those: a group whose alerts it
+				// all accepted is not sent them again (a part made for a
+				// resolve or a held alert carries that alone).
+				for fp := range o.unaccepted {
+					if nk, ok := keyOf[fp]; ok {
+						p := part(nk)
+						p.firing, p.firingID = true, o.firingID
+					}
 				}
 			}
 			for t, p := range parts {
