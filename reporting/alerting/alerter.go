@@ -790,6 +790,14 @@ func (a *Alerter) notify(now time.Time) {
 		sortAlerts(fs)
 		sortAlerts(g.resolved)
 		set := fingerprints(fs)
+		// Alerts notified as firing for the first time: each receiver
+		// owes them until it accepts a notification listing them.
+		var fresh []string
+		for _, f := range fs {
+			if !g.notified[f.Fingerprint] {
+				fresh = append(fresh, f.Fingerprint)
+			}
+		}
 		due := false
 		switch {
 		case len(fs) > 0 && g.lastSet == "":
@@ -798,7 +806,12 @@ func (a *Alerter) notify(now time.Time) {
 			due = now.Sub(g.firstSeen) >= a.cfg.GroupWait
 		case len(fs) > 0:
 			// A change waits group_interval after the last notification.
-			due = (set != g.lastSet || len(g.resolved) > 0) && now.Sub(g.lastSent) >= a.cfg.GroupInterval ||
+			// As in Alertmanager, a change is an alert not yet notified
+			// as firing, or a resolve: an alert leaving the set because
+			// it was silenced, or coming back into it, notified before,
+			// when its silence ended, sends nothing of itself (the group
+			// is notified again at repeat_interval, as if never silenced).
+			due = (len(fresh) > 0 || len(g.resolved) > 0) && now.Sub(g.lastSent) >= a.cfg.GroupInterval ||
 				now.Sub(g.lastSent) >= a.cfg.RepeatInterval
 		default:
 			// Nothing unsilenced fires: only resolved notices, even inside a
@@ -806,14 +819,6 @@ func (a *Alerter) notify(now time.Time) {
 			due = len(g.resolved) > 0 && now.Sub(g.lastSent) >= a.cfg.GroupInterval
 		}
 		if due {
-			// Alerts notified as firing for the first time: each receiver
-			// owes them until it accepts a notification listing them.
-			var fresh []string
-			for _, f := range fs {
-				if !g.notified[f.Fingerprint] {
-					fresh = append(fresh, f.Fingerprint)
-				}
-			}
 			for _, w := range a.disp.workers {
 				if w.stream || !w.takes(rt) {
 					continue
