@@ -81,7 +81,8 @@ const textBlocksMax = 20
 // newNotification builds the notification of group key (labels: its
 // group_by labels) with its firing and resolved alerts. Rule, Check and
 // Severity are those every alert shares ("" when they differ); the title
-// names the check, or the checks, and a group of several checks or rules
+// names the check, or the checks, of its firing alerts (of its resolved
+// ones when none fires), and a group of several checks or rules
 // starts its text with one line listing its alerts (groupSummary).
 func newNotification(key string, labels map[string]string, firing, resolved []Alert, now time.Time, cfg Config) Notification {
 	all := append(append([]Alert(nil), firing...), resolved...)
@@ -96,8 +97,14 @@ func newNotification(key string, labels map[string]string, firing, resolved []Al
 	}
 	subject := alertNames[n.Rule] + " " + n.Check
 	if n.Rule == "" || n.Check == "" {
-		names := distinct(all, func(x Alert) string { return x.Name })
-		checks := distinct(all, func(x Alert) string { return x.Check })
+		// The title counts what fires, like its [FIRING:N]; a
+		// notification of resolves only names those.
+		shown := firing
+		if len(shown) == 0 {
+			shown = resolved
+		}
+		names := distinct(shown, func(x Alert) string { return x.Name })
+		checks := distinct(shown, func(x Alert) string { return x.Check })
 		subject = listNames(names, 2)
 		if len(checks) == 1 {
 			subject += " " + checks[0]
