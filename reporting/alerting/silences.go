@@ -66,7 +66,9 @@ func silencesPath(statePath string) string {
 	return filepath.Join(filepath.Dir(statePath), "silences.json")
 }
 
-// load reads the file; a missing file is no silences.
+// load reads the file; a missing file is no silences. A file that cannot
+// be read or used is moved aside to <path>.bad (so the next POST does not
+// overwrite what it held) and the error names both files.
 func (s *silences) load() error {
 	if s.path == "" {
 		return nil
@@ -75,15 +77,18 @@ func (s *silences) load() error {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		var list []Silence
+		if err = json.Unmarshal(b, &list); err == nil {
+			s.list = list
+			return nil
+		}
 	}
-	var list []Silence
-	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("%s: %w", s.path, err)
+	bad := s.path + ".bad"
+	if rerr := os.Rename(s.path, bad); rerr != nil {
+		return fmt.Errorf("%s: %w (cannot move it aside: %v; it is overwritten by the next silence added)", s.path, err, rerr)
 	}
-	s.list = list
-	return nil
+	return fmt.Errorf("%s: %w (moved aside to %s)", s.path, err, bad)
 }
 
 // save writes the list atomically (0600). s.mu held.
@@ -155,14 +160,76 @@ func (a *Alerter) resilence() {
 	}
 }
 
-// Silences lists the ad-hoc silences in force, soonest end first.
+// Silences lists the ad-hoc silences in force, soonest end first ([] for
+// none).
 func (a *Alerter) Silences() []Silence {
 	now := a.now()
 	a.sil.mu.Lock()
 	defer a.sil.mu.Unlock()
 	out := a.sil.active(now)
+	if out == nil {
+		out = []Silence{}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].EndsAt.Before(out[j].EndsAt) })
 	return out
+}
+
+// silenceSubjectErr says why a silence of check (and of target, when not
+// "") would silence nothing, else "". A check must be a check of the
+// running config (SetChecks, SetPairs) or the check of an active alert (a
+// proxy pool, which live_errors alerts use as their check); a target must
+// be a configured target of that check or the target of one of its active
+// alerts. With neither checks nor pairs known (an alerter without a checks
+// section) any check and target are taken.
+func (a *Alerter) silenceSubjectErr(check, target string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.checks == nil && a.pairs == nil {
+		return ""
+	}
+	checks := map[string]bool{}
+	for c := range a.checks {
+		checks[c] = true
+	}
+	for c := range a.pairs {
+		checks[c] = true
+	}
+	targets := map[string]bool{}
+	for t := range a.pairs[check] {
+		targets[t] = true
+	}
+	for _, st := range a.states {
+		if st.alert.Resolved() || st.alert.Check == "" {
+			continue
+		}
+		checks[st.alert.Check] = true
+		if st.alert.Check == check && st.alert.Target != "" {
+			targets[st.alert.Target] = true
+		}
+	}
+	if !checks[check] {
+		return fmt.Sprintf("check: %q: not a configured check nor the check of an active alert%s", check,
+			silenceHint(check, checks))
+	}
+	if target != "" && !targets[target] {
+		return fmt.Sprintf("target: %q: not a target of check %q nor of its active alerts%s", target, check,
+			silenceHint(target, targets))
+	}
+	return ""
+}
+
+// silenceHint is ` (did you mean "api"?)` for a name a typo away from one
+// of names, else "".
+func silenceHint(name string, names map[string]bool) string {
+	all := make([]string, 0, len(names))
+	for n := range names {
+		all = append(all, n)
+	}
+	sort.Strings(all)
+	if near := units.NearestName(name, all); near != "" {
+		return fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return ""
 }
 
 // silenceRequest is POST /api/v1/silences' body.
@@ -206,6 +273,9 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 		if r.Method == http.MethodDelete {
 			a.sil.mu.Lock()
 			found := false
+			// An ended silence is no longer in force: unknown, as GET
+			// lists it.
+			a.sil.active(a.now())
 			for i, x := range a.sil.list {
 				if x.ID == id {
 					found = true
@@ -233,9 +303,12 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 			writeSilenceJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
 			return
 		}
+		req.Check, req.Target = strings.TrimSpace(req.Check), strings.TrimSpace(req.Target)
 		var errs []string
 		if req.Check == "" {
 			errs = append(errs, "check: required")
+		} else if e := a.silenceSubjectErr(req.Check, req.Target); e != "" {
+			errs = append(errs, e)
 		}
 		if strings.TrimSpace(req.By) == "" {
 			errs = append(errs, "by: required (who silences)")
@@ -243,12 +316,12 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 		if strings.TrimSpace(req.Why) == "" {
 			errs = append(errs, "why: required")
 		}
-		d, err := time.ParseDuration(req.For)
+		d, err := units.ParseDuration(req.For)
 		switch {
-		case req.For == "":
+		case strings.TrimSpace(req.For) == "":
 			errs = append(errs, "for: required (a duration, e.g. 2h)")
 		case err != nil:
-			errs = append(errs, fmt.Sprintf("for: %q: not a duration (e.g. 30m, 2h)", req.For))
+			errs = append(errs, fmt.Sprintf("for: %q: not a duration (e.g. 30m, 2h, 1d)", req.For))
 		case d <= 0 || d > MaxSilence:
 			errs = append(errs, fmt.Sprintf("for: %s: must be above 0 and at most %s (longer: a maintenance window)", d, shortDur(MaxSilence)))
 		}
