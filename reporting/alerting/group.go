@@ -24,6 +24,13 @@ var defaultGroupBy = []string{"rule", "check", "severity"}
 // filters on must be in it too: a group's notification goes to one set of
 // receivers.
 func (c *Config) validateGroupBy() error {
+	if len(c.GroupBy) == 0 && c.set.Has("group_by") {
+		// Alertmanager reads [] as one group for every alert; here it
+		// would silently be the default.
+		return errors.New("group_by: []: an empty list is not allowed, as severity is required: write [severity] " +
+			"to group every check's alerts together (one notification group per severity), or omit the key " +
+			"for the default [rule, check, severity]")
+	}
 	if len(c.GroupBy) == 0 {
 		c.GroupBy = slices.Clone(defaultGroupBy)
 		return nil
