@@ -65,3 +65,34 @@ func TestGroupByReloadSplitSendsOnlyUnaccepted(t *testing.T) {
 		t.Fatalf("slack: %q", titles[before:])
 	}
 }
+
+// TestGroupByRestartSplitSendsOnlyUnaccepted: the same across a restart
+// that changes group_by: what the state file kept of a failing receiver
+// is sent, at the first evaluation, only for the alert it did not accept.
+func TestGroupByRestartSplitSendsOnlyUnaccepted(t *testing.T) {
+	r := newGBRig(t)
+	r.noPagerD = true
+	a := r.start([]string{"severity"})
+	st := map[string]reporting.State{"c01": U, "c02": U}
+	r.step(a, st)
+	r.step(a, st)
+	r.slack.failNext(1000, http.StatusInternalServerError)
+	st["c03"] = U
+	r.step(a, st)
+	r.step(a, st) // Slack does not accept [FIRING:3]
+	if titles, _ := r.slackTexts(); len(titles) < 2 || len(a.DeliveryFailures()) != 1 {
+		t.Fatalf("slack: %q, failures %v", titles, a.DeliveryFailures())
+	}
+	r.slack.failNext(0, 0)
+	before := len(r.slack.all())
+	b := r.start([]string{"rule", "check", "severity"})
+	r.step(b, st)
+	r.step(b, st)
+	titles, _ := r.slackTexts()
+	if titles = titles[before:]; len(titles) != 1 || titles[0] != "[FIRING:1] VigilCheckDown c03 (page)" {
+		t.Fatalf("slack after a restart split the group: %d messages %q, want only c03's", len(titles), titles)
+	}
+	if n := len(r.hook.all()); n != 2 {
+		t.Fatalf("webhook after the restart: %d notifications, want 2", n)
+	}
+}
