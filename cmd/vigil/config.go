@@ -2431,47 +2431,30 @@ func strictHook(from, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
-var daysRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)d(.*)$`)
-
-// parseDuration is time.ParseDuration plus a leading "<n>d" for days.
+// parseDuration is units.ParseDuration (time.ParseDuration plus a leading
+// "<n>d" for days), with "" read as 0, a negative "-1d" read (for
+// validation to reject by key, "must be positive", rather than "not a
+// duration"), and a hint for a near miss ("5 min").
 func parseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return 0, nil
 	}
 	if rest, ok := strings.CutPrefix(t, "-"); ok && strings.Contains(rest, "d") {
-		// "-1d" (time.ParseDuration reads "-5s" itself): negative, for
-		// validation to reject by key ("must be positive") rather than
-		// "not a duration".
+		// time.ParseDuration reads "-5s" itself.
 		d, err := parseDuration(rest)
 		if err != nil {
 			return 0, errors.New(strings.Replace(err.Error(), strconv.Quote(rest), strconv.Quote(s), 1))
 		}
 		return -d, nil
 	}
-	var days time.Duration
-	if m := daysRE.FindStringSubmatch(t); m != nil {
-		n, err := strconv.ParseFloat(m[1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%q: not a duration", s)
-		}
-		days = time.Duration(n * float64(24*time.Hour))
-		t = m[2]
-		if t == "" {
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(t)
-	if err != nil {
-		if _, nerr := strconv.ParseFloat(t, 64); nerr == nil && t != "0" {
-			return 0, fmt.Errorf("%q: a duration needs a unit, e.g. \"%ss\"", s, t)
-		}
+	d, err := units.ParseDuration(s)
+	if err != nil && !strings.Contains(err.Error(), "needs a unit") {
 		if h := durationHint(s); h != "" {
 			return 0, fmt.Errorf("%q: not a duration%s", s, h)
 		}
-		return 0, fmt.Errorf("%q: not a duration (use ms, s, m, h or d)", s)
 	}
-	return days + d, nil
+	return d, err
 }
 
 // scalarKeys lists the dotted keys of scalar fields reachable from t without
