@@ -155,6 +155,22 @@ func severityMappings() []dashboard.ValueMapping {
 	}}}
 }
 
+// stateMappings colours the state names as severityMappings does.
+func stateMappings() []dashboard.ValueMapping {
+	res := func(color string, index int32) dashboard.ValueMappingResult {
+		return dashboard.ValueMappingResult{Color: ptr(color), Index: ptr(index)}
+	}
+	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+		Type: dashboard.MappingTypeValueToText,
+		Options: map[string]dashboard.ValueMappingResult{
+			"healthy":   res("green", 0),
+			"degraded":  res("yellow", 1),
+			"unknown":   res("text", 2),
+			"unhealthy": res("red", 3),
+		},
+	}}}
+}
+
 // ejectedMappings names the 0/1 of the ejection timeline.
 func ejectedMappings() []dashboard.ValueMapping {
 	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
@@ -314,6 +330,21 @@ func check(o Options) *board {
 		FillOpacity(80).
 		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false)).
 		Span(16).Height(8))
+
+	const current = "Current state (since when)"
+	bd.b.WithPanel(table.NewPanelBuilder().
+		Title(current).
+		Description("Latest verdict per target × region × vantage, worst first, and since when its pair has been in that state (the verdict's since field: down since 10:41, for 12m5s to the end of the range). Past its expiry a verdict is unknown, since its expiry. Empty where not known: verdicts stored before vigil wrote since.").
+		Datasource(bd.ds()).
+		WithTarget(bd.flux(current, "A", qCurrentState)).
+		WithTransformation(organize([]string{"target", "region", "vantage", "state", "since", "for"}, nil)).
+		Mappings(stateMappings()).
+		OverrideByName("state", []dashboard.DynamicConfigValue{
+			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background"}},
+		}).
+		Filterable(true).
+		Footer(noFooter()).
+		Span(24).Height(8))
 
 	const ttfb = "TTFB p50 / p95 by region"
 	bd.b.WithPanel(timeseries.NewPanelBuilder().

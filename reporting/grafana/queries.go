@@ -195,6 +195,53 @@ const (
   |> group(columns: ["target", "region"])
   |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)`
 
+	// qCurrentState: per target × region × vantage, the latest verdict's
+	// state as of the end of the range (past its expires: unknown) and
+	// since when its pair has been in it, from the since field (Unix ns,
+	// as reporting/influx writes it): since, RFC 3339 without trailing
+	// zeros, and for, how long to the end of the range, in whole seconds
+	// ("12m5s", "3m", "2h"); both "" when not known (points written
+	// before the field, or by a verdict that did not know it, or whose
+	// since field is older than its state). A
+	// verdict read unknown for its expiry is unknown since its expires, as
+	// vigil's API says. Worst first, then by target, region and vantage.
+	// The fields are read apart and folded in by reduce, not pivoted: a
+	// pivot without since (no point in the range has it) has no such
+	// column, which Flux refuses to read.
+	qCurrentState = `import "regexp"
+latest = ` + fromVerdicts + byCheck + byRegion + `
+  |> filter(fn: (r) => r._field == "state" or r._field == "expires" or r._field == "since")
+  |> last()
+states = latest
+  |> filter(fn: (r) => r._field == "state")
+  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, f: "state", s: r._value, n: 0, t: int(v: r._time)}))
+nums = latest
+  |> filter(fn: (r) => r._field == "expires" or r._field == "since")
+  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, f: r._field, s: "", n: r._value, t: int(v: r._time)}))
+union(tables: [states, nums])
+  |> group(columns: ["target", "region", "vantage"])
+  |> reduce(identity: {state: "", st: 0, expires: 0, et: 0, since: 0, sit: 0},
+      fn: (r, accumulator) => ({
+        state: if r.f == "state" then r.s else accumulator.state,
+        st: if r.f == "state" then r.t else accumulator.st,
+        expires: if r.f == "expires" then r.n else accumulator.expires,
+        et: if r.f == "expires" then r.t else accumulator.et,
+        since: if r.f == "since" then r.n else accumulator.since,
+        sit: if r.f == "since" then r.t else accumulator.sit}))
+  |> filter(fn: (r) => r.state != "")
+  |> map(fn: (r) => ({r with expired: r.expires > 0 and r.et == r.st and r.expires < int(v: v.timeRangeStop)}))
+  |> map(fn: (r) => ({r with
+      state: if r.expired then "unknown" else r.state,
+      since: if r.expired then r.expires else if r.sit == r.st then r.since else 0}))
+  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, state: r.state,
+      rank: if r.state == "unhealthy" then 0 else if r.state == "unknown" then 1 else if r.state == "degraded" then 2 else 3,
+      since: if r.since > 0 then regexp.replaceAllString(r: /\.?0*Z$/, v: string(v: time(v: r.since)), t: "Z") else "",
+      for: if r.since > 0 and r.since <= int(v: v.timeRangeStop)
+        then string(v: duration(v: (int(v: v.timeRangeStop) - r.since) / 1000000000 * 1000000000)) else ""}))
+  |> group()
+  |> sort(columns: ["rank", "target", "region", "vantage"])
+  |> keep(columns: ["target", "region", "vantage", "state", "since", "for"])`
+
 	// qCheckAvailability: share of passing runs per region, in %.
 	qCheckAvailability = fromVerdicts + byCheck + byRegion + `
   |> filter(fn: (r) => r._field == "ok" or r._field == "cause")

@@ -120,6 +120,11 @@ func verdictLine(l *lineBuilder, v *reporting.Verdict) []byte {
 		exp = v.Expires.UnixNano()
 	}
 	l.int("expires", exp)
+	var since int64
+	if !v.Since.IsZero() {
+		since = v.Since.UnixNano()
+	}
+	l.int(FieldSince, since)
 	l.str("artifact", v.Artifact)
 	l.str("err", v.Err)
 	l.str("url", v.URL)
@@ -137,6 +142,13 @@ func verdictLine(l *lineBuilder, v *reporting.Verdict) []byte {
 // tens of seconds where last() of one field takes well under one. Dashboards
 // and rollups use the typed fields.
 const FieldVerdictJSON = "verdict_json"
+
+// FieldSince is the integer field holding when the verdict's pair entered
+// its state (reporting.Verdict.Since), Unix ns like expires; 0 when not
+// known, and absent from points written before it existed. It is for
+// dashboards: vigil's own reader takes Since from FieldVerdictJSON, which
+// older points carry it in too.
+const FieldSince = "since"
 
 // FieldInstance is the string field naming the canary instance that wrote
 // a verdict (reporting.Verdict.Instance), absent from points written
