@@ -147,17 +147,51 @@ func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // BurnRateFast (BurnRateFast × (1 − o's objective)), the short window and
 // BurnMinRuns, over every check (o: defaults set).
 func burnQuery(o Options) string {
-	return burnPairQuery(sloSpec{objective: o.Objective}, BurnRateFast, BurnRateLong, BurnRateShort, BurnMinRuns)
+	return burnPairQuery(sloSpec{objective: o.Objective}, BurnRateFast, BurnRateLong, BurnRateShort, BurnMinRuns, o.Checks)
 }
 
 // burnPairQuery is qAlertBurnRate for the pair of factor and windows long
 // (the query's range) and short over s's check (and target), each region
-// counting from minRuns runs.
-func burnPairQuery(s sloSpec, factor float64, long, short time.Duration, minRuns int) string {
+// counting from minRuns runs, its runs floor on the interval checks give
+// the check (burnIntervalFlux).
+func burnPairQuery(s sloSpec, factor float64, long, short time.Duration, minRuns int, checks []vigilalerting.CheckInterval) string {
 	limit := strconv.FormatFloat(factor*(1-s.objective/100), 'g', 6, 64)
 	return strings.NewReplacer("{select}", s.selectFlux(), "{limit}", limit, "{short_ns}", strconv.FormatInt(int64(short), 10),
 		"{long_ms}", strconv.FormatInt(long.Milliseconds(), 10), "{short_ms}", strconv.FormatInt(short.Milliseconds(), 10),
-		"{min_runs}", strconv.Itoa(max(minRuns, 1))+".0").Replace(qAlertBurnRate)
+		"{min_runs}", strconv.Itoa(max(minRuns, 1))+".0", "{interval}", burnIntervalFlux(s.check, checks)).Replace(qAlertBurnRate)
+}
+
+// burnIntervalFlux is qAlertBurnRate's {interval}: a map setting each
+// region's interval (iv, ms) to its check's configured interval, as the
+// generated Prometheus rules' floor (alerting.PrometheusRules) takes it
+// from the checks: check's when it is one, else (every check) that of each
+// check listed, other checks keeping the interval_ms of the region's
+// newest run. A check listed twice keeps its longest interval. "" when
+// checks give no interval for it: every region keeps interval_ms.
+func burnIntervalFlux(check string, checks []vigilalerting.CheckInterval) string {
+	longest := map[string]time.Duration{}
+	for _, c := range checks {
+		if c.Check != "" && c.Interval > 0 && (check == "" || c.Check == check) {
+			longest[c.Check] = max(longest[c.Check], c.Interval)
+		}
+	}
+	if len(longest) == 0 {
+		return ""
+	}
+	ms := func(d time.Duration) string { return fluxFloat(float64(d) / float64(time.Millisecond)) }
+	if check != "" {
+		return "\n  |> map(fn: (r) => ({r with iv: " + ms(longest[check]) + "}))"
+	}
+	names := make([]string, 0, len(longest))
+	for n := range longest {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(`if r.check == "` + n + `" then ` + ms(longest[n]) + " else ")
+	}
+	return "\n  |> map(fn: (r) => ({r with iv: " + b.String() + "r.iv}))"
 }
 
 // ttfbQuery completes qAlertTTFBP95 with o's objective and TTFBMinSamples
@@ -380,7 +414,7 @@ func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) a
 				strings.ToUpper(burn[:1])+burn[1:], p.quorum, long, short, factor, fmtFloat(s.objective), max(p.minRuns, 1), long),
 			"windows": w.Name(),
 		},
-		flux:     []alertFlux{{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Long, w.Short, p.minRuns)}},
+		flux:     []alertFlux{{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Long, w.Short, p.minRuns, p.checks)}},
 		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
 		exprRefs: []string{"B", "C"},
 	}
@@ -864,8 +898,8 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 //     over 6h/30m (page), 3× over 1d/2h and 1× over 3d/6h (ticket), one
 //     rule per pair, in ≥ Quorum regions (each with ≥ BurnMinRuns runs in
 //     the long window; a window's ratio is failed runs ÷ max(runs, window
-//     ÷ the interval of the region's newest run), as the alerter's), for
-//     2 m;
+//     ÷ the check's interval in o.Checks, or for a check not there the
+//     interval of the region's newest run), as the alerter's), for 2 m;
 //   - dead man: a region × check whose newest verdict is older than
 //     vigilalerting.DeadManPromWindowFor (10 m without o.Checks; one rule
 //     per interval of o.Checks), pending vigilalerting.DeadManPromFor

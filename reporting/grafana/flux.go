@@ -82,9 +82,10 @@ type Options struct {
 	SLOs []vigilalerting.SLO
 	// Checks are the configured checks with their intervals and tiers, as
 	// alerting.PrometheusRules takes them: one dead-man rule per distinct
-	// interval over its checks only, and the tier label of the burn-rate
-	// rules. nil: one dead-man rule over every check, with
-	// alerting.DeadManPromWindow.
+	// interval over its checks only, the tier label of the burn-rate
+	// rules, and the interval their runs floor counts with (a check not
+	// listed: the interval_ms of the region's newest run). nil: one
+	// dead-man rule over every check, with alerting.DeadManPromWindow.
 	Checks []vigilalerting.CheckInterval
 	// GeneratedBy is the command the alert rules file says wrote it.
 	// "": the examples' `go generate ./reporting/grafana`.

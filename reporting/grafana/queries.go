@@ -481,16 +481,21 @@ union(tables: [runs, over, p95])
 	// vantages; a pair with verdicts and no burning region says 0. As the
 	// alerter's burn_rate rule, per region, not over all regions at once,
 	// and with its denominator: a window's ratio is failed runs ÷ max(runs,
-	// the runs the check's interval makes in the window, rounded down), the
-	// interval (interval_ms) of the region's newest run (each vantage's
-	// last, the newest of them), so a young store's few runs count against
-	// a full window, as if the runs not made had passed. The interval is
-	// read over the short window only: a region without a run in it does
-	// not burn, and one with runs there has its newest run there. A region
-	// without interval_ms (points written before it existed) or with 0
-	// sets no floor. The interval is read apart and folded in by reduce,
-	// not pivoted: a pivot without it has no such column, which Flux
-	// refuses to read.
+	// the runs the check's interval makes in the window, rounded down), so
+	// a young store's few runs count against a full window, as if the runs
+	// not made had passed. The interval is the check's in the config
+	// ({interval}, burnIntervalFlux: a map setting iv, as the Prometheus
+	// rules take it from the checks), so a run written at another interval
+	// (a pair slowed by adaptive, a canary still on an older config) does
+	// not move the floor; for a check the rules were generated without
+	// ({interval} empty: the committed rules), the interval (interval_ms)
+	// of the region's newest run (each vantage's last, the newest of
+	// them). That interval is read over the short window only: a region
+	// without a run in it does not burn, and one with runs there has its
+	// newest run there. A region without interval_ms (points written
+	// before it existed) or with 0 sets no floor. The interval is read
+	// apart and folded in by reduce, not pivoted: a pivot without it has
+	// no such column, which Flux refuses to read.
 	qAlertBurnRate = `verdicts = ` + fromVerdicts + `{select}
 runs = verdicts
   |> filter(fn: (r) => r._field == "ok" or r._field == "cause")
@@ -511,7 +516,7 @@ union(tables: [runs, intervals])
       fn: (r, accumulator) => ({runs: accumulator.runs + r.run, failed: accumulator.failed + r.failed,
         sruns: accumulator.sruns + r.recent, sfailed: accumulator.sfailed + r.failed * r.recent,
         t: if r.t > accumulator.t then r.t else accumulator.t,
-        iv: if r.t > accumulator.t then r.iv else accumulator.iv}))
+        iv: if r.t > accumulator.t then r.iv else accumulator.iv})){interval}
   |> map(fn: (r) => ({r with
       lfloor: if r.iv > 0.0 then float(v: int(v: {long_ms}.0 / r.iv)) else 0.0,
       sfloor: if r.iv > 0.0 then float(v: int(v: {short_ms}.0 / r.iv)) else 0.0}))
