@@ -8,8 +8,9 @@ import (
 	"github.com/vigil-synthetics/vigil/reporting/units"
 )
 
-// Reasons of vigil_proxy_client_connections_cut_total: why the fast engine
-// ended a client connection that had no whole request head to serve.
+// Reasons of vigil_proxy_client_connections_cut_total: why an engine ended
+// an HTTP/1 client connection that had no whole request head to serve
+// (net/http's: stdcut.go).
 const (
 	// cutHeaderTimeout: a head was begun but not whole within
 	// read_header_timeout (a slow client, or slowloris dripping bytes).
@@ -28,8 +29,8 @@ const (
 
 var cutReasons = []string{cutHeaderTimeout, cutNoRequest, cutIdle, cutClosedInHead}
 
-// clientCuts counts the connections the fast engine ends without a request
-// to serve, and logs the timeouts among them at most once a minute per
+// clientCuts counts the connections the engines end without a request to
+// serve, and logs the timeouts among them at most once a minute per
 // reason with the count held back: a thousand slowloris connections cut at
 // read_header_timeout show as one line, as HAProxy's 408 "cR" and nginx's
 // "client timed out" show them, instead of nothing or a thousand lines.
@@ -45,7 +46,7 @@ type clientCuts struct {
 func newClientCuts(reg prometheus.Registerer, log *slog.Logger) (*clientCuts, error) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vigil_proxy_client_connections_cut_total",
-		Help: "Client connections the fast engine (both listeners) ended with no whole request head to serve, by reason: header_timeout (a head begun but not whole within read_header_timeout: slow clients, slowloris), no_request (a new connection that sent no byte within read_header_timeout), idle (a kept-alive connection that sent no next request within idle_timeout), closed_in_head (the client closed or reset the connection in the middle of a head).",
+		Help: "HTTP/1 client connections (both engines and listeners) ended with no whole request head to serve, by reason: header_timeout (a head begun but not whole within read_header_timeout: slow clients, slowloris), no_request (a new connection that sent no byte within read_header_timeout), idle (a kept-alive connection that sent no next request within idle_timeout), closed_in_head (the client closed or reset the connection in the middle of a head).",
 	}, []string{"reason"})
 	if err := reg.Register(vec); err != nil {
 		return nil, err

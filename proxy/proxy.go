@@ -916,7 +916,10 @@ func (p *Proxy) server(cfg Config) *http.Server {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return refusalConnContext(connUseContext(ctx, c), c)
 		},
-		ConnState:                    refusalConnState,
+		ConnState: func(c net.Conn, s http.ConnState) {
+			refusalConnState(c, s)
+			p.stdConnState(c, s, cfg.ReadHeaderTimeout)
+		},
 		DisableGeneralOptionsHandler: true,
 		MaxHeaderBytes:               int(cfg.MaxHeaderBytes),
 		ReadHeaderTimeout:            cfg.ReadHeaderTimeout,

@@ -49,6 +49,7 @@ type refusalConn struct {
 	onRefuse  func(refusal)
 	tls       bool
 	answering atomic.Bool
+	head      headWatch // the reads of request heads (stdcut.go)
 }
 
 // tlsRefusalConn is a refusalConn over a *tls.Conn. net/http reads
@@ -63,6 +64,9 @@ func (c *tlsRefusalConn) ConnectionState() tls.ConnectionState { return c.tc.Con
 
 func (c *refusalConn) Write(p []byte) (int, error) {
 	if !c.answering.Load() {
+		if c.head.cutOff() {
+			return len(p), nil // net/http's 400 to a head cut off (stdcut.go)
+		}
 		if code := statusOf(p); code >= 400 && code <= 599 {
 			c.onRefuse(refusal{code: code, remote: c.RemoteAddr().String(), tls: c.tls, reason: refusalReason(p), bytes: bodyLen(p)})
 		}
