@@ -341,7 +341,9 @@ func (d *dispatcher) loop(w *worker) {
 			return
 		case x := <-w.q:
 			if x, send := d.prepared(w, x); send {
-				d.report(w, x, d.deliver(w, x.n))
+				if x, ok, sent := d.deliver(w, x); sent {
+					d.report(w, x, ok)
+				}
 			}
 			d.done(w)
 		}
@@ -365,7 +367,8 @@ func (d *dispatcher) finish(w *worker) {
 				d.metrics.notifications.WithLabelValues(w.name, ResultDropped).Inc()
 				w.undelivered(x.n, "shutdown deadline passed before an attempt")
 			} else {
-				ok = d.deliver(w, x.n)
+				// Closing: one attempt, no retry to prepare.
+				x, ok, _ = d.deliver(w, x)
 			}
 			d.report(w, x, ok)
 			d.done(w)
@@ -387,20 +390,31 @@ func (w *worker) undelivered(n Notification, err string) {
 	w.lostErr = err
 }
 
-// deliver tries one notification up to retry.attempts times with doubling
-// backoff. Once close started it makes no further retry: a delivery
-// waiting for its next try gets one final attempt at once, and a failure
-// is counted for finish's log line rather than logged. It reports whether
-// the receiver accepted the notification.
-func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
+// deliver tries one prepared delivery up to retry.attempts times with
+// doubling backoff, preparing it again (see prepareFunc) before each
+// retry: what was silenced while it waited is left out, and it stops,
+// with sent false (no result to report), when nothing is left to say.
+// Once close started it makes no further retry: a delivery waiting for
+// its next try gets one final attempt at once, and a failure is counted
+// for finish's log line rather than logged. It returns the delivery as
+// last attempted and whether the receiver accepted it.
+func (d *dispatcher) deliver(w *worker, in delivery) (x delivery, ok, sent bool) {
+	x = in
 	defer func() {
 		if r := recover(); r != nil {
-			ok = false
+			ok, sent = false, true
 			d.log.Error("alerting: panic in delivery", "receiver", w.name, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
 	backoff := d.retry.Backoff
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			var send bool
+			if x, send = d.prepared(w, x); !send {
+				return x, false, false
+			}
+		}
+		n := x.n
 		ctx, cancel := context.WithTimeout(d.ctx, d.retry.Timeout)
 		err := w.n.Notify(ctx, n)
 		cancel()
@@ -410,7 +424,7 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 			w.fail.failing, w.fail.err, w.fail.rejected = false, "", false
 			w.fail.mu.Unlock()
 			d.flog.record(d.log, w.name, "")
-			return true
+			return x, true, true
 		}
 		var perm *PermanentError
 		closing := d.isClosing()
@@ -428,10 +442,10 @@ func (d *dispatcher) deliver(w *worker, n Notification) (ok bool) {
 			w.fail.mu.Unlock()
 			if closing {
 				w.undelivered(n, msg)
-				return false
+				return x, false, true
 			}
 			d.flog.record(d.log, w.name, msg, "group", n.GroupKey, "status", n.Status, "attempts", attempt)
-			return false
+			return x, false, true
 		}
 		d.metrics.notifications.WithLabelValues(w.name, ResultRetry).Inc()
 		d.log.Debug("alerting: delivery failed, retrying", "receiver", w.name, "attempt", attempt,

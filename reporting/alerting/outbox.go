@@ -207,14 +207,17 @@ func (o *owed) dropWaiting(fps map[string]bool) {
 	o.resolved = keep
 }
 
-// queued records notification id, with firing alerts or not and the
-// resolved alerts resolved (which include every one retry returned), as
-// queued for the receiver.
-func (o *owed) queued(id uint64, firing bool, resolved []Alert) {
+// queued records notification id, with firing alerts (listed) or not and
+// the resolved alerts resolved (which include every one retry returned),
+// as queued for the receiver. The unaccepted alerts it lists wait for its
+// outcome; one it does not list (silenced since) keeps what it had.
+func (o *owed) queued(id uint64, firing bool, listed, resolved []Alert) {
 	o.firing, o.firingID = firing, id
 	if firing {
-		for fp := range o.unaccepted {
-			o.unaccepted[fp] = id
+		for _, f := range listed {
+			if _, ok := o.unaccepted[f.Fingerprint]; ok {
+				o.unaccepted[f.Fingerprint] = id
+			}
 		}
 	}
 	o.dropWaiting(nil)
@@ -306,7 +309,7 @@ func (a *Alerter) queue(m map[string]*owed, w *worker, n Notification, firing bo
 		o = &owed{}
 		m[w.name] = o
 	}
-	o.queued(id, firing, n.Resolved)
+	o.queued(id, firing, n.Firing, n.Resolved)
 	if !a.disp.sendTo(w, n, id) {
 		o.done(id, false, n.At, nil)
 	}
@@ -354,63 +357,137 @@ func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool)
 	}
 }
 
-// beforeSend is the dispatcher's prepare function: it takes out of
-// notification id the resolved alerts withdrawn from receiver since it was
-// queued (the delivery listing them as firing failed for good), and
-// reports false when nothing is left to say.
+// beforeSend is the dispatcher's prepare function, run before each
+// attempt of notification id to receiver (its first and every retry). It
+// takes out of it:
+//
+//   - the firing alerts silenced since it was queued (a silence POSTed, a
+//     maintenance window begun), so that nothing is sent of an alert once
+//     its silence was answered 201: the alert shows silenced (and the
+//     history says so) from then, the receiver is not owed it (it is not
+//     sent the alert's resolve) and, when no receiver was sent it, the
+//     group counts it as not notified (when its silence ends while it
+//     fires, it is notified as a new alert);
+//   - the resolved alerts withdrawn from receiver since it was queued (the
+//     delivery listing them as firing failed for good).
+//
+// Resolves of alerts notified as firing stay, silenced or not. It reports
+// false when nothing is left to say: the delivery is skipped.
 func (a *Alerter) beforeSend(receiver string, n Notification, id uint64) (Notification, bool) {
-	if n.GroupKey == "" || len(n.Resolved) == 0 {
+	if n.GroupKey == "" {
 		return n, true
 	}
 	a.mu.Lock()
+	now := a.now()
+	firing, silenced := a.splitSilenced(now, n.Firing)
 	// The group it was sent for, or, after a reload changed group_by,
 	// those its alerts moved to (each keeps the withdrawn resolves).
-	var owing []string
-	drop := map[string]bool(nil)
-	for _, k := range a.owingGroups(receiver, n.GroupKey, id) {
-		if w := a.groups[k].owed[receiver].withdrawn[id]; w != nil {
-			owing = append(owing, k)
-			drop = w
+	owing := a.owingGroups(receiver, n.GroupKey, id)
+	drop := map[string]bool{}
+	for _, k := range owing {
+		for fp := range a.groups[k].owed[receiver].withdrawn[id] {
+			drop[fp] = true
 		}
 	}
-	if drop == nil {
+	if len(silenced) == 0 && len(drop) == 0 {
 		a.mu.Unlock()
 		return n, true
 	}
-	var keep []Alert
+	var resolved []Alert
 	for _, r := range n.Resolved {
 		if !drop[r.Fingerprint] {
-			keep = append(keep, r)
+			resolved = append(resolved, r)
 		}
 	}
-	send := len(n.Firing) > 0 || len(keep) > 0
+	send := len(firing) > 0 || len(resolved) > 0
 	for _, k := range owing {
 		g := a.groups[k]
 		o := g.owed[receiver]
 		delete(o.withdrawn, id)
-		if !send {
-			// Nothing is owed under id any more.
-			if o.firingID == id {
-				o.firing, o.firingID = false, 0
-			}
-			if o.empty() {
-				delete(g.owed, receiver)
-			}
-			a.dropIdleGroup(k, g)
+		for _, x := range silenced {
+			a.unsend(g, o, x.Fingerprint, id)
 		}
+		if len(firing) == 0 && o.firingID == id {
+			// Nothing firing is owed under id any more.
+			o.firing, o.firingID = false, 0
+		}
+		if o.empty() {
+			delete(g.owed, receiver)
+		}
+		a.dropIdleGroup(k, g)
 	}
-	now := a.now()
+	if len(silenced) > 0 {
+		a.log.Info("alerting: queued notification leaves out alerts silenced since it was queued", "receiver", receiver,
+			"group", n.GroupKey, "silenced", listAlerts(silenced, missedListMax), "sent", send)
+	}
 	a.mu.Unlock()
+	if a.statePath != "" {
+		a.saveState(now)
+		a.saveHistory()
+	}
 	if !send {
-		if a.statePath != "" {
-			a.saveState(now)
-		}
 		return n, false
 	}
-	if len(keep) < len(n.Resolved) {
-		n = newNotification(n.GroupKey, n.GroupLabels, n.Firing, keep, n.At, Config{StatusPageURL: n.StatusPageURL})
+	return newNotification(n.GroupKey, n.GroupLabels, firing, resolved, n.At, Config{StatusPageURL: n.StatusPageURL}), true
+}
+
+// splitSilenced splits a queued notification's firing alerts into those
+// still to be sent and those silenced at now (by a silence or window that
+// began after it was queued). Each of these shows silenced from now, and
+// the history records it as it would at the next evaluation. An alert no
+// longer firing is kept: its resolve follows. a.mu held.
+func (a *Alerter) splitSilenced(now time.Time, firing []Alert) (keep, silenced []Alert) {
+	for _, f := range firing {
+		st := a.states[f.Fingerprint]
+		cur := ""
+		if st != nil && st.firing {
+			cur = a.silencedBy(now, st.alert.Check, st.alert.Target)
+		}
+		if cur == "" {
+			keep = append(keep, f)
+			continue
+		}
+		if prev := st.alert.Silenced; prev != cur {
+			st.alert.Silenced = cur
+			a.noteSilence(now, st, prev)
+		}
+		silenced = append(silenced, f)
 	}
-	return n, true
+	return keep, silenced
+}
+
+// unsend records that the firing alert fp was left out of notification
+// id to the receiver owed o, silenced: if id was the first to list it to
+// that receiver, the receiver has still not been sent it (its resolve is
+// not sent to it); and if no receiver told of group g was sent it, nor
+// has a delivery listing it still to run, g counts it as not notified and
+// no receiver is owed anything of it (when it fires on after its silence
+// it is notified as new; when it resolves, to nobody). a.mu held; o
+// stays in g.owed even when left empty (the caller sees to it).
+func (a *Alerter) unsend(g *groupState, o *owed, fp string, id uint64) {
+	if uid, ok := o.unaccepted[fp]; ok && uid == id {
+		o.unaccepted[fp] = 0
+	}
+	if g.told == nil || !g.notified[fp] {
+		return
+	}
+	for name := range g.told {
+		ow := g.owed[name]
+		if ow == nil {
+			return
+		}
+		if uid, ok := ow.unaccepted[fp]; !ok || uid != 0 {
+			return
+		}
+	}
+	delete(g.notified, fp)
+	for name := range g.told {
+		ow := g.owed[name]
+		delete(ow.unaccepted, fp)
+		if ow != o && ow.empty() {
+			delete(g.owed, name)
+		}
+	}
 }
 
 // owedKey is the change key of one owed map: what the state file keeps of
