@@ -307,6 +307,8 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		}
 		al.SetChecks(cfg.checkNames())
 		al.SetPairs(cfg.pairNames())
+		al.SetDisabledPairs(cfg.disabledPairNames())
+		al.SetPools(cfg.poolOrigins())
 		al.SetOneRegion(cfg.oneRegionChecks())
 		a.alr = al
 	}
@@ -966,6 +968,8 @@ func (a *app) apply(cfg *File) (err error) {
 		}
 		a.alr.SetChecks(cfg.checkNames())
 		a.alr.SetPairs(cfg.pairNames())
+		a.alr.SetDisabledPairs(cfg.disabledPairNames())
+		a.alr.SetPools(cfg.poolOrigins())
 		a.alr.SetOneRegion(cfg.oneRegionChecks())
 	}
 	if a.can != nil {
@@ -991,6 +995,45 @@ func (f *File) pairNames() map[string][]string {
 		return nil
 	}
 	return f.Config.PairNames()
+}
+
+// disabledPairNames are the check × target pairs of the file's checks
+// with disabled: true, which a silence may name ahead of their re-enabling
+// (alerting.Alerter.SetDisabledPairs); nil when the file has no checks
+// section or none is disabled.
+func (f *File) disabledPairNames() map[string][]string {
+	if !f.sections["checks"] {
+		return nil
+	}
+	var c canary.Config
+	for _, ch := range f.Checks {
+		if ch.Disabled {
+			ch.Disabled = false
+			c.Checks = append(c.Checks, ch)
+		}
+	}
+	if len(c.Checks) == 0 {
+		return nil
+	}
+	return c.PairNames()
+}
+
+// poolOrigins are the file's proxy pools and the names of their origins,
+// which live_errors alerts name as check and target: a silence may name
+// them before such an alert fires (alerting.Alerter.SetPools). The proxy
+// may run in this process or elsewhere from the same file. nil when the
+// file has no proxy section.
+func (f *File) poolOrigins() map[string][]string {
+	if f.Proxy == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(f.Proxy.Pools))
+	for _, p := range f.Proxy.Pools {
+		for _, o := range p.Origins {
+			out[p.Name] = append(out[p.Name], o.Name())
+		}
+	}
+	return out
 }
 
 // checkNames are the names of the file's enabled checks, which only can be

@@ -107,6 +107,12 @@ type Alerter struct {
 	pairs map[string]map[string]bool
 	// oneRegion are the checks only one region judges (SetOneRegion).
 	oneRegion map[string]bool
+	// disabled are the checks of the running config with disabled: true,
+	// with their targets (SetDisabledPairs); pools the proxy pools, with
+	// their origins (SetPools). Only silences look at them: a silence may
+	// name them before any alert of theirs fires.
+	disabled map[string]map[string]bool
+	pools    map[string]map[string]bool
 	// streamOwed are the resolved alerts each stream receiver has not
 	// accepted, by receiver name.
 	streamOwed map[string]*owed
@@ -388,19 +394,52 @@ func (a *Alerter) SetOneRegion(checks []string) {
 // after New and after every Reload, with SetChecks; nil (the default)
 // means the pairs are not known and every pair in the store is judged.
 func (a *Alerter) SetPairs(pairs map[string][]string) {
-	var m map[string]map[string]bool
-	if pairs != nil {
-		m = make(map[string]map[string]bool, len(pairs))
-		for c, ts := range pairs {
-			m[c] = make(map[string]bool, len(ts))
-			for _, t := range ts {
-				m[c][t] = true
-			}
-		}
-	}
+	m := nameSets(pairs)
 	a.mu.Lock()
 	a.pairs = m
 	a.mu.Unlock()
+}
+
+// SetDisabledPairs tells the alerter the checks of the running config
+// with disabled: true, as check name → target names. They are not judged
+// (SetPairs leaves them out); a silence (POST /api/v1/silences) may name
+// them, to hold their alerts once they are enabled again, and its answer
+// says they are disabled. Call it after New and after every Reload, with
+// SetPairs; nil: none.
+func (a *Alerter) SetDisabledPairs(pairs map[string][]string) {
+	m := nameSets(pairs)
+	a.mu.Lock()
+	a.disabled = m
+	a.mu.Unlock()
+}
+
+// SetPools tells the alerter the proxy pools of the running config, as
+// pool name → origin names (as the proxy names them in its signals and
+// metrics: the origin's target, else its host:port). A live_errors alert's
+// check is its pool and its target the origin, so a silence (POST
+// /api/v1/silences) may name a pool × origin before its alert fires. Call
+// it after New and after every Reload; nil: not known (a pool is then
+// known to silences only by its firing alerts).
+func (a *Alerter) SetPools(pools map[string][]string) {
+	m := nameSets(pools)
+	a.mu.Lock()
+	a.pools = m
+	a.mu.Unlock()
+}
+
+// nameSets is m with each list as a set; nil for nil.
+func nameSets(m map[string][]string) map[string]map[string]bool {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]map[string]bool, len(m))
+	for k, vs := range m {
+		out[k] = make(map[string]bool, len(vs))
+		for _, v := range vs {
+			out[k][v] = true
+		}
+	}
+	return out
 }
 
 // Run evaluates every evaluation_interval until ctx ends, starting at once,

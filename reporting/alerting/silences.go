@@ -175,28 +175,34 @@ func (a *Alerter) Silences() []Silence {
 }
 
 // silenceSubjectErr says why a silence of check (and of target, when not
-// "") would silence nothing, else "". A check must be a check of the
-// running config (SetChecks, SetPairs) or the check of an active alert (a
-// proxy pool, which live_errors alerts use as their check); a target must
-// be a configured target of that check or the target of one of its active
-// alerts. With neither checks nor pairs known (an alerter without a checks
-// section) any check and target are taken.
-func (a *Alerter) silenceSubjectErr(check, target string) string {
+// "") would silence nothing, else "", and a note for the answer, else "".
+// A check must be a check of the running config (SetChecks, SetPairs), a
+// check it has with disabled: true (SetDisabledPairs: the note says so),
+// a proxy pool of the running config (SetPools: live_errors alerts use the
+// pool as their check) or the check of an active alert; a target must be
+// a configured target of that check, an origin of that pool or the
+// target of one of its active alerts. With neither checks nor pairs known
+// (an alerter without a checks section) any check and target are taken.
+func (a *Alerter) silenceSubjectErr(check, target string) (msg, note string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.checks == nil && a.pairs == nil {
-		return ""
+		return "", ""
 	}
 	checks := map[string]bool{}
 	for c := range a.checks {
 		checks[c] = true
 	}
-	for c := range a.pairs {
-		checks[c] = true
+	for _, m := range []map[string]map[string]bool{a.pairs, a.disabled, a.pools} {
+		for c := range m {
+			checks[c] = true
+		}
 	}
 	targets := map[string]bool{}
-	for t := range a.pairs[check] {
-		targets[t] = true
+	for _, m := range []map[string]map[string]bool{a.pairs, a.disabled, a.pools} {
+		for t := range m[check] {
+			targets[t] = true
+		}
 	}
 	for _, st := range a.states {
 		if st.alert.Resolved() || st.alert.Check == "" {
@@ -208,14 +214,21 @@ func (a *Alerter) silenceSubjectErr(check, target string) string {
 		}
 	}
 	if !checks[check] {
-		return fmt.Sprintf("check: %q: not a configured check nor the check of an active alert%s", check,
-			silenceHint(check, checks))
+		return fmt.Sprintf("check: %q: not a configured check, proxy pool nor the check of an active alert%s", check,
+			silenceHint(check, checks)), ""
 	}
 	if target != "" && !targets[target] {
 		return fmt.Sprintf("target: %q: not a target of check %q nor of its active alerts%s", target, check,
-			silenceHint(target, targets))
+			silenceHint(target, targets)), ""
 	}
-	return ""
+	if _, ok := a.disabled[check]; ok && !a.checks[check] && a.pairs[check] == nil {
+		// Silencing ahead of re-enabling it is legitimate (as an
+		// Alertmanager silence may match alerts not firing yet): taken,
+		// and the answer says it holds nothing until then.
+		note = fmt.Sprintf("check %q is disabled (disabled: true): it runs and alerts only once enabled again; "+
+			"this silence holds its alerts from then until it ends", check)
+	}
+	return "", note
 }
 
 // silenceHint is ` (did you mean "api"?)` for a name a typo away from one
@@ -305,10 +318,13 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 		}
 		req.Check, req.Target = strings.TrimSpace(req.Check), strings.TrimSpace(req.Target)
 		var errs []string
+		var note string
 		if req.Check == "" {
 			errs = append(errs, "check: required")
-		} else if e := a.silenceSubjectErr(req.Check, req.Target); e != "" {
+		} else if e, n := a.silenceSubjectErr(req.Check, req.Target); e != "" {
 			errs = append(errs, e)
+		} else {
+			note = n
 		}
 		if strings.TrimSpace(req.By) == "" {
 			errs = append(errs, "by: required (who silences)")
@@ -344,7 +360,12 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 		}
 		a.log.Info("alerting: silence added", "id", s.ID, "check", s.Check, "target", s.Target, "by", s.By, "until", s.EndsAt, "why", s.Why)
 		a.resilence()
-		writeSilenceJSON(w, http.StatusCreated, s)
+		writeSilenceJSON(w, http.StatusCreated, struct {
+			Silence
+			// Note says what the silence holds when that is not what
+			// it names now (a disabled check).
+			Note string `json:"note,omitempty"`
+		}{s, note})
 	})
 }
 

@@ -96,7 +96,7 @@ func TestSilenceUnknownSubject(t *testing.T) {
 		t.Fatalf("want a live_errors alert for web/sg-b, got %v", liveAlerts(s.a))
 	}
 	for _, c := range []struct{ body, want string }{
-		{`{"check":"mutli","for":"1h","by":"al","why":"x"}`, `check: \"mutli\": not a configured check nor the check of an active alert (did you mean \"multi\"?)`},
+		{`{"check":"mutli","for":"1h","by":"al","why":"x"}`, `check: \"mutli\": not a configured check, proxy pool nor the check of an active alert (did you mean \"multi\"?)`},
 		{`{"check":"  ","for":"1h","by":"al","why":"x"}`, `check: required`},
 		{`{"check":"asset","target":"origin-c","for":"1h","by":"al","why":"x"}`, `target: \"origin-c\": not a target of check \"asset\" nor of its active alerts`},
 		{`{"check":"multi","target":"origin-b","for":"1h","by":"al","why":"x"}`, `target: \"origin-b\": not a target of check \"multi\"`},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -226,10 +227,22 @@ func deadManQuery(checks []string) string {
 }
 
 // quorumLostQuery is query (qAlertQuorumLost or qAlertQuorumDetail)
-// over checks (none: every check) with the dead-man window and the quorum.
-func quorumLostQuery(query string, checks []string, window time.Duration, quorum int) string {
+// over checks (none: every check) with the dead-man window and the quorum,
+// but a quorum of 1 for the checks of ones (those one region judges).
+func quorumLostQuery(query string, checks []string, window time.Duration, quorum int, ones []string) string {
+	q := strconv.Itoa(max(quorum, 1))
+	qf, qt := q+".0", `"alerting.quorum is `+q+`"`
+	if len(ones) > 0 && quorum > 1 {
+		terms := make([]string, len(ones))
+		for i, c := range ones {
+			terms[i] = `r.check == "` + c + `"`
+		}
+		cond := strings.Join(terms, " or ")
+		qf = "(if " + cond + " then 1.0 else " + qf + ")"
+		qt = "if " + cond + ` then "its quorum (push.region) is 1" else ` + qt
+	}
 	return strings.NewReplacer("{select}", checksFlux(checks), "{window_ns}", strconv.FormatInt(int64(window), 10),
-		"{quorum}", strconv.Itoa(max(quorum, 1))).Replace(query)
+		"{quorum_text}", qt, "{quorum}", qf).Replace(query)
 }
 
 // liveQuery is qAlertLiveErrors with r's thresholds (defaults set).
@@ -290,6 +303,9 @@ type ruleParams struct {
 	// quorumRules names the rules a lost quorum blinds (the alerter's
 	// quorum_lost summary).
 	quorumRules string
+	// oneRegion are the checks one region judges (Options.OneRegion):
+	// their quorum is 1.
+	oneRegion map[string]bool
 	// live is the live_errors rule (defaults set; Disabled: no rule).
 	live vigilalerting.LiveErrorsRule
 	// ttfbKeep is the TTFB rule's keep firing for, for an SLO window.
@@ -306,7 +322,10 @@ type ruleParams struct {
 
 // params are the rule figures of o (defaults set).
 func params(o Options) ruleParams {
-	p := ruleParams{quorum: o.Quorum, checks: o.Checks, tiers: map[string]string{}}
+	p := ruleParams{quorum: o.Quorum, checks: o.Checks, tiers: map[string]string{}, oneRegion: map[string]bool{}}
+	for _, c := range o.OneRegion {
+		p.oneRegion[c] = true
+	}
 	for _, c := range o.Checks {
 		if c.Tier != "" {
 			p.tiers[c.Check] = c.Tier
@@ -522,10 +541,11 @@ func checkIntervals(p ruleParams) ([]time.Duration, map[time.Duration][]string) 
 // quorumLostRules are the quorum_lost rules, as alerting.PrometheusRules
 // writes VigilQuorumLost: one per distinct interval of p.checks (as the
 // dead-man rules), firing for a check with a region silent past the
-// dead-man window and fewer than p.quorum regions not silent, pending as
-// the dead-man rule of that interval; the check's down, ttfb, burn_rate
-// and cert_expiry rules cannot fire then. Its summary and regions
-// annotation say what the alerter's say.
+// dead-man window and fewer than its quorum of regions not silent (p.quorum,
+// or 1 for a check one region judges, p.oneRegion, as the alerter's),
+// pending as the dead-man rule of that interval; the check's down, ttfb,
+// burn_rate and cert_expiry rules cannot fire then. Its summary and
+// regions annotation say what the alerter's say.
 func quorumLostRules(p ruleParams) []alertRule {
 	intervals, byInterval := checkIntervals(p)
 	q := strconv.Itoa(p.quorum)
@@ -533,11 +553,24 @@ func quorumLostRules(p ruleParams) []alertRule {
 	for _, iv := range intervals {
 		forget := vigilalerting.DeadManForgetFor(p.dead, iv)
 		window := vigilalerting.DeadManPromWindowFor(p.dead, iv)
-		uid, title := "vigil-quorum-lost", "Quorum lost: fewer than "+q+" regions report a check, others silent for "+promDur(window)
+		// The checks of this rule one region judges (without checks,
+		// every such check).
+		var ones []string
+		for c := range p.oneRegion {
+			if byInterval[iv] == nil || slices.Contains(byInterval[iv], c) {
+				ones = append(ones, c)
+			}
+		}
+		sort.Strings(ones)
+		fewer := "fewer than " + q + " regions report a check"
+		if len(ones) > 0 && p.quorum > 1 {
+			fewer = "fewer than " + q + " regions (1 for a push check with push.region) report a check"
+		}
+		uid, title := "vigil-quorum-lost", "Quorum lost: "+fewer+", others silent for "+promDur(window)
 		labels := map[string]string{"rule": vigilalerting.RuleQuorumLost, "severity": p.quorumLostSev, "source": "grafana"}
 		if iv > 0 {
 			uid = ruleUID("vigil-quorum-lost", promDur(iv))
-			title = "Quorum lost: fewer than " + q + " regions report a check run every " + promDur(iv) + ", others silent for " + promDur(window)
+			title = "Quorum lost: " + fewer + " run every " + promDur(iv) + ", others silent for " + promDur(window)
 			labels["interval"] = promDur(iv)
 		}
 		out = append(out, alertRule{
@@ -550,19 +583,28 @@ func quorumLostRules(p ruleParams) []alertRule {
 			// The summary in the alerter's words, from D through E,
 			// whose labels are not the alert's.
 			annotations: map[string]string{
-				"summary": "{{ $labels.check }}: {{ $values.E.Labels.reports }}, alerting.quorum is " + q + ": " +
+				"summary": "{{ $labels.check }}: {{ $values.E.Labels.reports }}, {{ $values.E.Labels.quorum }}: " +
 					p.quorumRules + " alerts for {{ $labels.check }} cannot fire until {{ $values.E.Labels.until }} again",
 				"regions": "{{ $values.E.Labels.regions }}",
 				"description": fmt.Sprintf("A region that reported the check has no verdict of it for more than %s (as the dead-man rule judges it), and fewer than %s regions still report it: the rules that need %s regions to agree cannot fire, so an outage would page nobody. A region silent for %s is forgotten.",
-					shortDur(window), q, q, forgetDur(forget)),
+					shortDur(window), q, q, forgetDur(forget)) + onesNote(ones, p.quorum),
 			},
-			flux: []alertFlux{{"A", alerting.Duration(forget / time.Second), quorumLostQuery(qAlertQuorumLost, byInterval[iv], window, p.quorum)},
-				{"D", alerting.Duration(forget / time.Second), quorumLostQuery(qAlertQuorumDetail, byInterval[iv], window, p.quorum)}},
+			flux: []alertFlux{{"A", alerting.Duration(forget / time.Second), quorumLostQuery(qAlertQuorumLost, byInterval[iv], window, p.quorum, ones)},
+				{"D", alerting.Duration(forget / time.Second), quorumLostQuery(qAlertQuorumDetail, byInterval[iv], window, p.quorum, ones)}},
 			exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", 0.5), reduceLast("E", "D")},
 			exprRefs: []string{"B", "C", "E"},
 		})
 	}
 	return out
+}
+
+// onesNote is the quorum-lost description's note on the checks one
+// region judges ("" for none, or when the quorum is 1 anyway).
+func onesNote(ones []string, quorum int) string {
+	if len(ones) == 0 || quorum <= 1 {
+		return ""
+	}
+	return " Push checks with push.region (" + strings.Join(ones, ", ") + ") are judged by that one region: their quorum is 1, as vigil's alerter counts it, so they fire only when that region is silent."
 }
 
 // liveRule is the live_errors rule, as the alerter's: per pool × origin,

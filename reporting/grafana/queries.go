@@ -530,17 +530,19 @@ union(tables: [runs, intervals])
 
 	// qAlertQuorumLost is completed by quorumLostQuery ({select} as in
 	// qAlertDeadMan, {window_ns}: the dead-man window in nanoseconds,
-	// {quorum}): per check with a verdict within the rule's range
-	// (dead_man.forget_after), the number of its regions silent (newest
-	// verdict, any target and vantage, older than the window) when fewer
-	// than {quorum} regions are not, else 0: the alerter's quorum_lost, over
-	// the regions the dead-man rule judges.
+	// {quorum}: the check's quorum, a float expression of r.check, 1.0
+	// for a check one region judges, as the alerter's): per check with a
+	// verdict within the rule's range (dead_man.forget_after), the number
+	// of its regions silent (newest verdict, any target and vantage, older
+	// than the window) when fewer than its quorum of regions are not, else
+	// 0: the alerter's quorum_lost, over the regions the dead-man rule
+	// judges.
 	qAlertQuorumLost = quorumRegions + `
   |> group(columns: ["check"])
   |> reduce(identity: {silent: 0.0, reporting: 0.0},
       fn: (r, accumulator) => ({silent: accumulator.silent + r.silent, reporting: accumulator.reporting + 1.0 - r.silent}))
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check,
-      _value: if r.reporting < {quorum}.0 then r.silent else 0.0}))`
+      _value: if r.reporting < {quorum} then r.silent else 0.0}))`
 
 	// quorumRegions: per check × region with a verdict within the range,
 	// whether the region is silent (1.0: its newest verdict, any target
@@ -559,8 +561,10 @@ union(tables: [runs, intervals])
 	// summary, in the alerter's words (quorum_lost): per check, one row
 	// whose labels are regions (the silent regions, sorted,
 	// comma-separated), reports ("only 1 region (eu-west) reports", "no
-	// region reports") and until ("us-east reports", "1 of ap-south,
-	// us-east reports": which must report again for the quorum), and whose
+	// region reports"), quorum ({quorum_text}: "alerting.quorum is 2", or
+	// "its quorum (push.region) is 1" for a check one region judges) and
+	// until ("us-east reports", "1 of ap-south, us-east reports": which
+	// must report again for the quorum), and whose
 	// value is the number of silent regions. Its labels are not the
 	// alert's (see qAlertDownDetail).
 	qAlertQuorumDetail = quorumRegions + `
@@ -572,14 +576,14 @@ union(tables: [runs, intervals])
       s: if r.silent == 0.0 then accumulator.s else if accumulator.s == "" then r.region else accumulator.s + "," + r.region,
       sp: if r.silent == 0.0 then accumulator.sp else if accumulator.sp == "" then r.region else accumulator.sp + ", " + r.region,
       rep: if r.silent > 0.0 then accumulator.rep else if accumulator.rep == "" then r.region else accumulator.rep + ", " + r.region}))
-  |> map(fn: (r) => ({r with need: {quorum}.0 - r.nr}))
-  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, regions: r.s, _value: r.ns,
+  |> map(fn: (r) => ({r with need: {quorum} - r.nr}))
+  |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check, regions: r.s, _value: r.ns, quorum: {quorum_text},
       reports: if r.nr == 0.0 then "no region reports"
         else if r.nr == 1.0 then "only 1 region (" + r.rep + ") reports"
         else "only " + string(v: int(v: r.nr)) + " regions (" + r.rep + ") report",
       until: (if r.need < r.ns then string(v: int(v: r.need)) + " of " else "") + r.sp
         + (if r.need > 1.0 or (r.need == r.ns and r.ns > 1.0) then " report" else " reports")}))
-  |> group(columns: ["check", "regions", "reports", "until"])`
+  |> group(columns: ["check", "regions", "reports", "until", "quorum"])`
 
 	// liveSums: per pool × origin, the proxies' signals of the range
 	// summed over every proxy instance and region, as the alerter's

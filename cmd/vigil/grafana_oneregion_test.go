@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGrafanaCommandOneRegionQuorum: vigil grafana gives the quorum-lost
+// rules the file's push checks with push.region as checks of quorum 1, as
+// the alerter counts them (SetOneRegion); a push check without it, or a
+// disabled one, keeps alerting.quorum.
+func TestGrafanaCommandOneRegionQuorum(t *testing.T) {
+	path := writeConfig(t, `
+agent: {admin_token: push-token-0123456789, region: eu-west}
+targets: [{name: a, url: "http://127.0.0.1:1"}]
+store:
+  influxdb: {url: "http://127.0.0.1:8086", bucket: vigil/autogen}
+alerting: {quorum: 2}
+checks:
+  - {name: backup, push: {period: 24h, region: eu-west}}
+  - {name: old, push: {period: 24h, region: eu-west}, disabled: true}
+  - {name: web, targets: [a], interval: 30s, http: {path: /}}
+`)
+	dir := filepath.Join(t.TempDir(), "grafana")
+	out, code := runCLI(t, "grafana", "-c", path, "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	rules, err := os.ReadFile(filepath.Join(dir, "provisioning", "alerting", "vigil-slo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := string(rules)
+	if !strings.Contains(r, `quorum: if r.check == "backup" then "its quorum (push.region) is 1" else "alerting.quorum is 2"`) {
+		t.Errorf("the quorum-lost rules do not count backup (push.region) with quorum 1")
+	}
+	if strings.Contains(r, `r.check == "old" then`) {
+		t.Errorf("a disabled push check is counted as one region's")
+	}
+}
