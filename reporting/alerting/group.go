@@ -444,6 +444,37 @@ func (a *Alerter) owingGroups(receiver, key string, id uint64) []string {
 	return out
 }
 
+// forReceiver returns notification n of its group, about to be queued
+// for receiver w (whose owed is o), with the firing alerts w already
+// accepted as firing noted (Notification.accepted), so a PagerDuty
+// receiver is sent a trigger only for the others: w was told of the
+// group, the alert was notified as firing before, and no notification
+// listing it that w has not accepted is left (o.unaccepted). A repeat
+// (repeat_interval since the group's last notification), or the
+// redelivery of one w has not accepted, notes none: every firing alert
+// is sent again. o records whether n is a repeat, so that a redelivery,
+// also after a change of group_by (regroup), is one too. a.mu held.
+func (a *Alerter) forReceiver(w *worker, o *owed, n Notification) Notification {
+	g := a.groups[n.GroupKey]
+	if n.GroupKey == "" || g == nil || len(n.Firing) == 0 {
+		return n
+	}
+	o.repeat = g.lastSet != "" && !n.At.Before(g.lastSent.Add(a.cfg.RepeatInterval)) || o.firing && o.repeat
+	if o.repeat || !g.told[w.name] {
+		return n
+	}
+	for _, f := range n.Firing {
+		if _, un := o.unaccepted[f.Fingerprint]; un || !g.notified[f.Fingerprint] {
+			continue
+		}
+		if n.accepted == nil {
+			n.accepted = map[string]bool{}
+		}
+		n.accepted[f.Fingerprint] = true
+	}
+	return n
+}
+
 // groupSummaryMax bounds the alerts a multi-check notification's first
 // line names.
 const groupSummaryMax = 10

@@ -40,6 +40,11 @@ type Notification struct {
 	StatusPageURL string
 	// At is the evaluation time that produced the notification.
 	At time.Time
+	// accepted are the fingerprints of the firing alerts the receiver it
+	// is queued for accepted as firing before (Alerter.forReceiver); nil
+	// when none is (a repeat, or a receiver not told of the group yet). A
+	// PagerDuty receiver is not sent their trigger again.
+	accepted map[string]bool
 }
 
 var textTmpl = template.Must(template.New("text").Funcs(template.FuncMap{

@@ -43,6 +43,7 @@ type owed struct {
 	// group's current firing alerts are then due again.
 	firing   bool
 	firingID uint64
+	repeat   bool // with firing: that notification is a repeat (forReceiver)
 	// resolved are resolved alerts the receiver has not accepted, each
 	// with the id of the notification carrying it (0: due again).
 	resolved []owedAlert
@@ -309,6 +310,7 @@ func (a *Alerter) queue(m map[string]*owed, w *worker, n Notification, firing bo
 		o = &owed{}
 		m[w.name] = o
 	}
+	n = a.forReceiver(w, o, n)
 	o.queued(id, firing, n.Firing, n.Resolved)
 	if !a.disp.sendTo(w, n, id) {
 		o.done(id, false, n.At, nil)

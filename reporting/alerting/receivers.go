@@ -358,16 +358,21 @@ func newPagerDuty(cfg PagerDutyConfig, client *http.Client) *pagerDuty {
 
 // Notify sends one event per alert of the notification, each with the
 // alert's own dedup_key (PagerDutyDedupKey) and summary: a trigger for
-// every firing alert (PagerDuty de-duplicates the repeats), a resolve for
-// every alert resolved since the previous notification. The group is
-// vigil's batching only, as Alertmanager's per-alert grouping gives: each
-// check × target × rule × severity is its own incident. A failed event
-// fails the notification, which is sent whole again (triggers and
+// every firing alert the receiver has not accepted as firing yet (every
+// firing alert on a repeat_interval repeat), a resolve for every alert
+// resolved since the previous notification. So a group of many firing
+// alerts that gains one sends one trigger, not one per alert: each
+// re-trigger would add to an acknowledged incident's timeline. The group
+// is vigil's batching only, as Alertmanager's per-alert grouping gives:
+// each check × target × rule × severity is its own incident. A failed
+// event fails the notification, which is sent again (triggers and
 // resolves are idempotent per dedup_key).
 func (p *pagerDuty) Notify(ctx context.Context, n Notification) error {
 	var evs []pdEvent
 	for _, a := range n.Firing {
-		evs = append(evs, p.trigger(a, n))
+		if !n.accepted[a.Fingerprint] {
+			evs = append(evs, p.trigger(a, n))
+		}
 	}
 	for _, a := range n.Resolved {
 		evs = append(evs, pdEvent{RoutingKey: string(p.cfg.RoutingKey), EventAction: "resolve", DedupKey: PagerDutyDedupKey(a)})

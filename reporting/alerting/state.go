@@ -86,7 +86,12 @@ type storedGroup struct {
 type storedOwed struct {
 	Receiver string `json:"receiver"`
 	// Firing: the receiver has not accepted the group's firing alerts.
-	Firing   bool          `json:"firing,omitempty"`
+	Firing bool `json:"firing,omitempty"`
+	// Repeat: with Firing, what it has not accepted is a repeat_interval
+	// repeat, which sends every firing alert again (PagerDuty triggers
+	// included), also after a change of group_by. Absent in files of
+	// older versions.
+	Repeat   bool          `json:"repeat,omitempty"`
 	Resolved []storedAlert `json:"resolved,omitempty"`
 	// Unaccepted are the fingerprints of alerts the receiver was sent as
 	// firing but never accepted: their resolve is not sent to it. Absent
@@ -99,7 +104,7 @@ func storeOwed(m map[string]*owed) []storedOwed {
 	var out []storedOwed
 	for _, name := range sortedOwed(m) {
 		o := m[name]
-		so := storedOwed{Receiver: name, Firing: o.firing}
+		so := storedOwed{Receiver: name, Firing: o.firing, Repeat: o.firing && o.repeat}
 		for _, r := range o.resolved {
 			so.Resolved = append(so.Resolved, storedAlert(r.alert))
 		}
@@ -130,6 +135,7 @@ func restoreOwed(s []storedOwed) map[string]*owed {
 			m[so.Receiver] = o
 		}
 		o.firing = o.firing || so.Firing
+		o.repeat = o.repeat || so.Firing && so.Repeat
 		for _, r := range so.Resolved {
 			o.add(Alert(r))
 		}
