@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -46,35 +44,10 @@ checks:
   - {name: asset, targets: [origin-a], http: {path: /asset.bin}}
 alerting: {evaluation_interval: 1h, dead_man: {disabled: true}, quorum_lost: {disabled: true}, down: {for: 0s}}
 `, data, token))
-	cfg, err := loadConfig(path, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(cfg, appOptions{roles: roles{alerter: true}, listener: ln, log: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := sync.OnceFunc(runApp(t, a))
+	a, stopApp := startApp(t, path, roles{alerter: true})
+	stop := sync.OnceFunc(stopApp)
 	defer stop()
-	base := "http://" + ln.Addr().String()
-	call := func(method, p, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+p, strings.NewReader(body))
-		if method != "GET" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := silenceCaller(t, "http://"+a.Addr(), token)
 	var alerts []map[string]any
 	waitFor(t, 15*time.Second, "the down alert", func() bool {
 		_, body := call("GET", "/api/v1/alerts", "")

@@ -2,12 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -26,31 +22,12 @@ checks:
   - {name: asset, targets: [origin-b], http: {path: /asset.bin}}
 alerting: {evaluation_interval: 1h, dead_man: {disabled: true}, quorum_lost: {disabled: true}}
 `, data, token))
-	cfg, err := loadConfig(path, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(cfg, appOptions{roles: roles{alerter: true}, listener: ln, log: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := sync.OnceFunc(runApp(t, a))
+	a, stop := startApp(t, path, roles{alerter: true})
 	defer stop()
+	call := silenceCaller(t, "http://"+a.Addr(), token)
 	post := func(body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/api/v1/silences", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return call("POST", "/api/v1/silences", body)
 	}
 	if code, body := post(`{"check":"mutli","for":"1h","by":"alice","why":"deploy"}`); code != http.StatusBadRequest ||
 		!strings.Contains(body, `check: \"mutli\": not a configured check`) || !strings.Contains(body, `did you mean \"multi\"?`) {

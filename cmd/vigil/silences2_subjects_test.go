@@ -36,10 +36,10 @@ alerting: {evaluation_interval: 1h, dead_man: {disabled: true}, quorum_lost: {di
 	path := writeConfig(t, conf("web"))
 	a, stop := startApp(t, path, roles{proxy: true, alerter: true})
 	defer stop()
-	base := "http://" + a.Addr()
+	call := silenceCaller(t, "http://"+a.Addr(), token)
 	post := func(body string) (int, string) {
 		t.Helper()
-		return do(t, "POST", base+"/api/v1/silences", "Bearer "+token, strings.NewReader(body))
+		return call("POST", "/api/v1/silences", body)
 	}
 	if code, body := post(`{"check":"old","target":"origin-b","for":"2h","by":"alice","why":"re-enabling old"}`); code != http.StatusCreated ||
 		!strings.Contains(body, `"note":"check \"old\" is disabled (disabled: true): it runs and alerts only once enabled again`) {

@@ -80,17 +80,25 @@ func (r *silenceRig) restart() {
 // token unless noToken, and returns the status and the body.
 func (r *silenceRig) call(method, path, body string, noToken ...bool) (int, string) {
 	r.t.Helper()
-	req, _ := http.NewRequest(method, r.srv.URL+path, strings.NewReader(body))
-	if len(noToken) == 0 || !noToken[0] {
+	return silenceCall(r.t, r.srv.URL, method, path, body, len(noToken) == 0 || !noToken[0])
+}
+
+// silenceCall sends method path with body to the server at base, with
+// the admin token silenceToken when token, and returns the status and
+// the body, trimmed.
+func silenceCall(t *testing.T, base, method, path, body string, token bool) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	if token {
 		req.Header.Set("Authorization", "Bearer "+silenceToken)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, strings.TrimSpace(string(b))
 }
 
 // eval moves the clock 15 s on, publishes an unhealthy verdict of check

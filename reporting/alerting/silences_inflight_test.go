@@ -2,12 +2,7 @@ package alerting
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,74 +39,48 @@ func TestSilenceDuringEvaluation(t *testing.T) {
 			name = "already firing"
 		}
 		t.Run(name, func(t *testing.T) {
-			const token = "admin-token-0123456789"
-			clock := &fakeClock{t: t0}
-			ms := &memStore{clock: clock.Now}
-			st := &blockingStore{memStore: ms}
-			hook := newRecorder(t)
-			cfg := Config{EvaluationInterval: time.Hour, Down: DownRule{For: 0}, DeadMan: DeadManRule{Disabled: true},
-				QuorumLost: QuorumLostRule{Disabled: true}, Retry: RetryConfig{Backoff: 5 * time.Millisecond},
-				Receivers: []Receiver{{Name: "ops", Webhook: &WebhookConfig{URL: Secret(hook.srv.URL + "/hook")}}}}
-			cfg.SetKeys([]string{"down.for"})
-			a, err := New(cfg, nil, st, Options{Now: clock.Now, StatePath: filepath.Join(t.TempDir(), "alerts.json"),
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = a.Close(context.Background()) })
-			srv := httptest.NewServer(a.SilencesHandler(func() string { return token }))
-			defer srv.Close()
-			ms.add(verdict("asset", "origin-a", "eu", t0, reporting.StateUnhealthy, 15*time.Second))
+			var st *blockingStore
+			r := newSilenceRig(t, func(r *silenceRig) {
+				st = &blockingStore{memStore: r.st}
+				r.src = st
+			})
+			r.st.add(verdict("asset", "origin-a", "eu", t0, reporting.StateUnhealthy, 15*time.Second))
 			notifiedBefore := 0
 			if alreadyFiring {
-				if err := a.Evaluate(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_ = a.Flush(fctx)
-				fcancel()
-				notifiedBefore = len(hook.webhooks(t))
+				r.evaluate()
+				notifiedBefore = len(r.hook.webhooks(t))
 				if notifiedBefore != 1 {
 					t.Fatalf("%d notifications before the silence, want 1", notifiedBefore)
 				}
-				clock.Add(time.Second)
+				r.clock.Add(time.Second)
 				// origin-b fires in the evaluation that runs during the
 				// POST: its entry, dated at that evaluation's start, comes
 				// before the POST's "silenced origin-a".
-				ms.add(verdict("asset", "origin-b", "eu", clock.Now(), reporting.StateUnhealthy, 15*time.Second))
+				r.st.add(verdict("asset", "origin-b", "eu", r.clock.Now(), reporting.StateUnhealthy, 15*time.Second))
 			}
 			release := make(chan struct{})
 			st.block, st.entered = release, make(chan struct{})
 			done := make(chan error, 1)
-			go func() { done <- a.Evaluate(context.Background()) }()
+			go func() { done <- r.a.Evaluate(context.Background()) }()
 			<-st.entered // the evaluation has its time and reads the store
-			clock.Add(500 * time.Millisecond)
-			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/silences", strings.NewReader(`{"check":"asset","for":"1h","by":"alice","why":"deploy"}`))
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusCreated {
-				t.Fatalf("POST: %d", resp.StatusCode)
+			r.clock.Add(500 * time.Millisecond)
+			if code, body := r.call("POST", "/api/v1/silences", `{"check":"asset","for":"1h","by":"alice","why":"deploy"}`); code != http.StatusCreated {
+				t.Fatalf("POST: %d %s", code, body)
 			}
 			close(release)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = a.Flush(fctx)
-			fcancel()
-			if got := hook.webhooks(t); len(got) != notifiedBefore {
+			r.flush()
+			if got := r.hook.webhooks(t); len(got) != notifiedBefore {
 				t.Errorf("%d notifications after the silence was answered 201, want none", len(got)-notifiedBefore)
 			}
-			for _, al := range a.Active() {
+			for _, al := range r.a.Active() {
 				if al.Silenced == "" {
 					t.Errorf("after the evaluation that ran during the POST: %s %s not silenced", al.Rule, al.Target)
 				}
 			}
-			h := a.History("", 0)
+			h := r.a.History("", 0)
 			for i, e := range h {
 				if e.Event == EventUnsilenced {
 					t.Errorf("history has %s %s at %s: the silence was never lifted", e.Event, e.Target, e.At)

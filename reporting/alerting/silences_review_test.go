@@ -57,15 +57,7 @@ func newSilenceAPI(t *testing.T, dir string) *silenceAPI {
 
 func (s *silenceAPI) do(method, path, body string) (int, string) {
 	s.t.Helper()
-	req, _ := http.NewRequest(method, s.srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+silenceToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(b))
+	return silenceCall(s.t, s.srv.URL, method, path, body, true)
 }
 
 func (s *silenceAPI) post(body string) (int, string) {
