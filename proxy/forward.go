@@ -189,7 +189,7 @@ func (pl *pool) waitSlot(r *http.Request, tried uint64, resort bool, until time.
 // the origins it could go to were at their max_conns. If so, each such
 // origin is named in the access log's upstreams (cause max_conns), and a
 // warning is logged (at most one a second per pool).
-func (pl *pool) allFull(r *http.Request, ae *accessEntry, queued bool) bool {
+func (pl *pool) allFull(r *http.Request, ae *accessEntry, waited time.Duration) bool {
 	var full []string
 	for _, o := range pl.origins {
 		if o.full() && o.flags.Load()&flagDrained == 0 {
@@ -202,12 +202,9 @@ func (pl *pool) allFull(r *http.Request, ae *accessEntry, queued bool) bool {
 	}
 	pl.queueTimeouts.Inc()
 	if ok, n := pl.tryLog.allow("", CauseMaxConns, time.Now().UnixNano()); ok {
-		waited := time.Duration(0)
-		if queued {
-			waited = pl.cfg.QueueTimeout
-		}
 		pl.log.Warn("proxy: every origin the request could go to is at its max_conns; answered 503",
-			"pool", pl.name, "origins", strings.Join(full, ","), "queue_timeout", waited.String(),
+			"pool", pl.name, "origins", strings.Join(full, ","), "queue_timeout", pl.cfg.QueueTimeout.String(),
+			"waited", waited.Round(time.Millisecond).String(),
 			"path", r.URL.Path, "suppressed", n)
 	}
 	return true
@@ -1180,8 +1177,9 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		}
 	}
 	var tried uint64
-	queued := false        // the request waited for a max_conns slot
-	var lastRB *replayBody // the last try's streamed body, if any
+	queued := false             // the request waited for a max_conns slot
+	var queueWait time.Duration // for how long
+	var lastRB *replayBody      // the last try's streamed body, if any
 	lastCause := ""
 	timedOut := false
 	// answered: an origin that was available when picked gave an HTTP answer
@@ -1224,6 +1222,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			// it waits its turn for queue_timeout, within the budget.
 			queued = true
 			eligible, fromAvail = pl.waitSlot(r, tried, !answered, minTime(deadline, now.Add(pl.cfg.QueueTimeout)))
+			queueWait = time.Since(now)
 			now = time.Now()
 		}
 		if eligible == 0 {
@@ -1678,15 +1677,19 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		ae.tries = bits.OnesCount64(tried)
 	}
 	switch {
+	case tried == 0 && (queued || !timedOut):
+		// No origin was asked. A wait for a max_conns slot that ended
+		// without one is a queue timeout, 503 as HAProxy's, also when
+		// retry.budget ended the wait before queue_timeout did: no origin
+		// failed to answer in time (504).
+		code, msg = http.StatusServiceUnavailable, "no origin available"
+		if pl.allFull(r, ae, queueWait) {
+			msg = "no origin available: every available origin is at its max_conns"
+		}
 	case timedOut || !time.Now().Before(deadline):
 		code, msg = http.StatusGatewayTimeout, "no origin answered in time"
 	case lastCause == CauseLocal:
 		code, msg = http.StatusServiceUnavailable, "the proxy cannot open a connection to an origin"
-	case tried == 0:
-		code, msg = http.StatusServiceUnavailable, "no origin available"
-		if pl.allFull(r, ae, queued) {
-			msg = "no origin available: every available origin is at its max_conns"
-		}
 	}
 	if unread {
 		pl.answerClose(w, r, code, msg, start)

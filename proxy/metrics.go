@@ -84,8 +84,8 @@ type metrics struct {
 	spooledBytes *prometheus.CounterVec // pool
 	spoolErrors  *prometheus.CounterVec // pool
 	// queueTimeouts counts the 503s of requests whose every origin stayed
-	// at its max_conns for queue_timeout; queueWaiting is how many requests
-	// wait for a max_conns slot now.
+	// at its max_conns for queue_timeout (or what retry.budget left of it);
+	// queueWaiting is how many requests wait for a max_conns slot now.
 	queueTimeouts *prometheus.CounterVec // pool
 	queueWaiting  *prometheus.GaugeVec   // pool
 	// perClientRefused counts the connections max_conns_per_client closed
@@ -211,7 +211,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"pool"})
 	m.queueTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vigil_proxy_queue_timeouts_total",
-		Help: "Requests answered 503 because every origin they could go to was at its max_conns for the whole queue_timeout (at once with queue_timeout: 0). Also counted in vigil_proxy_requests_total{origin=\"none\",code=\"503\"}.",
+		Help: "Requests answered 503 because every origin they could go to was at its max_conns for the whole queue_timeout, or until retry.budget ran out first (at once with queue_timeout: 0). Also counted in vigil_proxy_requests_total{origin=\"none\",code=\"503\"}.",
 	}, []string{"pool"})
 	m.queueWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "vigil_proxy_queue_waiting",
