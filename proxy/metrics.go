@@ -79,7 +79,8 @@ type metrics struct {
 	regionsReporting *prometheus.GaugeVec // pool
 
 	// Request bodies received whole into a file (request_buffering,
-	// reqbuf.go), their bytes, and the bodies the proxy could not store.
+	// reqbuf.go), the bytes written to such files (of any body, received
+	// whole or not), and the bodies the proxy could not store.
 	spooled      *prometheus.CounterVec // pool
 	spooledBytes *prometheus.CounterVec // pool
 	spoolErrors  *prometheus.CounterVec // pool
@@ -203,7 +204,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"pool"})
 	m.spooledBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vigil_proxy_request_bodies_spooled_bytes_total",
-		Help: "Bytes of the request bodies counted in vigil_proxy_request_bodies_spooled_total, written to body_temp_dir.",
+		Help: "Bytes of request bodies written to body_temp_dir (request_buffering: on): those counted in vigil_proxy_request_bodies_spooled_total and what reached the file of a body that was not received whole (the client broke it off or stalled, it went over max_body, the disk filled up).",
 	}, []string{"pool"})
 	m.spoolErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vigil_proxy_request_body_spool_errors_total",

@@ -65,26 +65,28 @@ func (s *spooled) close() {
 // temporary file in dir ("" is os.TempDir()). An error reading src is
 // returned as it is (the caller answers 408, 413 or 400 as for a buffered
 // body); an error of the file is a *spoolError. No file is left behind on
-// error.
-func spoolBody(dir string, prefix []byte, src io.Reader) (*spooled, error) {
+// error. written is how many bytes the file took, also on error (a body
+// the client broke off, one over max_body, a disk that filled up).
+func spoolBody(dir string, prefix []byte, src io.Reader) (s *spooled, written int64, err error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
 	f, err := os.CreateTemp(dir, "vigil-body-*") // mode 0600
 	if err != nil {
-		return nil, &spoolError{dir: dir, err: err}
+		return nil, 0, &spoolError{dir: dir, err: err}
 	}
-	s := &spooled{f: f}
+	s = &spooled{f: f}
 	if err := os.Remove(f.Name()); err != nil {
 		// A system that cannot unlink an open file: removed at close.
 		s.name = f.Name()
 	}
 	if len(prefix) > 0 {
-		if _, err := f.Write(prefix); err != nil {
+		w, err := f.Write(prefix)
+		s.n = int64(w)
+		if err != nil {
 			s.close()
-			return nil, &spoolError{dir: dir, err: err}
+			return nil, s.n, &spoolError{dir: dir, err: err}
 		}
-		s.n = int64(len(prefix))
 	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -92,34 +94,39 @@ func spoolBody(dir string, prefix []byte, src io.Reader) (*spooled, error) {
 	for {
 		m, rerr := src.Read(buf)
 		if m > 0 {
-			if _, werr := f.Write(buf[:m]); werr != nil {
+			w, werr := f.Write(buf[:m])
+			s.n += int64(w)
+			if werr != nil {
 				s.close()
-				return nil, &spoolError{dir: dir, err: werr}
+				return nil, s.n, &spoolError{dir: dir, err: werr}
 			}
-			s.n += int64(m)
 		}
 		if rerr == io.EOF {
-			return s, nil
+			return s, s.n, nil
 		}
 		if rerr != nil {
 			s.close()
-			return nil, rerr
+			return nil, s.n, rerr
 		}
 	}
 }
 
 // spoolBody is spoolBody into the pool's body_temp_dir, counted: a body
-// received whole in vigil_proxy_request_bodies_spooled_total and its
-// bytes, one the proxy could not store in
-// vigil_proxy_request_body_spool_errors_total. A body the client broke
-// off, stalled or sent over max_body counts in neither.
+// received whole in vigil_proxy_request_bodies_spooled_total, one the
+// proxy could not store in vigil_proxy_request_body_spool_errors_total,
+// and the bytes written to the file in
+// vigil_proxy_request_bodies_spooled_bytes_total whatever the end: a body
+// the client broke off, stalled or sent over max_body counts no body but
+// the bytes that reached the disk before.
 func (pl *pool) spoolBody(prefix []byte, src io.Reader) (*spooled, error) {
-	s, err := spoolBody(pl.cfg.spoolDir, prefix, src)
+	s, written, err := spoolBody(pl.cfg.spoolDir, prefix, src)
+	if written > 0 {
+		pl.spooledBytes.Add(float64(written))
+	}
 	var se *spoolError
 	switch {
 	case err == nil:
 		pl.spooled.Inc()
-		pl.spooledBytes.Add(float64(s.n))
 	case errors.As(err, &se):
 		pl.spoolErrors.Inc()
 	}
