@@ -19,6 +19,7 @@ var assets embed.FS
 
 var funcs = template.FuncMap{
 	"runs":       fmtRuns,
+	"tabTitle":   tabTitle,
 	"icon":       stateIcon,
 	"ms":         fmtMs,
 	"ago":        fmtAgo,
@@ -274,4 +275,14 @@ func fmtCertLeft(d time.Duration) string {
 		return "expired " + n + " ago"
 	}
 	return "expires in " + n
+}
+
+// tabTitle is the browser tab's title for a page titled t: t followed by
+// " status", unless t already ends in "status" ("Acme status", not
+// "Acme status status").
+func tabTitle(t string) string {
+	if strings.HasSuffix(strings.ToLower(strings.TrimSpace(t)), "status") {
+		return t
+	}
+	return t + " status"
 }
