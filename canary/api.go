@@ -174,6 +174,11 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 
 func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src reporting.HistorySource) {
 	var maxAge time.Duration
+	filter := reporting.ParseVerdictFilter(r.URL.Query())
+	if err := filter.Validate(); err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if s := r.URL.Query().Get("max_age"); s != "" {
 		d, err := parseDur(s)
 		if err == nil && d == 0 {
@@ -201,7 +206,7 @@ func (c *Canary) serveVerdicts(w http.ResponseWriter, r *http.Request, src repor
 		apiError(w, http.StatusInternalServerError, "reading verdicts failed")
 		return
 	}
-	vs = reporting.ParseVerdictFilter(r.URL.Query()).Apply(c.dropRemoved(vs))
+	vs = filter.Apply(c.dropRemoved(vs))
 	now := c.now()
 	for i := range vs {
 		if cur := vs[i].Current(now); cur != vs[i].State {

@@ -114,5 +114,15 @@ func TestVerdictsFilterAndGzip(t *testing.T) {
 	if len(got) != 20 {
 		t.Errorf("one check × 20 targets: %d verdicts, want 20", len(got))
 	}
+	// A tier no check can have is a 400 naming it, not an empty answer.
+	resp, err := client.Get(srv.URL + "/api/v1/verdicts?tier=deep,nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), `tier: \"nope\" is not a tier: shallow, deep or synthetic`) {
+		t.Errorf("?tier=deep,nope: %d %s; want 400 naming the tier", resp.StatusCode, raw)
+	}
 	t.Logf("bytes per poll: %d whole, %d whole gzipped, %d filtered to 4 verdicts and %d to 20, gzipped", whole, wholeGz, pool, pool20)
 }

@@ -38,7 +38,7 @@ type pool struct {
 	origins   []*origin
 	all       uint64
 	bal       Balancer
-	transport *http.Transport
+	transport *originTransport
 	dial      func(context.Context, string, string) (net.Conn, error)
 	log       *slog.Logger
 	m         *metrics
@@ -456,12 +456,39 @@ type dialError struct {
 func (e *dialError) Error() string { return e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
+// originTransport is a pool's origin transport: one http.Transport, and
+// for an http2 pool a second one for its http:// origins (h2c).
+type originTransport struct {
+	*http.Transport
+	// h2c speaks HTTP/2 with prior knowledge to the http:// origins of an
+	// http2 pool; nil for an http1 pool. Go's transport speaks h2c only
+	// when HTTP/1 is off, and the https:// one keeps HTTP/1.1 on for
+	// origins that do not take h2.
+	h2c *http.Transport
+}
+
+// RoundTrip sends req with the transport for its scheme.
+func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.h2c != nil && req.URL.Scheme == "http" {
+		return t.h2c.RoundTrip(req)
+	}
+	return t.Transport.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of both transports.
+func (t *originTransport) CloseIdleConnections() {
+	t.Transport.CloseIdleConnections()
+	if t.h2c != nil {
+		t.h2c.CloseIdleConnections()
+	}
+}
+
 // newTransport is the shared, tuned origin transport of a pool: HTTP/1.1
 // keep-alive with a large idle pool per origin, no compression, no proxy.
 // With h2 it speaks HTTP/2 instead: negotiated by ALPN over TLS (an
 // https:// origin that does not take h2 is spoken to in HTTP/1.1) and with
 // prior knowledge (h2c) over plain TCP.
-func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig, h2 bool) (*http.Transport, func(context.Context, string, string) (net.Conn, error)) {
+func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig, h2 bool) (*originTransport, func(context.Context, string, string) (net.Conn, error)) {
 	if idleTimeout <= 0 {
 		idleTimeout = h1IdleTimeout
 	}
@@ -473,67 +500,71 @@ func newTransport(connectTimeout, idleTimeout time.Duration, tc *OriginTLSConfig
 		}
 		return c, nil
 	}
-	// An HTTP/1 pool's connections are headConns, which keep the
-	// Connection field Go's transport deletes from an answer with "close".
-	// Not an HTTP/2 pool's: its transport needs the *tls.Conn, also to
-	// speak HTTP/1.1 to an https origin that does not take h2 (which
-	// keeps the gap), and HTTP/2 answers have no Connection field.
-	plainDial := dial
-	if !h2 {
-		plainDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &headConn{Conn: c}, nil
+	// An HTTP/1 connection is a headConn, which keeps the Connection field
+	// Go's transport deletes from an answer with "close"; so is the
+	// HTTP/1.1 connection of an http2 pool to an https origin that did not
+	// take h2 (a *tls.Conn is what makes Go's transport speak HTTP/2 on
+	// it). HTTP/2 answers have no Connection field.
+	h1Dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
 		}
+		return &headConn{Conn: c}, nil
 	}
-	t := &http.Transport{
+	t := newTransport1(idleTimeout)
+	t.DialContext = h1Dial
+	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		conn := tls.Client(c, tc.clientConfig(host, h2))
+		hctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		defer cancel()
+		if err := conn.HandshakeContext(hctx); err != nil {
+			c.Close()
+			return nil, &dialError{err: err, tls: true}
+		}
+		if h2 && conn.ConnectionState().NegotiatedProtocol == "h2" {
+			return conn, nil
+		}
+		return &headConn{Conn: conn}, nil
+	}
+	if !h2 {
+		return &originTransport{Transport: t}, dial
+	}
+	// Frames of an answer are read as they come; an origin that stops
+	// answering pings is dropped (as an HTTP/1 connection that errs).
+	h2cfg := &http.HTTP2Config{PingTimeout: connectTimeout, SendPingTimeout: 15 * time.Second}
+	t.ForceAttemptHTTP2, t.HTTP2 = true, h2cfg
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetHTTP1(true)
+	t.Protocols.SetHTTP2(true)
+	h2c := newTransport1(idleTimeout)
+	h2c.DialContext = dial
+	h2c.ForceAttemptHTTP2, h2c.HTTP2 = true, h2cfg
+	h2c.Protocols = new(http.Protocols)
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	return &originTransport{Transport: t, h2c: h2c}, dial
+}
+
+// newTransport1 is an http.Transport with the pools' settings, without
+// dialers.
+func newTransport1(idleTimeout time.Duration) *http.Transport {
+	return &http.Transport{
 		Proxy: nil,
 		// An origin's response head is bounded as on the fast path; larger → 502.
 		MaxResponseHeaderBytes: maxResponseHead,
-		DialContext:            plainDial,
-		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			host, _, _ := net.SplitHostPort(addr)
-			conn := tls.Client(c, tc.clientConfig(host, h2))
-			hctx, cancel := context.WithTimeout(ctx, connectTimeout)
-			defer cancel()
-			if err := conn.HandshakeContext(hctx); err != nil {
-				c.Close()
-				return nil, &dialError{err: err, tls: true}
-			}
-			if !h2 {
-				return &headConn{Conn: conn}, nil
-			}
-			return conn, nil
-		},
-		MaxIdleConns:          0,
-		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       idleTimeout, // as the fast path
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
-		ReadBufferSize:        16 << 10,
-		WriteBufferSize:       16 << 10,
+		MaxIdleConns:           0,
+		MaxIdleConnsPerHost:    1024,
+		IdleConnTimeout:        idleTimeout, // as the fast path
+		ExpectContinueTimeout:  time.Second,
+		DisableCompression:     true,
+		ReadBufferSize:         16 << 10,
+		WriteBufferSize:        16 << 10,
 	}
-	if h2 {
-		t.Protocols = new(http.Protocols)
-		t.Protocols.SetHTTP2(true)
-		t.Protocols.SetUnencryptedHTTP2(true)
-		t.ForceAttemptHTTP2 = true
-		t.HTTP2 = &http.HTTP2Config{
-			// Frames of an answer are read as they come; an origin that
-			// stops answering pings is dropped (as an HTTP/1 connection
-			// that errs).
-			PingTimeout:     connectTimeout,
-			SendPingTimeout: 15 * time.Second,
-		}
-	}
-	return t, dial
 }
 
 func noCancel(error) {}

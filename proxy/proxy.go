@@ -241,7 +241,7 @@ func (p *Proxy) Reload(cfg Config) error {
 	kept := map[*originMetrics]bool{}
 	keptConns := map[*h1Pool]bool{}
 	keptOrigins := map[*atomic.Int64]bool{}
-	transports := map[*http.Transport]bool{}
+	transports := map[*originTransport]bool{}
 	for _, pl := range st.pools {
 		transports[pl.transport] = true
 		for _, o := range pl.origins {

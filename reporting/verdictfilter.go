@@ -3,6 +3,7 @@ package reporting
 import (
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -33,6 +34,20 @@ func ParseVerdictFilter(q url.Values) VerdictFilter {
 		return out
 	}
 	return VerdictFilter{Checks: list("check"), Tiers: list("tier"), Targets: list("target")}
+}
+
+// Validate reports a tier f names that no check can have ("tier: "nope"
+// is not a tier: shallow, deep or synthetic"), so a typo is a 400, not an
+// empty answer.
+func (f VerdictFilter) Validate() error {
+	for _, t := range f.Tiers {
+		switch t {
+		case TierShallow, TierDeep, TierSynthetic:
+		default:
+			return fmt.Errorf("tier: %q is not a tier: %s, %s or %s", t, TierShallow, TierDeep, TierSynthetic)
+		}
+	}
+	return nil
 }
 
 // Empty reports whether f keeps every verdict.

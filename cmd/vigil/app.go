@@ -545,6 +545,11 @@ func unjoin(err error) []error {
 }
 
 func (a *app) verdictsFromStore(w http.ResponseWriter, r *http.Request) {
+	filter := reporting.ParseVerdictFilter(r.URL.Query())
+	if err := filter.Validate(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	maxAge, _ := time.ParseDuration(r.URL.Query().Get("max_age"))
 	vs, err := a.hist.Verdicts(r.Context(), maxAge)
 	if err != nil {
