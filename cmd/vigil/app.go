@@ -556,7 +556,7 @@ func (a *app) verdictsFromStore(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	vs = reporting.ParseVerdictFilter(r.URL.Query()).Apply(vs)
+	vs = filter.Apply(vs)
 	if vs == nil {
 		vs = []reporting.Verdict{}
 	}
