@@ -110,7 +110,7 @@ func grafanaFiles(cmd *cobra.Command, f *grafanaFlags) (map[string][]byte, error
 	}
 	o := grafana.Options{DatasourceUID: f.datasourceUID, Bucket: f.bucket, Quorum: f.quorum,
 		Objective: objective, TTFBP95: f.ttfbP95, Alerting: &alertCfg,
-		Checks: cfg.deadManChecks(time.Now()), OneRegion: cfg.oneRegionChecks(), GeneratedBy: "vigil grafana -c " + f.file}
+		Checks: cfg.deadManChecks(time.Now()), GeneratedBy: "vigil grafana -c " + f.file}
 	if o.Bucket == "" && cfg.Store.InfluxDB != nil {
 		o.Bucket = cfg.Store.InfluxDB.Bucket
 	}

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestGrafanaCommandOneRegionQuorum: vigil grafana gives the quorum-lost
-// rules the file's push checks with push.region as checks of quorum 1, as
-// the alerter counts them (SetOneRegion); a push check without it, or a
-// disabled one, keeps alerting.quorum.
+// TestGrafanaCommandOneRegionQuorum: vigil grafana and vigil alerter
+// --prometheus-rules give the quorum-lost rules the file's push checks
+// with push.region as checks of quorum 1, as the alerter counts them
+// (SetOneRegion); a disabled one is not counted.
 func TestGrafanaCommandOneRegionQuorum(t *testing.T) {
 	path := writeConfig(t, `
 agent: {admin_token: push-token-0123456789, region: eu-west}
@@ -38,5 +38,12 @@ checks:
 	}
 	if strings.Contains(r, `r.check == "old" then`) {
 		t.Errorf("a disabled push check is counted as one region's")
+	}
+	prom, code := runCLI(t, "alerter", "-c", path, "--prometheus-rules")
+	if code != 0 {
+		t.Fatalf("--prometheus-rules: exit %d\n%s", code, prom)
+	}
+	if !strings.Contains(prom, `{{ if eq $labels.check "backup" }}no region reports, its quorum (push.region) is 1{{ else }}`) {
+		t.Errorf("VigilQuorumLost does not count backup (push.region) with quorum 1")
 	}
 }

@@ -311,7 +311,8 @@ func (f *File) deadManChecks(now time.Time) []alerting.CheckInterval {
 			interval = canary.CronMaxGap(s, now)
 		}
 		if !c.Disabled && interval > 0 {
-			out = append(out, alerting.CheckInterval{Check: c.Name, Interval: interval, Tier: c.Tier})
+			out = append(out, alerting.CheckInterval{Check: c.Name, Interval: interval, Tier: c.Tier,
+				OneRegion: c.Push != nil && c.Push.Region != ""})
 		}
 	}
 	return out

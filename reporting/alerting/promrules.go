@@ -42,6 +42,12 @@ type CheckInterval struct {
 	// of the generated burn-rate alerts of its SLOs, whose counters carry
 	// no tier. "": no label.
 	Tier string
+	// OneRegion is set for a check only one region judges (an enabled
+	// push check with push.region: its pings reach that region's agents
+	// alone): its VigilQuorumLost counts a quorum of 1, as the alerter
+	// does (Alerter.SetOneRegion), and fires only when that region is
+	// silent.
+	OneRegion bool
 }
 
 // DeadManPromWindowFor is the window of the generated dead-man alert for a
@@ -411,6 +417,14 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 		// quorum_lost: a check with a dead-man silent region and fewer
 		// than quorum regions whose runs are counted: its quorum alerts
 		// (above and the SLO groups below) cannot fire.
+		// A check one region judges (OneRegion) has a quorum of 1: it is
+		// lost only when no region reports it.
+		one := map[string]bool{}
+		for _, c := range checks {
+			if c.OneRegion {
+				one[c.Check] = true
+			}
+		}
 		rules := cfg.quorumRules()
 		for _, g := range deadManGroups(checks) {
 			window := DeadManPromWindowFor(cfg, g.interval)
@@ -418,12 +432,38 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			if g.interval > 0 {
 				extra = map[string]string{"interval": promDur(g.interval)}
 			}
-			sel := checkSelector(g.checks)
-			expr := "count by (check) (\n" + deadManExpr(sel, window, DeadManForgetFor(cfg, g.interval)) + "\n)\n" +
-				"unless on (check)\n" +
-				"  count by (check) (group by (check, region) (increase(" + selector("vigil_checks_total", sel) + "[" + promDur(window) + "]) > 0)) >= " + q
+			var ones, others []string
+			for _, c := range g.checks {
+				if one[c] && cfg.Quorum > 1 {
+					ones = append(ones, c)
+				} else {
+					others = append(others, c)
+				}
+			}
+			reporting := func(sel string) string {
+				return "count by (check) (group by (check, region) (increase(" + selector("vigil_checks_total", sel) + "[" + promDur(window) + "]) > 0))"
+			}
+			var enough string
+			switch {
+			case len(ones) == 0:
+				enough = "  " + reporting(checkSelector(g.checks)) + " >= " + q
+			case len(others) == 0:
+				enough = "  " + reporting(checkSelector(ones))
+			default:
+				enough = "  (\n    " + reporting(checkSelector(others)) + " >= " + q + "\n  or\n    " + reporting(checkSelector(ones)) + "\n  )"
+			}
+			expr := "count by (check) (\n" + deadManExpr(checkSelector(g.checks), window, DeadManForgetFor(cfg, g.interval)) + "\n)\n" +
+				"unless on (check)\n" + enough
+			fewer := "fewer regions report than alerting.quorum (" + q + ")"
+			if len(ones) > 0 {
+				quoted := make([]string, len(ones))
+				for i, c := range ones {
+					quoted[i] = strconv.Quote(c)
+				}
+				fewer = "{{ if eq $labels.check " + strings.Join(quoted, " ") + " }}no region reports, its quorum (push.region) is 1{{ else }}" + fewer + "{{ end }}"
+			}
 			w.alertLabels(RuleQuorumLost, "", expr, DeadManPromFor(cfg, g.interval), 0, cfg.QuorumLost.Severity, "",
-				"{{ $labels.check }}: fewer regions report than alerting.quorum ("+q+"), {{ $value }} silent: "+rules+
+				"{{ $labels.check }}: "+fewer+", {{ $value }} silent: "+rules+
 					" alerts for {{ $labels.check }} cannot fire until they report again", false, extra, cfg)
 		}
 	}

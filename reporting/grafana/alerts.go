@@ -303,8 +303,8 @@ type ruleParams struct {
 	// quorumRules names the rules a lost quorum blinds (the alerter's
 	// quorum_lost summary).
 	quorumRules string
-	// oneRegion are the checks one region judges (Options.OneRegion):
-	// their quorum is 1.
+	// oneRegion are the checks one region judges (OneRegion in
+	// Options.Checks): their quorum is 1.
 	oneRegion map[string]bool
 	// live is the live_errors rule (defaults set; Disabled: no rule).
 	live vigilalerting.LiveErrorsRule
@@ -323,8 +323,10 @@ type ruleParams struct {
 // params are the rule figures of o (defaults set).
 func params(o Options) ruleParams {
 	p := ruleParams{quorum: o.Quorum, checks: o.Checks, tiers: map[string]string{}, oneRegion: map[string]bool{}}
-	for _, c := range o.OneRegion {
-		p.oneRegion[c] = true
+	for _, c := range o.Checks {
+		if c.OneRegion {
+			p.oneRegion[c.Check] = true
+		}
 	}
 	for _, c := range o.Checks {
 		if c.Tier != "" {

@@ -83,15 +83,12 @@ type Options struct {
 	// Checks are the configured checks with their intervals and tiers, as
 	// alerting.PrometheusRules takes them: one dead-man rule per distinct
 	// interval over its checks only, the tier label of the burn-rate
-	// rules, and the interval their runs floor counts with (a check not
-	// listed: the interval_ms of the region's newest run). nil: one
-	// dead-man rule over every check, with alerting.DeadManPromWindow.
+	// rules, the interval their runs floor counts with (a check not
+	// listed: the interval_ms of the region's newest run), and, with
+	// OneRegion, a quorum of 1 in the quorum-lost rules, as vigil's
+	// alerter counts a push check with push.region. nil: one dead-man rule
+	// over every check, with alerting.DeadManPromWindow.
 	Checks []vigilalerting.CheckInterval
-	// OneRegion names the checks only one region judges (enabled push
-	// checks with push.region: their pings reach that region's agents
-	// alone): the quorum-lost rules count their quorum as 1, as vigil's
-	// alerter does (alerting.Alerter.SetOneRegion). nil: none.
-	OneRegion []string
 	// GeneratedBy is the command the alert rules file says wrote it.
 	// "": the examples' `go generate ./reporting/grafana`.
 	GeneratedBy string
@@ -153,11 +150,6 @@ func (o Options) Validate() error {
 	for i, c := range o.Checks {
 		if !fluxSafe(c.Check) {
 			return fmt.Errorf("checks[%d]: name %q: %w: want letters, digits, _ . : -", i, c.Check, ErrObjective)
-		}
-	}
-	for i, c := range o.OneRegion {
-		if c == "" || !fluxSafe(c) {
-			return fmt.Errorf("one-region checks[%d]: name %q: %w: want letters, digits, _ . : -", i, c, ErrObjective)
 		}
 	}
 	return nil
