@@ -177,6 +177,38 @@ func (g *groupState) fps() map[string]bool {
 	return m
 }
 
+// inGroup reports whether alert x is of the group whose group_by labels
+// are labels.
+func inGroup(x Alert, labels map[string]string) bool {
+	for l, v := range labels {
+		if labelValue(x, l) != v {
+			return false
+		}
+	}
+	return len(labels) > 0
+}
+
+// waiting returns the firing alerts of group k (g) while it waits out
+// group_wait, notified of nothing yet: they are in no part of its state
+// (fps), only its labels say they are its own. nil for a group notified
+// before. a.mu held.
+func (a *Alerter) waiting(k string, g *groupState) []string {
+	if g.lastSet != "" {
+		return nil
+	}
+	labels := g.labels
+	if labels == nil {
+		labels = keyLabels(k)
+	}
+	var out []string
+	for fp, st := range a.states {
+		if st.firing && !g.notified[fp] && inGroup(st.alert, labels) {
+			out = append(out, fp)
+		}
+	}
+	return out
+}
+
 // regroup moves the groups' state to the groups a.cfg's group_by puts
 // their alerts in, after a reload or a restart changed group_by (a no-op
 // when every group's alerts still share its key). Each alert's part
@@ -184,9 +216,12 @@ func (g *groupState) fps() map[string]bool {
 // new), resolved and not yet notified (so its resolve still goes out),
 // and per receiver what it has not accepted. A group made of several
 // keeps the earliest first seen and last notification (a repeat is due
-// repeat_interval after the earliest), the receivers told of any of them,
-// and the last notified set of its alerts, so nothing is sent before
-// their set changes. a.mu held (or a not yet shared).
+// repeat_interval after the earliest; a group waiting out group_wait
+// keeps the earliest wait of those its alerts came from), the receivers
+// told of any of them, and the last notified set of its alerts, so
+// nothing is sent before their set changes. A repeat a receiver did not
+// accept is owed by every group holding the alerts it repeated. a.mu
+// held (or a not yet shared).
 func (a *Alerter) regroup() {
 	keyOf := map[string]string{}
 	labelsOf := map[string]map[string]string{}
@@ -210,9 +245,15 @@ func (a *Alerter) regroup() {
 	for _, st := range a.states {
 		note(st.alert)
 	}
+	members := map[string]map[string]bool{}
 	moved := false
 	for k, g := range a.groups {
-		for fp := range g.fps() {
+		m := g.fps()
+		for _, fp := range a.waiting(k, g) {
+			m[fp] = true
+		}
+		members[k] = m
+		for fp := range m {
 			if nk, ok := keyOf[fp]; ok && nk != k {
 				moved = true
 			}
@@ -237,15 +278,13 @@ func (a *Alerter) regroup() {
 	for _, k := range keys {
 		g := a.groups[k]
 		targets := map[string]bool{}
-		for fp := range g.fps() {
+		for fp := range members[k] {
 			if nk, ok := keyOf[fp]; ok {
 				targets[nk] = true
 			}
 		}
 		if len(targets) == 0 {
-			// Nothing of it is known (a group waiting out group_wait):
-			// the next notify makes the groups its firing alerts need.
-			continue
+			continue // nothing of it is left
 		}
 		for t := range targets {
 			n := get(t)
@@ -319,11 +358,22 @@ func (a *Alerter) regroup() {
 				// The firing alerts it did not accept are owed by the groups
 				// they went to, and only by those: a group whose alerts it
 				// all accepted is not sent them again (a part made for a
-				// resolve or a held alert carries that alone).
+				// resolve or a held alert carries that alone). A repeat
+				// it did not accept repeated every firing alert: each
+				// group they went to owes it.
+				fps := map[string]bool{}
 				for fp := range o.unaccepted {
+					fps[fp] = true
+				}
+				if o.repeat {
+					for fp := range g.notified {
+						fps[fp] = true
+					}
+				}
+				for fp := range fps {
 					if nk, ok := keyOf[fp]; ok {
 						p := part(nk)
-						p.firing, p.firingID = true, o.firingID
+						p.firing, p.firingID, p.repeat = true, o.firingID, o.repeat
 					}
 				}
 			}
@@ -374,6 +424,7 @@ func (a *Alerter) regroup() {
 // regroup.
 func (o *owed) merge(p *owed) {
 	if p.firing {
+		o.repeat = o.firing && o.repeat || p.repeat
 		if !o.firing || p.firingID == 0 || (o.firingID != 0 && p.firingID > o.firingID) {
 			o.firingID = p.firingID
 		}

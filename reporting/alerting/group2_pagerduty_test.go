@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vigil-synthetics/vigil/reporting"
 )
 
 // pdKey is the dedup_key of check c's down alert in the gbRig.
@@ -121,5 +119,3 @@ func TestPagerDutyGroupSendsOnlyNewTriggers(t *testing.T) {
 		t.Fatalf("pagerduty path %q", r.pd.all()[0].Path)
 	}
 }
-
-var _ = reporting.StateHealthy
