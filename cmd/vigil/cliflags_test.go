@@ -45,10 +45,13 @@ func TestVersionCommand(t *testing.T) {
 		t.Errorf("vigil version wrote to stderr: %q", stderr.String())
 	}
 
-	// Without -X (go build, go run) it says dev.
-	out, code := runCLI(t, "version")
-	if code != 0 || out != "vigil dev\n" {
-		t.Errorf("in-process vigil version: exit %d, %q; want 0, %q", code, out, "vigil dev\n")
+	// Without -X (go build, go run) it says dev; --version and -v say the
+	// same.
+	for _, arg := range []string{"version", "--version", "-v"} {
+		out, code := runCLI(t, arg)
+		if code != 0 || out != "vigil dev\n" {
+			t.Errorf("in-process vigil %s: exit %d, %q; want 0, %q", arg, code, out, "vigil dev\n")
+		}
 	}
 }
 

@@ -15,7 +15,11 @@ more regions, judges each origin with hysteresis, stores the verdicts, alerts on
 breaches and routes traffic around broken origins with its bundled proxy.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version and -v, as blackbox_exporter and Prometheus take
+		// them, print what `vigil version` prints.
+		Version: version,
 	}
+	root.SetVersionTemplate("vigil {{.Version}}\n")
 	for _, add := range commands {
 		root.AddCommand(add())
 	}
