@@ -1375,8 +1375,19 @@ func parseConfig(path string, raw []byte, env func(string) (string, bool)) (*Fil
 			}
 		}
 	}
+	// A section the file does not have, made by an override alone: its
+	// errors (a proxy section needs a pool) say which variable made it.
+	envSections := map[string]string{}
+	for key, name := range fromEnv {
+		sec, _, _ := strings.Cut(key, ".")
+		if !sections[sec] {
+			if prev, ok := envSections[sec]; !ok || name < prev {
+				envSections[sec] = name
+			}
+		}
+	}
 	fail = func(errs ...error) error {
-		return newLoadError(path, markEnv(firstGiven(errs, settings, keys), fromEnv), red, keys)
+		return newLoadError(path, markEnvSections(markEnv(firstGiven(errs, settings, keys), fromEnv), envSections), red, keys)
 	}
 
 	// ${NAME} interpolation (not inside check scripts, which resolve their own
@@ -2233,6 +2244,29 @@ func markEnv(errs []error, fromEnv map[string]string) []error {
 		out = append(out, err)
 	}
 	return out
+}
+
+// markEnvSections adds to an error about a section the file does not have
+// the variable that made it: "proxy.pools: at least one pool is required
+// (the file has no proxy section: VIGIL_PROXY_LISTEN made one; unset it or
+// add the section)".
+func markEnvSections(errs []error, envSections map[string]string) []error {
+	if len(envSections) == 0 {
+		return errs
+	}
+	for i, err := range errs {
+		if _, ok := err.(*envError); ok {
+			continue // about the variable's own value: named already
+		}
+		msg := err.Error()
+		for sec, name := range envSections {
+			if strings.HasPrefix(msg, sec+".") || strings.HasPrefix(msg, sec+":") || strings.HasPrefix(msg, sec+" ") {
+				errs[i] = &envError{msg: fmt.Sprintf("%s (the file has no %s section: %s made one; unset it or add the section)", msg, sec, name), err: err}
+				break
+			}
+		}
+	}
+	return errs
 }
 
 func unwrapViper(err error) string {

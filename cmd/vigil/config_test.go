@@ -317,6 +317,24 @@ checks:
 	}
 }
 
+// TestEnvOverrideSectionNamesVariable: an override of a section the file
+// does not have makes the section, and its errors name the variable, so a
+// proxy host's VIGIL_PROXY_LISTEN in a pipeline's environment is not a
+// puzzle about a section the file never had.
+func TestEnvOverrideSectionNamesVariable(t *testing.T) {
+	raw := "checks: [{name: h, url: \"http://127.0.0.1:1/\"}]\n"
+	_, err := parseConfig("x.yaml", []byte(raw), envOf(map[string]string{"VIGIL_PROXY_LISTEN": "127.0.0.1:0"}))
+	want := "x.yaml: proxy.pools: at least one pool is required (the file has no proxy section: VIGIL_PROXY_LISTEN made one; unset it or add the section)"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	// A file with the section: the error is as ever.
+	_, err = parseConfig("x.yaml", []byte(raw+"proxy: {}\n"), envOf(map[string]string{"VIGIL_PROXY_LISTEN": "127.0.0.1:0"}))
+	if err == nil || strings.Contains(err.Error(), "made one") {
+		t.Errorf("file with proxy: {}: got %v, want the plain pools error", err)
+	}
+}
+
 // TestEnvOverrideErrorsNameVariable: a bad value from VIGIL_* says so; a
 // secret from the environment stays redacted in the same message.
 func TestEnvOverrideErrorsNameVariable(t *testing.T) {
