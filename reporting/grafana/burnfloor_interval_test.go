@@ -11,8 +11,8 @@ import (
 
 // TestBurnFloorUsesConfiguredInterval: the burn-rate rules generated for
 // checks with their intervals floor a window's runs at window ÷ the
-// check's configured interval, as the Prometheus rules and vigil's alerter
-// do, not at the interval_ms of the region's newest run. Both checks run
+// check's configured interval, as the Prometheus rules do, not at the
+// interval_ms of the region's newest run. Both checks run
 // every 30 s by the config, over a young store, in two regions:
 //
 //   - api's runs say 60 s (a pair slowed by adaptive): 1 failed run of 12
