@@ -38,6 +38,9 @@ proxy:
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A variable that overrides no key: a config warning, given once
+	// (the flag's check of the file warned a second time).
+	t.Setenv("VIGIL_AGENT_REGOIN", "x")
 	p := startVigil(t, dir, "bin/vigil", "proxy", "-c", cfg, "--proxy-listen", fmt.Sprintf("127.0.0.1:%d", port))
 	get := func() int {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
@@ -54,6 +57,9 @@ proxy:
 			t.Fatalf("nothing served on --proxy-listen 127.0.0.1:%d\nstderr:\n%s", port, p.stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if n := strings.Count(p.stderr.String(), "VIGIL_AGENT_REGOIN"); n != 1 {
+		t.Errorf("the warning about VIGIL_AGENT_REGOIN came %d times, want once:\n%s", n, p.stderr.String())
 	}
 	// A reload of the file keeps the flag's address.
 	if err := os.WriteFile(cfg, []byte(body+"# touched\n"), 0o600); err != nil {

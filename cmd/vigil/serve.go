@@ -96,12 +96,17 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 		return &exitError{code: 2, err: err}
 	}
 	slog.SetDefault(log)
-	cfg, err := loadConfig(f.file, os.LookupEnv)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
+	var cfg *File
 	if cmd.Flags().Changed("proxy-listen") {
+		// A first read only to see the file has a proxy section, quietly:
+		// the read below, with the override, gives the warnings once.
+		cfg, err = loadConfigWarn(f.file, os.LookupEnv, os.Environ(), func(string) {})
 		switch {
+		case err != nil:
+			if _, err2 := loadConfig(f.file, os.LookupEnv); err2 != nil {
+				err = err2 // with its warnings, as without the flag
+			}
+			return &exitError{code: 2, err: err}
 		case f.proxyListen == "":
 			return &exitError{code: 2, err: errors.New("--proxy-listen: empty: want host:port")}
 		case cfg.Proxy == nil:
@@ -110,9 +115,9 @@ func serve(cmd *cobra.Command, f *serveFlags, r roles) error {
 		// Through the variable, so that every reload of the file keeps
 		// it, and it is validated as the key is.
 		os.Setenv("VIGIL_PROXY_LISTEN", f.proxyListen)
-		if cfg, err = loadConfig(f.file, os.LookupEnv); err != nil {
-			return &exitError{code: 2, err: err}
-		}
+	}
+	if cfg, err = loadConfig(f.file, os.LookupEnv); err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	setLogRedactor(log, cfg.redactor) // newApp and every reload set it again
 	shard, err := parseShard(f.shard)
