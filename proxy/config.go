@@ -422,6 +422,8 @@ type PoolConfig struct {
 
 	hosts   []hostPattern
 	hashKey hashKey
+	// anyHost: hosts was not given, so it is ["*"].
+	anyHost bool
 	// spool: request bodies over retry.max_buffered_body are spooled to
 	// spoolDir (RequestBuffering on; "" is os.TempDir()).
 	spool    bool
@@ -1016,6 +1018,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	names := map[string]bool{}
 	type routeOf struct {
 		pool, host string // the pool's name and its hosts entry as written
+		anyHost    bool   // the pool gives no hosts
 	}
 	routes := map[string]routeOf{}
 	for i := range c.Pools {
@@ -1051,7 +1054,17 @@ func (c *Config) ValidateAndSetDefaults() error {
 			// Keyed as requests are matched: case and a trailing dot
 			// ignored (hostOf), so "SHOP.test." is "shop.test".
 			r := hp.key() + " " + p.PathPrefix
-			if other, ok := routes[r]; ok {
+			if other, ok := routes[r]; ok && p.anyHost {
+				// The user wrote no hosts: say so rather than name a
+				// hosts[0] that is not in the file.
+				both := ""
+				if other.anyHost {
+					both = " (which gives no hosts either)"
+				}
+				errs = append(errs, fmt.Errorf("%s: %w route: no hosts, so every host (\"*\"), with path_prefix %q, as pool %q%s; this pool would never get a request: give one of the two pools hosts or another path_prefix",
+					key, ErrDuplicate, p.PathPrefix, other.pool, both))
+				continue
+			} else if ok {
 				same := ""
 				if other.host != h {
 					same = fmt.Sprintf(" as %q: host names match in any case and without a trailing dot", other.host)
@@ -1060,7 +1073,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 					key, h, p.PathPrefix, ErrDuplicate, other.pool, same, j))
 				continue
 			}
-			routes[r] = routeOf{p.Name, h}
+			routes[r] = routeOf{p.Name, h, p.anyHost}
 		}
 		for j := range p.Origins {
 			o := &p.Origins[j]
@@ -1133,8 +1146,8 @@ func (p *PoolConfig) ValidateAndSetDefaults() error {
 	if p.Name == "" {
 		errs = append(errs, errors.New("name: required"))
 	}
-	if len(p.Hosts) == 0 {
-		p.Hosts = []string{"*"}
+	if len(p.Hosts) == 0 || p.anyHost {
+		p.Hosts, p.anyHost = []string{"*"}, true
 	}
 	p.hosts = p.hosts[:0]
 	for i, h := range p.Hosts {
