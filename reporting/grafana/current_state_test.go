@@ -17,7 +17,8 @@ import (
 // the InfluxDB store writes: edge-a down in eu-west since 12m5s before the
 // end of the range, healthy in us-east for 2 hours, edge-b past its expiry
 // in eu-west unknown since its expires; a point written before the field
-// existed (verdict_json alone carries "si") shows no since. Worst first.
+// existed (verdict_json alone carries "si") shows no since; of a pair
+// whose tier changed (two series), the newest verdict counts. Worst first.
 func TestCurrentStateShowsSince(t *testing.T) {
 	db := startInfluxd(t)
 	now := time.Now().UTC().Truncate(time.Second)
@@ -38,6 +39,13 @@ func TestCurrentStateShowsSince(t *testing.T) {
 		verdict("edge-b", "eu-west", reporting.StateHealthy, now.Add(-time.Hour), expired),
 	}
 	vs[2].At = expired.Add(-time.Minute)
+	// edge-c's tier changed: its older series (shallow) says unhealthy,
+	// its newer one (deep) healthy since a minute ago.
+	old := verdict("edge-c", "eu-west", reporting.StateUnhealthy, now.Add(-time.Hour), now.Add(time.Minute))
+	old.At = at.Add(-2 * time.Minute)
+	recovered := verdict("edge-c", "eu-west", reporting.StateHealthy, now.Add(-time.Minute), now.Add(time.Minute))
+	recovered.Tier = reporting.TierDeep
+	vs = append(vs, old, recovered)
 	if err := store.Publish(context.Background(), vs); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +94,7 @@ func TestCurrentStateShowsSince(t *testing.T) {
 		"edge-b eu-west eu-west-1 unknown " + rfc(expired) + " 3m",
 		"edge-b us-east us-east-1 degraded  ",
 		"edge-a us-east us-east-1 healthy " + rfc(now.Add(-2*time.Hour)) + " 2h",
+		"edge-c eu-west eu-west-1 healthy " + rfc(now.Add(-time.Minute)) + " 1m",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Current state rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -202,12 +202,13 @@ const (
 	// zeros, and for, how long to the end of the range, in whole seconds
 	// ("12m5s", "3m", "2h"); both "" when not known (points written
 	// before the field, or by a verdict that did not know it, or whose
-	// since field is older than its state). A
-	// verdict read unknown for its expiry is unknown since its expires, as
-	// vigil's API says. Worst first, then by target, region and vantage.
-	// The fields are read apart and folded in by reduce, not pivoted: a
-	// pivot without since (no point in the range has it) has no such
-	// column, which Flux refuses to read.
+	// since field is older than its state). A verdict read unknown for its
+	// expiry is unknown since its expires, as vigil's API says. Of two
+	// series of a pair (its tier changed), each field's newest point
+	// counts. Worst first, then by target, region and vantage. The fields
+	// are read apart and folded in by reduce, not pivoted: a pivot without
+	// since (no point in the range has it) has no such column, which Flux
+	// refuses to read.
 	qCurrentState = `import "regexp"
 latest = ` + fromVerdicts + byCheck + byRegion + `
   |> filter(fn: (r) => r._field == "state" or r._field == "expires" or r._field == "since")
@@ -222,12 +223,12 @@ union(tables: [states, nums])
   |> group(columns: ["target", "region", "vantage"])
   |> reduce(identity: {state: "", st: 0, expires: 0, et: 0, since: 0, sit: 0},
       fn: (r, accumulator) => ({
-        state: if r.f == "state" then r.s else accumulator.state,
-        st: if r.f == "state" then r.t else accumulator.st,
-        expires: if r.f == "expires" then r.n else accumulator.expires,
-        et: if r.f == "expires" then r.t else accumulator.et,
-        since: if r.f == "since" then r.n else accumulator.since,
-        sit: if r.f == "since" then r.t else accumulator.sit}))
+        state: if r.f == "state" and r.t > accumulator.st then r.s else accumulator.state,
+        st: if r.f == "state" and r.t > accumulator.st then r.t else accumulator.st,
+        expires: if r.f == "expires" and r.t > accumulator.et then r.n else accumulator.expires,
+        et: if r.f == "expires" and r.t > accumulator.et then r.t else accumulator.et,
+        since: if r.f == "since" and r.t > accumulator.sit then r.n else accumulator.since,
+        sit: if r.f == "since" and r.t > accumulator.sit then r.t else accumulator.sit}))
   |> filter(fn: (r) => r.state != "")
   |> map(fn: (r) => ({r with expired: r.expires > 0 and r.et == r.st and r.expires < int(v: v.timeRangeStop)}))
   |> map(fn: (r) => ({r with
