@@ -233,6 +233,7 @@ alerting:
 proxy:
   listen: %s
   verdict_poll: 1s
+  max_client_conns: 256 # a demo's few clients (the default, 10000, needs about 20000 open files)
   pools:
     - name: web
       hosts: ["*"]
