@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -100,11 +101,20 @@ func foreignKeyHint(segs []string) string {
 // "1 hour"), as other tools' configs and people write it.
 var durationWords = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*(ms|milliseconds?|msecs?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)$`)
 
+// durationWeeks reads a duration in weeks ("1w", "2 weeks"), which Go's
+// durations do not have.
+var durationWeeks = regexp.MustCompile(`^(\d{1,4})\s*(w|wks?|weeks?)$`)
+
 // durationHint is what follows `"5 minutes": not a duration` for a duration
 // written in words: ` (write 5m)`; "" for anything else.
 func durationHint(s string) string {
-	m := durationWords.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
-	if m == nil || !strings.ContainsAny(s, " \t") && len(m[2]) <= 2 {
+	lower := strings.ToLower(strings.TrimSpace(s))
+	if w := durationWeeks.FindStringSubmatch(lower); w != nil {
+		n, _ := strconv.Atoi(w[1])
+		return " (write " + strconv.Itoa(7*n) + "d)"
+	}
+	m := durationWords.FindStringSubmatch(lower)
+	if m == nil || !strings.ContainsAny(s, " \t") && len(m[2]) <= 2 && strings.TrimSpace(s) == lower {
 		return "" // "5m" parses; a bare "5" gets its own hint
 	}
 	unit := m[2]

@@ -49,7 +49,8 @@ func TestForeignKeyHintHelpers(t *testing.T) {
 	}
 
 	for in, want := range map[string]string{"5 minutes": " (write 5m)", "30 sec": " (write 30s)", "1 hour": " (write 1h)",
-		"250 ms": " (write 250ms)", "2 days": " (write 2d)", "5m": "", "five minutes": "", "5": ""} {
+		"250 ms": " (write 250ms)", "2 days": " (write 2d)", "5m": "", "five minutes": "", "5": "",
+		"5S": " (write 5s)", "10MS": " (write 10ms)", "1w": " (write 7d)", "2 weeks": " (write 14d)", "1.5w": ""} {
 		if got := durationHint(in); got != want {
 			t.Errorf("durationHint(%q) = %q, want %q", in, got, want)
 		}
