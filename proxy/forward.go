@@ -150,7 +150,7 @@ func (pl *pool) onlyFull(tried uint64, resort bool) bool {
 // to until, and returns what eligible then offers (0 when the wait ended
 // without one: the time ran out, the client left, or no origin it waits
 // for is left, as after a drain).
-func (pl *pool) waitSlot(r *http.Request, tried uint64, resort bool, until time.Time) (uint64, bool) {
+func (pl *pool) waitSlot(r *http.Request, tried uint64, resort bool, until time.Time, gone func() bool) (uint64, bool) {
 	d := time.Until(until)
 	if d <= 0 {
 		return 0, false
@@ -175,6 +175,11 @@ func (pl *pool) waitSlot(r *http.Request, tried uint64, resort bool, until time.
 		case <-ch:
 		case <-poll.C:
 			pl.slots.leave(e)
+			if gone() {
+				// The fast engine reads nothing while a request waits:
+				// a client that left is found by a peek at each poll.
+				return 0, false
+			}
 		case <-t.C:
 			pl.slots.leave(e)
 			return pl.eligible(tried, resort)
@@ -1252,9 +1257,15 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			// Every origin the request could go to is at its max_conns:
 			// it waits its turn for queue_timeout, within the budget.
 			queued = true
-			eligible, fromAvail = pl.waitSlot(r, tried, !answered, minTime(deadline, now.Add(pl.cfg.QueueTimeout)))
+			gone := func() bool { return watch.isGone() || clientGone(w, r) }
+			eligible, fromAvail = pl.waitSlot(r, tried, !answered, minTime(deadline, now.Add(pl.cfg.QueueTimeout)), gone)
 			queueWait = time.Since(now)
 			now = time.Now()
+			if eligible == 0 && gone() {
+				// Left while waiting: a 499 as after any try, not a
+				// queue timeout.
+				pl.clientClosed(r, 0, start)
+			}
 		}
 		if eligible == 0 {
 			break
