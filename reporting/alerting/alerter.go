@@ -147,6 +147,10 @@ type alertState struct {
 	// stream receiver taking its severity counts as holding it. Set until
 	// the next evaluation's notifyStream turns it into streamedTo.
 	streamedAll bool
+	// streamedIn is, by stream receiver, the id of the notification that
+	// was the first to send it the alert (see beforeSendStream). Not kept
+	// in the state file.
+	streamedIn map[string]uint64
 }
 
 // holds reports whether stream receiver w holds the alert as active.
@@ -1081,11 +1085,15 @@ func (a *Alerter) notifyStream(active []*alertState, now time.Time) {
 			continue
 		}
 		n := Notification{GroupKey: "", Status: StatusFiring, At: now}
+		var fresh []*alertState // sent to w for the first time
 		for _, st := range active {
 			if !w.takes(a.routeOf(st.alert)) || (st.alert.Silenced != "" && !st.holds(w)) {
 				continue
 			}
 			n.Firing = append(n.Firing, st.alert)
+			if !st.holds(w) {
+				fresh = append(fresh, st)
+			}
 			if st.streamedTo == nil {
 				st.streamedTo = map[string]bool{}
 			}
@@ -1103,6 +1111,12 @@ func (a *Alerter) notifyStream(active []*alertState, now time.Time) {
 			continue
 		}
 		a.queue(a.streamOwed, w, n, false)
+		for _, st := range fresh {
+			if st.streamedIn == nil {
+				st.streamedIn = map[string]uint64{}
+			}
+			st.streamedIn[w.name] = a.nextID // the id queue gave n
+		}
 	}
 	for _, st := range active {
 		st.streamedAll = false

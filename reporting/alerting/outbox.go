@@ -304,7 +304,9 @@ func (a *Alerter) queue(m map[string]*owed, w *worker, n Notification, firing bo
 	o := m[w.name]
 	if o == nil {
 		if !firing && len(n.Resolved) == 0 {
-			a.disp.sendTo(w, n, 0)
+			// A stream notification owing nothing: its id only lets
+			// beforeSendStream tell the alerts it sends first.
+			a.disp.sendTo(w, n, id)
 			return
 		}
 		o = &owed{}
@@ -326,7 +328,7 @@ func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool)
 	a.mu.Lock()
 	now := a.now()
 	if n.GroupKey == "" {
-		if o := a.streamOwed[receiver]; o != nil {
+		if o := a.streamOwed[receiver]; o != nil && o.has(id) {
 			o.done(id, ok, now, nil)
 			if o.empty() {
 				delete(a.streamOwed, receiver)
@@ -377,7 +379,7 @@ func (a *Alerter) delivered(receiver string, n Notification, id uint64, ok bool)
 // false when nothing is left to say: the delivery is skipped.
 func (a *Alerter) beforeSend(receiver string, n Notification, id uint64) (Notification, bool) {
 	if n.GroupKey == "" {
-		return n, true
+		return a.beforeSendStream(receiver, n, id)
 	}
 	a.mu.Lock()
 	now := a.now()
@@ -431,6 +433,64 @@ func (a *Alerter) beforeSend(receiver string, n Notification, id uint64) (Notifi
 		return n, false
 	}
 	return newNotification(n.GroupKey, n.GroupLabels, firing, resolved, n.At, Config{StatusPageURL: n.StatusPageURL}), true
+}
+
+// beforeSendStream is beforeSend for a stream receiver's (Alertmanager)
+// notification id: of the firing alerts silenced since it was queued,
+// those the receiver does not hold (this notification was to be the
+// first to send them, or an earlier one left them out) are left out,
+// as an alert that first fires inside a silence is not sent to it; those
+// it holds stay, annotated silenced_by, as every evaluation sends them.
+// It reports false when nothing is left to say.
+func (a *Alerter) beforeSendStream(receiver string, n Notification, id uint64) (Notification, bool) {
+	if len(n.Firing) == 0 {
+		return n, true
+	}
+	a.mu.Lock()
+	now := a.now()
+	_, silenced := a.splitSilenced(now, n.Firing)
+	if len(silenced) == 0 {
+		a.mu.Unlock()
+		return n, true
+	}
+	drop := map[string]bool{}
+	for _, x := range silenced {
+		st := a.states[x.Fingerprint]
+		if st.streamedIn[receiver] == id || !st.streamedTo[receiver] && !st.streamedAll {
+			drop[x.Fingerprint] = true
+			delete(st.streamedTo, receiver)
+			delete(st.streamedIn, receiver)
+		}
+	}
+	var firing []Alert
+	for _, x := range n.Firing {
+		if st := a.states[x.Fingerprint]; !drop[x.Fingerprint] {
+			if st != nil && st.firing && st.alert.Silenced != "" {
+				x.Silenced = st.alert.Silenced
+			}
+			firing = append(firing, x)
+		}
+	}
+	if len(drop) > 0 {
+		var left []Alert
+		for _, x := range silenced {
+			if drop[x.Fingerprint] {
+				left = append(left, x)
+			}
+		}
+		a.log.Info("alerting: queued notification leaves out alerts silenced since it was queued", "receiver", receiver,
+			"silenced", listAlerts(left, missedListMax), "sent", len(firing)+len(n.Resolved) > 0)
+	}
+	a.mu.Unlock()
+	if a.statePath != "" {
+		a.saveState(now)
+		a.saveHistory()
+	}
+	if len(firing)+len(n.Resolved) == 0 {
+		return n, false
+	}
+	n.Firing = firing
+	return n, true
 }
 
 // splitSilenced splits a queued notification's firing alerts into those

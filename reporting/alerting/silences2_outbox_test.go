@@ -26,18 +26,16 @@ type gatedHook struct {
 	gate        chan struct{}
 	once        sync.Once
 	mu          sync.Mutex
-	got         []WebhookPayload
+	raw         [][]byte
 }
 
 func newGatedHook(t *testing.T, firstStatus int) *gatedHook {
 	g := &gatedHook{firstStatus: firstStatus, arrived: make(chan struct{}), gate: make(chan struct{})}
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
-		var p WebhookPayload
-		_ = json.Unmarshal(b, &p)
 		g.mu.Lock()
-		g.got = append(g.got, p)
-		first := len(g.got) == 1
+		g.raw = append(g.raw, b)
+		first := len(g.raw) == 1
 		g.mu.Unlock()
 		if first {
 			close(g.arrived)
@@ -66,16 +64,41 @@ func (g *gatedHook) waitFirst(t *testing.T) {
 	}
 }
 
-// sent lists each notification received as its alerts, "firing
+// sent lists each webhook notification received as its alerts, "firing
 // multi/o1+resolved asset/origin-a".
 func (g *gatedHook) sent() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []string
-	for _, p := range g.got {
+	for _, b := range g.raw {
+		var p WebhookPayload
+		_ = json.Unmarshal(b, &p)
 		var as []string
 		for _, al := range p.Alerts {
 			as = append(as, al.Status+" "+al.Check+"/"+al.Target)
+		}
+		sort.Strings(as)
+		out = append(out, strings.Join(as, "+"))
+	}
+	return out
+}
+
+// amSent lists each Alertmanager post received as its alerts, "asset/
+// origin-a silenced_by=silence 1a2b… by alice…+api/origin-a".
+func (g *gatedHook) amSent() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, b := range g.raw {
+		var p []amAlert
+		_ = json.Unmarshal(b, &p)
+		var as []string
+		for _, al := range p {
+			x := al.Labels["check"] + "/" + al.Labels["target"]
+			if by := al.Annotations["silenced_by"]; by != "" {
+				x += " silenced_by=" + by
+			}
+			as = append(as, x)
 		}
 		sort.Strings(as)
 		out = append(out, strings.Join(as, "+"))
@@ -208,5 +231,52 @@ func TestSilenceStopsRetry(t *testing.T) {
 	}
 	if f := r.a.DeliveryFailures()["ops"]; f != "" {
 		t.Errorf("ops reported failing (%s): its retry was not needed", f)
+	}
+}
+
+// TestSilenceHoldsQueuedAlertmanagerNotification: an Alertmanager post
+// queued before a silence was POSTed leaves out the silenced alerts it
+// would have been the first to send (as an alert first firing inside a
+// silence is never sent there), and sends those Alertmanager already holds
+// annotated silenced_by, as every later evaluation does.
+func TestSilenceHoldsQueuedAlertmanagerNotification(t *testing.T) {
+	hook := newGatedHook(t, http.StatusOK)
+	r := newSilenceRig(t, func(r *silenceRig) {
+		r.cfg.Receivers = []Receiver{{Name: "am", Alertmanager: &AlertmanagerConfig{URL: hook.srv.URL}}}
+	})
+	ctx := context.Background()
+	down := func(checks ...string) {
+		for _, c := range checks {
+			r.st.add(verdict(c, "origin-a", "eu", r.clock.Now(), reporting.StateUnhealthy, 15*time.Second))
+		}
+	}
+	down("asset")
+	if err := r.a.Evaluate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hook.waitFirst(t) // asset is being sent, held
+	r.clock.Add(15 * time.Second)
+	down("asset", "api")
+	if err := r.a.Evaluate(ctx); err != nil { // asset and api, queued behind
+		t.Fatal(err)
+	}
+	var names []string
+	for _, check := range []string{"asset", "api"} {
+		code, out := r.call("POST", "/api/v1/silences", `{"check":"`+check+`","for":"1h","by":"alice","why":"deploy"}`)
+		var s Silence
+		if code != http.StatusCreated || json.Unmarshal([]byte(out), &s) != nil {
+			t.Fatalf("POST %s: %d %s", check, code, out)
+		}
+		names = append(names, s.name())
+	}
+	hook.release()
+	r.flush()
+	r.clock.Add(15 * time.Second)
+	down("asset", "api")
+	r.evaluate()
+	held := "asset/origin-a silenced_by=" + names[0]
+	want := []string{"asset/origin-a", held, held}
+	if got := hook.amSent(); strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("alertmanager was sent %q, want %q (api, first firing as it was silenced, never)", got, want)
 	}
 }
