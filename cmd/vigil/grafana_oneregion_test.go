@@ -8,9 +8,9 @@ import (
 )
 
 // TestGrafanaCommandOneRegionQuorum: vigil grafana and vigil alerter
-// --prometheus-rules give the quorum-lost rules the file's push checks
-// with push.region as checks of quorum 1, as the alerter counts them
-// (SetOneRegion); a disabled one is not counted.
+// --prometheus-rules give every rule (quorum lost, down, certificate) the
+// file's push checks with push.region as checks of quorum 1, as the
+// alerter counts them (SetOneRegion); a disabled one is not counted.
 func TestGrafanaCommandOneRegionQuorum(t *testing.T) {
 	path := writeConfig(t, `
 agent: {admin_token: push-token-0123456789, region: eu-west}
@@ -39,11 +39,22 @@ checks:
 	if strings.Contains(r, `r.check == "old" then`) {
 		t.Errorf("a disabled push check is counted as one region's")
 	}
+	for _, want := range []string{`title: "Origin down in 2 or more regions (1 for a push check with push.region)"`,
+		`title: "Certificate expiring within 14 days or failing in 2 or more regions (1 for a push check with push.region)"`,
+		`|> map(fn: (r) => ({r with _value: if r._value >= (if r.check == "backup" then 1.0 else 2.0) then r._value else 0.0}))`} {
+		if !strings.Contains(r, want) {
+			t.Errorf("the down and certificate rules do not count backup (push.region) with quorum 1: no %q", want)
+		}
+	}
 	prom, code := runCLI(t, "alerter", "-c", path, "--prometheus-rules")
 	if code != 0 {
 		t.Fatalf("--prometheus-rules: exit %d\n%s", code, prom)
 	}
 	if !strings.Contains(prom, `{{ if eq $labels.check "backup" }}no region reports, its quorum (push.region) is 1{{ else }}`) {
 		t.Errorf("VigilQuorumLost does not count backup (push.region) with quorum 1")
+	}
+	if !strings.Contains(prom, `count by (check, target, tier) (max by (check, target, tier, region) (vigil:verdict_unhealthy{check="backup"}) == 1) >= 1`) ||
+		!strings.Contains(prom, `probe_ssl_earliest_cert_expiry{check="backup"}`) {
+		t.Errorf("VigilCheckDown and VigilCertificate do not count backup (push.region) with quorum 1")
 	}
 }

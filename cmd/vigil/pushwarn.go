@@ -17,11 +17,11 @@ func (f *File) oneRegionChecks() []string {
 
 // pushWarnings warns about push checks that alerting.quorum above 1 makes
 // trouble for. A job pings one agent, so a push check has verdicts that
-// mean anything from one region only (push.region): vigil's alerter needs
-// that region alone, but rules generated for Prometheus or Grafana want
-// quorum regions and never fire for it. Without push.region it is worse:
-// every region judges the check, and those its pings never reach report
-// push_missing together.
+// mean anything from one region only: with push.region, vigil's alerter
+// and the rules vigil generates for Prometheus and Grafana from the file
+// need that region alone (CheckInterval.OneRegion), and nothing is
+// warned. Without push.region every region judges the check, and those
+// its pings never reach report push_missing together.
 func pushWarnings(f *File) []string {
 	q := f.Alerting.Quorum
 	if q <= 1 || f.Alerting.Disabled {
@@ -29,12 +29,7 @@ func pushWarnings(f *File) []string {
 	}
 	var out []string
 	for i, c := range f.Checks {
-		if c.Push == nil || c.Disabled {
-			continue
-		}
-		if c.Push.Region != "" {
-			out = append(out, fmt.Sprintf("checks[%d].push.region: %q: only that region judges the push check: vigil's alerter alerts on it from that region alone, but the rules vigil generates for Prometheus (vigil alerter --prometheus-rules) and Grafana (vigil grafana) want alerting.quorum (%d) regions and never fire for it (alert on it there with vigil_verdict_state)",
-				i, c.Push.Region, q))
+		if c.Push == nil || c.Disabled || c.Push.Region != "" {
 			continue
 		}
 		out = append(out, fmt.Sprintf("checks[%d].push: no push.region, and alerting.quorum is %d: every region that loads this file judges the push check, and the regions its pings never reach report push_missing together, which may page; set push.region to the region whose agent the jobs ping",

@@ -44,9 +44,11 @@ type CheckInterval struct {
 	Tier string
 	// OneRegion is set for a check only one region judges (an enabled
 	// push check with push.region: its pings reach that region's agents
-	// alone): its VigilQuorumLost counts a quorum of 1, as the alerter
-	// does (Alerter.SetOneRegion), and fires only when that region is
-	// silent.
+	// alone): every generated alert counting regions counts a quorum of 1
+	// for it, as the alerter does (Alerter.SetOneRegion): VigilCheckDown
+	// and VigilCertificate fire from its one region, as do the TTFB and
+	// burn-rate alerts of its SLOs, and VigilQuorumLost only when that
+	// region is silent.
 	OneRegion bool
 }
 
@@ -301,7 +303,8 @@ var (
 // dead-man alert (labelled interval) over its checks only, as the built-in
 // rule judges only configured checks, with the window and `for` of that
 // interval (DeadManPromWindowFor, DeadManPromFor). Without checks, one
-// dead-man alert with DeadManPromWindow serves every check.
+// dead-man alert with DeadManPromWindow serves every check. A check with
+// OneRegion has a quorum of 1 in every alert (see CheckInterval).
 //
 // Missing data is not a recovery: while VigilCheckDown or VigilCertificate
 // fires, a region whose canary is no longer scraped (`up` 0 or gone) or
@@ -335,6 +338,29 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 	w.line(0, "groups:")
 
 	q := strconv.Itoa(cfg.Quorum)
+	// ones are the checks only one region judges (OneRegion): every rule
+	// counting regions needs 1 for them, as the alerter's quorum(check),
+	// and cfg.Quorum for the others. None with a quorum of 1.
+	one := map[string]bool{}
+	var ones []string
+	for _, c := range checks {
+		if c.OneRegion && cfg.Quorum > 1 && !one[c.Check] {
+			one[c.Check] = true
+			ones = append(ones, c.Check)
+		}
+	}
+	sort.Strings(ones)
+	onesSel := checkSelector(ones)
+	// quorumFor is the quorum of check in an annotation: q, or a template
+	// giving 1 for ones.
+	quorumFor := q
+	if len(ones) > 0 {
+		quoted := make([]string, len(ones))
+		for i, c := range ones {
+			quoted[i] = strconv.Quote(c)
+		}
+		quorumFor = "{{ if eq $labels.check " + strings.Join(quoted, " ") + " }}1{{ else }}" + q + "{{ end }}"
+	}
 	forget := promDur(cfg.DeadMan.ForgetAfter)
 	// notScraped keeps the series of canaries that are not scraped now:
 	// `up` is 0 (the process died, the host is down) or gone (the target
@@ -354,28 +380,37 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			nil, "Per canary and pair: 1 while the current verdict is unhealthy, 0 while it judges otherwise; absent while it judges nothing (expired: unknown) or the canary is not scraped.")
 		// A region counts with its canaries' current verdicts or, while
 		// the alert fires and none is current, with its last judging
-		// verdict of the last forget_after.
-		held := "count by (check, target, tier) (\n" +
-			"    (\n" +
-			"        max by (check, target, tier, region) (vigil:verdict_unhealthy)\n" +
-			"      or\n" +
-			"        max by (check, target, tier, region) (\n" +
-			"            (last_over_time(vigil:verdict_unhealthy[" + forget + "])" + notScraped + ")\n" +
-			"          or\n" +
-			"            (last_over_time(vigil:verdict_unhealthy[" + forget + "]) and ignoring (state) (vigil_verdict_state{state=\"unknown\"} == 1))\n" +
-			"        )\n" +
-			"    ) == 1\n" +
-			"  ) >= " + q + "\n" +
-			"  and on (check, target) " + firingAlert(RuleDown)
+		// verdict of the last forget_after. down is the expression over
+		// the checks sel matches with quorum n.
+		down := func(sel, n string) string {
+			unhealthy := selector("vigil:verdict_unhealthy", sel)
+			held := "count by (check, target, tier) (\n" +
+				"    (\n" +
+				"        max by (check, target, tier, region) (" + unhealthy + ")\n" +
+				"      or\n" +
+				"        max by (check, target, tier, region) (\n" +
+				"            (last_over_time(" + unhealthy + "[" + forget + "])" + notScraped + ")\n" +
+				"          or\n" +
+				"            (last_over_time(" + unhealthy + "[" + forget + "]) and ignoring (state) (" + selector("vigil_verdict_state", sel, `state="unknown"`) + " == 1))\n" +
+				"        )\n" +
+				"    ) == 1\n" +
+				"  ) >= " + n + "\n" +
+				"  and on (check, target) " + firingAlert(RuleDown)
+			return "count by (check, target, tier) (max by (check, target, tier, region) (" + unhealthy + ") == 1) >= " + n + "\n" +
+				"or\n" +
+				"(\n  " + held + "\n)"
+		}
+		expr := down("", q)
+		if len(ones) > 0 {
+			// The checks one region judges, with quorum 1.
+			expr += "\nor\n" + down(onesSel, "1")
+		}
 		win, regions, cause := downDetail(forget, notScraped, cfg, checks)
-		w.alertAnn(RuleDown, "",
-			"count by (check, target, tier) (max by (check, target, tier, region) (vigil:verdict_unhealthy) == 1) >= "+q+"\n"+
-				"or\n"+
-				"(\n  "+held+"\n)",
+		w.alertAnn(RuleDown, "", expr,
 			cfg.Down.For, cfg.Down.KeepFiringFor, cfg.Down.Severity, "",
 			win+"{{ $labels.check }} × {{ $labels.target }} down in "+
-				"{{ with "+regions+" }}{{ len . }} region{{ if ne (len .) 1 }}s{{ end }} ({{ range $i, $r := . }}{{ if $i }}, {{ end }}{{ $r.Labels.region }}{{ end }}; quorum "+q+")"+
-				"{{ else }}"+regionsTmpl+" (quorum "+q+"){{ end }}"+
+				"{{ with "+regions+" }}{{ len . }} region{{ if ne (len .) 1 }}s{{ end }} ({{ range $i, $r := . }}{{ if $i }}, {{ end }}{{ $r.Labels.region }}{{ end }}; quorum "+quorumFor+")"+
+				"{{ else }}"+regionsTmpl+" (quorum "+quorumFor+"){{ end }}"+
 				"{{ with "+cause+" }}: {{ (index . 0).Labels.cause }}{{ end }}", true, nil,
 			map[string]string{
 				"regions": "{{ range $i, $r := " + regions + " }}{{ if $i }},{{ end }}{{ $r.Labels.region }}{{ end }}",
@@ -384,18 +419,26 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 	}
 	if !cfg.Cert.Disabled {
 		days := strconv.Itoa(cfg.CertExpiryDays)
-		held := "count by (check, target, tier) (\n" +
-			"    (\n" +
-			"        min by (check, target, tier, region) (probe_ssl_earliest_cert_expiry > 0)\n" +
-			"      or\n" +
-			"        min by (check, target, tier, region) ((last_over_time(probe_ssl_earliest_cert_expiry[" + forget + "]) > 0)" + notScraped + ")\n" +
-			"    ) - time() < " + days + " * 86400\n" +
-			"  ) >= " + q + "\n" +
-			"  and on (check, target) " + firingAlert(RuleCert)
-		w.alert(RuleCert, "",
-			`count by (check, target, tier) (min by (check, target, tier, region) ((probe_ssl_earliest_cert_expiry > 0) - time()) < `+days+` * 86400) >= `+q+"\n"+
-				"or\n"+
-				"(\n  "+held+"\n)",
+		// cert is the expression over the checks sel matches with quorum n.
+		cert := func(sel, n string) string {
+			expiry := selector("probe_ssl_earliest_cert_expiry", sel)
+			held := "count by (check, target, tier) (\n" +
+				"    (\n" +
+				"        min by (check, target, tier, region) (" + expiry + " > 0)\n" +
+				"      or\n" +
+				"        min by (check, target, tier, region) ((last_over_time(" + expiry + "[" + forget + "]) > 0)" + notScraped + ")\n" +
+				"    ) - time() < " + days + " * 86400\n" +
+				"  ) >= " + n + "\n" +
+				"  and on (check, target) " + firingAlert(RuleCert)
+			return `count by (check, target, tier) (min by (check, target, tier, region) ((` + expiry + ` > 0) - time()) < ` + days + ` * 86400) >= ` + n + "\n" +
+				"or\n" +
+				"(\n  " + held + "\n)"
+		}
+		expr := cert("", q)
+		if len(ones) > 0 {
+			expr += "\nor\n" + cert(onesSel, "1")
+		}
+		w.alert(RuleCert, "", expr,
 			CertPromFor, 0, cfg.Cert.Severity, "",
 			"{{ $labels.check }} × {{ $labels.target }} certificate expires within "+days+" days in "+regionsTmpl, true, cfg)
 	}
@@ -419,12 +462,6 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 		// (above and the SLO groups below) cannot fire.
 		// A check one region judges (OneRegion) has a quorum of 1: it is
 		// lost only when no region reports it.
-		one := map[string]bool{}
-		for _, c := range checks {
-			if c.OneRegion {
-				one[c.Check] = true
-			}
-		}
 		rules := cfg.quorumRules()
 		for _, g := range deadManGroups(checks) {
 			window := DeadManPromWindowFor(cfg, g.interval)
@@ -434,7 +471,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			}
 			var ones, others []string
 			for _, c := range g.checks {
-				if one[c] && cfg.Quorum > 1 {
+				if one[c] {
 					ones = append(ones, c)
 				} else {
 					others = append(others, c)
@@ -480,6 +517,11 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 			sel += `,target="` + promEscape(s.Target) + `"`
 		}
 		sloSel := `slo="` + promEscape(s.Name) + `"`
+		// The SLO's quorum: 1 for a check one region judges.
+		sq := q
+		if one[s.Check] {
+			sq = "1"
+		}
 		if s.Objective > 0 && !cfg.BurnRate.Disabled {
 			w.group("vigil-slo-" + s.Name)
 			budget := strconv.FormatFloat((100-float64(s.Objective))/100, 'g', 10, 64)
@@ -563,7 +605,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 						"  and\n"+
 						"    vigil:slo_error_ratio:rate"+promDur(bw.Short)+"{"+sloSel+"} > "+th+"\n"+
 						guard+
-						") >= "+q)
+						") >= "+sq)
 					names = append(names, bw.Name())
 				}
 				if len(terms) == 0 {
@@ -590,7 +632,7 @@ func PrometheusRules(cfg Config, slos []SLO, checks ...CheckInterval) ([]byte, e
 				keep = ttfbKeepDefault(s)
 			}
 			w.alert(RuleTTFB, s.Name,
-				`count by (check, target, tier) (vigil:ttfb_seconds:p95_`+promDur(s.Window)+`{`+sloSel+`} > `+obj+ttfbSlowRunsExpr(s, sel)+`) >= `+q,
+				`count by (check, target, tier) (vigil:ttfb_seconds:p95_`+promDur(s.Window)+`{`+sloSel+`} > `+obj+ttfbSlowRunsExpr(s, sel)+`) >= `+sq,
 				cfg.TTFB.For, keep, cfg.TTFB.Severity, "",
 				"{{ $labels.check }} × {{ $labels.target }} TTFB p95 over "+promDur(s.Window)+" above "+s.TTFBP95.String()+
 					" in "+regionsTmpl, true, cfg)

@@ -304,7 +304,7 @@ type ruleParams struct {
 	// quorum_lost summary).
 	quorumRules string
 	// oneRegion are the checks one region judges (OneRegion in
-	// Options.Checks): their quorum is 1.
+	// Options.Checks): their quorum is 1 in every rule (quorumOf).
 	oneRegion map[string]bool
 	// live is the live_errors rule (defaults set; Disabled: no rule).
 	live vigilalerting.LiveErrorsRule
@@ -408,11 +408,12 @@ func ruleUID(base, name string) string {
 // budget over both w.Long and w.Short, in ≥ p.quorum regions.
 func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) alertRule {
 	factor, long, short := fmtFloat(w.Factor), promDur(w.Long), promDur(w.Short)
-	title := fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %d or more regions", factor, long, short, p.quorum)
+	q := p.quorumOf(s.check)
+	title := fmt.Sprintf("Availability error budget burning %sx (%s and %s) in %s", factor, long, short, q.regions())
 	summary := fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} burns its error budget above %sx over %s and %s in "+regionsB,
 		factor, long, short)
 	if s.name != "" {
-		title = s.name + ": error budget burning " + factor + "x (" + long + " and " + short + ") in " + strconv.Itoa(p.quorum) + " or more regions"
+		title = s.name + ": error budget burning " + factor + "x (" + long + " and " + short + ") in " + q.regions()
 		summary = fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }}: error budget of %s (objective %s%%) burns above %sx over %s and %s in "+regionsB,
 			s.name, fmtFloat(s.objective), factor, long, short)
 	}
@@ -431,12 +432,13 @@ func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) a
 		labels:    labels,
 		annotations: map[string]string{
 			"summary": summary,
-			"description": fmt.Sprintf("%s: in %d or more regions, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s; a window's ratio is failed runs over the larger of its runs and the runs the check's interval makes in it, so a young store's few runs do not make a burn): the origin fails, not one vantage's network.",
-				strings.ToUpper(burn[:1])+burn[1:], p.quorum, long, short, factor, fmtFloat(s.objective), max(p.minRuns, 1), long),
+			"description": fmt.Sprintf("%s: in %s, the failed-run ratio of the check against the target over %s and over %s are both above %sx the error budget of a %s%% availability SLO (each region with at least %d runs over %s; a window's ratio is failed runs over the larger of its runs and the runs the check's interval makes in it, so a young store's few runs do not make a burn)%s",
+				strings.ToUpper(burn[:1])+burn[1:], q.in(), long, short, factor, fmtFloat(s.objective), max(p.minRuns, 1), long,
+				q.why(": the origin fails, not one vantage's network.")) + q.note(),
 			"windows": w.Name(),
 		},
-		flux:     []alertFlux{{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Long, w.Short, p.minRuns, p.checks)}},
-		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
+		flux:     []alertFlux{{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Long, w.Short, p.minRuns, p.checks) + q.flux()}},
+		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", q.threshold())},
 		exprRefs: []string{"B", "C"},
 	}
 }
@@ -444,7 +446,8 @@ func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) a
 // ttfbRule is the TTFB p95 rule of s.
 func ttfbRule(p ruleParams, s sloSpec) alertRule {
 	ms := fmtFloat(float64(s.ttfb) / float64(time.Millisecond))
-	title := fmt.Sprintf("TTFB p95 above %s ms in %d or more regions", ms, p.quorum)
+	q := p.quorumOf(s.check)
+	title := fmt.Sprintf("TTFB p95 above %s ms in %s", ms, q.regions())
 	summary := fmt.Sprintf("{{ $labels.check }} × {{ $labels.target }} TTFB p95 over %s above %s ms in "+regionsB, spelled(s.window), ms)
 	uid := "vigil-ttfb-p95"
 	if s.name != "" {
@@ -462,11 +465,12 @@ func ttfbRule(p ruleParams, s sloSpec) alertRule {
 		labels:    ruleLabels(vigilalerting.RuleTTFB, p.ttfbSev, s.label("latency")),
 		annotations: map[string]string{
 			"summary": summary,
-			"description": fmt.Sprintf("In %d or more regions, the TTFB p95 of the check against the target over the last %s is above the %s ms objective (each region with at least %d runs that got a first byte, and at least %d of them above the objective: one slow run is no breach): the origin is slow, not one vantage's network.",
-				p.quorum, spelled(s.window), ms, max(p.minSamples, 1), vigilalerting.TTFBMinSlowRuns),
+			"description": fmt.Sprintf("In %s, the TTFB p95 of the check against the target over the last %s is above the %s ms objective (each region with at least %d runs that got a first byte, and at least %d of them above the objective: one slow run is no breach)%s",
+				q.in(), spelled(s.window), ms, max(p.minSamples, 1), vigilalerting.TTFBMinSlowRuns,
+				q.why(": the origin is slow, not one vantage's network.")) + q.note(),
 		},
-		flux:     []alertFlux{{"A", alerting.Duration(s.window / time.Second), ttfbSLOQuery(s, p.minSamples)}},
-		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
+		flux:     []alertFlux{{"A", alerting.Duration(s.window / time.Second), ttfbSLOQuery(s, p.minSamples) + q.flux()}},
+		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", q.threshold())},
 		exprRefs: []string{"B", "C"},
 	}
 }
@@ -609,6 +613,112 @@ func onesNote(ones []string, quorum int) string {
 	return " Push checks with push.region (" + strings.Join(ones, ", ") + ") are judged by that one region: their quorum is 1, as vigil's alerter counts it, so they fire only when that region is silent."
 }
 
+// ruleQuorum is how many regions must agree for a rule that counts
+// regions (down, certificate, TTFB, burn rate), as the alerter's
+// quorum(check): p.quorum, but 1 for a check one region judges (an enabled
+// push check with push.region, p.oneRegion).
+type ruleQuorum struct {
+	// n is the rule's quorum: 1 for a rule over one such check.
+	n int
+	// ones are the checks of quorum 1 of a rule over every check (none
+	// when the quorum is 1 anyway): its query (flux) counts their regions
+	// against 1, and every other check's against n.
+	ones []string
+	// push: the rule is over one such check (n is 1).
+	push bool
+}
+
+// quorumOf is the quorum of a rule over check ("": every check).
+func (p ruleParams) quorumOf(check string) ruleQuorum {
+	q := ruleQuorum{n: p.quorum}
+	if p.quorum <= 1 {
+		return q
+	}
+	if check != "" {
+		if p.oneRegion[check] {
+			q.n, q.push = 1, true
+		}
+		return q
+	}
+	for c := range p.oneRegion {
+		q.ones = append(q.ones, c)
+	}
+	sort.Strings(q.ones)
+	return q
+}
+
+// regions says the quorum in a title: "2 or more regions", "2 or more
+// regions (1 for a push check with push.region)", "its one region
+// (push.region)".
+func (q ruleQuorum) regions() string {
+	switch {
+	case q.push:
+		return "its one region (push.region)"
+	case len(q.ones) > 0:
+		return strconv.Itoa(q.n) + " or more regions (1 for a push check with push.region)"
+	}
+	return strconv.Itoa(q.n) + " or more regions"
+}
+
+// in says the quorum in a description: "2 or more regions", "its one
+// region (push.region)" (for a rule over every check, note names the
+// checks of quorum 1).
+func (q ruleQuorum) in() string {
+	if q.push {
+		return "its one region (push.region)"
+	}
+	return strconv.Itoa(q.n) + " or more regions"
+}
+
+// why is the reason a description gives for needing the quorum, "." for a
+// rule over one check its one region judges (no quorum rules out one
+// vantage's network).
+func (q ruleQuorum) why(reason string) string {
+	if q.push {
+		return "."
+	}
+	return reason
+}
+
+// note ends a description: which checks count with a quorum of 1 ("" for
+// none).
+func (q ruleQuorum) note() string {
+	switch {
+	case q.push:
+		return " The check is a push check with push.region, judged by that one region: its quorum is 1, as vigil's alerter counts it."
+	case len(q.ones) > 0:
+		return " Push checks with push.region (" + strings.Join(q.ones, ", ") + ") are judged by that one region: their quorum is 1, as vigil's alerter counts it."
+	}
+	return ""
+}
+
+// flux ends the rule's query (A) of a rule over every check with q.ones:
+// a check × target's count of agreeing regions is kept when it reaches
+// its check's quorum (1.0 for q.ones, else q.n), else it becomes 0, and
+// the rule fires above 0.5 (threshold). "" without q.ones: the count is
+// compared with q.n by the threshold.
+func (q ruleQuorum) flux() string {
+	if len(q.ones) == 0 {
+		return ""
+	}
+	terms := make([]string, len(q.ones))
+	for i, c := range q.ones {
+		terms[i] = `r.check == "` + c + `"`
+	}
+	return "\n  |> map(fn: (r) => ({r with _value: if r._value >= (if " + strings.Join(terms, " or ") + " then 1.0 else " +
+		strconv.Itoa(q.n) + ".0) then r._value else 0.0}))"
+}
+
+// threshold is the rule's threshold on the last value of its query (A):
+// above n − 0.5 regions, or above 0.5 when its query applies the quorum
+// (flux).
+func (q ruleQuorum) threshold() float64 {
+	if len(q.ones) > 0 {
+		return 0.5
+	}
+	return float64(q.n) - 0.5
+}
+
 // liveRule is the live_errors rule, as the alerter's: per pool × origin,
 // the proxies' signals (vigil_signal) over live_errors.window, summed over
 // every proxy instance and region, fail by its ratio and min_requests or
@@ -680,19 +790,20 @@ func certQuery(days int) string {
 // alerting.CertPromFor over its scrapes) and has no hold.
 func certRule(p ruleParams) alertRule {
 	days := strconv.Itoa(p.certDays)
+	q := p.quorumOf("")
 	return alertRule{
 		uid:       "vigil-certificate",
-		title:     fmt.Sprintf("Certificate expiring within %s days or failing in %d or more regions", days, p.quorum),
+		title:     fmt.Sprintf("Certificate expiring within %s days or failing in %s", days, q.regions()),
 		condition: "C",
 		noData:    alerting.RuleNoDataStateOK, // no fresh verdict at all: no series
 		labels:    map[string]string{"rule": vigilalerting.RuleCert, "severity": p.certSev, "source": "grafana"},
 		annotations: map[string]string{
 			"summary": "{{ $labels.check }} × {{ $labels.target }} certificate expires within " + days + " days or fails verification in " + regionsB,
 			"description": fmt.Sprintf("In %d or more regions, the latest unexpired verdict of the check against the target reports a certificate (the earliest-expiring one presented: leaf or intermediate) expiring within %s days, or failed with cause cert (invalid certificate, or the check's cert_min_days).",
-				p.quorum, days),
+				q.n, days) + q.note(),
 		},
-		flux:     []alertFlux{{"A", 300, certQuery(p.certDays)}},
-		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5)},
+		flux:     []alertFlux{{"A", 300, certQuery(p.certDays) + q.flux()}},
+		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", q.threshold())},
 		exprRefs: []string{"B", "C"},
 	}
 }
@@ -730,9 +841,10 @@ func alertRules(o Options) []alertRule {
 	p := params(o)
 	var rules []alertRule
 	if !p.downOff {
+		q := p.quorumOf("")
 		rules = append(rules, alertRule{
 			uid:       "vigil-origin-down",
-			title:     fmt.Sprintf("Origin down in %d or more regions", p.quorum),
+			title:     "Origin down in " + q.regions(),
 			forDur:    p.downFor,
 			keep:      p.downKeep,
 			condition: "C",
@@ -744,13 +856,13 @@ func alertRules(o Options) []alertRule {
 			annotations: map[string]string{
 				"summary": "{{ $labels.check }} × {{ $labels.target }} is unhealthy in " + regionsB +
 					` ({{ reReplaceAll "," ", " $values.E.Labels.regions }}){{ with $values.E.Labels.cause }}: {{ . }}{{ end }}`,
-				"description": downDescription(p.quorum),
+				"description": downDescription(p.quorum) + q.note(),
 				"regions":     "{{ $values.E.Labels.regions }}",
 				"cause":       "{{ $values.E.Labels.cause }}",
 				"error":       "{{ $values.E.Labels.error }}",
 			},
-			flux: []alertFlux{{"A", 300, qAlertRegionsDown}, {"D", 300, qAlertDownDetail}},
-			exprs: []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(p.quorum)-0.5),
+			flux: []alertFlux{{"A", 300, qAlertRegionsDown + q.flux()}, {"D", 300, qAlertDownDetail}},
+			exprs: []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", q.threshold()),
 				reduceLast("E", "D")},
 			exprRefs: []string{"B", "C", "E"},
 		})
@@ -956,6 +1068,8 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 //     5 % or more of 100 or more requests, or the origin was ejected in
 //     50 % or more of them, for 2 m, as the alerter's live_errors.
 //
+// A check with OneRegion in o.Checks (a push check with push.region) needs
+// 1 region in every rule instead of Quorum, as the alerter's.
 // With o.Alerting the rules follow that config and o.SLOs instead (see
 // Options.Alerting). Each keeps firing as the alerter's rule does
 // (KeepFiringForDown, KeepFiringForTTFB, KeepFiringForBurn, the pair's

@@ -54,7 +54,8 @@ type Options struct {
 	// Quorum is how many regions must agree before a rule fires (origin
 	// down, certificate, TTFB, burn rate), and below how many reporting
 	// regions the quorum-lost rule fires; keep it equal to the alerter's
-	// alerting.quorum. 0: Quorum (2).
+	// alerting.quorum. A check with OneRegion in Checks needs 1. 0: Quorum
+	// (2).
 	Quorum int
 	// TTFBP95 is the TTFB p95 objective of the TTFB rule and the
 	// dashboards' TTFB thresholds. 0: TTFBP95ThresholdMS (600 ms).
@@ -85,9 +86,10 @@ type Options struct {
 	// interval over its checks only, the tier label of the burn-rate
 	// rules, the interval their runs floor counts with (a check not
 	// listed: the interval_ms of the region's newest run), and, with
-	// OneRegion, a quorum of 1 in the quorum-lost rules, as vigil's
-	// alerter counts a push check with push.region. nil: one dead-man rule
-	// over every check, with alerting.DeadManPromWindow.
+	// OneRegion, a quorum of 1 in every rule that counts regions (origin
+	// down, certificate, TTFB, burn rate, quorum lost), as vigil's alerter
+	// counts a push check with push.region. nil: one dead-man rule over
+	// every check, with alerting.DeadManPromWindow.
 	Checks []vigilalerting.CheckInterval
 	// GeneratedBy is the command the alert rules file says wrote it.
 	// "": the examples' `go generate ./reporting/grafana`.
