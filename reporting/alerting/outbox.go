@@ -432,7 +432,9 @@ func (a *Alerter) beforeSend(receiver string, n Notification, id uint64) (Notifi
 	if !send {
 		return n, false
 	}
-	return newNotification(n.GroupKey, n.GroupLabels, firing, resolved, n.At, Config{StatusPageURL: n.StatusPageURL}), true
+	out := newNotification(n.GroupKey, n.GroupLabels, firing, resolved, n.At, Config{StatusPageURL: n.StatusPageURL})
+	out.accepted = n.accepted // PagerDuty is not sent again the triggers it accepted
+	return out, true
 }
 
 // beforeSendStream is beforeSend for a stream receiver's (Alertmanager)
