@@ -339,7 +339,7 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 		case err != nil:
 			errs = append(errs, fmt.Sprintf("for: %q: not a duration (e.g. 30m, 2h, 1d)", req.For))
 		case d <= 0 || d > MaxSilence:
-			errs = append(errs, fmt.Sprintf("for: %s: must be above 0 and at most %s (longer: a maintenance window)", d, shortDur(MaxSilence)))
+			errs = append(errs, fmt.Sprintf("for: %q: must be above 0 and at most %s (longer: a maintenance window)", req.For, shortDur(MaxSilence)))
 		}
 		if len(errs) > 0 {
 			writeSilenceJSON(w, http.StatusBadRequest, map[string]string{"error": strings.Join(errs, "; ")})

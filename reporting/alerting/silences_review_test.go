@@ -151,7 +151,7 @@ func TestSilenceForDays(t *testing.T) {
 		}
 	}
 	if code, body := s.post(`{"check":"asset","for":"8d","by":"al","why":"x"}`); code != http.StatusBadRequest ||
-		!strings.Contains(body, "for: 192h0m0s: must be above 0 and at most 7d") {
+		!strings.Contains(body, `for: \"8d\": must be above 0 and at most 7d`) {
 		t.Errorf("POST for 8d: %d %s", code, body)
 	}
 	if code, body := s.post(`{"check":"asset","for":"1x","by":"al","why":"x"}`); code != http.StatusBadRequest ||
