@@ -79,36 +79,12 @@ func TestCutHeadAccessLog(t *testing.T) {
 		closed(c)
 	}
 
-	type line struct {
-		Remote    string   `json:"remote"`
-		TLS       *bool    `json:"tls"`
-		Status    int      `json:"status"`
-		Bytes     *int     `json:"bytes"`
-		Duration  *float64 `json:"duration"`
-		Cut       string   `json:"cut"`
-		HeadBytes int      `json:"head_bytes"`
-		Path      string   `json:"path"`
-		TS        string   `json:"ts"`
-	}
-	var lines []line
-	read := func() {
-		b, _ := os.ReadFile(path)
-		lines = lines[:0]
-		for _, s := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if s == "" {
-				continue
-			}
-			var l line
-			if err := json.Unmarshal([]byte(s), &l); err != nil {
-				t.Fatalf("access log line %q: %v", s, err)
-			}
-			lines = append(lines, l)
-		}
-	}
+	var lines []cutLogLine
+	read := func() { lines = readCutLog(t, path) }
 	eventually(t, "5 access log lines", func() bool { read(); return len(lines) >= 5 })
 	time.Sleep(1500 * time.Millisecond) // a line more would be flushed by now
 	read()
-	want := map[string]line{ // by remote
+	want := map[string]cutLogLine{ // by remote
 		slow.LocalAddr().String(): {Status: 408, Cut: cutHeaderTimeout, HeadBytes: len(slowHead)},
 		next.LocalAddr().String(): {Status: 408, Cut: cutHeaderTimeout, HeadBytes: len(nextHead)},
 		remoteHalf:                {Status: 400, Cut: cutClosedInHead, HeadBytes: len(halfHead)},
@@ -139,4 +115,35 @@ func TestCutHeadAccessLog(t *testing.T) {
 	if served != 2 || len(want) != 0 {
 		t.Fatalf("%d lines of served requests (want 2), cut connections without a line: %v\nlines: %+v", served, want, lines)
 	}
+}
+
+// cutLogLine is an access-log line as the cut-connection tests read it.
+type cutLogLine struct {
+	Remote    string   `json:"remote"`
+	TLS       *bool    `json:"tls"`
+	Status    int      `json:"status"`
+	Bytes     *int     `json:"bytes"`
+	Duration  *float64 `json:"duration"`
+	Cut       string   `json:"cut"`
+	HeadBytes int      `json:"head_bytes"`
+	Path      string   `json:"path"`
+	TS        string   `json:"ts"`
+}
+
+// readCutLog reads the access log at path as cutLogLines.
+func readCutLog(t *testing.T, path string) []cutLogLine {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	var lines []cutLogLine
+	for _, s := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if s == "" {
+			continue
+		}
+		var l cutLogLine
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("access log line %q: %v", s, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
 }

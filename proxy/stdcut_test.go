@@ -3,13 +3,10 @@ package proxy
 import (
 	"bufio"
 	"crypto/tls"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -130,32 +127,8 @@ func testCutHeadAccessLog(t *testing.T, engine string) {
 		}
 	}
 
-	type line struct {
-		Remote    string   `json:"remote"`
-		TLS       *bool    `json:"tls"`
-		Status    int      `json:"status"`
-		Bytes     *int     `json:"bytes"`
-		Duration  *float64 `json:"duration"`
-		Cut       string   `json:"cut"`
-		HeadBytes int      `json:"head_bytes"`
-		Path      string   `json:"path"`
-		TS        string   `json:"ts"`
-	}
-	var lines []line
-	read := func() {
-		b, _ := os.ReadFile(path)
-		lines = lines[:0]
-		for _, s := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if s == "" {
-				continue
-			}
-			var l line
-			if err := json.Unmarshal([]byte(s), &l); err != nil {
-				t.Fatalf("access log line %q: %v", s, err)
-			}
-			lines = append(lines, l)
-		}
-	}
+	var lines []cutLogLine
+	read := func() { lines = readCutLog(t, path) }
 	const served = 4 // the first requests of next and idle, on each listener
 	total := served + len(wants)
 	eventually(t, "the access log lines", func() bool { read(); return len(lines) >= total })
