@@ -84,34 +84,12 @@ func TestCutHeadAccessLog(t *testing.T) {
 	eventually(t, "5 access log lines", func() bool { read(); return len(lines) >= 5 })
 	time.Sleep(1500 * time.Millisecond) // a line more would be flushed by now
 	read()
-	want := map[string]cutLogLine{ // by remote
-		slow.LocalAddr().String(): {Status: 408, Cut: cutHeaderTimeout, HeadBytes: len(slowHead)},
-		next.LocalAddr().String(): {Status: 408, Cut: cutHeaderTimeout, HeadBytes: len(nextHead)},
-		remoteHalf:                {Status: 400, Cut: cutClosedInHead, HeadBytes: len(halfHead)},
+	want := map[string]cutWant{ // by remote
+		slow.LocalAddr().String(): {408, cutHeaderTimeout, len(slowHead), false},
+		next.LocalAddr().String(): {408, cutHeaderTimeout, len(nextHead), false},
+		remoteHalf:                {400, cutClosedInHead, len(halfHead), false},
 	}
-	served := 0
-	for _, l := range lines {
-		if l.Path == "/" && l.Status == 200 {
-			served++
-			continue
-		}
-		w, ok := want[l.Remote]
-		if !ok {
-			t.Errorf("unexpected line %+v", l)
-			continue
-		}
-		delete(want, l.Remote)
-		if l.Status != w.Status || l.Cut != w.Cut || l.HeadBytes != w.HeadBytes || l.Path != "" ||
-			l.TLS == nil || *l.TLS || l.Bytes == nil || *l.Bytes != 0 || l.Duration == nil {
-			t.Errorf("line %+v, want status %d, cut %s, head_bytes %d, tls false, bytes 0, a duration, no path", l, w.Status, w.Cut, w.HeadBytes)
-		}
-		if _, err := time.Parse(time.RFC3339Nano, l.TS); err != nil {
-			t.Errorf("ts %q: %v", l.TS, err)
-		}
-		if l.Cut == cutHeaderTimeout && l.Duration != nil && (*l.Duration < 0.3 || *l.Duration > 3) {
-			t.Errorf("duration %v of a head cut by read_header_timeout 400ms", *l.Duration)
-		}
-	}
+	served := checkCutLines(t, lines, want)
 	if served != 2 || len(want) != 0 {
 		t.Fatalf("%d lines of served requests (want 2), cut connections without a line: %v\nlines: %+v", served, want, lines)
 	}
@@ -146,4 +124,46 @@ func readCutLog(t *testing.T, path string) []cutLogLine {
 		lines = append(lines, l)
 	}
 	return lines
+}
+
+// cutWant is what the access-log line of a connection cut mid-head must
+// say.
+type cutWant struct {
+	status int
+	cut    string
+	head   int
+	tls    bool
+}
+
+// checkCutLines checks an access log's lines: each is a served request's
+// (GET / answered 200) or the line of a cut connection in wants (by client
+// address; those found are deleted from wants), with its status, cut,
+// head_bytes and tls, no bytes, a duration (from 0.3 to 3 s for a head
+// cut by a 400ms read_header_timeout), a ts and no path. It returns how
+// many lines were of served requests.
+func checkCutLines(t *testing.T, lines []cutLogLine, wants map[string]cutWant) (served int) {
+	t.Helper()
+	for _, l := range lines {
+		if l.Path == "/" && l.Status == 200 {
+			served++
+			continue
+		}
+		w, found := wants[l.Remote]
+		if !found {
+			t.Errorf("unexpected line %+v", l)
+			continue
+		}
+		delete(wants, l.Remote)
+		if l.Status != w.status || l.Cut != w.cut || l.HeadBytes != w.head || l.Path != "" ||
+			l.TLS == nil || *l.TLS != w.tls || l.Bytes == nil || *l.Bytes != 0 || l.Duration == nil {
+			t.Errorf("line %+v, want status %d, cut %s, head_bytes %d, tls %v, bytes 0, a duration, no path", l, w.status, w.cut, w.head, w.tls)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, l.TS); err != nil {
+			t.Errorf("ts %q: %v", l.TS, err)
+		}
+		if l.Cut == cutHeaderTimeout && l.Duration != nil && (*l.Duration < 0.3 || *l.Duration > 3) {
+			t.Errorf("duration %v of a head cut by read_header_timeout 400ms", *l.Duration)
+		}
+	}
+	return served
 }
