@@ -305,11 +305,7 @@ func newApp(cfg *File, o appOptions) (*app, error) {
 		if err != nil {
 			return nil, fmt.Errorf("alerting: %w", err)
 		}
-		al.SetChecks(cfg.checkNames())
-		al.SetPairs(cfg.pairNames())
-		al.SetDisabledPairs(cfg.disabledPairNames())
-		al.SetPools(cfg.poolOrigins())
-		al.SetOneRegion(cfg.oneRegionChecks())
+		cfg.tellAlerter(al)
 		a.alr = al
 	}
 	if a.can == nil {
@@ -971,11 +967,7 @@ func (a *app) apply(cfg *File) (err error) {
 		if err := a.alr.Reload(cfg.Alerting, cfg.SLOs); err != nil {
 			return fmt.Errorf("alerting: %w", err)
 		}
-		a.alr.SetChecks(cfg.checkNames())
-		a.alr.SetPairs(cfg.pairNames())
-		a.alr.SetDisabledPairs(cfg.disabledPairNames())
-		a.alr.SetPools(cfg.poolOrigins())
-		a.alr.SetOneRegion(cfg.oneRegionChecks())
+		cfg.tellAlerter(a.alr)
 	}
 	if a.can != nil {
 		a.can.SetRedact(cfg.redactor.redact)
@@ -1000,6 +992,16 @@ func (f *File) pairNames() map[string][]string {
 		return nil
 	}
 	return f.Config.PairNames()
+}
+
+// tellAlerter gives al what it knows of the file's checks, pairs and
+// proxy pools, at start and after every reload.
+func (f *File) tellAlerter(al *alerting.Alerter) {
+	al.SetChecks(f.checkNames())
+	al.SetPairs(f.pairNames())
+	al.SetDisabledPairs(f.disabledPairNames())
+	al.SetPools(f.poolOrigins())
+	al.SetOneRegion(f.oneRegionChecks())
 }
 
 // disabledPairNames are the check × target pairs of the file's checks
