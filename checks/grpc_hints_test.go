@@ -89,6 +89,7 @@ func TestGRPCTransportHints(t *testing.T) {
 	t.Cleanup(func() { h1srv.Close() })
 	h1URL := "http://" + ln.Addr().String()
 	tlsH1URL := serveTLSHTTP1(t, cert, []string{"h2", "http/1.1"}, h1) // offers h2, is no h2c server
+	lingerURL := serveHTTP1Lingering(t)
 
 	withTLS := checks.GRPCSpec{TLS: &checks.GRPCTLS{TLSOptions: checks.TLSOptions{CAFile: caFile}}}
 	h2c := checks.GRPCSpec{TLS: checks.GRPCTLSOff()}
@@ -103,7 +104,7 @@ func TestGRPCTransportHints(t *testing.T) {
 		{"TLS to a plain-text HTTP/1.1 server", withTLS, strings.Replace(h1URL, "http://", "https://", 1), checks.CauseTLS, "(a plain-text server? set grpc.tls: false)"},
 		{"h2c to a TLS gRPC server", h2c, strings.Replace(tlsGRPC, "https://", "http://", 1), checks.CauseProtocol, "protocol: no HTTP/2 answer to h2c (grpc.tls: false): the connection was closed without an answer (a TLS server? drop tls: false)"},
 		{"h2c to a TLS HTTP server", h2c, strings.Replace(tlsH1URL, "https://", "http://", 1), checks.CauseProtocol, "(a TLS server? drop tls: false)"},
-		{"h2c to an HTTP/1.1 server", h2c, h1URL, checks.CauseProtocol, "protocol: no HTTP/2 answer to h2c (grpc.tls: false): the server answered in HTTP/1.1 (\"HTTP/1.1 "},
+		{"h2c to an HTTP/1.1 server", h2c, lingerURL, checks.CauseProtocol, "protocol: no HTTP/2 answer to h2c (grpc.tls: false): the server answered in HTTP/1.1 (\"HTTP/1.1 "},
 	} {
 		r := grpcRun(t, tc.spec, checks.Expect{}, tc.url)
 		t.Logf("%s: cause %q: %s", tc.name, r.Cause, r.Err)
@@ -111,6 +112,48 @@ func TestGRPCTransportHints(t *testing.T) {
 			t.Errorf("%s: cause %q err %q\nwant %q and the error to contain %q", tc.name, r.Cause, r.Err, tc.cause, tc.errHas)
 		}
 	}
+}
+
+// serveHTTP1Lingering answers the first request head on each connection
+// with an HTTP/1.1 505 and closes as nginx does (lingering close): it
+// half-closes and reads what the client still sends until the client
+// closes. net/http's server closes at once with the client's later
+// frames unread, so the kernel resets the connection, and a reset that
+// arrives before the client read the status line discards it: the
+// client then sees no answer at all, which is a race, not the case under
+// test.
+func serveHTTP1Lingering(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				var head []byte
+				buf := make([]byte, 512)
+				for !strings.Contains(string(head), "\r\n\r\n") {
+					n, err := c.Read(buf)
+					head = append(head, buf[:n]...)
+					if err != nil {
+						return
+					}
+				}
+				io.WriteString(c, "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				c.(*net.TCPConn).CloseWrite()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
 }
 
 // failingHealth answers every Check with code and message.
