@@ -415,32 +415,61 @@ func (p *pool) evaluateCtx(ctx context.Context, now time.Time) {
 	if cfg.SuccessRateStdev <= 0 || len(rates) < max(cfg.SuccessRateMinHosts, 3) {
 		return
 	}
-	vals := make([]float64, len(rates))
-	var mean float64
+	counts := make([]srCount, len(rates))
 	for i, r := range rates {
-		vals[i] = r.rate
-		mean += r.rate
+		counts[i] = srCount{r.req, r.fail}
+	}
+	out := make([]bool, len(rates))
+	sr := successRateOutliers(counts, cfg.SuccessRateStdev, out)
+	for i, r := range rates {
+		if out[i] && r.recent {
+			p.eject(r.o, ReasonSuccessRate, now, func() string {
+				return fmt.Sprintf("success rate %s (%d of %d requests failed in %s) vs pool median %s (%d origins with ≥ %d requests), below %s (median − max(%g × stdev %s, %s))",
+					pct(r.rate), r.fail, r.req, cfg.Window, pct(sr.median), len(rates), cfg.SuccessRateMinRequests, pct(sr.limit), cfg.SuccessRateStdev, pct(sr.stdev), pct(minOutlierGap))
+			})
+		}
+	}
+}
+
+// srCount is one origin's requests and failed tries in the window, as the
+// success-rate rule counts them.
+type srCount struct{ req, fail int }
+
+// srStats is what the success-rate rule found in the pool: the median and
+// standard deviation of the origins' success rates (0..1) and the limit
+// below which an origin's rate is an outlier.
+type srStats struct{ median, stdev, limit float64 }
+
+// successRateOutliers is the success-rate rule's decision (evaluateCtx
+// calls it with the origins that have success_rate_min_requests, at least
+// success_rate_min_hosts of them): it sets out[i] for each origin of counts
+// that is an outlier at factor (success_rate_stdev). counts must hold
+// requests (req > 0); out is as long as counts.
+func successRateOutliers(counts []srCount, factor float64, out []bool) srStats {
+	vals := make([]float64, len(counts))
+	var mean float64
+	for i, c := range counts {
+		vals[i] = 1 - float64(c.fail)/float64(c.req)
+		mean += vals[i]
 	}
 	mean /= float64(len(vals))
 	var v float64
 	for _, x := range vals {
 		v += (x - mean) * (x - mean)
 	}
-	stdev := math.Sqrt(v / float64(len(vals)))
-	sort.Float64s(vals)
-	median := vals[len(vals)/2]
-	if len(vals)%2 == 0 {
-		median = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
+	var s srStats
+	s.stdev = math.Sqrt(v / float64(len(vals)))
+	sorted := append([]float64(nil), vals...)
+	sort.Float64s(sorted)
+	s.median = sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		s.median = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
 	}
-	limit := median - max(cfg.SuccessRateStdev*stdev, minOutlierGap)
-	for _, r := range rates {
-		if r.rate < limit && r.recent {
-			p.eject(r.o, ReasonSuccessRate, now, func() string {
-				return fmt.Sprintf("success rate %s (%d of %d requests failed in %s) vs pool median %s (%d origins with ≥ %d requests), below %s (median − max(%g × stdev %s, %s))",
-					pct(r.rate), r.fail, r.req, cfg.Window, pct(median), len(rates), cfg.SuccessRateMinRequests, pct(limit), cfg.SuccessRateStdev, pct(stdev), pct(minOutlierGap))
-			})
-		}
+	s.limit = s.median - max(factor*s.stdev, minOutlierGap)
+	for i, r := range vals {
+		out[i] = r < s.limit
 	}
+	return s
 }
 
 // endEjection returns o after its passive ejection; probe is what the
