@@ -334,7 +334,7 @@ func check(o Options) *board {
 	const current = "Current state (since when)"
 	bd.b.WithPanel(table.NewPanelBuilder().
 		Title(current).
-		Description("Latest verdict per target × region × vantage, worst first, and since when its pair has been in that state (the verdict's since field: down since 10:41, for 12m5s to the end of the range). Past its expiry a verdict is unknown, since its expiry. Empty where not known: verdicts stored before vigil wrote since.").
+		Description("Latest verdict per target × region × vantage, worst first, and since when its pair has been in that state (the verdict's since: down since 10:41, for 12 minutes, 5 seconds to the end of the range). Both sort as times and durations. Past its expiry a verdict is unknown, since its expiry. Empty where not known.").
 		Datasource(bd.ds()).
 		WithTarget(bd.flux(current, "A", qCurrentState)).
 		WithTransformation(organize([]string{"target", "region", "vantage", "state", "since", "for"}, nil)).
@@ -342,6 +342,10 @@ func check(o Options) *board {
 		OverrideByName("state", []dashboard.DynamicConfigValue{
 			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background"}},
 		}).
+		// since is Unix ms and for whole seconds (qCurrentState): numbers,
+		// so the table sorts them as times and durations.
+		OverrideByName("since", []dashboard.DynamicConfigValue{{Id: "unit", Value: "dateTimeAsIso"}}).
+		OverrideByName("for", []dashboard.DynamicConfigValue{{Id: "unit", Value: "dtdurations"}}).
 		Filterable(true).
 		Footer(noFooter()).
 		Span(24).Height(8))

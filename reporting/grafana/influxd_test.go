@@ -45,6 +45,7 @@ func (db *influxd) write(t *testing.T, lines string) {
 // fluxTable is a query result: the header and data rows of every table.
 type fluxResult struct {
 	header []string   // columns of the first table
+	types  []string   // their #datatype annotations (string, long, double, dateTime:RFC3339…)
 	rows   [][]string // data rows of all tables, without the leading annotation column
 }
 
@@ -87,9 +88,12 @@ func parseFluxCSV(body []byte) (*fluxResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("csv: %w", err)
 		}
-		var header []string
+		var header, types []string
 		for _, rec := range recs {
 			if len(rec) > 0 && strings.HasPrefix(rec[0], "#") {
+				if rec[0] == "#datatype" {
+					types = rec[1:]
+				}
 				continue
 			}
 			if header == nil {
@@ -98,7 +102,7 @@ func parseFluxCSV(body []byte) (*fluxResult, error) {
 					return nil, fmt.Errorf("flux error: %s", block)
 				}
 				if res.header == nil {
-					res.header = rec[1:]
+					res.header, res.types = rec[1:], types
 				}
 				continue
 			}

@@ -197,21 +197,30 @@ const (
 
 	// qCurrentState: per target × region × vantage, the latest verdict's
 	// state as of the end of the range (past its expires: unknown) and
-	// since when its pair has been in it, from the since field (Unix ns,
-	// as reporting/influx writes it): since, RFC 3339 without trailing
-	// zeros, and for, how long to the end of the range, in whole seconds
-	// ("12m5s", "3m", "2h"); both "" when not known (points written
-	// before the field, or by a verdict that did not know it, or whose
-	// since field is older than its state). A verdict read unknown for its
-	// expiry is unknown since its expires, as vigil's API says. Of two
-	// series of a pair (its tier changed), each field's newest point
-	// counts. Worst first, then by target, region and vantage. The fields
-	// are read apart and folded in by reduce, not pivoted: a pivot without
-	// since (no point in the range has it) has no such column, which Flux
-	// refuses to read.
+	// since when its pair has been in it, as numbers Grafana sorts and
+	// formats: since, Unix milliseconds (the panel's unit dateTimeAsIso),
+	// and for, whole seconds from since to the end of the range (unit
+	// dtdurations); both null (an empty cell) when not known, for only
+	// when since is after the end of the range. since is the since field
+	// (Unix ns, as reporting/influx writes it; 0: the verdict did not
+	// know it) of the state's point; a point written before that field
+	// existed carries it only in verdict_json ("si", Unix ns, a key after a
+	// comma, as qAlertCert reads "ce"), which is read then, as vigil's own
+	// reader does. A point of another time (an older field, the state's
+	// newer) says nothing. A verdict read unknown for its expiry is unknown
+	// since its expires, as vigil's API says. Of two series of a pair (its
+	// tier changed), each field's newest point counts. Worst first, then
+	// by target, region and vantage. The fields are read apart and folded
+	// in by reduce, not pivoted: a pivot without since (no point in the
+	// range has it) has no such column, which Flux refuses to read. The
+	// nulls are made by the last pivot (Flux 0.65 has no null literal):
+	// rank, since and for are rows of their own, since and for only where
+	// known, and two padding rows (target "", dropped after the pivot)
+	// give the since and for columns even when no row knows them.
 	qCurrentState = `import "regexp"
+import "strings"
 latest = ` + fromVerdicts + byCheck + byRegion + `
-  |> filter(fn: (r) => r._field == "state" or r._field == "expires" or r._field == "since")
+  |> filter(fn: (r) => r._field == "state" or r._field == "expires" or r._field == "since" or r._field == "verdict_json")
   |> last()
 states = latest
   |> filter(fn: (r) => r._field == "state")
@@ -219,27 +228,49 @@ states = latest
 nums = latest
   |> filter(fn: (r) => r._field == "expires" or r._field == "since")
   |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, f: r._field, s: "", n: r._value, t: int(v: r._time)}))
-union(tables: [states, nums])
+blobs = latest
+  |> filter(fn: (r) => r._field == "verdict_json")
+  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, f: "si", s: "",
+      n: strings.trimPrefix(v: regexp.findString(r: /,"si":[0-9]+/, v: r._value), prefix: ",\"si\":"), t: int(v: r._time)}))
+  |> map(fn: (r) => ({r with n: if r.n == "" then 0 else int(v: r.n)}))
+rows = union(tables: [states, nums, blobs])
   |> group(columns: ["target", "region", "vantage"])
-  |> reduce(identity: {state: "", st: 0, expires: 0, et: 0, since: 0, sit: 0},
+  |> reduce(identity: {state: "", st: 0, expires: 0, et: 0, since: 0, sit: 0, si: 0, sjt: 0},
       fn: (r, accumulator) => ({
         state: if r.f == "state" and r.t > accumulator.st then r.s else accumulator.state,
         st: if r.f == "state" and r.t > accumulator.st then r.t else accumulator.st,
         expires: if r.f == "expires" and r.t > accumulator.et then r.n else accumulator.expires,
         et: if r.f == "expires" and r.t > accumulator.et then r.t else accumulator.et,
         since: if r.f == "since" and r.t > accumulator.sit then r.n else accumulator.since,
-        sit: if r.f == "since" and r.t > accumulator.sit then r.t else accumulator.sit}))
+        sit: if r.f == "since" and r.t > accumulator.sit then r.t else accumulator.sit,
+        si: if r.f == "si" and r.t > accumulator.sjt then r.n else accumulator.si,
+        sjt: if r.f == "si" and r.t > accumulator.sjt then r.t else accumulator.sjt}))
   |> filter(fn: (r) => r.state != "")
   |> map(fn: (r) => ({r with expired: r.expires > 0 and r.et == r.st and r.expires < int(v: v.timeRangeStop)}))
-  |> map(fn: (r) => ({r with
+  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage,
       state: if r.expired then "unknown" else r.state,
-      since: if r.expired then r.expires else if r.sit == r.st then r.since else 0}))
-  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, state: r.state,
-      rank: if r.state == "unhealthy" then 0 else if r.state == "unknown" then 1 else if r.state == "degraded" then 2 else 3,
-      since: if r.since > 0 then regexp.replaceAllString(r: /\.?0*Z$/, v: string(v: time(v: r.since)), t: "Z") else "",
-      for: if r.since > 0 and r.since <= int(v: v.timeRangeStop)
-        then string(v: duration(v: (int(v: v.timeRangeStop) - r.since) / 1000000000 * 1000000000)) else ""}))
+      since: if r.expired then r.expires else if r.sit == r.st then r.since else if r.sjt == r.st then r.si else 0}))
+  |> map(fn: (r) => ({r with rank: if r.state == "unhealthy" then 0 else if r.state == "unknown" then 1 else if r.state == "degraded" then 2 else 3}))
   |> group()
+ranks = rows
+  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, state: r.state, kind: "rank", _value: r.rank}))
+sinces = rows
+  |> filter(fn: (r) => r.since > 0)
+  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, state: r.state, kind: "since", _value: r.since / 1000000}))
+fors = rows
+  |> filter(fn: (r) => r.since > 0 and r.since <= int(v: v.timeRangeStop))
+  |> map(fn: (r) => ({target: r.target, region: r.region, vantage: r.vantage, state: r.state, kind: "for",
+      _value: (int(v: v.timeRangeStop) - r.since) / 1000000000}))
+padSince = rows
+  |> limit(n: 1)
+  |> map(fn: (r) => ({target: "", region: "", vantage: "", state: "", kind: "since", _value: 0}))
+padFor = rows
+  |> limit(n: 1)
+  |> map(fn: (r) => ({target: "", region: "", vantage: "", state: "", kind: "for", _value: 0}))
+union(tables: [ranks, sinces, fors, padSince, padFor])
+  |> group()
+  |> pivot(rowKey: ["target", "region", "vantage", "state"], columnKey: ["kind"], valueColumn: "_value")
+  |> filter(fn: (r) => r.target != "")
   |> sort(columns: ["rank", "target", "region", "vantage"])
   |> keep(columns: ["target", "region", "vantage", "state", "since", "for"])`
 
