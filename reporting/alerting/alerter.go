@@ -285,8 +285,9 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 		rcache: rollupCaches{}, arrived: arrivals{}, statePath: o.StatePath, kick: make(chan struct{}, 1),
 	}
 	m.lastEvalSuccess.Set(unixSeconds(a.now()))
+	var dests map[string]string // the receivers' destinations the state was saved with
 	if a.statePath != "" {
-		a.load()
+		dests = a.load()
 		_, a.savedKey = a.snapshot(a.now())
 	}
 	a.sil.path = silencesPath(o.StatePath)
@@ -297,6 +298,8 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 	a.loadHistory()
 	a.flog = newDeliveryLog(o.Now)
 	a.disp = newDispatcher(cfg, a.client, a.log, m, a.delivered, a.beforeSend, a.redact, a.flog, nil)
+	// A receiver whose url or key changed while vigil was stopped.
+	a.forgetMoved(dests)
 	return a, nil
 }
 
@@ -308,7 +311,9 @@ func New(cfg Config, slos []SLO, src reporting.HistorySource, o Options) (*Alert
 // delivery failure (DeliveryFailures, the rejection, its run of failures
 // in the log) and what it is owed; one whose settings changed starts with
 // no failure, and one removed is forgotten: for each of those that was
-// failing one line says so.
+// failing one line says so. A receiver whose destination changed (url,
+// routing key or channel: see destination) is sent every firing alert
+// anew at the next evaluation (forgetReceiver).
 func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	if err := cfg.ValidateAndSetDefaults(); err != nil {
 		return err
@@ -322,7 +327,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 	if a.closed {
 		return errors.New("alerting: reload after Close")
 	}
-	old := a.disp
+	old, dests := a.disp, a.destinations()
 	a.cfg, a.slos, a.links = cfg, slos, newLinker(cfg)
 	a.regroup()
 	a.disp = newDispatcher(cfg, a.client, a.log, a.metrics, a.delivered, a.beforeSend, a.redact, a.flog, old)
@@ -344,6 +349,7 @@ func (a *Alerter) Reload(cfg Config, slos []SLO) error {
 				"its delivery failure is no longer reported; the next notification tells whether it works", attrs...)
 		}
 	}
+	a.forgetMoved(dests)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()

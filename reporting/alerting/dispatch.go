@@ -3,7 +3,9 @@ package alerting
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -528,6 +531,33 @@ func sameDelivery(r, s Receiver) bool {
 		return r.Alertmanager != nil && s.Alertmanager != nil && *r.Alertmanager == *s.Alertmanager
 	}
 	return true
+}
+
+// destination is a fingerprint of where receiver r's notifications go:
+// its kind and URL, with a PagerDuty receiver's routing key (which names
+// the service) and a Slack receiver's channel. Headers and tls settings
+// do not count: they change how the same destination is reached. Two
+// receivers of the same name and another destination are two audiences:
+// what one was sent, the other was not (Alerter.forgetReceiver). It is
+// "sha256:" and the hex SHA-256 of those values, never the values
+// themselves, so the state file can keep it without the secrets; "" for a
+// receiver of no kind.
+func destination(r Receiver) string {
+	var parts []string
+	switch {
+	case r.Webhook != nil:
+		parts = []string{"webhook", string(r.Webhook.URL)}
+	case r.Slack != nil:
+		parts = []string{"slack", string(r.Slack.URL), r.Slack.Channel}
+	case r.PagerDuty != nil:
+		parts = []string{"pagerduty", r.PagerDuty.URL, string(r.PagerDuty.RoutingKey)}
+	case r.Alertmanager != nil:
+		parts = []string{"alertmanager", r.Alertmanager.URL}
+	default:
+		return ""
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // sameTLS reports whether a and b configure the same https client: the

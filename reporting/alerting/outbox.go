@@ -587,3 +587,92 @@ func sortedOwed(m map[string]*owed) []string {
 	sort.Strings(names)
 	return names
 }
+
+// forgetReceiver forgets what receiver name was sent and had not
+// accepted, after its destination changed under the same name (a reload
+// or a restart with another URL, routing key or channel: see
+// destination): the new destination was sent nothing. It leaves every
+// group's told (so the next evaluation sends it each group's firing
+// alerts, as to a receiver added by a reload, and no resolve of an alert
+// it was not sent) and owed (what the old destination had not accepted
+// is not sent to the new one), and, for an Alertmanager, the alerts it
+// held (it is sent the active ones anew, and no resolve of the others)
+// and the resolves it was owed. One line names the receiver, never its
+// URL or key, when it had been told anything. The old destination is
+// sent nothing more: deliveries already queued to it drain there. a.mu
+// held, a.disp the dispatcher of the new config.
+func (a *Alerter) forgetReceiver(name string) {
+	groups, alerts := 0, 0
+	for k, g := range a.groups {
+		if g.told == nil {
+			// Restored from a file that did not keep told: every receiver
+			// taking the group counts as told, the others stay so.
+			rt := g.route()
+			g.told = map[string]bool{}
+			for _, w := range a.disp.workers {
+				if !w.stream && w.takes(rt) {
+					g.told[w.name] = true
+				}
+			}
+		}
+		if g.told[name] || g.owed[name] != nil {
+			groups++
+		}
+		delete(g.told, name)
+		delete(g.owed, name)
+		a.dropIdleGroup(k, g)
+	}
+	if a.streamOwed[name] != nil {
+		alerts += len(a.streamOwed[name].resolved)
+		delete(a.streamOwed, name)
+	}
+	for _, st := range a.states {
+		if st.streamedAll {
+			// Every stream receiver taking it held it: the others still do.
+			for _, w := range a.disp.workers {
+				if w.stream && w.name != name && st.holds(w) {
+					if st.streamedTo == nil {
+						st.streamedTo = map[string]bool{}
+					}
+					st.streamedTo[w.name] = true
+				}
+				if w.name == name && st.holds(w) {
+					alerts++
+				}
+			}
+			st.streamedAll = false
+		} else if st.streamedTo[name] {
+			alerts++
+		}
+		delete(st.streamedTo, name)
+		delete(st.streamedIn, name)
+	}
+	delete(a.missed, name)
+	if groups+alerts > 0 {
+		a.log.Info("alerting: receiver's destination changed (url, routing key or channel): what it was sent before "+
+			"is forgotten; it is sent every firing alert at the next evaluation", "receiver", name, "groups", groups,
+			"stream_alerts", alerts)
+	}
+}
+
+// forgetMoved forgets, by forgetReceiver, what each receiver of the
+// running config was sent whose destination differs from dests[name] (by
+// receiver name; a receiver not in dests is not known to have moved).
+// a.mu held (or a not yet shared), a.disp the dispatcher of a.cfg.
+func (a *Alerter) forgetMoved(dests map[string]string) {
+	for _, r := range a.cfg.Receivers {
+		if d, ok := dests[r.Name]; ok && d != destination(r) {
+			a.forgetReceiver(r.Name)
+		}
+	}
+}
+
+// destinations are the destination of each receiver of a.cfg, by name.
+// a.mu held.
+func (a *Alerter) destinations() map[string]string {
+	m := make(map[string]string, len(a.cfg.Receivers))
+	for _, r := range a.cfg.Receivers {
+		m[r.Name] = destination(r)
+	}
+	return m
+}

@@ -35,6 +35,12 @@ type stateFile struct {
 	// Stream are the resolved alerts each stream receiver (Alertmanager)
 	// has not accepted. Since version 2.
 	Stream []storedOwed `json:"stream,omitempty"`
+	// Destinations are, by receiver name, a hash of where it sends (see
+	// destination), never its URL or key: a receiver whose destination
+	// differs at the next start is told everything anew
+	// (Alerter.forgetReceiver). Absent in files of older versions: no
+	// receiver counts as moved.
+	Destinations map[string]string `json:"destinations,omitempty"`
 }
 
 // storedAlert is an Alert in its Go field form. Alert.MarshalJSON writes
@@ -223,6 +229,10 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	}
 	f.Stream = storeOwed(a.streamOwed)
 	fmt.Fprintf(&key, "s [%s]\n", owedKey(a.streamOwed))
+	f.Destinations = a.destinations()
+	for _, name := range sortedKeys(f.Destinations) {
+		fmt.Fprintf(&key, "d %s %s\n", name, f.Destinations[name])
+	}
 	for _, s := range a.seen {
 		v := s.last
 		f.Seen = append(f.Seen, storedSeen{Check: v.Check, Region: v.Region, At: v.At, Interval: v.Interval, Tier: v.Tier})
@@ -345,11 +355,12 @@ func checkOwed(s []storedOwed, where string) error {
 	return nil
 }
 
-// load restores the state saved at a.statePath, if any. A file that cannot
-// be read or used is logged, renamed to <path>.bad (so a later save does
-// not overwrite what may still be worth a look) and the alerter starts
-// with no state. Called by New.
-func (a *Alerter) load() {
+// load restores the state saved at a.statePath, if any, and returns the
+// receivers' destinations it was saved with (nil: not known). A file that
+// cannot be read or used is logged, renamed to <path>.bad (so a later
+// save does not overwrite what may still be worth a look) and the alerter
+// starts with no state. Called by New.
+func (a *Alerter) load() map[string]string {
 	p := a.statePath
 	f, err := readState(p)
 	switch {
@@ -367,6 +378,7 @@ func (a *Alerter) load() {
 		undelivered += len(a.streamOwed)
 		a.log.Info("alerting: state restored", "path", p, "saved", f.Saved, "firing", firing, "groups", len(a.groups),
 			"undelivered", undelivered)
+		return f.Destinations
 	case errors.Is(err, fs.ErrNotExist):
 		a.log.Debug("alerting: no saved state, starting fresh", "path", p)
 	default:
@@ -374,11 +386,12 @@ func (a *Alerter) load() {
 		if rerr := os.Rename(p, bad); rerr != nil {
 			a.log.Error("alerting: saved state unusable and could not be moved aside; starting fresh, it will be overwritten by the next save",
 				"path", p, "err", err, "move_err", rerr)
-			return
+			return nil
 		}
 		a.log.Error("alerting: saved state unusable, moved aside; starting fresh (firing alerts notify again, earlier ones get no resolve)",
 			"path", p, "moved_to", bad, "err", err)
 	}
+	return nil
 }
 
 // save writes f to a.statePath atomically: a temporary file in the same
