@@ -574,9 +574,11 @@ type PassiveConfig struct {
 	MinRequests int `mapstructure:"min_requests"`
 	// SuccessRateStdev ejects an origin whose success rate is more than this
 	// many standard deviations (and at least 5 points) below the pool
-	// median. Only origins with SuccessRateMinRequests are judged and
-	// counted, and the rule runs only with SuccessRateMinHosts of them.
-	// Default 1.9; -1 turns the rule off.
+	// median, and whose failures chance does not explain: Fisher's exact
+	// test against the other origins' failures must give p below 0.001
+	// divided by the number of origins judged. Only origins with
+	// SuccessRateMinRequests are judged and counted, and the rule runs only
+	// with SuccessRateMinHosts of them. Default 1.9; -1 turns the rule off.
 	SuccessRateStdev float64 `mapstructure:"success_rate_stdev"`
 	// SuccessRateMinHosts is the least number of origins with
 	// SuccessRateMinRequests in Window for the success-rate rule to run

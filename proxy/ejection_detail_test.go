@@ -94,7 +94,7 @@ func TestEjectionDetail(t *testing.T) {
 					pl.observe(pl.origins[3], false, time.Millisecond, now)
 				}
 			},
-			want: "success rate 80% (20 of 100 requests failed in 30s) vs pool median 99.5% (4 origins with ≥ 100 requests), below 83.3% (median − max(1.9 × stdev 8.5%, 5%))",
+			want: "success rate 80% (20 of 100 requests failed in 30s) vs pool median 99.5% (4 origins with ≥ 100 requests), below 83.3% (median − max(1.9 × stdev 8.5%, 5%)); the other origins failed 1 of 300 (0.3%): chance of as many failures p 3.2e-12 < 0.00025",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
