@@ -938,6 +938,24 @@ func (a *Alerter) notify(now time.Time) {
 				}
 				a.queue(g.owed, a.disp.worker(name), newNotification(k, g.labels, fs, retry, now, a.cfg), len(fs) > 0)
 			}
+			// A receiver told of the group that was never sent one of its
+			// firing alerts, while another receiver accepted it (so the
+			// group counts it notified): the silence that began while its
+			// delivery waited took it out (beforeSend), or its delivery
+			// failed and the alert was silenced before the redelivery. Now
+			// that the alert fires unsilenced, it is sent the firing alerts
+			// (PagerDuty: a trigger for those it lacks), rather than at
+			// repeat_interval; the receivers that accepted it are not.
+			if len(fs) > 0 && g.lastSet != "" {
+				for _, w := range a.disp.workers {
+					if w.stream || !w.takes(rt) || !g.told[w.name] {
+						continue
+					}
+					if o := g.owed[w.name]; o != nil && !o.firing && !o.due() && o.unsent(fs) {
+						a.queue(g.owed, w, newNotification(k, g.labels, fs, nil, now, a.cfg), true)
+					}
+				}
+			}
 			// A receiver added (or given the group's severity) by a reload
 			// while the group fires is sent its firing alerts now, rather
 			// than at the next change or repeat_interval; it hears their

@@ -134,6 +134,18 @@ func (o *owed) withoutUnaccepted(rs []Alert) []Alert {
 	return out
 }
 
+// unsent reports whether one of the firing alerts fs was sent to the
+// receiver as firing only in notifications it did not accept, none of
+// them still in flight (unaccepted with id 0).
+func (o *owed) unsent(fs []Alert) bool {
+	for _, f := range fs {
+		if id, ok := o.unaccepted[f.Fingerprint]; ok && id == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // withdraw forgets the resolve of the alert fp: it is no longer owed, and
 // a notification still queued with it leaves it out (beforeSend). The
 // alert is added to missed.
