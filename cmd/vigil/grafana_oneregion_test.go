@@ -10,7 +10,8 @@ import (
 // TestGrafanaCommandOneRegionQuorum: vigil grafana and vigil alerter
 // --prometheus-rules give every rule (quorum lost, down, certificate) the
 // file's push checks with push.region as checks of quorum 1, as the
-// alerter counts them (SetOneRegion); a disabled one is not counted.
+// alerter counts them (SetOneRegion); a disabled one is not counted. The
+// rules over every check still show every check's count of regions.
 func TestGrafanaCommandOneRegionQuorum(t *testing.T) {
 	path := writeConfig(t, `
 agent: {admin_token: push-token-0123456789, region: eu-west}
@@ -41,10 +42,16 @@ checks:
 	}
 	for _, want := range []string{`title: "Origin down in 2 or more regions (1 for a push check with push.region)"`,
 		`title: "Certificate expiring within 14 days or failing in 2 or more regions (1 for a push check with push.region)"`,
-		`|> map(fn: (r) => ({r with _value: if r._value >= (if r.check == "backup" then 1.0 else 2.0) then r._value else 0.0}))`} {
+		`_value: if r.check == "backup" then 1.0 else 2.0}))`, `expression: "$B >= $R"`} {
 		if !strings.Contains(r, want) {
 			t.Errorf("the down and certificate rules do not count backup (push.region) with quorum 1: no %q", want)
 		}
+	}
+	// The down and certificate rules judge each check's count against its
+	// quorum (B ≥ R) and keep the count: web unhealthy in 1 region shows
+	// 1, not 0.
+	if strings.Contains(r, "then r._value else 0.0") {
+		t.Errorf("a rule over every check zeroes the regions it counted below a check's quorum")
 	}
 	prom, code := runCLI(t, "alerter", "-c", path, "--prometheus-rules")
 	if code != 0 {

@@ -124,6 +124,15 @@ func reduceLast(refID, input string) cog.Builder[variants.Dataquery] {
 		Settings(expr.NewExprTypeReduceSettingsBuilder().Mode(expr.ExprTypeReduceSettingsModeDropNN)))
 }
 
+// mathExpr is a math expression, e.g. "$B >= $R": 1 where it holds, per
+// series (a rule fires for the series whose condition is not 0).
+func mathExpr(refID, expression string) cog.Builder[variants.Dataquery] {
+	return expr.NewExprBuilder().TypeMath(expr.NewTypeMathBuilder().
+		RefId(refID).
+		Datasource(exprRef()).
+		Expression(expression))
+}
+
 func thresholdAbove(refID, input string, limit float64) cog.Builder[variants.Dataquery] {
 	return expr.NewExprBuilder().TypeThreshold(expr.NewTypeThresholdBuilder().
 		RefId(refID).
@@ -437,9 +446,9 @@ func burnRule(p ruleParams, s sloSpec, w vigilalerting.BurnWindow, uid string) a
 				q.why(": the origin fails, not one vantage's network.")) + q.note(),
 			"windows": w.Name(),
 		},
-		flux:     []alertFlux{{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Long, w.Short, p.minRuns, p.checks) + q.flux()}},
-		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", q.threshold())},
-		exprRefs: []string{"B", "C"},
+		flux:     q.queries(alertFlux{"A", alerting.Duration(w.Long / time.Second), burnPairQuery(s, w.Factor, w.Long, w.Short, p.minRuns, p.checks)}, "check", "target"),
+		exprs:    q.exprs(),
+		exprRefs: q.exprRefs(),
 	}
 }
 
@@ -469,9 +478,9 @@ func ttfbRule(p ruleParams, s sloSpec) alertRule {
 				q.in(), spelled(s.window), ms, max(p.minSamples, 1), vigilalerting.TTFBMinSlowRuns,
 				q.why(": the origin is slow, not one vantage's network.")) + q.note(),
 		},
-		flux:     []alertFlux{{"A", alerting.Duration(s.window / time.Second), ttfbSLOQuery(s, p.minSamples) + q.flux()}},
-		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", q.threshold())},
-		exprRefs: []string{"B", "C"},
+		flux:     q.queries(alertFlux{"A", alerting.Duration(s.window / time.Second), ttfbSLOQuery(s, p.minSamples)}, "check", "target", "tier"),
+		exprs:    q.exprs(),
+		exprRefs: q.exprRefs(),
 	}
 }
 
@@ -621,8 +630,8 @@ type ruleQuorum struct {
 	// n is the rule's quorum: 1 for a rule over one such check.
 	n int
 	// ones are the checks of quorum 1 of a rule over every check (none
-	// when the quorum is 1 anyway): its query (flux) counts their regions
-	// against 1, and every other check's against n.
+	// when the quorum is 1 anyway): its condition (queries, exprs) judges
+	// their counts of regions against 1, and every other check's against n.
 	ones []string
 	// push: the rule is over one such check (n is 1).
 	push bool
@@ -692,31 +701,48 @@ func (q ruleQuorum) note() string {
 	return ""
 }
 
-// flux ends the rule's query (A) of a rule over every check with q.ones:
-// a check × target's count of agreeing regions is kept when it reaches
-// its check's quorum (1.0 for q.ones, else q.n), else it becomes 0, and
-// the rule fires above 0.5 (threshold). "" without q.ones: the count is
-// compared with q.n by the threshold.
-func (q ruleQuorum) flux() string {
+// queries are the Flux queries of a rule that counts regions: a, its
+// count of agreeing regions per series of the label columns cols (A), and
+// for a rule over every check with q.ones, Q: each of those series' quorum
+// (qAlertQuorumOf: 1.0 for q.ones, else q.n) over a's range. The count is
+// left as it is, so the rule shows the regions it counted below the
+// quorum too, whatever quorum its check has.
+func (q ruleQuorum) queries(a alertFlux, cols ...string) []alertFlux {
 	if len(q.ones) == 0 {
-		return ""
+		return []alertFlux{a}
 	}
 	terms := make([]string, len(q.ones))
 	for i, c := range q.ones {
 		terms[i] = `r.check == "` + c + `"`
 	}
-	return "\n  |> map(fn: (r) => ({r with _value: if r._value >= (if " + strings.Join(terms, " or ") + " then 1.0 else " +
-		strconv.Itoa(q.n) + ".0) then r._value else 0.0}))"
+	quoted, labels := make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		quoted[i], labels[i] = `"`+c+`"`, c+": r."+c
+	}
+	text := strings.NewReplacer("{columns}", strings.Join(quoted, ", "), "{labels}", strings.Join(labels, ", "),
+		"{quorum}", "if "+strings.Join(terms, " or ")+" then 1.0 else "+strconv.Itoa(q.n)+".0").Replace(qAlertQuorumOf)
+	return []alertFlux{a, {"Q", a.from, text}}
 }
 
-// threshold is the rule's threshold on the last value of its query (A):
-// above n − 0.5 regions, or above 0.5 when its query applies the quorum
-// (flux).
-func (q ruleQuorum) threshold() float64 {
-	if len(q.ones) > 0 {
-		return 0.5
+// exprs are the expressions that judge the count (query A) of a rule that
+// counts regions: B, its last value per series; C, the condition, B above
+// q.n − 0.5; or, for a rule over every check with q.ones, R, the last of
+// Q (each series' quorum, see queries), and C, B at least R (a math
+// expression: Grafana pairs the series of B and R by their labels, which
+// are the same).
+func (q ruleQuorum) exprs() []cog.Builder[variants.Dataquery] {
+	if len(q.ones) == 0 {
+		return []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", float64(q.n)-0.5)}
 	}
-	return float64(q.n) - 0.5
+	return []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), reduceLast("R", "Q"), mathExpr("C", "$B >= $R")}
+}
+
+// exprRefs are the refIds of exprs, in order.
+func (q ruleQuorum) exprRefs() []string {
+	if len(q.ones) == 0 {
+		return []string{"B", "C"}
+	}
+	return []string{"B", "R", "C"}
 }
 
 // liveRule is the live_errors rule, as the alerter's: per pool × origin,
@@ -802,9 +828,9 @@ func certRule(p ruleParams) alertRule {
 			"description": fmt.Sprintf("In %d or more regions, the latest unexpired verdict of the check against the target reports a certificate (the earliest-expiring one presented: leaf or intermediate) expiring within %s days, or failed with cause cert (invalid certificate, or the check's cert_min_days).",
 				q.n, days) + q.note(),
 		},
-		flux:     []alertFlux{{"A", 300, certQuery(p.certDays) + q.flux()}},
-		exprs:    []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", q.threshold())},
-		exprRefs: []string{"B", "C"},
+		flux:     q.queries(alertFlux{"A", 300, certQuery(p.certDays)}, "check", "target", "tier"),
+		exprs:    q.exprs(),
+		exprRefs: q.exprRefs(),
 	}
 }
 
@@ -861,10 +887,9 @@ func alertRules(o Options) []alertRule {
 				"cause":       "{{ $values.E.Labels.cause }}",
 				"error":       "{{ $values.E.Labels.error }}",
 			},
-			flux: []alertFlux{{"A", 300, qAlertRegionsDown + q.flux()}, {"D", 300, qAlertDownDetail}},
-			exprs: []cog.Builder[variants.Dataquery]{reduceLast("B", "A"), thresholdAbove("C", "B", q.threshold()),
-				reduceLast("E", "D")},
-			exprRefs: []string{"B", "C", "E"},
+			flux:     append(q.queries(alertFlux{"A", 300, qAlertRegionsDown}, "check", "target", "tier"), alertFlux{"D", 300, qAlertDownDetail}),
+			exprs:    append(q.exprs(), reduceLast("E", "D")),
+			exprRefs: append(q.exprRefs(), "E"),
 		})
 	}
 	if !p.certOff {

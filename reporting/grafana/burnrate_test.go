@@ -74,11 +74,57 @@ func firing(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[s
 // more labels than the alert, for its annotations only.
 func firingAnnotations(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[string]map[string]string {
 	t.Helper()
-	type point struct {
-		labels map[string]string
-		value  float64
+	values := evalRule(t, db, rule, now)
+	// includes reports whether a has every label of b.
+	includes := func(a, b map[string]string) bool {
+		for k, v := range b {
+			if w, ok := a[k]; !ok || w != v {
+				return false
+			}
+		}
+		return true
 	}
-	type series map[string]point // series name → labels and value
+	ann, _ := rule["annotations"].(map[string]any)
+	out := map[string]map[string]string{}
+	for k, p := range values[rule["condition"].(string)] {
+		if p.value == 0 {
+			continue
+		}
+		vals := map[string]templateValue{}
+		for ref, vs := range values {
+			if m, ok := vs[k]; ok {
+				vals[ref] = templateValue{Labels: m.labels, Value: m.value}
+				continue
+			}
+			for _, m := range vs {
+				if includes(m.labels, p.labels) || includes(p.labels, m.labels) {
+					vals[ref] = templateValue{Labels: m.labels, Value: m.value}
+				}
+			}
+		}
+		out[k] = map[string]string{}
+		for name, text := range ann {
+			out[k][name] = renderSummary(t, text.(string), p.labels, vals)
+		}
+	}
+	return out
+}
+
+// rulePoint is one series' labels and value in a rule's evaluation.
+type rulePoint struct {
+	labels map[string]string
+	value  float64
+}
+
+// evalRule evaluates a provisioned rule as firing does and returns every
+// query's and expression's series by refId, each series by name (see
+// firing). Besides "reduce last" and "threshold gt" it evaluates a math
+// expression "$X >= $Y" between series of the same labels, as Grafana
+// pairs them.
+func evalRule(t *testing.T, db *influxd, rule map[string]any, now time.Time) map[string]map[string]rulePoint {
+	t.Helper()
+	type point = rulePoint
+	type series = map[string]point // series name → labels and value
 	values := map[string]series{}
 	data, _ := rule["data"].([]any)
 	for _, d := range data {
@@ -146,43 +192,28 @@ func firingAnnotations(t *testing.T, db *influxd, rule map[string]any, now time.
 				}
 			}
 			values[ref] = out
+		case model["type"] == "math":
+			m := regexp.MustCompile(`^\$(\w+) >= \$(\w+)$`).FindStringSubmatch(fmt.Sprint(model["expression"]))
+			if m == nil {
+				t.Fatalf("math %s: %v: only $X >= $Y is evaluated here", ref, model["expression"])
+			}
+			out := series{}
+			for k, p := range values[m[1]] {
+				q, ok := values[m[2]][k]
+				if !ok {
+					t.Fatalf("math %s: series %s of $%s has none in $%s (%v)", ref, k, m[1], m[2], values[m[2]])
+				}
+				out[k] = point{p.labels, 0}
+				if p.value >= q.value {
+					out[k] = point{p.labels, 1}
+				}
+			}
+			values[ref] = out
 		default:
 			t.Fatalf("expression %s of type %v is not evaluated here", ref, model["type"])
 		}
 	}
-	// includes reports whether a has every label of b.
-	includes := func(a, b map[string]string) bool {
-		for k, v := range b {
-			if w, ok := a[k]; !ok || w != v {
-				return false
-			}
-		}
-		return true
-	}
-	ann, _ := rule["annotations"].(map[string]any)
-	out := map[string]map[string]string{}
-	for k, p := range values[rule["condition"].(string)] {
-		if p.value == 0 {
-			continue
-		}
-		vals := map[string]templateValue{}
-		for ref, vs := range values {
-			if m, ok := vs[k]; ok {
-				vals[ref] = templateValue{Labels: m.labels, Value: m.value}
-				continue
-			}
-			for _, m := range vs {
-				if includes(m.labels, p.labels) || includes(p.labels, m.labels) {
-					vals[ref] = templateValue{Labels: m.labels, Value: m.value}
-				}
-			}
-		}
-		out[k] = map[string]string{}
-		for name, text := range ann {
-			out[k][name] = renderSummary(t, text.(string), p.labels, vals)
-		}
-	}
-	return out
+	return values
 }
 
 // templateValue is an expression's value in an annotation template, as

@@ -576,6 +576,22 @@ union(tables: [runs, intervals])
   |> map(fn: (r) => ({_time: v.timeRangeStop, check: r.check,
       _value: if r.reporting < {quorum} then r.silent else 0.0}))`
 
+	// qAlertQuorumOf is completed by ruleQuorum.queries ({columns}: the
+	// rule's label columns, quoted; {labels}: them as record properties;
+	// {quorum}: the quorum of r.check, a float expression): for a rule
+	// over every check whose checks' quorums differ (a push check with
+	// push.region has 1), per series of its count of regions (check ×
+	// target, and tier but for burn rate) with a verdict in the range, the
+	// quorum that count must reach. Every verdict has the ok field, so
+	// every series of the count has one here. The rule fires where the
+	// count is at least this, and its count stays the regions it counted.
+	qAlertQuorumOf = fromVerdicts + `
+  |> filter(fn: (r) => r._field == "ok")
+  |> last()
+  |> group(columns: [{columns}])
+  |> last()
+  |> map(fn: (r) => ({_time: v.timeRangeStop, {labels}, _value: {quorum}}))`
+
 	// quorumRegions: per check × region with a verdict within the range,
 	// whether the region is silent (1.0: its newest verdict, any target
 	// and vantage, is older than {window_ns}), for qAlertQuorumLost and
