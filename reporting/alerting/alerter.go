@@ -126,6 +126,11 @@ type Alerter struct {
 	queuedTo map[string]bool
 	nextID   uint64 // id of the last notification queued
 	closed   bool
+
+	// former are the groups notified under an earlier group_by, as
+	// regroup left them, until group_interval after their last
+	// notification (see formerWait).
+	former []formerGroup
 }
 
 // alertState tracks one alert from the first evaluation its condition held.
@@ -189,6 +194,13 @@ type groupState struct {
 	// toldAll: while regroup builds the group, one of the groups it is
 	// made of counted every receiver as told (told nil).
 	toldAll bool
+	// notBefore: a group first seen after a change of group_by, whose
+	// first alert would have joined a group notified under the old
+	// group_by less than group_interval before (formerWait), waits until
+	// that group's last notification + group_interval, as that group's
+	// change would have, instead of group_wait. Zero otherwise, and once
+	// notified.
+	notBefore time.Time
 }
 
 // alertRoute is what receivers' filters look at for one alert.
@@ -783,6 +795,7 @@ func (a *Alerter) silencedBy(now time.Time, check, target string) string {
 // receiver, what it did not accept and is due again. a.mu held.
 func (a *Alerter) notify(now time.Time) {
 	clear(a.queuedTo)
+	a.pruneFormer(now)
 	firing := map[string][]Alert{}
 	var stream []*alertState
 	for _, st := range a.states {
@@ -792,6 +805,7 @@ func (a *Alerter) notify(now time.Time) {
 		k := a.cfg.groupKey(st.alert)
 		if a.groups[k] == nil {
 			a.groups[k] = newGroupState(now, a.cfg.groupLabels(st.alert))
+			a.groups[k].notBefore = a.formerWait(now, st)
 		}
 		if g := a.groups[k]; g.tier == "" {
 			g.tier = st.alert.Tier
@@ -853,6 +867,9 @@ func (a *Alerter) notify(now time.Time) {
 			// A new episode: wait group_wait so alerts starting together
 			// go out together.
 			due = now.Sub(g.firstSeen) >= a.cfg.GroupWait
+			if !g.notBefore.IsZero() {
+				due = !now.Before(g.notBefore)
+			}
 		case len(fs) > 0:
 			// A change waits group_interval after the last notification.
 			// As in Alertmanager, a change is an alert not yet notified
@@ -913,7 +930,7 @@ func (a *Alerter) notify(now time.Time) {
 				g.notified[f.Fingerprint] = true
 			}
 			g.resolved = nil
-			g.lastSent, g.lastSet = now, set
+			g.lastSent, g.lastSet, g.notBefore = now, set, time.Time{}
 		} else {
 			// A receiver that did not accept the group's last notification
 			// gets it again (with the current firing alerts) after

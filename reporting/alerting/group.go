@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // groupLabelOrder are the labels alerting.group_by takes, in the order
@@ -262,6 +263,18 @@ func (a *Alerter) regroup() {
 	if !moved {
 		return
 	}
+	// The groups notified under the old group_by, for the alerts that
+	// would have joined them (formerWait).
+	for k, g := range a.groups {
+		if g.lastSet == "" || g.lastSent.IsZero() {
+			continue
+		}
+		labels := g.labels
+		if labels == nil {
+			labels = keyLabels(k)
+		}
+		a.former = append(a.former, formerGroup{labels: labels, lastSent: g.lastSent})
+	}
 	ng := map[string]*groupState{}
 	get := func(k string) *groupState {
 		if ng[k] == nil {
@@ -275,6 +288,7 @@ func (a *Alerter) regroup() {
 	}
 	sort.Strings(keys)
 	lastSets := map[string][]string{}
+	plainWait := map[string]bool{}
 	for _, k := range keys {
 		g := a.groups[k]
 		targets := map[string]bool{}
@@ -296,6 +310,14 @@ func (a *Alerter) regroup() {
 			}
 			if n.tier == "" {
 				n.tier = g.tier
+			}
+			// A group still waiting keeps the earliest wait, as for
+			// group_wait: the earliest notBefore, none if a part waits
+			// out group_wait.
+			if g.lastSet == "" && g.notBefore.IsZero() {
+				plainWait[t] = true
+			} else if g.lastSet == "" && (n.notBefore.IsZero() || g.notBefore.Before(n.notBefore)) {
+				n.notBefore = g.notBefore
 			}
 			if g.told == nil {
 				n.toldAll = true
@@ -414,10 +436,63 @@ func (a *Alerter) regroup() {
 		if n.firstSeen.IsZero() {
 			n.firstSeen = n.lastSent
 		}
+		if plainWait[k] || n.lastSet != "" {
+			n.notBefore = time.Time{}
+		}
 	}
 	a.log.Info("alerting: notification groups rebuilt for alerting.group_by", "group_by", strings.Join(a.cfg.groupBy(), ","),
 		"groups_before", len(a.groups), "groups", len(ng))
 	a.groups = ng
+}
+
+// formerGroup is a group notified under an earlier alerting.group_by:
+// its labels under that group_by and its last notification.
+type formerGroup struct {
+	labels   map[string]string
+	lastSent time.Time
+}
+
+// formerWait is when the group that firing alert st is the first of,
+// after a change of group_by, is notified: a.former's group that st
+// would have joined under the old group_by (the latest one, after
+// several changes) was notified less than group_interval before now and
+// still has a firing alert notified: st is a change of that group, due
+// group_interval after its last notification, not a new group waiting
+// group_wait, so a change of group_by does not hasten (or delay) it.
+// Zero when there is none. a.mu held.
+func (a *Alerter) formerWait(now time.Time, st *alertState) time.Time {
+	var at time.Time
+	for _, f := range a.former {
+		due := f.lastSent.Add(a.cfg.GroupInterval)
+		if !now.Before(due) || !due.After(at) || !inGroup(st.alert, f.labels) || !a.notifiedIn(f.labels, st) {
+			continue
+		}
+		at = due
+	}
+	return at
+}
+
+// notifiedIn reports whether a firing alert other than st, of a group of
+// labels, is notified as firing by the group it is in now. a.mu held.
+func (a *Alerter) notifiedIn(labels map[string]string, st *alertState) bool {
+	for fp, o := range a.states {
+		if o == st || !o.firing || !inGroup(o.alert, labels) {
+			continue
+		}
+		if g := a.groups[a.cfg.groupKey(o.alert)]; g != nil && g.notified[fp] {
+			return true
+		}
+	}
+	return false
+}
+
+// pruneFormer forgets the former groups notified group_interval or more
+// before now: an alert joining one now would be due at once, and its new
+// group's group_wait is the closest the new grouping has. a.mu held.
+func (a *Alerter) pruneFormer(now time.Time) {
+	a.former = slices.DeleteFunc(a.former, func(f formerGroup) bool {
+		return !now.Before(f.lastSent.Add(a.cfg.GroupInterval))
+	})
 }
 
 // merge adds p's part to o: both are one receiver's, of groups merged by

@@ -86,6 +86,10 @@ type storedGroup struct {
 	// the only ones sent its resolves. Absent (null) in files written
 	// before it was kept: every receiver then counts as told.
 	Told []string `json:"told"`
+	// NotBefore: a group not notified yet, made after a change of
+	// group_by, that waits until then rather than group_wait (see
+	// groupState.notBefore). Absent otherwise.
+	NotBefore time.Time `json:"not_before,omitzero"`
 }
 
 // storedOwed is one receiver's owed, in flight or failed alike.
@@ -199,7 +203,7 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 	for _, k := range keys {
 		g := a.groups[k]
 		sg := storedGroup{Key: k, Labels: g.labels, FirstSeen: g.firstSeen, LastSent: g.lastSent, LastSet: g.lastSet,
-			Undelivered: storeOwed(g.owed)}
+			Undelivered: storeOwed(g.owed), NotBefore: g.notBefore}
 		if g.told != nil {
 			// Written even when empty: [] (no receiver was told) differs
 			// from an absent told (every receiver counts as told), which
@@ -224,8 +228,9 @@ func (a *Alerter) snapshot(now time.Time) (stateFile, string) {
 			sg.Resolved = append(sg.Resolved, storedAlert(r))
 		}
 		f.Groups = append(f.Groups, sg)
-		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s] [%s] %t[%s]\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
-			strings.Join(notified, ","), fingerprints(g.resolved), owedKey(g.owed), g.told == nil, strings.Join(sg.Told, ","))
+		fmt.Fprintf(&key, "g %s %d %d %s [%s] [%s] [%s] %t[%s] %d\n", k, g.firstSeen.UnixNano(), g.lastSent.UnixNano(), g.lastSet,
+			strings.Join(notified, ","), fingerprints(g.resolved), owedKey(g.owed), g.told == nil, strings.Join(sg.Told, ","),
+			g.notBefore.UnixNano())
 	}
 	f.Stream = storeOwed(a.streamOwed)
 	fmt.Fprintf(&key, "s [%s]\n", owedKey(a.streamOwed))
@@ -264,7 +269,7 @@ func (a *Alerter) restore(f stateFile) {
 	}
 	for _, sg := range f.Groups {
 		g := &groupState{firstSeen: sg.FirstSeen, lastSent: sg.LastSent, lastSet: sg.LastSet, notified: map[string]bool{},
-			owed: restoreOwed(sg.Undelivered), labels: sg.Labels}
+			owed: restoreOwed(sg.Undelivered), labels: sg.Labels, notBefore: sg.NotBefore}
 		if g.labels == nil {
 			g.labels = keyLabels(sg.Key)
 		}
