@@ -247,6 +247,10 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 	}
 	run := p.running.Load()
 	if r.TLS == nil && st.cfg.RedirectHTTPS && !viaHTTPS(r) {
+	if !st.slashReadingsAgree(host, r, pl) {
+		p.refuse(w, r, http.StatusBadRequest, "ambiguous path: read with an encoded slash (%2F) kept in its segment, or a backslash (%5C) as a slash, it routes to another pool")
+		return
+	}
 		if ae != nil {
 			ae.pool = pl.name
 		}
@@ -355,6 +359,64 @@ func routePath(p string) (string, bool) {
 
 // explicitHost reports whether a pool names host by an exact or wildcard
 // pattern (not "*").
+// slashReadingsAgree reports whether the request routes to pl however its
+// origin reads an encoded slash or a backslash. Routing reads %2F as a
+// slash, but the origin gets the target as written, and many keep %2F as a
+// byte of its segment (Tomcat, Spring, Express's router) while others take
+// a backslash for a slash (IIS, WHATWG URL parsers): with dot segments,
+// "/internal/..%2F..%2Fapi" routed to /api's pool and its origin served
+// /internal/.., and "/api/..%5Cadmin" reached /admin on /api's origin.
+// Envoy refuses every escaped slash (path_with_escaped_slashes_action:
+// REJECT_REQUEST); here only a path whose route depends on the reading is
+// refused, so an ID such as /api/files/a%2Fb still goes through.
+func (st *runtimeState) slashReadingsAgree(host string, r *http.Request, pl *pool) bool {
+	if strings.IndexByte(r.URL.Path, '\\') >= 0 {
+		// A backslash (%5C or as written) read as a slash.
+		if rp, ok := routePath(strings.ReplaceAll(r.URL.Path, "\\", "/")); !ok || st.route(host, rp) != pl {
+			return false
+		}
+	}
+	// The path as the origin gets it: the fast engine and HTTP/2 forward
+	// the target as written, an absolute-form one goes out re-encoded.
+	raw := r.RequestURI
+	if raw == "" || raw[0] != '/' {
+		raw = r.URL.EscapedPath()
+	} else if i := strings.IndexByte(raw, '?'); i >= 0 {
+		raw = raw[:i]
+	}
+	if !hasEscapedSlash(raw) {
+		return true
+	}
+	// %2F kept as a byte: a NUL stands for it (a path with a NUL got 400
+	// before routing, and no prefix holds one), so it splits no segment.
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '%' && i+2 < len(raw) && raw[i+1] == '2' && (raw[i+2] == 'F' || raw[i+2] == 'f') {
+			b.WriteString("%00")
+			i += 2
+			continue
+		}
+		b.WriteByte(raw[i])
+	}
+	opaque, _ := unescapeValid(b.String())
+	rp, ok := routePath(opaque)
+	return ok && st.route(host, rp) == pl
+}
+
+// hasEscapedSlash reports whether an escaped path holds %2F, in any case.
+func hasEscapedSlash(p string) bool {
+	for {
+		i := strings.IndexByte(p, '%')
+		if i < 0 || i+2 >= len(p) {
+			return false
+		}
+		if p[i+1] == '2' && (p[i+2] == 'F' || p[i+2] == 'f') {
+			return true
+		}
+		p = p[i+1:]
+	}
+}
+
 func (st *runtimeState) explicitHost(host string) bool {
 	for i := range st.routes {
 		if h := st.routes[i].host; !h.any && h.match(host) {
