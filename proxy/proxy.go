@@ -153,6 +153,9 @@ func New(cfg Config, src reporting.Source, log *slog.Logger, opts ...Option) (*P
 	if err := o.reg.Register(certExpiryCollector{p}); err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
+	if err := o.reg.Register(drainedCollector{p}); err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
 	if p.cuts, err = newClientCuts(o.reg, log); err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
