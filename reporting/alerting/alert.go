@@ -116,9 +116,11 @@ type Alert struct {
 	// Silenced names the maintenance window that silences the alert, or "".
 	Silenced string
 	// Labels are the alert's identity (alertname, rule, severity, check,
-	// target, slo, region, source="vigil") and its tier; Fingerprint hashes
-	// them but tier, an attribute of the check that a config change may
-	// alter without making it another alert.
+	// target, slo, region, source="vigil") and its tier, and for
+	// live_errors pool and origin (its check and target again, named as
+	// the generated rules name them); Fingerprint hashes them but tier, an
+	// attribute of the check that a config change may alter without making
+	// it another alert, and pool and origin.
 	Labels      map[string]string
 	Fingerprint string
 }
@@ -151,6 +153,15 @@ func (a *Alert) finish() {
 	}
 	if a.Tier != "" {
 		a.Labels["tier"] = a.Tier
+	}
+	if a.Rule == RuleLiveErrors {
+		// The labels of the generated Prometheus and Grafana rules, so one
+		// Alertmanager route, silence or inhibit rule matches the alert
+		// whichever fired it. Check and target stay (silences and routes
+		// that name them keep working); copies of them, pool and origin
+		// are not hashed: the fingerprint, and so the alert's identity in
+		// the state, history and receivers, stays what it was.
+		a.Labels["pool"], a.Labels["origin"] = a.Check, a.Target
 	}
 	sort.Strings(keys)
 	h := fnv.New64a()
