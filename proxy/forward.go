@@ -955,6 +955,28 @@ func replayMethod(m string) bool {
 	return false
 }
 
+// hideIdempotencyKeys moves the Idempotency-Key and X-Idempotency-Key
+// fields of a request that is not replay-safe (rule 2 of Failover: a
+// non-empty Idempotency-Key makes a request replay-safe, nothing else
+// does) to lower-case map keys. Go's transport resends a body-less request
+// on a new connection when a reused one broke, if its header map merely
+// has either key, even empty (Request.isReplayable, golang.org/issue/19943):
+// a POST with "X-Idempotency-Key: abc" or an empty Idempotency-Key that the
+// origin already received reached it twice. Header.has looks up the
+// canonical key only, so the transport no longer sees them; the origin
+// still gets both fields with their values (field names are
+// case-insensitive, RFC 9110 §5.1; HTTP/2 lower-cases them anyway). Only
+// Go's transport sends such a request: the fast path takes body-less GET
+// and HEAD, which are replay-safe.
+func hideIdempotencyKeys(hdr http.Header) {
+	for _, k := range [...]string{"Idempotency-Key", "X-Idempotency-Key"} {
+		if v, ok := hdr[k]; ok {
+			delete(hdr, k)
+			hdr[strings.ToLower(k)] = v
+		}
+	}
+}
+
 // hdrPool holds the fast path's outgoing header maps.
 var hdrPool = sync.Pool{New: func() any { return make(http.Header, 16) }}
 
@@ -1185,6 +1207,10 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	}
 	for k, v := range pl.cfg.RequestHeaders.set {
 		hdr[k] = v
+	}
+
+	if !replaySafe {
+		hideIdempotencyKeys(hdr)
 	}
 
 	fast := pooled && up == ""
