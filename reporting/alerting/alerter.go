@@ -562,7 +562,7 @@ func (a *Alerter) Evaluate(ctx context.Context) (err error) {
 	a.metrics.lastEvalSuccess.Set(unixSeconds(now))
 	a.mu.Lock()
 	a.seen = seen
-	a.apply(now, cands)
+	a.apply(now, cands, e.resolveNotes)
 	if !a.closed {
 		a.notify(now)
 	}
@@ -607,6 +607,10 @@ type evaluator struct {
 	// (check+"\x00"+target+"\x00"+region), from its newest verdicts, for
 	// the burn-rate rule's expected runs (counts.expected).
 	intervals map[string]time.Duration
+	// resolveNotes are, by heldKey, the summaries of firing alerts that
+	// resolve for a stated reason (a live_errors origin drained: see
+	// evalLive), which their resolve carries instead of the last one.
+	resolveNotes map[string]string
 }
 
 func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
@@ -677,8 +681,10 @@ func (e *evaluator) run(ctx context.Context, slos []SLO) ([]candidate, error) {
 	return cands, nil
 }
 
-// apply moves every alert through pending → firing → resolved. a.mu held.
-func (a *Alerter) apply(now time.Time, cands []candidate) {
+// apply moves every alert through pending → firing → resolved; notes
+// are the summaries of resolves by heldKey (evaluator.resolveNotes). a.mu
+// held.
+func (a *Alerter) apply(now time.Time, cands []candidate, notes map[string]string) {
 	held := map[string]bool{}
 	for _, c := range cands {
 		fp := c.Fingerprint
@@ -732,6 +738,9 @@ func (a *Alerter) apply(now time.Time, cands []candidate) {
 		r := st.alert
 		r.EndsAt = now
 		r.Silenced = ""
+		if n := notes[heldKey(r.Rule, r.Check, r.Target)]; n != "" {
+			r.Summary = n
+		}
 		a.hist.add(now, EventResolved, r, "", a.cfg.History)
 		attrs := append(logAttrs(r), "firing_for", now.Sub(r.StartsAt))
 		if !st.clearedSince.IsZero() && now.After(st.clearedSince) {

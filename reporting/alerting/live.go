@@ -125,6 +125,16 @@ type LiveTraffic struct {
 	// proxy had the origin passively ejected, the latest Reason one.
 	Signals, Ejected int
 	Reason           string
+	// Drained names the proxy instances ("region/vantage") that had the
+	// origin drained (reporting.Signal.OutBy "drained") in a signal of the
+	// window, sorted. A drain is planned work: every signal of such an
+	// instance in the window is left out of the figures above (its
+	// requests in flight when drained, a passive ejection while drained,
+	// the traffic before the drain), so the origin is not judged there
+	// while drained nor for one window after its undrain. An origin
+	// drained on every instance that reports it has no signal left
+	// (Signals 0): it is not judged at all.
+	Drained []string
 }
 
 // Failed is the window's failed requests.
@@ -157,15 +167,27 @@ func (t LiveTraffic) Failing(r LiveErrorsRule) bool {
 }
 
 // LiveFigures sums signals (those with At in (now-window, now]) per pool ×
-// origin, sorted by pool then origin.
+// origin, sorted by pool then origin, leaving out the signals of the proxy
+// instances that had the origin drained in the window (LiveTraffic.Drained).
 func LiveFigures(signals []reporting.Signal, now time.Time, window time.Duration) []LiveTraffic {
 	type key struct{ pool, origin string }
+	type instance struct {
+		key
+		region, vantage string
+	}
+	from := now.Add(-window)
+	inWindow := func(s reporting.Signal) bool { return s.At.After(from) && !s.At.After(now) }
+	drained := map[instance]bool{}
+	for _, s := range signals {
+		if inWindow(s) && drainedSignal(s) {
+			drained[instance{key{s.Pool, s.Origin}, s.Region, s.Vantage}] = true
+		}
+	}
 	sums := map[key]*LiveTraffic{}
 	regions := map[key]map[string]bool{}
 	newest := map[key]time.Time{}
-	from := now.Add(-window)
 	for _, s := range signals {
-		if !s.At.After(from) || s.At.After(now) {
+		if !inWindow(s) {
 			continue
 		}
 		k := key{s.Pool, s.Origin}
@@ -173,6 +195,9 @@ func LiveFigures(signals []reporting.Signal, now time.Time, window time.Duration
 		if t == nil {
 			t = &LiveTraffic{Pool: s.Pool, Origin: s.Origin}
 			sums[k], regions[k] = t, map[string]bool{}
+		}
+		if drained[instance{k, s.Region, s.Vantage}] {
+			continue
 		}
 		t.Requests += s.Requests
 		t.Status5xx += s.Status5xx
@@ -189,12 +214,20 @@ func LiveFigures(signals []reporting.Signal, now time.Time, window time.Duration
 			regions[k][s.Region] = true
 		}
 	}
+	for in := range drained {
+		name := in.vantage
+		if in.region != "" {
+			name = in.region + "/" + in.vantage
+		}
+		sums[in.key].Drained = append(sums[in.key].Drained, name)
+	}
 	out := make([]LiveTraffic, 0, len(sums))
 	for k, t := range sums {
 		for r := range regions[k] {
 			t.Regions = append(t.Regions, r)
 		}
 		sort.Strings(t.Regions)
+		sort.Strings(t.Drained)
 		out = append(out, *t)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -204,6 +237,17 @@ func LiveFigures(signals []reporting.Signal, now time.Time, window time.Duration
 		return out[i].Origin < out[j].Origin
 	})
 	return out
+}
+
+// drainedSignal reports whether s's proxy had the origin drained at s.At
+// (OutBy names "drained").
+func drainedSignal(s reporting.Signal) bool {
+	for by := range strings.SplitSeq(s.OutBy, ",") {
+		if strings.TrimSpace(by) == "drained" {
+			return true
+		}
+	}
+	return false
 }
 
 // Breakdown is "470 5xx, 3 connection errors, 2 timeouts" (the kinds
@@ -347,6 +391,12 @@ func liveSummary(t LiveTraffic, r LiveErrorsRule, latest []reporting.Verdict, no
 // last window: one alert per pool × origin whose live traffic fails
 // (LiveTraffic.Failing). Its Check is the pool and its Target the origin.
 // A source without signals (not a reporting.SignalSource) gives none.
+//
+// An origin drained on a proxy instance is not judged there
+// (LiveFigures): a drain never pages. When such an origin's alert fires
+// and its figures without the drained instances no longer hold, it
+// resolves, and e.resolveNotes gives the resolve's summary, which says it
+// resolved because of the drain, not a recovery.
 func (e *evaluator) evalLive(ctx context.Context, latest []reporting.Verdict) ([]candidate, error) {
 	r := e.cfg.LiveErrors
 	src, ok := e.src.(reporting.SignalSource)
@@ -358,8 +408,14 @@ func (e *evaluator) evalLive(ctx context.Context, latest []reporting.Verdict) ([
 		return nil, fmt.Errorf("signals: %w", err)
 	}
 	figs := LiveFigures(sigs, e.now, r.Window)
-	origins, failingIn := map[string]int{}, map[string]int{}
+	// The pool-wide note counts the origins judged: one drained on every
+	// proxy takes no traffic, and is named apart.
+	origins, failingIn, drainedIn := map[string]int{}, map[string]int{}, map[string][]string{}
 	for _, t := range figs {
+		if t.Signals == 0 {
+			drainedIn[t.Pool] = append(drainedIn[t.Pool], t.Origin)
+			continue
+		}
 		origins[t.Pool]++
 		if t.Failing(r) {
 			failingIn[t.Pool]++
@@ -368,11 +424,24 @@ func (e *evaluator) evalLive(ctx context.Context, latest []reporting.Verdict) ([
 	var out []candidate
 	for _, t := range figs {
 		if !t.Failing(r) {
+			if len(t.Drained) > 0 && e.held[heldKey(RuleLiveErrors, t.Pool, t.Origin)] {
+				if e.resolveNotes == nil {
+					e.resolveNotes = map[string]string{}
+				}
+				e.resolveNotes[heldKey(RuleLiveErrors, t.Pool, t.Origin)] = liveDrainedResolve(t, r)
+			}
 			continue
 		}
 		poolWide := ""
 		if n := origins[t.Pool]; n > 1 && failingIn[t.Pool] == n {
-			poolWide = fmt.Sprintf("; every origin of pool %s is failing (%d of %d)", t.Pool, n, n)
+			poolWide = fmt.Sprintf("; every origin of pool %s is failing (%d of %d", t.Pool, n, n)
+			if d := drainedIn[t.Pool]; len(d) > 0 {
+				poolWide += "; drained: " + strings.Join(d, ", ")
+			}
+			poolWide += ")"
+		}
+		if len(t.Drained) > 0 {
+			poolWide = fmt.Sprintf("; drained on %s (left out)", strings.Join(t.Drained, ", ")) + poolWide
 		}
 		a := Alert{Rule: RuleLiveErrors, Severity: r.Severity, Check: t.Pool, Target: t.Origin, Regions: t.Regions,
 			Value: t.Ratio(), Cause: t.cause()}
@@ -380,6 +449,19 @@ func (e *evaluator) evalLive(ctx context.Context, latest []reporting.Verdict) ([
 		out = append(out, candidate{Alert: a, hold: r.For})
 	}
 	return out, nil
+}
+
+// liveDrainedResolve is the summary of a live_errors alert that resolves
+// while its origin is drained on some proxy instance.
+func liveDrainedResolve(t LiveTraffic, r LiveErrorsRule) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pool %s origin %s: drained on %s: not judged by live_errors while drained "+
+		"(a drain is planned work), so this resolve is the drain's, not a recovery", t.Pool, t.Origin, strings.Join(t.Drained, ", "))
+	if t.Signals > 0 {
+		fmt.Fprintf(&b, "; the other proxies' live traffic does not meet the rule (%s of %d requests failed over %s)",
+			units.Share(t.Ratio()), t.Requests, shortDur(r.Window))
+	}
+	return b.String()
 }
 
 // liveRules writes the generated Prometheus equivalents of the
@@ -392,10 +474,19 @@ func (e *evaluator) evalLive(ctx context.Context, latest []reporting.Verdict) ([
 //     the proxy's own trouble) over the window is at or above ratio, with
 //     at least min_requests tries in it;
 //   - condition="ejected": the origin was out of rotation
-//     (vigil_proxy_origin_available 0, averaged over the proxies) for at
-//     least ejected_share of the window, and the passive detector was at
-//     work in it (an ejection by a rule other than verdict, or a failed
-//     return probe): out by verdicts or drained alone is no live failure.
+//     (vigil_proxy_origin_available 0, averaged over the proxies that do
+//     not have it drained) for at least ejected_share of the window, and
+//     the passive detector was at work in it (an ejection by a rule other
+//     than verdict, or a failed return probe): out by verdicts or drained
+//     alone is no live failure.
+//
+// As the built-in rule leaves out the signals of a proxy instance that had
+// the origin drained in the window (LiveFigures), these leave out the
+// tries, ejections and failed return probes of an instance whose
+// vigil_proxy_origin_drained was 1 in the window (matched on job and
+// instance), and its out-of-rotation time while drained: a drain, and what
+// happens to the origin while drained (its requests in flight cut, a
+// passive ejection kept by failing probes while it is down), never fires.
 //
 // Tries, not signals, are counted: the ratio is the one the built-in rule
 // computes from the same counts, and the out share is of the window's
@@ -409,10 +500,15 @@ func liveRules(w *ruleWriter, cfg Config) {
 	win := promDur(r.Window)
 	ratio := strconv.FormatFloat(float64(r.Ratio)/100, 'g', 10, 64)
 	share := strconv.FormatFloat(float64(r.EjectedShare)/100, 'g', 10, 64)
-	tries := "sum by (pool, origin) (increase(vigil_proxy_tries_total{result!=\"local\"}[" + win + "]))"
+	// undrained keeps the series of the proxy instances that did not have
+	// the origin drained in the window.
+	undrained := func(series string) string {
+		return series + " unless on (job, instance, pool, origin) max_over_time(vigil_proxy_origin_drained[" + win + "]) > 0"
+	}
+	tries := "sum by (pool, origin) (" + undrained("increase(vigil_proxy_tries_total{result!=\"local\"}["+win+"])") + ")"
 	w.liveAlert("errors",
 		"(\n"+
-			"    sum by (pool, origin) (increase(vigil_proxy_tries_total{result!~\"ok|local\"}["+win+"]))\n"+
+			"    sum by (pool, origin) ("+undrained("increase(vigil_proxy_tries_total{result!~\"ok|local\"}["+win+"])")+")\n"+
 			"  /\n"+
 			"    "+tries+"\n"+
 			") >= "+ratio+"\n"+
@@ -421,12 +517,12 @@ func liveRules(w *ruleWriter, cfg Config) {
 		"pool {{ $labels.pool }} origin {{ $labels.origin }}: {{ $value | humanizePercentage }} of live tries failed over "+win+
 			" (vigil_proxy_tries_total); compare with its checks: they may pass while users fail", cfg)
 	w.liveAlert("ejected",
-		"avg_over_time((avg by (pool, origin) (1 - vigil_proxy_origin_available))["+win+":]) >= "+share+"\n"+
+		"avg_over_time((avg by (pool, origin) (1 - vigil_proxy_origin_available unless on (job, instance, pool, origin) vigil_proxy_origin_drained == 1))["+win+":]) >= "+share+"\n"+
 			"  and on (pool, origin)\n"+
 			"    (\n"+
-			"        sum by (pool, origin) (increase(vigil_proxy_ejections_total{reason!=\"verdict\"}["+win+"])) > 0\n"+
+			"        sum by (pool, origin) ("+undrained("increase(vigil_proxy_ejections_total{reason!=\"verdict\"}["+win+"])")+") > 0\n"+
 			"      or\n"+
-			"        sum by (pool, origin) (increase(vigil_proxy_return_probes_total{result=\"fail\"}["+win+"])) > 0\n"+
+			"        sum by (pool, origin) ("+undrained("increase(vigil_proxy_return_probes_total{result=\"fail\"}["+win+"])")+") > 0\n"+
 			"    )",
 		"pool {{ $labels.pool }} origin {{ $labels.origin }}: out of rotation {{ $value | humanizePercentage }} of the last "+win+
 			" with the proxy's passive detector ejecting it (failed tries retried elsewhere); compare with its checks: they may pass while it fails users", cfg)
