@@ -174,6 +174,41 @@ func (a *Alerter) Silences() []Silence {
 	return out
 }
 
+// ListedSilence is a silence as GET /api/v1/silences lists it.
+type ListedSilence struct {
+	Silence
+	// Unmatched says why the silence holds nothing under the running
+	// config, when it does not: its check is neither a check nor a proxy
+	// pool of the config nor the check of an alert firing now, or its
+	// target not one of that check or pool (as POST refuses, see
+	// silenceSubjectErr). Such a silence was added under another config
+	// sharing agent.data_dir (silences.json), or before a reload removed
+	// its subject: it is kept until it ends, as Alertmanager keeps a
+	// silence that matches no alert, and holds the alerts it names again
+	// if the config comes back to them. "" when it matches.
+	Unmatched string `json:"unmatched,omitempty"`
+	// Note says what a matching silence holds when that is not what it
+	// names now (a check with disabled: true), as POST's answer does.
+	Note string `json:"note,omitempty"`
+}
+
+// ListSilences is Silences, each marked with whether the running config
+// has what it names (ListedSilence.Unmatched).
+func (a *Alerter) ListSilences() []ListedSilence {
+	list := a.Silences() // a.sil.mu is let go before silenceSubjectErr takes a.mu
+	out := make([]ListedSilence, len(list))
+	for i, s := range list {
+		out[i].Silence = s
+		if msg, note := a.silenceSubjectErr(s.Check, s.Target); msg != "" {
+			out[i].Unmatched = msg + ": it holds nothing under this config; kept until it ends (another config " +
+				"sharing agent.data_dir may have added it): DELETE it if it is stale"
+		} else {
+			out[i].Note = note
+		}
+	}
+	return out
+}
+
 // silenceSubjectErr says why a silence of check (and of target, when not
 // "") would silence nothing, else "", and a note for the answer, else "".
 // A check must be a check of the running config (SetChecks, SetPairs), a
@@ -255,7 +290,8 @@ type silenceRequest struct {
 }
 
 // SilencesHandler serves /api/v1/silences: GET lists the silences in
-// force; POST {check, target?, for, by, why} adds one (201, the silence);
+// force, those the running config has nothing of marked (ListSilences);
+// POST {check, target?, for, by, why} adds one (201, the silence);
 // DELETE /api/v1/silences/{id} ends one (204; 404 when unknown). Writes
 // need the admin token (token() at each request) as a bearer token: 401
 // without the right one, 403 when none is configured. A silence added or
@@ -265,7 +301,7 @@ func (a *Alerter) SilencesHandler(token func() string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/api/v1/silences"), "/")
 		if r.Method == http.MethodGet && id == "" {
-			writeSilenceJSON(w, http.StatusOK, a.Silences())
+			writeSilenceJSON(w, http.StatusOK, a.ListSilences())
 			return
 		}
 		if (r.Method != http.MethodPost || id != "") && (r.Method != http.MethodDelete || id == "") {
