@@ -173,3 +173,43 @@ func urlPath(t *testing.T, s string) string {
 	}
 	return u.Path
 }
+
+// TestDestinationChangeAlertmanager: an Alertmanager receiver moved to
+// another url by a reload while c01 fires, with c01 resolving before the
+// next evaluation, posts nothing to the new Alertmanager (it never held
+// c01) and nothing more to the old one; one line names the receiver.
+func TestDestinationChangeAlertmanager(t *testing.T) {
+	r := newGBRig(t)
+	r.noSlack, r.noPagerD = true, true
+	am := newRecorder(t)
+	r.extra = []Receiver{{Name: "am", Alertmanager: &AlertmanagerConfig{URL: am.srv.URL + "/old"}}}
+	a := r.start(nil)
+	st := map[string]reporting.State{"c01": U}
+	r.step(a, st)
+	r.step(a, st)
+	paths := func() map[string]int {
+		m := map[string]int{}
+		for _, rec := range am.all() {
+			m[rec.Path]++
+		}
+		return m
+	}
+	if p := paths(); p["/old/api/v2/alerts"] != 1 || len(p) != 1 {
+		t.Fatalf("c01 fired: alertmanager got %v", p)
+	}
+	cfg := r.config(nil)
+	cfg.Receivers[1].Alertmanager = &AlertmanagerConfig{URL: am.srv.URL + "/new"}
+	if err := a.Reload(cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	st["c01"] = H
+	r.step(a, st)
+	r.step(a, st)
+	if p := paths(); p["/old/api/v2/alerts"] != 1 || p["/new/api/v2/alerts"] != 0 {
+		t.Errorf("c01 resolved after the url changed: alertmanager got %v, want nothing more "+
+			"(the new one never held c01, the old one is no longer a receiver)", p)
+	}
+	if !strings.Contains(r.logs.String(), "receiver=am groups=0 stream_alerts=1") {
+		t.Errorf("no line names am and the alert it held:\n%s", r.logs.String())
+	}
+}
