@@ -117,6 +117,13 @@ type Config struct {
 	// or CDN in front that sets one) instead of replacing it. Default false.
 	RequestIDFromClient bool   `mapstructure:"request_id_from_client"`
 	ridKey              string // RequestID canonical, "" when off
+	// RequestIDInAnswers sends the request's ID back to the client, in
+	// RequestID, on every answer. Default (nil) true; false keeps it to
+	// the origin and the logs, and takes a field of that name the origin
+	// sends out of its answers too (an answer a CDN caches then carries no
+	// ID to every user served it).
+	RequestIDInAnswers *bool `mapstructure:"request_id_in_answers"`
+	ridAnswers         bool  // RequestIDInAnswers resolved
 	// Via is this proxy's name in the Via field (RFC 9110 §7.6.3) of the
 	// requests it sends to origins ("Via: 1.1 NAME"): a request that
 	// arrives already carrying it went round a loop (vigil → nginx →
@@ -879,6 +886,7 @@ func (c *Config) ValidateAndSetDefaults() error {
 	if v := c.Via; v != "" && v != ViaOff && !isToken(v) && !validOriginHost(v) {
 		errs = append(errs, fmt.Errorf("via: %q: want a name (a token: letters, digits, - . _) or host[:port], or %q", v, ViaOff))
 	}
+	c.ridAnswers = c.RequestIDInAnswers == nil || *c.RequestIDInAnswers
 	switch c.RequestID {
 	case "":
 		c.RequestID = "X-Request-Id"

@@ -60,6 +60,10 @@ type pool struct {
 	rid string    // the request ID header (Config.RequestID), "" when off
 	via *viaNames // this proxy's Via (Config.Via), nil when off
 
+	// ridAnswers: the answers carry the request ID
+	// (Config.RequestIDInAnswers); without it they carry no rid field.
+	ridAnswers bool
+
 	slots slotQueue // requests waiting for a max_conns slot (queue_timeout)
 
 	// Handles of the pool's request_buffering and max_conns queue series
@@ -2331,8 +2335,11 @@ func (pl *pool) respond(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	if pl.rid != "" {
 		// The request's ID, not one the origin sent under that name: the
-		// one in the proxy's logs.
-		if v, ok := r.Header[pl.rid]; ok {
+		// one in the proxy's logs; with request_id_in_answers: false,
+		// neither.
+		if !pl.ridAnswers {
+			delete(h, pl.rid)
+		} else if v, ok := r.Header[pl.rid]; ok {
 			h[pl.rid] = v
 		}
 	}
@@ -2598,7 +2605,9 @@ func (pl *pool) upgrade(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	copyHeaders(h, resp.Header, false)
 	if pl.rid != "" {
 		// The request's ID, as on every other answer (respond).
-		if v, ok := r.Header[pl.rid]; ok {
+		if !pl.ridAnswers {
+			delete(h, pl.rid)
+		} else if v, ok := r.Header[pl.rid]; ok {
 			h[pl.rid] = v
 		}
 	}

@@ -85,7 +85,9 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 			id = p.rids.next()
 		}
 		r.Header[k] = id
-		w.Header()[k] = id
+		if st.cfg.ridAnswers {
+			w.Header()[k] = id
+		}
 		if ae != nil {
 			ae.requestID = id[0]
 		}

@@ -393,6 +393,7 @@ func (p *Proxy) build(cfg Config, old *runtimeState) (*runtimeState, error) {
 		pl := newPool(pc, p.log, p.m)
 		pl.tunnels = &p.tunnels
 		pl.rid = cfg.ridKey
+		pl.ridAnswers = cfg.ridAnswers
 		pl.via = st.via
 		sameDial := false
 		if pp := prevPools[pc.Name]; pp != nil {
