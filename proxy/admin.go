@@ -90,6 +90,9 @@ func (p *Proxy) Origins() []OriginStatus {
 				}
 				s.Why[name], s.Since[name] = o.why[i], o.since[i]
 			}
+			if f&flagVerdict != 0 && o.tookSlot != "" {
+				s.Why["verdict"] += "; " + o.tookSlot
+			}
 			if until, frac, ok := o.ramp(pl.cfg, time.Now()); ok && f == 0 {
 				s.SlowStartUntil, s.WeightFraction = &until, frac
 			}
@@ -183,6 +186,17 @@ func (p *Proxy) setDrain(name, why, by, from string, on bool) bool {
 			if changed {
 				o.m.available.Set(b2f(o.Available()))
 				pl.log.Info("proxy: origin drain changed", "pool", pl.name, "origin", o.name, "drained", on, "why", first, "by", by, "from", from)
+				// max_ejected counts from the origins not drained: a
+				// drain lowers the cap, an undrain can bring back an
+				// origin verdicts hold out.
+				pl.mu.Lock()
+				rs := pl.fitCap(now)
+				pl.mu.Unlock()
+				verb := "undrain"
+				if on {
+					verb = "drain"
+				}
+				pl.capReturned(rs, now, verb+" of "+o.name)
 			}
 		}
 	}

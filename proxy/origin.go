@@ -57,6 +57,7 @@ type origin struct {
 	lastDecay   time.Time
 	verdictSeen string // verdict reason while capped by max_ejected
 	passiveKept string // passive rule and detail while max_ejected refuses the ejection
+	tookSlot    string // while verdict-down: the passively ejected origin it returned early to fit max_ejected
 }
 
 // originLink is shared by the generations of one origin across reloads

@@ -270,26 +270,173 @@ func (d *detector) onlyUnknown() bool {
 	return true
 }
 
-// ejectedCount counts origins out for verdict or passive reasons (drained
-// origins do not count against max_ejected). Caller holds p.mu.
+// ejectedCount counts the origins verdicts or passive detection hold out,
+// drained ones aside: a drain is an operator decision, neither capped nor
+// counted against max_ejected. Caller holds p.mu.
 func (p *pool) ejectedCount() int {
 	n := 0
 	for _, o := range p.origins {
-		if o.has(flagVerdict | flagPassive) {
+		if f := o.flags.Load(); f&flagDrained == 0 && f&(flagVerdict|flagPassive) != 0 {
 			n++
 		}
 	}
 	return n
 }
 
-// mayEject reports whether o can be taken out without exceeding max_ejected.
+// allowedEjected is how many origins max_ejected lets verdicts and passive
+// detection hold out: its share of the origins not drained, rounded down.
+// With all but one origin drained, that one is never ejected (below 100%).
 // Caller holds p.mu.
-func (p *pool) mayEject(o *origin) bool {
-	if o.has(flagVerdict | flagPassive) {
-		return true // already counted
+func (p *pool) allowedEjected() int {
+	n := 0
+	for _, o := range p.origins {
+		if !o.has(flagDrained) {
+			n++
+		}
 	}
-	allowed := int(math.Floor(p.cfg.MaxEjected.Fraction()*float64(len(p.origins)) + 1e-9))
-	return p.ejectedCount() < allowed
+	return int(math.Floor(p.cfg.MaxEjected.Fraction()*float64(n) + 1e-9))
+}
+
+// mayEject reports whether o can be taken out without exceeding max_ejected.
+// A drained origin always can: it does not count (undraining it re-applies
+// the cap, see fitCap). Caller holds p.mu.
+func (p *pool) mayEject(o *origin) bool {
+	if o.flags.Load() != 0 {
+		return true // drained, or already counted
+	}
+	return p.ejectedCount() < p.allowedEjected()
+}
+
+// yieldPassive ends, early, the passive ejection of an origin that only
+// passive detection holds out (the one due back first), so that a verdict
+// ejection max_ejected refuses can take its place: verdicts outrank the
+// passive rules, which a client can trigger (a URL that answers 5xx).
+// It returns that origin and the rule that had ejected it, or nil when no
+// such origin holds a place. Caller holds p.mu, and calls returnedEarly
+// after releasing it.
+func (p *pool) yieldPassive(now time.Time) (*origin, string) {
+	var pick *origin
+	var until time.Time
+	for _, o := range p.origins {
+		if o.flags.Load() != flagPassive {
+			continue
+		}
+		o.mu.Lock()
+		u := o.ejectUntil
+		o.mu.Unlock()
+		if pick == nil || u.Before(until) {
+			pick, until = o, u
+		}
+	}
+	if pick == nil {
+		return nil, ""
+	}
+	pick.mu.Lock()
+	rule := pick.why[bit(flagPassive)]
+	pick.mu.Unlock()
+	if !pick.clear(flagPassive, now) {
+		return nil, "" // its ejection ended meanwhile: mayEject sees the room
+	}
+	return pick, rule
+}
+
+// capReturn is an origin fitCap returned to service, and what held it out.
+type capReturn struct {
+	o                *origin
+	passive, verdict string // the passive rule, the verdict reason ("": not held by it)
+}
+
+// fitCap returns origins to service until verdicts and passive detection
+// hold out no more than max_ejected allows, after a drain or an undrain
+// changed the origins it counts from: passively ejected origins first (the
+// one due back first), then the origin taken out last. An origin returned
+// from a verdict ejection shows as kept in service by max_ejected, as one
+// the cap refused. Caller holds p.mu, and calls capReturned after
+// releasing it.
+func (p *pool) fitCap(now time.Time) []capReturn {
+	var out []capReturn
+	for range p.origins {
+		if p.ejectedCount() <= p.allowedEjected() {
+			break
+		}
+		if o, rule := p.yieldPassive(now); o != nil {
+			out = append(out, capReturn{o: o, passive: rule})
+			continue
+		}
+		var pick *origin
+		var since time.Time
+		for _, o := range p.origins {
+			f := o.flags.Load()
+			if f&flagDrained != 0 || f&(flagVerdict|flagPassive) == 0 {
+				continue
+			}
+			o.mu.Lock()
+			s := o.since[bit(flagVerdict)]
+			if f&flagPassive != 0 && o.since[bit(flagPassive)].After(s) {
+				s = o.since[bit(flagPassive)]
+			}
+			o.mu.Unlock()
+			if pick == nil || s.After(since) {
+				pick, since = o, s
+			}
+		}
+		if pick == nil {
+			break
+		}
+		r := capReturn{o: pick}
+		pick.mu.Lock()
+		if pick.has(flagPassive) {
+			r.passive = pick.why[bit(flagPassive)]
+		}
+		if pick.has(flagVerdict) {
+			r.verdict = pick.why[bit(flagVerdict)]
+		}
+		pick.mu.Unlock()
+		if pick.clear(flagVerdict, now) {
+			pick.mu.Lock()
+			pick.verdictSeen = r.verdict // shown as ejection_refused until the verdict clears
+			pick.tookSlot = ""
+			pick.mu.Unlock()
+		}
+		pick.clear(flagPassive, now)
+		out = append(out, r)
+	}
+	return out
+}
+
+// capReturned finishes and logs the returns fitCap made; cause says what
+// changed the cap ("drain of o1").
+func (p *pool) capReturned(rs []capReturn, now time.Time, cause string) {
+	for _, r := range rs {
+		if r.passive != "" {
+			p.returnedEarly(r.o, now)
+		}
+		r.o.m.available.Set(b2f(r.o.Available()))
+		attrs := []any{"pool", p.name, "origin", r.o.name, "cause", cause, "max_ejected", p.cfg.MaxEjected.String()}
+		if r.passive != "" {
+			attrs = append(attrs, "passive", r.passive)
+		}
+		if r.verdict != "" {
+			attrs = append(attrs, "verdicts", r.verdict)
+		}
+		if !r.o.Available() {
+			attrs = append(attrs, "still", r.o.stillOut())
+		}
+		p.log.Warn("proxy: origin returned early: max_ejected counts from the origins not drained", attrs...)
+	}
+}
+
+// returnedEarly finishes the passive ejection of o that yieldPassive or
+// fitCap ended (its flag is already clear): o starts afresh, as after a
+// return at ejected_until.
+func (p *pool) returnedEarly(o *origin, now time.Time) {
+	o.passive.reset()
+	o.passive.refusedLogged.Store(false)
+	o.mu.Lock()
+	o.lastDecay = now
+	o.probeFails = 0
+	o.mu.Unlock()
+	o.m.available.Set(b2f(o.Available()))
 }
 
 // eject takes o out passively for n × ejection (capped), unless max_ejected

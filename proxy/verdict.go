@@ -1585,8 +1585,34 @@ func (pl *pool) applyVerdictsFrom(vs []reporting.Verdict, ahead []time.Duration,
 		case down && !o.has(flagVerdict):
 			pl.mu.Lock()
 			ok := pl.mayEject(o)
+			var yielded *origin
+			var rule string
+			if !ok && pl.ejectedCount() == pl.allowedEjected() {
+				// Verdicts outrank the passive rules, which a client can
+				// trigger: an origin only they hold out gives its place.
+				if yielded, rule = pl.yieldPassive(now); yielded != nil {
+					ok = pl.mayEject(o)
+				}
+			}
 			changed := ok && o.set(flagVerdict, why, now)
+			if changed {
+				o.mu.Lock()
+				o.tookSlot = ""
+				if yielded != nil {
+					o.tookSlot = fmt.Sprintf("took the max_ejected %s place of %s, whose passive ejection (%s) ended early", pl.cfg.MaxEjected, yielded.name, rule)
+				}
+				o.mu.Unlock()
+			}
 			pl.mu.Unlock()
+			if yielded != nil {
+				pl.returnedEarly(yielded, now)
+				attrs := []any{"pool", pl.name, "origin", yielded.name, "passive", rule,
+					"for", o.name, "verdicts", why, "max_ejected", pl.cfg.MaxEjected.String()}
+				if !yielded.Available() {
+					attrs = append(attrs, "still", yielded.stillOut())
+				}
+				pl.log.Warn("proxy: passive ejection ended early: max_ejected makes room for an origin verdicts say is down", attrs...)
+			}
 			if changed {
 				takenOutNow(o) // cut the tries waiting at it (ejectcut.go)
 			}
