@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -218,7 +219,7 @@ type drainsDoc struct {
 type drainEntry struct {
 	Pool   string    `json:"pool"`
 	Origin string    `json:"origin"` // its name when drained (target or host:port)
-	URL    string    `json:"url"`    // what a restored drain is matched on, with Pool
+	URL    string    `json:"url"`    // a restored drain is matched on Pool and URL, and on Origin alone
 	Since  time.Time `json:"since"`
 	Why    string    `json:"why,omitempty"`
 	By     string    `json:"by,omitempty"`
@@ -265,8 +266,9 @@ func (p *Proxy) saveDrains() {
 }
 
 // restoreDrains drains again the origins the drains file lists, matched by
-// pool and URL, logging each; a drain of an origin no longer in the
-// configuration is dropped (and logged). An unreadable file is logged and
+// pool and URL and by origin name (as a reload keeps a drain), logging each;
+// a drain of an origin no longer in the configuration (no origin of that
+// pool and URL, nor of that name) is dropped (and logged). An unreadable file is logged and
 // ignored: the proxy starts with no drain rather than not at all.
 func (p *Proxy) restoreDrains() {
 	if p.stateDir == "" {
@@ -286,29 +288,50 @@ func (p *Proxy) restoreDrains() {
 		return
 	}
 	type key struct{ pool, url string }
-	origins := map[key][]*origin{}
+	type at struct {
+		pl *pool
+		o  *origin
+	}
+	origins := map[key][]at{}
+	byName := map[string][]at{}
 	for _, pl := range p.state.Load().pools {
 		for _, o := range pl.origins {
 			k := key{pl.name, o.url.String()}
-			origins[k] = append(origins[k], o)
+			origins[k] = append(origins[k], at{pl, o})
+			byName[o.name] = append(byName[o.name], at{pl, o})
 		}
 	}
 	for _, e := range doc.Drains {
-		matches := origins[key{e.Pool, e.URL}]
+		// By pool and URL, and, as a reload keeps a drain, by origin
+		// name: a drain is by name (the admin API drains a name in
+		// every pool), so one whose pool was renamed or whose URL
+		// changed while the proxy was down is restored too.
+		matches := slices.Clone(origins[key{e.Pool, e.URL}])
+		for _, m := range byName[e.Origin] {
+			if !slices.Contains(matches, m) {
+				matches = append(matches, m)
+			}
+		}
 		if len(matches) == 0 {
 			p.log.Warn("proxy: dropped a saved drain: the origin is no longer in the config",
 				"pool", e.Pool, "origin", e.Origin, "url", e.URL, "drained_since", e.Since, "why", e.Why)
 			continue
 		}
-		for _, o := range matches {
+		for _, m := range matches {
+			o := m.o
 			if o.set(flagDrained, e.Why, e.Since) {
 				o.m.available.Set(b2f(o.Available()))
 				o.mu.Lock()
 				o.drainedBy = e.By
 				o.mu.Unlock()
 			}
-			p.log.Info("proxy: restored a drain saved before the restart",
-				"pool", e.Pool, "origin", o.name, "url", e.URL, "drained_since", e.Since, "why", e.Why, "by", e.By)
+			attrs := []any{"pool", m.pl.name, "origin", o.name, "url", o.url.String(), "drained_since", e.Since, "why", e.Why, "by", e.By}
+			msg := "proxy: restored a drain saved before the restart"
+			if m.pl.name != e.Pool || o.url.String() != e.URL || o.name != e.Origin {
+				msg += " (the origin's pool, URL or name changed)"
+				attrs = append(attrs, "was_pool", e.Pool, "was_origin", e.Origin, "was_url", e.URL)
+			}
+			p.log.Info(msg, attrs...)
 		}
 	}
 	p.saveDrains()
