@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -858,16 +859,33 @@ func (a *app) watchReload(ctx context.Context) error {
 	if last == "" {
 		last = fileStamp(a.path)
 	}
+	// A file still being written is not applied: a writer that rewrites it
+	// in place (scp, `cat > vigil.yaml`, an editor without an atomic
+	// rename) first leaves a truncated file that may still parse, with
+	// fewer origins, and its reload dropped their drains for good. A change
+	// is reloaded once the file (stamp and content) is the same at two
+	// polls in a row.
+	pending, seen := "", false
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
 			a.reload()
-			last = fileStamp(a.path)
+			last, seen = fileStamp(a.path), false
 		case <-t.C:
-			if s := fileStamp(a.path); s != last {
-				last = s
+			s := fileStamp(a.path)
+			if s == last {
+				seen = false
+				break
+			}
+			// Settled means the same content too: two writes within the
+			// file system's mtime granularity may leave the same size.
+			switch cs := s + "/" + contentHash(a.path); {
+			case !seen || cs != pending:
+				pending, seen = cs, true // changed since the last poll: let it settle
+			default:
+				last, seen = s, false
 				a.reload()
 			}
 		}
@@ -880,6 +898,16 @@ func fileStamp(path string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d/%d", fi.ModTime().UnixNano(), fi.Size())
+}
+
+// contentHash is a hash of the file's content, "" when it does not read.
+func contentHash(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%x", sum[:12])
 }
 
 // reload parses and validates the file in full; an invalid file leaves the
