@@ -1247,7 +1247,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	var queueWait time.Duration // for how long
 	var lastRB *replayBody      // the last try's streamed body, if any
 	lastCause := ""
-	timedOut := false
+	timedOut := false // the budget ran out before a try
 	// answered: an origin that was available when picked gave an HTTP answer
 	// in this request. From then on the last resort is closed: the client gets
 	// that origin's answer rather than one from an origin taken out.
@@ -1607,9 +1607,6 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				ae.addTry(o.name, 0, cause)
 			}
 			lastCause = cause
-			if cause == CauseTimeout {
-				timedOut = true
-			}
 			switch {
 			case connLevel && (rb == nil || !rb.read.Load()):
 				continue // nothing was sent: always move on
@@ -1758,7 +1755,10 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		if pl.allFull(r, ae, queueWait) {
 			msg = "no origin available: every available origin is at its max_conns"
 		}
-	case timedOut || !time.Now().Before(deadline):
+	case timedOut || lastCause == CauseTimeout || !time.Now().Before(deadline):
+		// The budget ran out, or the last try timed out: the status of
+		// the last failure, as nginx's (a timeout then refused
+		// connections is 502, not 504).
 		code, msg = http.StatusGatewayTimeout, "no origin answered in time"
 	case lastCause == CauseLocal:
 		code, msg = http.StatusServiceUnavailable, "the proxy cannot open a connection to an origin"
