@@ -329,8 +329,9 @@ func (p *Proxy) redirectHTTPS(w http.ResponseWriter, r *http.Request, pl *pool, 
 // matches locations and as most origins resolve paths, so "/api/../admin",
 // "/api/..;/admin" or "//api/x" (also written with %2e) cannot reach one
 // pool's origin through another pool's prefix. The path is the decoded one
-// (%2F is a slash here, where some origins keep it as a byte). The request
-// is forwarded as the client wrote it.
+// (%2F is a slash here, where some origins keep it as a byte: a path whose
+// pool that changes is refused, see slashReadingsAgree). The request is
+// forwarded as the client wrote it.
 func routePath(p string) (string, bool) {
 	if !strings.Contains(p, "/.") && !strings.Contains(p, "//") && !strings.Contains(p, ";") {
 		return p, true
