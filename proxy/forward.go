@@ -1610,10 +1610,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 			switch {
 			case connLevel && (rb == nil || !rb.read.Load()):
 				continue // nothing was sent: always move on
-			case replaySafe && pl.budget.allow(tryEnd.UnixNano()):
+			case !replaySafe:
+			case try+1 >= cfg.Tries || !pl.hasEligible(tried, !answered) || !tryEnd.Before(deadline):
+				// No retry to make: none is counted against retry_budget
+				// (nor refused by it), as after a 5xx.
+			case pl.budget.allow(tryEnd.UnixNano()):
 				continue
-			}
-			if replaySafe {
+			default:
 				pl.budgetDeny.Inc()
 			}
 			break
