@@ -107,7 +107,9 @@ func (p *Proxy) Origins() []OriginStatus {
 			if o.passiveKept != "" && f&flagPassive == 0 {
 				kept = append(kept, "passive: "+o.passiveKept)
 			}
-			if kept != nil {
+			// An origin out by verdicts or a passive rule is taken out:
+			// a refusal of the other kind does not hold it in service.
+			if kept != nil && f&(flagVerdict|flagPassive) == 0 {
 				s.EjectionRefused = "not taken out: max_ejected " + pl.cfg.MaxEjected.String() + " reached: " + strings.Join(kept, "; ")
 			}
 			if f&flagDrained != 0 {

@@ -86,6 +86,10 @@ func TestMaxEjectedVerdictOutranksPassive(t *testing.T) {
 	for i := 0; i < 30 && pl.ejectedCount() == 0; i++ {
 		h.do("POST", "/broken", "x")
 	}
+	// More of them: the passive rule is refused on the other two.
+	for i := 0; i < 9; i++ {
+		h.do("POST", "/broken", "x")
+	}
 	var victim string
 	for name, s := range originsByName(t, admin.URL) {
 		if s.PassiveEjected {
@@ -142,6 +146,9 @@ func TestMaxEjectedVerdictOutranksPassive(t *testing.T) {
 		t.Errorf("ejection_refused %q, want the passive rule refused", r)
 	}
 	get("after more broken POSTs")
+	if r := st["o1"].EjectionRefused; r != "" {
+		t.Errorf("o1, out by its verdict, shows ejection_refused %q", r)
+	}
 
 	// A second verdict-down origin finds no passive place to take.
 	now = time.Now()
