@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -81,6 +82,7 @@ type headWatch struct {
 	hijacked bool        // the handler took the connection (a tunnel)
 	req      atomic.Bool // net/http read a request's head and serves it (StateActive to StateIdle)
 	body     atomic.Bool // bytes of its body came: net/http may hold some
+	closed   atomic.Bool // Close lingers (it was called)
 }
 
 // netHTTPReadBuf is the size of net/http's buffered reader of an HTTP/1
@@ -416,4 +418,45 @@ func (p *Proxy) stdConnState(c net.Conn, s http.ConnState, timeout time.Duration
 			p.engineCutHead(headCut{reason: reason, remote: remote, tls: rc.tls, start: start, got: got})
 		}
 	}
+}
+
+// Close closes the connection. net/http closes one after an answer with
+// Connection: close (keepalive_time, keepalive_requests, an HTTP/1.0
+// client) or after one of its refusals at once, without reading what the
+// client sent meanwhile (a pipelined request); the kernel then resets the
+// connection over the unread bytes, which destroys what of the answer the
+// client had not read yet. Such a connection is half-closed instead and
+// what comes is read away in the background for up to lingerTime
+// (lingerMax bytes) before the close, as the fast engine does
+// (lingerClose). Any other (idle, cut off in a head, hijacked, h2c) is
+// closed at once.
+func (c *refusalConn) Close() error {
+	if !c.head.lingers() {
+		return c.sendTimeoutConn.Close()
+	}
+	if c.head.closed.Swap(true) {
+		return net.ErrClosed
+	}
+	cw, ok := c.sendTimeoutConn.Conn.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return c.sendTimeoutConn.Close()
+	}
+	go func() {
+		conn := c.sendTimeoutConn.Conn
+		conn.SetReadDeadline(time.Now().Add(lingerTime))
+		io.CopyN(io.Discard, conn, lingerMax)
+		conn.Close()
+	}()
+	return nil
+}
+
+// lingers reports whether the connection closes after an answer or a
+// refusal (a head read without a read error but not served).
+func (w *headWatch) lingers() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hijacked || w.h2c {
+		return false
+	}
+	return w.req.Load() || w.got > 0 && w.err == nil
 }
