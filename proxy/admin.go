@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -268,10 +267,10 @@ func (p *Proxy) saveDrains() {
 }
 
 // restoreDrains drains again the origins the drains file lists, matched by
-// pool and URL and by origin name (as a reload keeps a drain), logging each;
-// a drain of an origin no longer in the configuration (no origin of that
-// pool and URL, nor of that name) is dropped (and logged). An unreadable file is logged and
-// ignored: the proxy starts with no drain rather than not at all.
+// pool and URL, then by origin name (as a reload keeps a drain), logging
+// each; a drain of an origin no longer in the configuration (no origin of
+// that pool and URL, nor of that name) is dropped (and logged). An
+// unreadable file is logged and ignored: the proxy starts with no drain rather than not at all.
 func (p *Proxy) restoreDrains() {
 	if p.stateDir == "" {
 		return
@@ -303,37 +302,44 @@ func (p *Proxy) restoreDrains() {
 			byName[o.name] = append(byName[o.name], at{pl, o})
 		}
 	}
-	for _, e := range doc.Drains {
-		// By pool and URL, and, as a reload keeps a drain, by origin
-		// name: a drain is by name (the admin API drains a name in
-		// every pool), so one whose pool was renamed or whose URL
-		// changed while the proxy was down is restored too.
-		matches := slices.Clone(origins[key{e.Pool, e.URL}])
-		for _, m := range byName[e.Origin] {
-			if !slices.Contains(matches, m) {
-				matches = append(matches, m)
-			}
+	restored := map[*origin]bool{}
+	restore := func(e drainEntry, m at) {
+		o := m.o
+		restored[o] = true
+		if o.set(flagDrained, e.Why, e.Since) {
+			o.m.available.Set(b2f(o.Available()))
+			o.mu.Lock()
+			o.drainedBy = e.By
+			o.mu.Unlock()
 		}
-		if len(matches) == 0 {
+		attrs := []any{"pool", m.pl.name, "origin", o.name, "url", o.url.String(), "drained_since", e.Since, "why", e.Why, "by", e.By}
+		msg := "proxy: restored a drain saved before the restart"
+		if m.pl.name != e.Pool || o.url.String() != e.URL || o.name != e.Origin {
+			msg += " (the origin's pool, URL or name changed)"
+			attrs = append(attrs, "was_pool", e.Pool, "was_origin", e.Origin, "was_url", e.URL)
+		}
+		p.log.Info(msg, attrs...)
+	}
+	for _, e := range doc.Drains {
+		for _, m := range origins[key{e.Pool, e.URL}] {
+			restore(e, m)
+		}
+	}
+	// Then by origin name, as a reload keeps a drain: a drain is by name
+	// (the admin API drains a name in every pool), so one whose pool was
+	// renamed or whose URL changed while the proxy was down is restored
+	// too, on the origins no saved drain of their pool and URL restored.
+	for _, e := range doc.Drains {
+		named := byName[e.Origin]
+		if len(named) == 0 && len(origins[key{e.Pool, e.URL}]) == 0 {
 			p.log.Warn("proxy: dropped a saved drain: the origin is no longer in the config",
 				"pool", e.Pool, "origin", e.Origin, "url", e.URL, "drained_since", e.Since, "why", e.Why)
 			continue
 		}
-		for _, m := range matches {
-			o := m.o
-			if o.set(flagDrained, e.Why, e.Since) {
-				o.m.available.Set(b2f(o.Available()))
-				o.mu.Lock()
-				o.drainedBy = e.By
-				o.mu.Unlock()
+		for _, m := range named {
+			if !restored[m.o] {
+				restore(e, m)
 			}
-			attrs := []any{"pool", m.pl.name, "origin", o.name, "url", o.url.String(), "drained_since", e.Since, "why", e.Why, "by", e.By}
-			msg := "proxy: restored a drain saved before the restart"
-			if m.pl.name != e.Pool || o.url.String() != e.URL || o.name != e.Origin {
-				msg += " (the origin's pool, URL or name changed)"
-				attrs = append(attrs, "was_pool", e.Pool, "was_origin", e.Origin, "was_url", e.URL)
-			}
-			p.log.Info(msg, attrs...)
 		}
 	}
 	p.saveDrains()
