@@ -1252,19 +1252,20 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 	// in this request. From then on the last resort is closed: the client gets
 	// that origin's answer rather than one from an origin taken out.
 	answered := false
-	// held are the 5xx answers of tries that were retried (and the last
-	// one's after them), not charged to the passive detector yet: when
-	// every origin that answered the request answered 5xx, the request is
-	// at fault (a broken URL), not the origins, and none is charged; when
-	// another origin answered it below 500 (answeredOK), each is. Metrics
-	// and signals count them at once.
+	// held are the tries that timed out and the 5xx answers of tries that
+	// were retried (and the last one's after them), not charged to the
+	// passive detector yet: when every origin that got the request failed
+	// it so (two or more: a URL slow or broken everywhere), the request is
+	// at fault, not the origins, and none is charged; as soon as another
+	// origin answers it below 500 (answeredOK), each is. A try that timed
+	// out alone (not retried, or retried at an origin that refused the
+	// connection) is charged as before. Metrics and signals count them at
+	// once.
 	var held []heldFail
 	answeredOK := false
 	defer func() {
 		if answeredOK || len(held) < 2 {
-			for _, f := range held {
-				pl.observeCause(f.o, CauseStatus5xx, f.lat, f.at)
-			}
+			pl.chargeHeld(held)
 		}
 	}()
 	for try := 0; try < cfg.Tries; try++ {
@@ -1587,7 +1588,13 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 				// sent nothing.
 				logLocalDial(pl.log, pl.name, err)
 			default:
-				pl.observeCause(o, cause, lat, tryEnd.UnixNano())
+				if cause == CauseTimeout {
+					// Held: charged unless every origin that got the
+					// request failed it (see held).
+					held = append(held, heldFail{o, lat, tryEnd.UnixNano(), CauseTimeout})
+				} else {
+					pl.observeCause(o, cause, lat, tryEnd.UnixNano())
+				}
 				o.stats.requests.Add(1)
 				if cause == CauseTimeout {
 					o.stats.timeouts.Add(1)
@@ -1628,7 +1635,12 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		}
 		failed := resp.StatusCode >= 500
 		if !failed {
+			// The request was answerable: the tries held so far failed
+			// at their origins, charged now rather than when this answer
+			// ends (a download or a stream may last hours).
 			answeredOK = true
+			pl.chargeHeld(held)
+			held = nil
 		}
 		retry5xx := false
 		if failed && replaySafe && resp.StatusCode != http.StatusNotImplemented && try+1 < cfg.Tries &&
@@ -1651,7 +1663,7 @@ func (pl *pool) serve(w http.ResponseWriter, r *http.Request, maxBody int64, rea
 		settled := failed || resp.StatusCode == http.StatusSwitchingProtocols
 		if settled {
 			if failed && (retry5xx || len(held) > 0) {
-				held = append(held, heldFail{o, lat, tryEnd.UnixNano()})
+				held = append(held, heldFail{o, lat, tryEnd.UnixNano(), CauseStatus5xx})
 				o.stats.requests.Add(1)
 				o.stats.status5xx.Add(1)
 			} else {
@@ -1881,12 +1893,20 @@ func (pl *pool) settle(o *origin, failed bool, lat time.Duration, now int64) {
 	}
 }
 
-// heldFail is a try's 5xx answer whose charge to the passive detector
-// waits for the end of its request (pool.serve's held).
+// heldFail is a try's 5xx answer or timeout whose charge to the passive
+// detector waits until the request's outcome is known (pool.serve's held).
 type heldFail struct {
-	o   *origin
-	lat time.Duration
-	at  int64
+	o     *origin
+	lat   time.Duration
+	at    int64
+	cause string // CauseStatus5xx or CauseTimeout
+}
+
+// chargeHeld charges the held failures to their origins' passive detectors.
+func (pl *pool) chargeHeld(held []heldFail) {
+	for _, f := range held {
+		pl.observeCause(f.o, f.cause, f.lat, f.at)
+	}
 }
 
 // grpcStatusFailed records a try whose gRPC call the origin answered with
