@@ -748,9 +748,11 @@ func (q ruleQuorum) exprRefs() []string {
 // liveRule is the live_errors rule, as the alerter's: per pool × origin,
 // the proxies' signals (vigil_signal) over live_errors.window, summed over
 // every proxy instance and region, fail by its ratio and min_requests or
-// its ejected_share, for live_errors.for; no keep firing. Its summary
-// says what the signals counted (from D through E, whose labels are not
-// the alert's).
+// its ejected_share, for live_errors.for; no keep firing. The signals of
+// a proxy instance that had the origin drained in the window are left
+// out (a drain is planned work), as in the alerter. Its summary says what
+// the signals counted and which instances were left out (from D through
+// E, whose labels are not the alert's).
 func liveRule(p ruleParams) alertRule {
 	r := p.live
 	win := shortDur(r.Window)
@@ -763,8 +765,9 @@ func liveRule(p ruleParams) alertRule {
 		labels:    ruleLabels(vigilalerting.RuleLiveErrors, r.Severity, ""),
 		annotations: map[string]string{
 			"summary": "pool {{ $labels.pool }} origin {{ $labels.origin }}: {{ printf \"%.1f\" $values.E.Value }}% of live requests failed over " + win +
-				" ({{ $values.E.Labels.failed }} of {{ $values.E.Labels.requests }}); ejected by the proxy's passive detector in {{ $values.E.Labels.ejected }} of {{ $values.E.Labels.signals }} signals",
-			"description": fmt.Sprintf("The proxies' live traffic to the origin fails, summed over every proxy instance and region over %s: at least %s of the requests failed (5xx, connection errors, timeouts) with at least %d requests, or the passive detector had the origin ejected in at least %s of the signals. It judges what users get, whatever the checks say: compare with the origin's checks.",
+				" ({{ $values.E.Labels.failed }} of {{ $values.E.Labels.requests }}); ejected by the proxy's passive detector in {{ $values.E.Labels.ejected }} of {{ $values.E.Labels.signals }} signals" +
+				"{{ if $values.E.Labels.drained }}; drained on {{ $values.E.Labels.drained }} (left out){{ end }}",
+			"description": fmt.Sprintf("The proxies' live traffic to the origin fails, summed over every proxy instance and region over %s: at least %s of the requests failed (5xx, connection errors, timeouts) with at least %d requests, or the passive detector had the origin ejected in at least %s of the signals; the signals of a proxy instance that had the origin drained in the window are left out (a drain is planned work). It judges what users get, whatever the checks say: compare with the origin's checks.",
 				win, r.Ratio, r.MinRequests, r.EjectedShare),
 		},
 		flux:     []alertFlux{{"A", alerting.Duration(r.Window / time.Second), liveQuery(r)}, {"D", alerting.Duration(r.Window / time.Second), qAlertLiveDetail}},
@@ -1091,7 +1094,8 @@ func AlertRules() ([]byte, error) { return Options{}.AlertRules() }
 //     the alerter's quorum_lost;
 //   - live errors: per pool × origin, the proxies' signals over 5 m fail
 //     5 % or more of 100 or more requests, or the origin was ejected in
-//     50 % or more of them, for 2 m, as the alerter's live_errors.
+//     50 % or more of them, for 2 m, as the alerter's live_errors
+//     (leaving out the signals of a proxy that had the origin drained).
 //
 // A check with OneRegion in o.Checks (a push check with push.region) needs
 // 1 region in every rule instead of Quorum, as the alerter's.

@@ -637,20 +637,57 @@ union(tables: [runs, intervals])
 	// summed over every proxy instance and region, as the alerter's
 	// live_errors rule sums them (LiveFigures): requests, failed (5xx,
 	// connection errors, timeouts), signals, and ejected (signals whose
-	// proxy had the origin passively ejected).
-	liveSums = fromSignals + `
-  |> filter(fn: (r) => r._field == "requests" or r._field == "status_5xx" or r._field == "conn_errors" or r._field == "timeouts" or r._field == "ejected")
-  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+	// proxy had the origin passively ejected). A drain is planned work:
+	// every signal of a proxy instance (a series: pool × origin × region
+	// × vantage) that had the origin drained in a signal of the range
+	// (out_by names drained) is left out, and drained names those
+	// instances ("region/vantage", sorted, ", "-separated; "" for none).
+	// An origin drained on every instance keeps its row, at 0, so a firing
+	// alert resolves as any other. Flux 0.65 fails a query that reads a
+	// column a table lacks, even under exists, so the fields are summed
+	// unpivoted (each as a float, a signal written before out_by existed
+	// has none and counts) and region and vantage are read once every
+	// instance's row shares one table with a blank row that has both.
+	liveSums = `signals = ` + fromSignals + `
+counts = signals
+  |> filter(fn: (r) => r._field == "requests" or r._field == "status_5xx" or r._field == "conn_errors" or r._field == "timeouts")
+  |> map(fn: (r) => ({r with _value: float(v: r._value)}))
+ejected = signals
+  |> filter(fn: (r) => r._field == "ejected")
+  |> map(fn: (r) => ({r with _value: if r._value then 1.0 else 0.0}))
+drained = signals
+  |> filter(fn: (r) => r._field == "out_by")
+  |> map(fn: (r) => ({r with _value: if r._value =~ /(^|,) *drained *(,|$)/ then 1.0 else 0.0}))
+instances = union(tables: [counts, ejected, drained])
+  |> group(columns: ["_time", "_value", "_field"], mode: "except")
+  |> reduce(identity: {requests: 0.0, failed: 0.0, signals: 0.0, ejected: 0.0, drained: 0.0},
+      fn: (r, accumulator) => ({
+        requests: accumulator.requests + (if r._field == "requests" then r._value else 0.0),
+        failed: accumulator.failed + (if r._field == "status_5xx" or r._field == "conn_errors" or r._field == "timeouts" then r._value else 0.0),
+        signals: accumulator.signals + (if r._field == "requests" then 1.0 else 0.0),
+        ejected: accumulator.ejected + (if r._field == "ejected" then r._value else 0.0),
+        drained: if r._field == "out_by" and r._value > 0.0 then 1.0 else accumulator.drained}))
+// A row at 0 per instance with region and vantage, so the one table
+// below has both columns even where no signal has those tags.
+blank = instances
+  |> set(key: "region", value: "")
+  |> set(key: "vantage", value: "")
+  |> map(fn: (r) => ({r with requests: 0.0, failed: 0.0, signals: 0.0, ejected: 0.0, drained: 0.0}))
+union(tables: [instances, blank])
+  |> group()
   |> map(fn: (r) => ({pool: r.pool, origin: r.origin,
-      requests: if exists r.requests then float(v: r.requests) else 0.0,
-      failed: (if exists r.status_5xx then float(v: r.status_5xx) else 0.0)
-        + (if exists r.conn_errors then float(v: r.conn_errors) else 0.0)
-        + (if exists r.timeouts then float(v: r.timeouts) else 0.0),
-      ejected: if exists r.ejected and r.ejected then 1.0 else 0.0}))
+      requests: if r.drained > 0.0 then 0.0 else r.requests,
+      failed: if r.drained > 0.0 then 0.0 else r.failed,
+      signals: if r.drained > 0.0 then 0.0 else r.signals,
+      ejected: if r.drained > 0.0 then 0.0 else r.ejected,
+      name: if r.drained == 0.0 then ""
+        else (if exists r.region then r.region + "/" else "") + (if exists r.vantage then r.vantage else "")}))
   |> group(columns: ["pool", "origin"])
-  |> reduce(identity: {requests: 0.0, failed: 0.0, signals: 0.0, ejected: 0.0},
+  |> sort(columns: ["name"])
+  |> reduce(identity: {requests: 0.0, failed: 0.0, signals: 0.0, ejected: 0.0, drained: ""},
       fn: (r, accumulator) => ({requests: accumulator.requests + r.requests, failed: accumulator.failed + r.failed,
-        signals: accumulator.signals + 1.0, ejected: accumulator.ejected + r.ejected}))`
+        signals: accumulator.signals + r.signals, ejected: accumulator.ejected + r.ejected,
+        drained: if r.name == "" then accumulator.drained else if accumulator.drained == "" then r.name else accumulator.drained + ", " + r.name}))`
 
 	// qAlertLiveErrors is completed by liveQuery ({ratio} and {share}:
 	// live_errors.ratio and ejected_share in percent, {min_requests}): per
@@ -666,15 +703,16 @@ union(tables: [runs, intervals])
 
 	// qAlertLiveDetail says what qAlertLiveErrors counted, for the rule's
 	// annotations: per pool × origin, one row whose labels are requests,
-	// failed, signals and ejected (whole numbers) and whose value is the
-	// failed share in percent (0 without requests). Its labels are not the
-	// alert's (see qAlertDownDetail).
+	// failed, signals and ejected (whole numbers) and drained (the proxy
+	// instances left out, "" for none) and whose value is the failed share
+	// in percent (0 without requests). Its labels are not the alert's (see
+	// qAlertDownDetail).
 	qAlertLiveDetail = liveSums + `
   |> map(fn: (r) => ({_time: v.timeRangeStop, pool: r.pool, origin: r.origin,
       requests: string(v: int(v: r.requests)), failed: string(v: int(v: r.failed)),
-      signals: string(v: int(v: r.signals)), ejected: string(v: int(v: r.ejected)),
+      signals: string(v: int(v: r.signals)), ejected: string(v: int(v: r.ejected)), drained: r.drained,
       _value: if r.requests > 0.0 then 100.0 * r.failed / r.requests else 0.0}))
-  |> group(columns: ["pool", "origin", "requests", "failed", "signals", "ejected"])`
+  |> group(columns: ["pool", "origin", "requests", "failed", "signals", "ejected", "drained"])`
 
 	// qAlertDeadMan is completed by deadManQuery ({select}: the rule's
 	// checks, or nothing for every check): per check × region with a
