@@ -82,7 +82,7 @@ type headWatch struct {
 	hijacked bool        // the handler took the connection (a tunnel)
 	req      atomic.Bool // net/http read a request's head and serves it (StateActive to StateIdle)
 	body     atomic.Bool // bytes of its body came: net/http may hold some
-	closed   atomic.Bool // Close lingers (it was called)
+	closed   atomic.Bool // the connection lingers (linger was called)
 }
 
 // netHTTPReadBuf is the size of net/http's buffered reader of an HTTP/1
@@ -434,8 +434,27 @@ func (c *refusalConn) Close() error {
 	if !c.head.lingers() {
 		return c.sendTimeoutConn.Close()
 	}
+	return c.linger()
+}
+
+// CloseWrite is net/http's half-close before it waits 500 ms and closes
+// (closeWriteAndWait, rstAvoidanceDelay: after a 431, or after the answer
+// to a request whose body was not read to its end). The lingering close
+// begins there, so the connection (and its max_client_conns slot) ends as
+// soon as the client closes its side, not 500 ms later.
+func (c *refusalConn) CloseWrite() error {
+	if !c.head.lingers() {
+		return c.sendTimeoutConn.CloseWrite()
+	}
+	c.linger()
+	return nil
+}
+
+// linger half-closes the connection and reads away what comes in the
+// background, then closes it (see Close). Called again, it does nothing.
+func (c *refusalConn) linger() error {
 	if c.head.closed.Swap(true) {
-		return net.ErrClosed
+		return nil
 	}
 	cw, ok := c.sendTimeoutConn.Conn.(interface{ CloseWrite() error })
 	if !ok || cw.CloseWrite() != nil {

@@ -62,3 +62,49 @@ func TestCloseAfterAnswerLingersEngines(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalFreesSlotEngines: on both engines, a connection refused with
+// 431 (a head over max_header_bytes, and net/http's 4 KiB of slack) gives its max_client_conns slot back
+// as soon as the client closes after the answer; net/http alone holds it
+// 500 ms (rstAvoidanceDelay). With max_client_conns 1, the next
+// connection's request is answered at once.
+func TestRefusalFreesSlotEngines(t *testing.T) {
+	origin := rawResponder(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
+	for _, engine := range []string{EngineFast, EngineStdlib} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			cfg := pool1(PolicyRoundRobin, origin)
+			cfg.Engine = engine
+			cfg.MaxClientConns = 1
+			cfg.MaxHeaderBytes = 1024
+			p, err := New(cfg, nil, testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := runProxy(t, p)
+			do := func(head string) (int, error) {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					return 0, err
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				io.WriteString(c, head)
+				br := bufio.NewReader(c)
+				code, err := readStatus(br)
+				io.Copy(io.Discard, br) // to the proxy's half-close
+				return code, err
+			}
+			for i := 0; i < 3; i++ {
+				if code, err := do("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8000) + "\r\n\r\n"); code != 431 {
+					t.Fatalf("a head over max_header_bytes: %d, %v; want 431", code, err)
+				}
+				start := time.Now()
+				code, err := do("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+				if took := time.Since(start); code != 200 || took > 400*time.Millisecond {
+					t.Errorf("the next connection's request: %d, %v after %v; want 200 at once (max_client_conns 1: the refused connection's slot given back)", code, err, took)
+				}
+			}
+		})
+	}
+}
