@@ -662,10 +662,10 @@ instances = union(tables: [counts, ejected, drained])
   |> group(columns: ["_time", "_value", "_field"], mode: "except")
   |> reduce(identity: {requests: 0.0, failed: 0.0, signals: 0.0, ejected: 0.0, drained: 0.0},
       fn: (r, accumulator) => ({
-        requests: accumulator.requests + (if r._field == "requests" then r._value else 0.0),
-        failed: accumulator.failed + (if r._field == "status_5xx" or r._field == "conn_errors" or r._field == "timeouts" then r._value else 0.0),
-        signals: accumulator.signals + (if r._field == "requests" then 1.0 else 0.0),
-        ejected: accumulator.ejected + (if r._field == "ejected" then r._value else 0.0),
+        requests: if r._field == "requests" then accumulator.requests + r._value else accumulator.requests,
+        failed: if r._field == "status_5xx" or r._field == "conn_errors" or r._field == "timeouts" then accumulator.failed + r._value else accumulator.failed,
+        signals: if r._field == "requests" then accumulator.signals + 1.0 else accumulator.signals,
+        ejected: if r._field == "ejected" then accumulator.ejected + r._value else accumulator.ejected,
         drained: if r._field == "out_by" and r._value > 0.0 then 1.0 else accumulator.drained}))
 // A row at 0 per instance with region and vantage, so the one table
 // below has both columns even where no signal has those tags.
