@@ -247,12 +247,12 @@ func (p *Proxy) route(w http.ResponseWriter, r *http.Request, ae *accessEntry) {
 		p.refuse(w, r, http.StatusMisdirectedRequest, "no pool serves this host and path")
 		return
 	}
-	run := p.running.Load()
-	if r.TLS == nil && st.cfg.RedirectHTTPS && !viaHTTPS(r) {
 	if !st.slashReadingsAgree(host, r, pl) {
 		p.refuse(w, r, http.StatusBadRequest, "ambiguous path: read with an encoded slash (%2F) kept in its segment, or a backslash (%5C) as a slash, it routes to another pool")
 		return
 	}
+	run := p.running.Load()
+	if r.TLS == nil && st.cfg.RedirectHTTPS && !viaHTTPS(r) {
 		if ae != nil {
 			ae.pool = pl.name
 		}
@@ -360,8 +360,6 @@ func routePath(p string) (string, bool) {
 	return c, true
 }
 
-// explicitHost reports whether a pool names host by an exact or wildcard
-// pattern (not "*").
 // slashReadingsAgree reports whether the request routes to pl however its
 // origin reads an encoded slash or a backslash. Routing reads %2F as a
 // slash, but the origin gets the target as written, and many keep %2F as a
@@ -420,6 +418,8 @@ func hasEscapedSlash(p string) bool {
 	}
 }
 
+// explicitHost reports whether a pool names host by an exact or wildcard
+// pattern (not "*").
 func (st *runtimeState) explicitHost(host string) bool {
 	for i := range st.routes {
 		if h := st.routes[i].host; !h.any && h.match(host) {
