@@ -20,6 +20,8 @@ func TestSignalSaysOutForAnyReason(t *testing.T) {
 	cfg.SignalWindow = 50 * time.Millisecond
 	cfg.VerdictPoll = 20 * time.Millisecond
 	cfg.Region, cfg.Vantage = "eu-west", "proxy-1"
+	// Two of the three origins not drained go out: past max_ejected 50%.
+	cfg.Pools[0].MaxEjected = 100
 	src := &memSource{}
 	src.set(reporting.Verdict{Check: "home", Target: "o0", Region: "eu", State: reporting.StateUnhealthy,
 		At: time.Now(), Expires: time.Now().Add(time.Hour)})
