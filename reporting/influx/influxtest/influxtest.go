@@ -84,6 +84,12 @@ func moduleRoot() (string, error) {
 	}
 }
 
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -121,51 +127,62 @@ func Start(t testing.TB, opts ...Option) *Server {
 	bin, err := Find()
 	checktest.NeedDependency(t, "influxd (InfluxDB 1.8.10)", err)
 	dir := t.TempDir()
-	httpPort, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rpcPort, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	conf := filepath.Join(dir, "influxdb.conf")
-	cfg := fmt.Sprintf(`reporting-disabled = true
-bind-address = "127.0.0.1:%d"
-[meta]
-  dir = %q
-[data]
-  dir = %q
-  wal-dir = %q
-  query-log-enabled = false
-  wal-fsync-delay = "0s"
-[coordinator]
-  log-queries-after = "0s"
-[retention]
-  enabled = false
-[monitor]
-  store-enabled = false
-[http]
-  enabled = true
-  bind-address = "127.0.0.1:%d"
-  flux-enabled = %t
-  auth-enabled = %t
-  log-enabled = false
-  write-tracing = false
-  pprof-enabled = false
-[continuous_queries]
-  enabled = false
-[subscriber]
-  enabled = false
-[logging]
-  level = "warn"
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort, !o.fluxOff, o.user != "")
-	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), bin: bin, dir: dir, conf: conf, t: t}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
+	var s *Server
+	// The ports are free when picked and closed again before influxd binds
+	// them, so another process may take one in between: influxd then exits
+	// with "address already in use", and new ports are picked.
+	for attempt := 1; ; attempt++ {
+		httpPort, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rpcPort, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := fmt.Sprintf(`reporting-disabled = true
+	bind-address = "127.0.0.1:%d"
+	[meta]
+	  dir = %q
+	[data]
+	  dir = %q
+	  wal-dir = %q
+	  query-log-enabled = false
+	  wal-fsync-delay = "0s"
+	[coordinator]
+	  log-queries-after = "0s"
+	[retention]
+	  enabled = false
+	[monitor]
+	  store-enabled = false
+	[http]
+	  enabled = true
+	  bind-address = "127.0.0.1:%d"
+	  flux-enabled = %t
+	  auth-enabled = %t
+	  log-enabled = false
+	  write-tracing = false
+	  pprof-enabled = false
+	[continuous_queries]
+	  enabled = false
+	[subscriber]
+	  enabled = false
+	[logging]
+	  level = "warn"
+	`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort, !o.fluxOff, o.user != "")
+		if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s = &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), bin: bin, dir: dir, conf: conf, t: t}
+		err = s.Start()
+		if err == nil {
+			break
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("influxtest: a port was taken before influxd bound it; picking others (%v)", firstLine(err.Error()))
 	}
 	if o.user != "" {
 		// With no user yet, influxd takes this one statement unauthenticated.
