@@ -1,6 +1,7 @@
 package checks_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/vigil-synthetics/vigil/checks"
+	"github.com/vigil-synthetics/vigil/checks/checktest"
 )
 
 // serveTLSHTTP1 serves handler over TLS in HTTP/1.1 only on 127.0.0.1,
@@ -124,36 +126,20 @@ func TestGRPCTransportHints(t *testing.T) {
 // test.
 func serveHTTP1Lingering(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return checktest.RawOrigin(t, func(c net.Conn, br *bufio.Reader) {
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				var head []byte
-				buf := make([]byte, 512)
-				for !strings.Contains(string(head), "\r\n\r\n") {
-					n, err := c.Read(buf)
-					head = append(head, buf[:n]...)
-					if err != nil {
-						return
-					}
-				}
-				io.WriteString(c, "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-				c.(*net.TCPConn).CloseWrite()
-				io.Copy(io.Discard, c)
-			}()
+			if line == "\r\n" {
+				break
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String()
+		io.WriteString(c, "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		c.(*net.TCPConn).CloseWrite()
+		io.Copy(io.Discard, br)
+	})
 }
 
 // failingHealth answers every Check with code and message.
