@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-synthetics/vigil/reporting"
 	vigilalerting "github.com/vigil-synthetics/vigil/reporting/alerting"
 )
 
@@ -23,24 +22,7 @@ import (
 // config without SLOs (down and certificate, as vigil grafana writes
 // them).
 func TestRulesOverEveryCheckCountRegionsBelowQuorum(t *testing.T) {
-	db := startInfluxd(t)
-	now := time.Now()
-	var vs []reporting.Verdict
-	for _, cr := range []struct{ check, region string }{{"api", "eu-west"}, {"backup", "eu-west"}, {"web", "eu-west"}, {"web", "us-east"}} {
-		for i := 0; i < 20; i++ {
-			vs = append(vs, reporting.Verdict{Check: cr.check, Target: "edge-a", Region: cr.region, Vantage: cr.region + "-1", Tier: "shallow",
-				State: reporting.StateUnhealthy, Cause: "status", Err: "status 503", TTFB: 900 * time.Millisecond,
-				Duration: 910 * time.Millisecond, Interval: 30 * time.Second, CertExpiry: now.Add(5 * 24 * time.Hour),
-				At: now.Add(-time.Duration(i)*30*time.Second - time.Second)})
-		}
-	}
-	publish(t, db, vs, nil)
-
-	cfg := vigilalerting.Config{Quorum: 2}
-	cfg.SetKeys([]string{"quorum"})
-	if err := cfg.ValidateAndSetDefaults(); err != nil {
-		t.Fatal(err)
-	}
+	db, now, cfg := startQuorumInflux(t)
 	checks := func(one bool) []vigilalerting.CheckInterval {
 		return []vigilalerting.CheckInterval{{Check: "api", Interval: 30 * time.Second},
 			{Check: "backup", Interval: time.Minute, OneRegion: one}, {Check: "web", Interval: 30 * time.Second}}
@@ -63,13 +45,7 @@ func TestRulesOverEveryCheckCountRegionsBelowQuorum(t *testing.T) {
 			}
 			for _, uid := range tt.uids {
 				rule := ruleOf(t, raw, uid)
-				// Series are check/target/tier, check/target for burn rate.
-				key := func(check string) string {
-					if strings.Contains(uid, "burn") {
-						return check + "/edge-a"
-					}
-					return check + "/edge-a/shallow"
-				}
+				key := func(check string) string { return quorumSeries(uid, check) }
 				values := evalRule(t, db, rule, now.Add(time.Second))
 				got := map[string]float64{}
 				for k, p := range values["B"] {

@@ -25,24 +25,7 @@ import (
 // rules over every check and for the rules of a config's SLOs over each
 // check.
 func TestRulesOneRegionQuorum(t *testing.T) {
-	db := startInfluxd(t)
-	now := time.Now()
-	var vs []reporting.Verdict
-	for _, cr := range []struct{ check, region string }{{"api", "eu-west"}, {"backup", "eu-west"}, {"web", "eu-west"}, {"web", "us-east"}} {
-		for i := 0; i < 20; i++ {
-			vs = append(vs, reporting.Verdict{Check: cr.check, Target: "edge-a", Region: cr.region, Vantage: cr.region + "-1", Tier: "shallow",
-				State: reporting.StateUnhealthy, Cause: "status", Err: "status 503", TTFB: 900 * time.Millisecond,
-				Duration: 910 * time.Millisecond, Interval: 30 * time.Second, CertExpiry: now.Add(5 * 24 * time.Hour),
-				At: now.Add(-time.Duration(i)*30*time.Second - time.Second)})
-		}
-	}
-	publish(t, db, vs, nil)
-
-	cfg := vigilalerting.Config{Quorum: 2}
-	cfg.SetKeys([]string{"quorum"})
-	if err := cfg.ValidateAndSetDefaults(); err != nil {
-		t.Fatal(err)
-	}
+	db, now, cfg := startQuorumInflux(t)
 	var slos []vigilalerting.SLO
 	for _, c := range []string{"api", "backup"} {
 		slos = append(slos, vigilalerting.SLO{Name: c + "-availability", Check: c, Objective: units.Percent(99.9)},
@@ -85,13 +68,7 @@ func TestRulesOneRegionQuorum(t *testing.T) {
 				rule := ruleOf(t, raw, uid)
 				got := firing(t, db, rule, now.Add(time.Second))
 				want := map[string]string{}
-				// Series are check/target/tier, check/target for burn rate.
-				key := func(check string) string {
-					if strings.Contains(uid, "burn") {
-						return check + "/edge-a"
-					}
-					return check + "/edge-a/shallow"
-				}
+				key := func(check string) string { return quorumSeries(uid, check) }
 				if summary != "" {
 					want[key("backup")] = summary
 				}
@@ -147,4 +124,41 @@ func TestRulesOneRegionQuorum(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startQuorumInflux starts an InfluxDB holding the verdicts of the quorum
+// tests: api, backup and web × edge-a unhealthy (status 503), failing
+// every run for the last 10 minutes, a TTFB of 900 ms and a certificate
+// expiring in 5 days, from eu-west, web from us-east too; with now, the
+// time they were written against, and an alerting config of quorum 2.
+func startQuorumInflux(t *testing.T) (*influxd, time.Time, vigilalerting.Config) {
+	t.Helper()
+	db := startInfluxd(t)
+	now := time.Now()
+	var vs []reporting.Verdict
+	for _, cr := range []struct{ check, region string }{{"api", "eu-west"}, {"backup", "eu-west"}, {"web", "eu-west"}, {"web", "us-east"}} {
+		for i := 0; i < 20; i++ {
+			vs = append(vs, reporting.Verdict{Check: cr.check, Target: "edge-a", Region: cr.region, Vantage: cr.region + "-1", Tier: "shallow",
+				State: reporting.StateUnhealthy, Cause: "status", Err: "status 503", TTFB: 900 * time.Millisecond,
+				Duration: 910 * time.Millisecond, Interval: 30 * time.Second, CertExpiry: now.Add(5 * 24 * time.Hour),
+				At: now.Add(-time.Duration(i)*30*time.Second - time.Second)})
+		}
+	}
+	publish(t, db, vs, nil)
+
+	cfg := vigilalerting.Config{Quorum: 2}
+	cfg.SetKeys([]string{"quorum"})
+	if err := cfg.ValidateAndSetDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	return db, now, cfg
+}
+
+// quorumSeries is the series of check × edge-a in the results of the rule
+// uid: check/target/tier, check/target for burn rate.
+func quorumSeries(uid, check string) string {
+	if strings.Contains(uid, "burn") {
+		return check + "/edge-a"
+	}
+	return check + "/edge-a/shallow"
 }
